@@ -1,0 +1,16 @@
+//! Vocabulary shared by every inrush crate, with no I/O of its own.
+//!
+//! Owns: the description of a target column and its value type ([`schema`]), where a value came
+//! from ([`location`]), and how a running load tells the outside world about itself
+//! ([`progress`]).
+//!
+//! Does not own: reading input (`inrush-read`), turning values into wire bytes (`inrush-encode`),
+//! talking to a server (`inrush-postgres`) or the shape of the pipeline (`inrush-load`).
+
+pub mod location;
+pub mod progress;
+pub mod schema;
+
+pub use location::Location;
+pub use progress::{Phase, Progress, ProgressSnapshot, Reporter, Silent};
+pub use schema::{ScalarType, TargetColumn, ValueType};

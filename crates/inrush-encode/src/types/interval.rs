@@ -1,0 +1,7 @@
+//! Stub: every value is deferred to the server until this module is written.
+use crate::{EncodeError, Result};
+use crate::EncodeContext;
+
+pub(crate) fn encode(_text: &str, _typmod: i32, _ctx: &EncodeContext, _out: &mut Vec<u8>) -> Result<()> {
+    Err(EncodeError::Deferred)
+}

@@ -1,0 +1,92 @@
+//! One module per family of types: each turns the text of one field into the type's binary
+//! send format (the bytes after the 4-byte length in a COPY BINARY tuple).
+
+mod array;
+mod boolean;
+mod bytea;
+mod datetime;
+mod float;
+mod int;
+mod interval;
+mod json;
+mod numeric;
+mod text;
+mod uuid;
+
+use crate::Result;
+use inrush_core::{ScalarType, ValueType};
+
+/// Facts about the target session that change how text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodeContext {
+    /// `server_version_num`, e.g. 180001.
+    pub server_version_num: u32,
+    /// The session's TimeZone is UTC (or an alias with no offset ever), so a timestamptz without
+    /// an explicit offset can be converted on the client.
+    pub session_time_zone_is_utc: bool,
+    /// DateStyle's field order begins with the year or is ISO (`ISO, MDY` still reads
+    /// `2024-01-02` as year-month-day; only forms like `01/02/2024` depend on it and are deferred).
+    pub date_style_iso: bool,
+}
+
+impl Default for EncodeContext {
+    fn default() -> Self {
+        EncodeContext { server_version_num: 180000, session_time_zone_is_utc: true, date_style_iso: true }
+    }
+}
+
+/// Appends the binary form of `text`, read as a value of `value_type` with modifier `typmod`,
+/// to `out`. On error `out` may hold a partial value: the caller truncates.
+pub fn encode_value(
+    value_type: &ValueType,
+    typmod: i32,
+    text: &str,
+    ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    match value_type {
+        ValueType::Scalar { scalar } => encode_scalar(*scalar, typmod, text, ctx, out),
+        ValueType::Array { elem, elem_oid } => array::encode(*elem, *elem_oid, typmod, text, ctx, out),
+        ValueType::Unsupported => Err(crate::EncodeError::Deferred),
+    }
+}
+
+pub(crate) fn encode_scalar(
+    scalar: ScalarType,
+    typmod: i32,
+    text: &str,
+    ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    match scalar {
+        ScalarType::Bool => boolean::encode(text, out),
+        ScalarType::Int2 => int::encode_int2(text, out),
+        ScalarType::Int4 => int::encode_int4(text, out),
+        ScalarType::Int8 => int::encode_int8(text, out),
+        ScalarType::Float4 => float::encode_float4(text, out),
+        ScalarType::Float8 => float::encode_float8(text, out),
+        ScalarType::Numeric => numeric::encode(text, typmod, ctx, out),
+        ScalarType::Text => text::encode_text(text, out),
+        ScalarType::Varchar => text::encode_varchar(text, typmod, out),
+        ScalarType::Bpchar => text::encode_bpchar(text, typmod, out),
+        ScalarType::Bytea => bytea::encode(text, out),
+        ScalarType::Date => datetime::encode_date(text, ctx, out),
+        ScalarType::Time => datetime::encode_time(text, typmod, ctx, out),
+        ScalarType::Timestamp => datetime::encode_timestamp(text, typmod, ctx, out),
+        ScalarType::Timestamptz => datetime::encode_timestamptz(text, typmod, ctx, out),
+        ScalarType::Interval => interval::encode(text, typmod, ctx, out),
+        ScalarType::Uuid => uuid::encode(text, out),
+        ScalarType::Json => json::encode_json(text, out),
+        ScalarType::Jsonb => json::encode_jsonb(text, out),
+    }
+}
+
+/// PostgreSQL's `scanner_isspace`/`isspace` set, used by most input functions to trim.
+pub(crate) fn is_pg_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// `text` without the leading and trailing whitespace input functions ignore.
+pub(crate) fn trim_pg_space(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_ascii() && is_pg_space(c as u8))
+}
