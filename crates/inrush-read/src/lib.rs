@@ -1,1 +1,35 @@
-//! placeholder
+//! The input side of inrush: open an input, decompress it, cut it into blocks of whole records,
+//! and parse records exactly as PostgreSQL's `COPY ... (FORMAT csv)` would.
+//!
+//! Owns: [`source`] (files, standard input, gzip and zstd by extension, byte counting for
+//! progress), [`csv`] (options, the quote-aware [`csv::Splitter`] and the
+//! [`csv::RecordParser`]) and [`generate`] (seeded synthetic data for the demo, benchmarks and
+//! the lab).
+//!
+//! Does not own: what the fields mean (that is `inrush-encode`), threads or channels (that is
+//! `inrush-load`: a splitter is an iterator, a parser a plain struct).
+
+pub mod csv;
+pub mod generate;
+pub mod source;
+
+use inrush_core::Location;
+use std::path::PathBuf;
+
+/// Everything that can go wrong while reading input.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open {path}: {source}", path = path.display())]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {name}: {source}")]
+    Read { name: String, source: std::io::Error },
+    /// The input is not well-formed CSV at this record.
+    #[error("{location}: {reason}")]
+    Record { location: Location, reason: String },
+    #[error("{name}: a record is longer than {limit} bytes (an unbalanced quote?)")]
+    RecordTooLong { name: String, limit: usize },
+    #[error("invalid CSV option: {0}")]
+    Options(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

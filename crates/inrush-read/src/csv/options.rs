@@ -1,0 +1,46 @@
+use crate::{Error, Result};
+
+/// The dialect knobs COPY's CSV format has, with COPY's defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvOptions {
+    pub delimiter: u8,
+    pub quote: u8,
+    /// Defaults to the quote character (a doubled quote is a literal quote).
+    pub escape: u8,
+    /// An unquoted field equal to this is NULL.
+    pub null: Vec<u8>,
+    /// The first record is a header and is not data.
+    pub header: bool,
+}
+
+impl Default for CsvOptions {
+    fn default() -> Self {
+        CsvOptions { delimiter: b',', quote: b'"', escape: b'"', null: Vec::new(), header: false }
+    }
+}
+
+impl CsvOptions {
+    /// Refuses what COPY refuses, with its reasons.
+    pub fn validate(&self) -> Result<()> {
+        let single = |what: &str, b: u8| {
+            if b.is_ascii() && b != b'\n' && b != b'\r' {
+                Ok(())
+            } else {
+                Err(Error::Options(format!("{what} must be a single one-byte character other than newline or carriage return")))
+            }
+        };
+        single("delimiter", self.delimiter)?;
+        single("quote", self.quote)?;
+        single("escape", self.escape)?;
+        if self.delimiter == self.quote {
+            return Err(Error::Options("delimiter and quote must be different".into()));
+        }
+        if self.null.iter().any(|&b| b == b'\n' || b == b'\r') {
+            return Err(Error::Options("the NULL string cannot contain newline or carriage return".into()));
+        }
+        if self.null.contains(&self.delimiter) {
+            return Err(Error::Options("the delimiter must not appear in the NULL string".into()));
+        }
+        Ok(())
+    }
+}

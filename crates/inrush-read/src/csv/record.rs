@@ -1,0 +1,241 @@
+//! One record at a time, with COPY's `CopyReadAttributesCSV` rules.
+
+use super::{CsvOptions, Eol};
+use memchr::{memchr, memchr2, memchr3};
+use std::ops::Range;
+
+/// Why a record is not CSV that COPY would read. Messages are COPY's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    #[error("unterminated CSV quoted field")]
+    UnterminatedQuote,
+    #[error("unquoted carriage return found in data (use a quoted CSV field to represent carriage return)")]
+    UnquotedCarriageReturn,
+    #[error("unquoted newline found in data (use a quoted CSV field to represent newline)")]
+    UnquotedNewline,
+}
+
+/// The fields of one record: de-quoted bytes in one scratch buffer, a range per field, `None`
+/// for NULL. Reused from record to record so parsing does not allocate.
+#[derive(Debug, Default)]
+pub struct Record {
+    scratch: Vec<u8>,
+    fields: Vec<Option<Range<usize>>>,
+}
+
+impl Record {
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// The bytes of field `i`, `None` when it is NULL (or absent).
+    pub fn field(&self, i: usize) -> Option<&[u8]> {
+        self.fields.get(i)?.as_ref().map(|r| &self.scratch[r.clone()])
+    }
+
+    pub fn fields(&self) -> impl Iterator<Item = Option<&[u8]>> + '_ {
+        self.fields.iter().map(|f| f.as_ref().map(|r| &self.scratch[r.clone()]))
+    }
+
+    fn clear(&mut self) {
+        self.scratch.clear();
+        self.fields.clear();
+    }
+}
+
+/// Parses records out of a block that holds whole records (see [`super::Splitter`]).
+#[derive(Debug, Clone)]
+pub struct RecordParser {
+    opts: CsvOptions,
+    eol: Eol,
+}
+
+impl RecordParser {
+    pub fn new(opts: CsvOptions, eol: Eol) -> Self {
+        RecordParser { opts, eol }
+    }
+
+    /// Parses the record that starts at `pos` into `rec`; returns where the next record starts.
+    /// `pos` must be below `data.len()`.
+    pub fn parse(&self, data: &[u8], pos: usize, rec: &mut Record) -> Result<usize, RecordError> {
+        rec.clear();
+        let CsvOptions { delimiter, quote, escape, .. } = self.opts;
+        let term = self.eol.terminator();
+        let mut i = pos;
+        loop {
+            let start = rec.scratch.len();
+            let mut saw_quote = false;
+            // Each pass handles one unquoted run and, if a quote follows, one quoted run.
+            let ended = loop {
+                let rest = &data[i..];
+                let stop = memchr3(delimiter, quote, term, rest).map_or(data.len(), |k| i + k);
+                let mut run_end = stop;
+                if stop < data.len() && data[stop] == term && self.eol == Eol::CrLf {
+                    // The `\r` of `\r\n` always sits in the run that ends at the `\n`.
+                    if stop > i && data[stop - 1] == b'\r' {
+                        run_end = stop - 1;
+                    } else {
+                        return Err(RecordError::UnquotedNewline);
+                    }
+                }
+                self.check_stray_eol(&data[i..run_end])?;
+                rec.scratch.extend_from_slice(&data[i..run_end]);
+                if stop == data.len() {
+                    break FieldEnd::Record(data.len());
+                }
+                let c = data[stop];
+                if c == delimiter {
+                    i = stop + 1;
+                    break FieldEnd::Field;
+                }
+                if c == term {
+                    break FieldEnd::Record(stop + 1);
+                }
+                // A quote: quoted text until the closing quote, wherever in the field it is.
+                saw_quote = true;
+                i = self.quoted_run(data, stop + 1, &mut rec.scratch, quote, escape)?;
+            };
+            let value = &rec.scratch[start..];
+            let is_null = !saw_quote && value == self.opts.null.as_slice();
+            rec.fields.push((!is_null).then(|| start..rec.scratch.len()));
+            if let FieldEnd::Record(next) = ended {
+                return Ok(next);
+            }
+        }
+    }
+
+    /// Copies a quoted run starting just after its opening quote; returns the index after the
+    /// closing quote.
+    fn quoted_run(&self, data: &[u8], mut k: usize, out: &mut Vec<u8>, quote: u8, escape: u8) -> Result<usize, RecordError> {
+        loop {
+            let rest = &data[k..];
+            let hit = if quote == escape { memchr(quote, rest) } else { memchr2(quote, escape, rest) };
+            let Some(off) = hit else { return Err(RecordError::UnterminatedQuote) };
+            let m = k + off;
+            out.extend_from_slice(&data[k..m]);
+            let c = data[m];
+            // The escape test comes first: with quote == escape a doubled quote is a literal.
+            if c == escape {
+                if let Some(&next) = data.get(m + 1) {
+                    if next == escape || next == quote {
+                        out.push(next);
+                        k = m + 2;
+                        continue;
+                    }
+                }
+            }
+            if c == quote {
+                return Ok(m + 1);
+            }
+            out.push(c);
+            k = m + 1;
+        }
+    }
+
+    /// An unquoted run may hold no line-ending byte other than the record's own terminator.
+    fn check_stray_eol(&self, run: &[u8]) -> Result<(), RecordError> {
+        match self.eol {
+            Eol::Lf | Eol::CrLf if memchr(b'\r', run).is_some() => Err(RecordError::UnquotedCarriageReturn),
+            Eol::Cr if memchr(b'\n', run).is_some() => Err(RecordError::UnquotedNewline),
+            _ => Ok(()),
+        }
+    }
+}
+
+enum FieldEnd {
+    Field,
+    Record(usize),
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Parses every record of `data`; fields as strings, NULL as `None`.
+    pub(crate) fn parse_all(opts: &CsvOptions, eol: Eol, data: &[u8]) -> Result<Vec<Vec<Option<String>>>, RecordError> {
+        let parser = RecordParser::new(opts.clone(), eol);
+        let mut rec = Record::default();
+        let mut rows = Vec::new();
+        let mut pos = 0;
+        while pos < data.len() {
+            pos = parser.parse(data, pos, &mut rec)?;
+            rows.push(rec.fields().map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned())).collect());
+        }
+        Ok(rows)
+    }
+
+    fn rows(data: &str) -> Vec<Vec<Option<String>>> {
+        parse_all(&CsvOptions::default(), Eol::Lf, data.as_bytes()).unwrap()
+    }
+
+    fn s(v: &str) -> Option<String> {
+        Some(v.to_string())
+    }
+
+    #[test]
+    fn quoted_empty_is_empty_and_unquoted_empty_is_null() {
+        assert_eq!(rows("a,,\"\"\n"), vec![vec![s("a"), None, s("")]]);
+    }
+
+    #[test]
+    fn quotes_hold_delimiters_newlines_and_doubled_quotes() {
+        assert_eq!(rows("\"a,b\",\"c\nd\",\"e\"\"f\"\n"), vec![vec![s("a,b"), s("c\nd"), s("e\"f")]]);
+    }
+
+    #[test]
+    fn a_quote_mid_field_starts_quoted_text_as_copy_does() {
+        assert_eq!(rows("ab\"c,d\"e,x\n"), vec![vec![s("abc,de"), s("x")]]);
+        // A quoted NULL string is not NULL.
+        assert_eq!(rows("\"\"\"\"\n"), vec![vec![s("\"")]]);
+    }
+
+    #[test]
+    fn last_record_needs_no_line_break() {
+        assert_eq!(rows("1,2\n3,4"), vec![vec![s("1"), s("2")], vec![s("3"), s("4")]]);
+    }
+
+    #[test]
+    fn empty_line_is_one_null_field() {
+        assert_eq!(rows("\n"), vec![vec![None]]);
+    }
+
+    #[test]
+    fn null_string_option_only_matches_unquoted() {
+        let opts = CsvOptions { null: b"NULL".to_vec(), ..Default::default() };
+        let got = parse_all(&opts, Eol::Lf, b"NULL,\"NULL\",\n").unwrap();
+        assert_eq!(got, vec![vec![None, s("NULL"), s("")]]);
+    }
+
+    #[test]
+    fn distinct_escape_protects_quote_and_itself_inside_quotes_only() {
+        let opts = CsvOptions { escape: b'\\', ..Default::default() };
+        let got = parse_all(&opts, Eol::Lf, b"\"a\\\"b\",\"c\\\\\",\"d\\e\",x\\y\n").unwrap();
+        assert_eq!(got, vec![vec![s("a\"b"), s("c\\"), s("d\\e"), s("x\\y")]]);
+    }
+
+    #[test]
+    fn crlf_records_and_stray_line_breaks() {
+        let got = parse_all(&CsvOptions::default(), Eol::CrLf, b"a,\"b\r\nc\"\r\n\"d\"\r\n").unwrap();
+        assert_eq!(got, vec![vec![s("a"), s("b\r\nc")], vec![s("d")]]);
+        assert_eq!(parse_all(&CsvOptions::default(), Eol::CrLf, b"a\nb\r\n"), Err(RecordError::UnquotedNewline));
+        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"a\rb\n"), Err(RecordError::UnquotedCarriageReturn));
+        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"a\r\n"), Err(RecordError::UnquotedCarriageReturn));
+        let cr = parse_all(&CsvOptions::default(), Eol::Cr, b"a,b\rc,\"d\ne\"\r").unwrap();
+        assert_eq!(cr, vec![vec![s("a"), s("b")], vec![s("c"), s("d\ne")]]);
+    }
+
+    #[test]
+    fn unterminated_quote_is_reported() {
+        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"\"abc\n"), Err(RecordError::UnterminatedQuote));
+    }
+
+    #[test]
+    fn other_delimiters() {
+        let opts = CsvOptions { delimiter: b'\t', ..Default::default() };
+        assert_eq!(parse_all(&opts, Eol::Lf, b"a\t\"b\tc\"\n").unwrap(), vec![vec![s("a"), s("b\tc")]]);
+    }
+}

@@ -1,0 +1,375 @@
+//! Cutting a byte stream into blocks of whole records, so records can be parsed on every core.
+//!
+//! The cut is made by one sequential scan that tracks quote state exactly as COPY's line reader
+//! does (`CopyReadLineText`): a quote toggles quoted text anywhere in a record, and inside quoted
+//! text an escape character (when it differs from the quote) protects the character after it. A
+//! line break inside quotes is therefore never taken for a record end, whatever the block size.
+//! The scan only looks at quote, escape and line-ending bytes (`memchr`), so it runs far faster
+//! than parsing and one thread keeps every parser busy; it also works on streams that cannot seek
+//! (standard input, gzip).
+
+use super::{CsvOptions, Eol};
+use crate::{Error, Result};
+use bytes::{Bytes, BytesMut};
+use memchr::{memchr2, memchr3, memchr_iter};
+use std::io::Read;
+
+/// The longest record accepted: COPY's own limit on a field is 1 GB.
+pub const MAX_RECORD_BYTES: usize = 1 << 30;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A run of whole records.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// 0-based position of the block in the input.
+    pub index: u64,
+    /// 1-based line on which the block's first record starts.
+    pub first_line: u64,
+    /// Offset of the block's first byte in the (decompressed) input.
+    pub offset: u64,
+    pub data: Bytes,
+}
+
+/// Iterates over the blocks of an input. See the module documentation for how cuts are found.
+pub struct Splitter<R> {
+    reader: R,
+    name: String,
+    opts: CsvOptions,
+    eol: Option<Eol>,
+    block_size: usize,
+    buf: BytesMut,
+    /// `buf[..scanned]` has been scanned; quote state below is valid at `scanned`.
+    scanned: usize,
+    in_quote: bool,
+    last_was_escape: bool,
+    /// End of the last whole record found in `buf[..scanned]`.
+    boundary: Option<usize>,
+    eof: bool,
+    started: bool,
+    next_index: u64,
+    next_line: u64,
+    next_offset: u64,
+}
+
+impl<R: Read> Splitter<R> {
+    /// `block_size` is a target: a block ends at the first record end after that many bytes.
+    pub fn new(reader: R, name: impl Into<String>, opts: CsvOptions, block_size: usize) -> Self {
+        Splitter {
+            reader,
+            name: name.into(),
+            opts,
+            eol: None,
+            block_size: block_size.max(1),
+            buf: BytesMut::new(),
+            scanned: 0,
+            in_quote: false,
+            last_was_escape: false,
+            boundary: None,
+            eof: false,
+            started: false,
+            next_index: 0,
+            next_line: 1,
+            next_offset: 0,
+        }
+    }
+
+    /// The line ending fixed by the first line; known after the first block or header.
+    /// An input with no line break at all reads as `Lf`.
+    pub fn eol(&mut self) -> Result<Eol> {
+        self.start()?;
+        Ok(self.eol.unwrap_or(Eol::Lf))
+    }
+
+    /// Takes the first record off the input (a header), as raw bytes with its terminator.
+    /// `None` for an empty input.
+    pub fn take_first_record(&mut self) -> Result<Option<Block>> {
+        self.start()?;
+        loop {
+            self.scan(0);
+            if let Some(end) = self.boundary {
+                return Ok(Some(self.emit(end)));
+            }
+            if self.eof {
+                return Ok((!self.buf.is_empty()).then(|| self.emit(self.buf.len())));
+            }
+            self.fill()?;
+        }
+    }
+
+    /// Reads the first bytes: drops a UTF-8 byte order mark and fixes the line ending.
+    fn start(&mut self) -> Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        while self.buf.len() < BOM.len() && !self.eof {
+            self.fill()?;
+        }
+        if self.buf.starts_with(BOM) {
+            let _ = self.buf.split_to(BOM.len());
+            self.next_offset = BOM.len() as u64;
+        }
+        self.detect_eol()
+    }
+
+    /// COPY takes the first unquoted line break as the ending of every line.
+    fn detect_eol(&mut self) -> Result<()> {
+        let (mut in_quote, mut last_was_escape) = (false, false);
+        let mut i = 0;
+        loop {
+            while i < self.buf.len() {
+                let c = self.buf[i];
+                self.step_quote(c, &mut in_quote, &mut last_was_escape);
+                if !in_quote && (c == b'\n' || c == b'\r') {
+                    if c == b'\n' {
+                        self.eol = Some(Eol::Lf);
+                        return Ok(());
+                    }
+                    if i + 1 < self.buf.len() {
+                        self.eol = Some(if self.buf[i + 1] == b'\n' { Eol::CrLf } else { Eol::Cr });
+                        return Ok(());
+                    }
+                    if self.eof {
+                        self.eol = Some(Eol::Cr);
+                        return Ok(());
+                    }
+                    break; // need the byte after `\r`
+                }
+                i += 1;
+            }
+            if self.eof {
+                return Ok(());
+            }
+            if self.buf.len() > MAX_RECORD_BYTES {
+                return Err(Error::RecordTooLong { name: self.name.clone(), limit: MAX_RECORD_BYTES });
+            }
+            self.fill()?;
+        }
+    }
+
+    fn step_quote(&self, c: u8, in_quote: &mut bool, last_was_escape: &mut bool) {
+        let (quote, escape) = (self.opts.quote, self.opts.escape);
+        if quote == escape {
+            if c == quote {
+                *in_quote = !*in_quote;
+            }
+            return;
+        }
+        if *in_quote && c == escape {
+            *last_was_escape = !*last_was_escape;
+        }
+        if c == quote && !*last_was_escape {
+            *in_quote = !*in_quote;
+        }
+        if c != escape {
+            *last_was_escape = false;
+        }
+    }
+
+    /// Scans new bytes, remembering the last record end seen outside quotes; stops at the first
+    /// record end at or past `min_end`.
+    fn scan(&mut self, min_end: usize) {
+        let term = self.eol.unwrap_or(Eol::Lf).terminator();
+        let (quote, escape) = (self.opts.quote, self.opts.escape);
+        let mut i = self.scanned;
+        let end = self.buf.len();
+        while i < end {
+            let rest = &self.buf[i..end];
+            let hit = if quote == escape { memchr2(quote, term, rest) } else { memchr3(quote, escape, term, rest) };
+            let Some(off) = hit else {
+                // Plain bytes reset the "previous byte was an escape" state.
+                if !rest.is_empty() && self.opts.escape != self.opts.quote {
+                    self.last_was_escape = false;
+                }
+                i = end;
+                break;
+            };
+            let at = i + off;
+            if off > 0 {
+                self.last_was_escape = false;
+            }
+            let c = self.buf[at];
+            if c == term && !self.in_quote {
+                self.last_was_escape = false;
+                self.boundary = Some(at + 1);
+                if at + 1 >= min_end {
+                    self.scanned = at + 1;
+                    return;
+                }
+            } else {
+                let (mut q, mut e) = (self.in_quote, self.last_was_escape);
+                self.step_quote(c, &mut q, &mut e);
+                self.in_quote = q;
+                self.last_was_escape = e;
+            }
+            i = at + 1;
+        }
+        self.scanned = i;
+    }
+
+    /// Reads more input into the buffer; sets `eof` when there is none.
+    fn fill(&mut self) -> Result<()> {
+        let want = self.block_size.clamp(64 * 1024, 8 * 1024 * 1024);
+        let len = self.buf.len();
+        self.buf.resize(len + want, 0);
+        let read = loop {
+            match self.reader.read(&mut self.buf[len..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    self.buf.truncate(len);
+                    return Err(Error::Read { name: self.name.clone(), source });
+                }
+            }
+        };
+        self.buf.truncate(len + read);
+        if read == 0 {
+            self.eof = true;
+        }
+        Ok(())
+    }
+
+    /// Cuts `buf[..end]` off as the next block.
+    fn emit(&mut self, end: usize) -> Block {
+        let data = self.buf.split_to(end).freeze();
+        self.scanned -= end.min(self.scanned);
+        self.boundary = None;
+        let term = self.eol.unwrap_or(Eol::Lf).terminator();
+        let block = Block { index: self.next_index, first_line: self.next_line, offset: self.next_offset, data };
+        self.next_index += 1;
+        // Lines are counted in `\n` for every ending but CR-only, where `\r` is the line break.
+        let breaks = if term == b'\r' { memchr_iter(b'\r', &block.data).count() } else { memchr_iter(b'\n', &block.data).count() };
+        self.next_line += breaks as u64;
+        self.next_offset += block.data.len() as u64;
+        block
+    }
+}
+
+impl<R: Read> Iterator for Splitter<R> {
+    type Item = Result<Block>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.start() {
+            return Some(Err(e));
+        }
+        loop {
+            self.scan(self.block_size);
+            if let Some(end) = self.boundary {
+                if end >= self.block_size || self.eof {
+                    return Some(Ok(self.emit(end)));
+                }
+            }
+            if self.eof {
+                // The last record may lack a line break; an open quote is the parser's to report.
+                return (!self.buf.is_empty()).then(|| Ok(self.emit(self.buf.len())));
+            }
+            if self.buf.len() > MAX_RECORD_BYTES && self.boundary.is_none() {
+                return Some(Err(Error::RecordTooLong { name: self.name.clone(), limit: MAX_RECORD_BYTES }));
+            }
+            if let Err(e) = self.fill() {
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::csv::record::tests::parse_all;
+
+    /// Splits `data` with the given block size and parses each block on its own, as workers do.
+    fn split_then_parse(data: &[u8], opts: &CsvOptions, block_size: usize) -> (Vec<Vec<Option<String>>>, Vec<u64>) {
+        let mut splitter = Splitter::new(data, "t.csv", opts.clone(), block_size);
+        let eol = splitter.eol().unwrap();
+        let mut rows = Vec::new();
+        let mut first_lines = Vec::new();
+        for block in splitter {
+            let block = block.unwrap();
+            first_lines.push(block.first_line);
+            rows.extend(parse_all(opts, eol, &block.data).unwrap());
+        }
+        (rows, first_lines)
+    }
+
+    /// Every block size from 1 byte to past the end must give the rows of one whole parse.
+    fn assert_split_invariant(data: &[u8], opts: &CsvOptions) {
+        let eol = Splitter::new(data, "t", opts.clone(), 1).eol().unwrap();
+        let whole = parse_all(opts, eol, data).unwrap();
+        for block_size in 1..=data.len() + 1 {
+            let (rows, _) = split_then_parse(data, opts, block_size);
+            assert_eq!(rows, whole, "block size {block_size}");
+        }
+    }
+
+    #[test]
+    fn adversarial_quotes_survive_every_cut() {
+        let inputs: &[&[u8]] = &[
+            b"1,\"a\nb\"\n2,\"\n\n\"\n3,\"\"\"\n\"\"\"\n",
+            b"\"x\ny\",\"\"\"\"\n\"\n\",z\n,\n\n\"a\"\"\nb\"",
+            b"ab\"c\nd\"e,1\n\"\",\"\n\"\n",
+            b"a,\"b\r\nc\"\r\n\"d\"\"\r\n\"\r\n",
+        ];
+        for data in inputs {
+            assert_split_invariant(data, &CsvOptions::default());
+        }
+        let backslash = CsvOptions { escape: b'\\', ..Default::default() };
+        assert_split_invariant(b"\"a\\\"\nb\",c\n\"\\\\\",\"\n\\\"\"\nx\\,\"y\"\n", &backslash);
+    }
+
+    #[test]
+    fn generated_rows_survive_every_cut() {
+        // Fields full of quotes, delimiters and line breaks, from a fixed seed.
+        let mut rng = crate::generate::Rng::new(42);
+        let pieces: [&[u8]; 6] = [b"a", b",", b"\n", b"\"\"", b"x y", b""];
+        let mut data = Vec::new();
+        for _ in 0..40 {
+            for f in 0..3 {
+                let quoted = rng.next_u64() % 2 == 0;
+                if quoted {
+                    data.push(b'"');
+                }
+                for _ in 0..(rng.next_u64() % 4) {
+                    let piece = pieces[(rng.next_u64() % 6) as usize];
+                    if quoted || !piece.iter().any(|&b| b == b',' || b == b'\n' || b == b'"') {
+                        data.extend_from_slice(piece);
+                    }
+                }
+                if quoted {
+                    data.push(b'"');
+                }
+                data.push(if f == 2 { b'\n' } else { b',' });
+            }
+        }
+        assert_split_invariant(&data, &CsvOptions::default());
+    }
+
+    #[test]
+    fn blocks_know_their_first_line() {
+        let data = b"a\n\"b\nc\"\nd\ne\n";
+        let (rows, lines) = split_then_parse(data, &CsvOptions::default(), 1);
+        assert_eq!(rows.len(), 4);
+        assert_eq!(lines, vec![1, 2, 4, 5]);
+    }
+
+    #[test]
+    fn bom_is_dropped_and_header_taken() {
+        let data = b"\xEF\xBB\xBFid,name\r\n1,x\r\n";
+        let mut splitter = Splitter::new(&data[..], "t", CsvOptions::default(), 1024);
+        let header = splitter.take_first_record().unwrap().unwrap();
+        assert_eq!(&header.data[..], b"id,name\r\n");
+        assert_eq!(splitter.eol().unwrap(), Eol::CrLf);
+        let rest: Vec<Block> = splitter.map(|b| b.unwrap()).collect();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].first_line, 2);
+        assert_eq!(&rest[0].data[..], b"1,x\r\n");
+    }
+
+    #[test]
+    fn empty_input_has_no_blocks() {
+        let mut splitter = Splitter::new(&b""[..], "t", CsvOptions::default(), 8);
+        assert!(splitter.take_first_record().unwrap().is_none());
+        assert_eq!(splitter.count(), 0);
+    }
+}

@@ -1,0 +1,99 @@
+//! Opening an input: a file (plain, `.gz` or `.zst`) or standard input (`-`), counting the bytes
+//! taken from it so progress and ETA can be computed whatever the compression.
+
+use crate::{Error, Result};
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How the input's bytes are compressed, decided by the file name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+
+    pub fn from_path(path: &Path) -> Compression {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("gz" | "gzip") => Compression::Gzip,
+            Some("zst" | "zstd") => Compression::Zstd,
+            _ => Compression::None,
+        }
+    }
+}
+
+/// An opened input, ready to be split.
+pub struct Input {
+    /// The name used in messages: the path as given, or `-`.
+    pub name: String,
+    /// Size on disk when known (compressed size for compressed files).
+    pub size: Option<u64>,
+    pub compression: Compression,
+    /// The decompressed byte stream.
+    pub reader: Box<dyn Read + Send>,
+    /// Whether byte offsets in the stream are offsets in the file (plain regular files), so a
+    /// block can be read again to locate an error the server reported.
+    pub seekable: bool,
+}
+
+/// Opens `path` (`-` for standard input); `consumed` is advanced by every raw byte read.
+pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
+    if path == "-" {
+        let counted = Counted { inner: io::stdin(), consumed };
+        return Ok(Input { name: "-".into(), size: None, compression: Compression::None, reader: Box::new(counted), seekable: false });
+    }
+    let p = Path::new(path);
+    let file = File::open(p).map_err(|source| Error::Open { path: p.to_path_buf(), source })?;
+    let meta = file.metadata().map_err(|source| Error::Open { path: p.to_path_buf(), source })?;
+    let compression = Compression::from_path(p);
+    let counted = Counted { inner: file, consumed };
+    let reader: Box<dyn Read + Send> = match compression {
+        Compression::None => Box::new(counted),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, counted))),
+        Compression::Zstd => Box::new(
+            zstd::Decoder::new(counted).map_err(|source| Error::Open { path: p.to_path_buf(), source })?,
+        ),
+    };
+    Ok(Input {
+        name: path.to_string(),
+        size: meta.is_file().then_some(meta.len()),
+        compression,
+        reader,
+        seekable: meta.is_file() && compression == Compression::None,
+    })
+}
+
+/// Reads `len` bytes at `offset` of a plain file again (to locate a row the server refused).
+pub fn read_range(path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut buf = vec![0; len];
+    file.read_exact(&mut buf)?;
+    Ok(buf)
+}
+
+struct Counted<R> {
+    inner: R,
+    consumed: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
