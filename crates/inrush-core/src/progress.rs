@@ -2,6 +2,7 @@
 //! they update a [`Progress`] and announce phases to a [`Reporter`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The stages of one load, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -16,8 +17,8 @@ pub enum Phase {
 /// Counters shared by the pipeline's threads; cheap to update, read by whoever reports.
 #[derive(Debug, Default)]
 pub struct Progress {
-    /// Bytes of input consumed (compressed bytes for compressed input).
-    pub bytes_read: AtomicU64,
+    /// Bytes of input consumed (compressed bytes for compressed input); shared with the reader.
+    pub bytes_read: Arc<AtomicU64>,
     /// Total input bytes when known up front (0 when not, e.g. standard input).
     pub bytes_total: AtomicU64,
     /// Rows encoded and handed to a COPY stream.

@@ -47,6 +47,11 @@ impl TupleWriter {
         Ok(())
     }
 
+    /// The buffer itself, for text COPY lines, which need no framing.
+    pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
     /// Drops everything written since `mark` (a tuple abandoned half way).
     pub fn rewind(&mut self, mark: usize) {
         self.buf.truncate(mark);

@@ -1,1 +1,29 @@
-//! placeholder
+//! The load pipeline and its policy.
+//!
+//! Owns: [`LoadOptions`] (validated settings), the mapping of input fields to table columns
+//! ([`columns`]), the shape of the pipeline ([`pipeline`]: one splitter thread, parse/encode
+//! workers, bounded queues, COPY sinks), what a worker does with a block ([`worker`]), what a
+//! sink does with a connection ([`sink`]), and the [`LoadSummary`].
+//!
+//! Commit policy: every connection loads inside its own transaction; only when every COPY has
+//! finished without error are the transactions committed, together. A failure anywhere before
+//! that rolls everything back: nothing of a failed load is visible. The remaining window is the
+//! commit itself (milliseconds): if the server or network fails between the first and the last
+//! COMMIT, some connections' rows are committed and others' are not; inrush reports exactly that
+//! as [`Error::PartialCommit`] and exits with a distinct code.
+//!
+//! Does not own: how bytes become records (`inrush-read`), values become wire bytes
+//! (`inrush-encode`) or what is said to the server (`inrush-postgres`); nor printing anything.
+
+pub mod columns;
+mod error;
+mod options;
+pub mod pipeline;
+mod sink;
+mod summary;
+mod worker;
+
+pub use error::{Error, Result};
+pub use options::LoadOptions;
+pub use pipeline::load;
+pub use summary::LoadSummary;

@@ -1,1 +1,76 @@
-//! placeholder
+//! Everything inrush says to PostgreSQL.
+//!
+//! Owns: connection settings as libpq reads them ([`options`]: URIs, key=value strings, `PG*`
+//! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
+//! ([`catalog`]), COPY statements and streams ([`copy`]), asking the server to parse values the
+//! client defers ([`resolve`]), and a private throwaway server for the demo and tests
+//! ([`server`]). Identifiers are always quoted ([`quote_ident`]); passwords never appear in any
+//! message this crate builds.
+//!
+//! Does not own: reading input, encoding values, or the pipeline's threads.
+
+pub mod catalog;
+pub mod copy;
+pub mod options;
+pub mod resolve;
+pub mod server;
+
+pub use catalog::{SessionInfo, TableInfo};
+pub use options::ConnectOptions;
+pub use server::{PrivateServer, ServerOptions};
+
+/// Everything that can go wrong talking to PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid connection string: {0}")]
+    Config(String),
+    #[error("cannot connect to {target}: {source}")]
+    Connect { target: String, source: tokio_postgres::Error },
+    #[error("{what}: {}", describe_pg_error(.source))]
+    Query { what: String, source: tokio_postgres::Error },
+    #[error("table {0} does not exist (or is not visible on the search_path)")]
+    TableNotFound(String),
+    #[error("{0} is not a table (views and foreign tables are not loaded)")]
+    NotATable(String),
+    #[error("permission denied: {0}")]
+    Permission(String),
+    #[error("private server: {0}")]
+    Server(String),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The server's message, detail and hint when it sent them; tokio-postgres's text otherwise.
+pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => {
+            let mut s = format!("{}: {}", db.severity(), db.message());
+            if let Some(detail) = db.detail() {
+                s.push_str(&format!(" (DETAIL: {detail})"));
+            }
+            if let Some(hint) = db.hint() {
+                s.push_str(&format!(" (HINT: {hint})"));
+            }
+            s
+        }
+        None => e.to_string(),
+    }
+}
+
+/// `"name"` with embedded quotes doubled: safe for any identifier, whatever its case or chars.
+pub fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_always_quoted() {
+        assert_eq!(quote_ident("Orders"), "\"Orders\"");
+        assert_eq!(quote_ident("a\"; drop table x; --"), "\"a\"\"; drop table x; --\"");
+    }
+}

@@ -1,1 +1,43 @@
-fn main() {}
+//! `inrush`: the command line over the library crates. Owns argument parsing, settings, the
+//! progress display, the human and JSON summaries, and exit codes; nothing else.
+//!
+//! Exit codes: 0 loaded; 1 unexpected error; 2 usage; 3 connection, server or permission
+//! problem; 4 input refused (bad row or malformed CSV: nothing committed); 5 partial commit (a
+//! connection failed during the final COMMIT: see the message).
+
+mod cli;
+mod demo;
+mod report;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("INRUSH_LOG").unwrap_or_else(|_| "warn".into()))
+        .without_time()
+        .init();
+    match cli::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+/// Maps an error to the documented exit codes.
+fn exit_code(e: &anyhow::Error) -> u8 {
+    use inrush_load::Error as L;
+    match e.downcast_ref::<L>() {
+        Some(L::PartialCommit { .. }) => 5,
+        Some(err) if err.is_bad_input() => 4,
+        Some(L::Postgres(_)) => 3,
+        Some(L::Read(_)) => 4,
+        Some(_) => 1,
+        None if e.downcast_ref::<inrush_postgres::Error>().is_some() => 3,
+        None => 1,
+    }
+}

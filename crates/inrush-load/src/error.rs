@@ -1,0 +1,33 @@
+use inrush_core::Location;
+
+/// Why a load did not complete. Every variant that concerns one row names where it is.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Read(#[from] inrush_read::Error),
+    #[error(transparent)]
+    Postgres(#[from] inrush_postgres::Error),
+    /// The input does not fit the table (unknown header column, duplicate column...).
+    #[error("{0}")]
+    Columns(String),
+    /// A row the client refused before sending it; nothing was committed.
+    #[error("{location}: {reason}")]
+    BadRow { location: Location, reason: String },
+    /// The server refused a row during COPY (a constraint, a trigger...); nothing was committed.
+    #[error("{}: {message}", location.as_ref().map_or_else(|| "server".to_string(), |l| l.to_string()))]
+    ServerRefused { location: Option<Location>, message: String, sqlstate: Option<String> },
+    /// The commit window: some connections committed, others failed.
+    #[error("only {committed} of {connections} connections committed ({rows_committed} rows): {reason}")]
+    PartialCommit { committed: usize, connections: usize, rows_committed: u64, reason: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// True when the input (not the environment) is at fault.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, Error::BadRow { .. } | Error::ServerRefused { .. } | Error::Columns(_) | Error::Read(inrush_read::Error::Record { .. }))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,41 @@
+use inrush_postgres::ConnectOptions;
+use inrush_read::csv::CsvOptions;
+
+/// Everything a load needs, already validated by whoever built it (the CLI, a test).
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// A file path, or `-` for standard input.
+    pub input: String,
+    pub target: ConnectOptions,
+    /// As the user wrote it; resolved like SQL would (`orders`, `sales.orders`, `"Orders"`).
+    pub table: String,
+    pub csv: CsvOptions,
+    /// Table columns the input's fields feed, in order; `None`: from the header, else all.
+    pub columns: Option<Vec<String>>,
+    /// Parse/encode threads.
+    pub workers: usize,
+    /// Parallel COPY connections.
+    pub connections: usize,
+    /// Target bytes of input per block (the unit of parallel work).
+    pub block_size: usize,
+    /// Load through text COPY even when binary is possible (for comparisons).
+    pub force_text: bool,
+}
+
+impl LoadOptions {
+    /// Defaults sized for this machine: one worker per core, up to four connections.
+    pub fn new(input: impl Into<String>, target: ConnectOptions, table: impl Into<String>) -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        LoadOptions {
+            input: input.into(),
+            target,
+            table: table.into(),
+            csv: CsvOptions::default(),
+            columns: None,
+            workers: cores,
+            connections: cores.clamp(1, 4),
+            block_size: 1 << 20,
+            force_text: false,
+        }
+    }
+}

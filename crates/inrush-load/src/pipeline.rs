@@ -1,0 +1,251 @@
+//! The one place that owns the pipeline's shape:
+//!
+//! ```text
+//! input ─▶ splitter thread ─▶ [blocks: bounded] ─▶ N worker threads ─▶ [chunks: bounded] ─▶ M COPY sinks
+//!          (quote-aware cuts)                       (parse, check, encode)                  (one transaction each)
+//! ```
+//!
+//! Memory is bounded by the two queue depths times the block size, whatever the input size.
+//! The first error anywhere is kept, sets the cancel flag, and every stage stops: the splitter and
+//! workers check the flag between blocks, sinks stop taking chunks, dropped queues unblock
+//! whoever waits on them. Then either every transaction commits (no error) or none does.
+
+use crate::columns::map_columns;
+use crate::sink::{self, Finished};
+use crate::worker::WorkerPlan;
+use crate::{Error, LoadOptions, LoadSummary, Result};
+use inrush_core::{Phase, Progress, Reporter, ValueType};
+use inrush_encode::EncodeContext;
+use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
+use inrush_postgres::{SessionInfo, TableInfo};
+use inrush_read::csv::{Record, RecordParser, Splitter};
+use inrush_read::source;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// State every stage of one load shares.
+pub(crate) struct Shared {
+    cancelled: AtomicBool,
+    first_error: Mutex<Option<Error>>,
+    pub progress: Arc<Progress>,
+}
+
+impl Shared {
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Keeps the first error only (later ones are consequences) and stops everyone.
+    pub fn fail(&self, error: Error) {
+        if let Ok(mut slot) = self.first_error.lock() {
+            if slot.is_none() {
+                *slot = Some(error);
+            }
+        }
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    fn take_error(&self) -> Option<Error> {
+        self.first_error.lock().ok().and_then(|mut slot| slot.take())
+    }
+}
+
+/// Loads `opts.input` into `opts.table`; all or nothing (see the crate documentation).
+pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> {
+    let started = Instant::now();
+    reporter.phase(Phase::Inspect);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("starting the async runtime: {e}")))?;
+    let (control, session, table) = runtime.block_on(async {
+        let control = opts.target.connect().await?;
+        let session = SessionInfo::read(&control).await?;
+        let table = TableInfo::read(&control, &opts.table).await?;
+        Ok::<_, inrush_postgres::Error>((control, session, table))
+    })?;
+
+    let progress = Arc::new(Progress::default());
+    let input = source::open(&opts.input, progress.bytes_read.clone())?;
+    progress.bytes_total.store(input.size.unwrap_or(0), Ordering::Relaxed);
+    let input_name = input.name.clone();
+    let seekable = input.seekable;
+    let mut splitter = Splitter::new(input.reader, input.name, opts.csv.clone(), opts.block_size);
+    let eol = splitter.eol()?;
+    let parser = RecordParser::new(opts.csv.clone(), eol);
+    let header = if opts.csv.header { read_header(&mut splitter, &parser)? } else { None };
+    let columns = map_columns(&table, opts.columns.as_deref(), header.as_deref())?;
+    let unsupported: Vec<String> = columns
+        .iter()
+        .filter(|c| c.value_type == ValueType::Unsupported)
+        .map(|c| format!("{} ({})", c.name, c.type_sql))
+        .collect();
+    let (format, text_reason) = if opts.force_text {
+        (CopyFormat::Text, Some("requested".to_string()))
+    } else if !unsupported.is_empty() {
+        (CopyFormat::Text, Some(format!("no binary encoder for {}", unsupported.join(", "))))
+    } else {
+        (CopyFormat::Binary, None)
+    };
+    let statement = copy_from_stdin(&table, &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), format);
+    let plan = WorkerPlan {
+        parser,
+        columns,
+        format,
+        ctx: EncodeContext {
+            server_version_num: session.server_version_num,
+            session_time_zone_is_utc: session.time_zone_is_utc(),
+            date_style_iso: session.date_style.to_ascii_uppercase().starts_with("ISO"),
+        },
+        target: opts.target.clone(),
+        file: input_name.clone(),
+        seekable,
+        relation: table.name.clone(),
+        line_break: eol.terminator(),
+    };
+
+    let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
+    let sinks = runtime.block_on(async {
+        let connects = (0..opts.connections.max(1)).map(|_| opts.target.connect());
+        futures_util::future::try_join_all(connects).await
+    })?;
+
+    reporter.phase(Phase::Load);
+    let shared = Shared { cancelled: AtomicBool::new(false), first_error: Mutex::new(None), progress: progress.clone() };
+    let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
+    let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
+    let done = AtomicBool::new(false);
+    let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
+    let (finished, resolved) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64)> {
+        let shared = &shared;
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        let splitter_thread = spawn("inrush-split".into())
+            .spawn_scoped(scope, move || {
+                for block in splitter {
+                    let sent = match block {
+                        Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
+                        Err(e) => {
+                            shared.fail(e.into());
+                            false
+                        }
+                    };
+                    if !sent {
+                        break;
+                    }
+                }
+            })
+            .map_err(spawn_error)?;
+        let mut workers = Vec::new();
+        for i in 0..opts.workers.max(1) {
+            let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
+            let handle = spawn(format!("inrush-encode-{i}")).spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
+            workers.push(handle.map_err(spawn_error)?);
+        }
+        drop((block_rx, chunk_tx));
+        let ticker = spawn("inrush-progress".into())
+            .spawn_scoped(scope, || {
+                while !done.load(Ordering::Relaxed) {
+                    reporter.progress(progress.snapshot());
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .map_err(spawn_error)?;
+
+        let finished = runtime.block_on(async {
+            let streams = sinks.into_iter().map(|client| {
+                let (chunks, plan, statement) = (chunk_rx.clone(), &plan, &statement);
+                async move {
+                    match sink::run(client, statement, format, chunks, shared, plan).await {
+                        Ok(finished) => Some(finished),
+                        Err(e) => {
+                            shared.fail(e);
+                            None
+                        }
+                    }
+                }
+            });
+            let results = futures_util::future::join_all(streams).await;
+            drop(chunk_rx);
+            results.into_iter().flatten().collect::<Vec<_>>()
+        });
+        let mut resolved = 0;
+        for worker in workers {
+            resolved += worker.join().map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+        }
+        splitter_thread.join().map_err(|_| Error::Internal("the splitter panicked".into()))?;
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        Ok((finished, resolved))
+    })?;
+    reporter.progress(progress.snapshot());
+
+    if let Some(error) = shared.take_error() {
+        runtime.block_on(rollback(&finished));
+        return Err(error);
+    }
+    let rows: u64 = finished.iter().map(|f| f.rows).sum();
+    let sent = progress.rows_sent.load(Ordering::Relaxed);
+    if rows != sent || finished.len() != opts.connections.max(1) {
+        runtime.block_on(rollback(&finished));
+        return Err(Error::Internal(format!("the server counted {rows} rows but {sent} were sent; rolled back")));
+    }
+
+    reporter.phase(Phase::Commit);
+    runtime.block_on(commit(&finished))?;
+    let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
+    reporter.phase(Phase::Done);
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes = progress.bytes_read.load(Ordering::Relaxed);
+    Ok(LoadSummary {
+        input: input_name,
+        table: table.qualified(),
+        rows,
+        bytes,
+        seconds,
+        rows_per_second: rows as f64 / seconds.max(1e-9),
+        megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+        wal_bytes: wal_before.zip(wal_after).map(|(before, after)| after.saturating_sub(before)),
+        connections: finished.len(),
+        workers: opts.workers.max(1),
+        copy_format: format.name(),
+        text_reason,
+        values_resolved_by_server: resolved,
+        server_version: session.server_version,
+    })
+}
+
+/// Best effort: a connection that cannot roll back is closed, which rolls back too.
+async fn rollback(finished: &[Finished]) {
+    let rollbacks = finished.iter().map(|f| f.client.batch_execute("ROLLBACK"));
+    futures_util::future::join_all(rollbacks).await;
+}
+
+/// Commits every connection at once; reports exactly how many made it if not all did.
+async fn commit(finished: &[Finished]) -> Result<()> {
+    let commits = finished.iter().map(|f| f.client.batch_execute("COMMIT"));
+    let results = futures_util::future::join_all(commits).await;
+    let committed = results.iter().filter(|r| r.is_ok()).count();
+    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else { return Ok(()) };
+    if committed == 0 {
+        return Err(Error::Postgres(inrush_postgres::Error::Query { what: "COMMIT".into(), source: first_error }));
+    }
+    let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
+    Err(Error::PartialCommit {
+        committed,
+        connections: finished.len(),
+        rows_committed,
+        reason: inrush_postgres::describe_pg_error(&first_error),
+    })
+}
+
+/// Parses the header record into column names.
+fn read_header<R: std::io::Read>(splitter: &mut Splitter<R>, parser: &RecordParser) -> Result<Option<Vec<String>>> {
+    let Some(block) = splitter.take_first_record()? else { return Ok(None) };
+    let mut rec = Record::default();
+    parser.parse(&block.data, 0, &mut rec).map_err(|e| Error::BadRow {
+        location: inrush_core::Location::record(String::new(), 1),
+        reason: format!("header: {e}"),
+    })?;
+    Ok(Some(rec.fields().map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned()).collect()))
+}

@@ -1,0 +1,128 @@
+//! What one COPY connection does: open a transaction, stream chunks from the shared queue until
+//! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
+
+use crate::pipeline::Shared;
+use crate::worker::{Chunk, WorkerPlan};
+use crate::{Error, Result};
+use bytes::Bytes;
+use futures_util::SinkExt;
+use inrush_encode::binary_copy;
+use inrush_postgres::copy::{row_in_error_context, CopyFormat};
+use tokio_postgres::Client;
+
+/// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
+/// server error can be traced back to the input. One entry per chunk: memory stays small.
+struct Ledger {
+    entries: Vec<(u64, u64, u64, usize)>, // (first row, first line, offset, len)
+    rows: u64,
+}
+
+impl Ledger {
+    fn record(&mut self, chunk: &Chunk) {
+        self.entries.push((self.rows + 1, chunk.first_line, chunk.offset, chunk.len));
+        self.rows += chunk.rows;
+    }
+
+    /// The chunk holding 1-based stream row `row`, and the row's index inside it.
+    fn find(&self, row: u64) -> Option<((u64, u64, u64, usize), u64)> {
+        let at = self.entries.partition_point(|e| e.0 <= row).checked_sub(1)?;
+        let entry = self.entries[at];
+        Some((entry, row - entry.0))
+    }
+}
+
+/// An open transaction whose COPY finished; committed or rolled back by the pipeline.
+pub(crate) struct Finished {
+    pub client: Client,
+    pub rows: u64,
+}
+
+pub(crate) async fn run(
+    client: Client,
+    statement: &str,
+    format: CopyFormat,
+    chunks: flume::Receiver<Chunk>,
+    shared: &Shared,
+    plan: &WorkerPlan,
+) -> Result<Finished> {
+    let query_error = |what: &str, source| Error::Postgres(inrush_postgres::Error::Query { what: what.into(), source });
+    client.batch_execute("BEGIN").await.map_err(|e| query_error("BEGIN", e))?;
+    let sink = client.copy_in::<_, Bytes>(statement).await.map_err(|e| query_error(statement, e))?;
+    futures_util::pin_mut!(sink);
+    let mut ledger = Ledger { entries: Vec::new(), rows: 0 };
+    let streamed: Result<u64, tokio_postgres::Error> = async {
+        if format == CopyFormat::Binary {
+            sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
+        }
+        while let Ok(chunk) = chunks.recv_async().await {
+            if shared.is_cancelled() {
+                break;
+            }
+            ledger.record(&chunk);
+            sink.send(chunk.data).await?;
+        }
+        if format == CopyFormat::Binary {
+            sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
+        }
+        sink.as_mut().finish().await
+    }
+    .await;
+    // Stop taking chunks at once on failure, so workers stop too.
+    drop(chunks);
+    match streamed {
+        Ok(rows) => Ok(Finished { client, rows }),
+        Err(e) => Err(server_refusal(e, &ledger, plan)),
+    }
+}
+
+/// Turns a COPY failure into an error naming the input line when the server named a row.
+fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) -> Error {
+    let Some(db) = e.as_db_error() else {
+        return Error::Postgres(inrush_postgres::Error::Query { what: "COPY".into(), source: e });
+    };
+    let row = db.where_().and_then(row_in_error_context);
+    let column = db.column().map(str::to_string).or_else(|| db.where_().and_then(column_in_error_context));
+    let location = row.and_then(|row| ledger.find(row)).map(|((_, first_line, offset, len), index)| {
+        let location = plan
+            .locate_row(first_line, offset, len, index)
+            .unwrap_or_else(|| inrush_core::Location::record(plan.file.clone(), first_line));
+        match &column {
+            Some(c) => location.field(c.clone(), None),
+            None => location,
+        }
+    });
+    let mut message = db.message().to_string();
+    if let Some(detail) = db.detail() {
+        message.push_str(&format!(" ({detail})"));
+    }
+    Error::ServerRefused { location, message, sqlstate: Some(db.code().code().to_string()) }
+}
+
+/// `COPY t, line 3, column qty: "..."` → `qty`.
+fn column_in_error_context(context: &str) -> Option<String> {
+    let after = context.split(", column ").nth(1)?;
+    Some(after.split(':').next()?.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_finds_the_chunk_of_a_row() {
+        let mut ledger = Ledger { entries: Vec::new(), rows: 0 };
+        for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
+            ledger.record(&Chunk { data: Bytes::new(), rows, first_line: line, offset: 0, len: 0 });
+        }
+        assert_eq!(ledger.find(1).map(|(e, i)| (e.1, i)), Some((1, 0)));
+        assert_eq!(ledger.find(4).map(|(e, i)| (e.1, i)), Some((10, 0)));
+        assert_eq!(ledger.find(9).map(|(e, i)| (e.1, i)), Some((20, 3)));
+        assert_eq!(ledger.find(0), None);
+    }
+
+    #[test]
+    fn column_from_context() {
+        assert_eq!(column_in_error_context("COPY t, line 3, column qty: \"x\"").as_deref(), Some("qty"));
+        assert_eq!(column_in_error_context("COPY t, line 3"), None);
+    }
+}

@@ -1,0 +1,25 @@
+use serde::Serialize;
+
+/// What a completed load did, for people (the CLI's table) and machines (`--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadSummary {
+    pub input: String,
+    pub table: String,
+    pub rows: u64,
+    /// Input bytes read (compressed bytes for compressed input).
+    pub bytes: u64,
+    pub seconds: f64,
+    pub rows_per_second: f64,
+    pub megabytes_per_second: f64,
+    /// WAL the server wrote while the load ran (includes any concurrent activity).
+    pub wal_bytes: Option<u64>,
+    pub connections: usize,
+    pub workers: usize,
+    /// `binary` or `text`.
+    pub copy_format: &'static str,
+    /// Why text COPY was used, when it was.
+    pub text_reason: Option<String>,
+    /// Values the client handed to the server's parser (rare forms, see inrush-encode).
+    pub values_resolved_by_server: u64,
+    pub server_version: String,
+}

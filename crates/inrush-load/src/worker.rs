@@ -1,0 +1,249 @@
+//! What one parse/encode worker does with a block: parse every record, check and encode every
+//! field into a COPY chunk, and say exactly where and why when a row cannot be loaded.
+
+use crate::pipeline::Shared;
+use crate::{Error, Result};
+use bytes::Bytes;
+use inrush_core::{Location, TargetColumn};
+use inrush_encode::binary_copy::TupleWriter;
+use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
+use inrush_postgres::copy::CopyFormat;
+use inrush_postgres::resolve::Resolver;
+use inrush_postgres::ConnectOptions;
+use inrush_read::csv::{Block, Record, RecordParser};
+use std::sync::atomic::Ordering;
+
+/// Encoded rows of one block, ready for any COPY stream, with what is needed to find a row
+/// again if the server refuses it.
+pub(crate) struct Chunk {
+    pub data: Bytes,
+    pub rows: u64,
+    pub first_line: u64,
+    pub offset: u64,
+    pub len: usize,
+}
+
+/// Everything a worker needs, shared read-only by all workers.
+pub(crate) struct WorkerPlan {
+    pub parser: RecordParser,
+    pub columns: Vec<TargetColumn>,
+    pub format: CopyFormat,
+    pub ctx: EncodeContext,
+    pub target: ConnectOptions,
+    /// The input's name for messages.
+    pub file: String,
+    /// Whether blocks can be read again from `file` by offset (plain files only).
+    pub seekable: bool,
+    /// The relation's bare name, as the server names it in NOT NULL messages.
+    pub relation: String,
+    /// The byte counted as a line break (`\r` for CR-only files).
+    pub line_break: u8,
+}
+
+/// Why one field failed: the server's wording, or a resolver that could not reach the server.
+enum FieldError {
+    Refused(String),
+    Resolver(inrush_postgres::Error),
+}
+
+impl WorkerPlan {
+    /// Runs until the block queue closes, the chunk queue closes, or the load is cancelled.
+    /// Returns how many values the server resolved for this worker.
+    pub fn run(&self, shared: &Shared, blocks: flume::Receiver<Block>, chunks: flume::Sender<Chunk>) -> u64 {
+        let mut resolver = Resolver::new(self.target.clone(), self.columns.clone());
+        let mut rec = Record::default();
+        for block in blocks.iter() {
+            if shared.is_cancelled() {
+                break;
+            }
+            match self.encode_block(&block, &mut rec, &mut resolver) {
+                Ok(chunk) => {
+                    let rows = chunk.rows;
+                    if chunks.send(chunk).is_err() {
+                        break;
+                    }
+                    shared.progress.rows_sent.fetch_add(rows, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    shared.fail(e);
+                    break;
+                }
+            }
+        }
+        resolver.round_trips
+    }
+
+    fn encode_block(&self, block: &Block, rec: &mut Record, resolver: &mut Resolver) -> Result<Chunk> {
+        let data = &block.data[..];
+        if let Err(pos) = check_encoding(data) {
+            return Err(self.encoding_error(block, rec, pos));
+        }
+        let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
+        let mut rows = 0u64;
+        let mut pos = 0;
+        while pos < data.len() {
+            let start = pos;
+            pos = self.parser.parse(data, pos, rec).map_err(|e| Error::BadRow { location: self.locate(block, start), reason: e.to_string() })?;
+            if rec.len() != self.columns.len() {
+                return Err(Error::BadRow { location: self.locate(block, start), reason: self.field_count_reason(rec.len()) });
+            }
+            match self.format {
+                CopyFormat::Binary => self.encode_binary_row(rec, &mut out, resolver),
+                CopyFormat::Text => self.encode_text_row(rec, &mut out),
+            }
+            .map_err(|(col, e)| self.field_error(block, start, rec, col, e))?;
+            rows += 1;
+        }
+        Ok(Chunk { data: Bytes::from(out.into_inner()), rows, first_line: block.first_line, offset: block.offset, len: data.len() })
+    }
+
+    fn encode_binary_row(&self, rec: &Record, out: &mut TupleWriter, resolver: &mut Resolver) -> Result<(), (usize, FieldError)> {
+        let mark = out.begin_tuple(self.columns.len() as u16);
+        for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
+            let Some(bytes) = field else {
+                if column.not_null {
+                    out.rewind(mark);
+                    return Err((i, FieldError::Refused(self.not_null_reason(column))));
+                }
+                out.null();
+                continue;
+            };
+            // Safe: the whole block was checked to be UTF-8, and fields are cut at ASCII bytes.
+            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+            let written = out.field(|buf| {
+                let start = buf.len();
+                match encode_value(&column.value_type, column.typmod, text, &self.ctx, buf) {
+                    Ok(()) => Ok(()),
+                    Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
+                    Err(EncodeError::Deferred) => {
+                        buf.truncate(start);
+                        match resolver.resolve(i, text) {
+                            Ok(Ok(value)) => {
+                                buf.extend_from_slice(&value);
+                                Ok(())
+                            }
+                            Ok(Err(reason)) => Err(FieldError::Refused(reason)),
+                            Err(e) => Err(FieldError::Resolver(e)),
+                        }
+                    }
+                }
+            });
+            if let Err(e) = written {
+                out.rewind(mark);
+                return Err((i, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Text COPY: the server parses values; the client still parses the CSV and checks NULLs.
+    fn encode_text_row(&self, rec: &Record, out: &mut TupleWriter) -> Result<(), (usize, FieldError)> {
+        let mark = out.len();
+        for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
+            if field.is_none() && column.not_null {
+                out.rewind(mark);
+                return Err((i, FieldError::Refused(self.not_null_reason(column))));
+            }
+            let line = out.bytes_mut();
+            if i > 0 {
+                line.push(b'\t');
+            }
+            text_copy::push_field(line, field);
+        }
+        out.bytes_mut().push(b'\n');
+        Ok(())
+    }
+
+    fn not_null_reason(&self, column: &TargetColumn) -> String {
+        format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", column.name, self.relation)
+    }
+
+    fn field_count_reason(&self, found: usize) -> String {
+        if found > self.columns.len() {
+            format!("extra data after last expected column (expected {} fields, found {found})", self.columns.len())
+        } else {
+            format!("missing data for column \"{}\" (expected {} fields, found {found})", self.columns[found].name, self.columns.len())
+        }
+    }
+
+    fn field_error(&self, block: &Block, start: usize, rec: &Record, col: usize, e: FieldError) -> Error {
+        match e {
+            FieldError::Resolver(e) => Error::Postgres(e),
+            FieldError::Refused(reason) => Error::BadRow {
+                location: self.locate(block, start).field(self.columns[col].name.clone(), rec.field(col)),
+                reason,
+            },
+        }
+    }
+
+    /// Finds the record holding the bad byte and the field it is in.
+    fn encoding_error(&self, block: &Block, rec: &mut Record, bad: usize) -> Error {
+        let data = &block.data[..];
+        let reason = format!(
+            "invalid byte sequence for encoding \"UTF8\": {}",
+            data[bad..].iter().take(2).map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
+        );
+        let mut pos = 0;
+        while pos < data.len() {
+            let start = pos;
+            let Ok(next) = self.parser.parse(data, pos, rec) else { break };
+            if bad < next {
+                let location = self.locate(block, start);
+                let field = (0..rec.len()).find(|&i| rec.field(i).is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0)));
+                let location = match field {
+                    Some(i) if i < self.columns.len() => location.field(self.columns[i].name.clone(), rec.field(i)),
+                    _ => location,
+                };
+                return Error::BadRow { location, reason };
+            }
+            pos = next;
+        }
+        Error::BadRow { location: self.locate(block, bad), reason }
+    }
+
+    /// The location of the record starting at byte `start` of `block`.
+    pub fn locate(&self, block: &Block, start: usize) -> Location {
+        let breaks = memchr::memchr_iter(self.line_break, &block.data[..start]).count() as u64;
+        Location::record(self.file.clone(), block.first_line + breaks)
+    }
+
+    /// Finds row `index` (0-based) of a chunk again by re-reading its block from the input file;
+    /// `None` when the input cannot be re-read (standard input, compressed).
+    pub fn locate_row(&self, chunk_first_line: u64, offset: u64, len: usize, index: u64) -> Option<Location> {
+        if !self.seekable {
+            return None;
+        }
+        let data = inrush_read::source::read_range(&self.file, offset, len).ok()?;
+        let block = Block { index: 0, first_line: chunk_first_line, offset, data: Bytes::from(data) };
+        let mut rec = Record::default();
+        let mut pos = 0;
+        for _ in 0..index {
+            pos = self.parser.parse(&block.data, pos, &mut rec).ok()?;
+        }
+        Some(self.locate(&block, pos))
+    }
+}
+
+/// `Err(position)` of the first byte that is not valid UTF-8 or is NUL (which no text type
+/// can hold).
+fn check_encoding(data: &[u8]) -> Result<(), usize> {
+    if let Err(e) = std::str::from_utf8(data) {
+        return Err(e.valid_up_to());
+    }
+    match memchr::memchr(0, data) {
+        Some(pos) => Err(pos),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_check_finds_the_first_bad_byte() {
+        assert_eq!(check_encoding("héllo".as_bytes()), Ok(()));
+        assert_eq!(check_encoding(b"ab\xe9cd"), Err(2));
+        assert_eq!(check_encoding(b"abc\0"), Err(3));
+    }
+}

@@ -1,0 +1,158 @@
+//! What the catalog says about the target table and the session, read before a load.
+
+use crate::{quote_ident, Error, Result};
+use inrush_core::{ScalarType, TargetColumn, ValueType};
+use tokio_postgres::Client;
+
+/// Facts about the session that change how values must be read or what the load may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub server_version_num: u32,
+    pub server_version: String,
+    pub time_zone: String,
+    pub date_style: String,
+    pub is_superuser: bool,
+}
+
+impl SessionInfo {
+    pub async fn read(client: &Client) -> Result<SessionInfo> {
+        let row = client
+            .query_one(
+                "SELECT current_setting('server_version_num')::int, current_setting('server_version'), \
+                 current_setting('TimeZone'), current_setting('DateStyle'), \
+                 coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false)",
+                &[],
+            )
+            .await
+            .map_err(|source| Error::Query { what: "reading session settings".into(), source })?;
+        Ok(SessionInfo {
+            server_version_num: row.get::<_, i32>(0) as u32,
+            server_version: row.get(1),
+            time_zone: row.get(2),
+            date_style: row.get(3),
+            is_superuser: row.get(4),
+        })
+    }
+
+    /// True when a timestamp without offset means the same instant in UTC for this session.
+    pub fn time_zone_is_utc(&self) -> bool {
+        matches!(
+            self.time_zone.to_ascii_lowercase().as_str(),
+            "utc" | "etc/utc" | "gmt" | "etc/gmt" | "universal" | "etc/universal" | "zulu" | "etc/zulu" | "uct" | "etc/uct" | "gmt0" | "etc/gmt0"
+        )
+    }
+
+    /// The WAL position in bytes, to measure what a load wrote. `None` where the function is
+    /// not available (a standby, or a server that hides it).
+    pub async fn wal_lsn(client: &Client) -> Option<u64> {
+        let row = client.query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[]).await.ok()?;
+        row.try_get::<_, i64>(0).ok().map(|v| v as u64)
+    }
+}
+
+/// The target table: its name as the server spells it and the columns a load may feed.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    /// Columns COPY would fill without a column list: not dropped, not generated.
+    pub columns: Vec<TargetColumn>,
+}
+
+impl TableInfo {
+    /// `"schema"."table"`, safe to splice into SQL.
+    pub fn qualified(&self) -> String {
+        format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
+    }
+
+    /// Looks `table` up as the server would (`regclass`: search_path, quoting, case folding).
+    pub async fn read(client: &Client, table: &str) -> Result<TableInfo> {
+        let found = client
+            .query_opt(
+                "SELECT c.oid, n.nspname, c.relname, c.relkind::text, has_table_privilege(c.oid, 'INSERT') \
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE c.oid = to_regclass($1)",
+                &[&table],
+            )
+            .await
+            .map_err(|source| Error::Query { what: format!("looking up table {table}"), source })?;
+        let Some(row) = found else { return Err(Error::TableNotFound(table.to_string())) };
+        let oid: u32 = row.get(0);
+        let (schema, name, relkind): (String, String, String) = (row.get(1), row.get(2), row.get(3));
+        if relkind != "r" && relkind != "p" {
+            return Err(Error::NotATable(format!("{}.{}", quote_ident(&schema), quote_ident(&name))));
+        }
+        if !row.get::<_, bool>(4) {
+            return Err(Error::Permission(format!(
+                "the current user may not INSERT into {}.{} (GRANT INSERT is needed)",
+                quote_ident(&schema),
+                quote_ident(&name)
+            )));
+        }
+        let rows = client
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod), a.atttypmod, a.attnotnull, \
+                        a.atttypid, t.typtype::text, t.typelem, t.typlen, t.typbasetype, t.typtypmod \
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' \
+                 ORDER BY a.attnum",
+                &[&oid],
+            )
+            .await
+            .map_err(|source| Error::Query { what: format!("reading the columns of {table}"), source })?;
+        let mut columns = Vec::with_capacity(rows.len());
+        for r in rows {
+            let ty = TypeRow { oid: r.get(4), typtype: r.get(5), elem: r.get(6), len: r.get(7), base: r.get(8), base_typmod: r.get(9) };
+            let (value_type, typmod) = resolve_type(client, ty, r.get(2)).await?;
+            columns.push(TargetColumn { name: r.get(0), type_sql: r.get(1), typmod, value_type, not_null: r.get(3) });
+        }
+        Ok(TableInfo { oid, schema, name, columns })
+    }
+}
+
+struct TypeRow {
+    oid: u32,
+    typtype: String,
+    elem: u32,
+    len: i16,
+    base: u32,
+    base_typmod: i32,
+}
+
+/// Maps a column type to an encoder: domains to their base type (the server's binary input
+/// for a domain reads the base type, then checks the domain's constraints), enums to their label
+/// text, arrays to their element.
+async fn resolve_type(client: &Client, mut ty: TypeRow, mut typmod: i32) -> Result<(ValueType, i32)> {
+    for _ in 0..32 {
+        match ty.typtype.as_str() {
+            "d" => {
+                typmod = ty.base_typmod;
+                ty = read_type(client, ty.base).await?;
+            }
+            "e" => return Ok((ValueType::Scalar { scalar: ScalarType::Text }, -1)),
+            _ if ty.elem != 0 && ty.len == -1 => {
+                let elem = read_type(client, ty.elem).await?;
+                let value_type = match (elem.typtype.as_str(), ScalarType::from_oid(elem.oid)) {
+                    ("e", _) => ValueType::Array { elem: ScalarType::Text, elem_oid: elem.oid },
+                    ("b", Some(scalar)) => ValueType::Array { elem: scalar, elem_oid: elem.oid },
+                    _ => ValueType::Unsupported,
+                };
+                return Ok((value_type, typmod));
+            }
+            _ => {
+                let value_type = ScalarType::from_oid(ty.oid).map_or(ValueType::Unsupported, |scalar| ValueType::Scalar { scalar });
+                return Ok((value_type, typmod));
+            }
+        }
+    }
+    Ok((ValueType::Unsupported, typmod))
+}
+
+async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
+    let r = client
+        .query_one("SELECT oid, typtype::text, typelem, typlen, typbasetype, typtypmod FROM pg_type WHERE oid = $1", &[&oid])
+        .await
+        .map_err(|source| Error::Query { what: format!("reading type {oid}"), source })?;
+    Ok(TypeRow { oid: r.get(0), typtype: r.get(1), elem: r.get(2), len: r.get(3), base: r.get(4), base_typmod: r.get(5) })
+}

