@@ -102,4 +102,7 @@ pub struct TargetColumn {
     pub typmod: i32,
     pub value_type: ValueType,
     pub not_null: bool,
+    /// A SELECT that reads `$1` (text) with the type's own input function and typmod, exactly as
+    /// COPY does. (A cast would not do: `'abc'::varchar(2)` truncates where COPY refuses.)
+    pub input_sql: String,
 }

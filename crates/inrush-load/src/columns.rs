@@ -50,6 +50,7 @@ mod tests {
             typmod: -1,
             value_type: ValueType::Scalar { scalar: ScalarType::Int4 },
             not_null: false,
+            input_sql: "SELECT int4in($1::text::cstring)".into(),
         };
         TableInfo { oid: 1, schema: "public".into(), name: "t".into(), columns: vec![col("id"), col("Name"), col("qty")] }
     }

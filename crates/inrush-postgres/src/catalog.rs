@@ -104,8 +104,9 @@ impl TableInfo {
         let mut columns = Vec::with_capacity(rows.len());
         for r in rows {
             let ty = TypeRow { oid: r.get(4), typtype: r.get(5), elem: r.get(6), len: r.get(7), base: r.get(8), base_typmod: r.get(9) };
-            let (value_type, typmod) = resolve_type(client, ty, r.get(2)).await?;
-            columns.push(TargetColumn { name: r.get(0), type_sql: r.get(1), typmod, value_type, not_null: r.get(3) });
+            let (value_type, typmod, io_type) = resolve_type(client, ty, r.get(2)).await?;
+            let input_sql = input_function_sql(client, io_type, typmod).await?;
+            columns.push(TargetColumn { name: r.get(0), type_sql: r.get(1), typmod, value_type, not_null: r.get(3), input_sql });
         }
         Ok(TableInfo { oid, schema, name, columns })
     }
@@ -123,14 +124,17 @@ struct TypeRow {
 /// Maps a column type to an encoder: domains to their base type (the server's binary input
 /// for a domain reads the base type, then checks the domain's constraints), enums to their label
 /// text, arrays to their element.
-async fn resolve_type(client: &Client, mut ty: TypeRow, mut typmod: i32) -> Result<(ValueType, i32)> {
+/// Also returns the type whose input function reads the column's text (a domain's base type:
+/// the binary value of a domain is its base type's, and the server checks the domain's
+/// constraints when it receives it).
+async fn resolve_type(client: &Client, mut ty: TypeRow, mut typmod: i32) -> Result<(ValueType, i32, u32)> {
     for _ in 0..32 {
         match ty.typtype.as_str() {
             "d" => {
                 typmod = ty.base_typmod;
                 ty = read_type(client, ty.base).await?;
             }
-            "e" => return Ok((ValueType::Scalar { scalar: ScalarType::Text }, -1)),
+            "e" => return Ok((ValueType::Scalar { scalar: ScalarType::Text }, -1, ty.oid)),
             _ if ty.elem != 0 && ty.len == -1 => {
                 let elem = read_type(client, ty.elem).await?;
                 let value_type = match (elem.typtype.as_str(), ScalarType::from_oid(elem.oid)) {
@@ -138,15 +142,35 @@ async fn resolve_type(client: &Client, mut ty: TypeRow, mut typmod: i32) -> Resu
                     ("b", Some(scalar)) => ValueType::Array { elem: scalar, elem_oid: elem.oid },
                     _ => ValueType::Unsupported,
                 };
-                return Ok((value_type, typmod));
+                return Ok((value_type, typmod, ty.oid));
             }
             _ => {
                 let value_type = ScalarType::from_oid(ty.oid).map_or(ValueType::Unsupported, |scalar| ValueType::Scalar { scalar });
-                return Ok((value_type, typmod));
+                return Ok((value_type, typmod, ty.oid));
             }
         }
     }
-    Ok((ValueType::Unsupported, typmod))
+    Ok((ValueType::Unsupported, typmod, ty.oid))
+}
+
+/// `SELECT schema.typinput($1::text::cstring[, typioparam, typmod])`: how COPY reads text.
+async fn input_function_sql(client: &Client, type_oid: u32, typmod: i32) -> Result<String> {
+    let r = client
+        .query_one(
+            "SELECT quote_ident(n.nspname) || '.' || quote_ident(p.proname), p.pronargs, \
+                    CASE WHEN t.typelem <> 0 THEN t.typelem ELSE t.oid END \
+             FROM pg_type t JOIN pg_proc p ON p.oid = t.typinput JOIN pg_namespace n ON n.oid = p.pronamespace \
+             WHERE t.oid = $1",
+            &[&type_oid],
+        )
+        .await
+        .map_err(|source| Error::Query { what: format!("reading the input function of type {type_oid}"), source })?;
+    let (function, nargs, ioparam): (String, i16, u32) = (r.get(0), r.get(1), r.get(2));
+    Ok(if nargs >= 3 {
+        format!("SELECT {function}($1::text::cstring, {ioparam}::oid, {typmod})")
+    } else {
+        format!("SELECT {function}($1::text::cstring)")
+    })
 }
 
 async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {

@@ -1,6 +1,6 @@
 //! Asking the server to read a value the client's encoders deferred (DateStyle-dependent dates,
 //! PostgreSQL 16's `1_000`, hex floats, ...). The answer is exact by construction: the server's
-//! own input function runs, in a session with the same settings as the COPY sessions, and the
+//! own input function runs with the column's typmod (as COPY calls it), in a session with the same settings as the COPY sessions, and the
 //! result comes back in binary, ready for the COPY stream. Answers are cached, so a file full of
 //! `01/02/2024` costs one round trip per distinct value, not per row.
 
@@ -41,8 +41,8 @@ impl Resolver {
         let stmt = match self.statements.get(&col) {
             Some(s) => s.clone(),
             None => {
-                let sql = format!("SELECT $1::text::{}", self.columns[col].type_sql);
-                let s = client.prepare(&sql).map_err(|source| Error::Query { what: format!("preparing {sql}"), source })?;
+                let sql = &self.columns[col].input_sql;
+                let s = client.prepare(sql).map_err(|source| Error::Query { what: format!("preparing {sql}"), source })?;
                 self.statements.insert(col, s.clone());
                 s
             }

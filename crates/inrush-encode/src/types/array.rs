@@ -203,7 +203,10 @@ mod tests {
             enc(ScalarType::Varchar, 2 + 4, r#"{"ab  ",a}"#).unwrap(),
             "00000001000000000000041300000002000000010000000261620000000161"
         );
-        assert_eq!(enc(ScalarType::Bpchar, 3 + 4, "{a}").unwrap(), "000000010000000000000412000000010000000100000003612020");
+        assert_eq!(
+            enc(ScalarType::Bpchar, 3 + 4, "{a}").unwrap(),
+            "000000010000000000000412000000010000000100000003612020"
+        );
         assert_eq!(
             enc(ScalarType::Numeric, (5 << 16 | 2) + 4, "{1.005,2}").unwrap(),
             "0000000100000000000006a400000002000000010000000c0002000000000002000100640000000a00010000000000020002"
@@ -223,7 +226,23 @@ mod tests {
         assert_eq!(elems(r#"{ a \ , c\\ }"#), s(&[Some("a  "), Some("c\\")]));
         assert_eq!(elems(r#"{N\ULL,"null",NULL}"#), s(&[Some("NULL"), Some("null"), None]));
         assert_eq!(elems(r#"{"é\é",é é}"#), s(&[Some("éé"), Some("é é")]));
-        for bad in ["", "x", "{a,b", "{a,,b}", "{a,}", "{,a}", r#"{"a" b}"#, r#"{a"b"}"#, "{a{b}", "{a,b} x", "[1:2]={a,b}", "{{1},{2}}", r#"{"a"#, r#"{a\"#, "{ , }"] {
+        for bad in [
+            "",
+            "x",
+            "{a,b",
+            "{a,,b}",
+            "{a,}",
+            "{,a}",
+            r#"{"a" b}"#,
+            r#"{a"b"}"#,
+            "{a{b}",
+            "{a,b} x",
+            "[1:2]={a,b}",
+            "{{1},{2}}",
+            r#"{"a"#,
+            r#"{a\"#,
+            "{ , }",
+        ] {
             assert_eq!(elems(bad), None, "{bad:?}");
         }
     }
@@ -260,7 +279,9 @@ mod tests {
                 vec![b, b'{', b'}', b],
             ] {
                 let t = String::from_utf8_lossy(&s).into_owned();
-                for elem in [ScalarType::Int4, ScalarType::Text, ScalarType::Bpchar, ScalarType::Jsonb, ScalarType::Numeric] {
+                for elem in
+                    [ScalarType::Int4, ScalarType::Text, ScalarType::Bpchar, ScalarType::Jsonb, ScalarType::Numeric]
+                {
                     let _ = encode(elem, elem.oid(), 5, &t, &ctx, &mut o);
                 }
             }

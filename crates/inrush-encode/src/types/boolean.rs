@@ -61,7 +61,23 @@ mod tests {
     #[test]
     fn accepted() {
         // Checked with boolsend on PostgreSQL 18 and 15.
-        for t in ["t", "tr", "tru", "true", "TRUE", " True\n", "y", "ye", "yes", "YES", "on", "ON", "1", " 1 ", "\x0btRuE\x0c"] {
+        for t in [
+            "t",
+            "tr",
+            "tru",
+            "true",
+            "TRUE",
+            " True\n",
+            "y",
+            "ye",
+            "yes",
+            "YES",
+            "on",
+            "ON",
+            "1",
+            " 1 ",
+            "\x0btRuE\x0c",
+        ] {
             assert_eq!(enc(t), Ok(1), "{t:?}");
         }
         for t in ["f", "fa", "fal", "fals", "false", "FaLsE", "n", "no", "NO", "of", "off", "OFF", "0", "\t0\r"] {
@@ -71,7 +87,10 @@ mod tests {
 
     #[test]
     fn refused() {
-        for t in ["", " ", "o", "O", "trueish", "truex", "yess", "noo", "onn", "offf", "ofx", "01", "10", "2", "t r", " x ", "ja", "ｔ"] {
+        for t in [
+            "", " ", "o", "O", "trueish", "truex", "yess", "noo", "onn", "offf", "ofx", "01", "10", "2", "t r", " x ",
+            "ja", "ｔ",
+        ] {
             assert_eq!(
                 enc(t),
                 Err(EncodeError::Refused(format!("invalid input syntax for type boolean: \"{t}\""))),

@@ -98,7 +98,21 @@ mod tests {
 
     #[test]
     fn deferred() {
-        for t in [r"\x1", r"\x1 2", r"\xg0", r"\x0g", "\\x\x0b00", r"\X41", r"\400", r"\08", r"\0", r"a\b", "\\", r"\x41\0", "a\0"] {
+        for t in [
+            r"\x1",
+            r"\x1 2",
+            r"\xg0",
+            r"\x0g",
+            "\\x\x0b00",
+            r"\X41",
+            r"\400",
+            r"\08",
+            r"\0",
+            r"a\b",
+            "\\",
+            r"\x41\0",
+            "a\0",
+        ] {
             assert_eq!(enc(t), Err(EncodeError::Deferred), "{t}");
         }
     }

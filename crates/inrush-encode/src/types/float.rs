@@ -105,12 +105,8 @@ pub(crate) fn encode_float8(text: &str, out: &mut Vec<u8>) -> Result<()> {
         return Err(empty(text, "double precision"));
     }
     let bits: u64 = match classify(t) {
-        Some(Special::NaN { negative }) => {
-            0x7ff8_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 }
-        }
-        Some(Special::Inf { negative }) => {
-            0x7ff0_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 }
-        }
+        Some(Special::NaN { negative }) => 0x7ff8_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 },
+        Some(Special::Inf { negative }) => 0x7ff0_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 },
         Some(Special::Number) => {
             let v: f64 = t.parse().map_err(|_| EncodeError::Deferred)?;
             if v.is_infinite() || v.is_nan() || (v == 0.0 && has_nonzero_digit(t)) {
@@ -183,11 +179,28 @@ mod tests {
 
     #[test]
     fn refusals_and_deferrals() {
-        assert_eq!(e8("  "), Err(EncodeError::Refused("invalid input syntax for type double precision: \"  \"".into())));
+        assert_eq!(
+            e8("  "),
+            Err(EncodeError::Refused("invalid input syntax for type double precision: \"  \"".into()))
+        );
         assert_eq!(e4(""), Err(EncodeError::Refused("invalid input syntax for type real: \"\"".into())));
         for t in [
-            "3.4028236e38", "7e-46", "1e-46", "0x1p3", "nan(12)", "1e", "abc", "1_0", "1e999999", "infin", "1,5",
-            "--1", ". ", ".", "e5", "1e-400",
+            "3.4028236e38",
+            "7e-46",
+            "1e-46",
+            "0x1p3",
+            "nan(12)",
+            "1e",
+            "abc",
+            "1_0",
+            "1e999999",
+            "infin",
+            "1,5",
+            "--1",
+            ". ",
+            ".",
+            "e5",
+            "1e-400",
         ] {
             assert_eq!(e4(t), Err(EncodeError::Deferred), "{t}");
         }

@@ -221,35 +221,3 @@ mod tests {
         let _ = e4(&"-".repeat(1000));
     }
 }
-
-// TEMP-HARNESS-BEGIN
-#[cfg(test)]
-mod temp_harness {
-    #[test]
-    #[ignore]
-    fn run_cases() {
-        use inrush_core::{ScalarType, ValueType};
-        let Ok(path) = std::env::var("INRUSH_CASES") else { return };
-        let data = std::fs::read_to_string(&path).unwrap();
-        let mut out = String::new();
-        for line in data.lines() {
-            let f: Vec<&str> = line.split('\t').collect();
-            let oid: u32 = f[0].parse().unwrap();
-            let is_array = f[1] == "1";
-            let typmod: i32 = f[2].parse().unwrap();
-            let bytes: Vec<u8> = (0..f[3].len()).step_by(2).map(|i| u8::from_str_radix(&f[3][i..i + 2], 16).unwrap()).collect();
-            let text = String::from_utf8(bytes).unwrap();
-            let scalar = ScalarType::from_oid(oid).unwrap();
-            let vt = if is_array { ValueType::Array { elem: scalar, elem_oid: oid } } else { ValueType::Scalar { scalar } };
-            let mut o = Vec::new();
-            let r = super::super::encode_value(&vt, typmod, &text, &Default::default(), &mut o);
-            match r {
-                Ok(()) => out.push_str(&format!("OK {}\n", o.iter().map(|b| format!("{b:02x}")).collect::<String>())),
-                Err(crate::EncodeError::Refused(m)) => out.push_str(&format!("REF {}\n", m.replace('\n', "\\n"))),
-                Err(crate::EncodeError::Deferred) => out.push_str("DEF\n"),
-            }
-        }
-        std::fs::write(format!("{path}.out"), out).unwrap();
-    }
-}
-// TEMP-HARNESS-END

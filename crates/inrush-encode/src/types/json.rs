@@ -39,25 +39,23 @@ fn lex_string(s: &[u8], mut i: usize, mode: Mode) -> Option<usize> {
         let c = *s.get(i)?;
         match c {
             b'"' => return Some(i + 1),
-            b'\\' => {
-                match *s.get(i + 1)? {
-                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                    b'u' => {
-                        if mode == Mode::Jsonb {
-                            return None;
-                        }
-                        let mut ch = 0u32;
-                        for k in 0..4 {
-                            ch = ch * 16 + hex(*s.get(i + 2 + k)?)?;
-                        }
-                        if (0xd800..=0xdfff).contains(&ch) {
-                            return None;
-                        }
-                        i += 6;
+            b'\\' => match *s.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    if mode == Mode::Jsonb {
+                        return None;
                     }
-                    _ => return None,
+                    let mut ch = 0u32;
+                    for k in 0..4 {
+                        ch = ch * 16 + hex(*s.get(i + 2 + k)?)?;
+                    }
+                    if (0xd800..=0xdfff).contains(&ch) {
+                        return None;
+                    }
+                    i += 6;
                 }
-            }
+                _ => return None,
+            },
             0..=0x1f => return None,
             _ => i += 1,
         }
@@ -389,7 +387,14 @@ mod tests {
         let _ = encode_json(&deep, &mut o);
         let _ = encode_jsonb(&"{\"a\":".repeat(200_000), &mut o);
         for b in 0..=255u8 {
-            for s in [vec![b], vec![b'[', b], vec![b'"', b'\\', b], vec![b'{', b'"', b'"', b], vec![b'-', b], vec![b'1', b'e', b]] {
+            for s in [
+                vec![b],
+                vec![b'[', b],
+                vec![b'"', b'\\', b],
+                vec![b'{', b'"', b'"', b],
+                vec![b'-', b],
+                vec![b'1', b'e', b],
+            ] {
                 let s = String::from_utf8_lossy(&s).into_owned();
                 let _ = encode_json(&s, &mut o);
                 let _ = encode_jsonb(&s, &mut o);

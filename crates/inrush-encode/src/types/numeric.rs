@@ -96,10 +96,8 @@ pub(crate) fn encode(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Ve
         heap = vec![0u8; total];
         &mut heap[..]
     };
-    let mut k = 1;
-    for &c in t[int_start..int_end].iter().chain(&t[frac_start..frac_end]) {
-        digits[k] = c - b'0';
-        k += 1;
+    for (slot, &c) in digits[1..].iter_mut().zip(t[int_start..int_end].iter().chain(&t[frac_start..frac_end])) {
+        *slot = c - b'0';
     }
     let intpos: i64 = 1 + int_count + exp;
     let mut dscale: i64 = (frac_count - exp).max(0);
@@ -259,7 +257,10 @@ mod tests {
     fn refusals_and_deferrals() {
         assert_eq!(enc("  ", -1), Err(EncodeError::Refused("invalid input syntax for type numeric: \"  \"".into())));
         assert_eq!(enc("", 10), Err(EncodeError::Refused("invalid input syntax for type numeric: \"\"".into())));
-        for t in ["NaN", "Infinity", "-inf", "1_000", "0x1F", "1e", "1e1001", "1e-1001", ".", "-", "1.2.3", "1e+-3", "abc", "1 2"] {
+        for t in [
+            "NaN", "Infinity", "-inf", "1_000", "0x1F", "1e", "1e1001", "1e-1001", ".", "-", "1.2.3", "1e+-3", "abc",
+            "1 2",
+        ] {
             assert_eq!(enc(t, -1), Err(EncodeError::Deferred), "{t}");
         }
         assert_eq!(enc("99.995", typmod(4, 2)), Err(EncodeError::Deferred));

@@ -110,9 +110,18 @@ mod tests {
         assert_eq!(vc("abcde   ", 5 + 4).unwrap(), b"abcde");
         assert_eq!(vc("héllo  ", 5 + 4).unwrap(), "héllo".as_bytes());
         assert_eq!(vc("ééééé", 5 + 4).unwrap(), "ééééé".as_bytes());
-        assert_eq!(vc("abcdef", 5 + 4), Err(EncodeError::Refused("value too long for type character varying(5)".into())));
-        assert_eq!(vc("abcde \t", 5 + 4), Err(EncodeError::Refused("value too long for type character varying(5)".into())));
-        assert_eq!(vc("éééééé", 5 + 4), Err(EncodeError::Refused("value too long for type character varying(5)".into())));
+        assert_eq!(
+            vc("abcdef", 5 + 4),
+            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+        );
+        assert_eq!(
+            vc("abcde \t", 5 + 4),
+            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+        );
+        assert_eq!(
+            vc("éééééé", 5 + 4),
+            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+        );
     }
 
     #[test]

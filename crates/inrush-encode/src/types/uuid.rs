@@ -92,7 +92,11 @@ mod tests {
             "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
             "{{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}}",
         ] {
-            assert_eq!(enc(t), Err(EncodeError::Refused(format!("invalid input syntax for type uuid: \"{t}\""))), "{t}");
+            assert_eq!(
+                enc(t),
+                Err(EncodeError::Refused(format!("invalid input syntax for type uuid: \"{t}\""))),
+                "{t}"
+            );
         }
         assert_eq!(enc("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\0"), Err(EncodeError::Deferred));
     }
@@ -102,7 +106,7 @@ mod tests {
         let mut o = Vec::new();
         for b in 0..=255u8 {
             let mut s = vec![b'{'];
-            s.extend(std::iter::repeat(b).take(40));
+            s.extend(std::iter::repeat_n(b, 40));
             let _ = encode(&String::from_utf8_lossy(&s), &mut o);
             let _ = encode(&String::from_utf8_lossy(&s[..17]), &mut o);
         }

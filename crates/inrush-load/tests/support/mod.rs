@@ -1,0 +1,110 @@
+//! Shared fixtures for tests against a real PostgreSQL: one private server per test binary
+//! (stopped at exit), one fresh database per test. `INRUSH_TEST_URL` points the tests at an
+//! existing server instead; `INRUSH_PG_BIN` picks the binaries of the private one (e.g. an older
+//! major version).
+
+#![allow(dead_code)]
+
+use inrush_load::LoadOptions;
+use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
+use inrush_read::csv::CsvOptions;
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+static SERVER: Mutex<Option<PrivateServer>> = Mutex::new(None);
+static BASE: OnceLock<ConnectOptions> = OnceLock::new();
+
+extern "C" fn stop_server() {
+    if let Ok(mut server) = SERVER.lock() {
+        server.take();
+    }
+}
+
+fn base() -> &'static ConnectOptions {
+    BASE.get_or_init(|| {
+        if let Ok(url) = std::env::var("INRUSH_TEST_URL") {
+            return ConnectOptions::parse(&url).expect("INRUSH_TEST_URL parses");
+        }
+        let server = PrivateServer::start(&ServerOptions { unsafe_fast: true, ..Default::default() })
+            .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
+        let opts = server.connect_options("postgres");
+        *SERVER.lock().expect("server slot") = Some(server);
+        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
+        unsafe { libc::atexit(stop_server) };
+        opts
+    })
+}
+
+/// A database of its own for one test.
+pub struct TestDb {
+    pub target: ConnectOptions,
+    pub client: postgres::Client,
+}
+
+pub fn fresh_db() -> TestDb {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let name = format!("t_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    base().execute_blocking(&format!("CREATE DATABASE {name}")).expect("CREATE DATABASE");
+    let target = base().with_dbname(&name);
+    let client = target.connect_blocking().expect("connect to the test database");
+    TestDb { target, client }
+}
+
+impl TestDb {
+    pub fn exec(&mut self, sql: &str) {
+        self.client.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    pub fn count(&mut self, table: &str) -> i64 {
+        self.client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).expect("count").get(0)
+    }
+
+    /// Every row as its text form, sorted: comparable across tables whatever the column types.
+    pub fn rows_as_text(&mut self, table: &str) -> Vec<String> {
+        let sql = format!("SELECT t::text FROM {table} t ORDER BY 1");
+        self.client.query(&sql, &[]).expect("select").iter().map(|r| r.get(0)).collect()
+    }
+
+    /// Loads `data` with the server's own `COPY ... FROM STDIN (FORMAT csv ...)`.
+    pub fn server_copy(&mut self, table: &str, data: &[u8], csv: &CsvOptions, columns: Option<&str>) -> Result<u64, String> {
+        let lit = |b: u8| format!("'{}'", (b as char).to_string().replace('\'', "''"));
+        let mut options = format!("FORMAT csv, DELIMITER {}, QUOTE {}, ESCAPE {}", lit(csv.delimiter), lit(csv.quote), lit(csv.escape));
+        options.push_str(&format!(", NULL '{}'", String::from_utf8_lossy(&csv.null).replace('\'', "''")));
+        if csv.header {
+            options.push_str(", HEADER true");
+        }
+        let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
+        let sql = format!("COPY {table}{cols} FROM STDIN ({options})");
+        let mut tx = self.client.transaction().map_err(|e| e.to_string())?;
+        let result = (|| {
+            let mut writer = tx.copy_in(&sql).map_err(|e| e.to_string())?;
+            writer.write_all(data).map_err(|e| e.to_string())?;
+            writer.finish().map_err(|e| e.as_db_error().map_or(e.to_string(), |d| d.message().to_string()))
+        })();
+        match result {
+            Ok(n) => {
+                tx.commit().map_err(|e| e.to_string())?;
+                Ok(n)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Load options for `path` into `table` of this database.
+    pub fn load_options(&self, path: &std::path::Path, table: &str) -> LoadOptions {
+        let mut opts = LoadOptions::new(path.to_string_lossy(), self.target.clone(), table);
+        opts.workers = 2;
+        opts.connections = 2;
+        opts
+    }
+}
+
+/// Writes `data` to a fresh file with the given extension; the directory lives as long as the
+/// returned guard.
+pub fn write_input(data: &[u8], extension: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(format!("input.{extension}"));
+    std::fs::write(&path, data).expect("write input");
+    (dir, path)
+}
