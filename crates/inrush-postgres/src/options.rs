@@ -8,6 +8,7 @@
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
@@ -25,6 +26,9 @@ pub struct ConnectOptions {
     config: Config,
     verify: Verify,
     root_cert: Option<PathBuf>,
+    /// Built once: making a connector reads certificate stores, which costs more than a
+    /// connection.
+    tls: Arc<OnceLock<postgres_native_tls::MakeTlsConnector>>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -115,7 +119,7 @@ impl ConnectOptions {
         if config.get_application_name().is_none() {
             config.application_name("inrush");
         }
-        Ok(ConnectOptions { config, verify, root_cert })
+        Ok(ConnectOptions { config, verify, root_cert, tls: Arc::default() })
     }
 
     /// `user@host:port/dbname`, for messages. Never includes the password.
@@ -146,11 +150,20 @@ impl ConnectOptions {
         other
     }
 
+    /// Whether a connection may use TLS at all: never over Unix sockets or with sslmode=disable.
+    fn may_use_tls(&self) -> bool {
+        self.config.get_ssl_mode() != SslMode::Disable && self.config.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)))
+    }
+
     fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
+        if let Some(tls) = self.tls.get() {
+            return Ok(tls.clone());
+        }
         let mut builder = native_tls::TlsConnector::builder();
         match self.verify {
             Verify::None => {
-                builder.danger_accept_invalid_certs(true).danger_accept_invalid_hostnames(true);
+                // Nothing is checked (libpq's prefer/require), so no certificate store is read.
+                builder.danger_accept_invalid_certs(true).danger_accept_invalid_hostnames(true).disable_built_in_roots(true);
             }
             Verify::Ca => {
                 builder.danger_accept_invalid_hostnames(true);
@@ -163,29 +176,29 @@ impl ConnectOptions {
             builder.add_root_certificate(cert);
         }
         let connector = builder.build().map_err(|e| Error::Config(format!("TLS: {e}")))?;
-        Ok(postgres_native_tls::MakeTlsConnector::new(connector))
+        Ok(self.tls.get_or_init(|| postgres_native_tls::MakeTlsConnector::new(connector)).clone())
     }
 
     /// Connects on the current tokio runtime; the connection task is spawned onto it.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        let (client, connection) = self
-            .config
-            .connect(self.tls()?)
-            .await
-            .map_err(|source| Error::Connect { target: self.describe(), source })?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!("connection closed: {e}");
-            }
-        });
+        let fail = |source| Error::Connect { target: self.describe(), source };
+        let client = if self.may_use_tls() {
+            let (client, connection) = self.config.connect(self.tls()?).await.map_err(fail)?;
+            spawn_connection(connection);
+            client
+        } else {
+            let (client, connection) = self.config.connect(tokio_postgres::NoTls).await.map_err(fail)?;
+            spawn_connection(connection);
+            client
+        };
         Ok(client)
     }
 
     /// A blocking connection (for threads outside the runtime, e.g. the value resolver).
     pub fn connect_blocking(&self) -> Result<postgres::Client> {
-        postgres::Config::from(self.config.clone())
-            .connect(self.tls()?)
-            .map_err(|source| Error::Connect { target: self.describe(), source })
+        let config = postgres::Config::from(self.config.clone());
+        let connected = if self.may_use_tls() { config.connect(self.tls()?) } else { config.connect(postgres::NoTls) };
+        connected.map_err(|source| Error::Connect { target: self.describe(), source })
     }
 }
 
@@ -205,6 +218,18 @@ impl ConnectOptions {
             _ => None,
         }).flatten())
     }
+}
+
+fn spawn_connection<S, T>(connection: tokio_postgres::Connection<S, T>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!("connection closed: {e}");
+        }
+    });
 }
 
 fn strip_verify_modes(conninfo: &str) -> (String, Verify) {

@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 const SEED: u64 = 42;
+const ROUNDS: u32 = 2;
 
 pub fn run(args: DemoArgs) -> Result<()> {
     let say = |line: String| {
@@ -47,11 +48,25 @@ pub fn run(args: DemoArgs) -> Result<()> {
          CREATE TABLE inrush_demo ({SQLBULKCOPY_COLUMNS}); CREATE TABLE inrush_demo_psql ({SQLBULKCOPY_COLUMNS}); CHECKPOINT"
     ))?;
 
+    // Two interleaved rounds, best of each: on a fresh cluster whichever load runs first pays
+    // for creating WAL segments that later loads reuse.
     let opts = LoadOptions::new(csv.to_string_lossy(), target.clone(), "inrush_demo");
-    let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
-    let summary = inrush_load::load(&opts, &reporter);
-    reporter.finish();
-    let summary = summary?;
+    let (mut best, mut psql_seconds) = (None::<inrush_load::LoadSummary>, f64::INFINITY);
+    for round in 1..=ROUNDS {
+        target.execute_blocking("TRUNCATE inrush_demo; CHECKPOINT")?;
+        let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
+        let summary = inrush_load::load(&opts, &reporter);
+        reporter.finish();
+        let summary = summary?;
+        target.execute_blocking("TRUNCATE inrush_demo_psql; CHECKPOINT")?;
+        let psql = psql_copy(&psql, &conninfo, &csv)?;
+        say(format!("  round {round}: inrush {:.2} s, psql \\copy {psql:.2} s", summary.seconds));
+        psql_seconds = psql_seconds.min(psql);
+        if best.as_ref().is_none_or(|b| summary.seconds < b.seconds) {
+            best = Some(summary);
+        }
+    }
+    let summary = best.context("the demo ran no round")?;
     say(format!(
         "  inrush:     {:>6.2} s  ({} rows/s, {} COPY, {} connections, {} workers)",
         summary.seconds,
@@ -60,9 +75,6 @@ pub fn run(args: DemoArgs) -> Result<()> {
         summary.connections,
         summary.workers
     ));
-
-    target.execute_blocking("CHECKPOINT")?;
-    let psql_seconds = psql_copy(&psql, &conninfo, &csv)?;
     say(format!("  psql \\copy: {psql_seconds:>6.2} s"));
     let counts = target
         .query_text_blocking("SELECT (SELECT count(*) FROM inrush_demo) || ' ' || (SELECT count(*) FROM inrush_demo_psql)")?
@@ -76,7 +88,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let json = serde_json::json!({ "rows": args.rows, "inrush": summary, "psql_copy_seconds": psql_seconds, "speedup_vs_psql_copy": ratio });
         println!("{json}");
     } else {
-        say(format!("  inrush was {ratio:.1}x faster than psql \\copy; both tables hold {} rows.", group(args.rows)));
+        say(format!("  inrush was {ratio:.1}x faster than psql \\copy (best of {ROUNDS} rounds each); both tables hold {} rows.", group(args.rows)));
         say("  load your own file: inrush load FILE --to URL --table T --header".into());
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! How a load looks to a person (a progress bar, a short summary) and to a program (`--json`).
 
 use anyhow::Result;
-use indicatif::{HumanBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{DecimalBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_core::{Phase, ProgressSnapshot, Reporter};
 use inrush_load::LoadSummary;
 use std::time::Instant;
@@ -86,7 +86,7 @@ pub fn human_summary(s: &LoadSummary) -> String {
         s.seconds,
         group(s.rows_per_second as u64),
         s.megabytes_per_second,
-        HumanBytes(s.bytes),
+        DecimalBytes(s.bytes),
         s.input,
         s.copy_format,
         s.connections,
@@ -95,7 +95,7 @@ pub fn human_summary(s: &LoadSummary) -> String {
         if s.workers == 1 { "" } else { "s" },
     );
     if let Some(wal) = s.wal_bytes {
-        out.push_str(&format!("; WAL written {}", HumanBytes(wal)));
+        out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
     if let Some(reason) = &s.text_reason {
         out.push_str(&format!("\n  text COPY because: {reason}"));

