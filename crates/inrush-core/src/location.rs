@@ -21,7 +21,12 @@ pub struct Location {
 
 impl Location {
     pub fn record(file: impl Into<String>, line: u64) -> Self {
-        Location { file: file.into(), line, column: None, value: None }
+        Location {
+            file: file.into(),
+            line,
+            column: None,
+            value: None,
+        }
     }
 
     /// The same record, narrowed to one field.

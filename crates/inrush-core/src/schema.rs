@@ -84,10 +84,15 @@ impl ScalarType {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase", tag = "kind")]
 pub enum ValueType {
-    Scalar { scalar: ScalarType },
+    Scalar {
+        scalar: ScalarType,
+    },
     /// A one-dimensional array; `elem_oid` is what the binary array header must name, which for
     /// an array of enums is the enum's own OID.
-    Array { elem: ScalarType, elem_oid: u32 },
+    Array {
+        elem: ScalarType,
+        elem_oid: u32,
+    },
     /// No binary encoder: the table is loaded through text COPY and the server parses it.
     Unsupported,
 }

@@ -15,7 +15,9 @@ pub struct TupleWriter {
 
 impl TupleWriter {
     pub fn with_capacity(capacity: usize) -> Self {
-        TupleWriter { buf: Vec::with_capacity(capacity) }
+        TupleWriter {
+            buf: Vec::with_capacity(capacity),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -38,7 +40,10 @@ impl TupleWriter {
     }
 
     /// Reserves the length slot and lets `encode` append the value; patches the length after.
-    pub fn field<E>(&mut self, encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>) -> Result<(), E> {
+    pub fn field<E>(
+        &mut self,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let slot = self.buf.len();
         self.buf.extend_from_slice(&[0; 4]);
         encode(&mut self.buf)?;
@@ -76,7 +81,10 @@ mod tests {
         })
         .unwrap();
         w.null();
-        assert_eq!(w.into_inner(), [0, 2, 0, 0, 0, 4, 0, 0, 0, 42, 255, 255, 255, 255]);
+        assert_eq!(
+            w.into_inner(),
+            [0, 2, 0, 0, 0, 4, 0, 0, 0, 42, 255, 255, 255, 255]
+        );
     }
 
     #[test]

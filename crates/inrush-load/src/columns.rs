@@ -7,17 +7,28 @@ use inrush_postgres::TableInfo;
 /// Maps input fields to table columns: `explicit` (`--columns`) wins, then the header's names
 /// (exact match, else a unique case-insensitive match), else every column in table order.
 /// Columns the input does not name take their defaults.
-pub fn map_columns(table: &TableInfo, explicit: Option<&[String]>, header: Option<&[String]>) -> Result<Vec<TargetColumn>> {
+pub fn map_columns(
+    table: &TableInfo,
+    explicit: Option<&[String]>,
+    header: Option<&[String]>,
+) -> Result<Vec<TargetColumn>> {
     let names: Vec<String> = match (explicit, header) {
         (Some(cols), _) => cols.to_vec(),
         (None, Some(header)) => header.to_vec(),
         (None, None) => return Ok(table.columns.clone()),
     };
-    let source = if explicit.is_some() { "--columns" } else { "the header" };
+    let source = if explicit.is_some() {
+        "--columns"
+    } else {
+        "the header"
+    };
     let mut mapped: Vec<TargetColumn> = Vec::with_capacity(names.len());
     for name in &names {
         let column = table.columns.iter().find(|c| &c.name == name).or_else(|| {
-            let mut folded = table.columns.iter().filter(|c| c.name.eq_ignore_ascii_case(name));
+            let mut folded = table
+                .columns
+                .iter()
+                .filter(|c| c.name.eq_ignore_ascii_case(name));
             match (folded.next(), folded.next()) {
                 (Some(c), None) => Some(c),
                 _ => None,
@@ -27,11 +38,19 @@ pub fn map_columns(table: &TableInfo, explicit: Option<&[String]>, header: Optio
             return Err(Error::Columns(format!(
                 "column {name:?} named by {source} is not a column of {} (it has: {})",
                 table.qualified(),
-                table.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                table
+                    .columns
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         };
         if mapped.iter().any(|m| m.name == column.name) {
-            return Err(Error::Columns(format!("column {:?} is named twice by {source}", column.name)));
+            return Err(Error::Columns(format!(
+                "column {:?} is named twice by {source}",
+                column.name
+            )));
         }
         mapped.push(column.clone());
     }
@@ -48,11 +67,18 @@ mod tests {
             name: name.into(),
             type_sql: "integer".into(),
             typmod: -1,
-            value_type: ValueType::Scalar { scalar: ScalarType::Int4 },
+            value_type: ValueType::Scalar {
+                scalar: ScalarType::Int4,
+            },
             not_null: false,
             input_sql: "SELECT int4in($1::text::cstring)".into(),
         };
-        TableInfo { oid: 1, schema: "public".into(), name: "t".into(), columns: vec![col("id"), col("Name"), col("qty")] }
+        TableInfo {
+            oid: 1,
+            schema: "public".into(),
+            name: "t".into(),
+            columns: vec![col("id"), col("Name"), col("qty")],
+        }
     }
 
     fn names(cols: &[TargetColumn]) -> Vec<&str> {
@@ -62,22 +88,38 @@ mod tests {
     #[test]
     fn header_names_map_by_exact_then_folded_case() {
         let header = vec!["qty".to_string(), "name".to_string()];
-        assert_eq!(names(&map_columns(&table(), None, Some(&header)).unwrap()), ["qty", "Name"]);
+        assert_eq!(
+            names(&map_columns(&table(), None, Some(&header)).unwrap()),
+            ["qty", "Name"]
+        );
     }
 
     #[test]
     fn explicit_columns_win_and_default_is_all() {
         let cols = vec!["id".to_string()];
         let header = vec!["zzz".to_string()];
-        assert_eq!(names(&map_columns(&table(), Some(&cols), Some(&header)).unwrap()), ["id"]);
-        assert_eq!(names(&map_columns(&table(), None, None).unwrap()), ["id", "Name", "qty"]);
+        assert_eq!(
+            names(&map_columns(&table(), Some(&cols), Some(&header)).unwrap()),
+            ["id"]
+        );
+        assert_eq!(
+            names(&map_columns(&table(), None, None).unwrap()),
+            ["id", "Name", "qty"]
+        );
     }
 
     #[test]
     fn unknown_and_duplicate_names_are_refused() {
-        let err = map_columns(&table(), None, Some(&["nope".to_string()])).unwrap_err().to_string();
-        assert!(err.contains("\"nope\" named by the header is not a column"), "{err}");
-        let err = map_columns(&table(), Some(&["id".into(), "ID".into()]), None).unwrap_err().to_string();
+        let err = map_columns(&table(), None, Some(&["nope".to_string()]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"nope\" named by the header is not a column"),
+            "{err}"
+        );
+        let err = map_columns(&table(), Some(&["id".into(), "ID".into()]), None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("named twice"), "{err}");
     }
 }

@@ -15,10 +15,21 @@ pub enum Error {
     BadRow { location: Location, reason: String },
     /// The server refused a row during COPY (a constraint, a trigger...); nothing was committed.
     #[error("{}: {message}", location.as_ref().map_or_else(|| "server".to_string(), |l| l.to_string()))]
-    ServerRefused { location: Option<Location>, message: String, sqlstate: Option<String> },
+    ServerRefused {
+        location: Option<Location>,
+        message: String,
+        sqlstate: Option<String>,
+    },
     /// The commit window: some connections committed, others failed.
-    #[error("only {committed} of {connections} connections committed ({rows_committed} rows): {reason}")]
-    PartialCommit { committed: usize, connections: usize, rows_committed: u64, reason: String },
+    #[error(
+        "only {committed} of {connections} connections committed ({rows_committed} rows): {reason}"
+    )]
+    PartialCommit {
+        committed: usize,
+        connections: usize,
+        rows_committed: u64,
+        reason: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -26,7 +37,13 @@ pub enum Error {
 impl Error {
     /// True when the input (not the environment) is at fault.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::BadRow { .. } | Error::ServerRefused { .. } | Error::Columns(_) | Error::Read(inrush_read::Error::Record { .. }))
+        matches!(
+            self,
+            Error::BadRow { .. }
+                | Error::ServerRefused { .. }
+                | Error::Columns(_)
+                | Error::Read(inrush_read::Error::Record { .. })
+        )
     }
 }
 

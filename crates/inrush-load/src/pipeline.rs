@@ -47,7 +47,10 @@ impl Shared {
     }
 
     fn take_error(&self) -> Option<Error> {
-        self.first_error.lock().ok().and_then(|mut slot| slot.take())
+        self.first_error
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
     }
 }
 
@@ -68,13 +71,19 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let progress = Arc::new(Progress::default());
     let input = source::open(&opts.input, progress.bytes_read.clone())?;
-    progress.bytes_total.store(input.size.unwrap_or(0), Ordering::Relaxed);
+    progress
+        .bytes_total
+        .store(input.size.unwrap_or(0), Ordering::Relaxed);
     let input_name = input.name.clone();
     let seekable = input.seekable;
     let mut splitter = Splitter::new(input.reader, input.name, opts.csv.clone(), opts.block_size);
     let eol = splitter.eol()?;
     let parser = RecordParser::new(opts.csv.clone(), eol);
-    let header = if opts.csv.header { read_header(&mut splitter, &parser)? } else { None };
+    let header = if opts.csv.header {
+        read_header(&mut splitter, &parser)?
+    } else {
+        None
+    };
     let columns = map_columns(&table, opts.columns.as_deref(), header.as_deref())?;
     let unsupported: Vec<String> = columns
         .iter()
@@ -84,11 +93,18 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let (format, text_reason) = if opts.force_text {
         (CopyFormat::Text, Some("requested".to_string()))
     } else if !unsupported.is_empty() {
-        (CopyFormat::Text, Some(format!("no binary encoder for {}", unsupported.join(", "))))
+        (
+            CopyFormat::Text,
+            Some(format!("no binary encoder for {}", unsupported.join(", "))),
+        )
     } else {
         (CopyFormat::Binary, None)
     };
-    let statement = copy_from_stdin(&table, &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), format);
+    let statement = copy_from_stdin(
+        &table,
+        &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        format,
+    );
     let plan = WorkerPlan {
         parser,
         columns,
@@ -112,7 +128,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
 
     reporter.phase(Phase::Load);
-    let shared = Shared { cancelled: AtomicBool::new(false), first_error: Mutex::new(None), progress: progress.clone() };
+    let shared = Shared {
+        cancelled: AtomicBool::new(false),
+        first_error: Mutex::new(None),
+        progress: progress.clone(),
+    };
     let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
     let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
     let done = AtomicBool::new(false);
@@ -139,7 +159,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let mut workers = Vec::new();
         for i in 0..opts.workers.max(1) {
             let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
-            let handle = spawn(format!("inrush-encode-{i}")).spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
+            let handle = spawn(format!("inrush-encode-{i}"))
+                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
             workers.push(handle.map_err(spawn_error)?);
         }
         drop((block_rx, chunk_tx));
@@ -171,9 +192,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         });
         let mut resolved = 0;
         for worker in workers {
-            resolved += worker.join().map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+            resolved += worker
+                .join()
+                .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
         }
-        splitter_thread.join().map_err(|_| Error::Internal("the splitter panicked".into()))?;
+        splitter_thread
+            .join()
+            .map_err(|_| Error::Internal("the splitter panicked".into()))?;
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         Ok((finished, resolved))
@@ -188,7 +213,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let sent = progress.rows_sent.load(Ordering::Relaxed);
     if rows != sent || finished.len() != opts.connections.max(1) {
         runtime.block_on(rollback(&finished));
-        return Err(Error::Internal(format!("the server counted {rows} rows but {sent} were sent; rolled back")));
+        return Err(Error::Internal(format!(
+            "the server counted {rows} rows but {sent} were sent; rolled back"
+        )));
     }
 
     reporter.phase(Phase::Commit);
@@ -205,7 +232,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         seconds,
         rows_per_second: rows as f64 / seconds.max(1e-9),
         megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
-        wal_bytes: wal_before.zip(wal_after).map(|(before, after)| after.saturating_sub(before)),
+        wal_bytes: wal_before
+            .zip(wal_after)
+            .map(|(before, after)| after.saturating_sub(before)),
         connections: finished.len(),
         workers: opts.workers.max(1),
         copy_format: format.name(),
@@ -226,9 +255,14 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     let commits = finished.iter().map(|f| f.client.batch_execute("COMMIT"));
     let results = futures_util::future::join_all(commits).await;
     let committed = results.iter().filter(|r| r.is_ok()).count();
-    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else { return Ok(()) };
+    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else {
+        return Ok(());
+    };
     if committed == 0 {
-        return Err(Error::Postgres(inrush_postgres::Error::Query { what: "COMMIT".into(), source: first_error }));
+        return Err(Error::Postgres(inrush_postgres::Error::Query {
+            what: "COMMIT".into(),
+            source: first_error,
+        }));
     }
     let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
     Err(Error::PartialCommit {
@@ -240,12 +274,23 @@ async fn commit(finished: &[Finished]) -> Result<()> {
 }
 
 /// Parses the header record into column names.
-fn read_header<R: std::io::Read>(splitter: &mut Splitter<R>, parser: &RecordParser) -> Result<Option<Vec<String>>> {
-    let Some(block) = splitter.take_first_record()? else { return Ok(None) };
+fn read_header<R: std::io::Read>(
+    splitter: &mut Splitter<R>,
+    parser: &RecordParser,
+) -> Result<Option<Vec<String>>> {
+    let Some(block) = splitter.take_first_record()? else {
+        return Ok(None);
+    };
     let mut rec = Record::default();
-    parser.parse(&block.data, 0, &mut rec).map_err(|e| Error::BadRow {
-        location: inrush_core::Location::record(String::new(), 1),
-        reason: format!("header: {e}"),
-    })?;
-    Ok(Some(rec.fields().map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned()).collect()))
+    parser
+        .parse(&block.data, 0, &mut rec)
+        .map_err(|e| Error::BadRow {
+            location: inrush_core::Location::record(String::new(), 1),
+            reason: format!("header: {e}"),
+        })?;
+    Ok(Some(
+        rec.fields()
+            .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
+            .collect(),
+    ))
 }

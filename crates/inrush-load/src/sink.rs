@@ -19,13 +19,17 @@ struct Ledger {
 
 impl Ledger {
     fn record(&mut self, chunk: &Chunk) {
-        self.entries.push((self.rows + 1, chunk.first_line, chunk.offset, chunk.len));
+        self.entries
+            .push((self.rows + 1, chunk.first_line, chunk.offset, chunk.len));
         self.rows += chunk.rows;
     }
 
     /// The chunk holding 1-based stream row `row`, and the row's index inside it.
     fn find(&self, row: u64) -> Option<((u64, u64, u64, usize), u64)> {
-        let at = self.entries.partition_point(|e| e.0 <= row).checked_sub(1)?;
+        let at = self
+            .entries
+            .partition_point(|e| e.0 <= row)
+            .checked_sub(1)?;
         let entry = self.entries[at];
         Some((entry, row - entry.0))
     }
@@ -45,11 +49,25 @@ pub(crate) async fn run(
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
-    let query_error = |what: &str, source| Error::Postgres(inrush_postgres::Error::Query { what: what.into(), source });
-    client.batch_execute("BEGIN").await.map_err(|e| query_error("BEGIN", e))?;
-    let sink = client.copy_in::<_, Bytes>(statement).await.map_err(|e| query_error(statement, e))?;
+    let query_error = |what: &str, source| {
+        Error::Postgres(inrush_postgres::Error::Query {
+            what: what.into(),
+            source,
+        })
+    };
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| query_error("BEGIN", e))?;
+    let sink = client
+        .copy_in::<_, Bytes>(statement)
+        .await
+        .map_err(|e| query_error(statement, e))?;
     futures_util::pin_mut!(sink);
-    let mut ledger = Ledger { entries: Vec::new(), rows: 0 };
+    let mut ledger = Ledger {
+        entries: Vec::new(),
+        rows: 0,
+    };
     let streamed: Result<u64, tokio_postgres::Error> = async {
         if format == CopyFormat::Binary {
             sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
@@ -78,24 +96,38 @@ pub(crate) async fn run(
 /// Turns a COPY failure into an error naming the input line when the server named a row.
 fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) -> Error {
     let Some(db) = e.as_db_error() else {
-        return Error::Postgres(inrush_postgres::Error::Query { what: "COPY".into(), source: e });
+        return Error::Postgres(inrush_postgres::Error::Query {
+            what: "COPY".into(),
+            source: e,
+        });
     };
     let row = db.where_().and_then(row_in_error_context);
-    let column = db.column().map(str::to_string).or_else(|| db.where_().and_then(column_in_error_context));
-    let location = row.and_then(|row| ledger.find(row)).map(|((_, first_line, offset, len), index)| {
-        let location = plan
-            .locate_row(first_line, offset, len, index)
-            .unwrap_or_else(|| inrush_core::Location::record(plan.file.clone(), first_line));
-        match &column {
-            Some(c) => location.field(c.clone(), None),
-            None => location,
-        }
-    });
+    let column = db
+        .column()
+        .map(str::to_string)
+        .or_else(|| db.where_().and_then(column_in_error_context));
+    let location =
+        row.and_then(|row| ledger.find(row))
+            .map(|((_, first_line, offset, len), index)| {
+                let location = plan
+                    .locate_row(first_line, offset, len, index)
+                    .unwrap_or_else(|| {
+                        inrush_core::Location::record(plan.file.clone(), first_line)
+                    });
+                match &column {
+                    Some(c) => location.field(c.clone(), None),
+                    None => location,
+                }
+            });
     let mut message = db.message().to_string();
     if let Some(detail) = db.detail() {
         message.push_str(&format!(" ({detail})"));
     }
-    Error::ServerRefused { location, message, sqlstate: Some(db.code().code().to_string()) }
+    Error::ServerRefused {
+        location,
+        message,
+        sqlstate: Some(db.code().code().to_string()),
+    }
 }
 
 /// `COPY t, line 3, column qty: "..."` → `qty`.
@@ -110,9 +142,18 @@ mod tests {
 
     #[test]
     fn ledger_finds_the_chunk_of_a_row() {
-        let mut ledger = Ledger { entries: Vec::new(), rows: 0 };
+        let mut ledger = Ledger {
+            entries: Vec::new(),
+            rows: 0,
+        };
         for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
-            ledger.record(&Chunk { data: Bytes::new(), rows, first_line: line, offset: 0, len: 0 });
+            ledger.record(&Chunk {
+                data: Bytes::new(),
+                rows,
+                first_line: line,
+                offset: 0,
+                len: 0,
+            });
         }
         assert_eq!(ledger.find(1).map(|(e, i)| (e.1, i)), Some((1, 0)));
         assert_eq!(ledger.find(4).map(|(e, i)| (e.1, i)), Some((10, 0)));
@@ -122,7 +163,10 @@ mod tests {
 
     #[test]
     fn column_from_context() {
-        assert_eq!(column_in_error_context("COPY t, line 3, column qty: \"x\"").as_deref(), Some("qty"));
+        assert_eq!(
+            column_in_error_context("COPY t, line 3, column qty: \"x\"").as_deref(),
+            Some("qty")
+        );
         assert_eq!(column_in_error_context("COPY t, line 3"), None);
     }
 }

@@ -49,7 +49,12 @@ enum FieldError {
 impl WorkerPlan {
     /// Runs until the block queue closes, the chunk queue closes, or the load is cancelled.
     /// Returns how many values the server resolved for this worker.
-    pub fn run(&self, shared: &Shared, blocks: flume::Receiver<Block>, chunks: flume::Sender<Chunk>) -> u64 {
+    pub fn run(
+        &self,
+        shared: &Shared,
+        blocks: flume::Receiver<Block>,
+        chunks: flume::Sender<Chunk>,
+    ) -> u64 {
         let mut resolver = Resolver::new(self.target.clone(), self.columns.clone());
         let mut rec = Record::default();
         for block in blocks.iter() {
@@ -73,7 +78,12 @@ impl WorkerPlan {
         resolver.round_trips
     }
 
-    fn encode_block(&self, block: &Block, rec: &mut Record, resolver: &mut Resolver) -> Result<Chunk> {
+    fn encode_block(
+        &self,
+        block: &Block,
+        rec: &mut Record,
+        resolver: &mut Resolver,
+    ) -> Result<Chunk> {
         let data = &block.data[..];
         if let Err(pos) = check_encoding(data) {
             return Err(self.encoding_error(block, rec, pos));
@@ -83,9 +93,18 @@ impl WorkerPlan {
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
-            pos = self.parser.parse(data, pos, rec).map_err(|e| Error::BadRow { location: self.locate(block, start), reason: e.to_string() })?;
+            pos = self
+                .parser
+                .parse(data, pos, rec)
+                .map_err(|e| Error::BadRow {
+                    location: self.locate(block, start),
+                    reason: e.to_string(),
+                })?;
             if rec.len() != self.columns.len() {
-                return Err(Error::BadRow { location: self.locate(block, start), reason: self.field_count_reason(rec.len()) });
+                return Err(Error::BadRow {
+                    location: self.locate(block, start),
+                    reason: self.field_count_reason(rec.len()),
+                });
             }
             match self.format {
                 CopyFormat::Binary => self.encode_binary_row(rec, &mut out, resolver),
@@ -94,10 +113,21 @@ impl WorkerPlan {
             .map_err(|(col, e)| self.field_error(block, start, rec, col, e))?;
             rows += 1;
         }
-        Ok(Chunk { data: Bytes::from(out.into_inner()), rows, first_line: block.first_line, offset: block.offset, len: data.len() })
+        Ok(Chunk {
+            data: Bytes::from(out.into_inner()),
+            rows,
+            first_line: block.first_line,
+            offset: block.offset,
+            len: data.len(),
+        })
     }
 
-    fn encode_binary_row(&self, rec: &Record, out: &mut TupleWriter, resolver: &mut Resolver) -> Result<(), (usize, FieldError)> {
+    fn encode_binary_row(
+        &self,
+        rec: &Record,
+        out: &mut TupleWriter,
+        resolver: &mut Resolver,
+    ) -> Result<(), (usize, FieldError)> {
         let mark = out.begin_tuple(self.columns.len() as u16);
         for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
             let Some(bytes) = field else {
@@ -137,7 +167,11 @@ impl WorkerPlan {
     }
 
     /// Text COPY: the server parses values; the client still parses the CSV and checks NULLs.
-    fn encode_text_row(&self, rec: &Record, out: &mut TupleWriter) -> Result<(), (usize, FieldError)> {
+    fn encode_text_row(
+        &self,
+        rec: &Record,
+        out: &mut TupleWriter,
+    ) -> Result<(), (usize, FieldError)> {
         let mark = out.len();
         for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
             if field.is_none() && column.not_null {
@@ -155,22 +189,41 @@ impl WorkerPlan {
     }
 
     fn not_null_reason(&self, column: &TargetColumn) -> String {
-        format!("null value in column \"{}\" of relation \"{}\" violates not-null constraint", column.name, self.relation)
+        format!(
+            "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+            column.name, self.relation
+        )
     }
 
     fn field_count_reason(&self, found: usize) -> String {
         if found > self.columns.len() {
-            format!("extra data after last expected column (expected {} fields, found {found})", self.columns.len())
+            format!(
+                "extra data after last expected column (expected {} fields, found {found})",
+                self.columns.len()
+            )
         } else {
-            format!("missing data for column \"{}\" (expected {} fields, found {found})", self.columns[found].name, self.columns.len())
+            format!(
+                "missing data for column \"{}\" (expected {} fields, found {found})",
+                self.columns[found].name,
+                self.columns.len()
+            )
         }
     }
 
-    fn field_error(&self, block: &Block, start: usize, rec: &Record, col: usize, e: FieldError) -> Error {
+    fn field_error(
+        &self,
+        block: &Block,
+        start: usize,
+        rec: &Record,
+        col: usize,
+        e: FieldError,
+    ) -> Error {
         match e {
             FieldError::Resolver(e) => Error::Postgres(e),
             FieldError::Refused(reason) => Error::BadRow {
-                location: self.locate(block, start).field(self.columns[col].name.clone(), rec.field(col)),
+                location: self
+                    .locate(block, start)
+                    .field(self.columns[col].name.clone(), rec.field(col)),
                 reason,
             },
         }
@@ -181,24 +234,39 @@ impl WorkerPlan {
         let data = &block.data[..];
         let reason = format!(
             "invalid byte sequence for encoding \"UTF8\": {}",
-            data[bad..].iter().take(2).map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
+            data[bad..]
+                .iter()
+                .take(2)
+                .map(|b| format!("0x{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
-            let Ok(next) = self.parser.parse(data, pos, rec) else { break };
+            let Ok(next) = self.parser.parse(data, pos, rec) else {
+                break;
+            };
             if bad < next {
                 let location = self.locate(block, start);
-                let field = (0..rec.len()).find(|&i| rec.field(i).is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0)));
+                let field = (0..rec.len()).find(|&i| {
+                    rec.field(i)
+                        .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
+                });
                 let location = match field {
-                    Some(i) if i < self.columns.len() => location.field(self.columns[i].name.clone(), rec.field(i)),
+                    Some(i) if i < self.columns.len() => {
+                        location.field(self.columns[i].name.clone(), rec.field(i))
+                    }
                     _ => location,
                 };
                 return Error::BadRow { location, reason };
             }
             pos = next;
         }
-        Error::BadRow { location: self.locate(block, bad), reason }
+        Error::BadRow {
+            location: self.locate(block, bad),
+            reason,
+        }
     }
 
     /// The location of the record starting at byte `start` of `block`.
@@ -209,12 +277,23 @@ impl WorkerPlan {
 
     /// Finds row `index` (0-based) of a chunk again by re-reading its block from the input file;
     /// `None` when the input cannot be re-read (standard input, compressed).
-    pub fn locate_row(&self, chunk_first_line: u64, offset: u64, len: usize, index: u64) -> Option<Location> {
+    pub fn locate_row(
+        &self,
+        chunk_first_line: u64,
+        offset: u64,
+        len: usize,
+        index: u64,
+    ) -> Option<Location> {
         if !self.seekable {
             return None;
         }
         let data = inrush_read::source::read_range(&self.file, offset, len).ok()?;
-        let block = Block { index: 0, first_line: chunk_first_line, offset, data: Bytes::from(data) };
+        let block = Block {
+            index: 0,
+            first_line: chunk_first_line,
+            offset,
+            data: Bytes::from(data),
+        };
         let mut rec = Record::default();
         let mut pos = 0;
         for _ in 0..index {

@@ -9,7 +9,12 @@ use support::{fresh_db, write_input, TestDb};
 
 /// Loads `data` into `ours` with inrush and into `theirs` with server COPY; both must succeed
 /// with identical rows, or both must refuse the input.
-fn assert_same_as_copy(db: &mut TestDb, columns: &str, data: &[u8], tweak: impl Fn(&mut LoadOptions)) {
+fn assert_same_as_copy(
+    db: &mut TestDb,
+    columns: &str,
+    data: &[u8],
+    tweak: impl Fn(&mut LoadOptions),
+) {
     db.exec(&format!("DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}); CREATE TABLE theirs ({columns});"));
     let (_dir, path) = write_input(data, "csv");
     let mut opts = db.load_options(&path, "ours");
@@ -19,10 +24,24 @@ fn assert_same_as_copy(db: &mut TestDb, columns: &str, data: &[u8], tweak: impl 
     let ours = load(&opts, &Silent);
     match (&ours, &theirs) {
         (Ok(summary), Ok(n)) => {
-            assert_eq!(summary.rows, *n, "row count for {columns} / {:?}", String::from_utf8_lossy(data));
-            assert_eq!(db.rows_as_text("ours"), db.rows_as_text("theirs"), "rows for {:?}", String::from_utf8_lossy(data));
+            assert_eq!(
+                summary.rows,
+                *n,
+                "row count for {columns} / {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(
+                db.rows_as_text("ours"),
+                db.rows_as_text("theirs"),
+                "rows for {:?}",
+                String::from_utf8_lossy(data)
+            );
         }
-        (Err(_), Err(_)) => assert_eq!(db.count("ours"), 0, "a refused load must leave nothing behind"),
+        (Err(_), Err(_)) => assert_eq!(
+            db.count("ours"),
+            0,
+            "a refused load must leave nothing behind"
+        ),
         _ => panic!(
             "inrush and COPY disagree on {:?} into ({columns}):\n  inrush: {:?}\n  COPY:   {:?}",
             String::from_utf8_lossy(data),
@@ -84,15 +103,37 @@ fn dialect_options_match_server_copy() {
     let mut db = fresh_db();
     let cols = "a text, b text";
     let with = |csv: CsvOptions| move |o: &mut LoadOptions| o.csv = csv.clone();
-    let tab = CsvOptions { delimiter: b'\t', ..Default::default() };
+    let tab = CsvOptions {
+        delimiter: b'\t',
+        ..Default::default()
+    };
     assert_same_as_copy(&mut db, cols, b"1\t\"x\ty\"\n", with(tab));
-    let semi_single = CsvOptions { delimiter: b';', quote: b'\'', escape: b'\'', ..Default::default() };
+    let semi_single = CsvOptions {
+        delimiter: b';',
+        quote: b'\'',
+        escape: b'\'',
+        ..Default::default()
+    };
     assert_same_as_copy(&mut db, cols, b"'a;b';'it''s'\n", with(semi_single));
-    let backslash = CsvOptions { escape: b'\\', ..Default::default() };
-    assert_same_as_copy(&mut db, cols, b"\"a\\\"b\",\"c\\\\\"\n\"d\\e\",x\\y\n", with(backslash));
-    let null_word = CsvOptions { null: b"NULL".to_vec(), ..Default::default() };
+    let backslash = CsvOptions {
+        escape: b'\\',
+        ..Default::default()
+    };
+    assert_same_as_copy(
+        &mut db,
+        cols,
+        b"\"a\\\"b\",\"c\\\\\"\n\"d\\e\",x\\y\n",
+        with(backslash),
+    );
+    let null_word = CsvOptions {
+        null: b"NULL".to_vec(),
+        ..Default::default()
+    };
     assert_same_as_copy(&mut db, cols, b"NULL,\"NULL\"\n,x\n", with(null_word));
-    let header = CsvOptions { header: true, ..Default::default() };
+    let header = CsvOptions {
+        header: true,
+        ..Default::default()
+    };
     assert_same_as_copy(&mut db, cols, b"a,b\n1,2\n", with(header));
 }
 
@@ -103,28 +144,191 @@ fn types_corpus_matches_server_copy() {
     // One column per case: every value the server accepts must load identically; every value it
     // refuses must be refused. Each line is loaded on its own so one refusal tests one value.
     let cases: &[(&str, &[&str])] = &[
-        ("smallint", &["0", "-32768", "32767", "32768", " 42 ", "+7", "4x", "", "1_000", "0x1F"]),
-        ("int", &["0", "-2147483648", "2147483647", "2147483648", "  -5\t", "1e3", "007"]),
-        ("bigint", &["9223372036854775807", "-9223372036854775808", "9223372036854775808", "12"]),
-        ("numeric", &["0", "-0.00", "1.5e3", "123456789012345678901234567890.123456789", "NaN", "-.5", "5.", "1e-20", "abc"]),
-        ("numeric(6,2)", &["1234.567", "9999.995", "0.005", "-0.004", "12345.1"]),
-        ("real", &["1.5", "-0", "3.4e38", "3.5e38", "1e-46", "NaN", "-Infinity", "inf", "0x1p3", "1.17549435e-38"]),
-        ("double precision", &["0.1", "1e308", "1e309", "4.9e-324", "1e-400", "  2.5  ", "Infinity", "-inf", "1_0"]),
-        ("boolean", &["t", "TRUE", "yes", "on", "1", "f", "No", "off", "0", "of", "o", "maybe", " t "]),
-        ("varchar(5)", &["abc", "abcde", "abcdef", "abc   ", "héllo", "héllos"]),
+        (
+            "smallint",
+            &[
+                "0", "-32768", "32767", "32768", " 42 ", "+7", "4x", "", "1_000", "0x1F",
+            ],
+        ),
+        (
+            "int",
+            &[
+                "0",
+                "-2147483648",
+                "2147483647",
+                "2147483648",
+                "  -5\t",
+                "1e3",
+                "007",
+            ],
+        ),
+        (
+            "bigint",
+            &[
+                "9223372036854775807",
+                "-9223372036854775808",
+                "9223372036854775808",
+                "12",
+            ],
+        ),
+        (
+            "numeric",
+            &[
+                "0",
+                "-0.00",
+                "1.5e3",
+                "123456789012345678901234567890.123456789",
+                "NaN",
+                "-.5",
+                "5.",
+                "1e-20",
+                "abc",
+            ],
+        ),
+        (
+            "numeric(6,2)",
+            &["1234.567", "9999.995", "0.005", "-0.004", "12345.1"],
+        ),
+        (
+            "real",
+            &[
+                "1.5",
+                "-0",
+                "3.4e38",
+                "3.5e38",
+                "1e-46",
+                "NaN",
+                "-Infinity",
+                "inf",
+                "0x1p3",
+                "1.17549435e-38",
+            ],
+        ),
+        (
+            "double precision",
+            &[
+                "0.1", "1e308", "1e309", "4.9e-324", "1e-400", "  2.5  ", "Infinity", "-inf", "1_0",
+            ],
+        ),
+        (
+            "boolean",
+            &[
+                "t", "TRUE", "yes", "on", "1", "f", "No", "off", "0", "of", "o", "maybe", " t ",
+            ],
+        ),
+        (
+            "varchar(5)",
+            &["abc", "abcde", "abcdef", "abc   ", "héllo", "héllos"],
+        ),
         ("char(4)", &["ab", "abcd", "abcde", "ab    "]),
         ("text", &["anything at all", " spaced "]),
-        ("date", &["2024-02-29", "2023-02-29", "1999-01-08", "January 8, 1999", "01/02/2003", "epoch", "infinity", "-infinity", "20240101", "0001-01-01 BC"]),
-        ("time", &["04:05:06.789", "24:00:00", "23:59:60", "4:05 PM", "12:00"]),
-        ("timestamp", &["2024-01-02 03:04:05.123456", "2024-01-02T03:04:05", "2024-01-02 03:04:05.1234567", "2024-01-02 03:04:05+02", "infinity"]),
-        ("timestamptz", &["2024-01-02 03:04:05+02", "2024-01-02 03:04:05Z", "2024-01-02 03:04:05", "2024-01-02 03:04:05 PST", "2024-06-01 12:00:00 Europe/Paris"]),
-        ("interval", &["1 day", "1 year 2 mons 3 days 04:05:06.5", "-01:02:03", "P1Y2M3DT4H5M6S", "1.5 days", "@ 1 hour ago", "3 fortnights"]),
-        ("uuid", &["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}", "a0eebc999c0b4ef8bb6d6bb9bd380a11", "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11", "not-a-uuid"]),
-        ("json", &["{\"a\": [1, 2.5e3, null, true]}", "[]", "\"\\u00e9\"", "{bad}", "1e400"]),
-        ("jsonb", &["{\"b\": 1, \"a\": 2, \"a\": 3}", "\"\\u0000\"", "[1, {\"x\": \"y\"}]"]),
-        ("bytea", &["\\x00ff10", "\\xDEADbeef", "plain", "a\\\\b", "\\001\\377", "\\x0", "\\q"]),
-        ("int[]", &["{1,2,3}", "{}", "{1,NULL,3}", "{ 1 , 2 }", "{{1,2},{3,4}}", "[0:1]={5,6}", "{a}"]),
-        ("text[]", &["{a,\"b c\",\"d\\\"e\",NULL,\"NULL\"}", "{ spaced , x }"]),
+        (
+            "date",
+            &[
+                "2024-02-29",
+                "2023-02-29",
+                "1999-01-08",
+                "January 8, 1999",
+                "01/02/2003",
+                "epoch",
+                "infinity",
+                "-infinity",
+                "20240101",
+                "0001-01-01 BC",
+            ],
+        ),
+        (
+            "time",
+            &["04:05:06.789", "24:00:00", "23:59:60", "4:05 PM", "12:00"],
+        ),
+        (
+            "timestamp",
+            &[
+                "2024-01-02 03:04:05.123456",
+                "2024-01-02T03:04:05",
+                "2024-01-02 03:04:05.1234567",
+                "2024-01-02 03:04:05+02",
+                "infinity",
+            ],
+        ),
+        (
+            "timestamptz",
+            &[
+                "2024-01-02 03:04:05+02",
+                "2024-01-02 03:04:05Z",
+                "2024-01-02 03:04:05",
+                "2024-01-02 03:04:05 PST",
+                "2024-06-01 12:00:00 Europe/Paris",
+            ],
+        ),
+        (
+            "interval",
+            &[
+                "1 day",
+                "1 year 2 mons 3 days 04:05:06.5",
+                "-01:02:03",
+                "P1Y2M3DT4H5M6S",
+                "1.5 days",
+                "@ 1 hour ago",
+                "3 fortnights",
+            ],
+        ),
+        (
+            "uuid",
+            &[
+                "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+                "{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}",
+                "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+                "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+                "not-a-uuid",
+            ],
+        ),
+        (
+            "json",
+            &[
+                "{\"a\": [1, 2.5e3, null, true]}",
+                "[]",
+                "\"\\u00e9\"",
+                "{bad}",
+                "1e400",
+            ],
+        ),
+        (
+            "jsonb",
+            &[
+                "{\"b\": 1, \"a\": 2, \"a\": 3}",
+                "\"\\u0000\"",
+                "[1, {\"x\": \"y\"}]",
+            ],
+        ),
+        (
+            "bytea",
+            &[
+                "\\x00ff10",
+                "\\xDEADbeef",
+                "plain",
+                "a\\\\b",
+                "\\001\\377",
+                "\\x0",
+                "\\q",
+            ],
+        ),
+        (
+            "int[]",
+            &[
+                "{1,2,3}",
+                "{}",
+                "{1,NULL,3}",
+                "{ 1 , 2 }",
+                "{{1,2},{3,4}}",
+                "[0:1]={5,6}",
+                "{a}",
+            ],
+        ),
+        (
+            "text[]",
+            &["{a,\"b c\",\"d\\\"e\",NULL,\"NULL\"}", "{ spaced , x }"],
+        ),
         ("varchar(3)[]", &["{abc,de}", "{abcd}"]),
         ("mood", &["happy", "sad", "angry"]),
         ("mood[]", &["{ok,happy}"]),
@@ -172,7 +376,10 @@ fn header_picks_columns_and_others_take_defaults() {
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
     assert_eq!(load(&opts, &Silent).unwrap().rows, 2);
-    assert_eq!(db.rows_as_text("t"), ["(1,a,2000-01-01,5)", "(2,b,2000-01-01,6)"]);
+    assert_eq!(
+        db.rows_as_text("t"),
+        ["(1,a,2000-01-01,5)", "(2,b,2000-01-01,6)"]
+    );
 
     let (_dir2, path2) = write_input(b"7,c\n", "csv");
     let mut opts = db.load_options(&path2, "t");
@@ -191,8 +398,16 @@ fn compressed_inputs_load() {
     gz.write_all(plain).unwrap();
     let (_d1, gz_path) = write_input(&gz.finish().unwrap(), "csv.gz");
     let (_d2, zst_path) = write_input(&zstd::encode_all(&plain[..], 3).unwrap(), "csv.zst");
-    assert_eq!(load(&db.load_options(&gz_path, "t"), &Silent).unwrap().rows, 2);
-    assert_eq!(load(&db.load_options(&zst_path, "t"), &Silent).unwrap().rows, 2);
+    assert_eq!(
+        load(&db.load_options(&gz_path, "t"), &Silent).unwrap().rows,
+        2
+    );
+    assert_eq!(
+        load(&db.load_options(&zst_path, "t"), &Silent)
+            .unwrap()
+            .rows,
+        2
+    );
     assert_eq!(db.count("t"), 4);
 }
 
@@ -203,7 +418,15 @@ fn unsupported_types_fall_back_to_text_copy() {
     let (_dir, path) = write_input(b"1,10.0.0.1,\"(1,2)\"\n2,,\n", "csv");
     let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.copy_format, "text");
-    assert!(summary.text_reason.as_deref().unwrap_or("").contains("net (inet)"), "{:?}", summary.text_reason);
+    assert!(
+        summary
+            .text_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("net (inet)"),
+        "{:?}",
+        summary.text_reason
+    );
     assert_eq!(db.rows_as_text("t"), ["(1,10.0.0.1,\"(1,2)\")", "(2,,)"]);
 }
 
@@ -220,8 +443,13 @@ fn refusal(columns: &str, data: &[u8]) -> String {
     let err = load(&db.load_options(&path, "t"), &Silent).expect_err("the load must fail");
     assert_eq!(db.count("t"), 0, "nothing may be committed after {err}");
     assert!(err.is_bad_input(), "{err:?}");
-    let message = err.to_string().replace(&format!("{}/", path.parent().unwrap().display()), "");
-    assert!(message.contains("input.csv:"), "no file and line in {message}");
+    let message = err
+        .to_string()
+        .replace(&format!("{}/", path.parent().unwrap().display()), "");
+    assert!(
+        message.contains("input.csv:"),
+        "no file and line in {message}"
+    );
     message
 }
 
@@ -241,17 +469,26 @@ fn bad_rows_name_file_line_column_value_and_reason() {
     ];
     for (data, expected) in cases {
         let message = refusal(cols, data);
-        assert!(message.starts_with(expected), "expected {expected:?}\n     got {message:?}");
+        assert!(
+            message.starts_with(expected),
+            "expected {expected:?}\n     got {message:?}"
+        );
     }
 }
 
 #[test]
 fn server_refusals_are_traced_to_the_input_line() {
-    let message = refusal("id int, name text CHECK (name <> 'bad')", b"3,x\n\"4\n\",y\n5,bad\n6,z\n");
+    let message = refusal(
+        "id int, name text CHECK (name <> 'bad')",
+        b"3,x\n\"4\n\",y\n5,bad\n6,z\n",
+    );
     assert!(message.starts_with("input.csv:6"), "{message}");
     assert!(message.contains("violates check constraint"), "{message}");
     let message = refusal("id int PRIMARY KEY, name text", b"3,x\n1,dup\n");
-    assert!(message.contains("duplicate key value violates unique constraint"), "{message}");
+    assert!(
+        message.contains("duplicate key value violates unique constraint"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -261,18 +498,26 @@ fn missing_table_and_unknown_header_column_are_clear() {
     let (_dir, path) = write_input(b"b\n1\n", "csv");
     let err = load(&db.load_options(&path, "nope"), &Silent).unwrap_err();
     assert!(matches!(err, Error::Postgres(_)), "{err:?}");
-    assert!(err.to_string().contains("table nope does not exist"), "{err}");
+    assert!(
+        err.to_string().contains("table nope does not exist"),
+        "{err}"
+    );
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
     let err = load(&opts, &Silent).unwrap_err().to_string();
-    assert!(err.contains("column \"b\" named by the header is not a column of \"public\".\"t\""), "{err}");
+    assert!(
+        err.contains("column \"b\" named by the header is not a column of \"public\".\"t\""),
+        "{err}"
+    );
 }
 
 #[test]
 fn summary_counts_rows_bytes_and_wal() {
     let mut db = fresh_db();
     db.exec("CREATE TABLE t (a int, b text)");
-    let data: Vec<u8> = (0..1000).flat_map(|i| format!("{i},row {i}\n").into_bytes()).collect();
+    let data: Vec<u8> = (0..1000)
+        .flat_map(|i| format!("{i},row {i}\n").into_bytes())
+        .collect();
     let (_dir, path) = write_input(&data, "csv");
     let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.rows, 1000);

@@ -38,14 +38,28 @@ impl SessionInfo {
     pub fn time_zone_is_utc(&self) -> bool {
         matches!(
             self.time_zone.to_ascii_lowercase().as_str(),
-            "utc" | "etc/utc" | "gmt" | "etc/gmt" | "universal" | "etc/universal" | "zulu" | "etc/zulu" | "uct" | "etc/uct" | "gmt0" | "etc/gmt0"
+            "utc"
+                | "etc/utc"
+                | "gmt"
+                | "etc/gmt"
+                | "universal"
+                | "etc/universal"
+                | "zulu"
+                | "etc/zulu"
+                | "uct"
+                | "etc/uct"
+                | "gmt0"
+                | "etc/gmt0"
         )
     }
 
     /// The WAL position in bytes, to measure what a load wrote. `None` where the function is
     /// not available (a standby, or a server that hides it).
     pub async fn wal_lsn(client: &Client) -> Option<u64> {
-        let row = client.query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[]).await.ok()?;
+        let row = client
+            .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+            .await
+            .ok()?;
         row.try_get::<_, i64>(0).ok().map(|v| v as u64)
     }
 }
@@ -77,11 +91,18 @@ impl TableInfo {
             )
             .await
             .map_err(|source| Error::Query { what: format!("looking up table {table}"), source })?;
-        let Some(row) = found else { return Err(Error::TableNotFound(table.to_string())) };
+        let Some(row) = found else {
+            return Err(Error::TableNotFound(table.to_string()));
+        };
         let oid: u32 = row.get(0);
-        let (schema, name, relkind): (String, String, String) = (row.get(1), row.get(2), row.get(3));
+        let (schema, name, relkind): (String, String, String) =
+            (row.get(1), row.get(2), row.get(3));
         if relkind != "r" && relkind != "p" {
-            return Err(Error::NotATable(format!("{}.{}", quote_ident(&schema), quote_ident(&name))));
+            return Err(Error::NotATable(format!(
+                "{}.{}",
+                quote_ident(&schema),
+                quote_ident(&name)
+            )));
         }
         if !row.get::<_, bool>(4) {
             return Err(Error::Permission(format!(
@@ -103,12 +124,31 @@ impl TableInfo {
             .map_err(|source| Error::Query { what: format!("reading the columns of {table}"), source })?;
         let mut columns = Vec::with_capacity(rows.len());
         for r in rows {
-            let ty = TypeRow { oid: r.get(4), typtype: r.get(5), elem: r.get(6), len: r.get(7), base: r.get(8), base_typmod: r.get(9) };
+            let ty = TypeRow {
+                oid: r.get(4),
+                typtype: r.get(5),
+                elem: r.get(6),
+                len: r.get(7),
+                base: r.get(8),
+                base_typmod: r.get(9),
+            };
             let (value_type, typmod, io_type) = resolve_type(client, ty, r.get(2)).await?;
             let input_sql = input_function_sql(client, io_type, typmod).await?;
-            columns.push(TargetColumn { name: r.get(0), type_sql: r.get(1), typmod, value_type, not_null: r.get(3), input_sql });
+            columns.push(TargetColumn {
+                name: r.get(0),
+                type_sql: r.get(1),
+                typmod,
+                value_type,
+                not_null: r.get(3),
+                input_sql,
+            });
         }
-        Ok(TableInfo { oid, schema, name, columns })
+        Ok(TableInfo {
+            oid,
+            schema,
+            name,
+            columns,
+        })
     }
 }
 
@@ -127,25 +167,46 @@ struct TypeRow {
 /// Also returns the type whose input function reads the column's text (a domain's base type:
 /// the binary value of a domain is its base type's, and the server checks the domain's
 /// constraints when it receives it).
-async fn resolve_type(client: &Client, mut ty: TypeRow, mut typmod: i32) -> Result<(ValueType, i32, u32)> {
+async fn resolve_type(
+    client: &Client,
+    mut ty: TypeRow,
+    mut typmod: i32,
+) -> Result<(ValueType, i32, u32)> {
     for _ in 0..32 {
         match ty.typtype.as_str() {
             "d" => {
                 typmod = ty.base_typmod;
                 ty = read_type(client, ty.base).await?;
             }
-            "e" => return Ok((ValueType::Scalar { scalar: ScalarType::Text }, -1, ty.oid)),
+            "e" => {
+                return Ok((
+                    ValueType::Scalar {
+                        scalar: ScalarType::Text,
+                    },
+                    -1,
+                    ty.oid,
+                ))
+            }
             _ if ty.elem != 0 && ty.len == -1 => {
                 let elem = read_type(client, ty.elem).await?;
                 let value_type = match (elem.typtype.as_str(), ScalarType::from_oid(elem.oid)) {
-                    ("e", _) => ValueType::Array { elem: ScalarType::Text, elem_oid: elem.oid },
-                    ("b", Some(scalar)) => ValueType::Array { elem: scalar, elem_oid: elem.oid },
+                    ("e", _) => ValueType::Array {
+                        elem: ScalarType::Text,
+                        elem_oid: elem.oid,
+                    },
+                    ("b", Some(scalar)) => ValueType::Array {
+                        elem: scalar,
+                        elem_oid: elem.oid,
+                    },
                     _ => ValueType::Unsupported,
                 };
                 return Ok((value_type, typmod, ty.oid));
             }
             _ => {
-                let value_type = ScalarType::from_oid(ty.oid).map_or(ValueType::Unsupported, |scalar| ValueType::Scalar { scalar });
+                let value_type = ScalarType::from_oid(ty.oid)
+                    .map_or(ValueType::Unsupported, |scalar| ValueType::Scalar {
+                        scalar,
+                    });
                 return Ok((value_type, typmod, ty.oid));
             }
         }
@@ -178,5 +239,12 @@ async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
         .query_one("SELECT oid, typtype::text, typelem, typlen, typbasetype, typtypmod FROM pg_type WHERE oid = $1", &[&oid])
         .await
         .map_err(|source| Error::Query { what: format!("reading type {oid}"), source })?;
-    Ok(TypeRow { oid: r.get(0), typtype: r.get(1), elem: r.get(2), len: r.get(3), base: r.get(4), base_typmod: r.get(5) })
+    Ok(TypeRow {
+        oid: r.get(0),
+        typtype: r.get(1),
+        elem: r.get(2),
+        len: r.get(3),
+        base: r.get(4),
+        base_typmod: r.get(5),
+    })
 }

@@ -23,7 +23,12 @@ impl CopyFormat {
 /// `COPY "s"."t" ("a", "b") FROM STDIN (FORMAT ...)`.
 pub fn copy_from_stdin(table: &TableInfo, columns: &[String], format: CopyFormat) -> String {
     let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-    format!("COPY {} ({}) FROM STDIN (FORMAT {})", table.qualified(), cols.join(", "), format.name())
+    format!(
+        "COPY {} ({}) FROM STDIN (FORMAT {})",
+        table.qualified(),
+        cols.join(", "),
+        format.name()
+    )
 }
 
 /// The row number COPY names in its error context (`COPY t, line 42, column c: ...`): the
@@ -40,14 +45,25 @@ mod tests {
 
     #[test]
     fn statement_quotes_everything() {
-        let table = TableInfo { oid: 1, schema: "Sales".into(), name: "order\"s".into(), columns: vec![] };
+        let table = TableInfo {
+            oid: 1,
+            schema: "Sales".into(),
+            name: "order\"s".into(),
+            columns: vec![],
+        };
         let sql = copy_from_stdin(&table, &["Id".into(), "x y".into()], CopyFormat::Binary);
-        assert_eq!(sql, r#"COPY "Sales"."order""s" ("Id", "x y") FROM STDIN (FORMAT binary)"#);
+        assert_eq!(
+            sql,
+            r#"COPY "Sales"."order""s" ("Id", "x y") FROM STDIN (FORMAT binary)"#
+        );
     }
 
     #[test]
     fn error_context_row() {
-        assert_eq!(row_in_error_context("COPY t, line 42, column a: \"x\""), Some(42));
+        assert_eq!(
+            row_in_error_context("COPY t, line 42, column a: \"x\""),
+            Some(42)
+        );
         assert_eq!(row_in_error_context("COPY t, line 7"), Some(7));
         assert_eq!(row_in_error_context("something else"), None);
     }

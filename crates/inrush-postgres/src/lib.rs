@@ -25,9 +25,15 @@ pub enum Error {
     #[error("invalid connection string: {0}")]
     Config(String),
     #[error("cannot connect to {target}: {source}")]
-    Connect { target: String, source: tokio_postgres::Error },
+    Connect {
+        target: String,
+        source: tokio_postgres::Error,
+    },
     #[error("{what}: {}", describe_pg_error(.source))]
-    Query { what: String, source: tokio_postgres::Error },
+    Query {
+        what: String,
+        source: tokio_postgres::Error,
+    },
     #[error("table {0} does not exist (or is not visible on the search_path)")]
     TableNotFound(String),
     #[error("{0} is not a table (views and foreign tables are not loaded)")]
@@ -37,7 +43,10 @@ pub enum Error {
     #[error("private server: {0}")]
     Server(String),
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -71,6 +80,9 @@ mod tests {
     #[test]
     fn identifiers_are_always_quoted() {
         assert_eq!(quote_ident("Orders"), "\"Orders\"");
-        assert_eq!(quote_ident("a\"; drop table x; --"), "\"a\"\"; drop table x; --\"");
+        assert_eq!(
+            quote_ident("a\"; drop table x; --"),
+            "\"a\"\"; drop table x; --\""
+        );
     }
 }

@@ -73,7 +73,9 @@ impl ConnectOptions {
             }
         }
         if config.get_user().is_none() {
-            let user = env("PGUSER").or_else(os_user).unwrap_or_else(|| "postgres".into());
+            let user = env("PGUSER")
+                .or_else(os_user)
+                .unwrap_or_else(|| "postgres".into());
             config.user(&user);
         }
         if config.get_dbname().is_none() {
@@ -119,7 +121,12 @@ impl ConnectOptions {
         if config.get_application_name().is_none() {
             config.application_name("inrush");
         }
-        Ok(ConnectOptions { config, verify, root_cert, tls: Arc::default() })
+        Ok(ConnectOptions {
+            config,
+            verify,
+            root_cert,
+            tls: Arc::default(),
+        })
     }
 
     /// `user@host:port/dbname`, for messages. Never includes the password.
@@ -152,7 +159,12 @@ impl ConnectOptions {
 
     /// Whether a connection may use TLS at all: never over Unix sockets or with sslmode=disable.
     fn may_use_tls(&self) -> bool {
-        self.config.get_ssl_mode() != SslMode::Disable && self.config.get_hosts().iter().any(|h| matches!(h, Host::Tcp(_)))
+        self.config.get_ssl_mode() != SslMode::Disable
+            && self
+                .config
+                .get_hosts()
+                .iter()
+                .any(|h| matches!(h, Host::Tcp(_)))
     }
 
     fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
@@ -163,7 +175,10 @@ impl ConnectOptions {
         match self.verify {
             Verify::None => {
                 // Nothing is checked (libpq's prefer/require), so no certificate store is read.
-                builder.danger_accept_invalid_certs(true).danger_accept_invalid_hostnames(true).disable_built_in_roots(true);
+                builder
+                    .danger_accept_invalid_certs(true)
+                    .danger_accept_invalid_hostnames(true)
+                    .disable_built_in_roots(true);
             }
             Verify::Ca => {
                 builder.danger_accept_invalid_hostnames(true);
@@ -171,23 +186,39 @@ impl ConnectOptions {
             Verify::Full => {}
         }
         if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path).map_err(|source| Error::Io { context: format!("sslrootcert {}", path.display()), source })?;
-            let cert = native_tls::Certificate::from_pem(&pem).map_err(|e| Error::Config(format!("sslrootcert: {e}")))?;
+            let pem = std::fs::read(path).map_err(|source| Error::Io {
+                context: format!("sslrootcert {}", path.display()),
+                source,
+            })?;
+            let cert = native_tls::Certificate::from_pem(&pem)
+                .map_err(|e| Error::Config(format!("sslrootcert: {e}")))?;
             builder.add_root_certificate(cert);
         }
-        let connector = builder.build().map_err(|e| Error::Config(format!("TLS: {e}")))?;
-        Ok(self.tls.get_or_init(|| postgres_native_tls::MakeTlsConnector::new(connector)).clone())
+        let connector = builder
+            .build()
+            .map_err(|e| Error::Config(format!("TLS: {e}")))?;
+        Ok(self
+            .tls
+            .get_or_init(|| postgres_native_tls::MakeTlsConnector::new(connector))
+            .clone())
     }
 
     /// Connects on the current tokio runtime; the connection task is spawned onto it.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        let fail = |source| Error::Connect { target: self.describe(), source };
+        let fail = |source| Error::Connect {
+            target: self.describe(),
+            source,
+        };
         let client = if self.may_use_tls() {
             let (client, connection) = self.config.connect(self.tls()?).await.map_err(fail)?;
             spawn_connection(connection);
             client
         } else {
-            let (client, connection) = self.config.connect(tokio_postgres::NoTls).await.map_err(fail)?;
+            let (client, connection) = self
+                .config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(fail)?;
             spawn_connection(connection);
             client
         };
@@ -197,8 +228,15 @@ impl ConnectOptions {
     /// A blocking connection (for threads outside the runtime, e.g. the value resolver).
     pub fn connect_blocking(&self) -> Result<postgres::Client> {
         let config = postgres::Config::from(self.config.clone());
-        let connected = if self.may_use_tls() { config.connect(self.tls()?) } else { config.connect(postgres::NoTls) };
-        connected.map_err(|source| Error::Connect { target: self.describe(), source })
+        let connected = if self.may_use_tls() {
+            config.connect(self.tls()?)
+        } else {
+            config.connect(postgres::NoTls)
+        };
+        connected.map_err(|source| Error::Connect {
+            target: self.describe(),
+            source,
+        })
     }
 }
 
@@ -206,17 +244,26 @@ impl ConnectOptions {
     /// Runs SQL statements on a short-lived blocking connection (setup work: the demo, tests).
     pub fn execute_blocking(&self, sql: &str) -> Result<()> {
         let mut client = self.connect_blocking()?;
-        client.batch_execute(sql).map_err(|source| Error::Query { what: sql.chars().take(80).collect(), source })
+        client.batch_execute(sql).map_err(|source| Error::Query {
+            what: sql.chars().take(80).collect(),
+            source,
+        })
     }
 
     /// The first column of the first row of `sql`, as text (`NULL` as `None`).
     pub fn query_text_blocking(&self, sql: &str) -> Result<Option<String>> {
         let mut client = self.connect_blocking()?;
-        let rows = client.simple_query(sql).map_err(|source| Error::Query { what: sql.chars().take(80).collect(), source })?;
-        Ok(rows.iter().find_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
-            _ => None,
-        }).flatten())
+        let rows = client.simple_query(sql).map_err(|source| Error::Query {
+            what: sql.chars().take(80).collect(),
+            source,
+        })?;
+        Ok(rows
+            .iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => Some(row.get(0).map(str::to_string)),
+                _ => None,
+            })
+            .flatten())
     }
 }
 
@@ -246,13 +293,22 @@ fn strip_verify_modes(conninfo: &str) -> (String, Verify) {
 fn extract_param(conninfo: &str, key: &str) -> Option<String> {
     conninfo
         .split(|c: char| c == '?' || c == '&' || c.is_whitespace())
-        .find_map(|part| part.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
+        .find_map(|part| {
+            part.strip_prefix(key)?
+                .strip_prefix('=')
+                .map(str::to_string)
+        })
 }
 
 fn remove_param(conninfo: &str, key: &str) -> String {
-    let Some(value) = extract_param(conninfo, key) else { return conninfo.to_string() };
+    let Some(value) = extract_param(conninfo, key) else {
+        return conninfo.to_string();
+    };
     let pair = format!("{key}={value}");
-    let without = conninfo.replace(&format!("&{pair}"), "").replace(&format!("{pair}&"), "").replace(&pair, "");
+    let without = conninfo
+        .replace(&format!("&{pair}"), "")
+        .replace(&format!("{pair}&"), "")
+        .replace(&pair, "");
     without.trim_end_matches('?').to_string()
 }
 
@@ -274,7 +330,11 @@ fn os_user() -> Option<String> {
             if pw.is_null() {
                 return None;
             }
-            Some(std::ffi::CStr::from_ptr((*pw).pw_name).to_string_lossy().into_owned())
+            Some(
+                std::ffi::CStr::from_ptr((*pw).pw_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            )
         }
     })
 }
@@ -282,13 +342,18 @@ fn os_user() -> Option<String> {
 /// Looks the password up in the password file like libpq (`hostname:port:database:username:password`,
 /// `*` matches anything, `localhost` matches Unix sockets, `\` escapes `:` and `\`).
 fn pgpass_password(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    let path = env("PGPASSFILE").map(PathBuf::from).or_else(|| env("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
+    let path = env("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|h| Path::new(&h).join(".pgpass")))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).ok()?.permissions().mode();
         if mode & 0o077 != 0 {
-            tracing::warn!("password file {} has group or world access; ignored (as libpq does)", path.display());
+            tracing::warn!(
+                "password file {} has group or world access; ignored (as libpq does)",
+                path.display()
+            );
             return None;
         }
     }
@@ -297,16 +362,31 @@ fn pgpass_password(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> Opt
         Host::Tcp(h) => h.clone(),
         Host::Unix(_) => "localhost".to_string(),
     };
-    let port = config.get_ports().first().copied().unwrap_or(5432).to_string();
-    let wanted = [host.as_str(), port.as_str(), config.get_dbname().unwrap_or(""), config.get_user().unwrap_or("")];
-    text.lines().filter(|l| !l.starts_with('#')).find_map(|line| {
-        let fields = split_pgpass_line(line);
-        if fields.len() < 5 {
-            return None;
-        }
-        let matches = wanted.iter().zip(&fields).all(|(want, have)| have == "*" || have == want);
-        matches.then(|| fields[4..].join(":"))
-    })
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let wanted = [
+        host.as_str(),
+        port.as_str(),
+        config.get_dbname().unwrap_or(""),
+        config.get_user().unwrap_or(""),
+    ];
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let fields = split_pgpass_line(line);
+            if fields.len() < 5 {
+                return None;
+            }
+            let matches = wanted
+                .iter()
+                .zip(&fields)
+                .all(|(want, have)| have == "*" || have == want);
+            matches.then(|| fields[4..].join(":"))
+        })
 }
 
 fn split_pgpass_line(line: &str) -> Vec<String> {
@@ -334,13 +414,19 @@ mod tests {
     use std::collections::HashMap;
 
     fn parse(conninfo: &str, env: &[(&str, &str)]) -> ConnectOptions {
-        let env: HashMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let env: HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         ConnectOptions::parse_with_env(conninfo, &|k| env.get(k).cloned()).unwrap()
     }
 
     #[test]
     fn uri_and_keyword_forms() {
-        let a = parse("postgresql://alice:secret@db.example:6543/sales?sslmode=disable", &[]);
+        let a = parse(
+            "postgresql://alice:secret@db.example:6543/sales?sslmode=disable",
+            &[],
+        );
         assert_eq!(a.describe(), "alice@db.example:6543/sales");
         let b = parse("host=/tmp/sock port=5433 user=bob dbname=x", &[]);
         assert_eq!(b.describe(), "bob@/tmp/sock:5433/x");
@@ -348,7 +434,16 @@ mod tests {
 
     #[test]
     fn environment_fills_the_gaps() {
-        let o = parse("", &[("PGHOST", "h1"), ("PGPORT", "7000"), ("PGUSER", "u"), ("PGDATABASE", "d"), ("PGPASSWORD", "pw")]);
+        let o = parse(
+            "",
+            &[
+                ("PGHOST", "h1"),
+                ("PGPORT", "7000"),
+                ("PGUSER", "u"),
+                ("PGDATABASE", "d"),
+                ("PGPASSWORD", "pw"),
+            ],
+        );
         assert_eq!(o.describe(), "u@h1:7000/d");
         assert_eq!(o.config().get_password(), Some(&b"pw"[..]));
         let explicit = parse("host=h2 user=v", &[("PGHOST", "h1"), ("PGUSER", "u")]);
@@ -364,7 +459,10 @@ mod tests {
 
     #[test]
     fn verify_modes_become_require_with_checks() {
-        let o = parse("host=h user=u sslmode=verify-full sslrootcert=/x/root.pem", &[]);
+        let o = parse(
+            "host=h user=u sslmode=verify-full sslrootcert=/x/root.pem",
+            &[],
+        );
         assert_eq!(o.config().get_ssl_mode(), SslMode::Require);
         assert_eq!(o.verify, Verify::Full);
         assert_eq!(o.root_cert.as_deref(), Some(Path::new("/x/root.pem")));
@@ -376,13 +474,20 @@ mod tests {
     fn pgpass_lookup_with_wildcards_and_escapes() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("pgpass");
-        std::fs::write(&file, "# comment\nother:*:*:*:nope\nh:5432:*:u:pa\\:ss:word\n").unwrap();
+        std::fs::write(
+            &file,
+            "# comment\nother:*:*:*:nope\nh:5432:*:u:pa\\:ss:word\n",
+        )
+        .unwrap();
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
         }
-        let o = parse("host=h user=u dbname=d", &[("PGPASSFILE", file.to_str().unwrap())]);
+        let o = parse(
+            "host=h user=u dbname=d",
+            &[("PGPASSFILE", file.to_str().unwrap())],
+        );
         assert_eq!(o.config().get_password(), Some(&b"pa:ss:word"[..]));
     }
 }

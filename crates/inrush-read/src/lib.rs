@@ -20,9 +20,15 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot open {path}: {source}", path = path.display())]
-    Open { path: PathBuf, source: std::io::Error },
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot read {name}: {source}")]
-    Read { name: String, source: std::io::Error },
+    Read {
+        name: String,
+        source: std::io::Error,
+    },
     /// The input is not well-formed CSV at this record.
     #[error("{location}: {reason}")]
     Record { location: Location, reason: String },

@@ -51,20 +51,44 @@ pub struct Input {
 /// Opens `path` (`-` for standard input); `consumed` is advanced by every raw byte read.
 pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
     if path == "-" {
-        let counted = Counted { inner: io::stdin(), consumed };
-        return Ok(Input { name: "-".into(), size: None, compression: Compression::None, reader: Box::new(counted), seekable: false });
+        let counted = Counted {
+            inner: io::stdin(),
+            consumed,
+        };
+        return Ok(Input {
+            name: "-".into(),
+            size: None,
+            compression: Compression::None,
+            reader: Box::new(counted),
+            seekable: false,
+        });
     }
     let p = Path::new(path);
-    let file = File::open(p).map_err(|source| Error::Open { path: p.to_path_buf(), source })?;
-    let meta = file.metadata().map_err(|source| Error::Open { path: p.to_path_buf(), source })?;
+    let file = File::open(p).map_err(|source| Error::Open {
+        path: p.to_path_buf(),
+        source,
+    })?;
+    let meta = file.metadata().map_err(|source| Error::Open {
+        path: p.to_path_buf(),
+        source,
+    })?;
     let compression = Compression::from_path(p);
-    let counted = Counted { inner: file, consumed };
+    let counted = Counted {
+        inner: file,
+        consumed,
+    };
     let reader: Box<dyn Read + Send> = match compression {
         Compression::None => Box::new(counted),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 20, counted))),
-        Compression::Zstd => Box::new(
-            zstd::Decoder::new(counted).map_err(|source| Error::Open { path: p.to_path_buf(), source })?,
-        ),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 20,
+            counted,
+        ))),
+        Compression::Zstd => {
+            Box::new(zstd::Decoder::new(counted).map_err(|source| Error::Open {
+                path: p.to_path_buf(),
+                source,
+            })?)
+        }
     };
     Ok(Input {
         name: path.to_string(),

@@ -8,7 +8,11 @@ use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 
 #[derive(Parser, Debug)]
-#[command(name = "inrush", version, about = "Bulk loader for PostgreSQL: parses on every core, streams binary COPY over several connections")]
+#[command(
+    name = "inrush",
+    version,
+    about = "Bulk loader for PostgreSQL: parses on every core, streams binary COPY over several connections"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -116,11 +120,17 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Load(args) => load(args),
         Command::Demo(args) => demo::run(args),
         Command::Gen(args) => {
-            let file = std::fs::File::create(&args.output).with_context(|| format!("creating {}", args.output))?;
+            let file = std::fs::File::create(&args.output)
+                .with_context(|| format!("creating {}", args.output))?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
             let bytes = inrush_read::generate::sqlbulkcopy_csv(&mut out, args.rows, args.seed)?;
             std::io::Write::flush(&mut out)?;
-            eprintln!("wrote {} rows, {:.1} MB to {}", args.rows, bytes as f64 / 1e6, args.output);
+            eprintln!(
+                "wrote {} rows, {:.1} MB to {}",
+                args.rows,
+                bytes as f64 / 1e6,
+                args.output
+            );
             Ok(())
         }
     }

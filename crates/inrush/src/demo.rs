@@ -21,14 +21,26 @@ pub fn run(args: DemoArgs) -> Result<()> {
             eprintln!("{line}");
         }
     };
-    say(format!("inrush demo: {} rows of the SqlBulkCopy table (3 int + 3 varchar(100))", group(args.rows)));
+    say(format!(
+        "inrush demo: {} rows of the SqlBulkCopy table (3 int + 3 varchar(100))",
+        group(args.rows)
+    ));
     let server;
     let (target, psql, conninfo) = match &args.to {
-        Some(url) => (ConnectOptions::parse(url)?, PathBuf::from("psql"), url.clone()),
+        Some(url) => (
+            ConnectOptions::parse(url)?,
+            PathBuf::from("psql"),
+            url.clone(),
+        ),
         None => {
-            server = PrivateServer::start(&ServerOptions::default()).context("starting a private PostgreSQL")?;
+            server = PrivateServer::start(&ServerOptions::default())
+                .context("starting a private PostgreSQL")?;
             say(format!("  started a private server: {}", server.version()));
-            (server.connect_options("postgres"), server.bin_dir().join("psql"), server.conninfo("postgres"))
+            (
+                server.connect_options("postgres"),
+                server.bin_dir().join("psql"),
+                server.conninfo("postgres"),
+            )
         }
     };
 
@@ -41,7 +53,11 @@ pub fn run(args: DemoArgs) -> Result<()> {
     std::io::Write::flush(&mut out)?;
     drop(out);
     make_readable(dir.path(), &csv)?;
-    say(format!("  generated {:.1} MB of CSV in {:.1} s", bytes as f64 / 1e6, t.elapsed().as_secs_f64()));
+    say(format!(
+        "  generated {:.1} MB of CSV in {:.1} s",
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    ));
 
     target.execute_blocking(&format!(
         "DROP TABLE IF EXISTS inrush_demo, inrush_demo_psql; \
@@ -60,7 +76,10 @@ pub fn run(args: DemoArgs) -> Result<()> {
         let summary = summary?;
         target.execute_blocking("TRUNCATE inrush_demo_psql; CHECKPOINT")?;
         let psql = psql_copy(&psql, &conninfo, &csv)?;
-        say(format!("  round {round}: inrush {:.2} s, psql \\copy {psql:.2} s", summary.seconds));
+        say(format!(
+            "  round {round}: inrush {:.2} s, psql \\copy {psql:.2} s",
+            summary.seconds
+        ));
         psql_seconds = psql_seconds.min(psql);
         if best.as_ref().is_none_or(|b| summary.seconds < b.seconds) {
             best = Some(summary);
@@ -99,11 +118,17 @@ fn psql_copy(psql: &Path, conninfo: &str, csv: &Path) -> Result<f64> {
     let t = Instant::now();
     let out = Command::new(psql)
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", conninfo, "-c"])
-        .arg(format!("\\copy inrush_demo_psql FROM '{}' (FORMAT csv)", csv.display()))
+        .arg(format!(
+            "\\copy inrush_demo_psql FROM '{}' (FORMAT csv)",
+            csv.display()
+        ))
         .output()
         .with_context(|| format!("running {}", psql.display()))?;
     if !out.status.success() {
-        bail!("psql \\copy failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "psql \\copy failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(t.elapsed().as_secs_f64())
 }

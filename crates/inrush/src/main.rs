@@ -16,7 +16,10 @@ fn main() -> ExitCode {
     let args = cli::Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("INRUSH_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("INRUSH_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
         .without_time()
         .init();
     match cli::run(args) {

@@ -23,7 +23,10 @@ impl ProgressReporter {
             bar.set_style(style);
             bar
         });
-        ProgressReporter { bar, started: Instant::now() }
+        ProgressReporter {
+            bar,
+            started: Instant::now(),
+        }
     }
 
     pub fn finish(&self) {
@@ -51,7 +54,11 @@ impl Reporter for ProgressReporter {
         }
         bar.set_position(s.bytes_read);
         let secs = self.started.elapsed().as_secs_f64().max(1e-3);
-        bar.set_message(format!("{} rows, {} rows/s", group(s.rows_sent), group((s.rows_sent as f64 / secs) as u64)));
+        bar.set_message(format!(
+            "{} rows, {} rows/s",
+            group(s.rows_sent),
+            group((s.rows_sent as f64 / secs) as u64)
+        ));
     }
 }
 
@@ -101,7 +108,10 @@ pub fn human_summary(s: &LoadSummary) -> String {
         out.push_str(&format!("\n  text COPY because: {reason}"));
     }
     if s.values_resolved_by_server > 0 {
-        out.push_str(&format!("\n  {} values in rare forms were read by the server's own parser", group(s.values_resolved_by_server)));
+        out.push_str(&format!(
+            "\n  {} values in rare forms were read by the server's own parser",
+            group(s.values_resolved_by_server)
+        ));
     }
     out
 }

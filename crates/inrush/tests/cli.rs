@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn inrush(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_inrush")).args(args).env("NO_COLOR", "1").output().expect("run inrush")
+    Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run inrush")
 }
 
 #[test]
@@ -18,8 +22,18 @@ fn unreachable_server_exits_3_without_printing_the_password() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.csv");
     std::fs::write(&input, "1\n").unwrap();
-    let url = format!("postgresql://alice:s3cr3t-pw@/db?host={}", dir.path().display());
-    let out = inrush(&["load", input.to_str().unwrap(), "--to", &url, "--table", "t"]);
+    let url = format!(
+        "postgresql://alice:s3cr3t-pw@/db?host={}",
+        dir.path().display()
+    );
+    let out = inrush(&[
+        "load",
+        input.to_str().unwrap(),
+        "--to",
+        &url,
+        "--table",
+        "t",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("cannot connect to alice@"), "{stderr}");
@@ -30,8 +44,13 @@ fn unreachable_server_exits_3_without_printing_the_password() {
 fn demo_runs_end_to_end_and_reports_json() {
     let out = inrush(&["demo", "--rows", "5000", "--json"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object on stdout");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(stdout.trim()).expect("one JSON object on stdout");
     assert_eq!(json["rows"], 5000);
     assert_eq!(json["inrush"]["rows"], 5000);
     assert_eq!(json["inrush"]["copy_format"], "binary");

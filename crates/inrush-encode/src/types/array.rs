@@ -179,8 +179,15 @@ mod tests {
 
     fn enc(elem: ScalarType, typmod: i32, t: &str) -> Result<String> {
         let mut o = Vec::new();
-        encode(elem, elem.oid(), typmod, t, &EncodeContext::default(), &mut o)
-            .map(|_| o.iter().map(|b| format!("{b:02x}")).collect())
+        encode(
+            elem,
+            elem.oid(),
+            typmod,
+            t,
+            &EncodeContext::default(),
+            &mut o,
+        )
+        .map(|_| o.iter().map(|b| format!("{b:02x}")).collect())
     }
     fn elems(t: &str) -> Option<Vec<Option<String>>> {
         split(t).map(|v| v.into_iter().map(|e| e.map(|c| c.into_owned())).collect())
@@ -189,8 +196,14 @@ mod tests {
     #[test]
     fn golden() {
         // array_send on PostgreSQL 18 and 15 (typmod'd cases loaded with COPY into a table).
-        assert_eq!(enc(ScalarType::Int4, -1, "{}").unwrap(), "000000000000000000000017");
-        assert_eq!(enc(ScalarType::Int4, -1, " { } ").unwrap(), "000000000000000000000017");
+        assert_eq!(
+            enc(ScalarType::Int4, -1, "{}").unwrap(),
+            "000000000000000000000017"
+        );
+        assert_eq!(
+            enc(ScalarType::Int4, -1, " { } ").unwrap(),
+            "000000000000000000000017"
+        );
         assert_eq!(
             enc(ScalarType::Int4, -1, "{1,NULL,3}").unwrap(),
             "00000001000000010000001700000003000000010000000400000001ffffffff0000000400000003"
@@ -215,7 +228,8 @@ mod tests {
 
     #[test]
     fn splitting() {
-        let s = |v: &[Option<&str>]| Some(v.iter().map(|e| e.map(str::to_owned)).collect::<Vec<_>>());
+        let s =
+            |v: &[Option<&str>]| Some(v.iter().map(|e| e.map(str::to_owned)).collect::<Vec<_>>());
         assert_eq!(elems("{a b}"), s(&[Some("a b")]));
         assert_eq!(elems(" {a,b} "), s(&[Some("a"), Some("b")]));
         assert_eq!(elems(r#"{"a" }"#), s(&[Some("a")]));
@@ -224,7 +238,10 @@ mod tests {
         assert_eq!(elems(r#"{"a\}"}"#), s(&[Some("a}")]));
         assert_eq!(elems(r#"{ a b , c }"#), s(&[Some("a b"), Some("c")]));
         assert_eq!(elems(r#"{ a \ , c\\ }"#), s(&[Some("a  "), Some("c\\")]));
-        assert_eq!(elems(r#"{N\ULL,"null",NULL}"#), s(&[Some("NULL"), Some("null"), None]));
+        assert_eq!(
+            elems(r#"{N\ULL,"null",NULL}"#),
+            s(&[Some("NULL"), Some("null"), None])
+        );
         assert_eq!(elems(r#"{"é\é",é é}"#), s(&[Some("éé"), Some("é é")]));
         for bad in [
             "",
@@ -251,18 +268,30 @@ mod tests {
     fn element_errors() {
         assert_eq!(
             enc(ScalarType::Int4, -1, r#"{abc,"x"}"#),
-            Err(EncodeError::Refused("invalid input syntax for type integer: \"abc\"".into()))
+            Err(EncodeError::Refused(
+                "invalid input syntax for type integer: \"abc\"".into()
+            ))
         );
         assert_eq!(
             enc(ScalarType::Int4, -1, r#"{"",NULL}"#),
-            Err(EncodeError::Refused("invalid input syntax for type integer: \"\"".into()))
+            Err(EncodeError::Refused(
+                "invalid input syntax for type integer: \"\"".into()
+            ))
         );
         assert_eq!(
             enc(ScalarType::Varchar, 2 + 4, "{abc}"),
-            Err(EncodeError::Refused("value too long for type character varying(2)".into()))
+            Err(EncodeError::Refused(
+                "value too long for type character varying(2)".into()
+            ))
         );
-        assert_eq!(enc(ScalarType::Int4, -1, "{1_0,abc}"), Err(EncodeError::Deferred));
-        assert_eq!(enc(ScalarType::Int4, -1, "{abc,{1}}"), Err(EncodeError::Deferred));
+        assert_eq!(
+            enc(ScalarType::Int4, -1, "{1_0,abc}"),
+            Err(EncodeError::Deferred)
+        );
+        assert_eq!(
+            enc(ScalarType::Int4, -1, "{abc,{1}}"),
+            Err(EncodeError::Deferred)
+        );
     }
 
     #[test]
@@ -279,14 +308,25 @@ mod tests {
                 vec![b, b'{', b'}', b],
             ] {
                 let t = String::from_utf8_lossy(&s).into_owned();
-                for elem in
-                    [ScalarType::Int4, ScalarType::Text, ScalarType::Bpchar, ScalarType::Jsonb, ScalarType::Numeric]
-                {
+                for elem in [
+                    ScalarType::Int4,
+                    ScalarType::Text,
+                    ScalarType::Bpchar,
+                    ScalarType::Jsonb,
+                    ScalarType::Numeric,
+                ] {
                     let _ = encode(elem, elem.oid(), 5, &t, &ctx, &mut o);
                 }
             }
         }
         let _ = encode(ScalarType::Text, 25, -1, &"{".repeat(100_000), &ctx, &mut o);
-        let _ = encode(ScalarType::Text, 25, -1, &format!("{{{}}}", "a,".repeat(100_000)), &ctx, &mut o);
+        let _ = encode(
+            ScalarType::Text,
+            25,
+            -1,
+            &format!("{{{}}}", "a,".repeat(100_000)),
+            &ctx,
+            &mut o,
+        );
     }
 }

@@ -43,7 +43,9 @@ pub(crate) fn encode(text: &str, out: &mut Vec<u8>) -> Result<()> {
             Ok(())
         }
         None if text.as_bytes().contains(&0) => Err(EncodeError::Deferred),
-        None => Err(EncodeError::Refused(format!("invalid input syntax for type boolean: \"{text}\""))),
+        None => Err(EncodeError::Refused(format!(
+            "invalid input syntax for type boolean: \"{text}\""
+        ))),
     }
 }
 
@@ -80,7 +82,10 @@ mod tests {
         ] {
             assert_eq!(enc(t), Ok(1), "{t:?}");
         }
-        for t in ["f", "fa", "fal", "fals", "false", "FaLsE", "n", "no", "NO", "of", "off", "OFF", "0", "\t0\r"] {
+        for t in [
+            "f", "fa", "fal", "fals", "false", "FaLsE", "n", "no", "NO", "of", "off", "OFF", "0",
+            "\t0\r",
+        ] {
             assert_eq!(enc(t), Ok(0), "{t:?}");
         }
     }
@@ -88,12 +93,14 @@ mod tests {
     #[test]
     fn refused() {
         for t in [
-            "", " ", "o", "O", "trueish", "truex", "yess", "noo", "onn", "offf", "ofx", "01", "10", "2", "t r", " x ",
-            "ja", "ｔ",
+            "", " ", "o", "O", "trueish", "truex", "yess", "noo", "onn", "offf", "ofx", "01", "10",
+            "2", "t r", " x ", "ja", "ｔ",
         ] {
             assert_eq!(
                 enc(t),
-                Err(EncodeError::Refused(format!("invalid input syntax for type boolean: \"{t}\""))),
+                Err(EncodeError::Refused(format!(
+                    "invalid input syntax for type boolean: \"{t}\""
+                ))),
                 "{t:?}"
             );
         }

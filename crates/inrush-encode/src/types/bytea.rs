@@ -4,16 +4,8 @@
 //! or carriage return allowed between pairs) and escape format (`\\` is one backslash, `\ooo`
 //! with a first digit 0-3 is that byte, every other byte is itself). Deferred: odd digit counts,
 //! bad hex characters, whitespace inside a pair, any other backslash sequence, NUL bytes.
+use super::hex_digit;
 use crate::{EncodeError, Result};
-
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
-}
 
 fn decode_hex(s: &[u8], out: &mut Vec<u8>) -> Result<()> {
     out.reserve(s.len() / 2);
@@ -24,8 +16,12 @@ fn decode_hex(s: &[u8], out: &mut Vec<u8>) -> Result<()> {
             i += 1;
             continue;
         }
-        let hi = hex(c).ok_or(EncodeError::Deferred)?;
-        let lo = s.get(i + 1).copied().and_then(hex).ok_or(EncodeError::Deferred)?;
+        let hi = hex_digit(c).ok_or(EncodeError::Deferred)?;
+        let lo = s
+            .get(i + 1)
+            .copied()
+            .and_then(hex_digit)
+            .ok_or(EncodeError::Deferred)?;
         out.push((hi << 4) | lo);
         i += 2;
     }
@@ -121,7 +117,12 @@ mod tests {
     fn no_panic() {
         let mut o = Vec::new();
         for b in 0..=255u8 {
-            for s in [vec![b'\\', b], vec![b'\\', b'x', b], vec![b'\\', b'3', b, b], vec![b'\\', b'x', b'0', b]] {
+            for s in [
+                vec![b'\\', b],
+                vec![b'\\', b'x', b],
+                vec![b'\\', b'3', b, b],
+                vec![b'\\', b'x', b'0', b],
+            ] {
                 let _ = encode(&String::from_utf8_lossy(&s), &mut o);
             }
         }

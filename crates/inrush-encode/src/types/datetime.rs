@@ -61,7 +61,12 @@ pub(crate) fn encode_date(text: &str, _ctx: &EncodeContext, out: &mut Vec<u8>) -
     Ok(())
 }
 
-pub(crate) fn encode_time(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode_time(
+    text: &str,
+    typmod: i32,
+    _ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     if !(-1..=6).contains(&typmod) {
         return Err(EncodeError::Deferred);
     }
@@ -75,13 +80,23 @@ pub(crate) fn encode_time(text: &str, typmod: i32, _ctx: &EncodeContext, out: &m
     Ok(())
 }
 
-pub(crate) fn encode_timestamp(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode_timestamp(
+    text: &str,
+    typmod: i32,
+    _ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let (v, _offset) = parse_timestamp(text, typmod)?;
     out.extend_from_slice(&v.to_be_bytes());
     Ok(())
 }
 
-pub(crate) fn encode_timestamptz(text: &str, typmod: i32, ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode_timestamptz(
+    text: &str,
+    typmod: i32,
+    ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     if !(-1..=6).contains(&typmod) {
         return Err(EncodeError::Deferred);
     }
@@ -423,11 +438,35 @@ mod tests {
     #[test]
     fn date_deferred() {
         for s in [
-            "", "2024-02-30", "1900-02-29", "2024-00-01", "2024-13-01", "2024-01-0", "0000-01-01",
-            "00000101", "10000-01-01", "02024-01-02", "24-01-02", "2024/01/02", "01/02/2024",
-            "2024.01.02", "Jan 2 2024", "2024-01-02 BC", "J2451545", "+infinity", "today", "now",
-            "2024--01-02", "2024-01-02-", "2024-01-02+05", "2024-01-02z", "2024-01-02 24:00",
-            "2024-01-02 10:61", "2024-01-02 10:00 PST", "2024-001-02", "20240102T10:00",
+            "",
+            "2024-02-30",
+            "1900-02-29",
+            "2024-00-01",
+            "2024-13-01",
+            "2024-01-0",
+            "0000-01-01",
+            "00000101",
+            "10000-01-01",
+            "02024-01-02",
+            "24-01-02",
+            "2024/01/02",
+            "01/02/2024",
+            "2024.01.02",
+            "Jan 2 2024",
+            "2024-01-02 BC",
+            "J2451545",
+            "+infinity",
+            "today",
+            "now",
+            "2024--01-02",
+            "2024-01-02-",
+            "2024-01-02+05",
+            "2024-01-02z",
+            "2024-01-02 24:00",
+            "2024-01-02 10:61",
+            "2024-01-02 10:00 PST",
+            "2024-001-02",
+            "20240102T10:00",
         ] {
             assert_eq!(date(s), Err(EncodeError::Deferred), "{s:?}");
         }
@@ -461,9 +500,27 @@ mod tests {
     #[test]
     fn time_deferred() {
         for s in [
-            "", "24:00:00", "23:59:60", "12:60", "12:00:00.1234565", "12:00:00.", "12:00:.5",
-            "12:00:00,5", "allballs", "120000", "2024-01-02 12:00", "12:00:00 UTC", "12:00:00 pm",
-            "12", "12:0", "12:00:0", "123:00", "12:00+16", "12:00+0560", "12:00+5", "now",
+            "",
+            "24:00:00",
+            "23:59:60",
+            "12:60",
+            "12:00:00.1234565",
+            "12:00:00.",
+            "12:00:.5",
+            "12:00:00,5",
+            "allballs",
+            "120000",
+            "2024-01-02 12:00",
+            "12:00:00 UTC",
+            "12:00:00 pm",
+            "12",
+            "12:0",
+            "12:00:0",
+            "123:00",
+            "12:00+16",
+            "12:00+0560",
+            "12:00+5",
+            "now",
         ] {
             assert_eq!(time(s, -1), Err(EncodeError::Deferred), "{s:?}");
         }
@@ -520,13 +577,32 @@ mod tests {
     #[test]
     fn timestamp_deferred() {
         for s in [
-            "", "2024-01-01T", "2024-01-01 10", "2024-01-01 10:00:00.", "2024-01-01 24:00",
-            "2024-01-01 10:00:00.1234567", "2024-01-01T 10:00", "2024-01-01 T10:00",
-            "2024-01-01 10:00 PST", "2024-01-01 10:00:00 UTC", "2024-01-01 10:00:00+16",
-            "2024-01-01 10:00:00+05:30:10", "2024-01-01 10:00:00+5", "2024-01-01 10:00:00+05:3",
-            "2024-01-01 10:00:00  +05", "2024-01-01+05", "+infinity", "now", "today", "tomorrow",
-            "yesterday", "01/02/2024 10:00", "2024-01-01 10:00:00 BC", "20240102T030405",
-            "2024-02-30 00:00", "2024-01-01\t10:00",
+            "",
+            "2024-01-01T",
+            "2024-01-01 10",
+            "2024-01-01 10:00:00.",
+            "2024-01-01 24:00",
+            "2024-01-01 10:00:00.1234567",
+            "2024-01-01T 10:00",
+            "2024-01-01 T10:00",
+            "2024-01-01 10:00 PST",
+            "2024-01-01 10:00:00 UTC",
+            "2024-01-01 10:00:00+16",
+            "2024-01-01 10:00:00+05:30:10",
+            "2024-01-01 10:00:00+5",
+            "2024-01-01 10:00:00+05:3",
+            "2024-01-01 10:00:00  +05",
+            "2024-01-01+05",
+            "+infinity",
+            "now",
+            "today",
+            "tomorrow",
+            "yesterday",
+            "01/02/2024 10:00",
+            "2024-01-01 10:00:00 BC",
+            "20240102T030405",
+            "2024-02-30 00:00",
+            "2024-01-01\t10:00",
         ] {
             assert_eq!(ts(s, -1), Err(EncodeError::Deferred), "{s:?}");
         }
@@ -536,12 +612,21 @@ mod tests {
 
     #[test]
     fn timestamptz_golden() {
-        assert_eq!(tstz("2024-02-29 13:14:15.123456+05:30", -1), ok("0002b57f31d7d400"));
-        assert_eq!(tstz("2024-02-29 13:14:15.123456 +05:30", -1), ok("0002b57f31d7d400"));
+        assert_eq!(
+            tstz("2024-02-29 13:14:15.123456+05:30", -1),
+            ok("0002b57f31d7d400")
+        );
+        assert_eq!(
+            tstz("2024-02-29 13:14:15.123456 +05:30", -1),
+            ok("0002b57f31d7d400")
+        );
         assert_eq!(tstz("2024-02-29 13:14:15+0530", -1), ok("0002b57f31d5f1c0"));
         assert_eq!(tstz("2024-02-29 13:14:15+05", -1), ok("0002b57f9d1fc3c0"));
         assert_eq!(tstz("2024-02-29 13:14:15-08", -1), ok("0002b58a829f17c0"));
-        assert_eq!(tstz("2024-02-29 13:14:15-00:30", -1), ok("0002b584394bc9c0"));
+        assert_eq!(
+            tstz("2024-02-29 13:14:15-00:30", -1),
+            ok("0002b584394bc9c0")
+        );
         assert_eq!(tstz("2024-02-29 13:14:15+00", -1), ok("0002b583ce01f7c0"));
         assert_eq!(tstz("2024-02-29 13:14:15Z", -1), ok("0002b583ce01f7c0"));
         assert_eq!(tstz("2024-02-29 13:14:15z", -1), ok("0002b583ce01f7c0"));
@@ -550,7 +635,10 @@ mod tests {
         assert_eq!(tstz("2024-02-29 13:14:15 Z", -1), ok("0002b583ce01f7c0"));
         assert_eq!(tstz("2024-02-29 13:14+05", -1), ok("0002b57f9c3ae200"));
         assert_eq!(tstz("0001-01-01 00:00:00+01", -1), ok("ff1fe2feef08bc00"));
-        assert_eq!(tstz("9999-12-31 23:59:59.999999-12", -1), ok("0380e715a0272fff"));
+        assert_eq!(
+            tstz("9999-12-31 23:59:59.999999-12", -1),
+            ok("0380e715a0272fff")
+        );
         assert_eq!(tstz("epoch", -1), ok("fffca2fec4c82000"));
         assert_eq!(tstz("infinity", -1), ok("7fffffffffffffff"));
         assert_eq!(tstz("-infinity", -1), ok("8000000000000000"));
@@ -559,20 +647,38 @@ mod tests {
         assert_eq!(tstz("1970-01-01", -1), ok("fffca2fec4c82000"));
         // timestamptz(2): rounding applies to the UTC value.
         // timestamptz_in('2000-01-01 01:00:00.125+01', 1184, 2) = 2000-01-01 00:00:00.13+00
-        assert_eq!(tstz("2000-01-01 01:00:00.125+01", 2), Ok(hex(&130_000i64.to_be_bytes())));
+        assert_eq!(
+            tstz("2000-01-01 01:00:00.125+01", 2),
+            Ok(hex(&130_000i64.to_be_bytes()))
+        );
         // timestamptz_in('2000-01-01 00:00:00.125-01', 1184, 2) = 2000-01-01 01:00:00.13+00
-        assert_eq!(tstz("2000-01-01 00:00:00.125-01", 2), Ok(hex(&3_600_130_000i64.to_be_bytes())));
+        assert_eq!(
+            tstz("2000-01-01 00:00:00.125-01", 2),
+            Ok(hex(&3_600_130_000i64.to_be_bytes()))
+        );
         // '1999-12-31 23:59:59.125+00' rounds towards the earlier instant.
-        assert_eq!(tstz("1999-12-31 23:59:59.125+00", 2), Ok(hex(&(-880_000i64).to_be_bytes())));
+        assert_eq!(
+            tstz("1999-12-31 23:59:59.125+00", 2),
+            Ok(hex(&(-880_000i64).to_be_bytes()))
+        );
         assert_eq!(tstz("2024-01-01 00:00+00", 7), Err(EncodeError::Deferred));
     }
 
     #[test]
     fn timestamptz_non_utc_session() {
-        let ctx = EncodeContext { session_time_zone_is_utc: false, ..EncodeContext::default() };
+        let ctx = EncodeContext {
+            session_time_zone_is_utc: false,
+            ..EncodeContext::default()
+        };
         let mut out = Vec::new();
-        assert_eq!(encode_timestamptz("2024-02-29 13:14:15", -1, &ctx, &mut out), Err(EncodeError::Deferred));
-        assert_eq!(encode_timestamptz("2024-02-29", -1, &ctx, &mut out), Err(EncodeError::Deferred));
+        assert_eq!(
+            encode_timestamptz("2024-02-29 13:14:15", -1, &ctx, &mut out),
+            Err(EncodeError::Deferred)
+        );
+        assert_eq!(
+            encode_timestamptz("2024-02-29", -1, &ctx, &mut out),
+            Err(EncodeError::Deferred)
+        );
         out.clear();
         encode_timestamptz("2024-02-29 13:14:15+05:30", -1, &ctx, &mut out).unwrap();
         assert_eq!(hex(&out), "0002b57f31d5f1c0");
@@ -584,10 +690,18 @@ mod tests {
     #[test]
     fn timestamptz_deferred() {
         for s in [
-            "2024-02-29 13:14:15+16", "2024-02-29 13:14:15+15", "2024-02-29 13:14:15+05:30:10",
-            "2024-02-29+05", "2024-02-29 13:14:15 UTC", "2024-02-29 13:14:15 Europe/Paris",
-            "2024-02-29 13:14:15+05:60", "2024-02-29 13:14:15+0560", "2024-02-29 13:14:15.+05",
-            "2024-02-29 13:14:15+05:3", "2024-02-29 13:14:15 zulu", "2024-02-29 13:14:15Z ",
+            "2024-02-29 13:14:15+16",
+            "2024-02-29 13:14:15+15",
+            "2024-02-29 13:14:15+05:30:10",
+            "2024-02-29+05",
+            "2024-02-29 13:14:15 UTC",
+            "2024-02-29 13:14:15 Europe/Paris",
+            "2024-02-29 13:14:15+05:60",
+            "2024-02-29 13:14:15+0560",
+            "2024-02-29 13:14:15.+05",
+            "2024-02-29 13:14:15+05:3",
+            "2024-02-29 13:14:15 zulu",
+            "2024-02-29 13:14:15Z ",
         ] {
             // "...Z " is trimmed, so it is accepted; skip it here.
             if s.ends_with("Z ") {
@@ -627,7 +741,9 @@ mod tests {
             let mut text = String::new();
             let mut x = seed;
             for _ in 0..len {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 text.push(alphabet[(x >> 33) as usize % alphabet.len()] as char);
             }
             for typmod in [-1, 0, 3, 6] {
@@ -638,7 +754,14 @@ mod tests {
                 let _ = encode_timestamptz(&text, typmod, &ctx(), &mut buf);
             }
         }
-        for s in ["99999999999999999999", "9999-99-99 99:99:99.9999999+9999", "\u{e9}t\u{e9}", "-", "+", ":"] {
+        for s in [
+            "99999999999999999999",
+            "9999-99-99 99:99:99.9999999+9999",
+            "\u{e9}t\u{e9}",
+            "-",
+            "+",
+            ":",
+        ] {
             for typmod in [-1, 0, 3, 6, i32::MIN, i32::MAX] {
                 let _ = encode_date(s, &ctx(), &mut buf);
                 let _ = encode_time(s, typmod, &ctx(), &mut buf);
@@ -648,4 +771,3 @@ mod tests {
         }
     }
 }
-

@@ -67,7 +67,9 @@ fn classify(t: &str) -> Option<Special> {
 
 /// True when the mantissa (before any exponent) has a nonzero digit.
 fn has_nonzero_digit(t: &str) -> bool {
-    t.bytes().take_while(|&c| c != b'e' && c != b'E').any(|c| (b'1'..=b'9').contains(&c))
+    t.bytes()
+        .take_while(|&c| c != b'e' && c != b'E')
+        .any(|c| (b'1'..=b'9').contains(&c))
 }
 
 #[cold]
@@ -75,49 +77,88 @@ fn empty(text: &str, type_name: &str) -> EncodeError {
     if text.as_bytes().contains(&0) {
         return EncodeError::Deferred;
     }
-    EncodeError::Refused(format!("invalid input syntax for type {type_name}: \"{text}\""))
+    EncodeError::Refused(format!(
+        "invalid input syntax for type {type_name}: \"{text}\""
+    ))
+}
+
+/// What differs between real and double precision: width, name, and the bit patterns of the
+/// special values (which must be the server's, sign of NaN included).
+trait PgFloat: std::str::FromStr + Copy {
+    const NAME: &'static str;
+    const NAN: u64;
+    const INFINITY: u64;
+    const SIGN: u64;
+    const BYTES: usize;
+    fn bits(self) -> u64;
+    fn is_finite(self) -> bool;
+    fn is_zero(self) -> bool;
+}
+
+impl PgFloat for f32 {
+    const NAME: &'static str = "real";
+    const NAN: u64 = 0x7fc0_0000;
+    const INFINITY: u64 = 0x7f80_0000;
+    const SIGN: u64 = 0x8000_0000;
+    const BYTES: usize = 4;
+    fn bits(self) -> u64 {
+        u64::from(self.to_bits())
+    }
+    fn is_finite(self) -> bool {
+        f32::is_finite(self)
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+}
+
+impl PgFloat for f64 {
+    const NAME: &'static str = "double precision";
+    const NAN: u64 = 0x7ff8_0000_0000_0000;
+    const INFINITY: u64 = 0x7ff0_0000_0000_0000;
+    const SIGN: u64 = 0x8000_0000_0000_0000;
+    const BYTES: usize = 8;
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    fn is_finite(self) -> bool {
+        f64::is_finite(self)
+    }
+    fn is_zero(self) -> bool {
+        self == 0.0
+    }
+}
+
+/// Parsed directly at the type's width: real uses strtof, not double then narrowing.
+fn encode_float<F: PgFloat>(text: &str, out: &mut Vec<u8>) -> Result<()> {
+    let t = trim_pg_space(text);
+    if t.is_empty() {
+        return Err(empty(text, F::NAME));
+    }
+    let sign = |negative: bool| if negative { F::SIGN } else { 0 };
+    let bits = match classify(t) {
+        Some(Special::NaN { negative }) => F::NAN | sign(negative),
+        Some(Special::Inf { negative }) => F::INFINITY | sign(negative),
+        Some(Special::Number) => {
+            let v: F = t.parse().map_err(|_| EncodeError::Deferred)?;
+            // Overflow and underflow are errors whose wording the server owns.
+            if !v.is_finite() || (v.is_zero() && has_nonzero_digit(t)) {
+                return Err(EncodeError::Deferred);
+            }
+            v.bits()
+        }
+        None => return Err(EncodeError::Deferred),
+    };
+    out.extend_from_slice(&bits.to_be_bytes()[8 - F::BYTES..]);
+    Ok(())
 }
 
 pub(crate) fn encode_float4(text: &str, out: &mut Vec<u8>) -> Result<()> {
-    let t = trim_pg_space(text);
-    if t.is_empty() {
-        return Err(empty(text, "real"));
-    }
-    let bits: u32 = match classify(t) {
-        Some(Special::NaN { negative }) => 0x7fc0_0000 | if negative { 0x8000_0000 } else { 0 },
-        Some(Special::Inf { negative }) => 0x7f80_0000 | if negative { 0x8000_0000 } else { 0 },
-        Some(Special::Number) => {
-            let v: f32 = t.parse().map_err(|_| EncodeError::Deferred)?;
-            if v.is_infinite() || v.is_nan() || (v == 0.0 && has_nonzero_digit(t)) {
-                return Err(EncodeError::Deferred);
-            }
-            v.to_bits()
-        }
-        None => return Err(EncodeError::Deferred),
-    };
-    out.extend_from_slice(&bits.to_be_bytes());
-    Ok(())
+    encode_float::<f32>(text, out)
 }
 
 pub(crate) fn encode_float8(text: &str, out: &mut Vec<u8>) -> Result<()> {
-    let t = trim_pg_space(text);
-    if t.is_empty() {
-        return Err(empty(text, "double precision"));
-    }
-    let bits: u64 = match classify(t) {
-        Some(Special::NaN { negative }) => 0x7ff8_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 },
-        Some(Special::Inf { negative }) => 0x7ff0_0000_0000_0000 | if negative { 0x8000_0000_0000_0000 } else { 0 },
-        Some(Special::Number) => {
-            let v: f64 = t.parse().map_err(|_| EncodeError::Deferred)?;
-            if v.is_infinite() || v.is_nan() || (v == 0.0 && has_nonzero_digit(t)) {
-                return Err(EncodeError::Deferred);
-            }
-            v.to_bits()
-        }
-        None => return Err(EncodeError::Deferred),
-    };
-    out.extend_from_slice(&bits.to_be_bytes());
-    Ok(())
+    encode_float::<f64>(text, out)
 }
 
 #[cfg(test)]
@@ -181,9 +222,16 @@ mod tests {
     fn refusals_and_deferrals() {
         assert_eq!(
             e8("  "),
-            Err(EncodeError::Refused("invalid input syntax for type double precision: \"  \"".into()))
+            Err(EncodeError::Refused(
+                "invalid input syntax for type double precision: \"  \"".into()
+            ))
         );
-        assert_eq!(e4(""), Err(EncodeError::Refused("invalid input syntax for type real: \"\"".into())));
+        assert_eq!(
+            e4(""),
+            Err(EncodeError::Refused(
+                "invalid input syntax for type real: \"\"".into()
+            ))
+        );
         for t in [
             "3.4028236e38",
             "7e-46",

@@ -11,7 +11,11 @@ use crate::{EncodeError, Result};
 /// What the digits said.
 enum Parsed {
     /// A syntactically valid decimal integer; `overflow` when the magnitude exceeded u64.
-    Value { negative: bool, magnitude: u64, overflow: bool },
+    Value {
+        negative: bool,
+        magnitude: u64,
+        overflow: bool,
+    },
     /// Not a plain decimal integer.
     Invalid,
 }
@@ -38,7 +42,10 @@ fn parse(text: &str) -> Parsed {
         if d > 9 {
             break;
         }
-        match magnitude.checked_mul(10).and_then(|m| m.checked_add(u64::from(d))) {
+        match magnitude
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(u64::from(d)))
+        {
             Some(m) => magnitude = m,
             None => overflow = true,
         }
@@ -53,7 +60,11 @@ fn parse(text: &str) -> Parsed {
     if i != n {
         return Parsed::Invalid;
     }
-    Parsed::Value { negative, magnitude, overflow }
+    Parsed::Value {
+        negative,
+        magnitude,
+        overflow,
+    }
 }
 
 /// True when the text might be accepted by some supported server version (16+ syntax) or
@@ -91,7 +102,9 @@ fn invalid(text: &str, type_name: &str) -> EncodeError {
     if max_run >= 5 {
         return EncodeError::Deferred;
     }
-    EncodeError::Refused(format!("invalid input syntax for type {type_name}: \"{text}\""))
+    EncodeError::Refused(format!(
+        "invalid input syntax for type {type_name}: \"{text}\""
+    ))
 }
 
 #[cold]
@@ -99,14 +112,20 @@ fn out_of_range(text: &str, type_name: &str) -> EncodeError {
     if text.as_bytes().contains(&0) {
         return EncodeError::Deferred;
     }
-    EncodeError::Refused(format!("value \"{text}\" is out of range for type {type_name}"))
+    EncodeError::Refused(format!(
+        "value \"{text}\" is out of range for type {type_name}"
+    ))
 }
 
 /// Parses to an i64 within `[min, max]` (given as `max` and `max + 1` for the negative bound).
 #[inline]
 fn parse_bounded(text: &str, max: u64, type_name: &str) -> Result<i64> {
     match parse(text) {
-        Parsed::Value { negative, magnitude, overflow } => {
+        Parsed::Value {
+            negative,
+            magnitude,
+            overflow,
+        } => {
             let limit = if negative { max + 1 } else { max };
             if overflow || magnitude > limit {
                 return Err(out_of_range(text, type_name));
@@ -181,28 +200,78 @@ mod tests {
 
     #[test]
     fn refusals() {
-        assert_eq!(refused(e4("99999999999")), "value \"99999999999\" is out of range for type integer");
-        assert_eq!(refused(e4(" 99999999999 ")), "value \" 99999999999 \" is out of range for type integer");
-        assert_eq!(refused(e4("2147483648")), "value \"2147483648\" is out of range for type integer");
-        assert_eq!(refused(e2("-32769")), "value \"-32769\" is out of range for type smallint");
-        assert_eq!(refused(e8("9223372036854775808")), "value \"9223372036854775808\" is out of range for type bigint");
+        assert_eq!(
+            refused(e4("99999999999")),
+            "value \"99999999999\" is out of range for type integer"
+        );
+        assert_eq!(
+            refused(e4(" 99999999999 ")),
+            "value \" 99999999999 \" is out of range for type integer"
+        );
+        assert_eq!(
+            refused(e4("2147483648")),
+            "value \"2147483648\" is out of range for type integer"
+        );
+        assert_eq!(
+            refused(e2("-32769")),
+            "value \"-32769\" is out of range for type smallint"
+        );
+        assert_eq!(
+            refused(e8("9223372036854775808")),
+            "value \"9223372036854775808\" is out of range for type bigint"
+        );
         assert_eq!(
             refused(e8("-99999999999999999999999999")),
             "value \"-99999999999999999999999999\" is out of range for type bigint"
         );
-        assert_eq!(refused(e2("abc")), "invalid input syntax for type smallint: \"abc\"");
-        assert_eq!(refused(e8("")), "invalid input syntax for type bigint: \"\"");
-        assert_eq!(refused(e4("1 2")), "invalid input syntax for type integer: \"1 2\"");
-        assert_eq!(refused(e4("  ")), "invalid input syntax for type integer: \"  \"");
-        assert_eq!(refused(e4("-")), "invalid input syntax for type integer: \"-\"");
-        assert_eq!(refused(e4("+-1")), "invalid input syntax for type integer: \"+-1\"");
-        assert_eq!(refused(e4("1.0")), "invalid input syntax for type integer: \"1.0\"");
-        assert_eq!(refused(e4("１")), "invalid input syntax for type integer: \"１\"");
+        assert_eq!(
+            refused(e2("abc")),
+            "invalid input syntax for type smallint: \"abc\""
+        );
+        assert_eq!(
+            refused(e8("")),
+            "invalid input syntax for type bigint: \"\""
+        );
+        assert_eq!(
+            refused(e4("1 2")),
+            "invalid input syntax for type integer: \"1 2\""
+        );
+        assert_eq!(
+            refused(e4("  ")),
+            "invalid input syntax for type integer: \"  \""
+        );
+        assert_eq!(
+            refused(e4("-")),
+            "invalid input syntax for type integer: \"-\""
+        );
+        assert_eq!(
+            refused(e4("+-1")),
+            "invalid input syntax for type integer: \"+-1\""
+        );
+        assert_eq!(
+            refused(e4("1.0")),
+            "invalid input syntax for type integer: \"1.0\""
+        );
+        assert_eq!(
+            refused(e4("１")),
+            "invalid input syntax for type integer: \"１\""
+        );
     }
 
     #[test]
     fn deferrals() {
-        for t in ["1_000", "0x1F", "-0X1f", "0o17", "+0b101", " 0b", "1\0", "99999999999x", "0_", "_1"] {
+        for t in [
+            "1_000",
+            "0x1F",
+            "-0X1f",
+            "0o17",
+            "+0b101",
+            " 0b",
+            "1\0",
+            "99999999999x",
+            "0_",
+            "_1",
+        ] {
             assert_eq!(e4(t), Err(EncodeError::Deferred), "{t:?}");
         }
     }

@@ -35,7 +35,12 @@ const F_MINUTE: u8 = 16;
 const F_SECOND: u8 = 32;
 const F_WEEK: u8 = 64;
 
-pub(crate) fn encode(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode(
+    text: &str,
+    typmod: i32,
+    _ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     if typmod != -1 {
         return Err(EncodeError::Deferred);
     }
@@ -90,7 +95,9 @@ impl Acc {
 }
 
 fn fit_i32(v: i64) -> Option<i64> {
-    (i64::from(i32::MIN)..=i64::from(i32::MAX)).contains(&v).then_some(v)
+    (i64::from(i32::MIN)..=i64::from(i32::MAX))
+        .contains(&v)
+        .then_some(v)
 }
 
 struct Parser<'a> {
@@ -167,7 +174,10 @@ fn unit_flag(word: &[u8]) -> Option<u8> {
         (b"second", F_SECOND),
         (b"seconds", F_SECOND),
     ];
-    UNITS.iter().find(|(name, _)| word.eq_ignore_ascii_case(name)).map(|&(_, f)| f)
+    UNITS
+        .iter()
+        .find(|(name, _)| word.eq_ignore_ascii_case(name))
+        .map(|&(_, f)| f)
 }
 
 /// The `postgres` output style (and `postgres_verbose` without `@`/`ago`).
@@ -301,7 +311,10 @@ mod tests {
     #[test]
     fn golden() {
         let cases = [
-            ("1 year 2 mons 3 days 04:05:06.5", "000000036c9361a0000000030000000e"),
+            (
+                "1 year 2 mons 3 days 04:05:06.5",
+                "000000036c9361a0000000030000000e",
+            ),
             ("-1 days +02:03:04", "00000001b81ee600ffffffff00000000"),
             ("00:00:00", "00000000000000000000000000000000"),
             ("-00:00:01", "fffffffffff0bdc00000000000000000"),
@@ -328,14 +341,20 @@ mod tests {
             ("7 seconds", "00000000006acfc00000000000000000"),
             ("7 sec", "00000000006acfc00000000000000000"),
             ("-1 years -2 mons", "000000000000000000000000fffffff2"),
-            ("-1 years -2 mons 3 days", "000000000000000000000003fffffff2"),
+            (
+                "-1 years -2 mons 3 days",
+                "000000000000000000000003fffffff2",
+            ),
             ("-1 day -02:00:00", "fffffffe52d8b800ffffffff00000000"),
             ("-1 days -1 hours", "ffffffff296c5c00ffffffff00000000"),
             ("1 day -02:00", "fffffffe52d8b8000000000100000000"),
             ("1 year -2 mons", "0000000000000000000000000000000a"),
             ("2 mons 1 year", "0000000000000000000000000000000e"),
             ("1 day 1 mon", "00000000000000000000000100000001"),
-            ("1 years 2 mons 3 days 4 hours 5 mins 6 secs", "000000036c8bc080000000030000000e"),
+            (
+                "1 years 2 mons 3 days 4 hours 5 mins 6 secs",
+                "000000036c8bc080000000030000000e",
+            ),
             ("1 hour 30 mins", "0000000141dd76000000000000000000"),
             ("100:00:00", "00000053d1ac10000000000000000000"),
             ("1:02", "00000000ddbab2000000000000000000"),
@@ -344,9 +363,15 @@ mod tests {
             ("-1 days", "0000000000000000ffffffff00000000"),
             ("999999999 days", "00000000000000003b9ac9ff00000000"),
             ("999999999 hours", "31f5c4ec50d45c000000000000000000"),
-            ("-999999999:59:59.999999", "ce0a3b12d89800010000000000000000"),
+            (
+                "-999999999:59:59.999999",
+                "ce0a3b12d89800010000000000000000",
+            ),
             ("178956970 years", "0000000000000000000000007ffffff8"),
-            ("178956970 years -999999999 mons", "000000000000000000000000446535f9"),
+            (
+                "178956970 years -999999999 mons",
+                "000000000000000000000000446535f9",
+            ),
             ("P1Y2M3DT4H5M6S", "000000036c8bc080000000030000000e"),
             ("P1D", "00000000000000000000000100000000"),
             ("PT1H", "00000000d693a4000000000000000000"),
@@ -369,20 +394,77 @@ mod tests {
     #[test]
     fn deferred() {
         for s in [
-            "", " ", "-", "+", "1", "1 fortnight", "1 day 1 days", "1 hour 01:00:00", "1 mon 1 month",
-            "-1 day -1 day", "01:02:03.1234567", "1.5 days", "@ 1 day", "1 day ago", "- 1 day",
-            "00:60:00", "00:00:60", "1-2", "3 04:05:06", "1 d", "1 y", "1 h", "1 m", "1 s",
-            "1 week", "P1D2D", "P1M1Y", "PT", "P", "P1DT", "PT1H1H", "P-1D", "p1d", "P1y", "PT1.5S",
-            "P1Y2M3DT4H5M6.5S", " P1D ", "P1D ", "P 1D", "P+1D", "2147483648 days",
-            "178956971 years", "1 year 2147483647 mons", "1000000000 days", "04:05:06 1 day",
-            "-1 days 02:03:04", "-1 years 2 mons", "-1 days 02:00", "1 day\t1 hour", "01:02:",
-            "01:2:03", "1:02:3", "01:02:03.", "1 days2 hours", "P306783379W", "infinity",
-            "-infinity", "1 day,", "2147483647 days", "2147483647 hours", "1 day 1 hour 1", "P0001-02-03T04:05:06", "1 year 1 years",
+            "",
+            " ",
+            "-",
+            "+",
+            "1",
+            "1 fortnight",
+            "1 day 1 days",
+            "1 hour 01:00:00",
+            "1 mon 1 month",
+            "-1 day -1 day",
+            "01:02:03.1234567",
+            "1.5 days",
+            "@ 1 day",
+            "1 day ago",
+            "- 1 day",
+            "00:60:00",
+            "00:00:60",
+            "1-2",
+            "3 04:05:06",
+            "1 d",
+            "1 y",
+            "1 h",
+            "1 m",
+            "1 s",
+            "1 week",
+            "P1D2D",
+            "P1M1Y",
+            "PT",
+            "P",
+            "P1DT",
+            "PT1H1H",
+            "P-1D",
+            "p1d",
+            "P1y",
+            "PT1.5S",
+            "P1Y2M3DT4H5M6.5S",
+            " P1D ",
+            "P1D ",
+            "P 1D",
+            "P+1D",
+            "2147483648 days",
+            "178956971 years",
+            "1 year 2147483647 mons",
+            "1000000000 days",
+            "04:05:06 1 day",
+            "-1 days 02:03:04",
+            "-1 years 2 mons",
+            "-1 days 02:00",
+            "1 day\t1 hour",
+            "01:02:",
+            "01:2:03",
+            "1:02:3",
+            "01:02:03.",
+            "1 days2 hours",
+            "P306783379W",
+            "infinity",
+            "-infinity",
+            "1 day,",
+            "2147483647 days",
+            "2147483647 hours",
+            "1 day 1 hour 1",
+            "P0001-02-03T04:05:06",
+            "1 year 1 years",
         ] {
             assert_eq!(iv(s), Err(EncodeError::Deferred), "{s:?}");
         }
         let mut out = Vec::new();
-        assert_eq!(encode("1 day", 0x7fff0000, &EncodeContext::default(), &mut out), Err(EncodeError::Deferred));
+        assert_eq!(
+            encode("1 day", 0x7fff0000, &EncodeContext::default(), &mut out),
+            Err(EncodeError::Deferred)
+        );
     }
 
     #[test]
@@ -398,7 +480,9 @@ mod tests {
             let mut text = String::new();
             let mut x = seed;
             for _ in 0..len {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 text.push(alphabet[(x >> 33) as usize % alphabet.len()] as char);
             }
             buf.clear();
@@ -408,7 +492,8 @@ mod tests {
             "999999999 years 999999999 mons 999999999 days 999999999:59:59.999999",
             "-999999999 hours -999999999 mins -999999999 secs",
             "P999999999Y999999999M999999999W999999999DT999999999H999999999M999999999S",
-            "\u{e9}", "P\u{e9}",
+            "\u{e9}",
+            "P\u{e9}",
         ] {
             let _ = encode(s, -1, &EncodeContext::default(), &mut buf);
         }

@@ -31,7 +31,11 @@ pub struct EncodeContext {
 
 impl Default for EncodeContext {
     fn default() -> Self {
-        EncodeContext { server_version_num: 180000, session_time_zone_is_utc: true, date_style_iso: true }
+        EncodeContext {
+            server_version_num: 180000,
+            session_time_zone_is_utc: true,
+            date_style_iso: true,
+        }
     }
 }
 
@@ -46,7 +50,9 @@ pub fn encode_value(
 ) -> Result<()> {
     match value_type {
         ValueType::Scalar { scalar } => encode_scalar(*scalar, typmod, text, ctx, out),
-        ValueType::Array { elem, elem_oid } => array::encode(*elem, *elem_oid, typmod, text, ctx, out),
+        ValueType::Array { elem, elem_oid } => {
+            array::encode(*elem, *elem_oid, typmod, text, ctx, out)
+        }
         ValueType::Unsupported => Err(crate::EncodeError::Deferred),
     }
 }
@@ -78,6 +84,16 @@ pub(crate) fn encode_scalar(
         ScalarType::Uuid => uuid::encode(text, out),
         ScalarType::Json => json::encode_json(text, out),
         ScalarType::Jsonb => json::encode_jsonb(text, out),
+    }
+}
+
+/// The value of one hexadecimal digit, either case.
+pub(crate) fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
     }
 }
 

@@ -21,13 +21,20 @@ fn floor_div4(v: i64) -> i64 {
     v.div_euclid(4)
 }
 
-pub(crate) fn encode(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode(
+    text: &str,
+    typmod: i32,
+    _ctx: &EncodeContext,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let t = trim_pg_space(text).as_bytes();
     if t.is_empty() {
         if text.as_bytes().contains(&0) {
             return Err(EncodeError::Deferred);
         }
-        return Err(EncodeError::Refused(format!("invalid input syntax for type numeric: \"{text}\"")));
+        return Err(EncodeError::Refused(format!(
+            "invalid input syntax for type numeric: \"{text}\""
+        )));
     }
 
     // ---- Lexing: sign, integer digits, fraction digits, exponent.
@@ -96,7 +103,10 @@ pub(crate) fn encode(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Ve
         heap = vec![0u8; total];
         &mut heap[..]
     };
-    for (slot, &c) in digits[1..].iter_mut().zip(t[int_start..int_end].iter().chain(&t[frac_start..frac_end])) {
+    for (slot, &c) in digits[1..]
+        .iter_mut()
+        .zip(t[int_start..int_end].iter().chain(&t[frac_start..frac_end]))
+    {
         *slot = c - b'0';
     }
     let intpos: i64 = 1 + int_count + exp;
@@ -186,7 +196,11 @@ pub(crate) fn encode(text: &str, typmod: i32, _ctx: &EncodeContext, out: &mut Ve
         let mut v: u16 = 0;
         for place in (4 * g..4 * g + 4).rev() {
             let idx = intpos - 1 - place;
-            let d = if idx >= first && idx <= last { used[idx as usize] } else { 0 };
+            let d = if idx >= first && idx <= last {
+                used[idx as usize]
+            } else {
+                0
+            };
             v = v * 10 + u16::from(d);
         }
         out.extend_from_slice(&v.to_be_bytes());
@@ -203,7 +217,8 @@ mod tests {
     }
     fn enc(t: &str, tm: i32) -> Result<String> {
         let mut o = Vec::new();
-        encode(t, tm, &EncodeContext::default(), &mut o).map(|_| o.iter().map(|b| format!("{b:02x}")).collect())
+        encode(t, tm, &EncodeContext::default(), &mut o)
+            .map(|_| o.iter().map(|b| format!("{b:02x}")).collect())
     }
 
     #[test]
@@ -255,26 +270,50 @@ mod tests {
 
     #[test]
     fn refusals_and_deferrals() {
-        assert_eq!(enc("  ", -1), Err(EncodeError::Refused("invalid input syntax for type numeric: \"  \"".into())));
-        assert_eq!(enc("", 10), Err(EncodeError::Refused("invalid input syntax for type numeric: \"\"".into())));
+        assert_eq!(
+            enc("  ", -1),
+            Err(EncodeError::Refused(
+                "invalid input syntax for type numeric: \"  \"".into()
+            ))
+        );
+        assert_eq!(
+            enc("", 10),
+            Err(EncodeError::Refused(
+                "invalid input syntax for type numeric: \"\"".into()
+            ))
+        );
         for t in [
-            "NaN", "Infinity", "-inf", "1_000", "0x1F", "1e", "1e1001", "1e-1001", ".", "-", "1.2.3", "1e+-3", "abc",
-            "1 2",
+            "NaN", "Infinity", "-inf", "1_000", "0x1F", "1e", "1e1001", "1e-1001", ".", "-",
+            "1.2.3", "1e+-3", "abc", "1 2",
         ] {
             assert_eq!(enc(t, -1), Err(EncodeError::Deferred), "{t}");
         }
         assert_eq!(enc("99.995", typmod(4, 2)), Err(EncodeError::Deferred));
         assert_eq!(enc("0.01", typmod(3, 5)), Err(EncodeError::Deferred));
-        assert_eq!(enc("0.001", typmod(3, 5)).as_deref(), Ok("0001ffff00000005000a"));
+        assert_eq!(
+            enc("0.001", typmod(3, 5)).as_deref(),
+            Ok("0001ffff00000005000a")
+        );
         // numeric(5,-2) on PostgreSQL 15+.
-        assert_eq!(enc("1", ((5 << 16) | (-2i32 & 0x7ff)) + 4), Err(EncodeError::Deferred));
+        assert_eq!(
+            enc("1", ((5 << 16) | (-2i32 & 0x7ff)) + 4),
+            Err(EncodeError::Deferred)
+        );
     }
 
     #[test]
     fn no_panic() {
         for b in 0..=255u8 {
             let s = String::from_utf8_lossy(&[b, b'1', b'.', b, b'e', b]).into_owned();
-            for tm in [-1, 4, typmod(1, 0), typmod(1000, 1000), typmod(3, 5), i32::MAX, i32::MIN] {
+            for tm in [
+                -1,
+                4,
+                typmod(1, 0),
+                typmod(1000, 1000),
+                typmod(3, 5),
+                i32::MAX,
+                i32::MIN,
+            ] {
                 let _ = enc(&s, tm);
             }
         }

@@ -51,7 +51,9 @@ pub(crate) fn encode_varchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Resu
             out.extend_from_slice(&text.as_bytes()[..len]);
             Ok(())
         }
-        None => Err(EncodeError::Refused(format!("value too long for type character varying({max})"))),
+        None => Err(EncodeError::Refused(format!(
+            "value too long for type character varying({max})"
+        ))),
     }
 }
 
@@ -70,13 +72,19 @@ pub(crate) fn encode_bpchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Resul
             let kept = &text[..len];
             out.extend_from_slice(kept.as_bytes());
             // Pad to `max` characters (no-op when already cut to exactly `max`).
-            let chars = if kept.is_ascii() { kept.len() } else { kept.chars().count() };
+            let chars = if kept.is_ascii() {
+                kept.len()
+            } else {
+                kept.chars().count()
+            };
             if chars < max {
                 out.resize(out.len() + (max - chars), b' ');
             }
             Ok(())
         }
-        None => Err(EncodeError::Refused(format!("value too long for type character({max})"))),
+        None => Err(EncodeError::Refused(format!(
+            "value too long for type character({max})"
+        ))),
     }
 }
 
@@ -112,15 +120,21 @@ mod tests {
         assert_eq!(vc("ééééé", 5 + 4).unwrap(), "ééééé".as_bytes());
         assert_eq!(
             vc("abcdef", 5 + 4),
-            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+            Err(EncodeError::Refused(
+                "value too long for type character varying(5)".into()
+            ))
         );
         assert_eq!(
             vc("abcde \t", 5 + 4),
-            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+            Err(EncodeError::Refused(
+                "value too long for type character varying(5)".into()
+            ))
         );
         assert_eq!(
             vc("éééééé", 5 + 4),
-            Err(EncodeError::Refused("value too long for type character varying(5)".into()))
+            Err(EncodeError::Refused(
+                "value too long for type character varying(5)".into()
+            ))
         );
     }
 
@@ -131,8 +145,18 @@ mod tests {
         assert_eq!(bp("abcde   ", 5 + 4).unwrap(), b"abcde");
         assert_eq!(bp("", 2 + 4).unwrap(), b"  ");
         assert_eq!(bp("ab ", -1).unwrap(), b"ab ");
-        assert_eq!(bp("abcdef", 5 + 4), Err(EncodeError::Refused("value too long for type character(5)".into())));
-        assert_eq!(bp("xy", 1 + 4), Err(EncodeError::Refused("value too long for type character(1)".into())));
+        assert_eq!(
+            bp("abcdef", 5 + 4),
+            Err(EncodeError::Refused(
+                "value too long for type character(5)".into()
+            ))
+        );
+        assert_eq!(
+            bp("xy", 1 + 4),
+            Err(EncodeError::Refused(
+                "value too long for type character(1)".into()
+            ))
+        );
     }
 
     #[test]

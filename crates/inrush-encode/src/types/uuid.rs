@@ -2,16 +2,8 @@
 //! decided on the client: optional `{...}` around 32 hex digits (either case), with an optional
 //! `-` after any group of four digits except the last; no whitespace. Anything else is refused
 //! with the server's wording (text holding a NUL byte is deferred).
+use super::hex_digit;
 use crate::{EncodeError, Result};
-
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
-}
 
 fn parse(s: &[u8]) -> Option<[u8; 16]> {
     let mut i = 0;
@@ -21,8 +13,8 @@ fn parse(s: &[u8]) -> Option<[u8; 16]> {
     }
     let mut data = [0u8; 16];
     for (k, byte) in data.iter_mut().enumerate() {
-        let hi = hex(*s.get(i)?)?;
-        let lo = hex(*s.get(i + 1)?)?;
+        let hi = hex_digit(*s.get(i)?)?;
+        let lo = hex_digit(*s.get(i + 1)?)?;
         *byte = (hi << 4) | lo;
         i += 2;
         if k % 2 == 1 && k < 15 && s.get(i) == Some(&b'-') {
@@ -45,7 +37,9 @@ pub(crate) fn encode(text: &str, out: &mut Vec<u8>) -> Result<()> {
             Ok(())
         }
         None if text.as_bytes().contains(&0) => Err(EncodeError::Deferred),
-        None => Err(EncodeError::Refused(format!("invalid input syntax for type uuid: \"{text}\""))),
+        None => Err(EncodeError::Refused(format!(
+            "invalid input syntax for type uuid: \"{text}\""
+        ))),
     }
 }
 
@@ -94,11 +88,16 @@ mod tests {
         ] {
             assert_eq!(
                 enc(t),
-                Err(EncodeError::Refused(format!("invalid input syntax for type uuid: \"{t}\""))),
+                Err(EncodeError::Refused(format!(
+                    "invalid input syntax for type uuid: \"{t}\""
+                ))),
                 "{t}"
             );
         }
-        assert_eq!(enc("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\0"), Err(EncodeError::Deferred));
+        assert_eq!(
+            enc("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11\0"),
+            Err(EncodeError::Deferred)
+        );
     }
 
     #[test]

@@ -26,8 +26,11 @@ fn base() -> &'static ConnectOptions {
         if let Ok(url) = std::env::var("INRUSH_TEST_URL") {
             return ConnectOptions::parse(&url).expect("INRUSH_TEST_URL parses");
         }
-        let server = PrivateServer::start(&ServerOptions { unsafe_fast: true, ..Default::default() })
-            .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
+        let server = PrivateServer::start(&ServerOptions {
+            unsafe_fast: true,
+            ..Default::default()
+        })
+        .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
         let opts = server.connect_options("postgres");
         *SERVER.lock().expect("server slot") = Some(server);
         // SAFETY: registering a plain extern "C" function; it runs once at process exit.
@@ -44,33 +47,65 @@ pub struct TestDb {
 
 pub fn fresh_db() -> TestDb {
     static N: AtomicU32 = AtomicU32::new(0);
-    let name = format!("t_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
-    base().execute_blocking(&format!("CREATE DATABASE {name}")).expect("CREATE DATABASE");
+    let name = format!(
+        "t_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    base()
+        .execute_blocking(&format!("CREATE DATABASE {name}"))
+        .expect("CREATE DATABASE");
     let target = base().with_dbname(&name);
-    let client = target.connect_blocking().expect("connect to the test database");
+    let client = target
+        .connect_blocking()
+        .expect("connect to the test database");
     TestDb { target, client }
 }
 
 impl TestDb {
     pub fn exec(&mut self, sql: &str) {
-        self.client.batch_execute(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        self.client
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
     pub fn count(&mut self, table: &str) -> i64 {
-        self.client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).expect("count").get(0)
+        self.client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .expect("count")
+            .get(0)
     }
 
     /// Every row as its text form, sorted: comparable across tables whatever the column types.
     pub fn rows_as_text(&mut self, table: &str) -> Vec<String> {
         let sql = format!("SELECT t::text FROM {table} t ORDER BY 1");
-        self.client.query(&sql, &[]).expect("select").iter().map(|r| r.get(0)).collect()
+        self.client
+            .query(&sql, &[])
+            .expect("select")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
     }
 
     /// Loads `data` with the server's own `COPY ... FROM STDIN (FORMAT csv ...)`.
-    pub fn server_copy(&mut self, table: &str, data: &[u8], csv: &CsvOptions, columns: Option<&str>) -> Result<u64, String> {
+    pub fn server_copy(
+        &mut self,
+        table: &str,
+        data: &[u8],
+        csv: &CsvOptions,
+        columns: Option<&str>,
+    ) -> Result<u64, String> {
         let lit = |b: u8| format!("'{}'", (b as char).to_string().replace('\'', "''"));
-        let mut options = format!("FORMAT csv, DELIMITER {}, QUOTE {}, ESCAPE {}", lit(csv.delimiter), lit(csv.quote), lit(csv.escape));
-        options.push_str(&format!(", NULL '{}'", String::from_utf8_lossy(&csv.null).replace('\'', "''")));
+        let mut options = format!(
+            "FORMAT csv, DELIMITER {}, QUOTE {}, ESCAPE {}",
+            lit(csv.delimiter),
+            lit(csv.quote),
+            lit(csv.escape)
+        );
+        options.push_str(&format!(
+            ", NULL '{}'",
+            String::from_utf8_lossy(&csv.null).replace('\'', "''")
+        ));
         if csv.header {
             options.push_str(", HEADER true");
         }
@@ -80,7 +115,10 @@ impl TestDb {
         let result = (|| {
             let mut writer = tx.copy_in(&sql).map_err(|e| e.to_string())?;
             writer.write_all(data).map_err(|e| e.to_string())?;
-            writer.finish().map_err(|e| e.as_db_error().map_or(e.to_string(), |d| d.message().to_string()))
+            writer.finish().map_err(|e| {
+                e.as_db_error()
+                    .map_or(e.to_string(), |d| d.message().to_string())
+            })
         })();
         match result {
             Ok(n) => {

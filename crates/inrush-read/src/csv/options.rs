@@ -15,7 +15,13 @@ pub struct CsvOptions {
 
 impl Default for CsvOptions {
     fn default() -> Self {
-        CsvOptions { delimiter: b',', quote: b'"', escape: b'"', null: Vec::new(), header: false }
+        CsvOptions {
+            delimiter: b',',
+            quote: b'"',
+            escape: b'"',
+            null: Vec::new(),
+            header: false,
+        }
     }
 }
 
@@ -33,13 +39,19 @@ impl CsvOptions {
         single("quote", self.quote)?;
         single("escape", self.escape)?;
         if self.delimiter == self.quote {
-            return Err(Error::Options("delimiter and quote must be different".into()));
+            return Err(Error::Options(
+                "delimiter and quote must be different".into(),
+            ));
         }
         if self.null.iter().any(|&b| b == b'\n' || b == b'\r') {
-            return Err(Error::Options("the NULL string cannot contain newline or carriage return".into()));
+            return Err(Error::Options(
+                "the NULL string cannot contain newline or carriage return".into(),
+            ));
         }
         if self.null.contains(&self.delimiter) {
-            return Err(Error::Options("the delimiter must not appear in the NULL string".into()));
+            return Err(Error::Options(
+                "the delimiter must not appear in the NULL string".into(),
+            ));
         }
         Ok(())
     }

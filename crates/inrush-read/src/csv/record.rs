@@ -34,11 +34,16 @@ impl Record {
 
     /// The bytes of field `i`, `None` when it is NULL (or absent).
     pub fn field(&self, i: usize) -> Option<&[u8]> {
-        self.fields.get(i)?.as_ref().map(|r| &self.scratch[r.clone()])
+        self.fields
+            .get(i)?
+            .as_ref()
+            .map(|r| &self.scratch[r.clone()])
     }
 
     pub fn fields(&self) -> impl Iterator<Item = Option<&[u8]>> + '_ {
-        self.fields.iter().map(|f| f.as_ref().map(|r| &self.scratch[r.clone()]))
+        self.fields
+            .iter()
+            .map(|f| f.as_ref().map(|r| &self.scratch[r.clone()]))
     }
 
     fn clear(&mut self) {
@@ -63,7 +68,12 @@ impl RecordParser {
     /// `pos` must be below `data.len()`.
     pub fn parse(&self, data: &[u8], pos: usize, rec: &mut Record) -> Result<usize, RecordError> {
         rec.clear();
-        let CsvOptions { delimiter, quote, escape, .. } = self.opts;
+        let CsvOptions {
+            delimiter,
+            quote,
+            escape,
+            ..
+        } = self.opts;
         let term = self.eol.terminator();
         let mut i = pos;
         loop {
@@ -101,7 +111,8 @@ impl RecordParser {
             };
             let value = &rec.scratch[start..];
             let is_null = !saw_quote && value == self.opts.null.as_slice();
-            rec.fields.push((!is_null).then(|| start..rec.scratch.len()));
+            rec.fields
+                .push((!is_null).then(|| start..rec.scratch.len()));
             if let FieldEnd::Record(next) = ended {
                 return Ok(next);
             }
@@ -110,11 +121,24 @@ impl RecordParser {
 
     /// Copies a quoted run starting just after its opening quote; returns the index after the
     /// closing quote.
-    fn quoted_run(&self, data: &[u8], mut k: usize, out: &mut Vec<u8>, quote: u8, escape: u8) -> Result<usize, RecordError> {
+    fn quoted_run(
+        &self,
+        data: &[u8],
+        mut k: usize,
+        out: &mut Vec<u8>,
+        quote: u8,
+        escape: u8,
+    ) -> Result<usize, RecordError> {
         loop {
             let rest = &data[k..];
-            let hit = if quote == escape { memchr(quote, rest) } else { memchr2(quote, escape, rest) };
-            let Some(off) = hit else { return Err(RecordError::UnterminatedQuote) };
+            let hit = if quote == escape {
+                memchr(quote, rest)
+            } else {
+                memchr2(quote, escape, rest)
+            };
+            let Some(off) = hit else {
+                return Err(RecordError::UnterminatedQuote);
+            };
             let m = k + off;
             out.extend_from_slice(&data[k..m]);
             let c = data[m];
@@ -139,7 +163,9 @@ impl RecordParser {
     /// An unquoted run may hold no line-ending byte other than the record's own terminator.
     fn check_stray_eol(&self, run: &[u8]) -> Result<(), RecordError> {
         match self.eol {
-            Eol::Lf | Eol::CrLf if memchr(b'\r', run).is_some() => Err(RecordError::UnquotedCarriageReturn),
+            Eol::Lf | Eol::CrLf if memchr(b'\r', run).is_some() => {
+                Err(RecordError::UnquotedCarriageReturn)
+            }
             Eol::Cr if memchr(b'\n', run).is_some() => Err(RecordError::UnquotedNewline),
             _ => Ok(()),
         }
@@ -156,14 +182,22 @@ pub(crate) mod tests {
     use super::*;
 
     /// Parses every record of `data`; fields as strings, NULL as `None`.
-    pub(crate) fn parse_all(opts: &CsvOptions, eol: Eol, data: &[u8]) -> Result<Vec<Vec<Option<String>>>, RecordError> {
+    pub(crate) fn parse_all(
+        opts: &CsvOptions,
+        eol: Eol,
+        data: &[u8],
+    ) -> Result<Vec<Vec<Option<String>>>, RecordError> {
         let parser = RecordParser::new(opts.clone(), eol);
         let mut rec = Record::default();
         let mut rows = Vec::new();
         let mut pos = 0;
         while pos < data.len() {
             pos = parser.parse(data, pos, &mut rec)?;
-            rows.push(rec.fields().map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned())).collect());
+            rows.push(
+                rec.fields()
+                    .map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned()))
+                    .collect(),
+            );
         }
         Ok(rows)
     }
@@ -183,7 +217,10 @@ pub(crate) mod tests {
 
     #[test]
     fn quotes_hold_delimiters_newlines_and_doubled_quotes() {
-        assert_eq!(rows("\"a,b\",\"c\nd\",\"e\"\"f\"\n"), vec![vec![s("a,b"), s("c\nd"), s("e\"f")]]);
+        assert_eq!(
+            rows("\"a,b\",\"c\nd\",\"e\"\"f\"\n"),
+            vec![vec![s("a,b"), s("c\nd"), s("e\"f")]]
+        );
     }
 
     #[test]
@@ -195,7 +232,10 @@ pub(crate) mod tests {
 
     #[test]
     fn last_record_needs_no_line_break() {
-        assert_eq!(rows("1,2\n3,4"), vec![vec![s("1"), s("2")], vec![s("3"), s("4")]]);
+        assert_eq!(
+            rows("1,2\n3,4"),
+            vec![vec![s("1"), s("2")], vec![s("3"), s("4")]]
+        );
     }
 
     #[test]
@@ -205,37 +245,66 @@ pub(crate) mod tests {
 
     #[test]
     fn null_string_option_only_matches_unquoted() {
-        let opts = CsvOptions { null: b"NULL".to_vec(), ..Default::default() };
+        let opts = CsvOptions {
+            null: b"NULL".to_vec(),
+            ..Default::default()
+        };
         let got = parse_all(&opts, Eol::Lf, b"NULL,\"NULL\",\n").unwrap();
         assert_eq!(got, vec![vec![None, s("NULL"), s("")]]);
     }
 
     #[test]
     fn distinct_escape_protects_quote_and_itself_inside_quotes_only() {
-        let opts = CsvOptions { escape: b'\\', ..Default::default() };
+        let opts = CsvOptions {
+            escape: b'\\',
+            ..Default::default()
+        };
         let got = parse_all(&opts, Eol::Lf, b"\"a\\\"b\",\"c\\\\\",\"d\\e\",x\\y\n").unwrap();
         assert_eq!(got, vec![vec![s("a\"b"), s("c\\"), s("d\\e"), s("x\\y")]]);
     }
 
     #[test]
     fn crlf_records_and_stray_line_breaks() {
-        let got = parse_all(&CsvOptions::default(), Eol::CrLf, b"a,\"b\r\nc\"\r\n\"d\"\r\n").unwrap();
+        let got = parse_all(
+            &CsvOptions::default(),
+            Eol::CrLf,
+            b"a,\"b\r\nc\"\r\n\"d\"\r\n",
+        )
+        .unwrap();
         assert_eq!(got, vec![vec![s("a"), s("b\r\nc")], vec![s("d")]]);
-        assert_eq!(parse_all(&CsvOptions::default(), Eol::CrLf, b"a\nb\r\n"), Err(RecordError::UnquotedNewline));
-        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"a\rb\n"), Err(RecordError::UnquotedCarriageReturn));
-        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"a\r\n"), Err(RecordError::UnquotedCarriageReturn));
+        assert_eq!(
+            parse_all(&CsvOptions::default(), Eol::CrLf, b"a\nb\r\n"),
+            Err(RecordError::UnquotedNewline)
+        );
+        assert_eq!(
+            parse_all(&CsvOptions::default(), Eol::Lf, b"a\rb\n"),
+            Err(RecordError::UnquotedCarriageReturn)
+        );
+        assert_eq!(
+            parse_all(&CsvOptions::default(), Eol::Lf, b"a\r\n"),
+            Err(RecordError::UnquotedCarriageReturn)
+        );
         let cr = parse_all(&CsvOptions::default(), Eol::Cr, b"a,b\rc,\"d\ne\"\r").unwrap();
         assert_eq!(cr, vec![vec![s("a"), s("b")], vec![s("c"), s("d\ne")]]);
     }
 
     #[test]
     fn unterminated_quote_is_reported() {
-        assert_eq!(parse_all(&CsvOptions::default(), Eol::Lf, b"\"abc\n"), Err(RecordError::UnterminatedQuote));
+        assert_eq!(
+            parse_all(&CsvOptions::default(), Eol::Lf, b"\"abc\n"),
+            Err(RecordError::UnterminatedQuote)
+        );
     }
 
     #[test]
     fn other_delimiters() {
-        let opts = CsvOptions { delimiter: b'\t', ..Default::default() };
-        assert_eq!(parse_all(&opts, Eol::Lf, b"a\t\"b\tc\"\n").unwrap(), vec![vec![s("a"), s("b\tc")]]);
+        let opts = CsvOptions {
+            delimiter: b'\t',
+            ..Default::default()
+        };
+        assert_eq!(
+            parse_all(&opts, Eol::Lf, b"a\t\"b\tc\"\n").unwrap(),
+            vec![vec![s("a"), s("b\tc")]]
+        );
     }
 }

@@ -127,7 +127,11 @@ impl<R: Read> Splitter<R> {
                         return Ok(());
                     }
                     if i + 1 < self.buf.len() {
-                        self.eol = Some(if self.buf[i + 1] == b'\n' { Eol::CrLf } else { Eol::Cr });
+                        self.eol = Some(if self.buf[i + 1] == b'\n' {
+                            Eol::CrLf
+                        } else {
+                            Eol::Cr
+                        });
                         return Ok(());
                     }
                     if self.eof {
@@ -142,7 +146,10 @@ impl<R: Read> Splitter<R> {
                 return Ok(());
             }
             if self.buf.len() > MAX_RECORD_BYTES {
-                return Err(Error::RecordTooLong { name: self.name.clone(), limit: MAX_RECORD_BYTES });
+                return Err(Error::RecordTooLong {
+                    name: self.name.clone(),
+                    limit: MAX_RECORD_BYTES,
+                });
             }
             self.fill()?;
         }
@@ -176,7 +183,11 @@ impl<R: Read> Splitter<R> {
         let end = self.buf.len();
         while i < end {
             let rest = &self.buf[i..end];
-            let hit = if quote == escape { memchr2(quote, term, rest) } else { memchr3(quote, escape, term, rest) };
+            let hit = if quote == escape {
+                memchr2(quote, term, rest)
+            } else {
+                memchr3(quote, escape, term, rest)
+            };
             let Some(off) = hit else {
                 // Plain bytes reset the "previous byte was an escape" state.
                 if !rest.is_empty() && self.opts.escape != self.opts.quote {
@@ -219,7 +230,10 @@ impl<R: Read> Splitter<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(source) => {
                     self.buf.truncate(len);
-                    return Err(Error::Read { name: self.name.clone(), source });
+                    return Err(Error::Read {
+                        name: self.name.clone(),
+                        source,
+                    });
                 }
             }
         };
@@ -236,10 +250,19 @@ impl<R: Read> Splitter<R> {
         self.scanned -= end.min(self.scanned);
         self.boundary = None;
         let term = self.eol.unwrap_or(Eol::Lf).terminator();
-        let block = Block { index: self.next_index, first_line: self.next_line, offset: self.next_offset, data };
+        let block = Block {
+            index: self.next_index,
+            first_line: self.next_line,
+            offset: self.next_offset,
+            data,
+        };
         self.next_index += 1;
         // Lines are counted in `\n` for every ending but CR-only, where `\r` is the line break.
-        let breaks = if term == b'\r' { memchr_iter(b'\r', &block.data).count() } else { memchr_iter(b'\n', &block.data).count() };
+        let breaks = if term == b'\r' {
+            memchr_iter(b'\r', &block.data).count()
+        } else {
+            memchr_iter(b'\n', &block.data).count()
+        };
         self.next_line += breaks as u64;
         self.next_offset += block.data.len() as u64;
         block
@@ -265,7 +288,10 @@ impl<R: Read> Iterator for Splitter<R> {
                 return (!self.buf.is_empty()).then(|| Ok(self.emit(self.buf.len())));
             }
             if self.buf.len() > MAX_RECORD_BYTES && self.boundary.is_none() {
-                return Some(Err(Error::RecordTooLong { name: self.name.clone(), limit: MAX_RECORD_BYTES }));
+                return Some(Err(Error::RecordTooLong {
+                    name: self.name.clone(),
+                    limit: MAX_RECORD_BYTES,
+                }));
             }
             if let Err(e) = self.fill() {
                 return Some(Err(e));
@@ -280,7 +306,11 @@ mod tests {
     use crate::csv::record::tests::parse_all;
 
     /// Splits `data` with the given block size and parses each block on its own, as workers do.
-    fn split_then_parse(data: &[u8], opts: &CsvOptions, block_size: usize) -> (Vec<Vec<Option<String>>>, Vec<u64>) {
+    fn split_then_parse(
+        data: &[u8],
+        opts: &CsvOptions,
+        block_size: usize,
+    ) -> (Vec<Vec<Option<String>>>, Vec<u64>) {
         let mut splitter = Splitter::new(data, "t.csv", opts.clone(), block_size);
         let eol = splitter.eol().unwrap();
         let mut rows = Vec::new();
@@ -314,8 +344,14 @@ mod tests {
         for data in inputs {
             assert_split_invariant(data, &CsvOptions::default());
         }
-        let backslash = CsvOptions { escape: b'\\', ..Default::default() };
-        assert_split_invariant(b"\"a\\\"\nb\",c\n\"\\\\\",\"\n\\\"\"\nx\\,\"y\"\n", &backslash);
+        let backslash = CsvOptions {
+            escape: b'\\',
+            ..Default::default()
+        };
+        assert_split_invariant(
+            b"\"a\\\"\nb\",c\n\"\\\\\",\"\n\\\"\"\nx\\,\"y\"\n",
+            &backslash,
+        );
     }
 
     #[test]
