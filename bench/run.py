@@ -77,10 +77,16 @@ def run(cmd: list[str], *, check: bool = True, cwd: str | None = None) -> subpro
 @dataclass
 class Finished:
     """One timed child process: its exit code, output and peak RSS (KiB)."""
+    cmd: list[str]
     returncode: int
     stdout: str
     stderr: str
     maxrss_kib: int
+
+    def check(self) -> "Finished":
+        if self.returncode != 0:
+            raise BenchError(f"command failed ({self.returncode}): {' '.join(self.cmd)}\n{self.stdout}{self.stderr}")
+        return self
 
 
 class Child:
@@ -98,7 +104,7 @@ class Child:
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
         out, err = (self._read(f) for f in (self._out, self._err))
-        return Finished(self.proc.returncode, out, err, usage.ru_maxrss)  # KiB on Linux
+        return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss)  # KiB on Linux
 
     @staticmethod
     def _read(f) -> str:
@@ -106,11 +112,6 @@ class Child:
         text = f.read().decode(errors="replace")
         f.close()
         return text
-
-
-def check_finished(cmd: list[str], fin: Finished) -> None:
-    if fin.returncode != 0:
-        raise BenchError(f"command failed ({fin.returncode}): {' '.join(cmd)}\n{fin.stdout}{fin.stderr}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,8 +255,9 @@ def prepare_lineitem(args, scratch: Path) -> Dataset:
     exe = find_tpchgen()
     out = scratch / "tpch"
     t = time.perf_counter()
-    run([exe, "--scale-factor", str(args.scale), "--tables", "lineitem", "--format", "csv",
-         "--output-dir", str(out)])
+    # Up to 3.x the format is an option (--format csv); 4.x made it a subcommand (`csv`).
+    fmt = ["--format", "csv"] if "--format" in run([exe, "--help"]).stdout else ["csv"]
+    run([exe, *fmt, "--scale-factor", str(args.scale), "--tables", "lineitem", "--output-dir", str(out)])
     files = sorted(out.rglob("lineitem*.csv"))
     if len(files) != 1:
         raise BenchError(f"expected one lineitem CSV from tpchgen-cli, found {files}")
@@ -318,7 +320,7 @@ class Bench:
         t = time.perf_counter()
         fin = Child(cmd).wait()
         seconds = time.perf_counter() - t
-        check_finished(cmd, fin)
+        fin.check()
         return seconds, {"peak_rss_kib": fin.maxrss_kib}
 
     def server_binary_ceiling(self) -> tuple[float, dict]:
@@ -327,10 +329,10 @@ class Bench:
         cmds = [self.server.psql_cmd("-c", f"COPY {self.ds.table} FROM '{p}' (FORMAT binary)") for p in self.parts]
         t = time.perf_counter()
         children = [Child(c) for c in cmds]
-        finished = [c.wait() for c in children]
+        finished = [c.wait() for c in children]  # all of them, before looking at any failure
         seconds = time.perf_counter() - t
-        for c, f in zip(cmds, finished):
-            check_finished(c, f)
+        for f in finished:
+            f.check()
         return seconds, {}
 
     def inrush_load(self) -> tuple[float, dict]:
@@ -341,7 +343,7 @@ class Bench:
         t = time.perf_counter()
         fin = Child(cmd).wait()
         seconds = time.perf_counter() - t
-        check_finished(cmd, fin)
+        fin.check()
         try:
             summary = json.loads(fin.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError) as e:
