@@ -90,12 +90,12 @@ impl WorkerPlan {
         }
         let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
+        let parser = self.parser.block(data);
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
-            pos = self
-                .parser
-                .parse(data, pos, rec)
+            pos = parser
+                .parse(pos, rec)
                 .map_err(|e| Error::BadRow {
                     location: self.locate(block, start),
                     reason: e.to_string(),

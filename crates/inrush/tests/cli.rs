@@ -56,3 +56,41 @@ fn demo_runs_end_to_end_and_reports_json() {
     assert_eq!(json["inrush"]["copy_format"], "binary");
     assert!(json["psql_copy_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
+
+/// `inrush load -` against a private server: stdin input, JSON on stdout, and exit code 4 with
+/// file:line for a bad row, with nothing committed.
+#[test]
+fn load_from_stdin_reports_json_and_bad_input_exits_4() {
+    use inrush_postgres::{PrivateServer, ServerOptions};
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let server = PrivateServer::start(&ServerOptions { unsafe_fast: true, ..Default::default() }).expect("private server");
+    let target = server.connect_options("postgres");
+    target.execute_blocking("CREATE TABLE t (id int, name text)").unwrap();
+    let conninfo = server.conninfo("postgres");
+    let run = |input: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
+            .args(["load", "-", "--to", &conninfo, "--table", "t", "--header", "--json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn inrush");
+        child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
+        child.wait_with_output().expect("wait")
+    };
+
+    let ok = run(b"name,id\nalice,1\n\"bob\nsmith\",2\n");
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("JSON summary");
+    assert_eq!(json["rows"], 2);
+    assert_eq!(json["input"], "-");
+
+    let bad = run(b"id,name\n3,carol\nfour,dave\n");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("-:3, column id, value \"four\": invalid input syntax for type integer"), "{stderr}");
+    assert!(bad.stdout.is_empty(), "no summary for a failed load");
+    assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("2"));
+}

@@ -7,7 +7,7 @@ mod record;
 mod split;
 
 pub use options::CsvOptions;
-pub use record::{Record, RecordError, RecordParser};
+pub use record::{BlockParser, Record, RecordError, RecordParser};
 pub use split::{Block, Splitter};
 
 /// Line ending, fixed by the first line as in COPY (`eol_type`).
