@@ -289,7 +289,7 @@ fn read_header<R: std::io::Read>(
             reason: format!("header: {e}"),
         })?;
     Ok(Some(
-        rec.fields()
+        rec.fields(&block.data)
             .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
             .collect(),
     ))

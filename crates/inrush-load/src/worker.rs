@@ -107,8 +107,8 @@ impl WorkerPlan {
                 });
             }
             match self.format {
-                CopyFormat::Binary => self.encode_binary_row(rec, &mut out, resolver),
-                CopyFormat::Text => self.encode_text_row(rec, &mut out),
+                CopyFormat::Binary => self.encode_binary_row(data, rec, &mut out, resolver),
+                CopyFormat::Text => self.encode_text_row(data, rec, &mut out),
             }
             .map_err(|(col, e)| self.field_error(block, start, rec, col, e))?;
             rows += 1;
@@ -124,12 +124,13 @@ impl WorkerPlan {
 
     fn encode_binary_row(
         &self,
+        data: &[u8],
         rec: &Record,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.begin_tuple(self.columns.len() as u16);
-        for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
+        for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
             let Some(bytes) = field else {
                 if column.not_null {
                     out.rewind(mark);
@@ -169,11 +170,12 @@ impl WorkerPlan {
     /// Text COPY: the server parses values; the client still parses the CSV and checks NULLs.
     fn encode_text_row(
         &self,
+        data: &[u8],
         rec: &Record,
         out: &mut TupleWriter,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.len();
-        for (i, (column, field)) in self.columns.iter().zip(rec.fields()).enumerate() {
+        for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
             if field.is_none() && column.not_null {
                 out.rewind(mark);
                 return Err((i, FieldError::Refused(self.not_null_reason(column))));
@@ -223,7 +225,7 @@ impl WorkerPlan {
             FieldError::Refused(reason) => Error::BadRow {
                 location: self
                     .locate(block, start)
-                    .field(self.columns[col].name.clone(), rec.field(col)),
+                    .field(self.columns[col].name.clone(), rec.field(&block.data, col)),
                 reason,
             },
         }
@@ -250,12 +252,12 @@ impl WorkerPlan {
             if bad < next {
                 let location = self.locate(block, start);
                 let field = (0..rec.len()).find(|&i| {
-                    rec.field(i)
+                    rec.field(data, i)
                         .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
                 });
                 let location = match field {
                     Some(i) if i < self.columns.len() => {
-                        location.field(self.columns[i].name.clone(), rec.field(i))
+                        location.field(self.columns[i].name.clone(), rec.field(data, i))
                     }
                     _ => location,
                 };

@@ -15,12 +15,23 @@ pub enum RecordError {
     UnquotedNewline,
 }
 
-/// The fields of one record: de-quoted bytes in one scratch buffer, a range per field, `None`
-/// for NULL. Reused from record to record so parsing does not allocate.
+/// Where one field's bytes are.
+#[derive(Debug, Clone)]
+enum Field {
+    Null,
+    /// A field that is one unquoted run: bytes of the block itself, never copied.
+    InBlock(Range<usize>),
+    /// A field with quotes: de-quoted into the record's scratch buffer.
+    InScratch(Range<usize>),
+}
+
+/// The fields of one record: plain fields as ranges of the block they came from, quoted ones
+/// de-quoted into one scratch buffer, `None` for NULL. Reused from record to record so parsing
+/// does not allocate. Accessors take the block the record was parsed from.
 #[derive(Debug, Default)]
 pub struct Record {
     scratch: Vec<u8>,
-    fields: Vec<Option<Range<usize>>>,
+    fields: Vec<Field>,
 }
 
 impl Record {
@@ -32,18 +43,22 @@ impl Record {
         self.fields.is_empty()
     }
 
-    /// The bytes of field `i`, `None` when it is NULL (or absent).
-    pub fn field(&self, i: usize) -> Option<&[u8]> {
-        self.fields
-            .get(i)?
-            .as_ref()
-            .map(|r| &self.scratch[r.clone()])
+    /// The bytes of field `i`, `None` when it is NULL (or absent). `data` is the block the
+    /// record was parsed from.
+    pub fn field<'r>(&'r self, data: &'r [u8], i: usize) -> Option<&'r [u8]> {
+        self.resolve(data, self.fields.get(i)?)
     }
 
-    pub fn fields(&self) -> impl Iterator<Item = Option<&[u8]>> + '_ {
-        self.fields
-            .iter()
-            .map(|f| f.as_ref().map(|r| &self.scratch[r.clone()]))
+    pub fn fields<'r>(&'r self, data: &'r [u8]) -> impl Iterator<Item = Option<&'r [u8]>> + 'r {
+        self.fields.iter().map(move |f| self.resolve(data, f))
+    }
+
+    fn resolve<'r>(&'r self, data: &'r [u8], field: &Field) -> Option<&'r [u8]> {
+        match field {
+            Field::Null => None,
+            Field::InBlock(r) => Some(&data[r.clone()]),
+            Field::InScratch(r) => Some(&self.scratch[r.clone()]),
+        }
     }
 
     fn clear(&mut self) {
@@ -130,6 +145,8 @@ impl RecordParser {
         loop {
             let start = rec.scratch.len();
             let mut saw_quote = false;
+            // Until a quote shows up the field is one unquoted run, left in place.
+            let mut plain = pos..pos;
             // Each pass handles one unquoted run and, if a quote follows, one quoted run.
             let ended = loop {
                 let stop = self.run_stop(data, i);
@@ -145,7 +162,11 @@ impl RecordParser {
                 if check_stray_eol {
                     self.check_stray_eol(&data[i..run_end])?;
                 }
-                rec.scratch.extend_from_slice(&data[i..run_end]);
+                if saw_quote {
+                    rec.scratch.extend_from_slice(&data[i..run_end]);
+                } else {
+                    plain = i..run_end;
+                }
                 if stop == data.len() {
                     break FieldEnd::Record(data.len());
                 }
@@ -158,13 +179,20 @@ impl RecordParser {
                     break FieldEnd::Record(stop + 1);
                 }
                 // A quote: quoted text until the closing quote, wherever in the field it is.
-                saw_quote = true;
+                if !saw_quote {
+                    rec.scratch.extend_from_slice(&data[plain.clone()]);
+                    saw_quote = true;
+                }
                 i = self.quoted_run(data, stop + 1, &mut rec.scratch, quote, escape)?;
             };
-            let value = &rec.scratch[start..];
-            let is_null = !saw_quote && value == self.opts.null.as_slice();
-            rec.fields
-                .push((!is_null).then(|| start..rec.scratch.len()));
+            let field = if saw_quote {
+                Field::InScratch(start..rec.scratch.len())
+            } else if data[plain.clone()] == *self.opts.null.as_slice() {
+                Field::Null
+            } else {
+                Field::InBlock(plain)
+            };
+            rec.fields.push(field);
             if let FieldEnd::Record(next) = ended {
                 return Ok(next);
             }
@@ -246,7 +274,7 @@ pub(crate) mod tests {
         while pos < data.len() {
             pos = parser.parse(data, pos, &mut rec)?;
             rows.push(
-                rec.fields()
+                rec.fields(data)
                     .map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned()))
                     .collect(),
             );
