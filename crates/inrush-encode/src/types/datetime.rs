@@ -24,6 +24,7 @@
 use crate::EncodeContext;
 use crate::{EncodeError, Result};
 
+use super::cursor::Cursor;
 use super::trim_pg_space;
 
 const USECS_PER_SEC: i64 = 1_000_000;
@@ -32,7 +33,7 @@ const USECS_PER_DAY: i64 = 86_400 * USECS_PER_SEC;
 const UNIX_TO_PG_DAYS: i64 = 10_957;
 /// Largest numeric offset hour accepted natively (the server allows up to 15; real zones stop
 /// at 14).
-const MAX_OFFSET_HOUR: u32 = 14;
+const MAX_OFFSET_HOUR: u64 = 14;
 
 pub(crate) fn encode_date(text: &str, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
     let s = trim_pg_space(text).as_bytes();
@@ -45,15 +46,15 @@ pub(crate) fn encode_date(text: &str, _ctx: &EncodeContext, out: &mut Vec<u8>) -
         out.extend_from_slice(&v.to_be_bytes());
         return Ok(());
     }
-    let mut p = Parser { s, pos: 0 };
-    let date = p.date().ok_or(EncodeError::Deferred)?;
+    let mut p = Cursor::new(s);
+    let date = date_part(&mut p).ok_or(EncodeError::Deferred)?;
     if !p.at_end() {
         // A valid time (and offset) after the date is read and ignored by date_in.
-        if !p.separator() {
+        if !separator(&mut p) {
             return Err(EncodeError::Deferred);
         }
-        p.time().ok_or(EncodeError::Deferred)?;
-        p.offset_or_end().ok_or(EncodeError::Deferred)?;
+        time_part(&mut p).ok_or(EncodeError::Deferred)?;
+        offset_or_end(&mut p).ok_or(EncodeError::Deferred)?;
     }
     let days = pg_days(date);
     // 0001-01-01..9999-12-31 always fits.
@@ -71,10 +72,10 @@ pub(crate) fn encode_time(
         return Err(EncodeError::Deferred);
     }
     let s = trim_pg_space(text).as_bytes();
-    let mut p = Parser { s, pos: 0 };
-    let t = p.time().ok_or(EncodeError::Deferred)?;
+    let mut p = Cursor::new(s);
+    let t = time_part(&mut p).ok_or(EncodeError::Deferred)?;
     // time_in ignores a zone after the time.
-    p.offset_or_end().ok_or(EncodeError::Deferred)?;
+    offset_or_end(&mut p).ok_or(EncodeError::Deferred)?;
     let t = round_typmod(t, typmod);
     out.extend_from_slice(&t.to_be_bytes());
     Ok(())
@@ -135,16 +136,16 @@ fn parse_timestamp(text: &str, typmod: i32) -> Result<(i64, Offset)> {
         };
         return Ok((v, Offset::Special));
     }
-    let mut p = Parser { s, pos: 0 };
-    let date = p.date().ok_or(EncodeError::Deferred)?;
+    let mut p = Cursor::new(s);
+    let date = date_part(&mut p).ok_or(EncodeError::Deferred)?;
     let mut v = pg_days(date) * USECS_PER_DAY;
     let mut offset = Offset::None;
     if !p.at_end() {
-        if !p.separator() {
+        if !separator(&mut p) {
             return Err(EncodeError::Deferred);
         }
-        v += p.time().ok_or(EncodeError::Deferred)?;
-        if let Some(secs) = p.offset_or_end().ok_or(EncodeError::Deferred)? {
+        v += time_part(&mut p).ok_or(EncodeError::Deferred)?;
+        if let Some(secs) = offset_or_end(&mut p).ok_or(EncodeError::Deferred)? {
             offset = Offset::Seconds(secs);
         }
     }
@@ -212,162 +213,127 @@ fn days_in_month(y: u32, m: u32) -> u32 {
     }
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    pos: usize,
+/// `YYYY-M[M]-D[D]` or `YYYYMMDD`, validated, year 1..=9999.
+fn date_part(p: &mut Cursor<'_>) -> Option<(u32, u32, u32)> {
+    let (first, n) = p.digits(8)?;
+    let (y, m, d) = match n {
+        4 => {
+            if !p.eat(b'-') {
+                return None;
+            }
+            let (m, _) = p.digits(2)?;
+            if !p.eat(b'-') {
+                return None;
+            }
+            let (d, _) = p.digits(2)?;
+            (first, m, d)
+        }
+        8 => {
+            // Only verified followed by the end or a space.
+            if !matches!(p.peek(), None | Some(b' ')) {
+                return None;
+            }
+            (first / 10_000, first / 100 % 100, first % 100)
+        }
+        _ => return None,
+    };
+    // At most 8 digits each, so these always fit.
+    let (y, m, d) = (
+        u32::try_from(y).ok()?,
+        u32::try_from(m).ok()?,
+        u32::try_from(d).ok()?,
+    );
+    if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+        return None;
+    }
+    Some((y, m, d))
 }
 
-impl Parser<'_> {
-    fn at_end(&self) -> bool {
-        self.pos >= self.s.len()
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.pos).copied()
-    }
-
-    /// A run of 1..=max ASCII digits not followed by another digit: (value, length).
-    fn digits(&mut self, max: usize) -> Option<(u32, usize)> {
-        let start = self.pos;
-        let mut v: u32 = 0;
-        while let Some(b) = self.peek() {
-            if !b.is_ascii_digit() {
-                break;
-            }
-            if self.pos - start >= max {
-                return None;
-            }
-            v = v * 10 + u32::from(b - b'0');
-            self.pos += 1;
-        }
-        let n = self.pos - start;
-        (n > 0).then_some((v, n))
-    }
-
-    fn eat(&mut self, b: u8) -> bool {
-        if self.peek() == Some(b) {
-            self.pos += 1;
+/// Between date and time: one or more spaces, or a single `T`/`t`.
+fn separator(p: &mut Cursor<'_>) -> bool {
+    match p.peek() {
+        Some(b'T' | b't') => {
+            p.bump();
             true
-        } else {
-            false
         }
+        Some(b' ') => {
+            p.skip_spaces();
+            true
+        }
+        _ => false,
     }
+}
 
-    /// `YYYY-M[M]-D[D]` or `YYYYMMDD`, validated, year 1..=9999.
-    fn date(&mut self) -> Option<(u32, u32, u32)> {
-        let (first, n) = self.digits(8)?;
-        let (y, m, d) = match n {
-            4 => {
-                if !self.eat(b'-') {
-                    return None;
-                }
-                let (m, _) = self.digits(2)?;
-                if !self.eat(b'-') {
-                    return None;
-                }
-                let (d, _) = self.digits(2)?;
-                (first, m, d)
-            }
-            8 => {
-                // Only verified followed by the end or a space.
-                if !matches!(self.peek(), None | Some(b' ')) {
-                    return None;
-                }
-                (first / 10_000, first / 100 % 100, first % 100)
-            }
-            _ => return None,
-        };
-        if !(1..=9999).contains(&y) || !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+/// `H[H]:MM[:SS[.f{1,6}]]` in microseconds since midnight, hour 0..=23.
+fn time_part(p: &mut Cursor<'_>) -> Option<i64> {
+    let (h, _) = p.digits(2)?;
+    if !p.eat(b':') {
+        return None;
+    }
+    let (mi, mn) = p.digits(2)?;
+    if mn != 2 {
+        return None;
+    }
+    let mut sec = 0;
+    let mut frac = 0;
+    if p.eat(b':') {
+        let (sv, sn) = p.digits(2)?;
+        if sn != 2 {
             return None;
         }
-        Some((y, m, d))
-    }
-
-    /// Between date and time: one or more spaces, or a single `T`/`t`.
-    fn separator(&mut self) -> bool {
-        match self.peek() {
-            Some(b'T' | b't') => {
-                self.pos += 1;
-                true
-            }
-            Some(b' ') => {
-                while self.eat(b' ') {}
-                true
-            }
-            _ => false,
+        sec = sv;
+        if p.eat(b'.') {
+            let (f, fnum) = p.digits(6)?;
+            frac = f * 10u64.pow(6 - fnum as u32);
         }
     }
+    if h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let secs = i64::try_from(h * 3600 + mi * 60 + sec).ok()?;
+    Some(secs * USECS_PER_SEC + i64::try_from(frac).ok()?)
+}
 
-    /// `H[H]:MM[:SS[.f{1,6}]]` in microseconds since midnight, hour 0..=23.
-    fn time(&mut self) -> Option<i64> {
-        let (h, _) = self.digits(2)?;
-        if !self.eat(b':') {
-            return None;
+/// After a time: the end (`Some(None)`), or an optional single space and a numeric offset
+/// or `Z` ending the text (`Some(Some(seconds east))`); anything else `None`.
+fn offset_or_end(p: &mut Cursor<'_>) -> Option<Option<i32>> {
+    if p.at_end() {
+        return Some(None);
+    }
+    p.eat(b' ');
+    let secs = match p.peek()? {
+        b'Z' | b'z' => {
+            p.bump();
+            0
         }
-        let (mi, mn) = self.digits(2)?;
-        if mn != 2 {
-            return None;
-        }
-        let mut sec = 0;
-        let mut frac: i64 = 0;
-        if self.eat(b':') {
-            let (sv, sn) = self.digits(2)?;
-            if sn != 2 {
+        sign @ (b'+' | b'-') => {
+            p.bump();
+            let (hh, hn) = p.digits(4)?;
+            let (h, m) = match hn {
+                2 if p.eat(b':') => {
+                    let (m, mn) = p.digits(2)?;
+                    if mn != 2 {
+                        return None;
+                    }
+                    (hh, m)
+                }
+                2 => (hh, 0),
+                4 => (hh / 100, hh % 100),
+                _ => return None,
+            };
+            if h > MAX_OFFSET_HOUR || m > 59 {
                 return None;
             }
-            sec = sv;
-            if self.eat(b'.') {
-                let (f, fnum) = self.digits(6)?;
-                frac = i64::from(f) * 10i64.pow(6 - fnum as u32);
+            let secs = i32::try_from(h * 3600 + m * 60).ok()?;
+            if sign == b'-' {
+                -secs
+            } else {
+                secs
             }
         }
-        if h > 23 || mi > 59 || sec > 59 {
-            return None;
-        }
-        Some((i64::from(h) * 3600 + i64::from(mi) * 60 + i64::from(sec)) * USECS_PER_SEC + frac)
-    }
-
-    /// After a time: the end (`Some(None)`), or an optional single space and a numeric offset
-    /// or `Z` ending the text (`Some(Some(seconds east))`); anything else `None`.
-    fn offset_or_end(&mut self) -> Option<Option<i32>> {
-        if self.at_end() {
-            return Some(None);
-        }
-        self.eat(b' ');
-        let secs = match self.peek()? {
-            b'Z' | b'z' => {
-                self.pos += 1;
-                0
-            }
-            sign @ (b'+' | b'-') => {
-                self.pos += 1;
-                let (hh, hn) = self.digits(4)?;
-                let (h, m) = match hn {
-                    2 if self.eat(b':') => {
-                        let (m, mn) = self.digits(2)?;
-                        if mn != 2 {
-                            return None;
-                        }
-                        (hh, m)
-                    }
-                    2 => (hh, 0),
-                    4 => (hh / 100, hh % 100),
-                    _ => return None,
-                };
-                if h > MAX_OFFSET_HOUR || m > 59 {
-                    return None;
-                }
-                let secs = (h * 3600 + m * 60) as i32;
-                if sign == b'-' {
-                    -secs
-                } else {
-                    secs
-                }
-            }
-            _ => return None,
-        };
-        self.at_end().then_some(Some(secs))
-    }
+        _ => return None,
+    };
+    p.at_end().then_some(Some(secs))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 use crate::EncodeContext;
 use crate::{EncodeError, Result};
 
+use super::cursor::Cursor;
 use super::trim_pg_space;
 
 const USECS_PER_SEC: i64 = 1_000_000;
@@ -100,59 +101,6 @@ fn fit_i32(v: i64) -> Option<i64> {
         .then_some(v)
 }
 
-struct Parser<'a> {
-    s: &'a [u8],
-    pos: usize,
-}
-
-impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.pos).copied()
-    }
-
-    fn eat(&mut self, b: u8) -> bool {
-        if self.peek() == Some(b) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn skip_spaces(&mut self) -> usize {
-        let start = self.pos;
-        while self.eat(b' ') {}
-        self.pos - start
-    }
-
-    /// 1..=max digits not followed by another digit: (value, length).
-    fn digits(&mut self, max: usize) -> Option<(i64, usize)> {
-        let start = self.pos;
-        let mut v: i64 = 0;
-        while let Some(b) = self.peek() {
-            if !b.is_ascii_digit() {
-                break;
-            }
-            if self.pos - start >= max {
-                return None;
-            }
-            v = v * 10 + i64::from(b - b'0');
-            self.pos += 1;
-        }
-        let n = self.pos - start;
-        (n > 0).then_some((v, n))
-    }
-
-    /// An ASCII letter run, as a slice.
-    fn word(&mut self) -> &[u8] {
-        let start = self.pos;
-        while matches!(self.peek(), Some(b) if b.is_ascii_alphabetic()) {
-            self.pos += 1;
-        }
-        &self.s[start..self.pos]
-    }
-}
-
 fn unit_flag(word: &[u8]) -> Option<u8> {
     const UNITS: &[(&[u8], u8)] = &[
         (b"year", F_YEAR),
@@ -182,7 +130,7 @@ fn unit_flag(word: &[u8]) -> Option<u8> {
 
 /// The `postgres` output style (and `postgres_verbose` without `@`/`ago`).
 fn parse_postgres(s: &[u8]) -> Option<Acc> {
-    let mut p = Parser { s, pos: 0 };
+    let mut p = Cursor::new(s);
     let mut acc = Acc::default();
     let mut fields = 0usize;
     let mut first_negative = false;
@@ -194,7 +142,7 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
             _ => 0,
         };
         if sign != 0 {
-            p.pos += 1;
+            p.bump();
         }
         if fields == 0 {
             first_negative = sign < 0;
@@ -203,6 +151,8 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
         }
         fields += 1;
         let (n, _) = p.digits(MAX_NUMBER_DIGITS)?;
+        // Every number here has at most 9 digits, so each conversion to i64 always succeeds.
+        let n = i64::try_from(n).ok()?;
         let neg = sign < 0;
         if p.eat(b':') {
             // Time field: must be the last one.
@@ -210,16 +160,16 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
             if mn != 2 || m > 59 {
                 return None;
             }
-            let mut usec = n * USECS_PER_HOUR + m * USECS_PER_MINUTE;
+            let mut usec = n * USECS_PER_HOUR + i64::try_from(m).ok()? * USECS_PER_MINUTE;
             if p.eat(b':') {
                 let (sec, sn) = p.digits(2)?;
                 if sn != 2 || sec > 59 {
                     return None;
                 }
-                usec += sec * USECS_PER_SEC;
+                usec += i64::try_from(sec).ok()? * USECS_PER_SEC;
                 if p.eat(b'.') {
                     let (f, fnum) = p.digits(6)?;
-                    usec += f * 10i64.pow(6 - fnum as u32);
+                    usec += i64::try_from(f).ok()? * 10i64.pow(6 - fnum as u32);
                 }
             }
             if acc.seen & (F_HOUR | F_MINUTE | F_SECOND) != 0 {
@@ -227,7 +177,7 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
             }
             acc.seen |= F_HOUR | F_MINUTE | F_SECOND;
             acc.usec += if neg { -usec } else { usec };
-            if p.pos != s.len() {
+            if !p.at_end() {
                 return None;
             }
             break;
@@ -235,7 +185,7 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
         p.skip_spaces();
         let flag = unit_flag(p.word())?;
         acc.add(flag, if neg { -n } else { n })?;
-        if p.pos == s.len() {
+        if p.at_end() {
             break;
         }
         if p.skip_spaces() == 0 {
@@ -251,14 +201,16 @@ fn parse_postgres(s: &[u8]) -> Option<Acc> {
 }
 
 /// `P[nY][nM][nW][nD][T[nH][nM][nS]]`, integers only, each unit once and in this order.
+/// `s` starts with `P`.
 fn parse_iso(s: &[u8]) -> Option<Acc> {
-    let mut p = Parser { s, pos: 1 };
+    let mut p = Cursor::new(s);
+    p.eat(b'P');
     let mut acc = Acc::default();
     let mut time_part = false;
     let mut last_rank = 0u8;
     let mut any = false;
     let mut any_time = false;
-    while p.pos < s.len() {
+    while !p.at_end() {
         if p.eat(b'T') {
             if time_part {
                 return None;
@@ -267,8 +219,10 @@ fn parse_iso(s: &[u8]) -> Option<Acc> {
             continue;
         }
         let (n, _) = p.digits(MAX_NUMBER_DIGITS)?;
+        // At most 9 digits, so this always fits.
+        let n = i64::try_from(n).ok()?;
         let unit = p.peek()?;
-        p.pos += 1;
+        p.bump();
         let (rank, flag) = match (time_part, unit) {
             (false, b'Y') => (1, F_YEAR),
             (false, b'M') => (2, F_MONTH),

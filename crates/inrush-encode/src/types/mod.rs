@@ -4,6 +4,7 @@
 mod array;
 mod boolean;
 mod bytea;
+mod cursor;
 mod datetime;
 mod float;
 mod int;
