@@ -115,6 +115,17 @@ fn one_byte(s: &str) -> Result<u8, String> {
     }
 }
 
+impl Cli {
+    /// Whether the user asked for machine-readable output.
+    pub fn wants_json(&self) -> bool {
+        match &self.command {
+            Command::Load(a) => a.output.json,
+            Command::Demo(a) => a.output.json,
+            Command::Gen(_) => false,
+        }
+    }
+}
+
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Load(args) => load(args),

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
+    let json = args.wants_json();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -25,8 +26,13 @@ fn main() -> ExitCode {
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            let code = exit_code(&e);
             eprintln!("error: {e:#}");
-            ExitCode::from(exit_code(&e))
+            if json {
+                // Scripts reading --json get the failure in the same channel as a success.
+                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": code }));
+            }
+            ExitCode::from(code)
         }
     }
 }

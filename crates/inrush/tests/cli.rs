@@ -91,6 +91,8 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("-:3, column id, value \"four\": invalid input syntax for type integer"), "{stderr}");
-    assert!(bad.stdout.is_empty(), "no summary for a failed load");
+    let failure: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("JSON error object");
+    assert_eq!(failure["exit_code"], 4);
+    assert!(failure["error"].as_str().unwrap_or("").contains("-:3, column id"), "{failure}");
     assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("2"));
 }
