@@ -1,6 +1,6 @@
 //! One record at a time, with COPY's `CopyReadAttributesCSV` rules.
 
-use super::{CsvOptions, Eol};
+use super::{CsvOptions, Eol, QuoteState};
 use memchr::{memchr, memchr2, memchr3};
 use std::ops::Range;
 
@@ -119,6 +119,20 @@ impl RecordParser {
     /// is faster.)
     pub fn parse(&self, data: &[u8], pos: usize, rec: &mut Record) -> Result<usize, RecordError> {
         self.parse_record(data, pos, rec, true)
+    }
+
+    /// Where the record starting at `start` ends by COPY's line reader (quote-aware), to skip a
+    /// record that could not be parsed. `data.len()` when it runs to the end (an open quote).
+    pub fn record_end(&self, data: &[u8], start: usize) -> usize {
+        let term = self.eol.terminator();
+        let mut quotes = QuoteState::default();
+        for (i, &c) in data.iter().enumerate().skip(start) {
+            if c == term && !quotes.in_quote() {
+                return i + 1;
+            }
+            quotes.step(c, self.opts.quote, self.opts.escape);
+        }
+        data.len()
     }
 
     /// The first byte at or after `from` that ends an unquoted run, or `data.len()`.
@@ -366,6 +380,14 @@ pub(crate) mod tests {
         );
         let cr = parse_all(&CsvOptions::default(), Eol::Cr, b"a,b\rc,\"d\ne\"\r").unwrap();
         assert_eq!(cr, vec![vec![s("a"), s("b")], vec![s("c"), s("d\ne")]]);
+    }
+
+    #[test]
+    fn record_end_is_quote_aware() {
+        let parser = RecordParser::new(CsvOptions::default(), Eol::Lf);
+        let data = b"\"a\nb\",x\ry\nnext\n";
+        assert_eq!(parser.record_end(data, 0), 10);
+        assert_eq!(parser.record_end(b"\"open\nrest\n", 0), 11);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! than parsing and one thread keeps every parser busy; it also works on streams that cannot seek
 //! (standard input, gzip).
 
-use super::{CsvOptions, Eol};
+use super::{CsvOptions, Eol, QuoteState};
 use crate::{Error, Result};
 use bytes::{Bytes, BytesMut};
 use memchr::{memchr2, memchr3, memchr_iter};
@@ -41,8 +41,7 @@ pub struct Splitter<R> {
     buf: BytesMut,
     /// `buf[..scanned]` has been scanned; quote state below is valid at `scanned`.
     scanned: usize,
-    in_quote: bool,
-    last_was_escape: bool,
+    quotes: QuoteState,
     /// End of the last whole record found in `buf[..scanned]`.
     boundary: Option<usize>,
     eof: bool,
@@ -63,8 +62,7 @@ impl<R: Read> Splitter<R> {
             block_size: block_size.max(1),
             buf: BytesMut::new(),
             scanned: 0,
-            in_quote: false,
-            last_was_escape: false,
+            quotes: QuoteState::default(),
             boundary: None,
             eof: false,
             started: false,
@@ -115,13 +113,13 @@ impl<R: Read> Splitter<R> {
 
     /// COPY takes the first unquoted line break as the ending of every line.
     fn detect_eol(&mut self) -> Result<()> {
-        let (mut in_quote, mut last_was_escape) = (false, false);
+        let mut quotes = QuoteState::default();
         let mut i = 0;
         loop {
             while i < self.buf.len() {
                 let c = self.buf[i];
-                self.step_quote(c, &mut in_quote, &mut last_was_escape);
-                if !in_quote && (c == b'\n' || c == b'\r') {
+                quotes.step(c, self.opts.quote, self.opts.escape);
+                if !quotes.in_quote() && (c == b'\n' || c == b'\r') {
                     if c == b'\n' {
                         self.eol = Some(Eol::Lf);
                         return Ok(());
@@ -155,25 +153,6 @@ impl<R: Read> Splitter<R> {
         }
     }
 
-    fn step_quote(&self, c: u8, in_quote: &mut bool, last_was_escape: &mut bool) {
-        let (quote, escape) = (self.opts.quote, self.opts.escape);
-        if quote == escape {
-            if c == quote {
-                *in_quote = !*in_quote;
-            }
-            return;
-        }
-        if *in_quote && c == escape {
-            *last_was_escape = !*last_was_escape;
-        }
-        if c == quote && !*last_was_escape {
-            *in_quote = !*in_quote;
-        }
-        if c != escape {
-            *last_was_escape = false;
-        }
-    }
-
     /// Scans new bytes, remembering the last record end seen outside quotes; stops at the first
     /// record end at or past `min_end`.
     fn scan(&mut self, min_end: usize) {
@@ -190,29 +169,26 @@ impl<R: Read> Splitter<R> {
             };
             let Some(off) = hit else {
                 // Plain bytes reset the "previous byte was an escape" state.
-                if !rest.is_empty() && self.opts.escape != self.opts.quote {
-                    self.last_was_escape = false;
+                if !rest.is_empty() {
+                    self.quotes.skip_plain();
                 }
                 i = end;
                 break;
             };
             let at = i + off;
             if off > 0 {
-                self.last_was_escape = false;
+                self.quotes.skip_plain();
             }
             let c = self.buf[at];
-            if c == term && !self.in_quote {
-                self.last_was_escape = false;
+            if c == term && !self.quotes.in_quote() {
+                self.quotes.skip_plain();
                 self.boundary = Some(at + 1);
                 if at + 1 >= min_end {
                     self.scanned = at + 1;
                     return;
                 }
             } else {
-                let (mut q, mut e) = (self.in_quote, self.last_was_escape);
-                self.step_quote(c, &mut q, &mut e);
-                self.in_quote = q;
-                self.last_was_escape = e;
+                self.quotes.step(c, quote, escape);
             }
             i = at + 1;
         }
