@@ -30,6 +30,11 @@ pub enum Error {
         rows_committed: u64,
         reason: String,
     },
+    /// More rows were refused than `--max-errors` allows; nothing was committed.
+    #[error("more than {limit} rows refused (the last: {last}); nothing was committed")]
+    TooManyRejects { limit: u64, last: String },
+    #[error("reject file: {0}")]
+    Rejects(String),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -40,6 +45,7 @@ impl Error {
         matches!(
             self,
             Error::BadRow { .. }
+                | Error::TooManyRejects { .. }
                 | Error::ServerRefused { .. }
                 | Error::Columns(_)
                 | Error::Read(inrush_read::Error::Record { .. })

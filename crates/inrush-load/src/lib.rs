@@ -19,6 +19,7 @@ pub mod columns;
 mod error;
 mod options;
 pub mod pipeline;
+mod rejects;
 mod sink;
 mod summary;
 mod worker;

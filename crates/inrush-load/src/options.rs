@@ -20,6 +20,11 @@ pub struct LoadOptions {
     pub block_size: usize,
     /// Load through text COPY even when binary is possible (for comparisons).
     pub force_text: bool,
+    /// Rows that may be refused (written to `rejects`) before the load stops; 0: stop at the
+    /// first bad row.
+    pub max_errors: u64,
+    /// The reject file; default `<input>.rejects` (its log: `<rejects>.log`).
+    pub rejects: Option<std::path::PathBuf>,
 }
 
 impl LoadOptions {
@@ -36,6 +41,8 @@ impl LoadOptions {
             connections: cores.clamp(1, 4),
             block_size: 1 << 20,
             force_text: false,
+            max_errors: 0,
+            rejects: None,
         }
     }
 }

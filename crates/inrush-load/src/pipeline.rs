@@ -11,6 +11,7 @@
 //! whoever waits on them. Then either every transaction commits (no error) or none does.
 
 use crate::columns::map_columns;
+use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
 use crate::worker::WorkerPlan;
 use crate::{Error, LoadOptions, LoadSummary, Result};
@@ -21,6 +22,7 @@ use inrush_postgres::{SessionInfo, TableInfo};
 use inrush_read::csv::{Record, RecordParser, Splitter};
 use inrush_read::source;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,8 @@ pub(crate) struct Shared {
     cancelled: AtomicBool,
     first_error: Mutex<Option<Error>>,
     pub progress: Arc<Progress>,
+    /// Where refused rows go, when the user allows some.
+    pub rejects: Option<Rejects>,
 }
 
 impl Shared {
@@ -80,11 +84,19 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let eol = splitter.eol()?;
     let parser = RecordParser::new(opts.csv.clone(), eol);
     let header = if opts.csv.header {
-        read_header(&mut splitter, &parser)?
+        read_header(&mut splitter, &parser, &input_name)?
     } else {
         None
     };
-    let columns = map_columns(&table, opts.columns.as_deref(), header.as_deref())?;
+    let header_names = header.as_ref().map(|(names, _)| names.as_slice());
+    let columns = map_columns(&table, opts.columns.as_deref(), header_names)?;
+    let rejects = match opts.max_errors {
+        0 => None,
+        limit => {
+            let path = opts.rejects.clone().unwrap_or_else(|| default_rejects_path(&input_name));
+            Some(Rejects::create(&path, limit, header.as_ref().map(|(_, raw)| &raw[..]))?)
+        }
+    };
     let unsupported: Vec<String> = columns
         .iter()
         .filter(|c| c.value_type == ValueType::Unsupported)
@@ -132,6 +144,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         cancelled: AtomicBool::new(false),
         first_error: Mutex::new(None),
         progress: progress.clone(),
+        rejects,
     };
     let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
     let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
@@ -205,7 +218,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
     reporter.progress(progress.snapshot());
 
+    // The reject file is kept whatever happens: it describes the rows refused so far.
+    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
     if let Some(error) = shared.take_error() {
+        runtime.block_on(rollback(&finished));
+        return Err(error);
+    }
+    if let Err(error) = flushed {
         runtime.block_on(rollback(&finished));
         return Err(error);
     }
@@ -240,6 +259,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         copy_format: format.name(),
         text_reason,
         values_resolved_by_server: resolved,
+        rows_rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
+        rejects_file: shared.rejects.as_ref().map(|r| r.path.display().to_string()),
+        rejects_log: shared.rejects.as_ref().map(|r| r.log_path.display().to_string()),
         server_version: session.server_version,
     })
 }
@@ -273,24 +295,28 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     })
 }
 
-/// Parses the header record into column names.
+/// Parses the header record: its column names, and its raw bytes for the reject file.
 fn read_header<R: std::io::Read>(
     splitter: &mut Splitter<R>,
     parser: &RecordParser,
-) -> Result<Option<Vec<String>>> {
+    input_name: &str,
+) -> Result<Option<(Vec<String>, bytes::Bytes)>> {
     let Some(block) = splitter.take_first_record()? else {
         return Ok(None);
     };
     let mut rec = Record::default();
-    parser
-        .parse(&block.data, 0, &mut rec)
-        .map_err(|e| Error::BadRow {
-            location: inrush_core::Location::record(String::new(), 1),
-            reason: format!("header: {e}"),
-        })?;
-    Ok(Some(
-        rec.fields(&block.data)
-            .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
-            .collect(),
-    ))
+    parser.parse(&block.data, 0, &mut rec).map_err(|e| Error::BadRow {
+        location: inrush_core::Location::record(input_name, 1),
+        reason: format!("header: {e}"),
+    })?;
+    let names = rec.fields(&block.data).map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned()).collect();
+    Ok(Some((names, block.data)))
+}
+
+/// `data.csv` → `data.csv.rejects`; standard input → `inrush.rejects` here.
+fn default_rejects_path(input_name: &str) -> PathBuf {
+    match input_name {
+        "-" => PathBuf::from("inrush.rejects"),
+        name => PathBuf::from(format!("{name}.rejects")),
+    }
 }

@@ -22,4 +22,8 @@ pub struct LoadSummary {
     /// Values the client handed to the server's parser (rare forms, see inrush-encode).
     pub values_resolved_by_server: u64,
     pub server_version: String,
+    /// Rows refused and written to the reject file (`--max-errors`); 0 when none were.
+    pub rows_rejected: u64,
+    pub rejects_file: Option<String>,
+    pub rejects_log: Option<String>,
 }

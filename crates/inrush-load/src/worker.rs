@@ -2,6 +2,7 @@
 //! field into a COPY chunk, and say exactly where and why when a row cannot be loaded.
 
 use crate::pipeline::Shared;
+use crate::rejects::Rejects;
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_core::{Location, TargetColumn};
@@ -10,7 +11,7 @@ use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
 use inrush_postgres::copy::CopyFormat;
 use inrush_postgres::resolve::Resolver;
 use inrush_postgres::ConnectOptions;
-use inrush_read::csv::{Block, Record, RecordParser};
+use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
 use std::sync::atomic::Ordering;
 
 /// Encoded rows of one block, ready for any COPY stream, with what is needed to find a row
@@ -61,7 +62,7 @@ impl WorkerPlan {
             if shared.is_cancelled() {
                 break;
             }
-            match self.encode_block(&block, &mut rec, &mut resolver) {
+            match self.encode_block(&block, &mut rec, &mut resolver, shared.rejects.as_ref()) {
                 Ok(chunk) => {
                     let rows = chunk.rows;
                     if chunks.send(chunk).is_err() {
@@ -78,40 +79,38 @@ impl WorkerPlan {
         resolver.round_trips
     }
 
+    /// Encodes every record of a block. A refused row is written to `rejects` when the user
+    /// allows rejects, else it ends the load.
     fn encode_block(
         &self,
         block: &Block,
         rec: &mut Record,
         resolver: &mut Resolver,
+        rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
         let data = &block.data[..];
-        if let Err(pos) = check_encoding(data) {
-            return Err(self.encoding_error(block, rec, pos));
-        }
+        // Checked once per block; only a block with a bad byte is checked record by record.
+        let block_is_valid = check_encoding(data).is_ok();
+        let parser = self.parser.block(data);
         let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
-        let parser = self.parser.block(data);
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
-            pos = parser
-                .parse(pos, rec)
-                .map_err(|e| Error::BadRow {
-                    location: self.locate(block, start),
-                    reason: e.to_string(),
-                })?;
-            if rec.len() != self.columns.len() {
-                return Err(Error::BadRow {
-                    location: self.locate(block, start),
-                    reason: self.field_count_reason(rec.len()),
-                });
+            match self.encode_record(block, &parser, start, block_is_valid, rec, &mut out, resolver) {
+                Ok(next) => {
+                    rows += 1;
+                    pos = next;
+                }
+                Err((Error::BadRow { location, reason }, next)) if rejects.is_some() => {
+                    if let Some(rejects) = rejects {
+                        let raw = &data[start..next];
+                        rejects.reject(raw, self.parser.leaves_quote_open(raw), &location, &reason, None)?;
+                    }
+                    pos = next;
+                }
+                Err((error, _)) => return Err(error),
             }
-            match self.format {
-                CopyFormat::Binary => self.encode_binary_row(data, rec, &mut out, resolver),
-                CopyFormat::Text => self.encode_text_row(data, rec, &mut out),
-            }
-            .map_err(|(col, e)| self.field_error(block, start, rec, col, e))?;
-            rows += 1;
         }
         Ok(Chunk {
             data: Bytes::from(out.into_inner()),
@@ -120,6 +119,40 @@ impl WorkerPlan {
             offset: block.offset,
             len: data.len(),
         })
+    }
+
+    /// Encodes the record at `start`; returns where the next record starts, also on refusal.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_record(
+        &self,
+        block: &Block,
+        parser: &BlockParser<'_>,
+        start: usize,
+        block_is_valid: bool,
+        rec: &mut Record,
+        out: &mut TupleWriter,
+        resolver: &mut Resolver,
+    ) -> Result<usize, (Error, usize)> {
+        let data = &block.data[..];
+        let next = parser.parse(start, rec).map_err(|e| {
+            let error = Error::BadRow { location: self.locate(block, start), reason: e.to_string() };
+            (error, self.parser.record_end(data, start))
+        })?;
+        if !block_is_valid {
+            if let Err(bad) = check_encoding(&data[start..next]) {
+                return Err((self.encoding_error(block, start, rec, start + bad), next));
+            }
+        }
+        if rec.len() != self.columns.len() {
+            let error = Error::BadRow { location: self.locate(block, start), reason: self.field_count_reason(rec.len()) };
+            return Err((error, next));
+        }
+        match self.format {
+            CopyFormat::Binary => self.encode_binary_row(data, rec, out, resolver),
+            CopyFormat::Text => self.encode_text_row(data, rec, out),
+        }
+        .map_err(|(col, e)| (self.field_error(block, start, rec, col, e), next))?;
+        Ok(next)
     }
 
     fn encode_binary_row(
@@ -139,7 +172,8 @@ impl WorkerPlan {
                 out.null();
                 continue;
             };
-            // Safe: the whole block was checked to be UTF-8, and fields are cut at ASCII bytes.
+            // Safe: the record was checked to be UTF-8 (with its block, or on its own), and
+            // fields are cut at ASCII bytes.
             let text = unsafe { std::str::from_utf8_unchecked(bytes) };
             let written = out.field(|buf| {
                 let start = buf.len();
@@ -231,44 +265,22 @@ impl WorkerPlan {
         }
     }
 
-    /// Finds the record holding the bad byte and the field it is in.
-    fn encoding_error(&self, block: &Block, rec: &mut Record, bad: usize) -> Error {
+    /// Names the field of the record at `start` (already parsed into `rec`) that holds the
+    /// bad byte at `bad`.
+    fn encoding_error(&self, block: &Block, start: usize, rec: &Record, bad: usize) -> Error {
         let data = &block.data[..];
         let reason = format!(
             "invalid byte sequence for encoding \"UTF8\": {}",
-            data[bad..]
-                .iter()
-                .take(2)
-                .map(|b| format!("0x{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            data[bad..].iter().take(2).map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
         );
-        let mut pos = 0;
-        while pos < data.len() {
-            let start = pos;
-            let Ok(next) = self.parser.parse(data, pos, rec) else {
-                break;
-            };
-            if bad < next {
-                let location = self.locate(block, start);
-                let field = (0..rec.len()).find(|&i| {
-                    rec.field(data, i)
-                        .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
-                });
-                let location = match field {
-                    Some(i) if i < self.columns.len() => {
-                        location.field(self.columns[i].name.clone(), rec.field(data, i))
-                    }
-                    _ => location,
-                };
-                return Error::BadRow { location, reason };
-            }
-            pos = next;
-        }
-        Error::BadRow {
-            location: self.locate(block, bad),
-            reason,
-        }
+        let location = self.locate(block, start);
+        let field = (0..rec.len().min(self.columns.len()))
+            .find(|&i| rec.field(data, i).is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0)));
+        let location = match field {
+            Some(i) => location.field(self.columns[i].name.clone(), rec.field(data, i)),
+            None => location,
+        };
+        Error::BadRow { location, reason }
     }
 
     /// The location of the record starting at byte `start` of `block`.

@@ -527,3 +527,107 @@ fn summary_counts_rows_bytes_and_wal() {
     assert!(summary.wal_bytes.unwrap_or(0) > 0);
     assert_eq!(db.count("t"), 1000);
 }
+
+/// Good rows and one bad row of every kind the client catches, with an unterminated quote last
+/// (it swallows the rest of the input, as COPY's reader would).
+const MIXED: &[(&str, bool)] = &[
+    ("1,alice,2024-01-01", true),
+    ("2,bob,2024-13-01", false),
+    ("3,carol,2024-01-03,extra", false),
+    ("4,dave", false),
+    ("99999999999,erin,2024-01-05", false),
+    ("6,frank-too-long,2024-01-06", false),
+    ("7,,2024-01-07", false),
+    ("8,gr\u{e9}ta,2024-01-08", true),
+    ("9,\"multi\nline\",2024-01-09", false),
+    ("10,\"ivan\",2024-01-10", true),
+    ("x11,judy,2024-01-11", false),
+    ("12,karl,2024-01-12", true),
+];
+
+fn mixed_input() -> (Vec<u8>, Vec<String>, Vec<String>) {
+    let mut data = b"id,name,day\n".to_vec();
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    for (line, ok) in MIXED {
+        data.extend_from_slice(line.as_bytes());
+        data.push(b'\n');
+        if *ok { good.push(line.to_string()) } else { bad.push(line.to_string()) }
+    }
+    // Invalid UTF-8 and an unterminated quote, which must come last.
+    data.extend_from_slice(b"13,b\xe9d,2024-01-13\n");
+    bad.push("13,b\u{fffd}d,2024-01-13".into());
+    data.extend_from_slice(b"14,\"open,2024-01-14\n15,lost,2024-01-15\n");
+    bad.push("14,\"open,2024-01-14\n15,lost,2024-01-15".into());
+    (data, good, bad)
+}
+
+#[test]
+fn rejects_hold_exactly_the_bad_rows_and_the_table_exactly_the_good_ones() {
+    let (data, good, bad) = mixed_input();
+    for (block_size, workers) in [(1 << 20, 2), (1, 3)] {
+        let mut db = fresh_db();
+        db.exec("CREATE TABLE t (id int, name varchar(8) NOT NULL, day date)");
+        let (dir, path) = write_input(&data, "csv");
+        let mut opts = db.load_options(&path, "t");
+        opts.csv.header = true;
+        opts.max_errors = 100;
+        opts.block_size = block_size;
+        opts.workers = workers;
+        let summary = load(&opts, &Silent).expect("a load with rejects completes");
+        assert_eq!(summary.rows, good.len() as u64);
+        assert_eq!(summary.rows_rejected, bad.len() as u64);
+        assert_eq!(db.count("t"), good.len() as i64);
+        assert_eq!(db.count("t WHERE id IN (1, 8, 10, 12)"), 4);
+
+        let rejects_path = dir.path().join("input.csv.rejects");
+        assert_eq!(summary.rejects_file.as_deref(), rejects_path.to_str());
+        let rejected = std::fs::read(&rejects_path).unwrap();
+        let rejected = String::from_utf8_lossy(&rejected);
+        assert!(rejected.starts_with("id,name,day\n"), "the header comes first: {rejected}");
+        let mut records: Vec<&str> = Vec::new();
+        let body = &rejected["id,name,day\n".len()..];
+        // Records end at a line break outside quotes; the unterminated one runs to the end.
+        let mut start = 0;
+        let mut in_quote = false;
+        for (i, c) in body.char_indices() {
+            if c == '"' {
+                in_quote = !in_quote;
+            } else if c == '\n' && !in_quote {
+                records.push(&body[start..i]);
+                start = i + 1;
+            }
+        }
+        if start < body.len() {
+            records.push(body[start..].trim_end_matches('\n'));
+        }
+        let mut expected: Vec<&str> = bad.iter().map(String::as_str).collect();
+        records.sort();
+        expected.sort();
+        assert_eq!(records, expected, "block size {block_size}");
+
+        let log = std::fs::read_to_string(dir.path().join("input.csv.rejects.log")).unwrap();
+        let entries: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(entries.len(), bad.len());
+        let line_of = |line: u64| entries.iter().find(|e| e["line"] == line).unwrap_or_else(|| panic!("no log for line {line}: {log}"));
+        assert_eq!(line_of(3)["reason"], "date/time field value out of range: \"2024-13-01\"");
+        assert_eq!(line_of(4)["reason"], "extra data after last expected column (expected 3 fields, found 4)");
+        assert_eq!(line_of(7)["column"], "name");
+        assert_eq!(line_of(7)["reason"], "value too long for type character varying(8)");
+        assert_eq!(line_of(13)["value"], "x11");
+    }
+}
+
+#[test]
+fn more_rejects_than_allowed_stop_the_load_and_commit_nothing() {
+    let (data, _, _) = mixed_input();
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, name varchar(8) NOT NULL, day date)");
+    let (_dir, path) = write_input(&data, "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.csv.header = true;
+    opts.max_errors = 3;
+    let err = load(&opts, &Silent).expect_err("too many rejects");
+    assert!(matches!(err, Error::TooManyRejects { limit: 3, .. }), "{err:?}");
+    assert!(err.is_bad_input());
+    assert_eq!(db.count("t"), 0);
+}

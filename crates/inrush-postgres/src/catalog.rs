@@ -53,11 +53,12 @@ impl SessionInfo {
         )
     }
 
-    /// The WAL position in bytes, to measure what a load wrote. `None` where the function is
-    /// not available (a standby, or a server that hides it).
+    /// The WAL insert position in bytes, to measure what a load generated (the write position can
+    /// lag behind with synchronous_commit off). `None` where the function is not
+    /// available (a standby, or a server that hides it).
     pub async fn wal_lsn(client: &Client) -> Option<u64> {
         let row = client
-            .query_one("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint", &[])
+            .query_one("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint", &[])
             .await
             .ok()?;
         row.try_get::<_, i64>(0).ok().map(|v| v as u64)

@@ -71,6 +71,14 @@ pub struct LoadArgs {
     /// Parallel COPY connections [default: cores, at most 4].
     #[arg(long)]
     pub connections: Option<usize>,
+    /// Rows that may be refused before the load stops (0: stop at the first bad row; nothing is
+    /// committed when the load stops). Refused rows go to the reject file.
+    #[arg(long, default_value_t = 0)]
+    pub max_errors: u64,
+    /// Reject file: refused records as their original bytes; `<FILE>.log` says why (JSON lines).
+    /// [default: <input>.rejects]
+    #[arg(long)]
+    pub rejects: Option<std::path::PathBuf>,
     /// Bytes of input per unit of parallel work.
     #[arg(long, default_value_t = 1 << 20, hide = true)]
     pub block_size: usize,
@@ -126,10 +134,10 @@ impl Cli {
     }
 }
 
-pub fn run(cli: Cli) -> Result<()> {
+pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Load(args) => load(args),
-        Command::Demo(args) => demo::run(args),
+        Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
         Command::Gen(args) => {
             let file = std::fs::File::create(&args.output)
                 .with_context(|| format!("creating {}", args.output))?;
@@ -142,12 +150,12 @@ pub fn run(cli: Cli) -> Result<()> {
                 bytes as f64 / 1e6,
                 args.output
             );
-            Ok(())
+            Ok(Outcome::Done)
         }
     }
 }
 
-fn load(args: LoadArgs) -> Result<()> {
+fn load(args: LoadArgs) -> Result<Outcome> {
     let csv = CsvOptions {
         delimiter: args.delimiter,
         quote: args.quote,
@@ -171,10 +179,20 @@ fn load(args: LoadArgs) -> Result<()> {
     }
     opts.block_size = args.block_size.max(1);
     opts.force_text = args.text;
+    opts.max_errors = args.max_errors;
+    opts.rejects = args.rejects;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
     let summary = inrush_load::load(&opts, &reporter);
     reporter.finish();
     let summary = summary?;
     report::print_summary(&summary, args.output.json)?;
-    Ok(())
+    Ok(if summary.rows_rejected > 0 { Outcome::CompletedWithRejects } else { Outcome::Done })
+}
+
+/// How a successful command ended; failures are errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// Loaded and committed, but some rows went to the reject file (exit code 6).
+    CompletedWithRejects,
 }

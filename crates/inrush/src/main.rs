@@ -3,7 +3,8 @@
 //!
 //! Exit codes: 0 loaded; 1 unexpected error; 2 usage; 3 connection, server or permission
 //! problem; 4 input refused (bad row or malformed CSV: nothing committed); 5 partial commit (a
-//! connection failed during the final COMMIT: see the message).
+//! connection failed during the final COMMIT: see the message); 6 loaded and committed, with
+//! rows refused into the reject file (`--max-errors`).
 
 mod cli;
 mod demo;
@@ -24,7 +25,8 @@ fn main() -> ExitCode {
         .without_time()
         .init();
     match cli::run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(cli::Outcome::Done) => ExitCode::SUCCESS,
+        Ok(cli::Outcome::CompletedWithRejects) => ExitCode::from(6),
         Err(e) => {
             let code = exit_code(&e);
             eprintln!("error: {e:#}");

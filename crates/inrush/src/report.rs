@@ -107,6 +107,9 @@ pub fn human_summary(s: &LoadSummary) -> String {
     if let Some(reason) = &s.text_reason {
         out.push_str(&format!("\n  text COPY because: {reason}"));
     }
+    if let (true, Some(file), Some(log)) = (s.rows_rejected > 0, &s.rejects_file, &s.rejects_log) {
+        out.push_str(&format!("\n  {} rows refused: written to {file} (reasons in {log})", group(s.rows_rejected)));
+    }
     if s.values_resolved_by_server > 0 {
         out.push_str(&format!(
             "\n  {} values in rare forms were read by the server's own parser",
@@ -145,6 +148,9 @@ mod tests {
             text_reason: None,
             values_resolved_by_server: 3,
             server_version: "18.1".into(),
+            rows_rejected: 2,
+            rejects_file: Some("data.csv.rejects".into()),
+            rejects_log: Some("data.csv.rejects.log".into()),
         };
         insta::assert_snapshot!(human_summary(&s));
     }

@@ -135,6 +135,15 @@ impl RecordParser {
         data.len()
     }
 
+    /// Whether `raw` leaves a quote open (an unterminated quoted field).
+    pub fn leaves_quote_open(&self, raw: &[u8]) -> bool {
+        let mut quotes = QuoteState::default();
+        for &c in raw {
+            quotes.step(c, self.opts.quote, self.opts.escape);
+        }
+        quotes.in_quote()
+    }
+
     /// The first byte at or after `from` that ends an unquoted run, or `data.len()`.
     #[inline]
     fn run_stop(&self, data: &[u8], from: usize) -> usize {
@@ -388,6 +397,8 @@ pub(crate) mod tests {
         let data = b"\"a\nb\",x\ry\nnext\n";
         assert_eq!(parser.record_end(data, 0), 10);
         assert_eq!(parser.record_end(b"\"open\nrest\n", 0), 11);
+        assert!(parser.leaves_quote_open(b"1,\"open\n"));
+        assert!(!parser.leaves_quote_open(b"1,\"a\"\"b\"\n"));
     }
 
     #[test]

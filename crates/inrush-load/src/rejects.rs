@@ -1,0 +1,104 @@
+//! Where refused rows go when the user allows some (`--max-errors N`): the reject file holds
+//! each refused record as its original bytes (after the header, if the input had one), so it can
+//! be fixed and loaded again; the log beside it (`<rejects>.log`, JSON lines) says where each
+//! came from and why. Past the limit the load stops and nothing is committed.
+//!
+//! Records are written in the order workers refuse them, which with several workers is not
+//! always input order: the log's line numbers give the input order.
+
+use crate::{Error, Result};
+use inrush_core::Location;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+pub(crate) struct Rejects {
+    writers: Mutex<Writers>,
+    count: AtomicU64,
+    limit: u64,
+    pub path: PathBuf,
+    pub log_path: PathBuf,
+}
+
+struct Writers {
+    records: BufWriter<File>,
+    log: BufWriter<File>,
+    /// A record with an unterminated quote: written last, or its open quote would swallow every
+    /// record after it when the reject file is read again.
+    open_quote: Option<Vec<u8>>,
+}
+
+impl Rejects {
+    /// Creates (truncates) the reject file and its log; `header` is copied first when given.
+    pub fn create(path: &Path, limit: u64, header: Option<&[u8]>) -> Result<Rejects> {
+        let log_path = PathBuf::from(format!("{}.log", path.display()));
+        let create = |p: &Path| {
+            File::create(p)
+                .map(|f| BufWriter::with_capacity(64 * 1024, f))
+                .map_err(|e| Error::Rejects(format!("cannot create {}: {e}", p.display())))
+        };
+        let mut records = create(path)?;
+        if let Some(header) = header {
+            records.write_all(header).map_err(|e| write_error(path, e))?;
+        }
+        let log = create(&log_path)?;
+        Ok(Rejects {
+            writers: Mutex::new(Writers { records, log, open_quote: None }),
+            count: AtomicU64::new(0),
+            limit,
+            path: path.to_path_buf(),
+            log_path,
+        })
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed).min(self.limit)
+    }
+
+    /// Records one refused row; fails once more than `limit` rows were refused. `open_quote`:
+    /// the record has an unterminated quote (and so runs to the end of the input).
+    pub fn reject(&self, raw: &[u8], open_quote: bool, location: &Location, reason: &str, sqlstate: Option<&str>) -> Result<()> {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        if n > self.limit {
+            return Err(Error::TooManyRejects {
+                limit: self.limit,
+                last: format!("{location}: {reason}"),
+            });
+        }
+        let entry = serde_json::json!({
+            "file": location.file,
+            "line": location.line,
+            "column": location.column,
+            "value": location.value,
+            "reason": reason,
+            "sqlstate": sqlstate,
+        });
+        let mut w = self.writers.lock().map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
+        if open_quote {
+            w.open_quote = Some(raw.to_vec());
+        } else {
+            w.records.write_all(raw).map_err(|e| write_error(&self.path, e))?;
+            if !raw.ends_with(b"\n") && !raw.ends_with(b"\r") {
+                w.records.write_all(b"\n").map_err(|e| write_error(&self.path, e))?;
+            }
+        }
+        writeln!(w.log, "{entry}").map_err(|e| write_error(&self.log_path, e))?;
+        Ok(())
+    }
+
+    /// Writes out what is buffered, the open-quote record last.
+    pub fn flush(&self) -> Result<()> {
+        let mut w = self.writers.lock().map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
+        if let Some(raw) = w.open_quote.take() {
+            w.records.write_all(&raw).map_err(|e| write_error(&self.path, e))?;
+        }
+        w.records.flush().map_err(|e| write_error(&self.path, e))?;
+        w.log.flush().map_err(|e| write_error(&self.log_path, e))
+    }
+}
+
+fn write_error(path: &Path, e: std::io::Error) -> Error {
+    Error::Rejects(format!("cannot write {}: {e}", path.display()))
+}
