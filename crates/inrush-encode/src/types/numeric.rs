@@ -7,7 +7,7 @@
 //! `NaN`/`Infinity` (version-dependent), PostgreSQL 16's `_`/`0x` forms, negative typmod scales
 //! (PostgreSQL 15+), "numeric field overflow" (the message has a detail line), very long values,
 //! and anything else unusual.
-use super::trim_pg_space;
+use super::{is_pg_space, trim_pg_space};
 use crate::EncodeContext;
 use crate::{EncodeError, Result};
 
@@ -27,7 +27,202 @@ pub(crate) fn encode(
     _ctx: &EncodeContext,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let t = trim_pg_space(text).as_bytes();
+    if encode_fast(text.as_bytes(), typmod, out) {
+        return Ok(());
+    }
+    encode_general(text, typmod, out)
+}
+
+/// `10^k` for k in 0..=19 (every power that fits a u64).
+const POW10: [u64; 20] = {
+    let mut p = [1u64; 20];
+    let mut k = 1;
+    while k < 20 {
+        p[k] = p[k - 1] * 10;
+        k += 1;
+    }
+    p
+};
+
+/// The common case without allocation: `[+-]digits[.digits]` with no whitespace, no exponent,
+/// at most 19 integer digits and 19 fraction digits (at most 16 once the typmod's
+/// rounding is applied). Appends the value and answers true only when the result is exactly
+/// what [`encode_general`] would produce; answers false (with `out` untouched) for everything
+/// else, including overflow, so that the general path decides.
+#[inline]
+fn encode_fast(t: &[u8], typmod: i32, out: &mut Vec<u8>) -> bool {
+    let n = t.len();
+    let mut i = 0;
+    let mut negative = false;
+    match t.first() {
+        Some(b'-') => {
+            negative = true;
+            i = 1;
+        }
+        Some(b'+') => i = 1,
+        Some(_) => {}
+        None => return false,
+    }
+    // Integer part: at most 19 digits (leading zeros included), so ip < 10^19.
+    let int_start = i;
+    let mut ip: u64 = 0;
+    while i < n {
+        let d = t[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        if i - int_start == 19 {
+            return false;
+        }
+        ip = ip * 10 + u64::from(d);
+        i += 1;
+    }
+    let digit_count = i - int_start;
+    // Fraction part: at most 19 digits (leading zeros included), so fp < 10^19.
+    let mut fp: u64 = 0;
+    let mut f = 0usize;
+    if i < n && t[i] == b'.' {
+        i += 1;
+        let frac_start = i;
+        while i < n {
+            let d = t[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if i - frac_start == 19 {
+                return false;
+            }
+            fp = fp * 10 + u64::from(d);
+            i += 1;
+        }
+        f = i - frac_start;
+    }
+    if i != n || digit_count + f == 0 {
+        return false;
+    }
+
+    // The typmod: round the fraction half away from zero to `scale` places.
+    let dscale: i64;
+    let mut max_int_digits: Option<i64> = None;
+    if typmod >= 4 {
+        let m = typmod - 4;
+        let precision = i64::from((m >> 16) & 0xffff);
+        let scale = i64::from(m & 0xffff);
+        if !(1..=1000).contains(&precision) || scale > 1000 {
+            return false;
+        }
+        let s = scale as usize;
+        if s < f {
+            // f - s is in 1..=19, so the divisor fits.
+            let p = POW10[f - s];
+            let mut q = fp / p;
+            if fp % p >= p / 2 {
+                q += 1;
+                // The fraction rounded up to 1: carry into the integer part (< 10^19 + 1).
+                if q == POW10[s] {
+                    q = 0;
+                    ip += 1;
+                }
+            }
+            fp = q;
+            f = s;
+        }
+        dscale = scale;
+        max_int_digits = Some(precision - scale);
+    } else {
+        dscale = f as i64;
+    }
+
+    if ip == 0 && fp == 0 {
+        let mut zero = [0u8; 8];
+        zero[6..8].copy_from_slice(&(dscale as u16).to_be_bytes());
+        out.extend_from_slice(&zero);
+        return true;
+    }
+    if f > 16 {
+        return false;
+    }
+
+    // Base-10000 groups at fixed slots: 0..5 hold the integer part (< 10^19 + 1, so at most
+    // 5 groups) right-aligned, slot k having weight 4 - k; 5..9 hold the fraction padded to
+    // 16 digits (< 10^16). Slots 9.. stay zero so that reads past the last group are zero.
+    let mut groups = [0u16; 9 + 8];
+    if ip < 10000 {
+        groups[4] = ip as u16;
+    } else if ip < 100_000_000 {
+        groups[3] = (ip / 10000) as u16;
+        groups[4] = (ip % 10000) as u16;
+    } else {
+        let mut x = ip;
+        for slot in groups[..5].iter_mut().rev() {
+            *slot = (x % 10000) as u16;
+            x /= 10000;
+        }
+        if x != 0 {
+            return false;
+        }
+    }
+    if f <= 4 {
+        groups[5] = (fp * POW10[4 - f]) as u16;
+    } else {
+        let fx = fp * POW10[16 - f];
+        let (hi, lo) = (fx / 100_000_000, fx % 100_000_000);
+        groups[5] = (hi / 10000) as u16;
+        groups[6] = (hi % 10000) as u16;
+        groups[7] = (lo / 10000) as u16;
+        groups[8] = (lo % 10000) as u16;
+    }
+    // Bit 8 - k set when slot k is nonzero: the first and last nonzero slots without loops.
+    let mut mask = 0u32;
+    for (k, &g) in groups[..9].iter().enumerate() {
+        mask |= u32::from(g != 0) << (8 - k);
+    }
+    if mask == 0 {
+        return false;
+    }
+    let first = (mask.leading_zeros() - (32 - 9)) as usize;
+    let last = 8 - mask.trailing_zeros() as usize;
+    let weight = 4 - first as i64;
+    let ndigits = last + 1 - first;
+    let lead = groups.get(first).copied().unwrap_or(0);
+    if let Some(max) = max_int_digits {
+        // Decimal digits before the point, or minus the zeros just after it
+        // (`lead_place + 1` in the general path).
+        let lead_digits =
+            1 + i64::from(lead >= 10) + i64::from(lead >= 100) + i64::from(lead >= 1000);
+        if 4 * weight + lead_digits > max {
+            return false;
+        }
+    }
+
+    // Header and up to 9 groups as four fixed-size big-endian words, then cut to length.
+    let g = |k: usize| u64::from(groups.get(first + k).copied().unwrap_or(0));
+    let header = (ndigits as u64) << 48
+        | u64::from(weight as i16 as u16) << 32
+        | if negative { 0x4000u64 << 16 } else { 0 }
+        | u64::from(dscale as u16);
+    let w1 = g(0) << 48 | g(1) << 32 | g(2) << 16 | g(3);
+    let w2 = g(4) << 48 | g(5) << 32 | g(6) << 16 | g(7);
+    let start = out.len();
+    out.reserve(8 + 2 * 9);
+    out.extend_from_slice(&header.to_be_bytes());
+    out.extend_from_slice(&w1.to_be_bytes());
+    if ndigits > 4 {
+        out.extend_from_slice(&w2.to_be_bytes());
+        out.extend_from_slice(&(g(8) as u16).to_be_bytes());
+    }
+    out.truncate(start + 8 + 2 * ndigits);
+    true
+}
+
+/// The full reader: whitespace, exponents, any length.
+#[inline(never)]
+fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
+    let raw = text.as_bytes();
+    let t = match (raw.first(), raw.last()) {
+        (Some(&a), Some(&b)) if !is_pg_space(a) && !is_pg_space(b) => raw,
+        _ => trim_pg_space(text).as_bytes(),
+    };
     if t.is_empty() {
         if text.as_bytes().contains(&0) {
             return Err(EncodeError::Deferred);
@@ -322,6 +517,301 @@ mod tests {
             let _ = enc(&format!("0.{}", "9".repeat(3000)), tm);
             let _ = enc(&format!("{}.{}", "9".repeat(30), "9".repeat(30)), tm);
             let _ = enc(&format!("{}e-1000", "9".repeat(100)), tm);
+        }
+    }
+    /// Both paths on one text: the fast path must either decline (leaving `out` untouched) or
+    /// produce exactly the general path's bytes.
+    fn fast_matches_general(t: &str, tm: i32) -> bool {
+        let mut fast = vec![0xaa];
+        let took = encode_fast(t.as_bytes(), tm, &mut fast);
+        let mut general = vec![0xaa];
+        let g = encode_general(t, tm, &mut general);
+        if took {
+            assert_eq!(g, Ok(()), "{t:?} typmod {tm}: fast Ok, general {g:?}");
+            assert_eq!(fast, general, "{t:?} typmod {tm}");
+        } else {
+            assert_eq!(fast, vec![0xaa], "{t:?} typmod {tm}: declined but wrote");
+        }
+        took
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    const TYPMODS: [(i32, i32); 16] = [
+        (15, 2),
+        (5, 0),
+        (3, 5),
+        (6, 2),
+        (4, 2),
+        (1, 0),
+        (2, 1),
+        (3, 0),
+        (10, 3),
+        (12, 4),
+        (19, 4),
+        (20, 0),
+        (38, 18),
+        (18, 17),
+        (1000, 1000),
+        (1000, 0),
+    ];
+
+    /// Digit strings of a given length in several shapes.
+    fn digit_string(rng: &mut Rng, len: usize) -> String {
+        let shape = rng.below(6);
+        (0..len)
+            .map(|k| {
+                let d = match shape {
+                    0 => 9,
+                    1 => 0,
+                    2 if k == 0 => 0,
+                    3 if k + 1 == len => 0,
+                    4 if k + 1 == len => 5,
+                    5 if k + 1 < len => 9,
+                    _ => rng.below(10) as u8,
+                };
+                char::from(b'0' + d)
+            })
+            .collect()
+    }
+
+    /// Deterministic corpus of plain decimals: every sign, integer and fraction length up to
+    /// 21, and the tricky roundings, under each typmod and unconstrained.
+    fn corpus() -> Vec<(String, i32)> {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut v = Vec::new();
+        let mut typmods = vec![-1, 0, 3, 4];
+        typmods.extend(TYPMODS.iter().map(|&(p, s)| typmod(p, s)));
+        let fixed = [
+            "0",
+            "-0",
+            "+0",
+            ".5",
+            "5.",
+            "-.5",
+            "-5.",
+            "0.",
+            ".0",
+            "00",
+            "-00.000",
+            "17",
+            "24386.67",
+            "0.04",
+            "-5.5",
+            "9999.995",
+            "99.995",
+            "99.994",
+            "-99.995",
+            "0.005",
+            "0.0049999",
+            "999999999999999999",
+            "9999999999999999999",
+            "10000000000000000000",
+            "0.9999999999999999",
+            "0.99999999999999999",
+            "0.9999999999999999999",
+            "9999999999999999999.9999999999999999999",
+            "0.0000000000000000001",
+            "1.0000000000000000000",
+            "0000000000000000000000001.5",
+            "12345678.9",
+            "100000000",
+            "0.0001",
+            "0.00001",
+            "0.00999",
+            "0.000999",
+            "0.009995",
+            "1.00",
+            "0.50",
+            "0.49",
+            "-0.5",
+            "-0.4",
+            "9.5",
+            "99999.5",
+            "-999.9999",
+            "+24386.67",
+            "1234567890123.455",
+            "9999999999999.995",
+            "9999999999999.994",
+        ];
+        for t in fixed {
+            for &tm in &typmods {
+                v.push((t.to_string(), tm));
+            }
+        }
+        for sign in ["", "-", "+"] {
+            for il in 0..=21 {
+                for fl in 0..=21 {
+                    for rep in 0..4 {
+                        let int = digit_string(&mut rng, il);
+                        let t = if fl == 0 && rep % 2 == 0 {
+                            format!("{sign}{int}")
+                        } else {
+                            format!("{sign}{int}.{}", digit_string(&mut rng, fl))
+                        };
+                        let tm = typmods[rng.below(typmods.len() as u64) as usize];
+                        v.push((t, tm));
+                    }
+                }
+            }
+        }
+        // Short values like real data, under the typmods that matter most.
+        for _ in 0..20_000 {
+            let il = rng.below(8) as usize;
+            let fl = rng.below(6) as usize;
+            let sign = ["", "-", ""][rng.below(3) as usize];
+            let t = format!(
+                "{sign}{}.{}",
+                digit_string(&mut rng, il),
+                digit_string(&mut rng, fl)
+            );
+            let t = if fl == 0 && rng.below(2) == 0 {
+                t.trim_end_matches('.').to_string()
+            } else {
+                t
+            };
+            let tm = typmods[rng.below(typmods.len() as u64) as usize];
+            v.push((t, tm));
+        }
+        v
+    }
+
+    #[test]
+    fn fast_path_matches_general_path() {
+        let mut taken = 0;
+        let all = corpus();
+        for (t, tm) in &all {
+            if fast_matches_general(t, *tm) {
+                taken += 1;
+            }
+        }
+        // Every typmod on a whole grid of digit counts, scales and signs.
+        let mut rng = Rng(7);
+        for &(p, s) in TYPMODS.iter() {
+            for il in 0..=20 {
+                for fl in 0..=20 {
+                    for sign in ["", "-"] {
+                        let t = format!(
+                            "{sign}{}.{}",
+                            digit_string(&mut rng, il),
+                            digit_string(&mut rng, fl)
+                        );
+                        if fast_matches_general(&t, typmod(p, s)) {
+                            taken += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(taken > all.len() / 2, "fast path taken only {taken} times");
+    }
+
+    #[test]
+    fn fast_path_covers_common_values() {
+        for (t, tm) in [
+            ("24386.67", typmod(15, 2)),
+            ("0.04", typmod(15, 2)),
+            ("17", typmod(15, 2)),
+            ("-5.5", typmod(15, 2)),
+            ("24386.67", -1),
+            ("0.04", -1),
+            ("17", -1),
+            ("-5.5", -1),
+            ("99.995", typmod(6, 2)),
+            ("0.001", typmod(3, 5)),
+            ("-0", typmod(5, 0)),
+            (".5", -1),
+            ("5.", -1),
+        ] {
+            assert!(fast_matches_general(t, tm), "{t} {tm}");
+        }
+        // Overflow after rounding, whitespace and exponents are left to the general path.
+        for (t, tm) in [
+            ("9999.995", typmod(6, 2)),
+            ("99999.5", typmod(5, 0)),
+            ("0.01", typmod(3, 5)),
+            (" 1", -1),
+            ("1 ", -1),
+            ("1e3", -1),
+            ("", -1),
+            ("-", -1),
+            (".", -1),
+            ("1_000", -1),
+        ] {
+            assert!(!fast_matches_general(t, tm), "{t} {tm}");
+        }
+        // numeric_send(numeric_in('99.995', 0, typmod(6, 2))) on PostgreSQL 18 and 15.
+        assert_eq!(
+            enc("99.995", typmod(6, 2)).as_deref(),
+            Ok("00010000000000020064")
+        );
+        assert_eq!(enc("9999.995", typmod(6, 2)), Err(EncodeError::Deferred));
+    }
+
+    /// Writes `text<TAB>typmod<TAB>hex` for every corpus value the encoder accepts, for
+    /// comparison with a server: `NUMERIC_CORPUS_OUT=/tmp/x.tsv cargo test ... -- --ignored`.
+    #[test]
+    #[ignore]
+    fn dump_corpus_for_server_check() {
+        let Ok(path) = std::env::var("NUMERIC_CORPUS_OUT") else {
+            return;
+        };
+        let mut lines = String::new();
+        for (t, tm) in corpus() {
+            if let Ok(h) = enc(&t, tm) {
+                lines.push_str(&format!("{t}\t{tm}\t{h}\n"));
+            }
+        }
+        std::fs::write(path, lines).expect("write corpus");
+    }
+
+    /// Timing only: `cargo test --release -p inrush-encode -- --ignored --nocapture numeric`.
+    #[test]
+    #[ignore]
+    fn bench_numeric_encode() {
+        let ctx = EncodeContext::default();
+        // Values shaped like TPC-H lineitem's numeric(15,2) columns.
+        let mut vals: Vec<String> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for i in 0..4096u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            vals.push(match i % 4 {
+                0 => format!("{}", 1 + x % 50),
+                1 => format!("{}.{:02}", 900 + x % 100_000, (x >> 20) % 100),
+                2 => format!("0.{:02}", x % 11),
+                _ => format!("0.0{}", x % 9),
+            });
+        }
+        for (label, tm) in [("numeric(15,2)", typmod(15, 2)), ("numeric", -1)] {
+            let n = 10_000_000usize;
+            let mut out = Vec::with_capacity(64);
+            let mut sink = 0usize;
+            let start = std::time::Instant::now();
+            for k in 0..n {
+                out.clear();
+                let v = &vals[k & 4095];
+                if encode(std::hint::black_box(v), tm, &ctx, &mut out).is_ok() {
+                    sink += out.len();
+                }
+            }
+            let el = start.elapsed();
+            println!(
+                "{label}: {:.2} ns/value (sink {sink})",
+                el.as_nanos() as f64 / n as f64
+            );
         }
     }
 }
