@@ -35,6 +35,9 @@ pub enum Error {
     TooManyRejects { limit: u64, last: String },
     #[error("reject file: {0}")]
     Rejects(String),
+    /// Stopped from outside (Ctrl-C, SIGTERM) before committing: everything was rolled back.
+    #[error("interrupted: the load was rolled back, nothing was committed")]
+    Interrupted,
     #[error("internal error: {0}")]
     Internal(String),
 }

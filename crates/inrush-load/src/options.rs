@@ -25,6 +25,8 @@ pub struct LoadOptions {
     pub max_errors: u64,
     /// The reject file; default `<input>.rejects` (its log: `<rejects>.log`).
     pub rejects: Option<std::path::PathBuf>,
+    /// Set from outside (a signal handler) to stop the load: everything is rolled back.
+    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LoadOptions {
@@ -43,6 +45,7 @@ impl LoadOptions {
             force_text: false,
             max_errors: 0,
             rejects: None,
+            interrupt: Default::default(),
         }
     }
 }

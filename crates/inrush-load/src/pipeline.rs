@@ -26,6 +26,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How often a waiting stage looks at the cancel flag.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(50);
+
 /// State every stage of one load shares.
 pub(crate) struct Shared {
     cancelled: AtomicBool,
@@ -140,21 +143,23 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
 
     reporter.phase(Phase::Load);
-    let shared = Shared {
+    let shared = Arc::new(Shared {
         cancelled: AtomicBool::new(false),
         first_error: Mutex::new(None),
         progress: progress.clone(),
         rejects,
-    };
+    });
     let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
     let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
     let done = AtomicBool::new(false);
     let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
-    let (finished, resolved) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64)> {
-        let shared = &shared;
-        let spawn = |name: String| std::thread::Builder::new().name(name);
-        let splitter_thread = spawn("inrush-split".into())
-            .spawn_scoped(scope, move || {
+    // The splitter is not a scoped thread: a read from a pipe that never ends cannot be
+    // interrupted, so a cancelled load leaves it behind instead of waiting for it.
+    let splitter_thread = {
+        let shared = shared.clone();
+        std::thread::Builder::new()
+            .name("inrush-split".into())
+            .spawn(move || {
                 for block in splitter {
                     let sent = match block {
                         Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
@@ -168,7 +173,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     }
                 }
             })
-            .map_err(spawn_error)?;
+            .map_err(spawn_error)?
+    };
+    let (finished, resolved) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64)> {
+        let shared = &*shared;
+        let spawn = |name: String| std::thread::Builder::new().name(name);
         let mut workers = Vec::new();
         for i in 0..opts.workers.max(1) {
             let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
@@ -180,6 +189,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let ticker = spawn("inrush-progress".into())
             .spawn_scoped(scope, || {
                 while !done.load(Ordering::Relaxed) {
+                    if opts.interrupt.load(Ordering::Relaxed) {
+                        shared.fail(Error::Interrupted);
+                    }
                     reporter.progress(progress.snapshot());
                     std::thread::sleep(Duration::from_millis(100));
                 }
@@ -209,14 +221,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 .join()
                 .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
         }
-        splitter_thread
-            .join()
-            .map_err(|_| Error::Internal("the splitter panicked".into()))?;
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         Ok((finished, resolved))
     })?;
     reporter.progress(progress.snapshot());
+    if !shared.is_cancelled() {
+        // Every block was taken, so the splitter has finished or is about to.
+        splitter_thread.join().map_err(|_| Error::Internal("the splitter panicked".into()))?;
+    }
 
     // The reject file is kept whatever happens: it describes the rows refused so far.
     let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
@@ -237,6 +250,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         )));
     }
 
+    if opts.interrupt.load(Ordering::Relaxed) {
+        runtime.block_on(rollback(&finished));
+        return Err(Error::Interrupted);
+    }
     reporter.phase(Phase::Commit);
     runtime.block_on(commit(&finished))?;
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));

@@ -1,7 +1,7 @@
 //! What one COPY connection does: open a transaction, stream chunks from the shared queue until
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
-use crate::pipeline::Shared;
+use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -72,7 +72,12 @@ pub(crate) async fn run(
         if format == CopyFormat::Binary {
             sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
         }
-        while let Ok(chunk) = chunks.recv_async().await {
+        loop {
+            let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
+                Ok(Ok(chunk)) => chunk,
+                Err(_elapsed) if !shared.is_cancelled() => continue,
+                _ => break,
+            };
             if shared.is_cancelled() {
                 break;
             }

@@ -1,7 +1,7 @@
 //! What one parse/encode worker does with a block: parse every record, check and encode every
 //! field into a COPY chunk, and say exactly where and why when a row cannot be loaded.
 
-use crate::pipeline::Shared;
+use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -58,7 +58,12 @@ impl WorkerPlan {
     ) -> u64 {
         let mut resolver = Resolver::new(self.target.clone(), self.columns.clone());
         let mut rec = Record::default();
-        for block in blocks.iter() {
+        loop {
+            let block = match blocks.recv_timeout(CANCEL_POLL) {
+                Ok(block) => block,
+                Err(flume::RecvTimeoutError::Timeout) if !shared.is_cancelled() => continue,
+                Err(_) => break,
+            };
             if shared.is_cancelled() {
                 break;
             }

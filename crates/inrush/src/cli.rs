@@ -180,6 +180,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.block_size = args.block_size.max(1);
     opts.force_text = args.text;
     opts.max_errors = args.max_errors;
+    stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
     let summary = inrush_load::load(&opts, &reporter);
@@ -187,6 +188,20 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     let summary = summary?;
     report::print_summary(&summary, args.output.json)?;
     Ok(if summary.rows_rejected > 0 { Outcome::CompletedWithRejects } else { Outcome::Done })
+}
+
+/// The first Ctrl-C or SIGTERM asks the load to stop and roll back; a second one exits at once
+/// (the server rolls back open transactions when their connections close).
+fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
+    use std::sync::atomic::Ordering;
+    let interrupt = interrupt.clone();
+    ctrlc::set_handler(move || {
+        if interrupt.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: stopping and rolling back (again to exit at once)");
+    })
+    .context("installing the Ctrl-C handler")
 }
 
 /// How a successful command ended; failures are errors.

@@ -107,4 +107,26 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     assert_eq!((json["rows"].as_u64(), json["rows_rejected"].as_u64()), (Some(1), Some(1)));
     assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "id,name\nfour,dave\n");
     assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("3"));
+
+    // SIGTERM while the input is still open: exit 130, nothing of this load committed.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(["load", "-", "--to", &conninfo, "--table", "t", "--no-progress"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush");
+    let mut stdin = child.stdin.take().expect("stdin");
+    for i in 0..10_000 {
+        writeln!(stdin, "{i},row {i}").expect("write stdin");
+    }
+    stdin.flush().expect("flush");
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait");
+    drop(stdin);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("rolled back, nothing was committed"), "{stderr}");
+    assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("3"));
 }
