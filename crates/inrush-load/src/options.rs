@@ -25,6 +25,8 @@ pub struct LoadOptions {
     pub max_errors: u64,
     /// The reject file; default `<input>.rejects` (its log: `<rejects>.log`).
     pub rejects: Option<std::path::PathBuf>,
+    /// Read, parse and check every row against the table, but load nothing (`--check`).
+    pub check_only: bool,
     /// Set from outside (a signal handler) to stop the load: everything is rolled back.
     pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
@@ -46,6 +48,7 @@ impl LoadOptions {
             max_errors: 0,
             rejects: None,
             interrupt: Default::default(),
+            check_only: false,
         }
     }
 }

@@ -137,8 +137,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
 
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
+    let connections = if opts.check_only { 0 } else { opts.connections.max(1) };
     let sinks = runtime.block_on(async {
-        let connects = (0..opts.connections.max(1)).map(|_| opts.target.connect());
+        let connects = (0..connections).map(|_| opts.target.connect());
         futures_util::future::try_join_all(connects).await
     })?;
 
@@ -175,7 +176,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             })
             .map_err(spawn_error)?
     };
-    let (finished, resolved) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64)> {
+    let (finished, resolved, checked) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
         let shared = &*shared;
         let spawn = |name: String| std::thread::Builder::new().name(name);
         let mut workers = Vec::new();
@@ -198,7 +199,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             })
             .map_err(spawn_error)?;
 
-        let finished = runtime.block_on(async {
+        let (finished, checked) = runtime.block_on(async {
+            if opts.check_only {
+                return (Vec::new(), drain(chunk_rx, shared).await);
+            }
             let streams = sinks.into_iter().map(|client| {
                 let (chunks, plan, statement) = (chunk_rx.clone(), &plan, &statement);
                 async move {
@@ -213,7 +217,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             });
             let results = futures_util::future::join_all(streams).await;
             drop(chunk_rx);
-            results.into_iter().flatten().collect::<Vec<_>>()
+            (results.into_iter().flatten().collect::<Vec<_>>(), 0)
         });
         let mut resolved = 0;
         for worker in workers {
@@ -223,7 +227,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         }
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
-        Ok((finished, resolved))
+        Ok((finished, resolved, checked))
     })?;
     reporter.progress(progress.snapshot());
     if !shared.is_cancelled() {
@@ -241,9 +245,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         runtime.block_on(rollback(&finished));
         return Err(error);
     }
-    let rows: u64 = finished.iter().map(|f| f.rows).sum();
+    let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
     let sent = progress.rows_sent.load(Ordering::Relaxed);
-    if rows != sent || finished.len() != opts.connections.max(1) {
+    if rows != sent || finished.len() != connections {
         runtime.block_on(rollback(&finished));
         return Err(Error::Internal(format!(
             "the server counted {rows} rows but {sent} were sent; rolled back"
@@ -254,8 +258,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         runtime.block_on(rollback(&finished));
         return Err(Error::Interrupted);
     }
-    reporter.phase(Phase::Commit);
-    runtime.block_on(commit(&finished))?;
+    if !opts.check_only {
+        reporter.phase(Phase::Commit);
+        runtime.block_on(commit(&finished))?;
+    }
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
     reporter.phase(Phase::Done);
     let seconds = started.elapsed().as_secs_f64();
@@ -280,7 +286,20 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         rejects_file: shared.rejects.as_ref().map(|r| r.path.display().to_string()),
         rejects_log: shared.rejects.as_ref().map(|r| r.log_path.display().to_string()),
         server_version: session.server_version,
+        loaded: !opts.check_only,
     })
+}
+
+/// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
+async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -> u64 {
+    let mut rows = 0;
+    loop {
+        match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
+            Ok(Ok(chunk)) => rows += chunk.rows,
+            Err(_elapsed) if !shared.is_cancelled() => continue,
+            _ => return rows,
+        }
+    }
 }
 
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.

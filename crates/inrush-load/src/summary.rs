@@ -26,4 +26,6 @@ pub struct LoadSummary {
     pub rows_rejected: u64,
     pub rejects_file: Option<String>,
     pub rejects_log: Option<String>,
+    /// False for `--check`: every row was read and checked, none was written.
+    pub loaded: bool,
 }

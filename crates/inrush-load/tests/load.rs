@@ -631,3 +631,24 @@ fn more_rejects_than_allowed_stop_the_load_and_commit_nothing() {
     assert!(err.is_bad_input());
     assert_eq!(db.count("t"), 0);
 }
+
+#[test]
+fn check_reads_and_judges_every_row_but_writes_none() {
+    let (data, good, bad) = mixed_input();
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, name varchar(8) NOT NULL, day date)");
+    let (_dir, path) = write_input(&data, "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.csv.header = true;
+    opts.check_only = true;
+    // Without --max-errors the first bad row found fails the check (with several workers it
+    // need not be the earliest in the file).
+    let err = load(&opts, &Silent).expect_err("a bad row fails the check");
+    assert!(matches!(err, Error::BadRow { .. }) && err.to_string().contains("input.csv:"), "{err}");
+    opts.max_errors = 100;
+    let summary = load(&opts, &Silent).expect("check with rejects");
+    assert!(!summary.loaded);
+    assert_eq!((summary.rows, summary.rows_rejected), (good.len() as u64, bad.len() as u64));
+    assert_eq!(summary.connections, 0);
+    assert_eq!(db.count("t"), 0);
+}

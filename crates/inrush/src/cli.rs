@@ -79,6 +79,10 @@ pub struct LoadArgs {
     /// [default: <input>.rejects]
     #[arg(long)]
     pub rejects: Option<std::path::PathBuf>,
+    /// Read and check every row against the table (CSV, field count, types, lengths, NOT NULL)
+    /// without loading anything; with --max-errors, lists every bad row in the reject file.
+    #[arg(long)]
+    pub check: bool,
     /// Bytes of input per unit of parallel work.
     #[arg(long, default_value_t = 1 << 20, hide = true)]
     pub block_size: usize,
@@ -180,6 +184,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.block_size = args.block_size.max(1);
     opts.force_text = args.text;
     opts.max_errors = args.max_errors;
+    opts.check_only = args.check;
     stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);

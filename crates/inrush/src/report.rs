@@ -86,22 +86,24 @@ pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
 }
 
 pub fn human_summary(s: &LoadSummary) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let headline = if s.loaded {
+        format!("loaded {} rows into {} in {:.2} s", group(s.rows), s.table, s.seconds)
+    } else {
+        format!("checked {} rows against {} in {:.2} s: they would load; nothing was written", group(s.rows), s.table, s.seconds)
+    };
     let mut out = format!(
-        "loaded {} rows into {} in {:.2} s\n  {} rows/s, {:.1} MB/s, {} read from {}\n  {} COPY over {} connection{}, {} worker{}",
-        group(s.rows),
-        s.table,
-        s.seconds,
+        "{headline}\n  {} rows/s, {:.1} MB/s, {} read from {}\n  ",
         group(s.rows_per_second as u64),
         s.megabytes_per_second,
         DecimalBytes(s.bytes),
         s.input,
-        s.copy_format,
-        s.connections,
-        if s.connections == 1 { "" } else { "s" },
-        s.workers,
-        if s.workers == 1 { "" } else { "s" },
     );
-    if let Some(wal) = s.wal_bytes {
+    if s.loaded {
+        out.push_str(&format!("{} COPY over {} connection{}, ", s.copy_format, s.connections, plural(s.connections)));
+    }
+    out.push_str(&format!("{} worker{}", s.workers, plural(s.workers)));
+    if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
         out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
     if let Some(reason) = &s.text_reason {
@@ -151,7 +153,10 @@ mod tests {
             rows_rejected: 2,
             rejects_file: Some("data.csv.rejects".into()),
             rejects_log: Some("data.csv.rejects.log".into()),
+            loaded: true,
         };
         insta::assert_snapshot!(human_summary(&s));
+        let checked = LoadSummary { loaded: false, wal_bytes: Some(0), connections: 0, rows_rejected: 0, values_resolved_by_server: 0, ..s };
+        insta::assert_snapshot!("checked", human_summary(&checked));
     }
 }
