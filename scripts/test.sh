@@ -14,7 +14,7 @@ if [ ! -x "$pg15/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/nul
 fi
 if [ -x "$pg15/initdb" ]; then
   echo "== integration tests against PostgreSQL 15"
-  INRUSH_PG_BIN="$pg15" cargo test --locked -p inrush-load --test load 2>&1
+  INRUSH_PG_BIN="$pg15" cargo test --locked -p inrush-load --tests 2>&1
 else
   echo "== PostgreSQL 15 binaries not available: older-server tests skipped"
 fi

@@ -11,6 +11,8 @@ pub enum Phase {
     Inspect,
     Load,
     Commit,
+    /// Recreating indexes dropped for the load.
+    Indexes,
     Done,
 }
 

@@ -78,6 +78,7 @@ mod tests {
             schema: "public".into(),
             name: "t".into(),
             columns: vec![col("id"), col("Name"), col("qty")],
+            partitioned: false,
         }
     }
 

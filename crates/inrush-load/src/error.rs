@@ -38,6 +38,10 @@ pub enum Error {
     /// Stopped from outside (Ctrl-C, SIGTERM) before committing: everything was rolled back.
     #[error("interrupted: the load was rolled back, nothing was committed")]
     Interrupted,
+    /// Indexes dropped for the load could not be recreated. Their definitions stay in the DDL
+    /// journal (`inrush.ddl_journal`) until `inrush recover` (or the next load) recreates them.
+    #[error("{}indexes dropped for the load could not be recreated: {reason}; their definitions are kept in inrush.ddl_journal: run `inrush recover` to recreate them", load.as_ref().map_or(String::new(), |l| format!("{l}; and ")))]
+    IndexesNotRestored { load: Option<String>, reason: String },
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -19,12 +19,14 @@ pub mod columns;
 mod error;
 mod options;
 pub mod pipeline;
+pub mod plan;
 mod rejects;
 mod sink;
-mod summary;
+pub mod summary;
 mod worker;
 
 pub use error::{Error, Result};
 pub use options::LoadOptions;
 pub use pipeline::load;
+pub use plan::{LoadPlan, PlanOptions};
 pub use summary::LoadSummary;

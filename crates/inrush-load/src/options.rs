@@ -25,6 +25,8 @@ pub struct LoadOptions {
     pub max_errors: u64,
     /// The reject file; default `<input>.rejects` (its log: `<rejects>.log`).
     pub rejects: Option<std::path::PathBuf>,
+    /// What happens around the COPY (indexes).
+    pub plan: crate::PlanOptions,
     /// Read, parse and check every row against the table, but load nothing (`--check`).
     pub check_only: bool,
     /// Set from outside (a signal handler) to stop the load: everything is rolled back.
@@ -49,6 +51,7 @@ impl LoadOptions {
             rejects: None,
             interrupt: Default::default(),
             check_only: false,
+            plan: crate::PlanOptions::default(),
         }
     }
 }

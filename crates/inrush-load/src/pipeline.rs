@@ -12,13 +12,15 @@
 
 use crate::columns::map_columns;
 use crate::rejects::Rejects;
+use crate::summary::Phases;
+use crate::LoadPlan;
 use crate::sink::{self, Finished};
 use crate::worker::WorkerPlan;
 use crate::{Error, LoadOptions, LoadSummary, Result};
 use inrush_core::{Phase, Progress, Reporter, ValueType};
 use inrush_encode::EncodeContext;
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
-use inrush_postgres::{SessionInfo, TableInfo};
+use inrush_postgres::{ddl, SessionInfo, TableInfo};
 use inrush_read::csv::{Record, RecordParser, Splitter};
 use inrush_read::source;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,14 +67,17 @@ impl Shared {
 pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> {
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("starting the async runtime: {e}")))?;
+    let runtime = runtime()?;
     let (control, session, table) = runtime.block_on(async {
         let control = opts.target.connect().await?;
         let session = SessionInfo::read(&control).await?;
         let table = TableInfo::read(&control, &opts.table).await?;
+        // Definitions a load that died left in the journal come back before anything else.
+        let leftovers = ddl::pending(&control, Some(table.oid)).await?;
+        if !leftovers.is_empty() {
+            tracing::warn!("recreating {} index(es) an earlier load of {} left dropped", leftovers.len(), table.qualified());
+            ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
+        }
         Ok::<_, inrush_postgres::Error>((control, session, table))
     })?;
 
@@ -82,6 +87,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         .bytes_total
         .store(input.size.unwrap_or(0), Ordering::Relaxed);
     let input_name = input.name.clone();
+    let input_size = input.size;
     let seekable = input.seekable;
     let mut splitter = Splitter::new(input.reader, input.name, opts.csv.clone(), opts.block_size);
     let eol = splitter.eol()?;
@@ -136,6 +142,28 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         line_break: eol.terminator(),
     };
 
+    let load_plan = runtime.block_on(async {
+        let indexes = table.indexes(&control).await?;
+        let size = table.size(&control).await?;
+        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, size, input_size, opts.plan))
+    })?;
+    let mut notes = Vec::new();
+    let inspected = Instant::now();
+    let to_rebuild = if opts.check_only { Vec::new() } else { load_plan.rebuilt() };
+    let dropped = match to_rebuild.is_empty() {
+        true => Vec::new(),
+        false => match runtime.block_on(ddl::journal_and_drop_indexes(&control, &table, &to_rebuild)) {
+            Ok(dropped) => dropped,
+            Err(e) => {
+                // Nothing was dropped: load with the indexes in place, and say why.
+                notes.push(format!("indexes kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
+                Vec::new()
+            }
+        },
+    };
+    let dropped_at = Instant::now();
+
+    let streamed = (|| -> Result<LoadSummary> {
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
     let connections = if opts.check_only { 0 } else { opts.connections.max(1) };
     let sinks = runtime.block_on(async {
@@ -263,7 +291,6 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         runtime.block_on(commit(&finished))?;
     }
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
-    reporter.phase(Phase::Done);
     let seconds = started.elapsed().as_secs_f64();
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     Ok(LoadSummary {
@@ -285,9 +312,41 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         rows_rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
         rejects_file: shared.rejects.as_ref().map(|r| r.path.display().to_string()),
         rejects_log: shared.rejects.as_ref().map(|r| r.log_path.display().to_string()),
-        server_version: session.server_version,
+        server_version: session.server_version.clone(),
         loaded: !opts.check_only,
+        plan: load_plan.clone(),
+        phases: Phases::default(),
+        notes: Vec::new(),
     })
+    })();
+
+    // Whatever happened to the load, dropped indexes are recreated now.
+    let loaded_at = Instant::now();
+    let rebuilt = if dropped.is_empty() {
+        Ok(())
+    } else {
+        reporter.phase(Phase::Indexes);
+        runtime.block_on(ddl::restore(&opts.target, &dropped, opts.connections.max(1)))
+    };
+    reporter.phase(Phase::Done);
+    let mut summary = match (streamed, rebuilt) {
+        (Ok(summary), Ok(())) => summary,
+        (Err(error), Ok(())) => return Err(error),
+        (streamed, Err(e)) => {
+            return Err(Error::IndexesNotRestored { load: streamed.err().map(|e| e.to_string()), reason: e.to_string() })
+        }
+    };
+    summary.phases = Phases {
+        inspect: (inspected - started).as_secs_f64(),
+        drop_indexes: (dropped_at - inspected).as_secs_f64(),
+        load: (loaded_at - dropped_at).as_secs_f64(),
+        rebuild_indexes: loaded_at.elapsed().as_secs_f64(),
+    };
+    summary.seconds = started.elapsed().as_secs_f64();
+    summary.rows_per_second = summary.rows as f64 / summary.seconds.max(1e-9);
+    summary.megabytes_per_second = summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9);
+    summary.notes = notes;
+    Ok(summary)
 }
 
 /// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
@@ -355,4 +414,48 @@ fn default_rejects_path(input_name: &str) -> PathBuf {
         "-" => PathBuf::from("inrush.rejects"),
         name => PathBuf::from(format!("{name}.rejects")),
     }
+}
+
+/// The async runtime for the connections: one thread, since the CPU work is in the workers.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("starting the async runtime: {e}")))
+}
+
+/// `inrush plan`: what a load of `input` into `table` would do around the COPY.
+pub fn plan(target: &inrush_postgres::ConnectOptions, table: &str, input: Option<&str>, opts: crate::PlanOptions) -> Result<LoadPlan> {
+    let input_size = match input {
+        Some(path) => Some(
+            std::fs::metadata(path)
+                .map_err(|source| inrush_read::Error::Open { path: path.into(), source })?
+                .len(),
+        ),
+        None => None,
+    };
+    let runtime = runtime()?;
+    Ok(runtime.block_on(async {
+        let client = target.connect().await?;
+        let table = TableInfo::read(&client, table).await?;
+        let indexes = table.indexes(&client).await?;
+        let size = table.size(&client).await?;
+        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, size, input_size, opts))
+    })?)
+}
+
+/// `inrush recover`: recreates what the DDL journal holds (for one table, or all); returns what
+/// was recreated.
+pub fn recover(target: &inrush_postgres::ConnectOptions, table: Option<&str>) -> Result<Vec<ddl::JournalEntry>> {
+    let runtime = runtime()?;
+    Ok(runtime.block_on(async {
+        let client = target.connect().await?;
+        let oid = match table {
+            Some(name) => Some(TableInfo::read(&client, name).await?.oid),
+            None => None,
+        };
+        let entries = ddl::pending(&client, oid).await?;
+        ddl::restore(target, &entries, 4).await?;
+        Ok::<_, inrush_postgres::Error>(entries)
+    })?)
 }

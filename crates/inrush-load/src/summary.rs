@@ -28,4 +28,18 @@ pub struct LoadSummary {
     pub rejects_log: Option<String>,
     /// False for `--check`: every row was read and checked, none was written.
     pub loaded: bool,
+    /// What was done around the COPY, and why.
+    pub plan: crate::LoadPlan,
+    /// Seconds per phase; `seconds` is their sum: the time until the table is ready to query.
+    pub phases: Phases,
+    /// Things the user should know (a strategy that could not be applied, and why).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    pub inspect: f64,
+    pub drop_indexes: f64,
+    pub load: f64,
+    pub rebuild_indexes: f64,
 }

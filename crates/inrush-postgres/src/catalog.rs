@@ -65,6 +65,38 @@ impl SessionInfo {
     }
 }
 
+impl TableInfo {
+    /// Every index of the table with its definition, in name order.
+    pub async fn indexes(&self, client: &Client) -> Result<Vec<IndexInfo>> {
+        let rows = client
+            .query(
+                "SELECT ic.relname::text, pg_get_indexdef(i.indexrelid), i.indisunique, \
+                        (SELECT c.conname::text FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid LIMIT 1), \
+                        NOT (i.indisvalid AND i.indisready), pg_relation_size(i.indexrelid) \
+                 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid \
+                 WHERE i.indrelid = $1 ORDER BY 1",
+                &[&self.oid],
+            )
+            .await
+            .map_err(|source| Error::Query { what: format!("reading the indexes of {}", self.qualified()), source })?;
+        Ok(rows
+            .iter()
+            .map(|r| IndexInfo { name: r.get(0), definition: r.get(1), unique: r.get(2), constraint: r.get(3), invalid: r.get(4), bytes: r.get(5) })
+            .collect())
+    }
+
+    pub async fn size(&self, client: &Client) -> Result<TableSize> {
+        let r = client
+            .query_one(
+                "SELECT pg_table_size(c.oid), pg_indexes_size(c.oid), c.reltuples::float8 FROM pg_class c WHERE c.oid = $1",
+                &[&self.oid],
+            )
+            .await
+            .map_err(|source| Error::Query { what: format!("reading the size of {}", self.qualified()), source })?;
+        Ok(TableSize { table_bytes: r.get(0), index_bytes: r.get(1), rows_estimate: r.get(2) })
+    }
+}
+
 /// The target table: its name as the server spells it and the columns a load may feed.
 #[derive(Debug, Clone)]
 pub struct TableInfo {
@@ -73,6 +105,31 @@ pub struct TableInfo {
     pub name: String,
     /// Columns COPY would fill without a column list: not dropped, not generated.
     pub columns: Vec<TargetColumn>,
+    /// A partitioned table (rows go to its partitions).
+    pub partitioned: bool,
+}
+
+/// An index on the target table, as the catalog defines it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexInfo {
+    pub name: String,
+    /// `pg_get_indexdef`: the exact statement that recreates it.
+    pub definition: String,
+    pub unique: bool,
+    /// The constraint (primary key, unique, exclusion) the index enforces, if any.
+    pub constraint: Option<String>,
+    /// Not valid or not ready (a failed CREATE INDEX CONCURRENTLY).
+    pub invalid: bool,
+    pub bytes: i64,
+}
+
+/// How big the table is now, to weigh a load against it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TableSize {
+    pub table_bytes: i64,
+    pub index_bytes: i64,
+    /// The planner's row estimate (`reltuples`; -1 before the first VACUUM/ANALYZE on 14+).
+    pub rows_estimate: f64,
 }
 
 impl TableInfo {
@@ -149,6 +206,7 @@ impl TableInfo {
             schema,
             name,
             columns,
+            partitioned: relkind == "p",
         })
     }
 }

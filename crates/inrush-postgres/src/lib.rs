@@ -4,18 +4,19 @@
 //! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
 //! ([`catalog`]), COPY statements and streams ([`copy`]), asking the server to parse values the
 //! client defers ([`resolve`]), and a private throwaway server for the demo and tests
-//! ([`server`]). Identifiers are always quoted ([`quote_ident`]); passwords never appear in any
+//! ([`server`]), and the journal of dropped definitions ([`ddl`]). Identifiers are always quoted ([`quote_ident`]); passwords never appear in any
 //! message this crate builds.
 //!
 //! Does not own: reading input, encoding values, or the pipeline's threads.
 
 pub mod catalog;
 pub mod copy;
+pub mod ddl;
 pub mod options;
 pub mod resolve;
 pub mod server;
 
-pub use catalog::{SessionInfo, TableInfo};
+pub use catalog::{IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;
 pub use server::{PrivateServer, ServerOptions};
 

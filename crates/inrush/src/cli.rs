@@ -3,7 +3,7 @@
 use crate::{demo, report};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use inrush_load::LoadOptions;
+use inrush_load::{LoadOptions, PlanOptions};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 
@@ -26,6 +26,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Write seeded synthetic CSV (the SqlBulkCopy table) for benchmarks and experiments.
     Gen(GenArgs),
+    /// Print what a load would do around the COPY (indexes kept or rebuilt, and why).
+    Plan(PlanArgs),
+    /// Recreate every index an interrupted load left dropped (from inrush.ddl_journal).
+    Recover(RecoverArgs),
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +83,8 @@ pub struct LoadArgs {
     /// [default: <input>.rejects]
     #[arg(long)]
     pub rejects: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub plan: PlanFlags,
     /// Read and check every row against the table (CSV, field count, types, lengths, NOT NULL)
     /// without loading anything; with --max-errors, lists every bad row in the reject file.
     #[arg(long)]
@@ -91,6 +97,49 @@ pub struct LoadArgs {
     pub text: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// How the load treats indexes (shared by `load` and `plan`).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct PlanFlags {
+    /// Keep every index during the load (never drop and rebuild).
+    #[arg(long)]
+    pub keep_indexes: bool,
+    /// Rebuild secondary indexes after the load when it is at least this fraction of the
+    /// table's current size (table plus indexes).
+    #[arg(long, default_value_t = 0.2)]
+    pub index_threshold: f64,
+}
+
+impl PlanFlags {
+    fn options(self) -> PlanOptions {
+        PlanOptions { rebuild_indexes: !self.keep_indexes, threshold: self.index_threshold }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    #[arg(long)]
+    pub table: String,
+    /// The file to be loaded (its size is weighed against the table's).
+    #[arg(long)]
+    pub input: Option<String>,
+    #[command(flatten)]
+    pub flags: PlanFlags,
+    /// Print the plan as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RecoverArgs {
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    /// Only this table (default: every table in the journal).
+    #[arg(long)]
+    pub table: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -133,7 +182,8 @@ impl Cli {
         match &self.command {
             Command::Load(a) => a.output.json,
             Command::Demo(a) => a.output.json,
-            Command::Gen(_) => false,
+            Command::Plan(a) => a.json,
+            Command::Gen(_) | Command::Recover(_) => false,
         }
     }
 }
@@ -142,6 +192,27 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Load(args) => load(args),
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
+        Command::Plan(args) => {
+            let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
+            let plan = inrush_load::pipeline::plan(&target, &args.table, args.input.as_deref(), args.flags.options())?;
+            if args.json {
+                println!("{}", serde_json::to_string(&plan)?);
+            } else {
+                print!("{plan}");
+            }
+            Ok(Outcome::Done)
+        }
+        Command::Recover(args) => {
+            let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
+            let restored = inrush_load::pipeline::recover(&target, args.table.as_deref())?;
+            if restored.is_empty() {
+                eprintln!("nothing to recover: the DDL journal is empty");
+            }
+            for entry in &restored {
+                eprintln!("recreated {} {} on {}", entry.kind, entry.name, entry.table_name);
+            }
+            Ok(Outcome::Done)
+        }
         Command::Gen(args) => {
             let file = std::fs::File::create(&args.output)
                 .with_context(|| format!("creating {}", args.output))?;
@@ -185,6 +256,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.force_text = args.text;
     opts.max_errors = args.max_errors;
     opts.check_only = args.check;
+    opts.plan = args.plan.options();
     stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);

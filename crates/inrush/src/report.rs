@@ -42,6 +42,7 @@ impl Reporter for ProgressReporter {
             match phase {
                 Phase::Inspect => bar.set_message("inspecting the table"),
                 Phase::Commit => bar.set_message("committing"),
+                Phase::Indexes => bar.set_message("rebuilding indexes"),
                 Phase::Load | Phase::Done => {}
             }
         }
@@ -106,6 +107,19 @@ pub fn human_summary(s: &LoadSummary) -> String {
     if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
         out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
+    if s.loaded && s.plan.indexes.iter().any(|d| d.action == inrush_load::plan::IndexAction::Rebuild) {
+        let rebuilt: Vec<&str> = s.plan.indexes.iter().filter(|d| d.action == inrush_load::plan::IndexAction::Rebuild).map(|d| d.name.as_str()).collect();
+        out.push_str(&format!(
+            "\n  indexes rebuilt after the load: {} (drop {:.2} s, load {:.2} s, rebuild {:.2} s)",
+            rebuilt.join(", "),
+            s.phases.drop_indexes,
+            s.phases.load,
+            s.phases.rebuild_indexes
+        ));
+    }
+    for note in &s.notes {
+        out.push_str(&format!("\n  note: {note}"));
+    }
     if let Some(reason) = &s.text_reason {
         out.push_str(&format!("\n  text COPY because: {reason}"));
     }
@@ -154,6 +168,23 @@ mod tests {
             rejects_file: Some("data.csv.rejects".into()),
             rejects_log: Some("data.csv.rejects.log".into()),
             loaded: true,
+            plan: inrush_load::LoadPlan::decide(
+                "\"public\".\"t\"",
+                false,
+                vec![inrush_postgres::IndexInfo {
+                    name: "t_name_idx".into(),
+                    definition: "CREATE INDEX t_name_idx ON public.t USING btree (name)".into(),
+                    unique: false,
+                    constraint: None,
+                    invalid: false,
+                    bytes: 8192,
+                }],
+                inrush_postgres::TableSize { table_bytes: 0, index_bytes: 8192, rows_estimate: 0.0 },
+                Some(334_000_000),
+                inrush_load::PlanOptions::default(),
+            ),
+            phases: inrush_load::summary::Phases { inspect: 0.01, drop_indexes: 0.02, load: 1.0, rebuild_indexes: 0.22 },
+            notes: vec![],
         };
         insta::assert_snapshot!(human_summary(&s));
         let checked = LoadSummary { loaded: false, wal_bytes: Some(0), connections: 0, rows_rejected: 0, values_resolved_by_server: 0, ..s };
