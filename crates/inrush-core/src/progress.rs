@@ -13,6 +13,8 @@ pub enum Phase {
     Commit,
     /// Recreating indexes dropped for the load.
     Indexes,
+    /// ANALYZE / VACUUM so the table is ready to query.
+    Maintain,
     Done,
 }
 

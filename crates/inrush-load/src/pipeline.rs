@@ -13,6 +13,7 @@
 use crate::columns::map_columns;
 use crate::rejects::Rejects;
 use crate::summary::Phases;
+use crate::plan::Maintenance;
 use crate::LoadPlan;
 use crate::sink::{self, Finished};
 use crate::worker::WorkerPlan;
@@ -328,7 +329,6 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         reporter.phase(Phase::Indexes);
         runtime.block_on(ddl::restore(&opts.target, &dropped, opts.connections.max(1)))
     };
-    reporter.phase(Phase::Done);
     let mut summary = match (streamed, rebuilt) {
         (Ok(summary), Ok(())) => summary,
         (Err(error), Ok(())) => return Err(error),
@@ -336,12 +336,29 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             return Err(Error::IndexesNotRestored { load: streamed.err().map(|e| e.to_string()), reason: e.to_string() })
         }
     };
+    let rebuilt_at = Instant::now();
+    if summary.loaded {
+        let sql = match load_plan.after {
+            Maintenance::None => None,
+            Maintenance::Analyze => Some(format!("ANALYZE {}", table.qualified())),
+            Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
+        };
+        if let Some(sql) = sql {
+            reporter.phase(Phase::Maintain);
+            if let Err(e) = runtime.block_on(control.batch_execute(&sql)) {
+                // The rows are committed; only the upkeep failed (usually: not the table's owner).
+                notes.push(format!("{sql} failed: {}", inrush_postgres::describe_pg_error(&e)));
+            }
+        }
+    }
     summary.phases = Phases {
         inspect: (inspected - started).as_secs_f64(),
         drop_indexes: (dropped_at - inspected).as_secs_f64(),
         load: (loaded_at - dropped_at).as_secs_f64(),
-        rebuild_indexes: loaded_at.elapsed().as_secs_f64(),
+        rebuild_indexes: (rebuilt_at - loaded_at).as_secs_f64(),
+        maintain: rebuilt_at.elapsed().as_secs_f64(),
     };
+    reporter.phase(Phase::Done);
     summary.seconds = started.elapsed().as_secs_f64();
     summary.rows_per_second = summary.rows as f64 / summary.seconds.max(1e-9);
     summary.megabytes_per_second = summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9);

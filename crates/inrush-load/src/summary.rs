@@ -42,4 +42,6 @@ pub struct Phases {
     pub drop_indexes: f64,
     pub load: f64,
     pub rebuild_indexes: f64,
+    /// ANALYZE or VACUUM (ANALYZE) after the load.
+    pub maintain: f64,
 }

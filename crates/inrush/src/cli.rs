@@ -109,11 +109,14 @@ pub struct PlanFlags {
     /// table's current size (table plus indexes).
     #[arg(long, default_value_t = 0.2)]
     pub index_threshold: f64,
+    /// Skip ANALYZE / VACUUM after the load (leave the table to autovacuum).
+    #[arg(long)]
+    pub no_analyze: bool,
 }
 
 impl PlanFlags {
     fn options(self) -> PlanOptions {
-        PlanOptions { rebuild_indexes: !self.keep_indexes, threshold: self.index_threshold }
+        PlanOptions { rebuild_indexes: !self.keep_indexes, threshold: self.index_threshold, maintain: !self.no_analyze }
     }
 }
 

@@ -43,6 +43,7 @@ impl Reporter for ProgressReporter {
                 Phase::Inspect => bar.set_message("inspecting the table"),
                 Phase::Commit => bar.set_message("committing"),
                 Phase::Indexes => bar.set_message("rebuilding indexes"),
+                Phase::Maintain => bar.set_message("vacuum / analyze"),
                 Phase::Load | Phase::Done => {}
             }
         }
@@ -117,6 +118,13 @@ pub fn human_summary(s: &LoadSummary) -> String {
             s.phases.rebuild_indexes
         ));
     }
+    if s.loaded && s.plan.after != inrush_load::plan::Maintenance::None {
+        let what = match s.plan.after {
+            inrush_load::plan::Maintenance::VacuumAnalyze => "VACUUM (ANALYZE)",
+            _ => "ANALYZE",
+        };
+        out.push_str(&format!("\n  query-ready: {what} in {:.2} s", s.phases.maintain));
+    }
     for note in &s.notes {
         out.push_str(&format!("\n  note: {note}"));
     }
@@ -183,7 +191,7 @@ mod tests {
                 Some(334_000_000),
                 inrush_load::PlanOptions::default(),
             ),
-            phases: inrush_load::summary::Phases { inspect: 0.01, drop_indexes: 0.02, load: 1.0, rebuild_indexes: 0.22 },
+            phases: inrush_load::summary::Phases { inspect: 0.01, drop_indexes: 0.02, load: 1.0, rebuild_indexes: 0.22, maintain: 0.3 },
             notes: vec![],
         };
         insta::assert_snapshot!(human_summary(&s));
