@@ -145,19 +145,23 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let load_plan = runtime.block_on(async {
         let indexes = table.indexes(&control).await?;
+        let foreign_keys = table.foreign_keys(&control).await?;
         let size = table.size(&control).await?;
-        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, size, input_size, opts.plan))
+        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts.plan))
     })?;
     let mut notes = Vec::new();
     let inspected = Instant::now();
-    let to_rebuild = if opts.check_only { Vec::new() } else { load_plan.rebuilt() };
-    let dropped = match to_rebuild.is_empty() {
+    let (to_rebuild, to_readd) = match opts.check_only {
+        true => (Vec::new(), Vec::new()),
+        false => (load_plan.rebuilt(), load_plan.readded_foreign_keys()),
+    };
+    let dropped = match to_rebuild.is_empty() && to_readd.is_empty() {
         true => Vec::new(),
-        false => match runtime.block_on(ddl::journal_and_drop_indexes(&control, &table, &to_rebuild)) {
+        false => match runtime.block_on(ddl::journal_and_drop(&control, &table, &to_rebuild, &to_readd)) {
             Ok(dropped) => dropped,
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
-                notes.push(format!("indexes kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
+                notes.push(format!("indexes and foreign keys kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
                 Vec::new()
             }
         },
@@ -332,6 +336,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let mut summary = match (streamed, rebuilt) {
         (Ok(summary), Ok(())) => summary,
         (Err(error), Ok(())) => return Err(error),
+        (Ok(summary), Err(inrush_postgres::Error::ForeignKeyViolated { constraint, table, message })) => {
+            return Err(Error::ForeignKeyViolated { rows: summary.rows, constraint, table, message })
+        }
         (streamed, Err(e)) => {
             return Err(Error::IndexesNotRestored { load: streamed.err().map(|e| e.to_string()), reason: e.to_string() })
         }
@@ -456,8 +463,9 @@ pub fn plan(target: &inrush_postgres::ConnectOptions, table: &str, input: Option
         let client = target.connect().await?;
         let table = TableInfo::read(&client, table).await?;
         let indexes = table.indexes(&client).await?;
+        let foreign_keys = table.foreign_keys(&client).await?;
         let size = table.size(&client).await?;
-        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, size, input_size, opts))
+        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts))
     })?)
 }
 

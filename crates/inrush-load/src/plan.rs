@@ -4,7 +4,7 @@
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
-use inrush_postgres::{IndexInfo, TableSize};
+use inrush_postgres::{ForeignKeyInfo, IndexInfo, TableSize};
 use std::fmt;
 
 /// The user's say in the plan.
@@ -43,6 +43,17 @@ pub struct IndexDecision {
     pub index: IndexInfo,
 }
 
+/// A foreign key: checked row by row during the load (a trigger per row), or dropped and added
+/// back after it NOT VALID + VALIDATE, one set-based check.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ForeignKeyDecision {
+    pub name: String,
+    pub action: IndexAction,
+    pub reason: String,
+    #[serde(skip)]
+    pub foreign_key: ForeignKeyInfo,
+}
+
 /// What runs after the load so the first queries need not pay for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,14 +78,17 @@ pub struct LoadPlan {
     /// Why indexes are rebuilt or kept, in one sentence.
     pub rule: String,
     pub indexes: Vec<IndexDecision>,
+    pub foreign_keys: Vec<ForeignKeyDecision>,
     pub after: Maintenance,
 }
 
 impl LoadPlan {
+    #[allow(clippy::too_many_arguments)]
     pub fn decide(
         table: &str,
         partitioned: bool,
         indexes: Vec<IndexInfo>,
+        foreign_keys: Vec<ForeignKeyInfo>,
         size: TableSize,
         load_bytes: Option<u64>,
         opts: PlanOptions,
@@ -86,7 +100,7 @@ impl LoadPlan {
             (_, _, Some(load)) if load as f64 >= opts.threshold * current => (
                 true,
                 format!(
-                    "the load ({}) is at least {:.0}% of the table and its indexes ({}): secondary indexes are dropped and rebuilt after it",
+                    "the load ({}) is at least {:.0}% of the table and its indexes ({}): secondary indexes and foreign keys are dropped and rebuilt after it",
                     human(load as f64),
                     opts.threshold * 100.0,
                     human(current)
@@ -123,6 +137,17 @@ impl LoadPlan {
                 IndexDecision { name: index.name.clone(), action, reason, index }
             })
             .collect();
+        let foreign_keys = foreign_keys
+            .into_iter()
+            .map(|fk| {
+                let (action, reason) = if large {
+                    (IndexAction::Rebuild, "re-added after the load NOT VALID, then validated once".to_string())
+                } else {
+                    (IndexAction::Keep, "checked row by row during the load".to_string())
+                };
+                ForeignKeyDecision { name: fk.name.clone(), action, reason, foreign_key: fk }
+            })
+            .collect();
         let after = match (opts.maintain, large || current == 0.0) {
             (false, _) => Maintenance::None,
             (true, true) => Maintenance::VacuumAnalyze,
@@ -135,8 +160,14 @@ impl LoadPlan {
             index_bytes: size.index_bytes,
             rule,
             indexes,
+            foreign_keys,
             after,
         }
+    }
+
+    /// The foreign keys to journal, drop, and add back after the load.
+    pub fn readded_foreign_keys(&self) -> Vec<ForeignKeyInfo> {
+        self.foreign_keys.iter().filter(|d| d.action == IndexAction::Rebuild).map(|d| d.foreign_key.clone()).collect()
     }
 
     /// The indexes to journal, drop and rebuild.
@@ -169,6 +200,13 @@ impl fmt::Display for LoadPlan {
             };
             writeln!(f, "  index {:<width$}  {action}  {}", d.name, d.reason)?;
         }
+        for d in &self.foreign_keys {
+            let action = match d.action {
+                IndexAction::Keep => "keep  ",
+                IndexAction::Rebuild => "re-add",
+            };
+            writeln!(f, "  foreign key {}  {action}  {}", d.name, d.reason)?;
+        }
         match self.after {
             Maintenance::None => writeln!(f, "  after the load: nothing (--no-analyze)"),
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
@@ -196,20 +234,24 @@ mod tests {
         vec![index("t_pkey", true, Some("t_pkey")), index("t_code_key", true, None), index("t_name_idx", false, None)]
     }
 
+    fn fks() -> Vec<ForeignKeyInfo> {
+        vec![ForeignKeyInfo { name: "t_customer_fk".into(), definition: "FOREIGN KEY (customer) REFERENCES customers(id)".into(), validated: true }]
+    }
+
     fn size(table_bytes: i64) -> TableSize {
         TableSize { table_bytes, index_bytes: 16384, rows_estimate: 0.0 }
     }
 
     #[test]
     fn a_large_load_rebuilds_only_plain_secondary_indexes() {
-        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), size(8192), Some(321_000_000), PlanOptions::default());
+        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), fks(), size(8192), Some(321_000_000), PlanOptions::default());
         assert_eq!(plan.rebuilt().iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["t_name_idx"]);
         insta::assert_snapshot!(plan.to_string());
     }
 
     #[test]
     fn a_small_load_keeps_everything() {
-        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), size(10_000_000_000), Some(1_000_000), PlanOptions::default());
+        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), fks(), size(10_000_000_000), Some(1_000_000), PlanOptions::default());
         assert!(plan.rebuilt().is_empty());
         insta::assert_snapshot!(plan.to_string());
     }
@@ -217,14 +259,14 @@ mod tests {
     #[test]
     fn switches_and_unknown_sizes() {
         let off = PlanOptions { rebuild_indexes: false, ..Default::default() };
-        assert_eq!(LoadPlan::decide("t", false, indexes(), size(0), Some(1 << 30), PlanOptions::default()).after, Maintenance::VacuumAnalyze);
-        assert_eq!(LoadPlan::decide("t", false, indexes(), size(1 << 40), Some(1), PlanOptions::default()).after, Maintenance::Analyze);
+        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), PlanOptions::default()).after, Maintenance::VacuumAnalyze);
+        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(1 << 40), Some(1), PlanOptions::default()).after, Maintenance::Analyze);
         let quiet = PlanOptions { maintain: false, ..Default::default() };
-        assert_eq!(LoadPlan::decide("t", false, indexes(), size(0), Some(1), quiet).after, Maintenance::None);
-        assert!(LoadPlan::decide("t", false, indexes(), size(0), Some(1 << 30), off).rebuilt().is_empty());
-        assert!(LoadPlan::decide("t", true, indexes(), size(0), Some(1 << 30), PlanOptions::default()).rebuilt().is_empty());
-        assert_eq!(LoadPlan::decide("t", false, indexes(), size(0), None, PlanOptions::default()).rebuilt().len(), 1);
+        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1), quiet).after, Maintenance::None);
+        assert!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), off).rebuilt().is_empty());
+        assert!(LoadPlan::decide("t", true, indexes(), fks(), size(0), Some(1 << 30), PlanOptions::default()).rebuilt().is_empty());
+        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), None, PlanOptions::default()).rebuilt().len(), 1);
         let busy = TableSize { table_bytes: 1 << 30, index_bytes: 0, rows_estimate: 1e6 };
-        assert!(LoadPlan::decide("t", false, indexes(), busy, None, PlanOptions::default()).rebuilt().is_empty());
+        assert!(LoadPlan::decide("t", false, indexes(), fks(), busy, None, PlanOptions::default()).rebuilt().is_empty());
     }
 }

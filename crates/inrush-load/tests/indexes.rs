@@ -1,11 +1,12 @@
-//! Indexes dropped for a load come back exactly as they were: after a successful load, after a
-//! failed one, and after a loader that died (through `recover` or the next load).
+//! Indexes and foreign keys dropped for a load come back exactly as they were: after a
+//! successful load, after a failed one, and after a loader that died (through `recover` or the
+//! next load); a foreign key the new rows break is reported and left NOT VALID.
 
 mod support;
 
 use inrush_core::Silent;
 use inrush_load::plan::IndexAction;
-use inrush_load::{load, pipeline};
+use inrush_load::{load, pipeline, Error};
 use inrush_postgres::ddl;
 use support::{fresh_db, write_input, TestDb};
 
@@ -92,7 +93,7 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
             let client = db.target.connect().await.unwrap();
             let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
             let secondary: Vec<_> = table.indexes(&client).await.unwrap().into_iter().filter(|i| !i.unique).collect();
-            ddl::journal_and_drop_indexes(&client, &table, &secondary).await.unwrap()
+            ddl::journal_and_drop(&client, &table, &secondary, &[]).await.unwrap()
         })
     };
     assert_eq!(drop_like_a_dead_loader(&db).len(), 3);
@@ -121,4 +122,77 @@ fn small_loads_and_keep_indexes_touch_nothing() {
     assert!(summary.plan.indexes.iter().all(|d| d.action == IndexAction::Keep), "{}", summary.plan);
     assert!(summary.plan.rule.contains("under 20%"), "{}", summary.plan.rule);
     assert_eq!(journal_len(&mut db), 0);
+}
+
+const WITH_FOREIGN_KEY: &str = "CREATE TABLE customers (id int PRIMARY KEY);
+     INSERT INTO customers SELECT generate_series(1, 100);
+     CREATE TABLE t (id int, customer int CONSTRAINT t_customer_fk REFERENCES customers (id) ON DELETE CASCADE,
+                     note text);
+     CREATE INDEX t_customer_idx ON t (customer);";
+
+fn constraints(db: &mut TestDb) -> Vec<String> {
+    let rows = db
+        .client
+        .query("SELECT conname || ': ' || pg_get_constraintdef(oid) || ' valid=' || convalidated FROM pg_constraint WHERE conrelid = 't'::regclass ORDER BY 1", &[])
+        .unwrap();
+    rows.iter().map(|r| r.get(0)).collect()
+}
+
+fn orders(n: usize, bad_customer: Option<usize>) -> Vec<u8> {
+    (1..=n)
+        .flat_map(|i| {
+            let customer = if Some(i) == bad_customer { 999 } else { i % 100 + 1 };
+            format!("{i},{customer},order {i}\n").into_bytes()
+        })
+        .collect()
+}
+
+#[test]
+fn foreign_keys_come_back_validated_after_a_load() {
+    let mut db = fresh_db();
+    db.exec(WITH_FOREIGN_KEY);
+    let before = (constraints(&mut db), definitions(&mut db));
+    let (_dir, path) = write_input(&orders(3000, None), "csv");
+    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    assert_eq!(summary.plan.foreign_keys.len(), 1);
+    assert_eq!(summary.plan.foreign_keys[0].action, IndexAction::Rebuild);
+    assert_eq!((constraints(&mut db), definitions(&mut db)), before);
+    assert_eq!(journal_len(&mut db), 0);
+}
+
+#[test]
+fn a_violated_foreign_key_is_named_with_its_key_and_left_not_valid() {
+    let mut db = fresh_db();
+    db.exec(WITH_FOREIGN_KEY);
+    let (_dir, path) = write_input(&orders(3000, Some(1234)), "csv");
+    let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
+    let Error::ForeignKeyViolated { rows, constraint, message, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((*rows, constraint.as_str()), (3000, "t_customer_fk"));
+    assert!(message.contains("Key (customer)=(999) is not present in table \"customers\""), "{message}");
+    assert!(err.to_string().contains("VALIDATE CONSTRAINT \"t_customer_fk\""), "{err}");
+    // The documented state: rows committed, the key back but NOT VALID, the index rebuilt.
+    assert_eq!(db.count("t"), 3000);
+    assert_eq!(
+        constraints(&mut db),
+        ["t_customer_fk: FOREIGN KEY (customer) REFERENCES customers(id) ON DELETE CASCADE NOT VALID valid=false"]
+    );
+    assert_eq!(definitions(&mut db).len(), 1);
+    assert_eq!(journal_len(&mut db), 0);
+}
+
+#[test]
+fn recover_brings_back_foreign_keys_too() {
+    let mut db = fresh_db();
+    db.exec(WITH_FOREIGN_KEY);
+    let before = constraints(&mut db);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = db.target.connect().await.unwrap();
+        let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
+        let fks = table.foreign_keys(&client).await.unwrap();
+        ddl::journal_and_drop(&client, &table, &[], &fks).await.unwrap();
+    });
+    assert!(constraints(&mut db).is_empty());
+    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 1);
+    assert_eq!(constraints(&mut db), before);
 }

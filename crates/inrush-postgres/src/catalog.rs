@@ -85,6 +85,19 @@ impl TableInfo {
             .collect())
     }
 
+    /// The table's own foreign keys (checked row by row while rows are inserted).
+    pub async fn foreign_keys(&self, client: &Client) -> Result<Vec<ForeignKeyInfo>> {
+        let rows = client
+            .query(
+                "SELECT conname::text, pg_get_constraintdef(oid), convalidated FROM pg_constraint \
+                 WHERE conrelid = $1 AND contype = 'f' AND conparentid = 0 ORDER BY 1",
+                &[&self.oid],
+            )
+            .await
+            .map_err(|source| Error::Query { what: format!("reading the foreign keys of {}", self.qualified()), source })?;
+        Ok(rows.iter().map(|r| ForeignKeyInfo { name: r.get(0), definition: r.get(1), validated: r.get(2) }).collect())
+    }
+
     pub async fn size(&self, client: &Client) -> Result<TableSize> {
         let r = client
             .query_one(
@@ -121,6 +134,16 @@ pub struct IndexInfo {
     /// Not valid or not ready (a failed CREATE INDEX CONCURRENTLY).
     pub invalid: bool,
     pub bytes: i64,
+}
+
+/// A foreign key of the target table (one it references other tables through).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKeyInfo {
+    pub name: String,
+    /// `pg_get_constraintdef`: `FOREIGN KEY (a) REFERENCES b(id) ...`.
+    pub definition: String,
+    /// Validated now; a key that was NOT VALID before the load is not validated after it.
+    pub validated: bool,
 }
 
 /// How big the table is now, to weigh a load against it.

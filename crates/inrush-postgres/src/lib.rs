@@ -16,7 +16,7 @@ pub mod options;
 pub mod resolve;
 pub mod server;
 
-pub use catalog::{IndexInfo, SessionInfo, TableInfo, TableSize};
+pub use catalog::{ForeignKeyInfo, IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;
 pub use server::{PrivateServer, ServerOptions};
 
@@ -41,6 +41,10 @@ pub enum Error {
     NotATable(String),
     #[error("permission denied: {0}")]
     Permission(String),
+    /// A foreign key dropped for the load was added back NOT VALID, and validating it found
+    /// rows that break it.
+    #[error("foreign key {constraint} of {table} was added back NOT VALID: {message}")]
+    ForeignKeyViolated { constraint: String, table: String, message: String },
     #[error("private server: {0}")]
     Server(String),
     #[error("{context}: {source}")]

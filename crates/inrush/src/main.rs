@@ -4,7 +4,8 @@
 //! Exit codes: 0 loaded; 1 unexpected error; 2 usage; 3 connection, server or permission
 //! problem; 4 input refused (bad row or malformed CSV: nothing committed); 5 partial commit (a
 //! connection failed during the final COMMIT: see the message); 6 loaded and committed, with
-//! rows refused into the reject file (`--max-errors`); 130 interrupted (Ctrl-C or SIGTERM:
+//! rows refused into the reject file (`--max-errors`); 7 loaded and committed, but a foreign key
+//! dropped for the load does not hold (added back NOT VALID); 130 interrupted (Ctrl-C or SIGTERM:
 //! everything rolled back).
 
 mod cli;
@@ -45,6 +46,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     use inrush_load::Error as L;
     match e.downcast_ref::<L>() {
         Some(L::Interrupted) => 130,
+        Some(L::ForeignKeyViolated { .. }) => 7,
         Some(L::PartialCommit { .. }) => 5,
         Some(err) if err.is_bad_input() => 4,
         Some(L::Postgres(_)) => 3,

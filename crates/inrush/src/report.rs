@@ -187,6 +187,7 @@ mod tests {
                     invalid: false,
                     bytes: 8192,
                 }],
+                vec![],
                 inrush_postgres::TableSize { table_bytes: 0, index_bytes: 8192, rows_estimate: 0.0 },
                 Some(334_000_000),
                 inrush_load::PlanOptions::default(),
