@@ -46,6 +46,10 @@ pub enum Error {
     /// it was added back NOT VALID (enforced for new rows, not checked for existing ones).
     #[error("{rows} rows were committed, but foreign key {constraint} of {table} does not hold: {message}. It was added back NOT VALID; fix or delete the offending rows, then run: ALTER TABLE {table} VALIDATE CONSTRAINT \"{constraint}\"")]
     ForeignKeyViolated { rows: u64, constraint: String, table: String, message: String },
+    /// A primary key or unique constraint built after the load does not hold for the input's
+    /// rows: the load's rows were deleted again and every definition restored.
+    #[error("{constraint} of {table} does not hold for the input: {message}; the load was undone ({rows_undone} rows deleted again) and the table is as it was")]
+    UniqueViolated { constraint: String, table: String, message: String, rows_undone: u64 },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -57,6 +61,7 @@ impl Error {
             self,
             Error::BadRow { .. }
                 | Error::TooManyRejects { .. }
+                | Error::UniqueViolated { .. }
                 | Error::ServerRefused { .. }
                 | Error::Columns(_)
                 | Error::Read(inrush_read::Error::Record { .. })

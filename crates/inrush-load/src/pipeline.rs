@@ -168,7 +168,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let dropped_at = Instant::now();
 
-    let streamed = (|| -> Result<LoadSummary> {
+    let streamed = (|| -> Result<(LoadSummary, Vec<i64>)> {
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
     let connections = if opts.check_only { 0 } else { opts.connections.max(1) };
     let sinks = runtime.block_on(async {
@@ -298,7 +298,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
     let seconds = started.elapsed().as_secs_f64();
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
-    Ok(LoadSummary {
+    let txids = finished.iter().map(|f| f.txid).collect();
+    Ok((LoadSummary {
         input: input_name,
         table: table.qualified(),
         rows,
@@ -322,7 +323,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         plan: load_plan.clone(),
         phases: Phases::default(),
         notes: Vec::new(),
-    })
+    }, txids))
     })();
 
     // Whatever happened to the load, dropped indexes are recreated now.
@@ -334,9 +335,23 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         runtime.block_on(ddl::restore(&opts.target, &dropped, opts.connections.max(1)))
     };
     let mut summary = match (streamed, rebuilt) {
-        (Ok(summary), Ok(())) => summary,
+        (Ok((summary, _)), Ok(())) => summary,
+        (Ok((summary, txids)), Err(inrush_postgres::Error::UniqueViolated { constraint, table: name, message })) => {
+            // The rows break a key rebuilt after the commit: take exactly them out again, then
+            // put every journaled definition back, so the table is as it was.
+            let undone = runtime.block_on(async {
+                let deleted = undo(&control, &table, &txids).await?;
+                let pending = ddl::pending(&control, Some(table.oid)).await?;
+                ddl::restore(&opts.target, &pending, opts.connections.max(1)).await?;
+                Ok::<_, inrush_postgres::Error>(deleted)
+            });
+            return Err(match undone {
+                Ok(deleted) => Error::UniqueViolated { constraint, table: name, message, rows_undone: deleted },
+                Err(e) => Error::IndexesNotRestored { load: Some(format!("{constraint}: {message}")), reason: e.to_string() },
+            });
+        }
         (Err(error), Ok(())) => return Err(error),
-        (Ok(summary), Err(inrush_postgres::Error::ForeignKeyViolated { constraint, table, message })) => {
+        (Ok((summary, _)), Err(inrush_postgres::Error::ForeignKeyViolated { constraint, table, message })) => {
             return Err(Error::ForeignKeyViolated { rows: summary.rows, constraint, table, message })
         }
         (streamed, Err(e)) => {
@@ -383,6 +398,14 @@ async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -
             _ => return rows,
         }
     }
+}
+
+/// Deletes the rows the load's transactions inserted (their `xmin`); returns how many.
+async fn undo(control: &tokio_postgres::Client, table: &TableInfo, txids: &[i64]) -> inrush_postgres::Result<u64> {
+    // xmin is the 32-bit transaction id: the low half of txid_current()'s epoch-extended id.
+    let xids: Vec<i64> = txids.iter().map(|t| t & 0xFFFF_FFFF).collect();
+    let sql = format!("DELETE FROM {} WHERE xmin::text::bigint = ANY($1)", table.qualified());
+    control.execute(&sql, &[&xids]).await.map_err(|source| inrush_postgres::Error::Query { what: sql, source })
 }
 
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.

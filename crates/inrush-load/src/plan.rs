@@ -16,6 +16,9 @@ pub struct PlanOptions {
     /// Rebuild when the load is at least this fraction of the table's current size (the seeds'
     /// 10-20% rule).
     pub threshold: f64,
+    /// Also build primary keys and unique constraints after the load when the table is not
+    /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
+    pub rebuild_unique: bool,
     /// Make the table query-ready after the load: ANALYZE, and VACUUM when the load dominates
     /// (`--no-analyze` turns both off).
     pub maintain: bool,
@@ -23,7 +26,7 @@ pub struct PlanOptions {
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { rebuild_indexes: true, threshold: 0.2, maintain: true }
+        PlanOptions { rebuild_indexes: true, threshold: 0.2, maintain: true, rebuild_unique: false }
     }
 }
 
@@ -115,24 +118,36 @@ impl LoadPlan {
                     human(current)
                 ),
             ),
-            (_, _, None) if size.rows_estimate <= 0.0 && current < 8e6 => {
+            (_, _, None) if size.empty => {
                 (true, "the table is empty and the load's size unknown: secondary indexes are rebuilt after the load".to_string())
             }
             (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
         };
+        let unique_after = large && (size.empty || opts.rebuild_unique);
         let indexes = indexes
             .into_iter()
             .map(|index| {
-                let (action, reason) = if let Some(constraint) = &index.constraint {
-                    (IndexAction::Keep, format!("enforces constraint {constraint:?} during the load"))
-                } else if index.unique {
-                    (IndexAction::Keep, "unique: rebuilding it after the load would let duplicates commit".to_string())
-                } else if index.invalid {
+                let enforces = index.constraint.is_some() || index.unique;
+                let (action, reason) = if index.invalid {
                     (IndexAction::Keep, "invalid (a failed concurrent build): left as it is".to_string())
+                } else if !enforces {
+                    if large {
+                        (IndexAction::Rebuild, "secondary index: built once after the load".to_string())
+                    } else {
+                        (IndexAction::Keep, "secondary index: maintained during the load".to_string())
+                    }
+                } else if index.constraint_kind.as_deref() == Some("x") {
+                    (IndexAction::Keep, "exclusion constraint: enforced during the load".to_string())
+                } else if index.deferrable {
+                    (IndexAction::Keep, "deferrable constraint: enforced during the load".to_string())
+                } else if index.referenced {
+                    (IndexAction::Keep, "a foreign key relies on it: enforced during the load".to_string())
+                } else if unique_after {
+                    (IndexAction::Rebuild, "unique: built once after the load; if the rows break it, the load is undone".to_string())
                 } else if large {
-                    (IndexAction::Rebuild, "secondary index: built once after the load".to_string())
+                    (IndexAction::Keep, "unique: enforced during the load (the table is not empty; --rebuild-unique builds it after)".to_string())
                 } else {
-                    (IndexAction::Keep, "secondary index: maintained during the load".to_string())
+                    (IndexAction::Keep, "unique: enforced during the load".to_string())
                 };
                 IndexDecision { name: index.name.clone(), action, reason, index }
             })
@@ -225,6 +240,9 @@ mod tests {
             definition: format!("CREATE INDEX {name} ON public.t USING btree (a)"),
             unique,
             constraint: constraint.map(str::to_string),
+            constraint_kind: constraint.map(|_| "p".to_string()),
+            deferrable: false,
+            referenced: false,
             invalid: false,
             bytes: 8192,
         }
@@ -239,7 +257,7 @@ mod tests {
     }
 
     fn size(table_bytes: i64) -> TableSize {
-        TableSize { table_bytes, index_bytes: 16384, rows_estimate: 0.0 }
+        TableSize { table_bytes, index_bytes: 16384, rows_estimate: 0.0, empty: false }
     }
 
     #[test]
@@ -265,8 +283,12 @@ mod tests {
         assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1), quiet).after, Maintenance::None);
         assert!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), off).rebuilt().is_empty());
         assert!(LoadPlan::decide("t", true, indexes(), fks(), size(0), Some(1 << 30), PlanOptions::default()).rebuilt().is_empty());
-        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), None, PlanOptions::default()).rebuilt().len(), 1);
-        let busy = TableSize { table_bytes: 1 << 30, index_bytes: 0, rows_estimate: 1e6 };
+        let unknown_size = TableSize { empty: true, ..size(0) };
+        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), unknown_size, None, PlanOptions::default()).rebuilt().len(), 3);
+        let busy = TableSize { table_bytes: 1 << 30, index_bytes: 0, rows_estimate: 1e6, empty: false };
+        let empty = TableSize { table_bytes: 0, index_bytes: 16384, rows_estimate: 0.0, empty: true };
+        let all = LoadPlan::decide("t", false, indexes(), fks(), empty, Some(1 << 30), PlanOptions::default());
+        assert_eq!(all.rebuilt().len(), 3, "an empty table gets every index built after the load: {all}");
         assert!(LoadPlan::decide("t", false, indexes(), fks(), busy, None, PlanOptions::default()).rebuilt().is_empty());
     }
 }

@@ -39,6 +39,9 @@ impl Ledger {
 pub(crate) struct Finished {
     pub client: Client,
     pub rows: u64,
+    /// The transaction's id (`txid_current()`): its rows carry it as `xmin`, which is how a
+    /// load is undone after its commit when a key rebuilt after it does not hold.
+    pub txid: i64,
 }
 
 pub(crate) async fn run(
@@ -59,6 +62,11 @@ pub(crate) async fn run(
         .batch_execute("BEGIN")
         .await
         .map_err(|e| query_error("BEGIN", e))?;
+    let txid: i64 = client
+        .query_one("SELECT txid_current()", &[])
+        .await
+        .map_err(|e| query_error("SELECT txid_current()", e))?
+        .get(0);
     let sink = client
         .copy_in::<_, Bytes>(statement)
         .await
@@ -93,7 +101,7 @@ pub(crate) async fn run(
     // Stop taking chunks at once on failure, so workers stop too.
     drop(chunks);
     match streamed {
-        Ok(rows) => Ok(Finished { client, rows }),
+        Ok(rows) => Ok(Finished { client, rows, txid }),
         Err(e) => Err(server_refusal(e, &ledger, plan)),
     }
 }

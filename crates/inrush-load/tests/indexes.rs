@@ -196,3 +196,37 @@ fn recover_brings_back_foreign_keys_too() {
     assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 1);
     assert_eq!(constraints(&mut db), before);
 }
+
+const EMPTY_WITH_KEYS: &str = "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name text, qty int, day date);
+     CREATE INDEX t_name_idx ON t (name);";
+
+#[test]
+fn an_empty_tables_keys_are_built_after_the_load() {
+    let mut db = fresh_db();
+    db.exec(EMPTY_WITH_KEYS);
+    let before = (definitions(&mut db), constraints(&mut db));
+    let (_dir, path) = write_input(&rows(4000, None), "csv");
+    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    assert!(summary.plan.indexes.iter().all(|d| d.action == IndexAction::Rebuild), "{}", summary.plan);
+    assert_eq!((definitions(&mut db), constraints(&mut db)), before);
+    assert_eq!(db.count("t"), 4000);
+    assert_eq!(journal_len(&mut db), 0);
+}
+
+#[test]
+fn a_duplicate_key_undoes_the_load_and_names_the_key() {
+    let mut db = fresh_db();
+    db.exec(EMPTY_WITH_KEYS);
+    let before = (definitions(&mut db), constraints(&mut db));
+    let mut data = rows(4000, None);
+    data.extend_from_slice(b"17,c-dup,again,1,2024-03-01\n");
+    let (_dir, path) = write_input(&data, "csv");
+    let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
+    let Error::UniqueViolated { constraint, message, rows_undone, .. } = &err else { panic!("{err:?}") };
+    assert_eq!((constraint.as_str(), *rows_undone), ("t_pkey", 4001));
+    assert!(message.contains("Key (id)=(17) is duplicated"), "{message}");
+    assert!(err.is_bad_input());
+    assert_eq!(db.count("t"), 0, "the load was undone");
+    assert_eq!((definitions(&mut db), constraints(&mut db)), before);
+    assert_eq!(journal_len(&mut db), 0);
+}

@@ -71,9 +71,11 @@ impl TableInfo {
         let rows = client
             .query(
                 "SELECT ic.relname::text, pg_get_indexdef(i.indexrelid), i.indisunique, \
-                        (SELECT c.conname::text FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.conrelid = i.indrelid LIMIT 1), \
-                        NOT (i.indisvalid AND i.indisready), pg_relation_size(i.indexrelid) \
+                        c.conname::text, NOT (i.indisvalid AND i.indisready), pg_relation_size(i.indexrelid), \
+                        c.contype::text, coalesce(c.condeferrable, false), \
+                        EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
                  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid \
+                 LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u', 'x') \
                  WHERE i.indrelid = $1 ORDER BY 1",
                 &[&self.oid],
             )
@@ -81,7 +83,17 @@ impl TableInfo {
             .map_err(|source| Error::Query { what: format!("reading the indexes of {}", self.qualified()), source })?;
         Ok(rows
             .iter()
-            .map(|r| IndexInfo { name: r.get(0), definition: r.get(1), unique: r.get(2), constraint: r.get(3), invalid: r.get(4), bytes: r.get(5) })
+            .map(|r| IndexInfo {
+                name: r.get(0),
+                definition: r.get(1),
+                unique: r.get(2),
+                constraint: r.get(3),
+                invalid: r.get(4),
+                bytes: r.get(5),
+                constraint_kind: r.get(6),
+                deferrable: r.get(7),
+                referenced: r.get(8),
+            })
             .collect())
     }
 
@@ -106,7 +118,18 @@ impl TableInfo {
             )
             .await
             .map_err(|source| Error::Query { what: format!("reading the size of {}", self.qualified()), source })?;
-        Ok(TableSize { table_bytes: r.get(0), index_bytes: r.get(1), rows_estimate: r.get(2) })
+        let readable: bool = client
+            .query_one("SELECT has_table_privilege($1::oid, 'SELECT')", &[&self.oid])
+            .await
+            .map_err(|source| Error::Query { what: format!("checking SELECT on {}", self.qualified()), source })?
+            .get(0);
+        let empty = readable
+            && client
+                .query_one(&format!("SELECT NOT EXISTS (SELECT 1 FROM {})", self.qualified()), &[])
+                .await
+                .map_err(|source| Error::Query { what: format!("checking whether {} is empty", self.qualified()), source })?
+                .get::<_, bool>(0);
+        Ok(TableSize { table_bytes: r.get(0), index_bytes: r.get(1), rows_estimate: r.get(2), empty })
     }
 }
 
@@ -131,6 +154,12 @@ pub struct IndexInfo {
     pub unique: bool,
     /// The constraint (primary key, unique, exclusion) the index enforces, if any.
     pub constraint: Option<String>,
+    /// `p`, `u` or `x` for the constraint's kind.
+    pub constraint_kind: Option<String>,
+    /// The constraint is DEFERRABLE.
+    pub deferrable: bool,
+    /// A foreign key of some table relies on this index.
+    pub referenced: bool,
     /// Not valid or not ready (a failed CREATE INDEX CONCURRENTLY).
     pub invalid: bool,
     pub bytes: i64,
@@ -153,6 +182,8 @@ pub struct TableSize {
     pub index_bytes: i64,
     /// The planner's row estimate (`reltuples`; -1 before the first VACUUM/ANALYZE on 14+).
     pub rows_estimate: f64,
+    /// The table holds no row (checked, not estimated; false when we may not read it).
+    pub empty: bool,
 }
 
 impl TableInfo {

@@ -38,6 +38,8 @@ pub struct JournalEntry {
 
 const INDEX: &str = "index";
 const FOREIGN_KEY: &str = "foreign key";
+/// A primary key or unique constraint: rebuilt as CREATE UNIQUE INDEX + ADD CONSTRAINT USING INDEX.
+const CONSTRAINT_INDEX: &str = "constraint index";
 
 fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();
@@ -55,8 +57,23 @@ pub async fn journal_and_drop(
     let qualified = table.qualified();
     let mut objects: Vec<(&str, &str, String, bool, String)> = Vec::new(); // kind, name, definition, validate, drop
     for i in indexes {
-        let drop = format!("DROP INDEX {}.{}", quote_ident(&table.schema), quote_ident(&i.name));
-        objects.push((INDEX, &i.name, i.definition.clone(), false, drop));
+        match (&i.constraint, i.constraint_kind.as_deref()) {
+            (Some(constraint), Some(kind @ ("p" | "u"))) => {
+                let clause = if kind == "p" { "PRIMARY KEY" } else { "UNIQUE" };
+                let definition = format!(
+                    "{}; ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}",
+                    i.definition,
+                    quote_ident(constraint),
+                    quote_ident(&i.name)
+                );
+                let drop = format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(constraint));
+                objects.push((CONSTRAINT_INDEX, constraint, definition, false, drop));
+            }
+            _ => {
+                let drop = format!("DROP INDEX {}.{}", quote_ident(&table.schema), quote_ident(&i.name));
+                objects.push((INDEX, &i.name, i.definition.clone(), false, drop));
+            }
+        }
     }
     for fk in foreign_keys {
         let body = fk.definition.trim_end_matches(" NOT VALID");
@@ -146,7 +163,7 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
 /// (someone recreated it) only loses its entry. A foreign key the rows break stays NOT VALID and
 /// is reported as [`Error::ForeignKeyViolated`] after everything else was restored.
 pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel: usize) -> Result<()> {
-    let (indexes, foreign_keys): (Vec<&JournalEntry>, Vec<&JournalEntry>) = entries.iter().partition(|e| e.kind == INDEX);
+    let (indexes, foreign_keys): (Vec<&JournalEntry>, Vec<&JournalEntry>) = entries.iter().partition(|e| e.kind != FOREIGN_KEY);
     let lanes = parallel.clamp(1, indexes.len().max(1));
     let mut work: Vec<Vec<&JournalEntry>> = vec![Vec::new(); lanes];
     for (i, entry) in indexes.into_iter().enumerate() {
@@ -217,9 +234,17 @@ async fn rebuild_one(client: &Client, entry: &JournalEntry) -> Result<()> {
         .get(0);
     if !exists && table_exists {
         // A foreign key comes back NOT VALID: adding it checks nothing, VALIDATE does, later.
-        let sql = if entry.kind == INDEX { entry.definition.clone() } else { format!("{} NOT VALID", entry.definition) };
+        let sql = if entry.kind == FOREIGN_KEY { format!("{} NOT VALID", entry.definition) } else { entry.definition.clone() };
         if let Err(source) = client.batch_execute(&sql).await {
             let _ = client.batch_execute("ROLLBACK").await;
+            // Duplicates or NULLs where a primary key or unique constraint is rebuilt.
+            if let Some(db) = source.as_db_error().filter(|db| matches!(db.code().code(), "23505" | "23502")) {
+                let message = match db.detail() {
+                    Some(detail) => format!("{} ({detail})", db.message()),
+                    None => db.message().to_string(),
+                };
+                return Err(Error::UniqueViolated { constraint: entry.name.clone(), table: entry.table_name.clone(), message });
+            }
             return Err(Error::Query { what, source });
         }
     }

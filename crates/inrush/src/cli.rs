@@ -112,11 +112,21 @@ pub struct PlanFlags {
     /// Skip ANALYZE / VACUUM after the load (leave the table to autovacuum).
     #[arg(long)]
     pub no_analyze: bool,
+    /// Build primary keys and unique constraints after the load even when the table is not
+    /// empty (by default only for empty tables). Rows that break one undo the load; meanwhile
+    /// other sessions can insert unchecked.
+    #[arg(long)]
+    pub rebuild_unique: bool,
 }
 
 impl PlanFlags {
     fn options(self) -> PlanOptions {
-        PlanOptions { rebuild_indexes: !self.keep_indexes, threshold: self.index_threshold, maintain: !self.no_analyze }
+        PlanOptions {
+            rebuild_indexes: !self.keep_indexes,
+            threshold: self.index_threshold,
+            maintain: !self.no_analyze,
+            rebuild_unique: self.rebuild_unique,
+        }
     }
 }
 
