@@ -50,6 +50,7 @@ mod tests {
             schema: "Sales".into(),
             name: "order\"s".into(),
             columns: vec![],
+            partitioned: false,
         };
         let sql = copy_from_stdin(&table, &["Id".into(), "x y".into()], CopyFormat::Binary);
         assert_eq!(
