@@ -336,7 +336,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let mut summary = match (streamed, rebuilt) {
         (Ok((summary, _)), Ok(())) => summary,
-        (Ok((summary, txids)), Err(inrush_postgres::Error::UniqueViolated { constraint, table: name, message })) => {
+        (Ok((_, txids)), Err(inrush_postgres::Error::UniqueViolated { constraint, table: name, message })) => {
             // The rows break a key rebuilt after the commit: take exactly them out again, then
             // put every journaled definition back, so the table is as it was.
             let undone = runtime.block_on(async {

@@ -164,12 +164,13 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
 /// is reported as [`Error::ForeignKeyViolated`] after everything else was restored.
 pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel: usize) -> Result<()> {
     let (indexes, foreign_keys): (Vec<&JournalEntry>, Vec<&JournalEntry>) = entries.iter().partition(|e| e.kind != FOREIGN_KEY);
+    // A shared queue rather than a fixed split: a lane takes the next index when it is free, so
+    // one wide index does not leave the other lanes waiting behind it.
     let lanes = parallel.clamp(1, indexes.len().max(1));
-    let mut work: Vec<Vec<&JournalEntry>> = vec![Vec::new(); lanes];
-    for (i, entry) in indexes.into_iter().enumerate() {
-        work[i % lanes].push(entry);
-    }
-    let builds = work.into_iter().filter(|lane| !lane.is_empty()).map(|lane| async move {
+    let queue = std::sync::Mutex::new(indexes.into_iter().collect::<std::collections::VecDeque<_>>());
+    let next = || queue.lock().ok().and_then(|mut q| q.pop_front());
+    let builds = (0..lanes).map(|_| async {
+        let Some(mut entry) = next() else { return Ok(()) };
         let client = target.connect().await?;
         client
             .batch_execute(
@@ -178,10 +179,13 @@ pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel
             )
             .await
             .map_err(query_error("raising maintenance_work_mem for index builds"))?;
-        for entry in lane {
+        loop {
             rebuild_one(&client, entry).await?;
+            match next() {
+                Some(e) => entry = e,
+                None => return Ok::<_, Error>(()),
+            }
         }
-        Ok::<_, Error>(())
     });
     for result in futures_util::future::join_all(builds).await {
         result?;
