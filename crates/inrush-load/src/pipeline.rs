@@ -147,7 +147,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let indexes = table.indexes(&control).await?;
         let foreign_keys = table.foreign_keys(&control).await?;
         let size = table.size(&control).await?;
-        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts.plan))
+        let hidden = table.hidden_work(&control).await?;
+        let plan = LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts.plan);
+        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden))
     })?;
     let mut notes = Vec::new();
     let inspected = Instant::now();
@@ -488,7 +490,9 @@ pub fn plan(target: &inrush_postgres::ConnectOptions, table: &str, input: Option
         let indexes = table.indexes(&client).await?;
         let foreign_keys = table.foreign_keys(&client).await?;
         let size = table.size(&client).await?;
-        Ok::<_, inrush_postgres::Error>(LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts))
+        let hidden = table.hidden_work(&client).await?;
+        let plan = LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts);
+        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden))
     })?)
 }
 

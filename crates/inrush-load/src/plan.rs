@@ -4,7 +4,7 @@
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
-use inrush_postgres::{ForeignKeyInfo, IndexInfo, TableSize};
+use inrush_postgres::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
 use std::fmt;
 
 /// The user's say in the plan.
@@ -83,6 +83,8 @@ pub struct LoadPlan {
     pub indexes: Vec<IndexDecision>,
     pub foreign_keys: Vec<ForeignKeyDecision>,
     pub after: Maintenance,
+    /// Per-row work the plan reports but does not change (triggers, sequences, defaults).
+    pub hidden: HiddenWork,
 }
 
 impl LoadPlan {
@@ -177,7 +179,14 @@ impl LoadPlan {
             indexes,
             foreign_keys,
             after,
+            hidden: HiddenWork::default(),
         }
+    }
+
+    /// Adds what the server does per row that the plan only reports.
+    pub fn with_hidden_work(mut self, hidden: HiddenWork) -> Self {
+        self.hidden = hidden;
+        self
     }
 
     /// The foreign keys to journal, drop, and add back after the load.
@@ -222,6 +231,28 @@ impl fmt::Display for LoadPlan {
             };
             writeln!(f, "  foreign key {}  {action}  {}", d.name, d.reason)?;
         }
+        let h = &self.hidden;
+        for (name, _, enabled) in &h.triggers {
+            let state = if *enabled { "fires for every row (kept)" } else { "disabled" };
+            writeln!(f, "  trigger {name}  {state}")?;
+        }
+        for (column, sequence, cache) in &h.sequences {
+            if *cache < 100 {
+                writeln!(f, "  sequence {sequence} (column {column})  CACHE {cache}: every row calls nextval on the shared sequence; a larger CACHE (ALTER SEQUENCE {sequence} CACHE 1000) makes that cheaper")?;
+            } else {
+                writeln!(f, "  sequence {sequence} (column {column})  CACHE {cache}")?;
+            }
+        }
+        for (column, expr) in &h.volatile_defaults {
+            writeln!(f, "  default of {column}: {expr}  volatile: if the input omits {column}, COPY inserts row by row")?;
+        }
+        if h.partitions > 0 {
+            writeln!(f, "  partitions: {}", h.partitions)?;
+        }
+        if !h.settings.is_empty() {
+            let settings: Vec<String> = h.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            writeln!(f, "  settings: {}", settings.join(", "))?;
+        }
         match self.after {
             Maintenance::None => writeln!(f, "  after the load: nothing (--no-analyze)"),
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
@@ -265,6 +296,19 @@ mod tests {
         let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), fks(), size(8192), Some(321_000_000), PlanOptions::default());
         assert_eq!(plan.rebuilt().iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["t_name_idx"]);
         insta::assert_snapshot!(plan.to_string());
+    }
+
+    #[test]
+    fn hidden_work_is_reported() {
+        let hidden = HiddenWork {
+            triggers: vec![("t_audit".into(), "CREATE TRIGGER t_audit ...".into(), true)],
+            sequences: vec![("id".into(), "t_id_seq".into(), 1)],
+            volatile_defaults: vec![("created".into(), "clock_timestamp()".into())],
+            partitions: 0,
+            settings: vec![("max_wal_size".into(), "1024MB".into()), ("wal_level".into(), "replica".into())],
+        };
+        let plan = LoadPlan::decide("\"public\".\"t\"", false, vec![], vec![], size(8192), Some(1000), PlanOptions::default());
+        insta::assert_snapshot!(plan.with_hidden_work(hidden).to_string());
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod support;
 use inrush_core::Silent;
 use inrush_load::plan::IndexAction;
 use inrush_load::{load, pipeline, Error};
+
 use inrush_postgres::ddl;
 use support::{fresh_db, write_input, TestDb};
 
@@ -229,4 +230,24 @@ fn a_duplicate_key_undoes_the_load_and_names_the_key() {
     assert_eq!(db.count("t"), 0, "the load was undone");
     assert_eq!((definitions(&mut db), constraints(&mut db)), before);
     assert_eq!(journal_len(&mut db), 0);
+}
+
+#[test]
+fn plan_reports_every_kind_of_hidden_work() {
+    let mut db = fresh_db();
+    db.exec(
+        "CREATE TABLE customers (id int PRIMARY KEY);
+         CREATE TABLE audit (at timestamptz);
+         CREATE FUNCTION log_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (now()); RETURN NEW; END $$;
+         CREATE TABLE t (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, customer int REFERENCES customers (id),
+                         token uuid DEFAULT gen_random_uuid(), seen timestamptz DEFAULT clock_timestamp(), note text CHECK (note <> ''));
+         CREATE INDEX t_note_idx ON t (note);
+         CREATE TRIGGER t_log AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION log_row();",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.csv");
+    std::fs::write(&input, vec![b'x'; 1 << 20]).unwrap();
+    let plan = pipeline::plan(&db.target, "t", input.to_str(), Default::default()).unwrap();
+    let text: String = plan.to_string().lines().filter(|l| !l.trim_start().starts_with("settings:")).map(|l| format!("{l}\n")).collect();
+    insta::assert_snapshot!(text);
 }

@@ -361,3 +361,88 @@ async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
         base_typmod: r.get(5),
     })
 }
+
+/// Work the server does for every inserted row that the plan cannot remove, only report:
+/// triggers, sequences with a small cache, defaults that call volatile functions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct HiddenWork {
+    /// (name, definition, enabled) of user triggers.
+    pub triggers: Vec<(String, String, bool)>,
+    /// (column, sequence, cache) of columns filled from a sequence.
+    pub sequences: Vec<(String, String, i64)>,
+    /// (column, default expression) of defaults calling a volatile function.
+    pub volatile_defaults: Vec<(String, String)>,
+    /// Partitions (for a partitioned table).
+    pub partitions: i64,
+    /// (name, value) of the settings that matter for a bulk load.
+    pub settings: Vec<(String, String)>,
+}
+
+impl TableInfo {
+    pub async fn hidden_work(&self, client: &Client) -> Result<HiddenWork> {
+        let q = |what: &str| {
+            let what = format!("reading the {what} of {}", self.qualified());
+            move |source| Error::Query { what, source }
+        };
+        let triggers = client
+            .query(
+                "SELECT tgname::text, pg_get_triggerdef(oid), tgenabled <> 'D' FROM pg_trigger \
+                 WHERE tgrelid = $1 AND NOT tgisinternal ORDER BY 1",
+                &[&self.oid],
+            )
+            .await
+            .map_err(q("triggers"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let sequences = client
+            .query(
+                "SELECT a.attname::text, s.seqrelid::regclass::text, s.seqcache FROM pg_attribute a \
+                 JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = a.attrelid \
+                      AND d.refobjsubid = a.attnum AND d.classid = 'pg_class'::regclass AND d.deptype IN ('a', 'i') \
+                 JOIN pg_sequence s ON s.seqrelid = d.objid \
+                 WHERE a.attrelid = $1 ORDER BY a.attnum",
+                &[&self.oid],
+            )
+            .await
+            .map_err(q("sequences"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        // Built-in functions have no pg_depend entries, so the expression is matched against the
+        // names of volatile functions (nextval excepted: COPY's batching handles it).
+        let volatile_defaults = client
+            .query(
+                "SELECT a.attname::text, pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d \
+                 JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum \
+                 WHERE d.adrelid = $1 AND a.attgenerated = '' AND EXISTS ( \
+                   SELECT 1 FROM pg_proc p WHERE p.provolatile = 'v' AND p.proname <> 'nextval' \
+                   AND pg_get_expr(d.adbin, d.adrelid) LIKE '%' || p.proname || '(%') \
+                 ORDER BY a.attnum",
+                &[&self.oid],
+            )
+            .await
+            .map_err(q("defaults"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let partitions: i64 = client
+            .query_one("SELECT count(*) FROM pg_inherits WHERE inhparent = $1", &[&self.oid])
+            .await
+            .map_err(q("partitions"))?
+            .get(0);
+        let settings = client
+            .query(
+                "SELECT name::text, setting || coalesce(unit, '') FROM pg_settings WHERE name IN \
+                 ('wal_level', 'max_wal_size', 'maintenance_work_mem', 'max_parallel_maintenance_workers', \
+                  'synchronous_commit', 'data_checksums', 'wal_compression', 'full_page_writes') ORDER BY 1",
+                &[],
+            )
+            .await
+            .map_err(q("settings"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        Ok(HiddenWork { triggers, sequences, volatile_defaults, partitions, settings })
+    }
+}

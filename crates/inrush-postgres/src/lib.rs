@@ -16,7 +16,7 @@ pub mod options;
 pub mod resolve;
 pub mod server;
 
-pub use catalog::{ForeignKeyInfo, IndexInfo, SessionInfo, TableInfo, TableSize};
+pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;
 pub use server::{PrivateServer, ServerOptions};
 
