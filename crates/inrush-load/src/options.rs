@@ -27,6 +27,12 @@ pub struct LoadOptions {
     pub rejects: Option<std::path::PathBuf>,
     /// What happens around the COPY (indexes).
     pub plan: crate::PlanOptions,
+    /// Empty the table in the load's own transaction (atomic: a failed load keeps the old rows)
+    /// and load with COPY FREEZE. One transaction means one connection.
+    pub truncate: bool,
+    /// LOCK TABLE ... IN EXCLUSIVE MODE for the load (other sessions may read, not write). A
+    /// lock belongs to one transaction, so this too means one connection.
+    pub table_lock: bool,
     /// Read, parse and check every row against the table, but load nothing (`--check`).
     pub check_only: bool,
     /// Set from outside (a signal handler) to stop the load: everything is rolled back.
@@ -51,6 +57,8 @@ impl LoadOptions {
             rejects: None,
             interrupt: Default::default(),
             check_only: false,
+            truncate: false,
+            table_lock: false,
             plan: crate::PlanOptions::default(),
         }
     }

@@ -21,7 +21,7 @@ use crate::{Error, LoadOptions, LoadSummary, Result};
 use inrush_core::{Phase, Progress, Reporter, ValueType};
 use inrush_encode::EncodeContext;
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
-use inrush_postgres::{ddl, SessionInfo, TableInfo};
+use inrush_postgres::{ddl, SessionInfo, TableInfo, TableSize};
 use inrush_read::csv::{Record, RecordParser, Splitter};
 use inrush_read::source;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,11 +122,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     } else {
         (CopyFormat::Binary, None)
     };
-    let statement = copy_from_stdin(
-        &table,
-        &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-        format,
-    );
+    let statement = copy_from_stdin(&table, &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), format, opts.truncate);
+    // Statements each COPY transaction runs first; both make the load one transaction.
+    let mut prelude = Vec::new();
+    if opts.truncate {
+        prelude.push(format!("TRUNCATE {}", table.qualified()));
+    }
+    if opts.table_lock {
+        prelude.push(format!("LOCK TABLE {} IN EXCLUSIVE MODE", table.qualified()));
+    }
     let plan = WorkerPlan {
         parser,
         columns,
@@ -146,10 +150,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let load_plan = runtime.block_on(async {
         let indexes = table.indexes(&control).await?;
         let foreign_keys = table.foreign_keys(&control).await?;
-        let size = table.size(&control).await?;
+        let mut size = table.size(&control).await?;
+        if opts.truncate {
+            size = TableSize { table_bytes: 0, index_bytes: 0, rows_estimate: 0.0, empty: true };
+        }
         let hidden = table.hidden_work(&control).await?;
         let plan = LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts.plan);
-        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden))
+        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden).loaded_frozen(opts.truncate))
     })?;
     let mut notes = Vec::new();
     let inspected = Instant::now();
@@ -172,7 +179,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let streamed = (|| -> Result<(LoadSummary, Vec<i64>)> {
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
-    let connections = if opts.check_only { 0 } else { opts.connections.max(1) };
+    let connections = match (opts.check_only, opts.truncate || opts.table_lock) {
+        (true, _) => 0,
+        (false, true) => 1,
+        (false, false) => opts.connections.max(1),
+    };
     let sinks = runtime.block_on(async {
         let connects = (0..connections).map(|_| opts.target.connect());
         futures_util::future::try_join_all(connects).await
@@ -239,9 +250,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 return (Vec::new(), drain(chunk_rx, shared).await);
             }
             let streams = sinks.into_iter().map(|client| {
-                let (chunks, plan, statement) = (chunk_rx.clone(), &plan, &statement);
+                let (chunks, plan, statement, prelude) = (chunk_rx.clone(), &plan, &statement, &prelude);
                 async move {
-                    match sink::run(client, statement, format, chunks, shared, plan).await {
+                    match sink::run(client, &prelude, statement, format, chunks, shared, plan).await {
                         Ok(finished) => Some(finished),
                         Err(e) => {
                             shared.fail(e);
@@ -364,7 +375,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     if summary.loaded {
         let sql = match load_plan.after {
             Maintenance::None => None,
-            Maintenance::Analyze => Some(format!("ANALYZE {}", table.qualified())),
+            Maintenance::Analyze | Maintenance::AnalyzeFrozen => Some(format!("ANALYZE {}", table.qualified())),
             Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
         };
         if let Some(sql) = sql {

@@ -46,6 +46,7 @@ pub(crate) struct Finished {
 
 pub(crate) async fn run(
     client: Client,
+    prelude: &[String],
     statement: &str,
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
@@ -62,6 +63,9 @@ pub(crate) async fn run(
         .batch_execute("BEGIN")
         .await
         .map_err(|e| query_error("BEGIN", e))?;
+    for sql in prelude {
+        client.batch_execute(sql).await.map_err(|e| query_error(sql, e))?;
+    }
     let txid: i64 = client
         .query_one("SELECT txid_current()", &[])
         .await

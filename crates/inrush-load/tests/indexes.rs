@@ -251,3 +251,46 @@ fn plan_reports_every_kind_of_hidden_work() {
     let text: String = plan.to_string().lines().filter(|l| !l.trim_start().starts_with("settings:")).map(|l| format!("{l}\n")).collect();
     insta::assert_snapshot!(text);
 }
+
+#[test]
+fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
+    let mut db = fresh_db();
+    db.exec(TABLE);
+    let before = definitions(&mut db);
+    let (_d1, bad) = write_input(&rows(3000, Some(2500)), "csv");
+    let mut opts = db.load_options(&bad, "t");
+    opts.truncate = true;
+    assert!(load(&opts, &Silent).is_err());
+    assert_eq!(db.count("t WHERE name = 'seed'"), 1, "a failed load keeps the old rows");
+    assert_eq!(definitions(&mut db), before);
+
+    let (_d2, good) = write_input(&rows(3000, None), "csv");
+    opts.input = good.to_string_lossy().into_owned();
+    let summary = load(&opts, &Silent).unwrap();
+    assert_eq!((summary.rows, summary.connections), (3000, 1));
+    assert_eq!(db.count("t"), 3000, "the old row is gone");
+    assert_eq!(summary.plan.after, inrush_load::plan::Maintenance::AnalyzeFrozen);
+    // COPY FREEZE marked the pages each batch started empty all-visible (a plain COPY marks
+    // none; ANALYZE counts them into relallvisible); the rows themselves are all frozen.
+    assert_eq!(db.count("pg_class WHERE relname = 't' AND relallvisible > 0"), 1);
+    assert_eq!(definitions(&mut db), before);
+}
+
+#[test]
+fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
+    let mut db = fresh_db();
+    db.exec(EMPTY_WITH_KEYS);
+    let before = (definitions(&mut db), constraints(&mut db));
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = db.target.connect().await.unwrap();
+        let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
+        let keys: Vec<_> = table.indexes(&client).await.unwrap().into_iter().filter(|i| i.constraint.is_some()).collect();
+        ddl::journal_and_drop(&client, &table, &keys, &[]).await.unwrap();
+    });
+    // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
+    db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
+    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 2);
+    assert_eq!((definitions(&mut db), constraints(&mut db)), before);
+    assert_eq!(journal_len(&mut db), 0);
+}

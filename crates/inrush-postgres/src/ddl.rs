@@ -1,12 +1,14 @@
-//! The DDL journal: the exact definition of everything inrush drops (secondary indexes, foreign
-//! keys), written to
-//! `inrush.ddl_journal` in the target database and committed on its own before the drop. A
-//! rebuild removes the entry in the transaction that recreates the object, so whatever stops a
-//! load (an error, Ctrl-C, a killed process, a lost server), the journal still names what is
-//! missing, and `inrush recover` (or the next load of that table) puts it back.
+//! The DDL journal: the exact definition of everything inrush drops (secondary indexes, primary
+//! keys and unique constraints, foreign keys), written to `inrush.ddl_journal` in the target
+//! database and committed on its own before the drop. A rebuild removes the entry in the
+//! transaction that recreates the object, so whatever stops a load (an error, Ctrl-C, a killed
+//! process, a lost server), the journal still names what is missing, and `inrush recover` (or
+//! the next load of that table) puts it back.
 
 use crate::catalog::{ForeignKeyInfo, IndexInfo};
 use crate::{quote_ident, ConnectOptions, Error, Result, TableInfo};
+use std::collections::VecDeque;
+use std::sync::Mutex;
 use tokio_postgres::Client;
 
 const CREATE_JOURNAL: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
@@ -17,8 +19,12 @@ const CREATE_JOURNAL: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        kind text NOT NULL, \
        name text NOT NULL, \
        definition text NOT NULL, \
+       attach text, \
        validate boolean NOT NULL DEFAULT false, \
        journaled_at timestamptz NOT NULL DEFAULT now())";
+
+const INDEX: &str = "index";
+const FOREIGN_KEY: &str = "foreign key";
 
 /// One dropped object waiting to be recreated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,21 +35,31 @@ pub struct JournalEntry {
     pub table_name: String,
     /// `index` or `foreign key`.
     pub kind: String,
+    /// The index's or the foreign key's name.
     pub name: String,
     /// The statement that recreates it (for a foreign key: without NOT VALID).
     pub definition: String,
+    /// For the index of a primary key or unique constraint: the `ALTER TABLE ... ADD CONSTRAINT
+    /// ... USING INDEX` that turns it back into the constraint, run once every index is built
+    /// (it takes an ACCESS EXCLUSIVE lock, which would deadlock against builds in progress).
+    pub attach: Option<String>,
     /// A foreign key to VALIDATE once added back (it was valid before the load).
     pub validate: bool,
 }
 
-const INDEX: &str = "index";
-const FOREIGN_KEY: &str = "foreign key";
-/// A primary key or unique constraint: rebuilt as CREATE UNIQUE INDEX + ADD CONSTRAINT USING INDEX.
-const CONSTRAINT_INDEX: &str = "constraint index";
-
 fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();
     move |source| Error::Query { what, source }
+}
+
+/// What is journaled and dropped for one object.
+struct Dropped {
+    kind: &'static str,
+    name: String,
+    definition: String,
+    attach: Option<String>,
+    validate: bool,
+    drop: String,
 }
 
 /// Journals `indexes` and `foreign_keys` of `table` (committed), then drops them (committed).
@@ -55,41 +71,39 @@ pub async fn journal_and_drop(
     foreign_keys: &[ForeignKeyInfo],
 ) -> Result<Vec<JournalEntry>> {
     let qualified = table.qualified();
-    let mut objects: Vec<(&str, &str, String, bool, String)> = Vec::new(); // kind, name, definition, validate, drop
+    let mut objects = Vec::new();
     for i in indexes {
-        match (&i.constraint, i.constraint_kind.as_deref()) {
+        let (attach, drop) = match (&i.constraint, i.constraint_kind.as_deref()) {
             (Some(constraint), Some(kind @ ("p" | "u"))) => {
                 let clause = if kind == "p" { "PRIMARY KEY" } else { "UNIQUE" };
-                let definition = format!(
-                    "{}; ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}",
-                    i.definition,
-                    quote_ident(constraint),
-                    quote_ident(&i.name)
-                );
-                let drop = format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(constraint));
-                objects.push((CONSTRAINT_INDEX, constraint, definition, false, drop));
+                let attach =
+                    format!("ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}", quote_ident(constraint), quote_ident(&i.name));
+                (Some(attach), format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(constraint)))
             }
-            _ => {
-                let drop = format!("DROP INDEX {}.{}", quote_ident(&table.schema), quote_ident(&i.name));
-                objects.push((INDEX, &i.name, i.definition.clone(), false, drop));
-            }
-        }
+            _ => (None, format!("DROP INDEX {}.{}", quote_ident(&table.schema), quote_ident(&i.name))),
+        };
+        objects.push(Dropped { kind: INDEX, name: i.name.clone(), definition: i.definition.clone(), attach, validate: false, drop });
     }
     for fk in foreign_keys {
         let body = fk.definition.trim_end_matches(" NOT VALID");
-        let add = format!("ALTER TABLE {qualified} ADD CONSTRAINT {} {body}", quote_ident(&fk.name));
-        let drop = format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(&fk.name));
-        objects.push((FOREIGN_KEY, &fk.name, add, fk.validated, drop));
+        objects.push(Dropped {
+            kind: FOREIGN_KEY,
+            name: fk.name.clone(),
+            definition: format!("ALTER TABLE {qualified} ADD CONSTRAINT {} {body}", quote_ident(&fk.name)),
+            attach: None,
+            validate: fk.validated,
+            drop: format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(&fk.name)),
+        });
     }
     client.batch_execute(CREATE_JOURNAL).await.map_err(query_error("creating the inrush.ddl_journal table"))?;
-    let mut entries = Vec::with_capacity(indexes.len());
+    let mut entries = Vec::with_capacity(objects.len());
     client.batch_execute("BEGIN").await.map_err(query_error("BEGIN"))?;
-    for (kind, name, definition, validate, _) in &objects {
+    for o in &objects {
         let row = client
             .query_one(
-                "INSERT INTO inrush.ddl_journal (table_oid, table_name, kind, name, definition, validate) \
-                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-                &[&table.oid, &qualified, kind, name, definition, validate],
+                "INSERT INTO inrush.ddl_journal (table_oid, table_name, kind, name, definition, attach, validate) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                &[&table.oid, &qualified, &o.kind, &o.name, &o.definition, &o.attach, &o.validate],
             )
             .await
             .map_err(query_error("writing the DDL journal"))?;
@@ -97,14 +111,15 @@ pub async fn journal_and_drop(
             id: row.get(0),
             table_oid: table.oid,
             table_name: qualified.clone(),
-            kind: kind.to_string(),
-            name: name.to_string(),
-            definition: definition.clone(),
-            validate: *validate,
+            kind: o.kind.to_string(),
+            name: o.name.clone(),
+            definition: o.definition.clone(),
+            attach: o.attach.clone(),
+            validate: o.validate,
         });
     }
     client.batch_execute("COMMIT").await.map_err(query_error("committing the DDL journal"))?;
-    let drops: Vec<&str> = objects.iter().map(|o| o.4.as_str()).collect();
+    let drops: Vec<&str> = objects.iter().map(|o| o.drop.as_str()).collect();
     let dropped = client.batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; "))).await;
     if let Err(source) = dropped {
         let _ = client.batch_execute("ROLLBACK").await;
@@ -136,7 +151,7 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
     }
     let rows = client
         .query(
-            "SELECT id, table_oid, table_name, kind, name, definition, validate FROM inrush.ddl_journal \
+            "SELECT id, table_oid, table_name, kind, name, definition, attach, validate FROM inrush.ddl_journal \
              WHERE $1::oid IS NULL OR table_oid = $1 ORDER BY id",
             &[&table_oid],
         )
@@ -151,23 +166,27 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
             kind: r.get(3),
             name: r.get(4),
             definition: r.get(5),
-            validate: r.get(6),
+            attach: r.get(6),
+            validate: r.get(7),
         })
         .collect())
 }
 
-/// Recreates journaled objects: indexes over up to `parallel` connections, each in a
-/// transaction that also deletes its journal entry (memory for sorting: at least 256MB of
-/// maintenance_work_mem per build); then foreign keys, added back NOT VALID (the entry deleted
-/// in the same transaction) and validated, which only reads. An object that exists again
-/// (someone recreated it) only loses its entry. A foreign key the rows break stays NOT VALID and
-/// is reported as [`Error::ForeignKeyViolated`] after everything else was restored.
+/// Recreates journaled objects, in three steps:
+/// 1. indexes, over up to `parallel` connections taking the next index from a shared queue
+///    (so one wide index does not leave the other lanes idle), each with at least 256MB of
+///    maintenance_work_mem; a plain index's journal entry goes in the transaction that builds it;
+/// 2. once every build is done, one connection turns unique indexes back into their primary key
+///    or unique constraints (`USING INDEX`), each clearing its entry;
+/// 3. foreign keys, added back NOT VALID (clearing their entry), then validated, which only reads.
+///
+/// An object that exists again (someone recreated it) only loses its entry. Rows that break a
+/// key are [`Error::UniqueViolated`]; a foreign key they break stays NOT VALID and is reported as
+/// [`Error::ForeignKeyViolated`] after everything else was restored.
 pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel: usize) -> Result<()> {
-    let (indexes, foreign_keys): (Vec<&JournalEntry>, Vec<&JournalEntry>) = entries.iter().partition(|e| e.kind != FOREIGN_KEY);
-    // A shared queue rather than a fixed split: a lane takes the next index when it is free, so
-    // one wide index does not leave the other lanes waiting behind it.
+    let indexes: VecDeque<&JournalEntry> = entries.iter().filter(|e| e.kind == INDEX).collect();
     let lanes = parallel.clamp(1, indexes.len().max(1));
-    let queue = std::sync::Mutex::new(indexes.into_iter().collect::<std::collections::VecDeque<_>>());
+    let queue = Mutex::new(indexes);
     let next = || queue.lock().ok().and_then(|mut q| q.pop_front());
     let builds = (0..lanes).map(|_| async {
         let Some(mut entry) = next() else { return Ok(()) };
@@ -180,37 +199,37 @@ pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel
             .await
             .map_err(query_error("raising maintenance_work_mem for index builds"))?;
         loop {
-            rebuild_one(&client, entry).await?;
+            build_index(&client, entry).await?;
             match next() {
                 Some(e) => entry = e,
                 None => return Ok::<_, Error>(()),
             }
         }
     });
-    for result in futures_util::future::join_all(builds).await {
-        result?;
-    }
-    if foreign_keys.is_empty() {
+    // Every lane runs to its end before the first error is returned: no build is left behind.
+    let results = futures_util::future::join_all(builds).await;
+    results.into_iter().collect::<Result<Vec<()>>>()?;
+
+    let to_attach: Vec<&JournalEntry> = entries.iter().filter(|e| e.attach.is_some()).collect();
+    let foreign_keys: Vec<&JournalEntry> = entries.iter().filter(|e| e.kind == FOREIGN_KEY).collect();
+    if to_attach.is_empty() && foreign_keys.is_empty() {
         return Ok(());
     }
     let client = target.connect().await?;
+    for entry in to_attach {
+        attach_constraint(&client, entry).await?;
+    }
     let mut violated = None;
     for entry in foreign_keys {
-        rebuild_one(&client, entry).await?;
+        add_foreign_key(&client, entry).await?;
         if entry.validate {
             let sql = format!("ALTER TABLE {} VALIDATE CONSTRAINT {}", entry.table_name, quote_ident(&entry.name));
             if let Err(e) = client.batch_execute(&sql).await {
-                let Some(db) = e.as_db_error() else {
-                    return Err(Error::Query { what: sql, source: e });
-                };
-                let message = match db.detail() {
-                    Some(detail) => format!("{} ({detail})", db.message()),
-                    None => db.message().to_string(),
-                };
+                let Some(db) = e.as_db_error() else { return Err(Error::Query { what: sql, source: e }) };
                 violated.get_or_insert(Error::ForeignKeyViolated {
                     constraint: entry.name.clone(),
                     table: entry.table_name.clone(),
-                    message,
+                    message: with_detail(db),
                 });
             }
         }
@@ -218,16 +237,21 @@ pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel
     violated.map_or(Ok(()), Err)
 }
 
-async fn rebuild_one(client: &Client, entry: &JournalEntry) -> Result<()> {
+fn with_detail(db: &tokio_postgres::error::DbError) -> String {
+    match db.detail() {
+        Some(detail) => format!("{} ({detail})", db.message()),
+        None => db.message().to_string(),
+    }
+}
+
+/// Runs `step` in a transaction that also deletes the entry (when `clear`), unless `exists` says
+/// the object is there already or its table is gone. Duplicates or NULLs where a key is rebuilt
+/// become [`Error::UniqueViolated`].
+async fn in_journal_tx(client: &Client, entry: &JournalEntry, exists: &str, step: &str, clear: bool) -> Result<()> {
     let what = format!("recreating {} {} of {}", entry.kind, entry.name, entry.table_name);
     client.batch_execute("BEGIN").await.map_err(query_error(what.clone()))?;
-    let exists_sql = if entry.kind == INDEX {
-        "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1 AND c.relname = $2)"
-    } else {
-        "SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = $1 AND conname = $2)"
-    };
-    let exists: bool = client
-        .query_one(exists_sql, &[&entry.table_oid, &entry.name])
+    let present: bool = client
+        .query_one(exists, &[&entry.table_oid, &entry.name])
         .await
         .map_err(query_error(what.clone()))?
         .get(0);
@@ -236,26 +260,43 @@ async fn rebuild_one(client: &Client, entry: &JournalEntry) -> Result<()> {
         .await
         .map_err(query_error(what.clone()))?
         .get(0);
-    if !exists && table_exists {
-        // A foreign key comes back NOT VALID: adding it checks nothing, VALIDATE does, later.
-        let sql = if entry.kind == FOREIGN_KEY { format!("{} NOT VALID", entry.definition) } else { entry.definition.clone() };
-        if let Err(source) = client.batch_execute(&sql).await {
+    if !present && table_exists {
+        if let Err(source) = client.batch_execute(step).await {
             let _ = client.batch_execute("ROLLBACK").await;
-            // Duplicates or NULLs where a primary key or unique constraint is rebuilt.
             if let Some(db) = source.as_db_error().filter(|db| matches!(db.code().code(), "23505" | "23502")) {
-                let message = match db.detail() {
-                    Some(detail) => format!("{} ({detail})", db.message()),
-                    None => db.message().to_string(),
-                };
-                return Err(Error::UniqueViolated { constraint: entry.name.clone(), table: entry.table_name.clone(), message });
+                return Err(Error::UniqueViolated { constraint: entry.name.clone(), table: entry.table_name.clone(), message: with_detail(db) });
             }
             return Err(Error::Query { what, source });
         }
     }
-    client
-        .execute("DELETE FROM inrush.ddl_journal WHERE id = $1", &[&entry.id])
-        .await
-        .map_err(query_error(what.clone()))?;
+    if clear {
+        client
+            .execute("DELETE FROM inrush.ddl_journal WHERE id = $1", &[&entry.id])
+            .await
+            .map_err(query_error(what.clone()))?;
+    }
     client.batch_execute("COMMIT").await.map_err(query_error(what))?;
     Ok(())
+}
+
+const INDEX_EXISTS: &str =
+    "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1 AND c.relname = $2)";
+
+/// Builds an index; a plain one's entry is cleared with it, a key's waits for its constraint.
+async fn build_index(client: &Client, entry: &JournalEntry) -> Result<()> {
+    in_journal_tx(client, entry, INDEX_EXISTS, &entry.definition, entry.attach.is_none()).await
+}
+
+async fn attach_constraint(client: &Client, entry: &JournalEntry) -> Result<()> {
+    let attached = "SELECT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conindid \
+                    WHERE k.conrelid = $1 AND c.relname = $2)";
+    // After a crash between the two steps the index may be missing too: build it first.
+    build_index(client, entry).await?;
+    in_journal_tx(client, entry, attached, entry.attach.as_deref().unwrap_or_default(), true).await
+}
+
+async fn add_foreign_key(client: &Client, entry: &JournalEntry) -> Result<()> {
+    // Added NOT VALID: adding checks nothing; VALIDATE checks, and only reads.
+    let exists = "SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = $1 AND conname = $2)";
+    in_journal_tx(client, entry, exists, &format!("{} NOT VALID", entry.definition), true).await
 }

@@ -85,6 +85,14 @@ pub struct LoadArgs {
     pub rejects: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub plan: PlanFlags,
+    /// Empty the table first, in the load's own transaction (a failed load keeps the old rows),
+    /// and write the rows frozen (COPY FREEZE): no VACUUM needed after. Uses one connection.
+    #[arg(long)]
+    pub truncate: bool,
+    /// Hold LOCK TABLE ... IN EXCLUSIVE MODE during the load (others may read, not write).
+    /// Uses one connection.
+    #[arg(long)]
+    pub table_lock: bool,
     /// Read and check every row against the table (CSV, field count, types, lengths, NOT NULL)
     /// without loading anything; with --max-errors, lists every bad row in the reject file.
     #[arg(long)]
@@ -270,6 +278,8 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.max_errors = args.max_errors;
     opts.check_only = args.check;
     opts.plan = args.plan.options();
+    opts.truncate = args.truncate;
+    opts.table_lock = args.table_lock;
     stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
