@@ -112,7 +112,10 @@ pub(crate) async fn run(
 
 /// Turns a COPY failure into an error naming the input line when the server named a row.
 fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) -> Error {
-    let Some(db) = e.as_db_error() else {
+    // Only data errors (22), integrity violations (23) and errors raised by triggers or
+    // functions (P0) are about a row; a cancel, a timeout, a deadlock or a full disk is not.
+    let about_a_row = |code: &str| code.starts_with("22") || code.starts_with("23") || code.starts_with("P0");
+    let Some(db) = e.as_db_error().filter(|db| about_a_row(db.code().code())) else {
         return Error::Postgres(inrush_postgres::Error::Query {
             what: "COPY".into(),
             source: e,
