@@ -23,6 +23,11 @@ const CREATE_JOURNAL: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        validate boolean NOT NULL DEFAULT false, \
        journaled_at timestamptz NOT NULL DEFAULT now())";
 
+/// Columns added after the journal's first version: a journal written by an older inrush is
+/// brought up to date before it is read or written (idempotent).
+const MIGRATE_JOURNAL: &str = "ALTER TABLE inrush.ddl_journal ADD COLUMN IF NOT EXISTS attach text, \
+     ADD COLUMN IF NOT EXISTS validate boolean NOT NULL DEFAULT false";
+
 const INDEX: &str = "index";
 const FOREIGN_KEY: &str = "foreign key";
 
@@ -96,6 +101,7 @@ pub async fn journal_and_drop(
         });
     }
     client.batch_execute(CREATE_JOURNAL).await.map_err(query_error("creating the inrush.ddl_journal table"))?;
+    client.batch_execute(MIGRATE_JOURNAL).await.map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let mut entries = Vec::with_capacity(objects.len());
     client.batch_execute("BEGIN").await.map_err(query_error("BEGIN"))?;
     for o in &objects {
@@ -149,6 +155,7 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
     if !exists {
         return Ok(Vec::new());
     }
+    client.batch_execute(MIGRATE_JOURNAL).await.map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let rows = client
         .query(
             "SELECT id, table_oid, table_name, kind, name, definition, attach, validate FROM inrush.ddl_journal \
