@@ -423,22 +423,8 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        let alphabet: &[u8] = b"0123456789-:+. PTYMWDHSdaysmonhour";
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
         let mut buf = Vec::new();
-        for _ in 0..200_000 {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let len = (seed % 40) as usize;
-            let mut text = String::new();
-            let mut x = seed;
-            for _ in 0..len {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                text.push(alphabet[(x >> 33) as usize % alphabet.len()] as char);
-            }
+        for text in super::super::random_texts(b"0123456789-:+. PTYMWDHSdaysmonhour", 0x2545_f491_4f6c_dd1d, 200_000, 40) {
             buf.clear();
             let _ = encode(&text, -1, &EncodeContext::default(), &mut buf);
         }

@@ -107,3 +107,22 @@ pub(crate) fn is_pg_space(b: u8) -> bool {
 pub(crate) fn trim_pg_space(text: &str) -> &str {
     text.trim_matches(|c: char| c.is_ascii() && is_pg_space(c as u8))
 }
+
+/// Seeded random texts over `alphabet`, for the encoders' never-panic tests.
+#[cfg(test)]
+pub(crate) fn random_texts(alphabet: &'static [u8], seed: u64, count: usize, max_len: u64) -> impl Iterator<Item = String> {
+    let mut seed = seed;
+    (0..count).map(move |_| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let len = (seed % max_len) as usize;
+        let mut x = seed;
+        (0..len)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                alphabet[(x >> 33) as usize % alphabet.len()] as char
+            })
+            .collect()
+    })
+}

@@ -17,6 +17,22 @@ const MAX_NDIGITS: i64 = 1000;
 const MAX_WEIGHT: i64 = 1000;
 const MAX_DSCALE: i64 = 1000;
 
+/// Reads up to 19 ASCII digits at `*i` (advancing it): their value and count, `None` when a
+/// 20th digit follows (the value could overflow u64).
+#[inline]
+fn digits19(t: &[u8], i: &mut usize) -> Option<(u64, usize)> {
+    let start = *i;
+    let mut value: u64 = 0;
+    while let Some(d) = t.get(*i).map(|c| c.wrapping_sub(b'0')).filter(|d| *d <= 9) {
+        if *i - start == 19 {
+            return None;
+        }
+        value = value * 10 + u64::from(d);
+        *i += 1;
+    }
+    Some((value, *i - start))
+}
+
 fn floor_div4(v: i64) -> i64 {
     v.div_euclid(4)
 }
@@ -63,39 +79,13 @@ fn encode_fast(t: &[u8], typmod: i32, out: &mut Vec<u8>) -> bool {
         Some(_) => {}
         None => return false,
     }
-    // Integer part: at most 19 digits (leading zeros included), so ip < 10^19.
-    let int_start = i;
-    let mut ip: u64 = 0;
-    while i < n {
-        let d = t[i].wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        if i - int_start == 19 {
-            return false;
-        }
-        ip = ip * 10 + u64::from(d);
-        i += 1;
-    }
-    let digit_count = i - int_start;
-    // Fraction part: at most 19 digits (leading zeros included), so fp < 10^19.
-    let mut fp: u64 = 0;
-    let mut f = 0usize;
+    // Integer and fraction parts: at most 19 digits each (leading zeros included), so < 10^19.
+    let Some((mut ip, digit_count)) = digits19(t, &mut i) else { return false };
+    let (mut fp, mut f) = (0u64, 0usize);
     if i < n && t[i] == b'.' {
         i += 1;
-        let frac_start = i;
-        while i < n {
-            let d = t[i].wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            if i - frac_start == 19 {
-                return false;
-            }
-            fp = fp * 10 + u64::from(d);
-            i += 1;
-        }
-        f = i - frac_start;
+        let Some(frac) = digits19(t, &mut i) else { return false };
+        (fp, f) = frac;
     }
     if i != n || digit_count + f == 0 {
         return false;
