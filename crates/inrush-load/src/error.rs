@@ -41,15 +41,28 @@ pub enum Error {
     /// Indexes dropped for the load could not be recreated. Their definitions stay in the DDL
     /// journal (`inrush.ddl_journal`) until `inrush recover` (or the next load) recreates them.
     #[error("{}indexes dropped for the load could not be recreated: {reason}; their definitions are kept in inrush.ddl_journal: run `inrush recover` to recreate them", load.as_ref().map_or(String::new(), |l| format!("{l}; and ")))]
-    IndexesNotRestored { load: Option<String>, reason: String },
+    IndexesNotRestored {
+        load: Option<String>,
+        reason: String,
+    },
     /// The rows were committed, but a foreign key dropped for the load does not hold for them:
     /// it was added back NOT VALID (enforced for new rows, not checked for existing ones).
     #[error("{rows} rows were committed, but foreign key {constraint} of {table} does not hold: {message}. It was added back NOT VALID; fix or delete the offending rows, then run: ALTER TABLE {table} VALIDATE CONSTRAINT \"{constraint}\"")]
-    ForeignKeyViolated { rows: u64, constraint: String, table: String, message: String },
+    ForeignKeyViolated {
+        rows: u64,
+        constraint: String,
+        table: String,
+        message: String,
+    },
     /// A primary key or unique constraint built after the load does not hold for the input's
     /// rows: the load's rows were deleted again and every definition restored.
     #[error("{constraint} of {table} does not hold for the input: {message}; the load was undone ({rows_undone} rows deleted again) and the table is as it was")]
-    UniqueViolated { constraint: String, table: String, message: String, rows_undone: u64 },
+    UniqueViolated {
+        constraint: String,
+        table: String,
+        message: String,
+        rows_undone: u64,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -11,12 +11,12 @@
 //! whoever waits on them. Then either every transaction commits (no error) or none does.
 
 use crate::columns::map_columns;
-use crate::rejects::Rejects;
-use crate::summary::Phases;
 use crate::plan::Maintenance;
-use crate::LoadPlan;
+use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
+use crate::summary::Phases;
 use crate::worker::WorkerPlan;
+use crate::LoadPlan;
 use crate::{Error, LoadOptions, LoadSummary, Result};
 use inrush_core::{Phase, Progress, Reporter, ValueType};
 use inrush_encode::EncodeContext;
@@ -24,8 +24,8 @@ use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
 use inrush_postgres::{ddl, SessionInfo, TableInfo, TableSize};
 use inrush_read::csv::{Record, RecordParser, Splitter};
 use inrush_read::source;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -76,7 +76,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         // Definitions a load that died left in the journal come back before anything else.
         let leftovers = ddl::pending(&control, Some(table.oid)).await?;
         if !leftovers.is_empty() {
-            tracing::warn!("recreating {} index(es) an earlier load of {} left dropped", leftovers.len(), table.qualified());
+            tracing::warn!(
+                "recreating {} index(es) an earlier load of {} left dropped",
+                leftovers.len(),
+                table.qualified()
+            );
             ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
         }
         Ok::<_, inrush_postgres::Error>((control, session, table))
@@ -103,8 +107,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let rejects = match opts.max_errors {
         0 => None,
         limit => {
-            let path = opts.rejects.clone().unwrap_or_else(|| default_rejects_path(&input_name));
-            Some(Rejects::create(&path, limit, header.as_ref().map(|(_, raw)| &raw[..]))?)
+            let path = opts
+                .rejects
+                .clone()
+                .unwrap_or_else(|| default_rejects_path(&input_name));
+            Some(Rejects::create(
+                &path,
+                limit,
+                header.as_ref().map(|(_, raw)| &raw[..]),
+            )?)
         }
     };
     let unsupported: Vec<String> = columns
@@ -122,14 +133,22 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     } else {
         (CopyFormat::Binary, None)
     };
-    let statement = copy_from_stdin(&table, &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), format, opts.truncate);
+    let statement = copy_from_stdin(
+        &table,
+        &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        format,
+        opts.truncate,
+    );
     // Statements each COPY transaction runs first; both make the load one transaction.
     let mut prelude = Vec::new();
     if opts.truncate {
         prelude.push(format!("TRUNCATE {}", table.qualified()));
     }
     if opts.table_lock {
-        prelude.push(format!("LOCK TABLE {} IN EXCLUSIVE MODE", table.qualified()));
+        prelude.push(format!(
+            "LOCK TABLE {} IN EXCLUSIVE MODE",
+            table.qualified()
+        ));
     }
     let plan = WorkerPlan {
         parser,
@@ -152,10 +171,23 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let foreign_keys = table.foreign_keys(&control).await?;
         let mut size = table.size(&control).await?;
         if opts.truncate {
-            size = TableSize { table_bytes: 0, index_bytes: 0, rows_estimate: 0.0, empty: true };
+            size = TableSize {
+                table_bytes: 0,
+                index_bytes: 0,
+                rows_estimate: 0.0,
+                empty: true,
+            };
         }
         let hidden = table.hidden_work(&control).await?;
-        let plan = LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts.plan);
+        let plan = LoadPlan::decide(
+            &table.qualified(),
+            table.partitioned,
+            indexes,
+            foreign_keys,
+            size,
+            input_size,
+            opts.plan,
+        );
         Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden).loaded_frozen(opts.truncate))
     })?;
     let mut notes = Vec::new();
@@ -166,7 +198,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let dropped = match to_rebuild.is_empty() && to_readd.is_empty() {
         true => Vec::new(),
-        false => match runtime.block_on(ddl::journal_and_drop(&control, &table, &to_rebuild, &to_readd)) {
+        false => match runtime.block_on(ddl::journal_and_drop(
+            &control,
+            &table,
+            &to_rebuild,
+            &to_readd,
+        )) {
             Ok(dropped) => dropped,
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
@@ -178,165 +215,182 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let dropped_at = Instant::now();
 
     let streamed = (|| -> Result<(LoadSummary, Vec<i64>)> {
-    let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
-    let connections = match (opts.check_only, opts.truncate || opts.table_lock) {
-        (true, _) => 0,
-        (false, true) => 1,
-        (false, false) => opts.connections.max(1),
-    };
-    let sinks = runtime.block_on(async {
-        let connects = (0..connections).map(|_| opts.target.connect());
-        futures_util::future::try_join_all(connects).await
-    })?;
+        let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
+        let connections = match (opts.check_only, opts.truncate || opts.table_lock) {
+            (true, _) => 0,
+            (false, true) => 1,
+            (false, false) => opts.connections.max(1),
+        };
+        let sinks = runtime.block_on(async {
+            let connects = (0..connections).map(|_| opts.target.connect());
+            futures_util::future::try_join_all(connects).await
+        })?;
 
-    reporter.phase(Phase::Load);
-    let shared = Arc::new(Shared {
-        cancelled: AtomicBool::new(false),
-        first_error: Mutex::new(None),
-        progress: progress.clone(),
-        rejects,
-    });
-    let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
-    let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
-    let done = AtomicBool::new(false);
-    let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
-    // The splitter is not a scoped thread: a read from a pipe that never ends cannot be
-    // interrupted, so a cancelled load leaves it behind instead of waiting for it.
-    let splitter_thread = {
-        let shared = shared.clone();
-        std::thread::Builder::new()
-            .name("inrush-split".into())
-            .spawn(move || {
-                for block in splitter {
-                    let sent = match block {
-                        Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
-                        Err(e) => {
-                            shared.fail(e.into());
-                            false
-                        }
-                    };
-                    if !sent {
-                        break;
-                    }
-                }
-            })
-            .map_err(spawn_error)?
-    };
-    let (finished, resolved, checked) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
-        let shared = &*shared;
-        let spawn = |name: String| std::thread::Builder::new().name(name);
-        let mut workers = Vec::new();
-        for i in 0..opts.workers.max(1) {
-            let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
-            let handle = spawn(format!("inrush-encode-{i}"))
-                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
-            workers.push(handle.map_err(spawn_error)?);
-        }
-        drop((block_rx, chunk_tx));
-        let ticker = spawn("inrush-progress".into())
-            .spawn_scoped(scope, || {
-                while !done.load(Ordering::Relaxed) {
-                    if opts.interrupt.load(Ordering::Relaxed) {
-                        shared.fail(Error::Interrupted);
-                    }
-                    reporter.progress(progress.snapshot());
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-            .map_err(spawn_error)?;
-
-        let (finished, checked) = runtime.block_on(async {
-            if opts.check_only {
-                return (Vec::new(), drain(chunk_rx, shared).await);
-            }
-            let streams = sinks.into_iter().map(|client| {
-                let (chunks, plan, statement, prelude) = (chunk_rx.clone(), &plan, &statement, &prelude);
-                async move {
-                    match sink::run(client, &prelude, statement, format, chunks, shared, plan).await {
-                        Ok(finished) => Some(finished),
-                        Err(e) => {
-                            shared.fail(e);
-                            None
-                        }
-                    }
-                }
-            });
-            let results = futures_util::future::join_all(streams).await;
-            drop(chunk_rx);
-            (results.into_iter().flatten().collect::<Vec<_>>(), 0)
+        reporter.phase(Phase::Load);
+        let shared = Arc::new(Shared {
+            cancelled: AtomicBool::new(false),
+            first_error: Mutex::new(None),
+            progress: progress.clone(),
+            rejects,
         });
-        let mut resolved = 0;
-        for worker in workers {
-            resolved += worker
+        let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
+        let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
+        let done = AtomicBool::new(false);
+        let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
+        // The splitter is not a scoped thread: a read from a pipe that never ends cannot be
+        // interrupted, so a cancelled load leaves it behind instead of waiting for it.
+        let splitter_thread = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("inrush-split".into())
+                .spawn(move || {
+                    for block in splitter {
+                        let sent = match block {
+                            Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
+                            Err(e) => {
+                                shared.fail(e.into());
+                                false
+                            }
+                        };
+                        if !sent {
+                            break;
+                        }
+                    }
+                })
+                .map_err(spawn_error)?
+        };
+        let (finished, resolved, checked) =
+            std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
+                let shared = &*shared;
+                let spawn = |name: String| std::thread::Builder::new().name(name);
+                let mut workers = Vec::new();
+                for i in 0..opts.workers.max(1) {
+                    let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
+                    let handle = spawn(format!("inrush-encode-{i}"))
+                        .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
+                    workers.push(handle.map_err(spawn_error)?);
+                }
+                drop((block_rx, chunk_tx));
+                let ticker = spawn("inrush-progress".into())
+                    .spawn_scoped(scope, || {
+                        while !done.load(Ordering::Relaxed) {
+                            if opts.interrupt.load(Ordering::Relaxed) {
+                                shared.fail(Error::Interrupted);
+                            }
+                            reporter.progress(progress.snapshot());
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    })
+                    .map_err(spawn_error)?;
+
+                let (finished, checked) = runtime.block_on(async {
+                    if opts.check_only {
+                        return (Vec::new(), drain(chunk_rx, shared).await);
+                    }
+                    let streams = sinks.into_iter().map(|client| {
+                        let (chunks, plan, statement, prelude) =
+                            (chunk_rx.clone(), &plan, &statement, &prelude);
+                        async move {
+                            match sink::run(
+                                client, &prelude, statement, format, chunks, shared, plan,
+                            )
+                            .await
+                            {
+                                Ok(finished) => Some(finished),
+                                Err(e) => {
+                                    shared.fail(e);
+                                    None
+                                }
+                            }
+                        }
+                    });
+                    let results = futures_util::future::join_all(streams).await;
+                    drop(chunk_rx);
+                    (results.into_iter().flatten().collect::<Vec<_>>(), 0)
+                });
+                let mut resolved = 0;
+                for worker in workers {
+                    resolved += worker
+                        .join()
+                        .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+                }
+                done.store(true, Ordering::Relaxed);
+                let _ = ticker.join();
+                Ok((finished, resolved, checked))
+            })?;
+        reporter.progress(progress.snapshot());
+        if !shared.is_cancelled() {
+            // Every block was taken, so the splitter has finished or is about to.
+            splitter_thread
                 .join()
-                .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+                .map_err(|_| Error::Internal("the splitter panicked".into()))?;
         }
-        done.store(true, Ordering::Relaxed);
-        let _ = ticker.join();
-        Ok((finished, resolved, checked))
-    })?;
-    reporter.progress(progress.snapshot());
-    if !shared.is_cancelled() {
-        // Every block was taken, so the splitter has finished or is about to.
-        splitter_thread.join().map_err(|_| Error::Internal("the splitter panicked".into()))?;
-    }
 
-    // The reject file is kept whatever happens: it describes the rows refused so far.
-    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
-    if let Some(error) = shared.take_error() {
-        runtime.block_on(rollback(&finished));
-        return Err(error);
-    }
-    if let Err(error) = flushed {
-        runtime.block_on(rollback(&finished));
-        return Err(error);
-    }
-    let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
-    let sent = progress.rows_sent.load(Ordering::Relaxed);
-    if rows != sent || finished.len() != connections {
-        runtime.block_on(rollback(&finished));
-        return Err(Error::Internal(format!(
-            "the server counted {rows} rows but {sent} were sent; rolled back"
-        )));
-    }
+        // The reject file is kept whatever happens: it describes the rows refused so far.
+        let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
+        if let Some(error) = shared.take_error() {
+            runtime.block_on(rollback(&finished));
+            return Err(error);
+        }
+        if let Err(error) = flushed {
+            runtime.block_on(rollback(&finished));
+            return Err(error);
+        }
+        let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
+        let sent = progress.rows_sent.load(Ordering::Relaxed);
+        if rows != sent || finished.len() != connections {
+            runtime.block_on(rollback(&finished));
+            return Err(Error::Internal(format!(
+                "the server counted {rows} rows but {sent} were sent; rolled back"
+            )));
+        }
 
-    if opts.interrupt.load(Ordering::Relaxed) {
-        runtime.block_on(rollback(&finished));
-        return Err(Error::Interrupted);
-    }
-    if !opts.check_only {
-        reporter.phase(Phase::Commit);
-        runtime.block_on(commit(&finished))?;
-    }
-    let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
-    let seconds = started.elapsed().as_secs_f64();
-    let bytes = progress.bytes_read.load(Ordering::Relaxed);
-    let txids = finished.iter().map(|f| f.txid).collect();
-    Ok((LoadSummary {
-        input: input_name,
-        table: table.qualified(),
-        rows,
-        bytes,
-        seconds,
-        rows_per_second: rows as f64 / seconds.max(1e-9),
-        megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
-        wal_bytes: wal_before
-            .zip(wal_after)
-            .map(|(before, after)| after.saturating_sub(before)),
-        connections: finished.len(),
-        workers: opts.workers.max(1),
-        copy_format: format.name(),
-        text_reason,
-        values_resolved_by_server: resolved,
-        rows_rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
-        rejects_file: shared.rejects.as_ref().map(|r| r.path.display().to_string()),
-        rejects_log: shared.rejects.as_ref().map(|r| r.log_path.display().to_string()),
-        server_version: session.server_version.clone(),
-        loaded: !opts.check_only,
-        plan: load_plan.clone(),
-        phases: Phases::default(),
-        notes: Vec::new(),
-    }, txids))
+        if opts.interrupt.load(Ordering::Relaxed) {
+            runtime.block_on(rollback(&finished));
+            return Err(Error::Interrupted);
+        }
+        if !opts.check_only {
+            reporter.phase(Phase::Commit);
+            runtime.block_on(commit(&finished))?;
+        }
+        let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
+        let seconds = started.elapsed().as_secs_f64();
+        let bytes = progress.bytes_read.load(Ordering::Relaxed);
+        let txids = finished.iter().map(|f| f.txid).collect();
+        Ok((
+            LoadSummary {
+                input: input_name,
+                table: table.qualified(),
+                rows,
+                bytes,
+                seconds,
+                rows_per_second: rows as f64 / seconds.max(1e-9),
+                megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+                wal_bytes: wal_before
+                    .zip(wal_after)
+                    .map(|(before, after)| after.saturating_sub(before)),
+                connections: finished.len(),
+                workers: opts.workers.max(1),
+                copy_format: format.name(),
+                text_reason,
+                values_resolved_by_server: resolved,
+                rows_rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
+                rejects_file: shared
+                    .rejects
+                    .as_ref()
+                    .map(|r| r.path.display().to_string()),
+                rejects_log: shared
+                    .rejects
+                    .as_ref()
+                    .map(|r| r.log_path.display().to_string()),
+                server_version: session.server_version.clone(),
+                loaded: !opts.check_only,
+                plan: load_plan.clone(),
+                phases: Phases::default(),
+                notes: Vec::new(),
+            },
+            txids,
+        ))
     })();
 
     // Whatever happened to the load, dropped indexes are recreated now.
@@ -345,11 +399,22 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         Ok(())
     } else {
         reporter.phase(Phase::Indexes);
-        runtime.block_on(ddl::restore(&opts.target, &dropped, opts.connections.max(1)))
+        runtime.block_on(ddl::restore(
+            &opts.target,
+            &dropped,
+            opts.connections.max(1),
+        ))
     };
     let mut summary = match (streamed, rebuilt) {
         (Ok((summary, _)), Ok(())) => summary,
-        (Ok((_, txids)), Err(inrush_postgres::Error::UniqueViolated { constraint, table: name, message })) => {
+        (
+            Ok((_, txids)),
+            Err(inrush_postgres::Error::UniqueViolated {
+                constraint,
+                table: name,
+                message,
+            }),
+        ) => {
             // The rows break a key rebuilt after the commit: take exactly them out again, then
             // put every journaled definition back, so the table is as it was.
             let undone = runtime.block_on(async {
@@ -359,30 +424,58 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 Ok::<_, inrush_postgres::Error>(deleted)
             });
             return Err(match undone {
-                Ok(deleted) => Error::UniqueViolated { constraint, table: name, message, rows_undone: deleted },
-                Err(e) => Error::IndexesNotRestored { load: Some(format!("{constraint}: {message}")), reason: e.to_string() },
+                Ok(deleted) => Error::UniqueViolated {
+                    constraint,
+                    table: name,
+                    message,
+                    rows_undone: deleted,
+                },
+                Err(e) => Error::IndexesNotRestored {
+                    load: Some(format!("{constraint}: {message}")),
+                    reason: e.to_string(),
+                },
             });
         }
         (Err(error), Ok(())) => return Err(error),
-        (Ok((summary, _)), Err(inrush_postgres::Error::ForeignKeyViolated { constraint, table, message })) => {
-            return Err(Error::ForeignKeyViolated { rows: summary.rows, constraint, table, message })
+        (
+            Ok((summary, _)),
+            Err(inrush_postgres::Error::ForeignKeyViolated {
+                constraint,
+                table,
+                message,
+            }),
+        ) => {
+            return Err(Error::ForeignKeyViolated {
+                rows: summary.rows,
+                constraint,
+                table,
+                message,
+            })
         }
         (streamed, Err(e)) => {
-            return Err(Error::IndexesNotRestored { load: streamed.err().map(|e| e.to_string()), reason: e.to_string() })
+            return Err(Error::IndexesNotRestored {
+                load: streamed.err().map(|e| e.to_string()),
+                reason: e.to_string(),
+            })
         }
     };
     let rebuilt_at = Instant::now();
     if summary.loaded {
         let sql = match load_plan.after {
             Maintenance::None => None,
-            Maintenance::Analyze | Maintenance::AnalyzeFrozen => Some(format!("ANALYZE {}", table.qualified())),
+            Maintenance::Analyze | Maintenance::AnalyzeFrozen => {
+                Some(format!("ANALYZE {}", table.qualified()))
+            }
             Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
         };
         if let Some(sql) = sql {
             reporter.phase(Phase::Maintain);
             if let Err(e) = runtime.block_on(control.batch_execute(&sql)) {
                 // The rows are committed; only the upkeep failed (usually: not the table's owner).
-                notes.push(format!("{sql} failed: {}", inrush_postgres::describe_pg_error(&e)));
+                notes.push(format!(
+                    "{sql} failed: {}",
+                    inrush_postgres::describe_pg_error(&e)
+                ));
             }
         }
     }
@@ -414,11 +507,21 @@ async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -
 }
 
 /// Deletes the rows the load's transactions inserted (their `xmin`); returns how many.
-async fn undo(control: &tokio_postgres::Client, table: &TableInfo, txids: &[i64]) -> inrush_postgres::Result<u64> {
+async fn undo(
+    control: &tokio_postgres::Client,
+    table: &TableInfo,
+    txids: &[i64],
+) -> inrush_postgres::Result<u64> {
     // xmin is the 32-bit transaction id: the low half of txid_current()'s epoch-extended id.
     let xids: Vec<i64> = txids.iter().map(|t| t & 0xFFFF_FFFF).collect();
-    let sql = format!("DELETE FROM {} WHERE xmin::text::bigint = ANY($1)", table.qualified());
-    control.execute(&sql, &[&xids]).await.map_err(|source| inrush_postgres::Error::Query { what: sql, source })
+    let sql = format!(
+        "DELETE FROM {} WHERE xmin::text::bigint = ANY($1)",
+        table.qualified()
+    );
+    control
+        .execute(&sql, &[&xids])
+        .await
+        .map_err(|source| inrush_postgres::Error::Query { what: sql, source })
 }
 
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.
@@ -460,11 +563,16 @@ fn read_header<R: std::io::Read>(
         return Ok(None);
     };
     let mut rec = Record::default();
-    parser.parse(&block.data, 0, &mut rec).map_err(|e| Error::BadRow {
-        location: inrush_core::Location::record(input_name, 1),
-        reason: format!("header: {e}"),
-    })?;
-    let names = rec.fields(&block.data).map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned()).collect();
+    parser
+        .parse(&block.data, 0, &mut rec)
+        .map_err(|e| Error::BadRow {
+            location: inrush_core::Location::record(input_name, 1),
+            reason: format!("header: {e}"),
+        })?;
+    let names = rec
+        .fields(&block.data)
+        .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
+        .collect();
     Ok(Some((names, block.data)))
 }
 
@@ -485,11 +593,19 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// `inrush plan`: what a load of `input` into `table` would do around the COPY.
-pub fn plan(target: &inrush_postgres::ConnectOptions, table: &str, input: Option<&str>, opts: crate::PlanOptions) -> Result<LoadPlan> {
+pub fn plan(
+    target: &inrush_postgres::ConnectOptions,
+    table: &str,
+    input: Option<&str>,
+    opts: crate::PlanOptions,
+) -> Result<LoadPlan> {
     let input_size = match input {
         Some(path) => Some(
             std::fs::metadata(path)
-                .map_err(|source| inrush_read::Error::Open { path: path.into(), source })?
+                .map_err(|source| inrush_read::Error::Open {
+                    path: path.into(),
+                    source,
+                })?
                 .len(),
         ),
         None => None,
@@ -502,14 +618,25 @@ pub fn plan(target: &inrush_postgres::ConnectOptions, table: &str, input: Option
         let foreign_keys = table.foreign_keys(&client).await?;
         let size = table.size(&client).await?;
         let hidden = table.hidden_work(&client).await?;
-        let plan = LoadPlan::decide(&table.qualified(), table.partitioned, indexes, foreign_keys, size, input_size, opts);
+        let plan = LoadPlan::decide(
+            &table.qualified(),
+            table.partitioned,
+            indexes,
+            foreign_keys,
+            size,
+            input_size,
+            opts,
+        );
         Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden))
     })?)
 }
 
 /// `inrush recover`: recreates what the DDL journal holds (for one table, or all); returns what
 /// was recreated.
-pub fn recover(target: &inrush_postgres::ConnectOptions, table: Option<&str>) -> Result<Vec<ddl::JournalEntry>> {
+pub fn recover(
+    target: &inrush_postgres::ConnectOptions,
+    table: Option<&str>,
+) -> Result<Vec<ddl::JournalEntry>> {
     let runtime = runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;

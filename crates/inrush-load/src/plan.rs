@@ -26,7 +26,12 @@ pub struct PlanOptions {
 
 impl Default for PlanOptions {
     fn default() -> Self {
-        PlanOptions { rebuild_indexes: true, threshold: 0.2, maintain: true, rebuild_unique: false }
+        PlanOptions {
+            rebuild_indexes: true,
+            threshold: 0.2,
+            maintain: true,
+            rebuild_unique: false,
+        }
     }
 }
 
@@ -160,11 +165,22 @@ impl LoadPlan {
             .into_iter()
             .map(|fk| {
                 let (action, reason) = if large {
-                    (IndexAction::Rebuild, "re-added after the load NOT VALID, then validated once".to_string())
+                    (
+                        IndexAction::Rebuild,
+                        "re-added after the load NOT VALID, then validated once".to_string(),
+                    )
                 } else {
-                    (IndexAction::Keep, "checked row by row during the load".to_string())
+                    (
+                        IndexAction::Keep,
+                        "checked row by row during the load".to_string(),
+                    )
                 };
-                ForeignKeyDecision { name: fk.name.clone(), action, reason, foreign_key: fk }
+                ForeignKeyDecision {
+                    name: fk.name.clone(),
+                    action,
+                    reason,
+                    foreign_key: fk,
+                }
             })
             .collect();
         let after = match (opts.maintain, large || current == 0.0) {
@@ -201,12 +217,20 @@ impl LoadPlan {
 
     /// The foreign keys to journal, drop, and add back after the load.
     pub fn readded_foreign_keys(&self) -> Vec<ForeignKeyInfo> {
-        self.foreign_keys.iter().filter(|d| d.action == IndexAction::Rebuild).map(|d| d.foreign_key.clone()).collect()
+        self.foreign_keys
+            .iter()
+            .filter(|d| d.action == IndexAction::Rebuild)
+            .map(|d| d.foreign_key.clone())
+            .collect()
     }
 
     /// The indexes to journal, drop and rebuild.
     pub fn rebuilt(&self) -> Vec<IndexInfo> {
-        self.indexes.iter().filter(|d| d.action == IndexAction::Rebuild).map(|d| d.index.clone()).collect()
+        self.indexes
+            .iter()
+            .filter(|d| d.action == IndexAction::Rebuild)
+            .map(|d| d.index.clone())
+            .collect()
     }
 }
 
@@ -243,7 +267,11 @@ impl fmt::Display for LoadPlan {
         }
         let h = &self.hidden;
         for (name, _, enabled) in &h.triggers {
-            let state = if *enabled { "fires for every row (kept)" } else { "disabled" };
+            let state = if *enabled {
+                "fires for every row (kept)"
+            } else {
+                "disabled"
+            };
             writeln!(f, "  trigger {name}  {state}")?;
         }
         for (column, sequence, cache) in &h.sequences {
@@ -260,7 +288,8 @@ impl fmt::Display for LoadPlan {
             writeln!(f, "  partitions: {}", h.partitions)?;
         }
         if !h.settings.is_empty() {
-            let settings: Vec<String> = h.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let settings: Vec<String> =
+                h.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
             writeln!(f, "  settings: {}", settings.join(", "))?;
         }
         match self.after {
@@ -291,21 +320,48 @@ mod tests {
     }
 
     fn indexes() -> Vec<IndexInfo> {
-        vec![index("t_pkey", true, Some("t_pkey")), index("t_code_key", true, None), index("t_name_idx", false, None)]
+        vec![
+            index("t_pkey", true, Some("t_pkey")),
+            index("t_code_key", true, None),
+            index("t_name_idx", false, None),
+        ]
     }
 
     fn fks() -> Vec<ForeignKeyInfo> {
-        vec![ForeignKeyInfo { name: "t_customer_fk".into(), definition: "FOREIGN KEY (customer) REFERENCES customers(id)".into(), validated: true }]
+        vec![ForeignKeyInfo {
+            name: "t_customer_fk".into(),
+            definition: "FOREIGN KEY (customer) REFERENCES customers(id)".into(),
+            validated: true,
+        }]
     }
 
     fn size(table_bytes: i64) -> TableSize {
-        TableSize { table_bytes, index_bytes: 16384, rows_estimate: 0.0, empty: false }
+        TableSize {
+            table_bytes,
+            index_bytes: 16384,
+            rows_estimate: 0.0,
+            empty: false,
+        }
     }
 
     #[test]
     fn a_large_load_rebuilds_only_plain_secondary_indexes() {
-        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), fks(), size(8192), Some(321_000_000), PlanOptions::default());
-        assert_eq!(plan.rebuilt().iter().map(|i| i.name.as_str()).collect::<Vec<_>>(), ["t_name_idx"]);
+        let plan = LoadPlan::decide(
+            "\"public\".\"t\"",
+            false,
+            indexes(),
+            fks(),
+            size(8192),
+            Some(321_000_000),
+            PlanOptions::default(),
+        );
+        assert_eq!(
+            plan.rebuilt()
+                .iter()
+                .map(|i| i.name.as_str())
+                .collect::<Vec<_>>(),
+            ["t_name_idx"]
+        );
         insta::assert_snapshot!(plan.to_string());
     }
 
@@ -316,34 +372,148 @@ mod tests {
             sequences: vec![("id".into(), "t_id_seq".into(), 1)],
             volatile_defaults: vec![("created".into(), "clock_timestamp()".into())],
             partitions: 0,
-            settings: vec![("max_wal_size".into(), "1024MB".into()), ("wal_level".into(), "replica".into())],
+            settings: vec![
+                ("max_wal_size".into(), "1024MB".into()),
+                ("wal_level".into(), "replica".into()),
+            ],
         };
-        let plan = LoadPlan::decide("\"public\".\"t\"", false, vec![], vec![], size(8192), Some(1000), PlanOptions::default());
+        let plan = LoadPlan::decide(
+            "\"public\".\"t\"",
+            false,
+            vec![],
+            vec![],
+            size(8192),
+            Some(1000),
+            PlanOptions::default(),
+        );
         insta::assert_snapshot!(plan.with_hidden_work(hidden).to_string());
     }
 
     #[test]
     fn a_small_load_keeps_everything() {
-        let plan = LoadPlan::decide("\"public\".\"t\"", false, indexes(), fks(), size(10_000_000_000), Some(1_000_000), PlanOptions::default());
+        let plan = LoadPlan::decide(
+            "\"public\".\"t\"",
+            false,
+            indexes(),
+            fks(),
+            size(10_000_000_000),
+            Some(1_000_000),
+            PlanOptions::default(),
+        );
         assert!(plan.rebuilt().is_empty());
         insta::assert_snapshot!(plan.to_string());
     }
 
     #[test]
     fn switches_and_unknown_sizes() {
-        let off = PlanOptions { rebuild_indexes: false, ..Default::default() };
-        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), PlanOptions::default()).after, Maintenance::VacuumAnalyze);
-        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(1 << 40), Some(1), PlanOptions::default()).after, Maintenance::Analyze);
-        let quiet = PlanOptions { maintain: false, ..Default::default() };
-        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1), quiet).after, Maintenance::None);
-        assert!(LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), off).rebuilt().is_empty());
-        assert!(LoadPlan::decide("t", true, indexes(), fks(), size(0), Some(1 << 30), PlanOptions::default()).rebuilt().is_empty());
-        let unknown_size = TableSize { empty: true, ..size(0) };
-        assert_eq!(LoadPlan::decide("t", false, indexes(), fks(), unknown_size, None, PlanOptions::default()).rebuilt().len(), 3);
-        let busy = TableSize { table_bytes: 1 << 30, index_bytes: 0, rows_estimate: 1e6, empty: false };
-        let empty = TableSize { table_bytes: 0, index_bytes: 16384, rows_estimate: 0.0, empty: true };
-        let all = LoadPlan::decide("t", false, indexes(), fks(), empty, Some(1 << 30), PlanOptions::default());
-        assert_eq!(all.rebuilt().len(), 3, "an empty table gets every index built after the load: {all}");
-        assert!(LoadPlan::decide("t", false, indexes(), fks(), busy, None, PlanOptions::default()).rebuilt().is_empty());
+        let off = PlanOptions {
+            rebuild_indexes: false,
+            ..Default::default()
+        };
+        assert_eq!(
+            LoadPlan::decide(
+                "t",
+                false,
+                indexes(),
+                fks(),
+                size(0),
+                Some(1 << 30),
+                PlanOptions::default()
+            )
+            .after,
+            Maintenance::VacuumAnalyze
+        );
+        assert_eq!(
+            LoadPlan::decide(
+                "t",
+                false,
+                indexes(),
+                fks(),
+                size(1 << 40),
+                Some(1),
+                PlanOptions::default()
+            )
+            .after,
+            Maintenance::Analyze
+        );
+        let quiet = PlanOptions {
+            maintain: false,
+            ..Default::default()
+        };
+        assert_eq!(
+            LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1), quiet).after,
+            Maintenance::None
+        );
+        assert!(
+            LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), off)
+                .rebuilt()
+                .is_empty()
+        );
+        assert!(LoadPlan::decide(
+            "t",
+            true,
+            indexes(),
+            fks(),
+            size(0),
+            Some(1 << 30),
+            PlanOptions::default()
+        )
+        .rebuilt()
+        .is_empty());
+        let unknown_size = TableSize {
+            empty: true,
+            ..size(0)
+        };
+        assert_eq!(
+            LoadPlan::decide(
+                "t",
+                false,
+                indexes(),
+                fks(),
+                unknown_size,
+                None,
+                PlanOptions::default()
+            )
+            .rebuilt()
+            .len(),
+            3
+        );
+        let busy = TableSize {
+            table_bytes: 1 << 30,
+            index_bytes: 0,
+            rows_estimate: 1e6,
+            empty: false,
+        };
+        let empty = TableSize {
+            table_bytes: 0,
+            index_bytes: 16384,
+            rows_estimate: 0.0,
+            empty: true,
+        };
+        let all = LoadPlan::decide(
+            "t",
+            false,
+            indexes(),
+            fks(),
+            empty,
+            Some(1 << 30),
+            PlanOptions::default(),
+        );
+        assert_eq!(
+            all.rebuilt().len(),
+            3,
+            "an empty table gets every index built after the load: {all}"
+        );
+        assert!(LoadPlan::decide(
+            "t",
+            false,
+            indexes(),
+            fks(),
+            busy,
+            None,
+            PlanOptions::default()
+        )
+        .rebuilt()
+        .is_empty());
     }
 }

@@ -41,11 +41,17 @@ impl Rejects {
         };
         let mut records = create(path)?;
         if let Some(header) = header {
-            records.write_all(header).map_err(|e| write_error(path, e))?;
+            records
+                .write_all(header)
+                .map_err(|e| write_error(path, e))?;
         }
         let log = create(&log_path)?;
         Ok(Rejects {
-            writers: Mutex::new(Writers { records, log, open_quote: None }),
+            writers: Mutex::new(Writers {
+                records,
+                log,
+                open_quote: None,
+            }),
             count: AtomicU64::new(0),
             limit,
             path: path.to_path_buf(),
@@ -59,7 +65,14 @@ impl Rejects {
 
     /// Records one refused row; fails once more than `limit` rows were refused. `open_quote`:
     /// the record has an unterminated quote (and so runs to the end of the input).
-    pub fn reject(&self, raw: &[u8], open_quote: bool, location: &Location, reason: &str, sqlstate: Option<&str>) -> Result<()> {
+    pub fn reject(
+        &self,
+        raw: &[u8],
+        open_quote: bool,
+        location: &Location,
+        reason: &str,
+        sqlstate: Option<&str>,
+    ) -> Result<()> {
         let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
         if n > self.limit {
             return Err(Error::TooManyRejects {
@@ -75,13 +88,20 @@ impl Rejects {
             "reason": reason,
             "sqlstate": sqlstate,
         });
-        let mut w = self.writers.lock().map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
+        let mut w = self
+            .writers
+            .lock()
+            .map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
         if open_quote {
             w.open_quote = Some(raw.to_vec());
         } else {
-            w.records.write_all(raw).map_err(|e| write_error(&self.path, e))?;
+            w.records
+                .write_all(raw)
+                .map_err(|e| write_error(&self.path, e))?;
             if !raw.ends_with(b"\n") && !raw.ends_with(b"\r") {
-                w.records.write_all(b"\n").map_err(|e| write_error(&self.path, e))?;
+                w.records
+                    .write_all(b"\n")
+                    .map_err(|e| write_error(&self.path, e))?;
             }
         }
         writeln!(w.log, "{entry}").map_err(|e| write_error(&self.log_path, e))?;
@@ -90,9 +110,14 @@ impl Rejects {
 
     /// Writes out what is buffered, the open-quote record last.
     pub fn flush(&self) -> Result<()> {
-        let mut w = self.writers.lock().map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
+        let mut w = self
+            .writers
+            .lock()
+            .map_err(|_| Error::Rejects("reject writer poisoned".into()))?;
         if let Some(raw) = w.open_quote.take() {
-            w.records.write_all(&raw).map_err(|e| write_error(&self.path, e))?;
+            w.records
+                .write_all(&raw)
+                .map_err(|e| write_error(&self.path, e))?;
         }
         w.records.flush().map_err(|e| write_error(&self.path, e))?;
         w.log.flush().map_err(|e| write_error(&self.log_path, e))

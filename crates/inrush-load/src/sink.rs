@@ -64,7 +64,10 @@ pub(crate) async fn run(
         .await
         .map_err(|e| query_error("BEGIN", e))?;
     for sql in prelude {
-        client.batch_execute(sql).await.map_err(|e| query_error(sql, e))?;
+        client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| query_error(sql, e))?;
     }
     let txid: i64 = client
         .query_one("SELECT txid_current()", &[])
@@ -114,7 +117,8 @@ pub(crate) async fn run(
 fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) -> Error {
     // Only data errors (22), integrity violations (23) and errors raised by triggers or
     // functions (P0) are about a row; a cancel, a timeout, a deadlock or a full disk is not.
-    let about_a_row = |code: &str| code.starts_with("22") || code.starts_with("23") || code.starts_with("P0");
+    let about_a_row =
+        |code: &str| code.starts_with("22") || code.starts_with("23") || code.starts_with("P0");
     let Some(db) = e.as_db_error().filter(|db| about_a_row(db.code().code())) else {
         return Error::Postgres(inrush_postgres::Error::Query {
             what: "COPY".into(),

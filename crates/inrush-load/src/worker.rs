@@ -102,7 +102,15 @@ impl WorkerPlan {
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
-            match self.encode_record(block, &parser, start, block_is_valid, rec, &mut out, resolver) {
+            match self.encode_record(
+                block,
+                &parser,
+                start,
+                block_is_valid,
+                rec,
+                &mut out,
+                resolver,
+            ) {
                 Ok(next) => {
                     rows += 1;
                     pos = next;
@@ -110,7 +118,13 @@ impl WorkerPlan {
                 Err((Error::BadRow { location, reason }, next)) if rejects.is_some() => {
                     if let Some(rejects) = rejects {
                         let raw = &data[start..next];
-                        rejects.reject(raw, self.parser.leaves_quote_open(raw), &location, &reason, None)?;
+                        rejects.reject(
+                            raw,
+                            self.parser.leaves_quote_open(raw),
+                            &location,
+                            &reason,
+                            None,
+                        )?;
                     }
                     pos = next;
                 }
@@ -140,7 +154,10 @@ impl WorkerPlan {
     ) -> Result<usize, (Error, usize)> {
         let data = &block.data[..];
         let next = parser.parse(start, rec).map_err(|e| {
-            let error = Error::BadRow { location: self.locate(block, start), reason: e.to_string() };
+            let error = Error::BadRow {
+                location: self.locate(block, start),
+                reason: e.to_string(),
+            };
             (error, self.parser.record_end(data, start))
         })?;
         if !block_is_valid {
@@ -149,7 +166,10 @@ impl WorkerPlan {
             }
         }
         if rec.len() != self.columns.len() {
-            let error = Error::BadRow { location: self.locate(block, start), reason: self.field_count_reason(rec.len()) };
+            let error = Error::BadRow {
+                location: self.locate(block, start),
+                reason: self.field_count_reason(rec.len()),
+            };
             return Err((error, next));
         }
         match self.format {
@@ -276,11 +296,18 @@ impl WorkerPlan {
         let data = &block.data[..];
         let reason = format!(
             "invalid byte sequence for encoding \"UTF8\": {}",
-            data[bad..].iter().take(2).map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(" ")
+            data[bad..]
+                .iter()
+                .take(2)
+                .map(|b| format!("0x{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         );
         let location = self.locate(block, start);
-        let field = (0..rec.len().min(self.columns.len()))
-            .find(|&i| rec.field(data, i).is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0)));
+        let field = (0..rec.len().min(self.columns.len())).find(|&i| {
+            rec.field(data, i)
+                .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
+        });
         let location = match field {
             Some(i) => location.field(self.columns[i].name.clone(), rec.field(data, i)),
             None => location,

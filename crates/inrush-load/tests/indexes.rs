@@ -11,7 +11,8 @@ use inrush_load::{load, pipeline, Error};
 use inrush_postgres::ddl;
 use support::{fresh_db, write_input, TestDb};
 
-const TABLE: &str = "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name text, qty int, day date);
+const TABLE: &str =
+    "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name text, qty int, day date);
      CREATE INDEX t_name_idx ON t (name);
      CREATE INDEX t_qty_day_idx ON t (qty DESC, day) WHERE qty > 0;
      CREATE INDEX t_lower_name_idx ON t (lower(name));
@@ -19,12 +20,22 @@ const TABLE: &str = "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name 
 
 /// Every index of `t` with its full definition, sorted.
 fn definitions(db: &mut TestDb) -> Vec<String> {
-    let rows = db.client.query("SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE tablename = 't' ORDER BY 1", &[]).unwrap();
+    let rows = db
+        .client
+        .query(
+            "SELECT indexname || ': ' || indexdef FROM pg_indexes WHERE tablename = 't' ORDER BY 1",
+            &[],
+        )
+        .unwrap();
     rows.iter().map(|r| r.get(0)).collect()
 }
 
 fn journal_len(db: &mut TestDb) -> i64 {
-    let exists: bool = db.client.query_one("SELECT to_regclass('inrush.ddl_journal') IS NOT NULL", &[]).unwrap().get(0);
+    let exists: bool = db
+        .client
+        .query_one("SELECT to_regclass('inrush.ddl_journal') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
     if !exists {
         return 0;
     }
@@ -34,7 +45,11 @@ fn journal_len(db: &mut TestDb) -> i64 {
 fn rows(n: usize, bad_at: Option<usize>) -> Vec<u8> {
     (1..=n)
         .flat_map(|i| {
-            let qty = if Some(i) == bad_at { "oops".to_string() } else { (i % 7).to_string() };
+            let qty = if Some(i) == bad_at {
+                "oops".to_string()
+            } else {
+                (i % 7).to_string()
+            };
             format!("{i},c{i},name {i},{qty},2024-02-{:02}\n", i % 28 + 1).into_bytes()
         })
         .collect()
@@ -47,7 +62,12 @@ fn secondary_indexes_are_rebuilt_identically_and_constraints_kept() {
     let before = definitions(&mut db);
     let (_dir, path) = write_input(&rows(5000, None), "csv");
     let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
-    let actions: Vec<(&str, IndexAction)> = summary.plan.indexes.iter().map(|d| (d.name.as_str(), d.action)).collect();
+    let actions: Vec<(&str, IndexAction)> = summary
+        .plan
+        .indexes
+        .iter()
+        .map(|d| (d.name.as_str(), d.action))
+        .collect();
     assert_eq!(
         actions,
         [
@@ -65,7 +85,12 @@ fn secondary_indexes_are_rebuilt_identically_and_constraints_kept() {
     // visibility map: the test server commits asynchronously, and PostgreSQL marks no page
     // all-visible before the inserting commit is flushed.)
     assert_eq!(db.count("pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname = 't' AND NOT i.indisvalid"), 0);
-    assert_eq!(db.count("pg_stat_user_tables WHERE relname = 't' AND vacuum_count = 1 AND analyze_count = 1"), 1);
+    assert_eq!(
+        db.count(
+            "pg_stat_user_tables WHERE relname = 't' AND vacuum_count = 1 AND analyze_count = 1"
+        ),
+        1
+    );
     assert!(summary.phases.maintain > 0.0);
 }
 
@@ -87,14 +112,27 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let mut db = fresh_db();
     db.exec(TABLE);
     let before = definitions(&mut db);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     // What a loader killed after dropping leaves behind: journal entries, indexes gone.
     let drop_like_a_dead_loader = |db: &TestDb| {
         runtime.block_on(async {
             let client = db.target.connect().await.unwrap();
-            let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
-            let secondary: Vec<_> = table.indexes(&client).await.unwrap().into_iter().filter(|i| !i.unique).collect();
-            ddl::journal_and_drop(&client, &table, &secondary, &[]).await.unwrap()
+            let table = inrush_postgres::TableInfo::read(&client, "t")
+                .await
+                .unwrap();
+            let secondary: Vec<_> = table
+                .indexes(&client)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter(|i| !i.unique)
+                .collect();
+            ddl::journal_and_drop(&client, &table, &secondary, &[])
+                .await
+                .unwrap()
         })
     };
     assert_eq!(drop_like_a_dead_loader(&db).len(), 3);
@@ -109,7 +147,11 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let mut opts = db.load_options(&path, "t");
     opts.plan.rebuild_indexes = false;
     load(&opts, &Silent).unwrap();
-    assert_eq!(definitions(&mut db), before, "the next load recreates what the journal holds");
+    assert_eq!(
+        definitions(&mut db),
+        before,
+        "the next load recreates what the journal holds"
+    );
     assert_eq!(journal_len(&mut db), 0);
 }
 
@@ -120,8 +162,20 @@ fn small_loads_and_keep_indexes_touch_nothing() {
     db.exec("INSERT INTO t SELECT g, 'k' || g, 'n' || g, g % 5, '2024-01-01' FROM generate_series(1, 20000) g");
     let (_dir, path) = write_input(b"30001,c,x,1,2024-01-01\n", "csv");
     let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
-    assert!(summary.plan.indexes.iter().all(|d| d.action == IndexAction::Keep), "{}", summary.plan);
-    assert!(summary.plan.rule.contains("under 20%"), "{}", summary.plan.rule);
+    assert!(
+        summary
+            .plan
+            .indexes
+            .iter()
+            .all(|d| d.action == IndexAction::Keep),
+        "{}",
+        summary.plan
+    );
+    assert!(
+        summary.plan.rule.contains("under 20%"),
+        "{}",
+        summary.plan.rule
+    );
     assert_eq!(journal_len(&mut db), 0);
 }
 
@@ -142,7 +196,11 @@ fn constraints(db: &mut TestDb) -> Vec<String> {
 fn orders(n: usize, bad_customer: Option<usize>) -> Vec<u8> {
     (1..=n)
         .flat_map(|i| {
-            let customer = if Some(i) == bad_customer { 999 } else { i % 100 + 1 };
+            let customer = if Some(i) == bad_customer {
+                999
+            } else {
+                i % 100 + 1
+            };
             format!("{i},{customer},order {i}\n").into_bytes()
         })
         .collect()
@@ -167,10 +225,25 @@ fn a_violated_foreign_key_is_named_with_its_key_and_left_not_valid() {
     db.exec(WITH_FOREIGN_KEY);
     let (_dir, path) = write_input(&orders(3000, Some(1234)), "csv");
     let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
-    let Error::ForeignKeyViolated { rows, constraint, message, .. } = &err else { panic!("{err:?}") };
+    let Error::ForeignKeyViolated {
+        rows,
+        constraint,
+        message,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!((*rows, constraint.as_str()), (3000, "t_customer_fk"));
-    assert!(message.contains("Key (customer)=(999) is not present in table \"customers\""), "{message}");
-    assert!(err.to_string().contains("VALIDATE CONSTRAINT \"t_customer_fk\""), "{err}");
+    assert!(
+        message.contains("Key (customer)=(999) is not present in table \"customers\""),
+        "{message}"
+    );
+    assert!(
+        err.to_string()
+            .contains("VALIDATE CONSTRAINT \"t_customer_fk\""),
+        "{err}"
+    );
     // The documented state: rows committed, the key back but NOT VALID, the index rebuilt.
     assert_eq!(db.count("t"), 3000);
     assert_eq!(
@@ -186,19 +259,27 @@ fn recover_brings_back_foreign_keys_too() {
     let mut db = fresh_db();
     db.exec(WITH_FOREIGN_KEY);
     let before = constraints(&mut db);
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let client = db.target.connect().await.unwrap();
-        let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
+        let table = inrush_postgres::TableInfo::read(&client, "t")
+            .await
+            .unwrap();
         let fks = table.foreign_keys(&client).await.unwrap();
-        ddl::journal_and_drop(&client, &table, &[], &fks).await.unwrap();
+        ddl::journal_and_drop(&client, &table, &[], &fks)
+            .await
+            .unwrap();
     });
     assert!(constraints(&mut db).is_empty());
     assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 1);
     assert_eq!(constraints(&mut db), before);
 }
 
-const EMPTY_WITH_KEYS: &str = "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name text, qty int, day date);
+const EMPTY_WITH_KEYS: &str =
+    "CREATE TABLE t (id int PRIMARY KEY, code text UNIQUE, name text, qty int, day date);
      CREATE INDEX t_name_idx ON t (name);";
 
 #[test]
@@ -208,7 +289,15 @@ fn an_empty_tables_keys_are_built_after_the_load() {
     let before = (definitions(&mut db), constraints(&mut db));
     let (_dir, path) = write_input(&rows(4000, None), "csv");
     let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
-    assert!(summary.plan.indexes.iter().all(|d| d.action == IndexAction::Rebuild), "{}", summary.plan);
+    assert!(
+        summary
+            .plan
+            .indexes
+            .iter()
+            .all(|d| d.action == IndexAction::Rebuild),
+        "{}",
+        summary.plan
+    );
     assert_eq!((definitions(&mut db), constraints(&mut db)), before);
     assert_eq!(db.count("t"), 4000);
     assert_eq!(journal_len(&mut db), 0);
@@ -223,7 +312,15 @@ fn a_duplicate_key_undoes_the_load_and_names_the_key() {
     data.extend_from_slice(b"17,c-dup,again,1,2024-03-01\n");
     let (_dir, path) = write_input(&data, "csv");
     let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
-    let Error::UniqueViolated { constraint, message, rows_undone, .. } = &err else { panic!("{err:?}") };
+    let Error::UniqueViolated {
+        constraint,
+        message,
+        rows_undone,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
     assert_eq!((constraint.as_str(), *rows_undone), ("t_pkey", 4001));
     assert!(message.contains("Key (id)=(17) is duplicated"), "{message}");
     assert!(err.is_bad_input());
@@ -248,7 +345,12 @@ fn plan_reports_every_kind_of_hidden_work() {
     let input = dir.path().join("big.csv");
     std::fs::write(&input, vec![b'x'; 1 << 20]).unwrap();
     let plan = pipeline::plan(&db.target, "t", input.to_str(), Default::default()).unwrap();
-    let text: String = plan.to_string().lines().filter(|l| !l.trim_start().starts_with("settings:")).map(|l| format!("{l}\n")).collect();
+    let text: String = plan
+        .to_string()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("settings:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
     insta::assert_snapshot!(text);
 }
 
@@ -261,7 +363,11 @@ fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
     let mut opts = db.load_options(&bad, "t");
     opts.truncate = true;
     assert!(load(&opts, &Silent).is_err());
-    assert_eq!(db.count("t WHERE name = 'seed'"), 1, "a failed load keeps the old rows");
+    assert_eq!(
+        db.count("t WHERE name = 'seed'"),
+        1,
+        "a failed load keeps the old rows"
+    );
     assert_eq!(definitions(&mut db), before);
 
     let (_d2, good) = write_input(&rows(3000, None), "csv");
@@ -269,10 +375,16 @@ fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
     let summary = load(&opts, &Silent).unwrap();
     assert_eq!((summary.rows, summary.connections), (3000, 1));
     assert_eq!(db.count("t"), 3000, "the old row is gone");
-    assert_eq!(summary.plan.after, inrush_load::plan::Maintenance::AnalyzeFrozen);
+    assert_eq!(
+        summary.plan.after,
+        inrush_load::plan::Maintenance::AnalyzeFrozen
+    );
     // COPY FREEZE marked the pages each batch started empty all-visible (a plain COPY marks
     // none; ANALYZE counts them into relallvisible); the rows themselves are all frozen.
-    assert_eq!(db.count("pg_class WHERE relname = 't' AND relallvisible > 0"), 1);
+    assert_eq!(
+        db.count("pg_class WHERE relname = 't' AND relallvisible > 0"),
+        1
+    );
     assert_eq!(definitions(&mut db), before);
 }
 
@@ -281,12 +393,25 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     let mut db = fresh_db();
     db.exec(EMPTY_WITH_KEYS);
     let before = (definitions(&mut db), constraints(&mut db));
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let client = db.target.connect().await.unwrap();
-        let table = inrush_postgres::TableInfo::read(&client, "t").await.unwrap();
-        let keys: Vec<_> = table.indexes(&client).await.unwrap().into_iter().filter(|i| i.constraint.is_some()).collect();
-        ddl::journal_and_drop(&client, &table, &keys, &[]).await.unwrap();
+        let table = inrush_postgres::TableInfo::read(&client, "t")
+            .await
+            .unwrap();
+        let keys: Vec<_> = table
+            .indexes(&client)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|i| i.constraint.is_some())
+            .collect();
+        ddl::journal_and_drop(&client, &table, &keys, &[])
+            .await
+            .unwrap();
     });
     // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");

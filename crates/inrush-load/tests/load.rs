@@ -551,7 +551,11 @@ fn mixed_input() -> (Vec<u8>, Vec<String>, Vec<String>) {
     for (line, ok) in MIXED {
         data.extend_from_slice(line.as_bytes());
         data.push(b'\n');
-        if *ok { good.push(line.to_string()) } else { bad.push(line.to_string()) }
+        if *ok {
+            good.push(line.to_string())
+        } else {
+            bad.push(line.to_string())
+        }
     }
     // Invalid UTF-8 and an unterminated quote, which must come last.
     data.extend_from_slice(b"13,b\xe9d,2024-01-13\n");
@@ -583,7 +587,10 @@ fn rejects_hold_exactly_the_bad_rows_and_the_table_exactly_the_good_ones() {
         assert_eq!(summary.rejects_file.as_deref(), rejects_path.to_str());
         let rejected = std::fs::read(&rejects_path).unwrap();
         let rejected = String::from_utf8_lossy(&rejected);
-        assert!(rejected.starts_with("id,name,day\n"), "the header comes first: {rejected}");
+        assert!(
+            rejected.starts_with("id,name,day\n"),
+            "the header comes first: {rejected}"
+        );
         let mut records: Vec<&str> = Vec::new();
         let body = &rejected["id,name,day\n".len()..];
         // Records end at a line break outside quotes; the unterminated one runs to the end.
@@ -606,13 +613,30 @@ fn rejects_hold_exactly_the_bad_rows_and_the_table_exactly_the_good_ones() {
         assert_eq!(records, expected, "block size {block_size}");
 
         let log = std::fs::read_to_string(dir.path().join("input.csv.rejects.log")).unwrap();
-        let entries: Vec<serde_json::Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let entries: Vec<serde_json::Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(entries.len(), bad.len());
-        let line_of = |line: u64| entries.iter().find(|e| e["line"] == line).unwrap_or_else(|| panic!("no log for line {line}: {log}"));
-        assert_eq!(line_of(3)["reason"], "date/time field value out of range: \"2024-13-01\"");
-        assert_eq!(line_of(4)["reason"], "extra data after last expected column (expected 3 fields, found 4)");
+        let line_of = |line: u64| {
+            entries
+                .iter()
+                .find(|e| e["line"] == line)
+                .unwrap_or_else(|| panic!("no log for line {line}: {log}"))
+        };
+        assert_eq!(
+            line_of(3)["reason"],
+            "date/time field value out of range: \"2024-13-01\""
+        );
+        assert_eq!(
+            line_of(4)["reason"],
+            "extra data after last expected column (expected 3 fields, found 4)"
+        );
         assert_eq!(line_of(7)["column"], "name");
-        assert_eq!(line_of(7)["reason"], "value too long for type character varying(8)");
+        assert_eq!(
+            line_of(7)["reason"],
+            "value too long for type character varying(8)"
+        );
         assert_eq!(line_of(13)["value"], "x11");
     }
 }
@@ -627,7 +651,10 @@ fn more_rejects_than_allowed_stop_the_load_and_commit_nothing() {
     opts.csv.header = true;
     opts.max_errors = 3;
     let err = load(&opts, &Silent).expect_err("too many rejects");
-    assert!(matches!(err, Error::TooManyRejects { limit: 3, .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::TooManyRejects { limit: 3, .. }),
+        "{err:?}"
+    );
     assert!(err.is_bad_input());
     assert_eq!(db.count("t"), 0);
 }
@@ -644,11 +671,17 @@ fn check_reads_and_judges_every_row_but_writes_none() {
     // Without --max-errors the first bad row found fails the check (with several workers it
     // need not be the earliest in the file).
     let err = load(&opts, &Silent).expect_err("a bad row fails the check");
-    assert!(matches!(err, Error::BadRow { .. }) && err.to_string().contains("input.csv:"), "{err}");
+    assert!(
+        matches!(err, Error::BadRow { .. }) && err.to_string().contains("input.csv:"),
+        "{err}"
+    );
     opts.max_errors = 100;
     let summary = load(&opts, &Silent).expect("check with rejects");
     assert!(!summary.loaded);
-    assert_eq!((summary.rows, summary.rows_rejected), (good.len() as u64, bad.len() as u64));
+    assert_eq!(
+        (summary.rows, summary.rows_rejected),
+        (good.len() as u64, bad.len() as u64)
+    );
     assert_eq!(summary.connections, 0);
     assert_eq!(db.count("t"), 0);
 }

@@ -58,7 +58,10 @@ impl SessionInfo {
     /// available (a standby, or a server that hides it).
     pub async fn wal_lsn(client: &Client) -> Option<u64> {
         let row = client
-            .query_one("SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint", &[])
+            .query_one(
+                "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint",
+                &[],
+            )
             .await
             .ok()?;
         row.try_get::<_, i64>(0).ok().map(|v| v as u64)
@@ -106,8 +109,18 @@ impl TableInfo {
                 &[&self.oid],
             )
             .await
-            .map_err(|source| Error::Query { what: format!("reading the foreign keys of {}", self.qualified()), source })?;
-        Ok(rows.iter().map(|r| ForeignKeyInfo { name: r.get(0), definition: r.get(1), validated: r.get(2) }).collect())
+            .map_err(|source| Error::Query {
+                what: format!("reading the foreign keys of {}", self.qualified()),
+                source,
+            })?;
+        Ok(rows
+            .iter()
+            .map(|r| ForeignKeyInfo {
+                name: r.get(0),
+                definition: r.get(1),
+                validated: r.get(2),
+            })
+            .collect())
     }
 
     pub async fn size(&self, client: &Client) -> Result<TableSize> {
@@ -119,17 +132,34 @@ impl TableInfo {
             .await
             .map_err(|source| Error::Query { what: format!("reading the size of {}", self.qualified()), source })?;
         let readable: bool = client
-            .query_one("SELECT has_table_privilege($1::oid, 'SELECT')", &[&self.oid])
+            .query_one(
+                "SELECT has_table_privilege($1::oid, 'SELECT')",
+                &[&self.oid],
+            )
             .await
-            .map_err(|source| Error::Query { what: format!("checking SELECT on {}", self.qualified()), source })?
+            .map_err(|source| Error::Query {
+                what: format!("checking SELECT on {}", self.qualified()),
+                source,
+            })?
             .get(0);
         let empty = readable
             && client
-                .query_one(&format!("SELECT NOT EXISTS (SELECT 1 FROM {})", self.qualified()), &[])
+                .query_one(
+                    &format!("SELECT NOT EXISTS (SELECT 1 FROM {})", self.qualified()),
+                    &[],
+                )
                 .await
-                .map_err(|source| Error::Query { what: format!("checking whether {} is empty", self.qualified()), source })?
+                .map_err(|source| Error::Query {
+                    what: format!("checking whether {} is empty", self.qualified()),
+                    source,
+                })?
                 .get::<_, bool>(0);
-        Ok(TableSize { table_bytes: r.get(0), index_bytes: r.get(1), rows_estimate: r.get(2), empty })
+        Ok(TableSize {
+            table_bytes: r.get(0),
+            index_bytes: r.get(1),
+            rows_estimate: r.get(2),
+            empty,
+        })
     }
 }
 
@@ -427,7 +457,10 @@ impl TableInfo {
             .map(|r| (r.get(0), r.get(1)))
             .collect();
         let partitions: i64 = client
-            .query_one("SELECT count(*) FROM pg_inherits WHERE inhparent = $1", &[&self.oid])
+            .query_one(
+                "SELECT count(*) FROM pg_inherits WHERE inhparent = $1",
+                &[&self.oid],
+            )
             .await
             .map_err(q("partitions"))?
             .get(0);
@@ -443,6 +476,12 @@ impl TableInfo {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        Ok(HiddenWork { triggers, sequences, volatile_defaults, partitions, settings })
+        Ok(HiddenWork {
+            triggers,
+            sequences,
+            volatile_defaults,
+            partitions,
+            settings,
+        })
     }
 }

@@ -23,7 +23,12 @@ impl CopyFormat {
 /// `COPY "s"."t" ("a", "b") FROM STDIN (FORMAT ...)`.
 /// With `freeze`, rows are written frozen: only allowed in the transaction that created or
 /// truncated the table.
-pub fn copy_from_stdin(table: &TableInfo, columns: &[String], format: CopyFormat, freeze: bool) -> String {
+pub fn copy_from_stdin(
+    table: &TableInfo,
+    columns: &[String],
+    format: CopyFormat,
+    freeze: bool,
+) -> String {
     let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     format!(
         "COPY {} ({}) FROM STDIN (FORMAT {}{})",
@@ -55,8 +60,16 @@ mod tests {
             columns: vec![],
             partitioned: false,
         };
-        let sql = copy_from_stdin(&table, &["Id".into(), "x y".into()], CopyFormat::Binary, false);
-        assert!(copy_from_stdin(&table, &["Id".into()], CopyFormat::Text, true).ends_with("(FORMAT text, FREEZE)"));
+        let sql = copy_from_stdin(
+            &table,
+            &["Id".into(), "x y".into()],
+            CopyFormat::Binary,
+            false,
+        );
+        assert!(
+            copy_from_stdin(&table, &["Id".into()], CopyFormat::Text, true)
+                .ends_with("(FORMAT text, FREEZE)")
+        );
         assert_eq!(
             sql,
             r#"COPY "Sales"."order""s" ("Id", "x y") FROM STDIN (FORMAT binary)"#

@@ -25,7 +25,8 @@ const CREATE_JOURNAL: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
 
 /// Columns added after the journal's first version: a journal written by an older inrush is
 /// brought up to date before it is read or written (idempotent).
-const MIGRATE_JOURNAL: &str = "ALTER TABLE inrush.ddl_journal ADD COLUMN IF NOT EXISTS attach text, \
+const MIGRATE_JOURNAL: &str =
+    "ALTER TABLE inrush.ddl_journal ADD COLUMN IF NOT EXISTS attach text, \
      ADD COLUMN IF NOT EXISTS validate boolean NOT NULL DEFAULT false";
 
 const INDEX: &str = "index";
@@ -81,29 +82,67 @@ pub async fn journal_and_drop(
         let (attach, drop) = match (&i.constraint, i.constraint_kind.as_deref()) {
             (Some(constraint), Some(kind @ ("p" | "u"))) => {
                 let clause = if kind == "p" { "PRIMARY KEY" } else { "UNIQUE" };
-                let attach =
-                    format!("ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}", quote_ident(constraint), quote_ident(&i.name));
-                (Some(attach), format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(constraint)))
+                let attach = format!(
+                    "ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}",
+                    quote_ident(constraint),
+                    quote_ident(&i.name)
+                );
+                (
+                    Some(attach),
+                    format!(
+                        "ALTER TABLE {qualified} DROP CONSTRAINT {}",
+                        quote_ident(constraint)
+                    ),
+                )
             }
-            _ => (None, format!("DROP INDEX {}.{}", quote_ident(&table.schema), quote_ident(&i.name))),
+            _ => (
+                None,
+                format!(
+                    "DROP INDEX {}.{}",
+                    quote_ident(&table.schema),
+                    quote_ident(&i.name)
+                ),
+            ),
         };
-        objects.push(Dropped { kind: INDEX, name: i.name.clone(), definition: i.definition.clone(), attach, validate: false, drop });
+        objects.push(Dropped {
+            kind: INDEX,
+            name: i.name.clone(),
+            definition: i.definition.clone(),
+            attach,
+            validate: false,
+            drop,
+        });
     }
     for fk in foreign_keys {
         let body = fk.definition.trim_end_matches(" NOT VALID");
         objects.push(Dropped {
             kind: FOREIGN_KEY,
             name: fk.name.clone(),
-            definition: format!("ALTER TABLE {qualified} ADD CONSTRAINT {} {body}", quote_ident(&fk.name)),
+            definition: format!(
+                "ALTER TABLE {qualified} ADD CONSTRAINT {} {body}",
+                quote_ident(&fk.name)
+            ),
             attach: None,
             validate: fk.validated,
-            drop: format!("ALTER TABLE {qualified} DROP CONSTRAINT {}", quote_ident(&fk.name)),
+            drop: format!(
+                "ALTER TABLE {qualified} DROP CONSTRAINT {}",
+                quote_ident(&fk.name)
+            ),
         });
     }
-    client.batch_execute(CREATE_JOURNAL).await.map_err(query_error("creating the inrush.ddl_journal table"))?;
-    client.batch_execute(MIGRATE_JOURNAL).await.map_err(query_error("upgrading the inrush.ddl_journal table"))?;
+    client
+        .batch_execute(CREATE_JOURNAL)
+        .await
+        .map_err(query_error("creating the inrush.ddl_journal table"))?;
+    client
+        .batch_execute(MIGRATE_JOURNAL)
+        .await
+        .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let mut entries = Vec::with_capacity(objects.len());
-    client.batch_execute("BEGIN").await.map_err(query_error("BEGIN"))?;
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(query_error("BEGIN"))?;
     for o in &objects {
         let row = client
             .query_one(
@@ -124,14 +163,22 @@ pub async fn journal_and_drop(
             validate: o.validate,
         });
     }
-    client.batch_execute("COMMIT").await.map_err(query_error("committing the DDL journal"))?;
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(query_error("committing the DDL journal"))?;
     let drops: Vec<&str> = objects.iter().map(|o| o.drop.as_str()).collect();
-    let dropped = client.batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; "))).await;
+    let dropped = client
+        .batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; ")))
+        .await;
     if let Err(source) = dropped {
         let _ = client.batch_execute("ROLLBACK").await;
         // Nothing was dropped: the journal entries must not survive to be "restored".
         forget(client, &entries).await?;
-        return Err(Error::Query { what: "dropping indexes and foreign keys before the load".into(), source });
+        return Err(Error::Query {
+            what: "dropping indexes and foreign keys before the load".into(),
+            source,
+        });
     }
     Ok(entries)
 }
@@ -155,7 +202,10 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
     if !exists {
         return Ok(Vec::new());
     }
-    client.batch_execute(MIGRATE_JOURNAL).await.map_err(query_error("upgrading the inrush.ddl_journal table"))?;
+    client
+        .batch_execute(MIGRATE_JOURNAL)
+        .await
+        .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let rows = client
         .query(
             "SELECT id, table_oid, table_name, kind, name, definition, attach, validate FROM inrush.ddl_journal \
@@ -190,7 +240,11 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
 /// An object that exists again (someone recreated it) only loses its entry. Rows that break a
 /// key are [`Error::UniqueViolated`]; a foreign key they break stays NOT VALID and is reported as
 /// [`Error::ForeignKeyViolated`] after everything else was restored.
-pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel: usize) -> Result<()> {
+pub async fn restore(
+    target: &ConnectOptions,
+    entries: &[JournalEntry],
+    parallel: usize,
+) -> Result<()> {
     let indexes: VecDeque<&JournalEntry> = entries.iter().filter(|e| e.kind == INDEX).collect();
     let lanes = parallel.clamp(1, indexes.len().max(1));
     let queue = Mutex::new(indexes);
@@ -218,7 +272,8 @@ pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel
     results.into_iter().collect::<Result<Vec<()>>>()?;
 
     let to_attach: Vec<&JournalEntry> = entries.iter().filter(|e| e.attach.is_some()).collect();
-    let foreign_keys: Vec<&JournalEntry> = entries.iter().filter(|e| e.kind == FOREIGN_KEY).collect();
+    let foreign_keys: Vec<&JournalEntry> =
+        entries.iter().filter(|e| e.kind == FOREIGN_KEY).collect();
     if to_attach.is_empty() && foreign_keys.is_empty() {
         return Ok(());
     }
@@ -230,9 +285,18 @@ pub async fn restore(target: &ConnectOptions, entries: &[JournalEntry], parallel
     for entry in foreign_keys {
         add_foreign_key(&client, entry).await?;
         if entry.validate {
-            let sql = format!("ALTER TABLE {} VALIDATE CONSTRAINT {}", entry.table_name, quote_ident(&entry.name));
+            let sql = format!(
+                "ALTER TABLE {} VALIDATE CONSTRAINT {}",
+                entry.table_name,
+                quote_ident(&entry.name)
+            );
             if let Err(e) = client.batch_execute(&sql).await {
-                let Some(db) = e.as_db_error() else { return Err(Error::Query { what: sql, source: e }) };
+                let Some(db) = e.as_db_error() else {
+                    return Err(Error::Query {
+                        what: sql,
+                        source: e,
+                    });
+                };
                 violated.get_or_insert(Error::ForeignKeyViolated {
                     constraint: entry.name.clone(),
                     table: entry.table_name.clone(),
@@ -254,24 +318,46 @@ fn with_detail(db: &tokio_postgres::error::DbError) -> String {
 /// Runs `step` in a transaction that also deletes the entry (when `clear`), unless `exists` says
 /// the object is there already or its table is gone. Duplicates or NULLs where a key is rebuilt
 /// become [`Error::UniqueViolated`].
-async fn in_journal_tx(client: &Client, entry: &JournalEntry, exists: &str, step: &str, clear: bool) -> Result<()> {
-    let what = format!("recreating {} {} of {}", entry.kind, entry.name, entry.table_name);
-    client.batch_execute("BEGIN").await.map_err(query_error(what.clone()))?;
+async fn in_journal_tx(
+    client: &Client,
+    entry: &JournalEntry,
+    exists: &str,
+    step: &str,
+    clear: bool,
+) -> Result<()> {
+    let what = format!(
+        "recreating {} {} of {}",
+        entry.kind, entry.name, entry.table_name
+    );
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(query_error(what.clone()))?;
     let present: bool = client
         .query_one(exists, &[&entry.table_oid, &entry.name])
         .await
         .map_err(query_error(what.clone()))?
         .get(0);
     let table_exists: bool = client
-        .query_one("SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = $1)", &[&entry.table_oid])
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = $1)",
+            &[&entry.table_oid],
+        )
         .await
         .map_err(query_error(what.clone()))?
         .get(0);
     if !present && table_exists {
         if let Err(source) = client.batch_execute(step).await {
             let _ = client.batch_execute("ROLLBACK").await;
-            if let Some(db) = source.as_db_error().filter(|db| matches!(db.code().code(), "23505" | "23502")) {
-                return Err(Error::UniqueViolated { constraint: entry.name.clone(), table: entry.table_name.clone(), message: with_detail(db) });
+            if let Some(db) = source
+                .as_db_error()
+                .filter(|db| matches!(db.code().code(), "23505" | "23502"))
+            {
+                return Err(Error::UniqueViolated {
+                    constraint: entry.name.clone(),
+                    table: entry.table_name.clone(),
+                    message: with_detail(db),
+                });
             }
             return Err(Error::Query { what, source });
         }
@@ -282,7 +368,10 @@ async fn in_journal_tx(client: &Client, entry: &JournalEntry, exists: &str, step
             .await
             .map_err(query_error(what.clone()))?;
     }
-    client.batch_execute("COMMIT").await.map_err(query_error(what))?;
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(query_error(what))?;
     Ok(())
 }
 
@@ -291,19 +380,41 @@ const INDEX_EXISTS: &str =
 
 /// Builds an index; a plain one's entry is cleared with it, a key's waits for its constraint.
 async fn build_index(client: &Client, entry: &JournalEntry) -> Result<()> {
-    in_journal_tx(client, entry, INDEX_EXISTS, &entry.definition, entry.attach.is_none()).await
+    in_journal_tx(
+        client,
+        entry,
+        INDEX_EXISTS,
+        &entry.definition,
+        entry.attach.is_none(),
+    )
+    .await
 }
 
 async fn attach_constraint(client: &Client, entry: &JournalEntry) -> Result<()> {
-    let attached = "SELECT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conindid \
+    let attached =
+        "SELECT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conindid \
                     WHERE k.conrelid = $1 AND c.relname = $2)";
     // After a crash between the two steps the index may be missing too: build it first.
     build_index(client, entry).await?;
-    in_journal_tx(client, entry, attached, entry.attach.as_deref().unwrap_or_default(), true).await
+    in_journal_tx(
+        client,
+        entry,
+        attached,
+        entry.attach.as_deref().unwrap_or_default(),
+        true,
+    )
+    .await
 }
 
 async fn add_foreign_key(client: &Client, entry: &JournalEntry) -> Result<()> {
     // Added NOT VALID: adding checks nothing; VALIDATE checks, and only reads.
     let exists = "SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = $1 AND conname = $2)";
-    in_journal_tx(client, entry, exists, &format!("{} NOT VALID", entry.definition), true).await
+    in_journal_tx(
+        client,
+        entry,
+        exists,
+        &format!("{} NOT VALID", entry.definition),
+        true,
+    )
+    .await
 }

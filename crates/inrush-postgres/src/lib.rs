@@ -44,10 +44,18 @@ pub enum Error {
     /// A foreign key dropped for the load was added back NOT VALID, and validating it found
     /// rows that break it.
     #[error("foreign key {constraint} of {table} was added back NOT VALID: {message}")]
-    ForeignKeyViolated { constraint: String, table: String, message: String },
+    ForeignKeyViolated {
+        constraint: String,
+        table: String,
+        message: String,
+    },
     /// A primary key or unique constraint rebuilt after the load does not hold for the rows.
     #[error("{constraint} of {table} cannot be rebuilt: {message}")]
-    UniqueViolated { constraint: String, table: String, message: String },
+    UniqueViolated {
+        constraint: String,
+        table: String,
+        message: String,
+    },
     #[error("private server: {0}")]
     Server(String),
     #[error("{context}: {source}")]

@@ -215,7 +215,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
         Command::Plan(args) => {
             let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
-            let plan = inrush_load::pipeline::plan(&target, &args.table, args.input.as_deref(), args.flags.options())?;
+            let plan = inrush_load::pipeline::plan(
+                &target,
+                &args.table,
+                args.input.as_deref(),
+                args.flags.options(),
+            )?;
             if args.json {
                 println!("{}", serde_json::to_string(&plan)?);
             } else {
@@ -230,7 +235,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 eprintln!("nothing to recover: the DDL journal is empty");
             }
             for entry in &restored {
-                eprintln!("recreated {} {} on {}", entry.kind, entry.name, entry.table_name);
+                eprintln!(
+                    "recreated {} {} on {}",
+                    entry.kind, entry.name, entry.table_name
+                );
             }
             Ok(Outcome::Done)
         }
@@ -287,7 +295,11 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     reporter.finish();
     let summary = summary?;
     report::print_summary(&summary, args.output.json)?;
-    Ok(if summary.rows_rejected > 0 { Outcome::CompletedWithRejects } else { Outcome::Done })
+    Ok(if summary.rows_rejected > 0 {
+        Outcome::CompletedWithRejects
+    } else {
+        Outcome::Done
+    })
 }
 
 /// The first Ctrl-C or SIGTERM asks the load to stop and roll back; a second one exits at once

@@ -34,7 +34,10 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             if json {
                 // Scripts reading --json get the failure in the same channel as a success.
-                println!("{}", serde_json::json!({ "error": format!("{e:#}"), "exit_code": code }));
+                println!(
+                    "{}",
+                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": code })
+                );
             }
             ExitCode::from(code)
         }

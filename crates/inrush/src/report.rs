@@ -90,9 +90,19 @@ pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
 pub fn human_summary(s: &LoadSummary) -> String {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let headline = if s.loaded {
-        format!("loaded {} rows into {} in {:.2} s", group(s.rows), s.table, s.seconds)
+        format!(
+            "loaded {} rows into {} in {:.2} s",
+            group(s.rows),
+            s.table,
+            s.seconds
+        )
     } else {
-        format!("checked {} rows against {} in {:.2} s: they would load; nothing was written", group(s.rows), s.table, s.seconds)
+        format!(
+            "checked {} rows against {} in {:.2} s: they would load; nothing was written",
+            group(s.rows),
+            s.table,
+            s.seconds
+        )
     };
     let mut out = format!(
         "{headline}\n  {} rows/s, {:.1} MB/s, {} read from {}\n  ",
@@ -102,14 +112,30 @@ pub fn human_summary(s: &LoadSummary) -> String {
         s.input,
     );
     if s.loaded {
-        out.push_str(&format!("{} COPY over {} connection{}, ", s.copy_format, s.connections, plural(s.connections)));
+        out.push_str(&format!(
+            "{} COPY over {} connection{}, ",
+            s.copy_format,
+            s.connections,
+            plural(s.connections)
+        ));
     }
     out.push_str(&format!("{} worker{}", s.workers, plural(s.workers)));
     if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
         out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
-    if s.loaded && s.plan.indexes.iter().any(|d| d.action == inrush_load::plan::IndexAction::Rebuild) {
-        let rebuilt: Vec<&str> = s.plan.indexes.iter().filter(|d| d.action == inrush_load::plan::IndexAction::Rebuild).map(|d| d.name.as_str()).collect();
+    if s.loaded
+        && s.plan
+            .indexes
+            .iter()
+            .any(|d| d.action == inrush_load::plan::IndexAction::Rebuild)
+    {
+        let rebuilt: Vec<&str> = s
+            .plan
+            .indexes
+            .iter()
+            .filter(|d| d.action == inrush_load::plan::IndexAction::Rebuild)
+            .map(|d| d.name.as_str())
+            .collect();
         out.push_str(&format!(
             "\n  indexes rebuilt after the load: {} (drop {:.2} s, load {:.2} s, rebuild {:.2} s)",
             rebuilt.join(", "),
@@ -123,7 +149,10 @@ pub fn human_summary(s: &LoadSummary) -> String {
             inrush_load::plan::Maintenance::VacuumAnalyze => "VACUUM (ANALYZE)",
             _ => "ANALYZE",
         };
-        out.push_str(&format!("\n  query-ready: {what} in {:.2} s", s.phases.maintain));
+        out.push_str(&format!(
+            "\n  query-ready: {what} in {:.2} s",
+            s.phases.maintain
+        ));
     }
     for note in &s.notes {
         out.push_str(&format!("\n  note: {note}"));
@@ -132,7 +161,10 @@ pub fn human_summary(s: &LoadSummary) -> String {
         out.push_str(&format!("\n  text COPY because: {reason}"));
     }
     if let (true, Some(file), Some(log)) = (s.rows_rejected > 0, &s.rejects_file, &s.rejects_log) {
-        out.push_str(&format!("\n  {} rows refused: written to {file} (reasons in {log})", group(s.rows_rejected)));
+        out.push_str(&format!(
+            "\n  {} rows refused: written to {file} (reasons in {log})",
+            group(s.rows_rejected)
+        ));
     }
     if s.values_resolved_by_server > 0 {
         out.push_str(&format!(
@@ -191,15 +223,33 @@ mod tests {
                     bytes: 8192,
                 }],
                 vec![],
-                inrush_postgres::TableSize { table_bytes: 0, index_bytes: 8192, rows_estimate: 0.0, empty: true },
+                inrush_postgres::TableSize {
+                    table_bytes: 0,
+                    index_bytes: 8192,
+                    rows_estimate: 0.0,
+                    empty: true,
+                },
                 Some(334_000_000),
                 inrush_load::PlanOptions::default(),
             ),
-            phases: inrush_load::summary::Phases { inspect: 0.01, drop_indexes: 0.02, load: 1.0, rebuild_indexes: 0.22, maintain: 0.3 },
+            phases: inrush_load::summary::Phases {
+                inspect: 0.01,
+                drop_indexes: 0.02,
+                load: 1.0,
+                rebuild_indexes: 0.22,
+                maintain: 0.3,
+            },
             notes: vec![],
         };
         insta::assert_snapshot!(human_summary(&s));
-        let checked = LoadSummary { loaded: false, wal_bytes: Some(0), connections: 0, rows_rejected: 0, values_resolved_by_server: 0, ..s };
+        let checked = LoadSummary {
+            loaded: false,
+            wal_bytes: Some(0),
+            connections: 0,
+            rows_rejected: 0,
+            values_resolved_by_server: 0,
+            ..s
+        };
         insta::assert_snapshot!("checked", human_summary(&checked));
     }
 }

@@ -65,28 +65,45 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     use std::io::Write;
     use std::process::Stdio;
 
-    let server = PrivateServer::start(&ServerOptions { unsafe_fast: true, ..Default::default() }).expect("private server");
+    let server = PrivateServer::start(&ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .expect("private server");
     let target = server.connect_options("postgres");
-    target.execute_blocking("CREATE TABLE t (id int, name text)").unwrap();
+    target
+        .execute_blocking("CREATE TABLE t (id int, name text)")
+        .unwrap();
     let conninfo = server.conninfo("postgres");
     let dir = tempfile::tempdir().unwrap();
     let rejects = dir.path().join("bad.csv");
     let run_with = |input: &[u8], extra: &[&str]| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
-            .args(["load", "-", "--to", &conninfo, "--table", "t", "--header", "--json"])
+            .args([
+                "load", "-", "--to", &conninfo, "--table", "t", "--header", "--json",
+            ])
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn inrush");
-        child.stdin.take().expect("stdin").write_all(input).expect("write stdin");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("write stdin");
         child.wait_with_output().expect("wait")
     };
     let run = |input: &[u8]| run_with(input, &[]);
 
     let ok = run(b"name,id\nalice,1\n\"bob\nsmith\",2\n");
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("JSON summary");
     assert_eq!(json["rows"], 2);
     assert_eq!(json["input"], "-");
@@ -94,23 +111,67 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     let bad = run(b"id,name\n3,carol\nfour,dave\n");
     let stderr = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("-:3, column id, value \"four\": invalid input syntax for type integer"), "{stderr}");
-    let failure: serde_json::Value = serde_json::from_slice(&bad.stdout).expect("JSON error object");
+    assert!(
+        stderr.contains("-:3, column id, value \"four\": invalid input syntax for type integer"),
+        "{stderr}"
+    );
+    let failure: serde_json::Value =
+        serde_json::from_slice(&bad.stdout).expect("JSON error object");
     assert_eq!(failure["exit_code"], 4);
-    assert!(failure["error"].as_str().unwrap_or("").contains("-:3, column id"), "{failure}");
-    assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("2"));
+    assert!(
+        failure["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("-:3, column id"),
+        "{failure}"
+    );
+    assert_eq!(
+        target
+            .query_text_blocking("SELECT count(*) FROM t")
+            .unwrap()
+            .as_deref(),
+        Some("2")
+    );
 
     // With --max-errors the good rows load, the bad one is set aside, and the exit code says so.
-    let partial = run_with(b"id,name\n3,carol\nfour,dave\n", &["--max-errors", "5", "--rejects", rejects.to_str().unwrap()]);
-    assert_eq!(partial.status.code(), Some(6), "{}", String::from_utf8_lossy(&partial.stderr));
+    let partial = run_with(
+        b"id,name\n3,carol\nfour,dave\n",
+        &["--max-errors", "5", "--rejects", rejects.to_str().unwrap()],
+    );
+    assert_eq!(
+        partial.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&partial.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&partial.stdout).expect("JSON summary");
-    assert_eq!((json["rows"].as_u64(), json["rows_rejected"].as_u64()), (Some(1), Some(1)));
-    assert_eq!(std::fs::read_to_string(&rejects).unwrap(), "id,name\nfour,dave\n");
-    assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("3"));
+    assert_eq!(
+        (json["rows"].as_u64(), json["rows_rejected"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(
+        std::fs::read_to_string(&rejects).unwrap(),
+        "id,name\nfour,dave\n"
+    );
+    assert_eq!(
+        target
+            .query_text_blocking("SELECT count(*) FROM t")
+            .unwrap()
+            .as_deref(),
+        Some("3")
+    );
 
     // SIGTERM while the input is still open: exit 130, nothing of this load committed.
     let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
-        .args(["load", "-", "--to", &conninfo, "--table", "t", "--no-progress"])
+        .args([
+            "load",
+            "-",
+            "--to",
+            &conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+        ])
         .stdin(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,6 +188,15 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     drop(stdin);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("rolled back, nothing was committed"), "{stderr}");
-    assert_eq!(target.query_text_blocking("SELECT count(*) FROM t").unwrap().as_deref(), Some("3"));
+    assert!(
+        stderr.contains("rolled back, nothing was committed"),
+        "{stderr}"
+    );
+    assert_eq!(
+        target
+            .query_text_blocking("SELECT count(*) FROM t")
+            .unwrap()
+            .as_deref(),
+        Some("3")
+    );
 }

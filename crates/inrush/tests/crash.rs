@@ -27,8 +27,11 @@ extern "C" fn stop_server() {
 /// The `postgres` database of the file's private server, as a libpq conninfo.
 fn base_conninfo() -> &'static str {
     CONNINFO.get_or_init(|| {
-        let server = PrivateServer::start(&ServerOptions { unsafe_fast: true, ..Default::default() })
-            .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
+        let server = PrivateServer::start(&ServerOptions {
+            unsafe_fast: true,
+            ..Default::default()
+        })
+        .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
         let conninfo = server.conninfo("postgres");
         *SERVER.lock().expect("server slot") = Some(server);
         // SAFETY: registering a plain extern "C" function; it runs once at process exit.
@@ -81,14 +84,25 @@ impl Db {
 
     fn with_schema(schema: &str) -> Db {
         static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!("crash_{}_{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+        let name = format!(
+            "crash_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
         let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
-        base.execute_blocking(&format!("CREATE DATABASE {name}")).expect("CREATE DATABASE");
+        base.execute_blocking(&format!("CREATE DATABASE {name}"))
+            .expect("CREATE DATABASE");
         let conninfo = base_conninfo().replace("dbname=postgres", &format!("dbname={name}"));
         assert!(conninfo.contains(&name), "{conninfo}");
         let target = base.with_dbname(&name);
-        target.execute_blocking(schema).expect("creating the schema");
-        Db { name, conninfo, target }
+        target
+            .execute_blocking(schema)
+            .expect("creating the schema");
+        Db {
+            name,
+            conninfo,
+            target,
+        }
     }
 
     fn text(&self, sql: &str) -> String {
@@ -100,7 +114,8 @@ impl Db {
 
     fn int(&self, sql: &str) -> i64 {
         let text = self.text(sql);
-        text.parse().unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
+        text.parse()
+            .unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
     }
 
     /// Every index of `t` (pg_indexes.indexdef) and every constraint of `t`
@@ -184,16 +199,28 @@ fn inrush(args: &[&str]) -> Command {
 
 /// Starts `inrush load` of the big input into `t`.
 fn spawn_big_load(db: &Db) -> Child {
-    inrush(&["load", big_input().to_str().unwrap(), "--to", &db.conninfo, "--table", "t", "--no-progress"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn inrush load")
+    inrush(&[
+        "load",
+        big_input().to_str().unwrap(),
+        "--to",
+        &db.conninfo,
+        "--table",
+        "t",
+        "--no-progress",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn inrush load")
 }
 
 /// Runs inrush to completion (at most `limit`), returning its exit status, stdout and stderr.
 fn run(args: &[&str], limit: Duration) -> (ExitStatus, String, String) {
-    let child = inrush(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn inrush");
+    let child = inrush(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush");
     finish(child, limit, &args.join(" "))
 }
 
@@ -215,7 +242,11 @@ fn finish(mut child: Child, limit: Duration, what: &str) -> (ExitStatus, String,
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().expect("wait");
-    (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 /// Polls `ready` every 10 ms until it holds; fails the test after `limit`, or if the loader
@@ -260,9 +291,12 @@ fn assert_has_every_object(definitions: &str) {
 /// flight). Returns with the process reaped.
 fn kill_after_drop(db: &Db, delay: Duration) {
     let mut child = spawn_big_load(db);
-    wait_until(&mut child, Duration::from_secs(30), "journal entries and dropped indexes", || {
-        db.journal_len() == 3 && db.droppable_left() == 0
-    });
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "journal entries and dropped indexes",
+        || db.journal_len() == 3 && db.droppable_left() == 0,
+    );
     std::thread::sleep(delay);
     if let Some(status) = child.try_wait().expect("try_wait") {
         panic!("the loader finished ({status}) before the kill {delay:?} after the drop: make the input bigger");
@@ -277,7 +311,10 @@ fn kill_after_drop(db: &Db, delay: Duration) {
 
 /// Kill moments after the drop, drawn from a seed (splitmix64), between 0 and 600 ms.
 fn kill_delays(count: usize) -> Vec<Duration> {
-    let seed: u64 = std::env::var("INRUSH_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(20_240_611);
+    let seed: u64 = std::env::var("INRUSH_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_240_611);
     eprintln!("kill delays from INRUSH_CRASH_SEED={seed}");
     let mut state = seed;
     (0..count)
@@ -311,11 +348,21 @@ fn killed_loader_leaves_a_journal_that_recover_restores() {
         assert_ne!(db.definitions(), before);
 
         let (status, _, stderr) = run(&["recover", "--to", &db.conninfo], Duration::from_secs(30));
-        assert!(status.success(), "recover after a kill {delay:?} after the drop: {status}\n{stderr}");
+        assert!(
+            status.success(),
+            "recover after a kill {delay:?} after the drop: {status}\n{stderr}"
+        );
         for name in ["t_customer_qty_idx", "t_lower_note_idx", "t_customer_fk"] {
-            assert!(stderr.contains(name), "recover does not say it recreated {name}:\n{stderr}");
+            assert!(
+                stderr.contains(name),
+                "recover does not say it recreated {name}:\n{stderr}"
+            );
         }
-        assert_eq!(db.definitions(), before, "killed {delay:?} after the drop, then recovered");
+        assert_eq!(
+            db.definitions(),
+            before,
+            "killed {delay:?} after the drop, then recovered"
+        );
         assert_eq!(db.journal_len(), 0);
         assert_eq!(db.rows(), SEED_ROWS);
 
@@ -340,14 +387,30 @@ fn the_next_load_restores_what_a_killed_loader_dropped() {
     let one_row = dir.path().join("one.csv");
     std::fs::write(&one_row, "5000000,42,3,Late row\n").expect("write input");
     let (status, _, stderr) = run(
-        &["load", one_row.to_str().unwrap(), "--to", &db.conninfo, "--table", "t", "--keep-indexes", "--no-progress"],
+        &[
+            "load",
+            one_row.to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--keep-indexes",
+            "--no-progress",
+        ],
         Duration::from_secs(30),
     );
     assert!(status.success(), "{status}\n{stderr}");
-    assert_eq!(db.definitions(), before, "the next load recreates what the journal holds");
+    assert_eq!(
+        db.definitions(),
+        before,
+        "the next load recreates what the journal holds"
+    );
     assert_eq!(db.journal_len(), 0);
     assert_eq!(db.rows(), SEED_ROWS + 1);
-    assert_eq!(db.text("SELECT t::text FROM t WHERE id = 5000000"), "(5000000,42,3,\"Late row\")");
+    assert_eq!(
+        db.text("SELECT t::text FROM t WHERE id = 5000000"),
+        "(5000000,42,3,\"Late row\")"
+    );
 }
 
 #[test]
@@ -356,7 +419,9 @@ fn a_terminated_connection_fails_the_load_and_restores_everything() {
     let before = db.definitions();
     assert_has_every_object(&before);
     let mut child = spawn_big_load(&db);
-    wait_until(&mut child, Duration::from_secs(30), "COPY running", || db.copies_running() > 0);
+    wait_until(&mut child, Duration::from_secs(30), "COPY running", || {
+        db.copies_running() > 0
+    });
     let terminated = db.text(&format!(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
           WHERE datname = '{}' AND query LIKE 'COPY%' AND pid <> pg_backend_pid() LIMIT 1",
@@ -364,15 +429,31 @@ fn a_terminated_connection_fails_the_load_and_restores_everything() {
     ));
     assert_eq!(terminated, "t", "a COPY backend was terminated");
 
-    let (status, _, stderr) = finish(child, Duration::from_secs(60), "load (one COPY connection terminated)");
-    assert_eq!(status.code(), Some(3), "a lost connection is a server problem (exit 3):\n{stderr}");
+    let (status, _, stderr) = finish(
+        child,
+        Duration::from_secs(60),
+        "load (one COPY connection terminated)",
+    );
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "a lost connection is a server problem (exit 3):\n{stderr}"
+    );
     let lower = stderr.to_lowercase();
     assert!(
         lower.contains("copy") && (lower.contains("connection") || lower.contains("terminat")),
         "the message names the COPY and the lost connection:\n{stderr}"
     );
-    assert_eq!(db.rows(), SEED_ROWS, "no row of the failed load is committed");
-    assert_eq!(db.definitions(), before, "every index and constraint is back as it was");
+    assert_eq!(
+        db.rows(),
+        SEED_ROWS,
+        "no row of the failed load is committed"
+    );
+    assert_eq!(
+        db.definitions(),
+        before,
+        "every index and constraint is back as it was"
+    );
     assert_eq!(db.journal_len(), 0);
 }
 
@@ -385,12 +466,20 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
     let db = Db::with_schema(EMPTY_SCHEMA);
     let before = db.definitions();
     assert_has_every_object(&before);
-    let mut child = inrush(&["load", "-", "--to", &db.conninfo, "--table", "t", "--no-progress"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn inrush load -");
+    let mut child = inrush(&[
+        "load",
+        "-",
+        "--to",
+        &db.conninfo,
+        "--table",
+        "t",
+        "--no-progress",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn inrush load -");
     let mut stdin = child.stdin.take().expect("stdin");
     // Far more than one block (1 MB), so chunks reach the COPY connections; a pipe this side
     // of the loader's buffers may block, so a thread writes.
@@ -400,16 +489,26 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
             batch.push_str(&format!("{i},{},{},Note {i}\n", i % 100 + 1, i % 7));
         }
         // A broken pipe once the loader is killed is expected.
-        let _ = stdin.write_all(batch.as_bytes()).and_then(|()| stdin.flush());
+        let _ = stdin
+            .write_all(batch.as_bytes())
+            .and_then(|()| stdin.flush());
         stdin // held open until joined: the input never ends while the loader runs
     });
-    wait_until(&mut child, Duration::from_secs(30), "the primary key journaled and dropped and COPY running", || {
-        db.journal_len() == 4
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "the primary key journaled and dropped and COPY running",
+        || {
+            db.journal_len() == 4
             && db.int("SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND tablename = 't'") == 0
             && db.copies_running() > 0
-    });
+        },
+    );
     // SAFETY: sending a signal to our own child process, which has not been reaped yet.
-    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
     let status = child.wait().expect("wait");
     drop(writer.join().expect("writer thread"));
     use std::os::unix::process::ExitStatusExt;
@@ -419,7 +518,11 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
     assert_eq!(db.journal(), format!("{JOURNALED}, t_pkey"));
     let (status, _, stderr) = run(&["recover", "--to", &db.conninfo], Duration::from_secs(30));
     assert!(status.success(), "{status}\n{stderr}");
-    assert_eq!(db.definitions(), before, "the primary key, indexes and foreign key are back as they were");
+    assert_eq!(
+        db.definitions(),
+        before,
+        "the primary key, indexes and foreign key are back as they were"
+    );
     assert_eq!(db.journal_len(), 0);
 }
 
@@ -430,7 +533,9 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     let db = Db::fresh();
     let before = db.definitions();
     let mut child = spawn_big_load(&db);
-    wait_until(&mut child, Duration::from_secs(30), "COPY running", || db.copies_running() > 0);
+    wait_until(&mut child, Duration::from_secs(30), "COPY running", || {
+        db.copies_running() > 0
+    });
     let cancelled = db.text(&format!(
         "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
           WHERE datname = '{}' AND query LIKE 'COPY%' AND pid <> pg_backend_pid() LIMIT 1",
@@ -438,9 +543,20 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     ));
     assert_eq!(cancelled, "t", "a COPY was cancelled");
     let (status, _, stderr) = finish(child, Duration::from_secs(60), "load (one COPY cancelled)");
-    assert_eq!(db.rows(), SEED_ROWS, "no row of the failed load is committed");
+    assert_eq!(
+        db.rows(),
+        SEED_ROWS,
+        "no row of the failed load is committed"
+    );
     assert_eq!(db.definitions(), before);
     assert_eq!(db.journal_len(), 0);
-    assert_eq!(status.code(), Some(3), "a cancelled statement is a server problem, not bad input:\n{stderr}");
-    assert!(!stderr.contains(".csv:"), "no input line is to blame:\n{stderr}");
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "a cancelled statement is a server problem, not bad input:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains(".csv:"),
+        "no input line is to blame:\n{stderr}"
+    );
 }

@@ -697,7 +697,12 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         let mut buf = Vec::new();
-        for text in super::super::random_texts(b"0123456789-:+. TtZz\t/PpeEinfy", 0x9e37_79b9_7f4a_7c15, 200_000, 32) {
+        for text in super::super::random_texts(
+            b"0123456789-:+. TtZz\t/PpeEinfy",
+            0x9e37_79b9_7f4a_7c15,
+            200_000,
+            32,
+        ) {
             for typmod in [-1, 0, 3, 6] {
                 buf.clear();
                 let _ = encode_date(&text, &ctx(), &mut buf);

@@ -424,7 +424,12 @@ mod tests {
     #[test]
     fn garbage_never_panics() {
         let mut buf = Vec::new();
-        for text in super::super::random_texts(b"0123456789-:+. PTYMWDHSdaysmonhour", 0x2545_f491_4f6c_dd1d, 200_000, 40) {
+        for text in super::super::random_texts(
+            b"0123456789-:+. PTYMWDHSdaysmonhour",
+            0x2545_f491_4f6c_dd1d,
+            200_000,
+            40,
+        ) {
             buf.clear();
             let _ = encode(&text, -1, &EncodeContext::default(), &mut buf);
         }

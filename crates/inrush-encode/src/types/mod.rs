@@ -110,7 +110,12 @@ pub(crate) fn trim_pg_space(text: &str) -> &str {
 
 /// Seeded random texts over `alphabet`, for the encoders' never-panic tests.
 #[cfg(test)]
-pub(crate) fn random_texts(alphabet: &'static [u8], seed: u64, count: usize, max_len: u64) -> impl Iterator<Item = String> {
+pub(crate) fn random_texts(
+    alphabet: &'static [u8],
+    seed: u64,
+    count: usize,
+    max_len: u64,
+) -> impl Iterator<Item = String> {
     let mut seed = seed;
     (0..count).map(move |_| {
         seed ^= seed << 13;
@@ -120,7 +125,9 @@ pub(crate) fn random_texts(alphabet: &'static [u8], seed: u64, count: usize, max
         let mut x = seed;
         (0..len)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 alphabet[(x >> 33) as usize % alphabet.len()] as char
             })
             .collect()

@@ -80,11 +80,15 @@ fn encode_fast(t: &[u8], typmod: i32, out: &mut Vec<u8>) -> bool {
         None => return false,
     }
     // Integer and fraction parts: at most 19 digits each (leading zeros included), so < 10^19.
-    let Some((mut ip, digit_count)) = digits19(t, &mut i) else { return false };
+    let Some((mut ip, digit_count)) = digits19(t, &mut i) else {
+        return false;
+    };
     let (mut fp, mut f) = (0u64, 0usize);
     if i < n && t[i] == b'.' {
         i += 1;
-        let Some(frac) = digits19(t, &mut i) else { return false };
+        let Some(frac) = digits19(t, &mut i) else {
+            return false;
+        };
         (fp, f) = frac;
     }
     if i != n || digit_count + f == 0 {

@@ -91,7 +91,8 @@ pub struct BlockParser<'a> {
 impl BlockParser<'_> {
     /// Parses the record that starts at `pos`; returns where the next record starts.
     pub fn parse(&self, pos: usize, rec: &mut Record) -> Result<usize, RecordError> {
-        self.parser.parse_record(self.data, pos, rec, self.check_stray_eol)
+        self.parser
+            .parse_record(self.data, pos, rec, self.check_stray_eol)
     }
 }
 
@@ -111,7 +112,11 @@ impl RecordParser {
             Eol::Cr => memchr(b'\n', data).is_some(),
             Eol::CrLf => true,
         };
-        BlockParser { parser: self, data, check_stray_eol }
+        BlockParser {
+            parser: self,
+            data,
+            check_stray_eol,
+        }
     }
 
     /// Parses the record that starts at `pos` into `rec`; returns where the next record starts.
@@ -148,14 +153,29 @@ impl RecordParser {
     #[inline]
     fn run_stop(&self, data: &[u8], from: usize) -> usize {
         let scalar_end = (from + SCALAR_PREFIX).min(data.len());
-        if let Some(k) = data[from..scalar_end].iter().position(|&b| self.special[b as usize]) {
+        if let Some(k) = data[from..scalar_end]
+            .iter()
+            .position(|&b| self.special[b as usize])
+        {
             return from + k;
         }
         let term = self.eol.terminator();
-        memchr3(self.opts.delimiter, self.opts.quote, term, &data[scalar_end..]).map_or(data.len(), |k| scalar_end + k)
+        memchr3(
+            self.opts.delimiter,
+            self.opts.quote,
+            term,
+            &data[scalar_end..],
+        )
+        .map_or(data.len(), |k| scalar_end + k)
     }
 
-    fn parse_record(&self, data: &[u8], pos: usize, rec: &mut Record, check_stray_eol: bool) -> Result<usize, RecordError> {
+    fn parse_record(
+        &self,
+        data: &[u8],
+        pos: usize,
+        rec: &mut Record,
+        check_stray_eol: bool,
+    ) -> Result<usize, RecordError> {
         rec.clear();
         let CsvOptions {
             delimiter,
