@@ -192,17 +192,22 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
     let mut notes = Vec::new();
     let inspected = Instant::now();
-    let (to_rebuild, to_readd) = match opts.check_only {
-        true => (Vec::new(), Vec::new()),
-        false => (load_plan.rebuilt(), load_plan.readded_foreign_keys()),
+    let (to_rebuild, to_readd, to_disable) = match opts.check_only {
+        true => (Vec::new(), Vec::new(), Vec::new()),
+        false => (
+            load_plan.rebuilt(),
+            load_plan.readded_foreign_keys(),
+            load_plan.disabled_triggers(),
+        ),
     };
-    let dropped = match to_rebuild.is_empty() && to_readd.is_empty() {
+    let dropped = match to_rebuild.is_empty() && to_readd.is_empty() && to_disable.is_empty() {
         true => Vec::new(),
         false => match runtime.block_on(ddl::journal_and_drop(
             &control,
             &table,
             &to_rebuild,
             &to_readd,
+            &to_disable,
         )) {
             Ok(dropped) => dropped,
             Err(e) => {

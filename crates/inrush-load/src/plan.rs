@@ -19,6 +19,10 @@ pub struct PlanOptions {
     /// Also build primary keys and unique constraints after the load when the table is not
     /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
     pub rebuild_unique: bool,
+    /// Disable the table's enabled user triggers during the load, re-enable them after
+    /// (`--disable-triggers`; needs ownership of the table). Off by default: triggers are the
+    /// user's logic.
+    pub disable_triggers: bool,
     /// Make the table query-ready after the load: ANALYZE, and VACUUM when the load dominates
     /// (`--no-analyze` turns both off).
     pub maintain: bool,
@@ -31,6 +35,7 @@ impl Default for PlanOptions {
             threshold: 0.2,
             maintain: true,
             rebuild_unique: false,
+            disable_triggers: false,
         }
     }
 }
@@ -92,6 +97,8 @@ pub struct LoadPlan {
     pub after: Maintenance,
     /// Per-row work the plan reports but does not change (triggers, sequences, defaults).
     pub hidden: HiddenWork,
+    /// Disable enabled triggers during the load.
+    pub disable_triggers: bool,
 }
 
 impl LoadPlan {
@@ -198,7 +205,21 @@ impl LoadPlan {
             foreign_keys,
             after,
             hidden: HiddenWork::default(),
+            disable_triggers: opts.disable_triggers,
         }
+    }
+
+    /// (name, `tgenabled`) of the triggers to disable during the load.
+    pub fn disabled_triggers(&self) -> Vec<(String, String)> {
+        if !self.disable_triggers {
+            return Vec::new();
+        }
+        self.hidden
+            .triggers
+            .iter()
+            .filter(|t| t.2 != "D")
+            .map(|t| (t.0.clone(), t.2.clone()))
+            .collect()
     }
 
     /// The rows will be written frozen (COPY FREEZE after TRUNCATE): nothing for VACUUM to do.
@@ -267,10 +288,12 @@ impl fmt::Display for LoadPlan {
         }
         let h = &self.hidden;
         for (name, _, enabled) in &h.triggers {
-            let state = if *enabled {
-                "fires for every row (kept)"
-            } else {
-                "disabled"
+            let state = match (enabled.as_str(), self.disable_triggers) {
+                ("D", _) => "disabled already",
+                (_, true) => "disabled during the load (--disable-triggers), re-enabled after",
+                (_, false) => {
+                    "fires for every row (kept; --disable-triggers to skip it during the load)"
+                }
             };
             writeln!(f, "  trigger {name}  {state}")?;
         }
@@ -368,7 +391,11 @@ mod tests {
     #[test]
     fn hidden_work_is_reported() {
         let hidden = HiddenWork {
-            triggers: vec![("t_audit".into(), "CREATE TRIGGER t_audit ...".into(), true)],
+            triggers: vec![(
+                "t_audit".into(),
+                "CREATE TRIGGER t_audit ...".into(),
+                "O".into(),
+            )],
             sequences: vec![("id".into(), "t_id_seq".into(), 1)],
             volatile_defaults: vec![("created".into(), "clock_timestamp()".into())],
             partitions: 0,

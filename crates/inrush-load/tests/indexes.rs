@@ -130,7 +130,7 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
                 .into_iter()
                 .filter(|i| !i.unique)
                 .collect();
-            ddl::journal_and_drop(&client, &table, &secondary, &[])
+            ddl::journal_and_drop(&client, &table, &secondary, &[], &[])
                 .await
                 .unwrap()
         })
@@ -269,7 +269,7 @@ fn recover_brings_back_foreign_keys_too() {
             .await
             .unwrap();
         let fks = table.foreign_keys(&client).await.unwrap();
-        ddl::journal_and_drop(&client, &table, &[], &fks)
+        ddl::journal_and_drop(&client, &table, &[], &fks, &[])
             .await
             .unwrap();
     });
@@ -409,7 +409,7 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
             .into_iter()
             .filter(|i| i.constraint.is_some())
             .collect();
-        ddl::journal_and_drop(&client, &table, &keys, &[])
+        ddl::journal_and_drop(&client, &table, &keys, &[], &[])
             .await
             .unwrap();
     });
@@ -417,5 +417,35 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
     assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 2);
     assert_eq!((definitions(&mut db), constraints(&mut db)), before);
+    assert_eq!(journal_len(&mut db), 0);
+}
+
+#[test]
+fn disabled_triggers_come_back_in_their_own_mode() {
+    let mut db = fresh_db();
+    db.exec(
+        "CREATE TABLE audit (n int);
+         CREATE FUNCTION count_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (1); RETURN NEW; END $$;
+         CREATE TABLE t (id int, note text);
+         CREATE TRIGGER t_count AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION count_row();
+         ALTER TABLE t ENABLE ALWAYS TRIGGER t_count;",
+    );
+    // Without the flag the trigger fires for every row.
+    let csv: Vec<u8> = (1..=500)
+        .flat_map(|i| format!("{i},n{i}\n").into_bytes())
+        .collect();
+    let (_d2, path) = write_input(&csv, "csv");
+    let mut opts = db.load_options(&path, "t");
+    load(&opts, &Silent).unwrap();
+    assert_eq!(db.count("audit"), 500);
+    opts.plan.disable_triggers = true;
+    load(&opts, &Silent).unwrap();
+    assert_eq!(db.count("audit"), 500, "disabled during the load");
+    assert_eq!(db.count("t"), 1000);
+    assert_eq!(
+        db.count("pg_trigger WHERE tgname = 't_count' AND tgenabled = 'A'"),
+        1,
+        "back to ENABLE ALWAYS"
+    );
     assert_eq!(journal_len(&mut db), 0);
 }

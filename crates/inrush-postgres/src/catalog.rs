@@ -396,8 +396,9 @@ async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
 /// triggers, sequences with a small cache, defaults that call volatile functions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HiddenWork {
-    /// (name, definition, enabled) of user triggers.
-    pub triggers: Vec<(String, String, bool)>,
+    /// (name, definition, `tgenabled`: O origin, A always, R replica, D disabled) of user
+    /// triggers.
+    pub triggers: Vec<(String, String, String)>,
     /// (column, sequence, cache) of columns filled from a sequence.
     pub sequences: Vec<(String, String, i64)>,
     /// (column, default expression) of defaults calling a volatile function.
@@ -416,7 +417,7 @@ impl TableInfo {
         };
         let triggers = client
             .query(
-                "SELECT tgname::text, pg_get_triggerdef(oid), tgenabled <> 'D' FROM pg_trigger \
+                "SELECT tgname::text, pg_get_triggerdef(oid), tgenabled::text FROM pg_trigger \
                  WHERE tgrelid = $1 AND NOT tgisinternal ORDER BY 1",
                 &[&self.oid],
             )

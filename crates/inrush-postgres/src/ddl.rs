@@ -31,6 +31,7 @@ const MIGRATE_JOURNAL: &str =
 
 const INDEX: &str = "index";
 const FOREIGN_KEY: &str = "foreign key";
+const TRIGGER: &str = "trigger";
 
 /// One dropped object waiting to be recreated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub struct JournalEntry {
     pub table_oid: u32,
     /// `"schema"."table"` when journaled, for messages.
     pub table_name: String,
-    /// `index` or `foreign key`.
+    /// `index`, `foreign key` or `trigger`.
     pub kind: String,
     /// The index's or the foreign key's name.
     pub name: String,
@@ -68,13 +69,15 @@ struct Dropped {
     drop: String,
 }
 
-/// Journals `indexes` and `foreign_keys` of `table` (committed), then drops them (committed).
-/// Needs the right to create the `inrush` schema (or its existence) and ownership of the table.
+/// Journals `indexes`, `foreign_keys` and `triggers` (name, `tgenabled`) of `table`
+/// (committed), then drops the first two and disables the triggers (committed). Needs the right
+/// to create the `inrush` schema (or its existence) and ownership of the table.
 pub async fn journal_and_drop(
     client: &Client,
     table: &TableInfo,
     indexes: &[IndexInfo],
     foreign_keys: &[ForeignKeyInfo],
+    triggers: &[(String, String)],
 ) -> Result<Vec<JournalEntry>> {
     let qualified = table.qualified();
     let mut objects = Vec::new();
@@ -127,6 +130,28 @@ pub async fn journal_and_drop(
             drop: format!(
                 "ALTER TABLE {qualified} DROP CONSTRAINT {}",
                 quote_ident(&fk.name)
+            ),
+        });
+    }
+    for (name, enabled) in triggers {
+        // Back to exactly the firing mode it had.
+        let mode = match enabled.as_str() {
+            "A" => "ENABLE ALWAYS",
+            "R" => "ENABLE REPLICA",
+            _ => "ENABLE",
+        };
+        objects.push(Dropped {
+            kind: TRIGGER,
+            name: name.clone(),
+            definition: format!(
+                "ALTER TABLE {qualified} {mode} TRIGGER {}",
+                quote_ident(name)
+            ),
+            attach: None,
+            validate: false,
+            drop: format!(
+                "ALTER TABLE {qualified} DISABLE TRIGGER {}",
+                quote_ident(name)
             ),
         });
     }
@@ -274,12 +299,17 @@ pub async fn restore(
     let to_attach: Vec<&JournalEntry> = entries.iter().filter(|e| e.attach.is_some()).collect();
     let foreign_keys: Vec<&JournalEntry> =
         entries.iter().filter(|e| e.kind == FOREIGN_KEY).collect();
-    if to_attach.is_empty() && foreign_keys.is_empty() {
+    let triggers: Vec<&JournalEntry> = entries.iter().filter(|e| e.kind == TRIGGER).collect();
+    if to_attach.is_empty() && foreign_keys.is_empty() && triggers.is_empty() {
         return Ok(());
     }
     let client = target.connect().await?;
     for entry in to_attach {
         attach_constraint(&client, entry).await?;
+    }
+    for entry in triggers {
+        let enabled = "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1 AND tgname = $2 AND tgenabled <> 'D')";
+        in_journal_tx(&client, entry, enabled, &entry.definition, true).await?;
     }
     let mut violated = None;
     for entry in foreign_keys {

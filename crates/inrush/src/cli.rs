@@ -125,6 +125,10 @@ pub struct PlanFlags {
     /// other sessions can insert unchecked.
     #[arg(long)]
     pub rebuild_unique: bool,
+    /// Disable the table's triggers during the load and re-enable them after (needs ownership;
+    /// journaled like dropped indexes, so a crash cannot leave them disabled).
+    #[arg(long)]
+    pub disable_triggers: bool,
 }
 
 impl PlanFlags {
@@ -134,6 +138,7 @@ impl PlanFlags {
             threshold: self.index_threshold,
             maintain: !self.no_analyze,
             rebuild_unique: self.rebuild_unique,
+            disable_triggers: self.disable_triggers,
         }
     }
 }

@@ -154,6 +154,20 @@ pub fn human_summary(s: &LoadSummary) -> String {
             s.phases.maintain
         ));
     }
+    let plan = &s.plan;
+    if s.loaded
+        && (!plan.indexes.is_empty()
+            || !plan.foreign_keys.is_empty()
+            || !plan.hidden.triggers.is_empty())
+    {
+        for line in plan
+            .to_string()
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("settings:"))
+        {
+            out.push_str(&format!("\n  {line}"));
+        }
+    }
     for note in &s.notes {
         out.push_str(&format!("\n  note: {note}"));
     }
