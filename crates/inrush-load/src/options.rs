@@ -27,6 +27,8 @@ pub struct LoadOptions {
     pub rejects: Option<std::path::PathBuf>,
     /// What happens around the COPY (indexes).
     pub plan: crate::PlanOptions,
+    /// Commit block by block with a ledger, so a rerun loads what is missing and nothing twice.
+    pub resume: bool,
     /// Empty the table in the load's own transaction (atomic: a failed load keeps the old rows)
     /// and load with COPY FREEZE. One transaction means one connection.
     pub truncate: bool,
@@ -58,6 +60,7 @@ impl LoadOptions {
             interrupt: Default::default(),
             check_only: false,
             truncate: false,
+            resume: false,
             table_lock: false,
             plan: crate::PlanOptions::default(),
         }

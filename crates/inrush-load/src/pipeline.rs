@@ -21,7 +21,7 @@ use crate::{Error, LoadOptions, LoadSummary, Result};
 use inrush_core::{Phase, Progress, Reporter, ValueType};
 use inrush_encode::EncodeContext;
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
-use inrush_postgres::{ddl, SessionInfo, TableInfo, TableSize};
+use inrush_postgres::{ddl, ledger, SessionInfo, TableInfo, TableSize};
 use inrush_read::csv::{Record, RecordParser, Splitter};
 use inrush_read::source;
 use std::path::PathBuf;
@@ -104,6 +104,31 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let header_names = header.as_ref().map(|(names, _)| names.as_slice());
     let columns = map_columns(&table, opts.columns.as_deref(), header_names)?;
+    // --resume: which blocks this input already has in the table, and where to read on from.
+    let resume = match opts.resume {
+        false => None,
+        true => {
+            let identity = input_identity(&input_name, opts.block_size, table.oid)?;
+            let committed = runtime.block_on(ledger::open(&control, &identity))?;
+            let (offset, line) = ledger::resume_point(&committed, splitter.position());
+            if seekable && offset > splitter.position().0 {
+                let reader = source::open_at(&input_name, offset, progress.bytes_read.clone())?;
+                splitter = Splitter::resume(
+                    reader,
+                    input_name.clone(),
+                    opts.csv.clone(),
+                    opts.block_size,
+                    offset,
+                    line,
+                    eol,
+                );
+            }
+            let skip: std::collections::HashSet<u64> =
+                committed.iter().map(|c| c.offset as u64).collect();
+            let rows_before: u64 = committed.iter().map(|c| c.rows as u64).sum();
+            Some((identity, skip, rows_before))
+        }
+    };
     let rejects = match opts.max_errors {
         0 => None,
         limit => {
@@ -246,11 +271,14 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         // interrupted, so a cancelled load leaves it behind instead of waiting for it.
         let splitter_thread = {
             let shared = shared.clone();
+            let skip = resume.as_ref().map(|r| r.1.clone()).unwrap_or_default();
             std::thread::Builder::new()
                 .name("inrush-split".into())
                 .spawn(move || {
                     for block in splitter {
                         let sent = match block {
+                            // Committed by an earlier run of the same load (--resume).
+                            Ok(block) if skip.contains(&block.offset) => true,
                             Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
                             Err(e) => {
                                 shared.fail(e.into());
@@ -293,14 +321,24 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                         return (Vec::new(), drain(chunk_rx, shared).await);
                     }
                     let streams = sinks.into_iter().map(|client| {
-                        let (chunks, plan, statement, prelude) =
-                            (chunk_rx.clone(), &plan, &statement, &prelude);
+                        let (chunks, plan, statement, prelude, resume) =
+                            (chunk_rx.clone(), &plan, &statement, &prelude, &resume);
                         async move {
-                            match sink::run(
-                                client, &prelude, statement, format, chunks, shared, plan,
-                            )
-                            .await
-                            {
+                            let streamed = match resume {
+                                Some((identity, _, _)) => {
+                                    sink::run_resumable(
+                                        client, statement, format, chunks, shared, plan, identity,
+                                    )
+                                    .await
+                                }
+                                None => {
+                                    sink::run(
+                                        client, &prelude, statement, format, chunks, shared, plan,
+                                    )
+                                    .await
+                                }
+                            };
+                            match streamed {
                                 Ok(finished) => Some(finished),
                                 Err(e) => {
                                     shared.fail(e);
@@ -354,7 +392,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             runtime.block_on(rollback(&finished));
             return Err(Error::Interrupted);
         }
-        if !opts.check_only {
+        // With --resume every chunk committed on its own already.
+        if !opts.check_only && resume.is_none() {
             reporter.phase(Phase::Commit);
             runtime.block_on(commit(&finished))?;
         }
@@ -390,6 +429,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     .map(|r| r.log_path.display().to_string()),
                 server_version: session.server_version.clone(),
                 loaded: !opts.check_only,
+                rows_resumed: resume.as_ref().map_or(0, |r| r.2),
                 plan: load_plan.clone(),
                 phases: Phases::default(),
                 notes: Vec::new(),
@@ -509,6 +549,35 @@ async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -
             _ => return rows,
         }
     }
+}
+
+/// What identifies an input for --resume: its canonical path, the block size, and its size,
+/// modification time and fingerprint. Standard input cannot be resumed.
+fn input_identity(input: &str, block_size: usize, table_oid: u32) -> Result<ledger::InputIdentity> {
+    if input == "-" {
+        return Err(Error::Columns(
+            "--resume needs a file: standard input cannot be read again".into(),
+        ));
+    }
+    let open_error = |source| inrush_read::Error::Open {
+        path: input.into(),
+        source,
+    };
+    let path = std::fs::canonicalize(input).map_err(open_error)?;
+    let meta = std::fs::metadata(&path).map_err(open_error)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(ledger::InputIdentity {
+        table_oid,
+        input: path.display().to_string(),
+        block_size: block_size as i64,
+        size: meta.len() as i64,
+        mtime: mtime.to_string(),
+        fingerprint: ledger::fingerprint(&path).map_err(open_error)?,
+    })
 }
 
 /// Deletes the rows the load's transactions inserted (their `xmin`); returns how many.

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use futures_util::SinkExt;
 use inrush_encode::binary_copy;
 use inrush_postgres::copy::{row_in_error_context, CopyFormat};
+use inrush_postgres::ledger::{self, Committed, InputIdentity};
 use tokio_postgres::Client;
 
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
@@ -175,6 +176,7 @@ mod tests {
                 data: Bytes::new(),
                 rows,
                 first_line: line,
+                next_line: line,
                 offset: 0,
                 len: 0,
             });
@@ -193,4 +195,88 @@ mod tests {
         );
         assert_eq!(column_in_error_context("COPY t, line 3"), None);
     }
+}
+
+/// `--resume`: every chunk is its own COPY and its own transaction, with its row in the load
+/// ledger, so a crash loses at most the chunks in flight and a rerun skips every committed one.
+pub(crate) async fn run_resumable(
+    client: Client,
+    statement: &str,
+    format: CopyFormat,
+    chunks: flume::Receiver<Chunk>,
+    shared: &Shared,
+    plan: &WorkerPlan,
+    input: &InputIdentity,
+) -> Result<Finished> {
+    let mut rows = 0;
+    loop {
+        let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
+            Ok(Ok(chunk)) => chunk,
+            Err(_elapsed) if !shared.is_cancelled() => continue,
+            _ => break,
+        };
+        if shared.is_cancelled() {
+            break;
+        }
+        let mut ledger = Ledger {
+            entries: Vec::new(),
+            rows: 0,
+        };
+        ledger.record(&chunk);
+        let block = Committed {
+            offset: chunk.offset as i64,
+            len: chunk.len as i64,
+            first_line: chunk.first_line as i64,
+            next_line: chunk.next_line as i64,
+            rows: chunk.rows as i64,
+        };
+        let committed: Result<u64, Error> = async {
+            client
+                .batch_execute("BEGIN")
+                .await
+                .map_err(|e| server_refusal(e, &ledger, plan))?;
+            let n = copy_one(&client, statement, format, chunk.data)
+                .await
+                .map_err(|e| server_refusal(e, &ledger, plan))?;
+            ledger::record(&client, input, block).await?;
+            client
+                .batch_execute("COMMIT")
+                .await
+                .map_err(|e| server_refusal(e, &ledger, plan))?;
+            Ok(n)
+        }
+        .await;
+        match committed {
+            Ok(n) => rows += n,
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Err(e);
+            }
+        }
+    }
+    drop(chunks);
+    Ok(Finished {
+        client,
+        rows,
+        txid: 0,
+    })
+}
+
+/// One complete COPY of one chunk; returns the rows the server counted.
+async fn copy_one(
+    client: &Client,
+    statement: &str,
+    format: CopyFormat,
+    data: Bytes,
+) -> Result<u64, tokio_postgres::Error> {
+    let sink = client.copy_in::<_, Bytes>(statement).await?;
+    futures_util::pin_mut!(sink);
+    if format == CopyFormat::Binary {
+        sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
+    }
+    sink.send(data).await?;
+    if format == CopyFormat::Binary {
+        sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
+    }
+    sink.as_mut().finish().await
 }

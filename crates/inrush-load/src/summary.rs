@@ -28,6 +28,8 @@ pub struct LoadSummary {
     pub rejects_log: Option<String>,
     /// False for `--check`: every row was read and checked, none was written.
     pub loaded: bool,
+    /// Rows earlier runs of this load had committed (`--resume`); `rows` counts this run's.
+    pub rows_resumed: u64,
     /// What was done around the COPY, and why.
     pub plan: crate::LoadPlan,
     /// Seconds per phase; `seconds` is their sum: the time until the table is ready to query.

@@ -20,6 +20,8 @@ pub(crate) struct Chunk {
     pub data: Bytes,
     pub rows: u64,
     pub first_line: u64,
+    /// The line the next block starts on (for the resume ledger).
+    pub next_line: u64,
     pub offset: u64,
     pub len: usize,
 }
@@ -135,6 +137,7 @@ impl WorkerPlan {
             data: Bytes::from(out.into_inner()),
             rows,
             first_line: block.first_line,
+            next_line: block.first_line + block.lines,
             offset: block.offset,
             len: data.len(),
         })
@@ -338,6 +341,7 @@ impl WorkerPlan {
             index: 0,
             first_line: chunk_first_line,
             offset,
+            lines: 0,
             data: Bytes::from(data),
         };
         let mut rec = Record::default();

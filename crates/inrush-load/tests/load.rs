@@ -685,3 +685,80 @@ fn check_reads_and_judges_every_row_but_writes_none() {
     assert_eq!(summary.connections, 0);
     assert_eq!(db.count("t"), 0);
 }
+
+fn numbered_rows(n: usize) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| format!("{i},\"row\n{i}\"\n").into_bytes())
+        .collect()
+}
+
+#[test]
+fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let data = numbered_rows(600_000);
+    let (_dir, path) = write_input(&data, "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.resume = true;
+    opts.block_size = 64 * 1024;
+    opts.workers = 1;
+    opts.connections = 1;
+    // Stop the first run once its first chunks are committed (visible to others, which only
+    // --resume makes possible): whatever it committed stays, the rest comes next time.
+    let interrupt = opts.interrupt.clone();
+    let watcher = db.target.clone();
+    let stopper = std::thread::spawn(move || {
+        let mut client = watcher.connect_blocking().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let n: i64 = client
+                .query_one("SELECT count(*) FROM t", &[])
+                .unwrap()
+                .get(0);
+            if n > 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let first = load(&opts, &Silent);
+    stopper.join().unwrap();
+    let after_first = db.count("t");
+    eprintln!("first run committed {after_first} rows");
+    assert!(matches!(first, Err(Error::Interrupted)), "{first:?}");
+    assert!(after_first > 0 && after_first < 600_000, "{after_first}");
+
+    opts.interrupt = Default::default();
+    let second = load(&opts, &Silent).unwrap();
+    assert_eq!(second.rows_resumed as i64, after_first);
+    assert_eq!(second.rows as i64 + after_first, 600_000);
+    assert_eq!(db.count("t"), 600_000);
+    assert_eq!(
+        db.count("(SELECT DISTINCT id FROM t) d"),
+        600_000,
+        "no row twice"
+    );
+
+    let third = load(&opts, &Silent).unwrap();
+    assert_eq!((third.rows, third.rows_resumed), (0, 600_000));
+    assert_eq!(db.count("t"), 600_000);
+}
+
+#[test]
+fn resume_refuses_a_changed_input() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (_dir, path) = write_input(&numbered_rows(1000), "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.resume = true;
+    load(&opts, &Silent).unwrap();
+    std::fs::write(&path, numbered_rows(1001)).unwrap();
+    let err = load(&opts, &Silent).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("changed since the load it would resume"),
+        "{err}"
+    );
+    assert_eq!(db.count("t"), 1000);
+}

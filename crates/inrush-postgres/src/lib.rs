@@ -12,6 +12,7 @@
 pub mod catalog;
 pub mod copy;
 pub mod ddl;
+pub mod ledger;
 pub mod options;
 pub mod resolve;
 pub mod server;
@@ -55,6 +56,13 @@ pub enum Error {
         constraint: String,
         table: String,
         message: String,
+    },
+    /// `--resume` found the input different from the one its ledger describes.
+    #[error("{input} changed since the load it would resume (then: {then}; now: {now}); refusing to mix two versions of it: load it without --resume into an emptied table, or restore the original file")]
+    InputChanged {
+        input: String,
+        then: String,
+        now: String,
     },
     #[error("private server: {0}")]
     Server(String),

@@ -99,6 +99,27 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
     })
 }
 
+/// Opens a plain file positioned at `offset` (to resume a load there); `consumed` starts at
+/// `offset` so progress and ETA stay right.
+pub fn open_at(path: &str, offset: u64, consumed: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
+    use std::io::{Seek, SeekFrom};
+    let p = Path::new(path);
+    let mut file = File::open(p).map_err(|source| Error::Open {
+        path: p.to_path_buf(),
+        source,
+    })?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|source| Error::Open {
+            path: p.to_path_buf(),
+            source,
+        })?;
+    consumed.store(offset, Ordering::Relaxed);
+    Ok(Box::new(Counted {
+        inner: file,
+        consumed,
+    }))
+}
+
 /// Reads `len` bytes at `offset` of a plain file again (to locate a row the server refused).
 pub fn read_range(path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     use std::io::{Seek, SeekFrom};

@@ -85,6 +85,11 @@ pub struct LoadArgs {
     pub rejects: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub plan: PlanFlags,
+    /// Commit block by block, each with a row in the inrush.load_ledger table: after a crash
+    /// or Ctrl-C, the same command loads only what is missing (nothing twice). Needs a file;
+    /// refuses one that changed since.
+    #[arg(long)]
+    pub resume: bool,
     /// Empty the table first, in the load's own transaction (a failed load keeps the old rows),
     /// and write the rows frozen (COPY FREEZE): no VACUUM needed after. Uses one connection.
     #[arg(long)]
@@ -292,6 +297,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.check_only = args.check;
     opts.plan = args.plan.options();
     opts.truncate = args.truncate;
+    opts.resume = args.resume;
     opts.table_lock = args.table_lock;
     stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;

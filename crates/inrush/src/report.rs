@@ -120,6 +120,12 @@ pub fn human_summary(s: &LoadSummary) -> String {
         ));
     }
     out.push_str(&format!("{} worker{}", s.workers, plural(s.workers)));
+    if s.rows_resumed > 0 {
+        out.push_str(&format!(
+            "; {} rows were in from earlier runs (--resume)",
+            group(s.rows_resumed)
+        ));
+    }
     if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
         out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
@@ -222,6 +228,7 @@ mod tests {
             rejects_file: Some("data.csv.rejects".into()),
             rejects_log: Some("data.csv.rejects.log".into()),
             loaded: true,
+            rows_resumed: 0,
             plan: inrush_load::LoadPlan::decide(
                 "\"public\".\"t\"",
                 false,

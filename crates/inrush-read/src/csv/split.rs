@@ -28,6 +28,8 @@ pub struct Block {
     pub first_line: u64,
     /// Offset of the block's first byte in the (decompressed) input.
     pub offset: u64,
+    /// Line breaks in the block: the next block starts on line `first_line + lines`.
+    pub lines: u64,
     pub data: Bytes,
 }
 
@@ -74,6 +76,31 @@ impl<R: Read> Splitter<R> {
 
     /// The line ending fixed by the first line; known after the first block or header.
     /// An input with no line break at all reads as `Lf`.
+    /// Continues an input at a record boundary a previous run recorded: `reader` is positioned
+    /// at byte `offset` of the input, which starts line `line`; `eol` is the input's line ending.
+    /// With the same block size, every cut it makes is the one the previous run made.
+    pub fn resume(
+        reader: R,
+        name: impl Into<String>,
+        opts: CsvOptions,
+        block_size: usize,
+        offset: u64,
+        line: u64,
+        eol: Eol,
+    ) -> Self {
+        let mut splitter = Splitter::new(reader, name, opts, block_size);
+        splitter.started = true;
+        splitter.eol = Some(eol);
+        splitter.next_offset = offset;
+        splitter.next_line = line;
+        splitter
+    }
+
+    /// Where the next block will start: (offset in the input, line).
+    pub fn position(&self) -> (u64, u64) {
+        (self.next_offset, self.next_line)
+    }
+
     pub fn eol(&mut self) -> Result<Eol> {
         self.start()?;
         Ok(self.eol.unwrap_or(Eol::Lf))
@@ -225,21 +252,19 @@ impl<R: Read> Splitter<R> {
         let data = self.buf.split_to(end).freeze();
         self.scanned -= end.min(self.scanned);
         self.boundary = None;
+        // Lines are counted in `\n` for every ending but CR-only, where `\r` is the line break.
         let term = self.eol.unwrap_or(Eol::Lf).terminator();
+        let line_break = if term == b'\r' { b'\r' } else { b'\n' };
+        let lines = memchr_iter(line_break, &data).count() as u64;
         let block = Block {
             index: self.next_index,
             first_line: self.next_line,
             offset: self.next_offset,
+            lines,
             data,
         };
         self.next_index += 1;
-        // Lines are counted in `\n` for every ending but CR-only, where `\r` is the line break.
-        let breaks = if term == b'\r' {
-            memchr_iter(b'\r', &block.data).count()
-        } else {
-            memchr_iter(b'\n', &block.data).count()
-        };
-        self.next_line += breaks as u64;
+        self.next_line += lines;
         self.next_offset += block.data.len() as u64;
         block
     }
@@ -376,6 +401,36 @@ mod tests {
         assert_eq!(rest.len(), 1);
         assert_eq!(rest[0].first_line, 2);
         assert_eq!(&rest[0].data[..], b"1,x\r\n");
+    }
+
+    #[test]
+    fn resuming_at_a_boundary_makes_the_same_cuts() {
+        let data = b"a,1\n\"b\nc\",2\nd,3\ne,4\nf,5\ng,6\n";
+        let blocks: Vec<Block> = Splitter::new(&data[..], "t", CsvOptions::default(), 6)
+            .map(|b| b.unwrap())
+            .collect();
+        let third = &blocks[2];
+        let rest = &data[third.offset as usize..];
+        let resumed: Vec<Block> = Splitter::resume(
+            rest,
+            "t",
+            CsvOptions::default(),
+            6,
+            third.offset,
+            third.first_line,
+            Eol::Lf,
+        )
+        .map(|b| b.unwrap())
+        .collect();
+        let tail: Vec<(u64, u64, Vec<u8>)> = blocks[2..]
+            .iter()
+            .map(|b| (b.offset, b.first_line, b.data.to_vec()))
+            .collect();
+        let again: Vec<(u64, u64, Vec<u8>)> = resumed
+            .iter()
+            .map(|b| (b.offset, b.first_line, b.data.to_vec()))
+            .collect();
+        assert_eq!(again, tail);
     }
 
     #[test]

@@ -1,0 +1,198 @@
+//! The load ledger, for `--resume`: every block of an input committed into a table is recorded
+//! in the same transaction as its rows, so after any crash the ledger says exactly which rows
+//! are in: a rerun loads every other block once, and never one twice. The input is identified
+//! by path and block size (blocks are cut the same way again only with the same block size) and
+//! fingerprinted by size, modification time and a hash of its head and tail, so a changed file
+//! is refused instead of being mixed with the rows of its previous version.
+
+use crate::{Error, Result};
+use tokio_postgres::Client;
+
+const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+     CREATE TABLE IF NOT EXISTS inrush.load_inputs ( \
+       table_oid oid NOT NULL, input text NOT NULL, block_size bigint NOT NULL, \
+       size bigint NOT NULL, mtime text NOT NULL, fingerprint text NOT NULL, \
+       started_at timestamptz NOT NULL DEFAULT now(), \
+       PRIMARY KEY (table_oid, input, block_size)); \
+     CREATE TABLE IF NOT EXISTS inrush.load_ledger ( \
+       table_oid oid NOT NULL, input text NOT NULL, block_size bigint NOT NULL, \
+       block_offset bigint NOT NULL, block_len bigint NOT NULL, \
+       first_line bigint NOT NULL, next_line bigint NOT NULL, rows bigint NOT NULL, \
+       committed_at timestamptz NOT NULL DEFAULT now(), \
+       PRIMARY KEY (table_oid, input, block_size, block_offset))";
+
+/// Which input, cut how, and what it looked like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputIdentity {
+    pub table_oid: u32,
+    /// The canonical path.
+    pub input: String,
+    pub block_size: i64,
+    pub size: i64,
+    pub mtime: String,
+    pub fingerprint: String,
+}
+
+/// One block already committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Committed {
+    pub offset: i64,
+    pub len: i64,
+    pub first_line: i64,
+    pub next_line: i64,
+    pub rows: i64,
+}
+
+fn query_error(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Error {
+    move |source| Error::Query {
+        what: what.into(),
+        source,
+    }
+}
+
+/// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.
+pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>> {
+    client
+        .batch_execute(CREATE_LEDGER)
+        .await
+        .map_err(query_error("creating the inrush.load_ledger table"))?;
+    let known = client
+        .query_opt(
+            "SELECT size, mtime, fingerprint FROM inrush.load_inputs WHERE table_oid = $1 AND input = $2 AND block_size = $3",
+            &[&id.table_oid, &id.input, &id.block_size],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_inputs"))?;
+    match known {
+        Some(row) => {
+            let (size, mtime, fingerprint): (i64, String, String) =
+                (row.get(0), row.get(1), row.get(2));
+            if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
+                return Err(Error::InputChanged {
+                    input: id.input.clone(),
+                    then: format!("{size} bytes, modified {mtime}, fingerprint {fingerprint}"),
+                    now: format!(
+                        "{} bytes, modified {}, fingerprint {}",
+                        id.size, id.mtime, id.fingerprint
+                    ),
+                });
+            }
+        }
+        None => {
+            client
+                .execute(
+                    "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint) VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[&id.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint],
+                )
+                .await
+                .map_err(query_error("registering the input in inrush.load_inputs"))?;
+        }
+    }
+    let rows = client
+        .query(
+            "SELECT block_offset, block_len, first_line, next_line, rows FROM inrush.load_ledger \
+             WHERE table_oid = $1 AND input = $2 AND block_size = $3 ORDER BY block_offset",
+            &[&id.table_oid, &id.input, &id.block_size],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_ledger"))?;
+    Ok(rows
+        .iter()
+        .map(|r| Committed {
+            offset: r.get(0),
+            len: r.get(1),
+            first_line: r.get(2),
+            next_line: r.get(3),
+            rows: r.get(4),
+        })
+        .collect())
+}
+
+/// Records a block in the caller's open transaction (the one holding the block's rows).
+pub async fn record(client: &Client, id: &InputIdentity, block: Committed) -> Result<()> {
+    client
+        .execute(
+            "INSERT INTO inrush.load_ledger (table_oid, input, block_size, block_offset, block_len, first_line, next_line, rows) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            &[&id.table_oid, &id.input, &id.block_size, &block.offset, &block.len, &block.first_line, &block.next_line, &block.rows],
+        )
+        .await
+        .map_err(query_error("recording a block in inrush.load_ledger"))?;
+    Ok(())
+}
+
+/// Where a rerun can start reading: the end of the committed blocks that follow each other from
+/// `data_start` (offset, line); blocks committed past a gap are skipped as they come.
+pub fn resume_point(committed: &[Committed], data_start: (u64, u64)) -> (u64, u64) {
+    let (mut offset, mut line) = data_start;
+    for block in committed {
+        if block.offset as u64 == offset {
+            offset += block.len as u64;
+            line = block.next_line as u64;
+        }
+    }
+    (offset, line)
+}
+
+/// FNV-1a over the first and last 64 KiB: stable across platforms and versions, cheap on any
+/// size, and enough to notice a file replaced by another of the same size and time.
+pub fn fingerprint(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const SPAN: u64 = 64 * 1024;
+    let mut file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    let mut buf = vec![0; SPAN.min(size) as usize];
+    file.read_exact(&mut buf)?;
+    feed(&buf);
+    if size > SPAN {
+        let tail = SPAN.min(size - SPAN);
+        file.seek(SeekFrom::Start(size - tail))?;
+        let mut buf = vec![0; tail as usize];
+        file.read_exact(&mut buf)?;
+        feed(&buf);
+    }
+    Ok(format!("{hash:016x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(offset: i64, len: i64, first_line: i64, next_line: i64) -> Committed {
+        Committed {
+            offset,
+            len,
+            first_line,
+            next_line,
+            rows: 1,
+        }
+    }
+
+    #[test]
+    fn resume_point_follows_the_contiguous_prefix() {
+        assert_eq!(resume_point(&[], (10, 2)), (10, 2));
+        let committed = [block(10, 5, 2, 4), block(15, 5, 4, 6), block(30, 5, 9, 11)];
+        assert_eq!(resume_point(&committed, (10, 2)), (20, 6));
+        assert_eq!(resume_point(&committed[1..], (10, 2)), (10, 2));
+    }
+
+    #[test]
+    fn fingerprints_see_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::write(&a, vec![b'x'; 200_000]).unwrap();
+        let first = fingerprint(&a).unwrap();
+        let mut changed = vec![b'x'; 200_000];
+        changed[199_999] = b'y';
+        std::fs::write(&a, &changed).unwrap();
+        assert_ne!(fingerprint(&a).unwrap(), first);
+        assert_eq!(fingerprint(&a).unwrap(), fingerprint(&a).unwrap());
+    }
+}
