@@ -208,6 +208,7 @@ pub(crate) async fn run_resumable(
     plan: &WorkerPlan,
     input: &InputIdentity,
 ) -> Result<Finished> {
+    let mut client = client;
     let mut rows = 0;
     loop {
         let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
@@ -230,27 +231,36 @@ pub(crate) async fn run_resumable(
             next_line: chunk.next_line as i64,
             rows: chunk.rows as i64,
         };
-        let committed: Result<u64, Error> = async {
-            client
-                .batch_execute("BEGIN")
-                .await
-                .map_err(|e| server_refusal(e, &ledger, plan))?;
-            let n = copy_one(&client, statement, format, chunk.data)
-                .await
-                .map_err(|e| server_refusal(e, &ledger, plan))?;
-            ledger::record(&client, input, block).await?;
-            client
-                .batch_execute("COMMIT")
-                .await
-                .map_err(|e| server_refusal(e, &ledger, plan))?;
-            Ok(n)
-        }
-        .await;
-        match committed {
-            Ok(n) => rows += n,
-            Err(e) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Err(e);
+        // Transient failures (a lost connection, a server restarting, a serialization failure)
+        // are retried with backoff on a new connection. A COMMIT whose answer was lost may
+        // have happened: the ledger says, so a block is never loaded twice.
+        let mut attempt = 0;
+        loop {
+            match commit_block(&client, statement, format, &chunk.data, input, block).await {
+                Ok(n) => {
+                    rows += n;
+                    break;
+                }
+                Err(e) if is_transient(&e) && attempt < RETRIES && !shared.is_cancelled() => {
+                    attempt += 1;
+                    tracing::warn!(
+                        "block at byte {} of {}: {e}; retrying ({attempt}/{RETRIES})",
+                        block.offset,
+                        input.input
+                    );
+                    tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
+                    let Ok(fresh) = plan.target.connect().await else {
+                        continue;
+                    };
+                    client = fresh;
+                    if ledger::contains(&client, input, block.offset).await? {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = client.batch_execute("ROLLBACK").await;
+                    return Err(server_refusal(e, &ledger, plan));
+                }
             }
         }
     }
@@ -260,6 +270,41 @@ pub(crate) async fn run_resumable(
         rows,
         txid: 0,
     })
+}
+
+/// How often, and how patiently, `--resume` retries a block after a transient failure: 0.2 s
+/// doubling to 6.4 s, about 13 s in all, enough for a server restart.
+const RETRIES: u32 = 6;
+const BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// One block: its rows and its ledger row in one transaction.
+async fn commit_block(
+    client: &Client,
+    statement: &str,
+    format: CopyFormat,
+    data: &Bytes,
+    input: &InputIdentity,
+    block: Committed,
+) -> Result<u64, tokio_postgres::Error> {
+    client.batch_execute("BEGIN").await?;
+    let n = copy_one(client, statement, format, data.clone()).await?;
+    ledger::record(client, input, block).await?;
+    client.batch_execute("COMMIT").await?;
+    Ok(n)
+}
+
+/// A failure worth retrying: the connection is gone or the server asked to try again.
+fn is_transient(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        // 08: connection exceptions; 57P01-03: admin shutdown, crash shutdown, cannot connect
+        // now; 40001 serialization failure; 40P01 deadlock.
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("08")
+                || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01")
+        }
+        None => e.is_closed() || e.to_string().contains("connection"),
+    }
 }
 
 /// One complete COPY of one chunk; returns the rows the server counted.

@@ -762,3 +762,56 @@ fn resume_refuses_a_changed_input() {
     );
     assert_eq!(db.count("t"), 1000);
 }
+
+#[test]
+fn resume_retries_a_terminated_connection_without_loading_a_block_twice() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (_dir, path) = write_input(&numbered_rows(600_000), "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.resume = true;
+    opts.block_size = 64 * 1024;
+    opts.workers = 1;
+    opts.connections = 1;
+    let watcher = db.target.clone();
+    let killer = std::thread::spawn(move || {
+        let mut client = watcher.connect_blocking().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let n: i64 = client
+                .query_one("SELECT count(*) FROM t", &[])
+                .unwrap()
+                .get(0);
+            if n > 0 {
+                // The sink's backend, busy or inside a block's transaction (the control
+                // connection is idle, and this one is excluded).
+                let killed: i64 = client
+                    .query_one(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                         WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                         AND state IN ('active', 'idle in transaction')",
+                        &[],
+                    )
+                    .unwrap()
+                    .get(0);
+                if killed > 0 {
+                    return killed;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        0
+    });
+    let summary = load(&opts, &Silent).expect("a terminated connection is retried with --resume");
+    assert!(
+        killer.join().unwrap() >= 1,
+        "no COPY backend was terminated"
+    );
+    assert_eq!(summary.rows, 600_000);
+    assert_eq!(db.count("t"), 600_000);
+    assert_eq!(
+        db.count("(SELECT DISTINCT id FROM t) d"),
+        600_000,
+        "no block twice"
+    );
+}

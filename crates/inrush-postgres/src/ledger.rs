@@ -108,16 +108,32 @@ pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>>
         .collect())
 }
 
-/// Records a block in the caller's open transaction (the one holding the block's rows).
-pub async fn record(client: &Client, id: &InputIdentity, block: Committed) -> Result<()> {
+/// Whether the block at `offset` is committed (after a COMMIT whose answer was lost).
+pub async fn contains(client: &Client, id: &InputIdentity, offset: i64) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM inrush.load_ledger WHERE table_oid = $1 AND input = $2 AND block_size = $3 AND block_offset = $4)",
+            &[&id.table_oid, &id.input, &id.block_size, &offset],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_ledger"))?;
+    Ok(row.get(0))
+}
+
+/// Records a block in the caller's open transaction (the one holding the block's rows); the
+/// error is the driver's, so the caller can tell a lost connection from a refusal.
+pub async fn record(
+    client: &Client,
+    id: &InputIdentity,
+    block: Committed,
+) -> Result<(), tokio_postgres::Error> {
     client
         .execute(
             "INSERT INTO inrush.load_ledger (table_oid, input, block_size, block_offset, block_len, first_line, next_line, rows) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             &[&id.table_oid, &id.input, &id.block_size, &block.offset, &block.len, &block.first_line, &block.next_line, &block.rows],
         )
-        .await
-        .map_err(query_error("recording a block in inrush.load_ledger"))?;
+        .await?;
     Ok(())
 }
 
