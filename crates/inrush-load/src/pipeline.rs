@@ -381,7 +381,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         }
         let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
         let sent = progress.rows_sent.load(Ordering::Relaxed);
-        if rows != sent || finished.len() != connections {
+        let refused: u64 = finished.iter().map(|f| f.refused).sum();
+        if rows + refused != sent || finished.len() != connections {
             runtime.block_on(rollback(&finished));
             return Err(Error::Internal(format!(
                 "the server counted {rows} rows but {sent} were sent; rolled back"

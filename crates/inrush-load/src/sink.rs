@@ -2,6 +2,7 @@
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
 use crate::pipeline::{Shared, CANCEL_POLL};
+use crate::rejects::Rejects;
 use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -43,6 +44,8 @@ pub(crate) struct Finished {
     /// The transaction's id (`txid_current()`): its rows carry it as `xmin`, which is how a
     /// load is undone after its commit when a key rebuilt after it does not hold.
     pub txid: i64,
+    /// Rows the server refused that went to the reject file (`--max-errors`).
+    pub refused: u64,
 }
 
 pub(crate) async fn run(
@@ -54,6 +57,12 @@ pub(crate) async fn run(
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
+    if let Some(rejects) = &shared.rejects {
+        return run_isolating(
+            client, prelude, statement, format, chunks, shared, plan, rejects,
+        )
+        .await;
+    }
     let query_error = |what: &str, source| {
         Error::Postgres(inrush_postgres::Error::Query {
             what: what.into(),
@@ -109,18 +118,22 @@ pub(crate) async fn run(
     // Stop taking chunks at once on failure, so workers stop too.
     drop(chunks);
     match streamed {
-        Ok(rows) => Ok(Finished { client, rows, txid }),
+        Ok(rows) => Ok(Finished {
+            client,
+            rows,
+            txid,
+            refused: 0,
+        }),
         Err(e) => Err(server_refusal(e, &ledger, plan)),
     }
 }
 
 /// Turns a COPY failure into an error naming the input line when the server named a row.
 fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) -> Error {
-    // Only data errors (22), integrity violations (23) and errors raised by triggers or
-    // functions (P0) are about a row; a cancel, a timeout, a deadlock or a full disk is not.
-    let about_a_row =
-        |code: &str| code.starts_with("22") || code.starts_with("23") || code.starts_with("P0");
-    let Some(db) = e.as_db_error().filter(|db| about_a_row(db.code().code())) else {
+    let Some(db) = e
+        .as_db_error()
+        .filter(|db| is_about_a_row(db.code().code()))
+    else {
         return Error::Postgres(inrush_postgres::Error::Query {
             what: "COPY".into(),
             source: e,
@@ -155,6 +168,12 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
     }
 }
 
+/// Only data errors (22), integrity violations (23) and errors raised by triggers or functions
+/// (P0) are about a row; a cancel, a timeout, a deadlock or a full disk is not.
+fn is_about_a_row(code: &str) -> bool {
+    code.starts_with("22") || code.starts_with("23") || code.starts_with("P0")
+}
+
 /// `COPY t, line 3, column qty: "..."` → `qty`.
 fn column_in_error_context(context: &str) -> Option<String> {
     let after = context.split(", column ").nth(1)?;
@@ -179,6 +198,7 @@ mod tests {
                 next_line: line,
                 offset: 0,
                 len: 0,
+                rows_index: None,
             });
         }
         assert_eq!(ledger.find(1).map(|(e, i)| (e.1, i)), Some((1, 0)));
@@ -269,6 +289,7 @@ pub(crate) async fn run_resumable(
         client,
         rows,
         txid: 0,
+        refused: 0,
     })
 }
 
@@ -324,4 +345,168 @@ async fn copy_one(
         sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
     }
     sink.as_mut().finish().await
+}
+
+/// With rejects allowed (`--max-errors`): one COPY per chunk under a savepoint, so a row the
+/// server refuses (a constraint, a trigger) costs only itself. Savepoints are subtransactions,
+/// which is why the fast path above streams one COPY instead.
+#[allow(clippy::too_many_arguments)]
+async fn run_isolating(
+    client: Client,
+    prelude: &[String],
+    statement: &str,
+    format: CopyFormat,
+    chunks: flume::Receiver<Chunk>,
+    shared: &Shared,
+    plan: &WorkerPlan,
+    rejects: &Rejects,
+) -> Result<Finished> {
+    let query_error = |what: &str, source| {
+        Error::Postgres(inrush_postgres::Error::Query {
+            what: what.into(),
+            source,
+        })
+    };
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| query_error("BEGIN", e))?;
+    for sql in prelude {
+        client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| query_error(sql, e))?;
+    }
+    let txid: i64 = client
+        .query_one("SELECT txid_current()", &[])
+        .await
+        .map_err(|e| query_error("SELECT txid_current()", e))?
+        .get(0);
+    let (mut rows, mut refused) = (0, 0);
+    loop {
+        let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
+            Ok(Ok(chunk)) => chunk,
+            Err(_elapsed) if !shared.is_cancelled() => continue,
+            _ => break,
+        };
+        if shared.is_cancelled() {
+            break;
+        }
+        let loaded = load_isolating(&client, statement, format, &chunk, plan, rejects).await?;
+        rows += loaded;
+        refused += chunk.rows - loaded;
+    }
+    drop(chunks);
+    Ok(Finished {
+        client,
+        rows,
+        txid,
+        refused,
+    })
+}
+
+/// COPYs a chunk; when the server refuses a row, rolls back to before the attempt, puts the
+/// row named by COPY's error context (or, when none is named, the one bisection finds) into the
+/// reject file, and COPYs the rest again. Returns the rows loaded.
+async fn load_isolating(
+    client: &Client,
+    statement: &str,
+    format: CopyFormat,
+    chunk: &Chunk,
+    plan: &WorkerPlan,
+    rejects: &Rejects,
+) -> Result<u64> {
+    let query_error = |what: &str, source| {
+        Error::Postgres(inrush_postgres::Error::Query {
+            what: what.into(),
+            source,
+        })
+    };
+    let Some(index) = &chunk.rows_index else {
+        return Err(Error::Internal(
+            "a chunk without its rows index in rejects mode".into(),
+        ));
+    };
+    let n = index.tuples.len();
+    let slice = |r: &std::ops::Range<usize>| {
+        let start = index
+            .tuples
+            .get(r.start)
+            .map_or(chunk.data.len(), |&t| t as usize);
+        let end = index
+            .tuples
+            .get(r.end)
+            .map_or(chunk.data.len(), |&t| t as usize);
+        chunk.data.slice(start..end)
+    };
+    let mut loaded = 0;
+    let mut work = vec![0..n];
+    while let Some(range) = work.pop() {
+        if range.is_empty() {
+            continue;
+        }
+        client
+            .batch_execute("SAVEPOINT inrush_rows")
+            .await
+            .map_err(|e| query_error("SAVEPOINT", e))?;
+        match copy_one(client, statement, format, slice(&range)).await {
+            Ok(k) => {
+                client
+                    .batch_execute("RELEASE SAVEPOINT inrush_rows")
+                    .await
+                    .map_err(|e| query_error("RELEASE SAVEPOINT", e))?;
+                loaded += k;
+            }
+            Err(e) => {
+                let Some(db) = e
+                    .as_db_error()
+                    .filter(|db| is_about_a_row(db.code().code()))
+                else {
+                    return Err(query_error("COPY", e));
+                };
+                client
+                    .batch_execute(
+                        "ROLLBACK TO SAVEPOINT inrush_rows; RELEASE SAVEPOINT inrush_rows",
+                    )
+                    .await
+                    .map_err(|e| query_error("ROLLBACK TO SAVEPOINT", e))?;
+                let named = db
+                    .where_()
+                    .and_then(row_in_error_context)
+                    .map(|k| k as usize)
+                    .filter(|&k| k >= 1 && k <= range.len());
+                let culprit = match (range.len(), named) {
+                    (1, _) => Some(range.start),
+                    (_, Some(k)) => Some(range.start + k - 1),
+                    _ => None,
+                };
+                match culprit {
+                    Some(row) => {
+                        let (raw, location) = plan.row_source(chunk, index, row);
+                        let column = db
+                            .column()
+                            .map(str::to_string)
+                            .or_else(|| db.where_().and_then(column_in_error_context));
+                        let location = match column {
+                            Some(c) => location.field(c, None),
+                            None => location,
+                        };
+                        let mut reason = db.message().to_string();
+                        if let Some(detail) = db.detail() {
+                            reason.push_str(&format!(" ({detail})"));
+                        }
+                        rejects.reject(raw, false, &location, &reason, Some(db.code().code()))?;
+                        work.push(row + 1..range.end);
+                        work.push(range.start..row);
+                    }
+                    None => {
+                        let mid = range.start + range.len() / 2;
+                        work.push(mid..range.end);
+                        work.push(range.start..mid);
+                    }
+                }
+            }
+        }
+    }
+    Ok(loaded)
 }

@@ -24,6 +24,17 @@ pub(crate) struct Chunk {
     pub next_line: u64,
     pub offset: u64,
     pub len: usize,
+    /// With rejects allowed: where each row is, to COPY a part of the chunk again and to put a
+    /// row the server refuses into the reject file.
+    pub rows_index: Option<RowsIndex>,
+}
+
+/// Row `i` of a chunk is `data[tuples[i]..tuples[i + 1]]` (the last one runs to the end), and
+/// came from `block[records[i].0..records[i].1]`.
+pub(crate) struct RowsIndex {
+    pub block: Bytes,
+    pub tuples: Vec<u32>,
+    pub records: Vec<(u32, u32)>,
 }
 
 /// Everything a worker needs, shared read-only by all workers.
@@ -101,9 +112,11 @@ impl WorkerPlan {
         let parser = self.parser.block(data);
         let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
+        let mut index = rejects.map(|_| (Vec::new(), Vec::new()));
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
+            let tuple_start = out.len() as u32;
             match self.encode_record(
                 block,
                 &parser,
@@ -115,6 +128,10 @@ impl WorkerPlan {
             ) {
                 Ok(next) => {
                     rows += 1;
+                    if let Some((tuples, records)) = &mut index {
+                        tuples.push(tuple_start);
+                        records.push((start as u32, next as u32));
+                    }
                     pos = next;
                 }
                 Err((Error::BadRow { location, reason }, next)) if rejects.is_some() => {
@@ -140,6 +157,11 @@ impl WorkerPlan {
             next_line: block.first_line + block.lines,
             offset: block.offset,
             len: data.len(),
+            rows_index: index.map(|(tuples, records)| RowsIndex {
+                block: block.data.clone(),
+                tuples,
+                records,
+            }),
         })
     }
 
@@ -322,6 +344,24 @@ impl WorkerPlan {
     pub fn locate(&self, block: &Block, start: usize) -> Location {
         let breaks = memchr::memchr_iter(self.line_break, &block.data[..start]).count() as u64;
         Location::record(self.file.clone(), block.first_line + breaks)
+    }
+
+    /// Row `i` of a chunk: its original bytes and where it starts (for the reject file).
+    pub fn row_source<'c>(
+        &self,
+        chunk: &'c Chunk,
+        index: &'c RowsIndex,
+        i: usize,
+    ) -> (&'c [u8], Location) {
+        let (start, end) = (index.records[i].0 as usize, index.records[i].1 as usize);
+        let block = Block {
+            index: 0,
+            first_line: chunk.first_line,
+            offset: chunk.offset,
+            lines: 0,
+            data: index.block.clone(),
+        };
+        (&index.block[start..end], self.locate(&block, start))
     }
 
     /// Finds row `index` (0-based) of a chunk again by re-reading its block from the input file;
