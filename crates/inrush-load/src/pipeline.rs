@@ -140,6 +140,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 &path,
                 limit,
                 header.as_ref().map(|(_, raw)| &raw[..]),
+                opts.resume,
             )?)
         }
     };

@@ -8,7 +8,6 @@
 
 use crate::{Error, Result};
 use inrush_core::Location;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,8 +22,8 @@ pub(crate) struct Rejects {
 }
 
 struct Writers {
-    records: BufWriter<File>,
-    log: BufWriter<File>,
+    records: BufWriter<std::fs::File>,
+    log: BufWriter<std::fs::File>,
     /// A record with an unterminated quote: written last, or its open quote would swallow every
     /// record after it when the reject file is read again.
     open_quote: Option<Vec<u8>>,
@@ -32,15 +31,22 @@ struct Writers {
 
 impl Rejects {
     /// Creates (truncates) the reject file and its log; `header` is copied first when given.
-    pub fn create(path: &Path, limit: u64, header: Option<&[u8]>) -> Result<Rejects> {
+    /// With `append` (a resumed load) both grow instead: the rows earlier runs refused stay.
+    pub fn create(path: &Path, limit: u64, header: Option<&[u8]>, append: bool) -> Result<Rejects> {
         let log_path = PathBuf::from(format!("{}.log", path.display()));
+        let fresh = !append || std::fs::metadata(path).map_or(true, |m| m.len() == 0);
         let create = |p: &Path| {
-            File::create(p)
+            std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .append(append)
+                .truncate(!append)
+                .open(p)
                 .map(|f| BufWriter::with_capacity(64 * 1024, f))
                 .map_err(|e| Error::Rejects(format!("cannot create {}: {e}", p.display())))
         };
         let mut records = create(path)?;
-        if let Some(header) = header {
+        if let Some(header) = header.filter(|_| fresh) {
             records
                 .write_all(header)
                 .map_err(|e| write_error(path, e))?;

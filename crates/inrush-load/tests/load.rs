@@ -863,3 +863,23 @@ fn rows_the_server_refuses_are_isolated_into_the_reject_file() {
     assert!(log.contains("\"sqlstate\":\"23503\""), "{log}");
     assert!(log.contains("Key (customer)=(999) is not present"), "{log}");
 }
+
+#[test]
+fn a_resumed_load_keeps_the_rejects_of_earlier_runs() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (dir, path) = write_input(b"id,note\n1,a\nx2,b\n3,c\n", "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.resume = true;
+    opts.max_errors = 5;
+    opts.csv.header = true;
+    assert_eq!(load(&opts, &Silent).unwrap().rows_rejected, 1);
+    assert_eq!(
+        load(&opts, &Silent).unwrap().rows,
+        0,
+        "everything was committed already"
+    );
+    let rejected = std::fs::read_to_string(dir.path().join("input.csv.rejects")).unwrap();
+    assert_eq!(rejected, "id,note\nx2,b\n");
+    assert_eq!(db.count("t"), 2);
+}
