@@ -22,11 +22,12 @@ pub mod pipeline;
 pub mod plan;
 mod rejects;
 mod sink;
+mod staging;
 pub mod summary;
 mod worker;
 
 pub use error::{Error, Result};
-pub use options::LoadOptions;
+pub use options::{LoadOptions, OnConflict};
 pub use pipeline::load;
 pub use plan::{LoadPlan, PlanOptions};
 pub use summary::LoadSummary;

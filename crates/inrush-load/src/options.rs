@@ -27,6 +27,8 @@ pub struct LoadOptions {
     pub rejects: Option<std::path::PathBuf>,
     /// What happens around the COPY (indexes).
     pub plan: crate::PlanOptions,
+    /// What to do with rows whose key is already in the table.
+    pub on_conflict: OnConflict,
     /// Commit block by block with a ledger, so a rerun loads what is missing and nothing twice.
     pub resume: bool,
     /// Empty the table in the load's own transaction (atomic: a failed load keeps the old rows)
@@ -61,8 +63,31 @@ impl LoadOptions {
             check_only: false,
             truncate: false,
             resume: false,
+            on_conflict: OnConflict::Error,
             table_lock: false,
             plan: crate::PlanOptions::default(),
+        }
+    }
+}
+
+/// `--on-conflict`: rows whose primary key (or unique key) is already in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnConflict {
+    /// The load fails (or the row goes to the reject file with `--max-errors`).
+    #[default]
+    Error,
+    /// The row is left out; the first occurrence of a key in the input wins.
+    Skip,
+    /// The row replaces the existing one; the last occurrence of a key in the input wins.
+    Update,
+}
+
+impl OnConflict {
+    pub fn name(self) -> &'static str {
+        match self {
+            OnConflict::Error => "error",
+            OnConflict::Skip => "skip",
+            OnConflict::Update => "update",
         }
     }
 }

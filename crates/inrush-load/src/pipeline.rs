@@ -14,10 +14,11 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
+use crate::staging::Staging;
 use crate::summary::Phases;
 use crate::worker::WorkerPlan;
 use crate::LoadPlan;
-use crate::{Error, LoadOptions, LoadSummary, Result};
+use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
 use inrush_core::{Phase, Progress, Reporter, ValueType};
 use inrush_encode::EncodeContext;
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
@@ -159,9 +160,27 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     } else {
         (CopyFormat::Binary, None)
     };
+    // --on-conflict skip|update: the connections COPY into an unlogged staging table (their
+    // commits touch only it), then one transaction merges it into the table and drops it.
+    let staging = match opts.on_conflict {
+        OnConflict::Error => None,
+        _ if opts.resume || opts.truncate => {
+            return Err(Error::Columns(
+                "--on-conflict cannot be combined with --resume or --truncate".into(),
+            ))
+        }
+        mode => Some(runtime.block_on(Staging::create(&control, &table, &columns, mode))?),
+    };
+    let mut copy_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    if staging.is_some() {
+        copy_columns.push(Staging::ORDINAL.into());
+    }
     let statement = copy_from_stdin(
-        &table,
-        &columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        staging
+            .as_ref()
+            .map_or(table.qualified(), |st| st.name.clone())
+            .as_str(),
+        &copy_columns,
         format,
         opts.truncate,
     );
@@ -189,6 +208,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         file: input_name.clone(),
         seekable,
         relation: table.name.clone(),
+        ordinal: staging.is_some(),
         line_break: eol.terminator(),
     };
 
@@ -212,7 +232,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             foreign_keys,
             size,
             input_size,
-            opts.plan,
+            crate::PlanOptions {
+                keep_unique: opts.on_conflict != OnConflict::Error,
+                ..opts.plan
+            },
         );
         Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden).loaded_frozen(opts.truncate))
     })?;
@@ -399,10 +422,26 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             reporter.phase(Phase::Commit);
             runtime.block_on(commit(&finished))?;
         }
+        let merged = match &staging {
+            Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(&control))?),
+            _ => None,
+        };
         let wal_after = runtime.block_on(SessionInfo::wal_lsn(&control));
         let seconds = started.elapsed().as_secs_f64();
         let bytes = progress.bytes_read.load(Ordering::Relaxed);
         let txids = finished.iter().map(|f| f.txid).collect();
+        // Merged: the rows that reached the table, and what happened to the others.
+        let (rows, merge_note) = match merged {
+            Some(affected) => (
+                affected,
+                Some(format!(
+                    "--on-conflict {}: {rows} input rows, {affected} inserted or updated, {} skipped",
+                    opts.on_conflict.name(),
+                    rows - affected.min(rows)
+                )),
+            ),
+            None => (rows, None),
+        };
         Ok((
             LoadSummary {
                 input: input_name,
@@ -434,12 +473,17 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 rows_resumed: resume.as_ref().map_or(0, |r| r.2),
                 plan: load_plan.clone(),
                 phases: Phases::default(),
-                notes: Vec::new(),
+                notes: merge_note.into_iter().collect(),
             },
             txids,
         ))
     })();
 
+    if let Some(st) = &staging {
+        // Gone already after a merge; a failed load leaves it to drop here.
+        let _ =
+            runtime.block_on(control.batch_execute(&format!("DROP TABLE IF EXISTS {}", st.name)));
+    }
     // Whatever happened to the load, dropped indexes are recreated now.
     let loaded_at = Instant::now();
     let rebuilt = if dropped.is_empty() {
@@ -537,6 +581,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     summary.seconds = started.elapsed().as_secs_f64();
     summary.rows_per_second = summary.rows as f64 / summary.seconds.max(1e-9);
     summary.megabytes_per_second = summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9);
+    notes.append(&mut summary.notes);
     summary.notes = notes;
     Ok(summary)
 }

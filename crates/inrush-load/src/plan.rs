@@ -19,6 +19,8 @@ pub struct PlanOptions {
     /// Also build primary keys and unique constraints after the load when the table is not
     /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
     pub rebuild_unique: bool,
+    /// Never drop primary keys and unique constraints (`--on-conflict` needs them).
+    pub keep_unique: bool,
     /// Disable the table's enabled user triggers during the load, re-enable them after
     /// (`--disable-triggers`; needs ownership of the table). Off by default: triggers are the
     /// user's logic.
@@ -35,6 +37,7 @@ impl Default for PlanOptions {
             threshold: 0.2,
             maintain: true,
             rebuild_unique: false,
+            keep_unique: false,
             disable_triggers: false,
         }
     }
@@ -139,7 +142,7 @@ impl LoadPlan {
             }
             (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
         };
-        let unique_after = large && (size.empty || opts.rebuild_unique);
+        let unique_after = large && (size.empty || opts.rebuild_unique) && !opts.keep_unique;
         let indexes = indexes
             .into_iter()
             .map(|index| {

@@ -50,6 +50,9 @@ pub(crate) struct WorkerPlan {
     pub seekable: bool,
     /// The relation's bare name, as the server names it in NOT NULL messages.
     pub relation: String,
+    /// Append each record's byte offset in the input as a last bigint field: the input order,
+    /// for `--on-conflict update` to let the last occurrence of a key win.
+    pub ordinal: bool,
     /// The byte counted as a line break (`\r` for CR-only files).
     pub line_break: u8,
 }
@@ -197,9 +200,10 @@ impl WorkerPlan {
             };
             return Err((error, next));
         }
+        let ordinal = self.ordinal.then_some(block.offset + start as u64);
         match self.format {
-            CopyFormat::Binary => self.encode_binary_row(data, rec, out, resolver),
-            CopyFormat::Text => self.encode_text_row(data, rec, out),
+            CopyFormat::Binary => self.encode_binary_row(data, rec, out, resolver, ordinal),
+            CopyFormat::Text => self.encode_text_row(data, rec, out, ordinal),
         }
         .map_err(|(col, e)| (self.field_error(block, start, rec, col, e), next))?;
         Ok(next)
@@ -211,8 +215,9 @@ impl WorkerPlan {
         rec: &Record,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
+        ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
-        let mark = out.begin_tuple(self.columns.len() as u16);
+        let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
         for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
             let Some(bytes) = field else {
                 if column.not_null {
@@ -248,6 +253,13 @@ impl WorkerPlan {
                 return Err((i, e));
             }
         }
+        if let Some(ordinal) = ordinal {
+            let appended: Result<(), ()> = out.field(|buf| {
+                buf.extend_from_slice(&(ordinal as i64).to_be_bytes());
+                Ok(())
+            });
+            debug_assert!(appended.is_ok());
+        }
         Ok(())
     }
 
@@ -257,6 +269,7 @@ impl WorkerPlan {
         data: &[u8],
         rec: &Record,
         out: &mut TupleWriter,
+        ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.len();
         for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
@@ -269,6 +282,10 @@ impl WorkerPlan {
                 line.push(b'\t');
             }
             text_copy::push_field(line, field);
+        }
+        if let Some(ordinal) = ordinal {
+            out.bytes_mut()
+                .extend_from_slice(format!("\t{ordinal}").as_bytes());
         }
         out.bytes_mut().push(b'\n');
         Ok(())

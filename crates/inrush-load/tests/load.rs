@@ -883,3 +883,45 @@ fn a_resumed_load_keeps_the_rejects_of_earlier_runs() {
     assert_eq!(rejected, "id,note\nx2,b\n");
     assert_eq!(db.count("t"), 2);
 }
+
+#[test]
+fn on_conflict_skip_and_update_merge_into_existing_rows() {
+    use inrush_load::OnConflict;
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int PRIMARY KEY, name text, qty int); INSERT INTO t VALUES (1, 'old', 10), (2, 'old', 20);");
+    // Key 2 exists; key 3 is new and appears twice (first "three-a", last "three-b").
+    let (_dir, path) = write_input(b"2,new,21\n3,three-a,30\n4,four,40\n3,three-b,31\n", "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.connections = 2;
+    opts.block_size = 8;
+    opts.on_conflict = OnConflict::Skip;
+    let skipped = load(&opts, &Silent).unwrap();
+    assert_eq!(skipped.rows, 2, "{:?}", skipped.notes);
+    assert_eq!(
+        db.rows_as_text("t"),
+        ["(1,old,10)", "(2,old,20)", "(3,three-a,30)", "(4,four,40)"]
+    );
+
+    db.exec("DELETE FROM t WHERE id > 2");
+    opts.on_conflict = OnConflict::Update;
+    let updated = load(&opts, &Silent).unwrap();
+    assert_eq!(updated.rows, 3, "{:?}", updated.notes);
+    assert_eq!(
+        db.rows_as_text("t"),
+        ["(1,old,10)", "(2,new,21)", "(3,three-b,31)", "(4,four,40)"]
+    );
+    assert!(
+        updated
+            .notes
+            .iter()
+            .any(|n| n
+                .contains("--on-conflict update: 4 input rows, 3 inserted or updated, 1 skipped")),
+        "{:?}",
+        updated.notes
+    );
+    assert_eq!(
+        db.count("pg_tables WHERE schemaname = 'inrush' AND tablename LIKE 'stage_%'"),
+        0,
+        "the staging table is gone"
+    );
+}

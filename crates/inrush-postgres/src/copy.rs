@@ -1,6 +1,8 @@
 //! COPY statements: built here, with every identifier quoted, and nowhere else.
 
-use crate::{quote_ident, TableInfo};
+use crate::quote_ident;
+#[cfg(test)]
+use crate::TableInfo;
 
 /// The wire format of a COPY stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,19 +22,18 @@ impl CopyFormat {
     }
 }
 
-/// `COPY "s"."t" ("a", "b") FROM STDIN (FORMAT ...)`.
-/// With `freeze`, rows are written frozen: only allowed in the transaction that created or
-/// truncated the table.
+/// `COPY "s"."t" ("a", "b") FROM STDIN (FORMAT ...)`. `target` is an already quoted, qualified
+/// name (a table's `qualified()`). With `freeze`, rows are written frozen: only allowed in the
+/// transaction that created or truncated the table.
 pub fn copy_from_stdin(
-    table: &TableInfo,
+    target: &str,
     columns: &[String],
     format: CopyFormat,
     freeze: bool,
 ) -> String {
     let cols: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
     format!(
-        "COPY {} ({}) FROM STDIN (FORMAT {}{})",
-        table.qualified(),
+        "COPY {target} ({}) FROM STDIN (FORMAT {}{})",
         cols.join(", "),
         format.name(),
         if freeze { ", FREEZE" } else { "" }
@@ -61,13 +62,13 @@ mod tests {
             partitioned: false,
         };
         let sql = copy_from_stdin(
-            &table,
+            &table.qualified(),
             &["Id".into(), "x y".into()],
             CopyFormat::Binary,
             false,
         );
         assert!(
-            copy_from_stdin(&table, &["Id".into()], CopyFormat::Text, true)
+            copy_from_stdin(&table.qualified(), &["Id".into()], CopyFormat::Text, true)
                 .ends_with("(FORMAT text, FREEZE)")
         );
         assert_eq!(

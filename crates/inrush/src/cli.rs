@@ -3,7 +3,7 @@
 use crate::{demo, report};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use inrush_load::{LoadOptions, PlanOptions};
+use inrush_load::{LoadOptions, OnConflict, PlanOptions};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 
@@ -85,6 +85,12 @@ pub struct LoadArgs {
     pub rejects: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub plan: PlanFlags,
+    /// Rows whose primary or unique key is already in the table: `error` (the default: the
+    /// load fails, or the row is rejected with --max-errors), `skip` (first occurrence wins),
+    /// or `update` (last occurrence wins; needs a primary key). Staged, then merged in one
+    /// transaction.
+    #[arg(long, value_enum, default_value = "error")]
+    pub on_conflict: OnConflictArg,
     /// Commit block by block, each with a row in the inrush.load_ledger table: after a crash
     /// or Ctrl-C, the same command loads only what is missing (nothing twice). Needs a file;
     /// refuses one that changed since.
@@ -110,6 +116,13 @@ pub struct LoadArgs {
     pub text: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum OnConflictArg {
+    Error,
+    Skip,
+    Update,
 }
 
 /// How the load treats indexes (shared by `load` and `plan`).
@@ -144,6 +157,7 @@ impl PlanFlags {
             maintain: !self.no_analyze,
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
+            keep_unique: false,
         }
     }
 }
@@ -298,6 +312,11 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.plan = args.plan.options();
     opts.truncate = args.truncate;
     opts.resume = args.resume;
+    opts.on_conflict = match args.on_conflict {
+        OnConflictArg::Error => OnConflict::Error,
+        OnConflictArg::Skip => OnConflict::Skip,
+        OnConflictArg::Update => OnConflict::Update,
+    };
     opts.table_lock = args.table_lock;
     stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;

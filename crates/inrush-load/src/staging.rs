@@ -1,0 +1,121 @@
+//! `--on-conflict skip|update`: rows go to an unlogged staging table first (parallel COPYs,
+//! committed, touching only it), then one transaction merges them into the table with
+//! `INSERT ... ON CONFLICT` and drops the staging table. The table itself changes only in that
+//! transaction, so the load stays all or nothing; merging from several open transactions
+//! instead would make them wait on each other's row locks until a commit that never comes.
+
+use crate::{OnConflict, Result};
+use inrush_core::TargetColumn;
+use inrush_postgres::{quote_ident, Error, TableInfo};
+use tokio_postgres::Client;
+
+pub(crate) struct Staging {
+    /// `inrush."stage_<table oid>_<pid>"`.
+    pub name: String,
+    merge: String,
+}
+
+impl Staging {
+    /// The extra column holding each row's byte offset in the input (its order).
+    pub const ORDINAL: &'static str = "inrush_ord";
+
+    pub async fn create(
+        client: &Client,
+        table: &TableInfo,
+        columns: &[TargetColumn],
+        mode: OnConflict,
+    ) -> Result<Staging> {
+        let name = format!(
+            "inrush.{}",
+            quote_ident(&format!("stage_{}_{}", table.oid, std::process::id()))
+        );
+        let target = table.qualified();
+        let create = format!(
+            "CREATE SCHEMA IF NOT EXISTS inrush; DROP TABLE IF EXISTS {name}; \
+             CREATE UNLOGGED TABLE {name} (LIKE {target} INCLUDING DEFAULTS); \
+             ALTER TABLE {name} ADD COLUMN {} bigint NOT NULL",
+            Staging::ORDINAL
+        );
+        client
+            .batch_execute(&create)
+            .await
+            .map_err(|source| Error::Query {
+                what: "creating the staging table".into(),
+                source,
+            })?;
+        let cols: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
+        let list = cols.join(", ");
+        let merge = match mode {
+            // In input order, so the first occurrence of a key is the one kept.
+            OnConflict::Skip | OnConflict::Error => format!(
+                "INSERT INTO {target} ({list}) SELECT {list} FROM {name} ORDER BY {} ON CONFLICT DO NOTHING",
+                Staging::ORDINAL
+            ),
+            OnConflict::Update => {
+                let key = primary_key(client, table).await?;
+                if key.is_empty() {
+                    return Err(crate::Error::Columns(format!("--on-conflict update needs a primary key on {target}")));
+                }
+                let key_list = key.iter().map(|k| quote_ident(k)).collect::<Vec<_>>().join(", ");
+                let updates: Vec<String> = columns
+                    .iter()
+                    .filter(|c| !key.contains(&c.name))
+                    .map(|c| format!("{0} = EXCLUDED.{0}", quote_ident(&c.name)))
+                    .collect();
+                let action = if updates.is_empty() { "DO NOTHING".to_string() } else { format!("DO UPDATE SET {}", updates.join(", ")) };
+                // One row per key, the last occurrence in the input: a key may be updated only
+                // once by one INSERT.
+                format!(
+                    "INSERT INTO {target} ({list}) SELECT {list} FROM (SELECT DISTINCT ON ({key_list}) * FROM {name} \
+                     ORDER BY {key_list}, {} DESC) latest ON CONFLICT ({key_list}) {action}",
+                    Staging::ORDINAL
+                )
+            }
+        };
+        Ok(Staging { name, merge })
+    }
+
+    /// Merges and drops the staging table in one transaction; returns the rows inserted or
+    /// updated.
+    pub async fn merge(&self, client: &Client) -> Result<u64> {
+        let fail = |source| Error::Query {
+            what: "merging the staging table into the table".into(),
+            source,
+        };
+        client.batch_execute("BEGIN").await.map_err(fail)?;
+        let merged = async {
+            let affected = client.execute(&self.merge, &[]).await?;
+            client
+                .batch_execute(&format!("DROP TABLE {}", self.name))
+                .await?;
+            client.batch_execute("COMMIT").await?;
+            Ok::<_, tokio_postgres::Error>(affected)
+        }
+        .await;
+        match merged {
+            Ok(affected) => Ok(affected),
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                Err(fail(e).into())
+            }
+        }
+    }
+}
+
+/// The primary key's columns, in key order.
+async fn primary_key(client: &Client, table: &TableInfo) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            "SELECT a.attname::text FROM pg_index i \
+             CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) \
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum \
+             WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.n",
+            &[&table.oid],
+        )
+        .await
+        .map_err(|source| Error::Query {
+            what: "reading the primary key".into(),
+            source,
+        })?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
