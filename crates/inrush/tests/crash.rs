@@ -2,7 +2,8 @@
 //! indexes and foreign keys leaves their definitions in `inrush.ddl_journal`, and `inrush
 //! recover` or the next `inrush load` of the table puts back exactly what was there; a COPY
 //! connection terminated by the server fails the load with nothing committed and everything
-//! restored.
+//! restored. A `--resume` load killed at any moment, again and again, or cut off by the server,
+//! is finished by the same command run once more, with every input row in the table exactly once.
 //!
 //! One private server for the whole file (stopped at exit), one database per test. The kill
 //! moments are drawn from a seed (`INRUSH_CRASH_SEED`, printed by the test) so that a failure
@@ -169,6 +170,32 @@ impl Db {
             self.name
         ))
     }
+
+    /// Sessions of this database other than the one asking (a killed loader's backends stay
+    /// until they notice the closed socket).
+    fn sessions(&self) -> i64 {
+        self.int(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+            self.name
+        ))
+    }
+
+    /// Rows in `t` and the rows `inrush.load_ledger` says are committed into it, read in one
+    /// snapshot.
+    fn rows_and_ledger_rows(&self) -> (i64, i64) {
+        if self.text("SELECT to_regclass('inrush.load_ledger') IS NOT NULL") != "t" {
+            return (self.rows(), 0);
+        }
+        let both = self.text(
+            "SELECT (SELECT count(*) FROM t) || ' ' || (SELECT coalesce(sum(rows), 0) FROM inrush.load_ledger
+                                                       WHERE table_oid = 'public.t'::regclass)",
+        );
+        let (rows, ledger) = both.split_once(' ').expect("two numbers");
+        (
+            rows.parse().expect("rows"),
+            ledger.parse().expect("ledger rows"),
+        )
+    }
 }
 
 /// The big input, written once for the whole file: `id,customer,qty,note`, ids from
@@ -301,16 +328,27 @@ fn kill_after_drop(db: &Db, delay: Duration) {
     if let Some(status) = child.try_wait().expect("try_wait") {
         panic!("the loader finished ({status}) before the kill {delay:?} after the drop: make the input bigger");
     }
-    // SAFETY: sending a signal to our own child process, which has not been reaped yet.
-    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
-    assert_eq!(killed, 0, "kill: {}", std::io::Error::last_os_error());
-    let status = child.wait().expect("wait");
+    let status = sigkill(child);
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
 }
 
+/// Sends SIGKILL to `child` and reaps it. A child that has exited on its own but is not reaped
+/// yet takes the signal without effect: its own exit status is returned.
+fn sigkill(mut child: Child) -> ExitStatus {
+    // SAFETY: sending a signal to our own child process, which has not been reaped yet.
+    let killed = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    assert_eq!(killed, 0, "kill: {}", std::io::Error::last_os_error());
+    child.wait().expect("wait")
+}
+
 /// Kill moments after the drop, drawn from a seed (splitmix64), between 0 and 600 ms.
 fn kill_delays(count: usize) -> Vec<Duration> {
+    seeded_delays(count, Duration::from_millis(600))
+}
+
+/// `count` delays below `within`, drawn from `INRUSH_CRASH_SEED` (splitmix64).
+fn seeded_delays(count: usize, within: Duration) -> Vec<Duration> {
     let seed: u64 = std::env::var("INRUSH_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -324,7 +362,7 @@ fn kill_delays(count: usize) -> Vec<Duration> {
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^= z >> 31;
-            Duration::from_millis(z % 600)
+            Duration::from_millis(z % within.as_millis().max(1) as u64)
         })
         .collect()
 }
@@ -424,7 +462,7 @@ fn a_terminated_connection_fails_the_load_and_restores_everything() {
     });
     let terminated = db.text(&format!(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE datname = '{}' AND query LIKE 'COPY%' AND pid <> pg_backend_pid() LIMIT 1",
+          WHERE datname = '{}' AND query LIKE 'COPY%' AND state = 'active' AND pid <> pg_backend_pid() LIMIT 1",
         db.name
     ));
     assert_eq!(terminated, "t", "a COPY backend was terminated");
@@ -504,12 +542,7 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
             && db.copies_running() > 0
         },
     );
-    // SAFETY: sending a signal to our own child process, which has not been reaped yet.
-    assert_eq!(
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
-        0
-    );
-    let status = child.wait().expect("wait");
+    let status = sigkill(child);
     drop(writer.join().expect("writer thread"));
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
@@ -538,7 +571,7 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     });
     let cancelled = db.text(&format!(
         "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
-          WHERE datname = '{}' AND query LIKE 'COPY%' AND pid <> pg_backend_pid() LIMIT 1",
+          WHERE datname = '{}' AND query LIKE 'COPY%' AND state = 'active' AND pid <> pg_backend_pid() LIMIT 1",
         db.name
     ));
     assert_eq!(cancelled, "t", "a COPY was cancelled");
@@ -558,5 +591,331 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     assert!(
         !stderr.contains(".csv:"),
         "no input line is to blame:\n{stderr}"
+    );
+}
+
+const RESUME_SCHEMA: &str = "CREATE TABLE t (id bigint, note text)";
+/// Rows of the `--resume` input (about 36 MB): the debug-built loader commits them block by
+/// block in one to two seconds on an idle 2-core machine.
+const RESUME_ROWS: i64 = 2_000_000;
+/// Blocks of 64 kB: about 550 of them, each its own transaction with its ledger row.
+const RESUME_BLOCK_SIZE: &str = "65536";
+/// Kills of one `--resume` load before it is left to finish.
+const RESUME_KILLS: usize = 24;
+
+/// The `--resume` input, written once for the whole file: `id,note` with unique ids from 1,
+/// notes plain, NULL, empty, or quoted with commas, doubled quotes and line breaks (so a block
+/// cut must know whether a line break is inside quotes).
+fn resume_input() -> &'static Path {
+    static INPUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &INPUT
+        .get_or_init(|| {
+            use std::io::Write;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("resume.csv");
+            let file = std::fs::File::create(&path).expect("create input");
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+            for id in 1..=RESUME_ROWS {
+                match id % 10 {
+                    3 => writeln!(out, "{id},\"three\nlines, {id}\nend\""),
+                    5 => writeln!(out, "{id},\"say \"\"hi\"\", {id}\""),
+                    7 if id % 100 == 7 => writeln!(out, "{id},"),
+                    7 => writeln!(out, "{id},\"\""),
+                    _ => writeln!(out, "{id},n{id}"),
+                }
+                .expect("write input");
+            }
+            out.flush().expect("flush input");
+            (dir, path)
+        })
+        .1
+}
+
+/// Starts `inrush load <resume input> --table t --resume`: the same command every time.
+fn spawn_resume_load(db: &Db) -> Child {
+    inrush(&[
+        "load",
+        resume_input().to_str().unwrap(),
+        "--to",
+        &db.conninfo,
+        "--table",
+        "t",
+        "--resume",
+        "--block-size",
+        RESUME_BLOCK_SIZE,
+        "--no-progress",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn inrush load --resume")
+}
+
+/// Waits (at most 10 s) until the server has no session of a dead loader left: a backend
+/// finishes what it had received (maybe a COMMIT) before it notices the closed socket.
+fn wait_for_sessions_to_end(db: &Db) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sessions = db.sessions();
+        if sessions == 0 {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("{sessions} sessions of the dead loader still on the server after 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Every row in `t` is committed with its block's ledger row: `t` holds exactly the rows the
+/// ledger counts (a block loaded twice, or rows without their ledger row, would differ).
+/// Returns that count.
+fn assert_rows_match_ledger(db: &Db, what: &str) -> i64 {
+    let (rows, ledger) = db.rows_and_ledger_rows();
+    assert_eq!(
+        rows, ledger,
+        "{what}: t holds {rows} rows, inrush.load_ledger counts {ledger}"
+    );
+    rows
+}
+
+/// `t` holds exactly the rows of the resume input, each once: compared row for row with the
+/// server's own COPY of the same file.
+fn assert_holds_resume_input(db: &Db, what: &str) {
+    use std::io::Write;
+    db.target
+        .execute_blocking(
+            "DROP TABLE IF EXISTS expected; CREATE TABLE expected (id bigint, note text)",
+        )
+        .expect("creating the expected table");
+    let mut client = db.target.connect_blocking().expect("connect");
+    let mut writer = client
+        .copy_in("COPY expected FROM STDIN (FORMAT csv)")
+        .expect("COPY expected");
+    let mut file = std::fs::File::open(resume_input()).expect("open input");
+    std::io::copy(&mut file, &mut writer).expect("sending the input to COPY");
+    writer.flush().expect("flush COPY");
+    let copied = writer.finish().expect("server COPY of the input");
+    assert_eq!(copied, RESUME_ROWS as u64, "the server's COPY of the input");
+    assert_eq!(
+        db.text(
+            "SELECT (SELECT count(*) FROM t) || ' rows, ' || (SELECT count(DISTINCT id) FROM t) || ' distinct ids, '
+                 || (SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM expected) extra) || ' not in the input, '
+                 || (SELECT count(*) FROM (SELECT * FROM expected EXCEPT ALL SELECT * FROM t) missing) || ' missing'"
+        ),
+        format!("{RESUME_ROWS} rows, {RESUME_ROWS} distinct ids, 0 not in the input, 0 missing"),
+        "{what}"
+    );
+}
+
+#[test]
+fn resume_after_sigkill_at_seeded_points_loads_every_row_exactly_once() {
+    use std::os::unix::process::ExitStatusExt;
+    // How long one whole load takes here (into a table of its own): the kills land within an
+    // eighth of that after each start, so that each run (after starting up: connecting, reading
+    // the catalog and the ledger) commits a few percent of the input at most, and the kills
+    // find the table in many states, from empty to complete.
+    let scratch = Db::with_schema(RESUME_SCHEMA);
+    resume_input();
+    let started = Instant::now();
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&scratch),
+        Duration::from_secs(120),
+        "load --resume, never killed",
+    );
+    assert!(status.success(), "a load never killed: {status}\n{stderr}");
+    let whole = started.elapsed();
+    assert_eq!(scratch.rows(), RESUME_ROWS, "a load never killed");
+    let within = whole / 8;
+    eprintln!("one whole load: {whole:?}; kills within {within:?} of each start");
+
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let started = Instant::now();
+    let mut partial_states = std::collections::BTreeSet::new();
+    for (kill, delay) in seeded_delays(RESUME_KILLS, within).into_iter().enumerate() {
+        let mut child = spawn_resume_load(&db);
+        std::thread::sleep(delay);
+        let outcome = match child.try_wait().expect("try_wait") {
+            Some(_) => {
+                let (status, _, stderr) = finish(child, Duration::from_secs(1), "load --resume");
+                assert!(
+                    status.success(),
+                    "kill {kill}: the run finished before the kill {delay:?} after its start, with {status}:\n{stderr}"
+                );
+                "finished first"
+            }
+            None => {
+                let status = sigkill(child);
+                match status.signal() {
+                    Some(libc::SIGKILL) => "killed",
+                    _ if status.success() => "finished first",
+                    _ => panic!(
+                        "kill {kill} {delay:?} after the start: the run had failed first: {status}"
+                    ),
+                }
+            }
+        };
+        wait_for_sessions_to_end(&db);
+        let committed = assert_rows_match_ledger(
+            &db,
+            &format!("after kill {kill} ({outcome}, {delay:?} after the start)"),
+        );
+        eprintln!("kill {kill}: {outcome} {delay:?} after the start; {committed} rows committed");
+        if 0 < committed && committed < RESUME_ROWS {
+            partial_states.insert(committed);
+        }
+    }
+    assert!(
+        partial_states.len() >= 5,
+        "only {} kills found the load partly committed ({partial_states:?}): the kills come too early or too late for this machine",
+        partial_states.len()
+    );
+
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&db),
+        Duration::from_secs(120),
+        "load --resume after the kills",
+    );
+    assert!(
+        status.success(),
+        "the run after {RESUME_KILLS} kills: {status}\n{stderr}"
+    );
+    assert_rows_match_ledger(&db, "after the last run");
+    assert_holds_resume_input(
+        &db,
+        &format!("after {RESUME_KILLS} kills and one run to the end"),
+    );
+    eprintln!(
+        "{RESUME_KILLS} kills and the last run: {:?}",
+        started.elapsed()
+    );
+}
+
+/// Terminates (through the `postgres` database, so that it works while `db` refuses
+/// connections) every COPY session of a `--resume` load into `db`: each runs BEGIN, COPY, the
+/// ledger INSERT and COMMIT, block after block, and pg_stat_activity shows the last of them
+/// between statements too. Returns how many were terminated.
+fn terminate_copy_sessions(db: &Db) -> i64 {
+    let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
+    let sql = format!(
+        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+          WHERE datname = '{}' AND backend_type = 'client backend'
+            AND (query LIKE 'COPY%' OR query LIKE 'INSERT INTO inrush.load_ledger%' OR query IN ('BEGIN', 'COMMIT'))",
+        db.name
+    );
+    let text = base
+        .query_text_blocking(&sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_default();
+    text.parse()
+        .unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
+}
+
+/// Starts a `--resume` load into `db` and terminates its COPY sessions once blocks are
+/// committed; returns the loader and how many sessions were terminated.
+fn start_resume_load_and_terminate_its_copies(
+    db: &Db,
+    before_terminating: impl FnOnce(),
+) -> (Child, i64) {
+    let mut child = spawn_resume_load(db);
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "blocks committed in inrush.load_ledger",
+        || db.rows_and_ledger_rows().1 > 0,
+    );
+    before_terminating();
+    let mut terminated = 0;
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "COPY session to terminate",
+        || {
+            terminated = terminate_copy_sessions(db);
+            terminated > 0
+        },
+    );
+    (child, terminated)
+}
+
+/// README: with `--resume`, lost connections are retried with backoff. Every COPY connection
+/// terminated mid-load: each retries its block on a new connection and the load completes,
+/// every row once.
+#[test]
+fn resume_retries_terminated_copy_connections() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let (child, terminated) = start_resume_load_and_terminate_its_copies(&db, || {});
+    let (status, _, stderr) = finish(
+        child,
+        Duration::from_secs(60),
+        "load --resume (its COPY connections terminated)",
+    );
+    assert!(
+        status.success(),
+        "{terminated} COPY connections terminated, then retried: {status}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("retrying (1/"),
+        "the loader says it retries:\n{stderr}"
+    );
+    wait_for_sessions_to_end(&db);
+    assert_rows_match_ledger(&db, "after the retried load");
+    assert_holds_resume_input(
+        &db,
+        &format!("{terminated} COPY connections terminated and retried"),
+    );
+}
+
+/// The connections lost for longer than the retries last (the database refuses connections
+/// meanwhile): the loader gives up with exit 3, keeping the blocks it committed; once the
+/// database is back, the same command loads the rest, every row once.
+#[test]
+fn resume_after_a_terminated_connection() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
+    let allow = |yes: bool| {
+        base.execute_blocking(&format!(
+            "ALTER DATABASE {} WITH ALLOW_CONNECTIONS {yes}",
+            db.name
+        ))
+        .expect("ALTER DATABASE ... ALLOW_CONNECTIONS")
+    };
+    let (child, terminated) = start_resume_load_and_terminate_its_copies(&db, || allow(false));
+    // The retries last about 13 s (0.2 s doubling, 6 tries).
+    let (status, _, stderr) = finish(
+        child,
+        Duration::from_secs(60),
+        "load --resume (its COPY connections terminated, the database refusing new ones)",
+    );
+    allow(true);
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "{terminated} COPY connections terminated and no new one possible: a lost connection is a server problem (exit 3):\n{stderr}"
+    );
+    assert!(
+        stderr.contains("retrying (6/6)"),
+        "the loader retried before giving up:\n{stderr}"
+    );
+    wait_for_sessions_to_end(&db);
+    let committed = assert_rows_match_ledger(&db, "after the terminated connections");
+    assert!(
+        0 < committed && committed < RESUME_ROWS,
+        "{committed} rows committed before the connections were terminated: expected some, not all"
+    );
+
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&db),
+        Duration::from_secs(120),
+        "load --resume after the terminated connections",
+    );
+    assert!(
+        status.success(),
+        "the same command again: {status}\n{stderr}"
+    );
+    assert_rows_match_ledger(&db, "after the second run");
+    assert_holds_resume_input(
+        &db,
+        &format!("{committed} rows committed before the connections were terminated, the rest by the second run"),
     );
 }
