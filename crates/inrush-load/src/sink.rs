@@ -229,6 +229,7 @@ pub(crate) async fn run_resumable(
     input: &InputIdentity,
 ) -> Result<Finished> {
     let mut client = client;
+    let mut refused = 0;
     let mut rows = 0;
     loop {
         let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
@@ -254,6 +255,16 @@ pub(crate) async fn run_resumable(
         // Transient failures (a lost connection, a server restarting, a serialization failure)
         // are retried with backoff on a new connection. A COMMIT whose answer was lost may
         // have happened: the ledger says, so a block is never loaded twice.
+        if let Some(rejects) = &shared.rejects {
+            // Rows the server refuses go to the reject file, within the block's transaction.
+            let loaded = commit_block_isolating(
+                &client, statement, format, &chunk, plan, rejects, input, block,
+            )
+            .await?;
+            rows += loaded;
+            refused += chunk.rows - loaded;
+            continue;
+        }
         let mut attempt = 0;
         loop {
             match commit_block(&client, statement, format, &chunk.data, input, block).await {
@@ -289,7 +300,7 @@ pub(crate) async fn run_resumable(
         client,
         rows,
         txid: 0,
-        refused: 0,
+        refused,
     })
 }
 
@@ -312,6 +323,52 @@ async fn commit_block(
     ledger::record(client, input, block).await?;
     client.batch_execute("COMMIT").await?;
     Ok(n)
+}
+
+/// One block with rejects allowed: its rows under savepoints (see [`load_isolating`]) and its
+/// ledger row, in one transaction. Not retried: a block redone after a crash may list its
+/// rejects again in the reject file.
+#[allow(clippy::too_many_arguments)]
+async fn commit_block_isolating(
+    client: &Client,
+    statement: &str,
+    format: CopyFormat,
+    chunk: &Chunk,
+    plan: &WorkerPlan,
+    rejects: &Rejects,
+    input: &InputIdentity,
+    block: Committed,
+) -> Result<u64> {
+    let query_error = |what: &str, source| {
+        Error::Postgres(inrush_postgres::Error::Query {
+            what: what.into(),
+            source,
+        })
+    };
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| query_error("BEGIN", e))?;
+    let committed = async {
+        let loaded = load_isolating(client, statement, format, chunk, plan, rejects).await?;
+        let block = Committed {
+            rows: loaded as i64,
+            ..block
+        };
+        ledger::record(client, input, block)
+            .await
+            .map_err(|e| query_error("recording a block in inrush.load_ledger", e))?;
+        client
+            .batch_execute("COMMIT")
+            .await
+            .map_err(|e| query_error("COMMIT", e))?;
+        Ok(loaded)
+    }
+    .await;
+    if committed.is_err() {
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    committed
 }
 
 /// A failure worth retrying: the connection is gone or the server asked to try again.

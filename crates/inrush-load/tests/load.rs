@@ -925,3 +925,31 @@ fn on_conflict_skip_and_update_merge_into_existing_rows() {
         "the staging table is gone"
     );
 }
+
+#[test]
+fn resume_and_server_side_rejects_work_together() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int PRIMARY KEY, qty int CHECK (qty >= 0)); INSERT INTO t VALUES (0, 0);");
+    let mut data = Vec::new();
+    for i in 1..=2000 {
+        data.extend_from_slice(format!("{i},{}\n", i % 7).as_bytes());
+        if i == 900 {
+            data.extend_from_slice(b"901,-1\n0,5\n");
+        }
+    }
+    let (dir, path) = write_input(&data, "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.resume = true;
+    opts.max_errors = 5;
+    opts.block_size = 4096;
+    opts.plan.rebuild_indexes = false;
+    let first = load(&opts, &Silent).unwrap();
+    assert_eq!((first.rows, first.rows_rejected), (2000, 2));
+    let second = load(&opts, &Silent).unwrap();
+    assert_eq!((second.rows, second.rows_resumed), (0, 2000));
+    assert_eq!(db.count("t"), 2001);
+    let rejected = std::fs::read_to_string(dir.path().join("input.csv.rejects")).unwrap();
+    let mut lines: Vec<&str> = rejected.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["0,5", "901,-1"]);
+}
