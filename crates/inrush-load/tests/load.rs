@@ -953,3 +953,57 @@ fn resume_and_server_side_rejects_work_together() {
     lines.sort();
     assert_eq!(lines, ["0,5", "901,-1"]);
 }
+
+#[test]
+fn resume_survives_a_server_restart_mid_load() {
+    use inrush_postgres::{PrivateServer, ServerOptions};
+    // A server of its own: restarting the shared one would end the other tests' sessions.
+    let server = PrivateServer::start(&ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let target = server.connect_options("postgres");
+    target
+        .execute_blocking("CREATE TABLE t (id int, note text)")
+        .unwrap();
+    let (_dir, path) = write_input(&numbered_rows(600_000), "csv");
+    let mut opts = LoadOptions::new(path.to_string_lossy(), target.clone(), "t");
+    opts.resume = true;
+    opts.block_size = 64 * 1024;
+    opts.workers = 1;
+    opts.connections = 1;
+    let first_opts = opts.clone();
+    let loader = std::thread::spawn(move || load(&first_opts, &Silent));
+    let mut watcher = target.connect_blocking().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while watcher
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load committed nothing in 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    server.restart().expect("restarting the server mid-load");
+    let first = loader.join().unwrap();
+    // The sink retries through the restart; whatever stopped is picked up by the same command.
+    if first.is_err() {
+        load(&opts, &Silent).expect("the rerun completes");
+    }
+    let count = |sql: &str| target.query_text_blocking(sql).unwrap().unwrap_or_default();
+    assert_eq!(
+        count("SELECT count(*) FROM t"),
+        "600000",
+        "first run: {first:?}"
+    );
+    assert_eq!(
+        count("SELECT count(DISTINCT id) FROM t"),
+        "600000",
+        "no row twice"
+    );
+}

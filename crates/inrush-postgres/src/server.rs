@@ -158,6 +158,22 @@ impl PrivateServer {
         self.root.join("data")
     }
 
+    /// Restarts the server (fast shutdown: every session is ended), with the same settings; for
+    /// tests of what a load does when its server goes away.
+    pub fn restart(&self) -> Result<()> {
+        let data = self.data_dir().to_string_lossy().into_owned();
+        // With a log file, as at start: otherwise the new postmaster keeps pg_ctl's output
+        // pipe open and reading it never ends.
+        let log = self.root.join("server.log").to_string_lossy().into_owned();
+        self.run(
+            "pg_ctl",
+            &[
+                "-D", &data, "-l", &log, "-m", "fast", "-w", "-t", "60", "restart",
+            ],
+        )
+        .map(|_| ())
+    }
+
     /// Stops the server (fast shutdown) and deletes its files.
     pub fn stop(&mut self) {
         if !self.stopped {
