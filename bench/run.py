@@ -336,8 +336,10 @@ class Bench:
         return seconds, {}
 
     def inrush_load(self) -> tuple[float, dict]:
+        # --no-analyze: psql \copy does no VACUUM/ANALYZE after the load either; the query-ready
+        # comparison, which includes them, is bench/query_ready.py.
         cmd = [str(self.inrush), "load", str(self.ds.csv), "--to", self.server.conninfo,
-               "--table", self.ds.table, "--json", "--no-progress"]
+               "--table", self.ds.table, "--json", "--no-progress", "--no-analyze"]
         if self.ds.header:
             cmd.append("--header")
         t = time.perf_counter()
