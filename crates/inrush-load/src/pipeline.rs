@@ -212,33 +212,17 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         line_break: eol.terminator(),
     };
 
-    let load_plan = runtime.block_on(async {
-        let indexes = table.indexes(&control).await?;
-        let foreign_keys = table.foreign_keys(&control).await?;
-        let mut size = table.size(&control).await?;
-        if opts.truncate {
-            size = TableSize {
-                table_bytes: 0,
-                index_bytes: 0,
-                rows_estimate: 0.0,
-                empty: true,
-            };
-        }
-        let hidden = table.hidden_work(&control).await?;
-        let plan = LoadPlan::decide(
-            &table.qualified(),
-            table.partitioned,
-            indexes,
-            foreign_keys,
-            size,
-            input_size,
-            crate::PlanOptions {
-                keep_unique: opts.on_conflict != OnConflict::Error,
-                ..opts.plan
-            },
-        );
-        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden).loaded_frozen(opts.truncate))
-    })?;
+    let plan_options = crate::PlanOptions {
+        keep_unique: opts.on_conflict != OnConflict::Error,
+        ..opts.plan
+    };
+    let load_plan = runtime.block_on(decide_plan(
+        &control,
+        &table,
+        input_size,
+        plan_options,
+        opts.truncate,
+    ))?;
     let mut notes = Vec::new();
     let inspected = Instant::now();
     let (to_rebuild, to_readd, to_disable) = match opts.check_only {
@@ -589,13 +573,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 /// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
 async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -> u64 {
     let mut rows = 0;
-    loop {
-        match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
-            Ok(Ok(chunk)) => rows += chunk.rows,
-            Err(_elapsed) if !shared.is_cancelled() => continue,
-            _ => return rows,
-        }
+    while let Some(chunk) = sink::next_chunk(&chunks, shared).await {
+        rows += chunk.rows;
     }
+    rows
 }
 
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
@@ -705,6 +686,39 @@ fn default_rejects_path(input_name: &str) -> PathBuf {
     }
 }
 
+/// Reads what the plan weighs (indexes, keys, size, per-row work) and decides. `emptied`: the
+/// table counts as empty (`--truncate` empties it in the load's own transaction).
+async fn decide_plan(
+    client: &tokio_postgres::Client,
+    table: &TableInfo,
+    input_size: Option<u64>,
+    opts: crate::PlanOptions,
+    emptied: bool,
+) -> inrush_postgres::Result<LoadPlan> {
+    let indexes = table.indexes(client).await?;
+    let foreign_keys = table.foreign_keys(client).await?;
+    let mut size = table.size(client).await?;
+    if emptied {
+        size = TableSize {
+            table_bytes: 0,
+            index_bytes: 0,
+            rows_estimate: 0.0,
+            empty: true,
+        };
+    }
+    let hidden = table.hidden_work(client).await?;
+    let plan = LoadPlan::decide(
+        &table.qualified(),
+        table.partitioned,
+        indexes,
+        foreign_keys,
+        size,
+        input_size,
+        opts,
+    );
+    Ok(plan.with_hidden_work(hidden).loaded_frozen(emptied))
+}
+
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
@@ -735,20 +749,7 @@ pub fn plan(
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
         let table = TableInfo::read(&client, table).await?;
-        let indexes = table.indexes(&client).await?;
-        let foreign_keys = table.foreign_keys(&client).await?;
-        let size = table.size(&client).await?;
-        let hidden = table.hidden_work(&client).await?;
-        let plan = LoadPlan::decide(
-            &table.qualified(),
-            table.partitioned,
-            indexes,
-            foreign_keys,
-            size,
-            input_size,
-            opts,
-        );
-        Ok::<_, inrush_postgres::Error>(plan.with_hidden_work(hidden))
+        decide_plan(&client, &table, input_size, opts, false).await
     })?)
 }
 

@@ -12,6 +12,44 @@ use inrush_postgres::copy::{row_in_error_context, CopyFormat};
 use inrush_postgres::ledger::{self, Committed, InputIdentity};
 use tokio_postgres::Client;
 
+fn query_error(what: &str, source: tokio_postgres::Error) -> Error {
+    Error::Postgres(inrush_postgres::Error::Query {
+        what: what.into(),
+        source,
+    })
+}
+
+/// BEGIN, the prelude (TRUNCATE, LOCK), and the transaction's id.
+async fn open_transaction(client: &Client, prelude: &[String]) -> Result<i64> {
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(|e| query_error("BEGIN", e))?;
+    for sql in prelude {
+        client
+            .batch_execute(sql)
+            .await
+            .map_err(|e| query_error(sql, e))?;
+    }
+    let row = client
+        .query_one("SELECT txid_current()", &[])
+        .await
+        .map_err(|e| query_error("SELECT txid_current()", e))?;
+    Ok(row.get(0))
+}
+
+/// The next chunk, or `None` when the queue is closed or the load cancelled (checked at least
+/// every [`CANCEL_POLL`], so a stalled producer cannot hold a cancelled load).
+pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared) -> Option<Chunk> {
+    loop {
+        match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
+            Ok(Ok(chunk)) if !shared.is_cancelled() => return Some(chunk),
+            Err(_elapsed) if !shared.is_cancelled() => continue,
+            _ => return None,
+        }
+    }
+}
+
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
 struct Ledger {
@@ -63,27 +101,7 @@ pub(crate) async fn run(
         )
         .await;
     }
-    let query_error = |what: &str, source| {
-        Error::Postgres(inrush_postgres::Error::Query {
-            what: what.into(),
-            source,
-        })
-    };
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|e| query_error("BEGIN", e))?;
-    for sql in prelude {
-        client
-            .batch_execute(sql)
-            .await
-            .map_err(|e| query_error(sql, e))?;
-    }
-    let txid: i64 = client
-        .query_one("SELECT txid_current()", &[])
-        .await
-        .map_err(|e| query_error("SELECT txid_current()", e))?
-        .get(0);
+    let txid = open_transaction(&client, prelude).await?;
     let sink = client
         .copy_in::<_, Bytes>(statement)
         .await
@@ -97,15 +115,7 @@ pub(crate) async fn run(
         if format == CopyFormat::Binary {
             sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
         }
-        loop {
-            let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
-                Ok(Ok(chunk)) => chunk,
-                Err(_elapsed) if !shared.is_cancelled() => continue,
-                _ => break,
-            };
-            if shared.is_cancelled() {
-                break;
-            }
+        while let Some(chunk) = next_chunk(&chunks, shared).await {
             ledger.record(&chunk);
             sink.send(chunk.data).await?;
         }
@@ -232,14 +242,9 @@ pub(crate) async fn run_resumable(
     let mut refused = 0;
     let mut rows = 0;
     loop {
-        let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
-            Ok(Ok(chunk)) => chunk,
-            Err(_elapsed) if !shared.is_cancelled() => continue,
-            _ => break,
-        };
-        if shared.is_cancelled() {
+        let Some(chunk) = next_chunk(&chunks, shared).await else {
             break;
-        }
+        };
         let mut ledger = Ledger {
             entries: Vec::new(),
             rows: 0,
@@ -339,12 +344,6 @@ async fn commit_block_isolating(
     input: &InputIdentity,
     block: Committed,
 ) -> Result<u64> {
-    let query_error = |what: &str, source| {
-        Error::Postgres(inrush_postgres::Error::Query {
-            what: what.into(),
-            source,
-        })
-    };
     client
         .batch_execute("BEGIN")
         .await
@@ -418,37 +417,12 @@ async fn run_isolating(
     plan: &WorkerPlan,
     rejects: &Rejects,
 ) -> Result<Finished> {
-    let query_error = |what: &str, source| {
-        Error::Postgres(inrush_postgres::Error::Query {
-            what: what.into(),
-            source,
-        })
-    };
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|e| query_error("BEGIN", e))?;
-    for sql in prelude {
-        client
-            .batch_execute(sql)
-            .await
-            .map_err(|e| query_error(sql, e))?;
-    }
-    let txid: i64 = client
-        .query_one("SELECT txid_current()", &[])
-        .await
-        .map_err(|e| query_error("SELECT txid_current()", e))?
-        .get(0);
+    let txid = open_transaction(&client, prelude).await?;
     let (mut rows, mut refused) = (0, 0);
     loop {
-        let chunk = match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
-            Ok(Ok(chunk)) => chunk,
-            Err(_elapsed) if !shared.is_cancelled() => continue,
-            _ => break,
-        };
-        if shared.is_cancelled() {
+        let Some(chunk) = next_chunk(&chunks, shared).await else {
             break;
-        }
+        };
         let loaded = load_isolating(&client, statement, format, &chunk, plan, rejects).await?;
         rows += loaded;
         refused += chunk.rows - loaded;
@@ -473,12 +447,6 @@ async fn load_isolating(
     plan: &WorkerPlan,
     rejects: &Rejects,
 ) -> Result<u64> {
-    let query_error = |what: &str, source| {
-        Error::Postgres(inrush_postgres::Error::Query {
-            what: what.into(),
-            source,
-        })
-    };
     let Some(index) = &chunk.rows_index else {
         return Err(Error::Internal(
             "a chunk without its rows index in rejects mode".into(),
