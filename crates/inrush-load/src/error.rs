@@ -38,6 +38,9 @@ pub enum Error {
     /// Stopped from outside (Ctrl-C, SIGTERM) before committing: everything was rolled back.
     #[error("interrupted: the load was rolled back, nothing was committed")]
     Interrupted,
+    /// Stopped from outside during a `--resume` load: the blocks it finished stay committed.
+    #[error("interrupted: {rows} rows of this run are committed (with their ledger rows); run the same command again to load the rest")]
+    InterruptedResumable { rows: u64 },
     /// Indexes dropped for the load could not be recreated. Their definitions stay in the DDL
     /// journal (`inrush.ddl_journal`) until `inrush recover` (or the next load) recreates them.
     #[error("{}indexes dropped for the load could not be recreated: {reason}; their definitions are kept in inrush.ddl_journal: run `inrush recover` to recreate them", load.as_ref().map_or(String::new(), |l| format!("{l}; and ")))]

@@ -380,6 +380,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         // The reject file is kept whatever happens: it describes the rows refused so far.
         let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
         if let Some(error) = shared.take_error() {
+            // Under --resume a stop keeps every block that committed: say so, and how to go on.
+            let error = match (error, &resume) {
+                (Error::Interrupted, Some(_)) => Error::InterruptedResumable {
+                    rows: finished.iter().map(|f| f.rows).sum(),
+                },
+                (error, _) => error,
+            };
             runtime.block_on(rollback(&finished));
             return Err(error);
         }
@@ -399,7 +406,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
         if opts.interrupt.load(Ordering::Relaxed) {
             runtime.block_on(rollback(&finished));
-            return Err(Error::Interrupted);
+            return Err(match resume {
+                Some(_) => Error::InterruptedResumable {
+                    rows: finished.iter().map(|f| f.rows).sum(),
+                },
+                None => Error::Interrupted,
+            });
         }
         // With --resume every chunk committed on its own already.
         if !opts.check_only && resume.is_none() {

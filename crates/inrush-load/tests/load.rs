@@ -726,7 +726,19 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
     stopper.join().unwrap();
     let after_first = db.count("t");
     eprintln!("first run committed {after_first} rows");
-    assert!(matches!(first, Err(Error::Interrupted)), "{first:?}");
+    let Err(Error::InterruptedResumable { rows }) = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        *rows as i64,
+        db.count("t"),
+        "the message counts what is committed"
+    );
+    assert!(first
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("run the same command again"));
     assert!(after_first > 0 && after_first < 600_000, "{after_first}");
 
     opts.interrupt = Default::default();

@@ -48,7 +48,7 @@ fn main() -> ExitCode {
 fn exit_code(e: &anyhow::Error) -> u8 {
     use inrush_load::Error as L;
     match e.downcast_ref::<L>() {
-        Some(L::Interrupted) => 130,
+        Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
         Some(L::ForeignKeyViolated { .. }) => 7,
         Some(L::PartialCommit { .. }) => 5,
         Some(err) if err.is_bad_input() => 4,
