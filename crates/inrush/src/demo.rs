@@ -66,7 +66,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
 
     // Two interleaved rounds, best of each: on a fresh cluster whichever load runs first pays
     // for creating WAL segments that later loads reuse.
-    let opts = LoadOptions::new(csv.to_string_lossy(), target.clone(), "inrush_demo");
+    let mut opts = LoadOptions::new(csv.to_string_lossy(), target.clone(), "inrush_demo");
+    // Like with like: psql \copy does no VACUUM (ANALYZE) afterwards either.
+    opts.plan.maintain = false;
     let (mut best, mut psql_seconds) = (None::<inrush_load::LoadSummary>, f64::INFINITY);
     for round in 1..=ROUNDS {
         target.execute_blocking("TRUNCATE inrush_demo; CHECKPOINT")?;
