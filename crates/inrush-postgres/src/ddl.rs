@@ -6,7 +6,7 @@
 //! the next load of that table) puts it back.
 
 use crate::catalog::{ForeignKeyInfo, IndexInfo};
-use crate::{quote_ident, ConnectOptions, Error, Result, TableInfo};
+use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio_postgres::Client;
@@ -52,11 +52,6 @@ pub struct JournalEntry {
     pub attach: Option<String>,
     /// A foreign key to VALIDATE once added back (it was valid before the load).
     pub validate: bool,
-}
-
-fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
-    let what = what.into();
-    move |source| Error::Query { what, source }
 }
 
 /// What is journaled and dropped for one object.

@@ -5,7 +5,7 @@
 //! fingerprinted by size, modification time and a hash of its head and tail, so a changed file
 //! is refused instead of being mixed with the rows of its previous version.
 
-use crate::{Error, Result};
+use crate::{query_error, Error, Result};
 use tokio_postgres::Client;
 
 const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
@@ -41,13 +41,6 @@ pub struct Committed {
     pub first_line: i64,
     pub next_line: i64,
     pub rows: i64,
-}
-
-fn query_error(what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Error {
-    move |source| Error::Query {
-        what: what.into(),
-        source,
-    }
 }
 
 /// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.

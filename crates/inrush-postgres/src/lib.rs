@@ -75,6 +75,12 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Wraps a driver error with what was being done (`map_err(query_error("reading X"))`).
+pub(crate) fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
+    let what = what.into();
+    move |source| Error::Query { what, source }
+}
+
 /// The server's message, detail and hint when it sent them; tokio-postgres's text otherwise.
 pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
