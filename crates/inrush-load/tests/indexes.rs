@@ -30,6 +30,40 @@ fn definitions(db: &mut TestDb) -> Vec<String> {
     rows.iter().map(|r| r.get(0)).collect()
 }
 
+/// What a loader killed right after its drop leaves behind: the chosen indexes (and, with
+/// `foreign_keys`, the foreign keys) of `t` journaled and dropped.
+fn drop_like_a_dead_loader(
+    db: &TestDb,
+    pick: fn(&inrush_postgres::IndexInfo) -> bool,
+    foreign_keys: bool,
+) -> Vec<ddl::JournalEntry> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = db.target.connect().await.unwrap();
+        let table = inrush_postgres::TableInfo::read(&client, "t")
+            .await
+            .unwrap();
+        let indexes: Vec<_> = table
+            .indexes(&client)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|i| pick(i))
+            .collect();
+        let fks = if foreign_keys {
+            table.foreign_keys(&client).await.unwrap()
+        } else {
+            Vec::new()
+        };
+        ddl::journal_and_drop(&client, &table, &indexes, &fks, &[])
+            .await
+            .unwrap()
+    })
+}
+
 fn journal_len(db: &mut TestDb) -> i64 {
     let exists: bool = db
         .client
@@ -112,37 +146,14 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let mut db = fresh_db();
     db.exec(TABLE);
     let before = definitions(&mut db);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    // What a loader killed after dropping leaves behind: journal entries, indexes gone.
-    let drop_like_a_dead_loader = |db: &TestDb| {
-        runtime.block_on(async {
-            let client = db.target.connect().await.unwrap();
-            let table = inrush_postgres::TableInfo::read(&client, "t")
-                .await
-                .unwrap();
-            let secondary: Vec<_> = table
-                .indexes(&client)
-                .await
-                .unwrap()
-                .into_iter()
-                .filter(|i| !i.unique)
-                .collect();
-            ddl::journal_and_drop(&client, &table, &secondary, &[], &[])
-                .await
-                .unwrap()
-        })
-    };
-    assert_eq!(drop_like_a_dead_loader(&db).len(), 3);
+    assert_eq!(drop_like_a_dead_loader(&db, |i| !i.unique, false).len(), 3);
     assert_ne!(definitions(&mut db), before);
     let restored = pipeline::recover(&db.target, None).unwrap();
     assert_eq!(restored.len(), 3);
     assert_eq!(definitions(&mut db), before);
     assert_eq!(journal_len(&mut db), 0);
 
-    drop_like_a_dead_loader(&db);
+    drop_like_a_dead_loader(&db, |i| !i.unique, false);
     let (_dir, path) = write_input(b"7,c7,x,1,2024-01-01\n", "csv");
     let mut opts = db.load_options(&path, "t");
     opts.plan.rebuild_indexes = false;
@@ -259,20 +270,7 @@ fn recover_brings_back_foreign_keys_too() {
     let mut db = fresh_db();
     db.exec(WITH_FOREIGN_KEY);
     let before = constraints(&mut db);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = db.target.connect().await.unwrap();
-        let table = inrush_postgres::TableInfo::read(&client, "t")
-            .await
-            .unwrap();
-        let fks = table.foreign_keys(&client).await.unwrap();
-        ddl::journal_and_drop(&client, &table, &[], &fks, &[])
-            .await
-            .unwrap();
-    });
+    drop_like_a_dead_loader(&db, |_| false, true);
     assert!(constraints(&mut db).is_empty());
     assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 1);
     assert_eq!(constraints(&mut db), before);
@@ -393,26 +391,7 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     let mut db = fresh_db();
     db.exec(EMPTY_WITH_KEYS);
     let before = (definitions(&mut db), constraints(&mut db));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = db.target.connect().await.unwrap();
-        let table = inrush_postgres::TableInfo::read(&client, "t")
-            .await
-            .unwrap();
-        let keys: Vec<_> = table
-            .indexes(&client)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|i| i.constraint.is_some())
-            .collect();
-        ddl::journal_and_drop(&client, &table, &keys, &[], &[])
-            .await
-            .unwrap();
-    });
+    drop_like_a_dead_loader(&db, |i| i.constraint.is_some(), false);
     // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
     assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 2);

@@ -708,18 +708,7 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
     let interrupt = opts.interrupt.clone();
     let watcher = db.target.clone();
     let stopper = std::thread::spawn(move || {
-        let mut client = watcher.connect_blocking().unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::time::Instant::now() < deadline {
-            let n: i64 = client
-                .query_one("SELECT count(*) FROM t", &[])
-                .unwrap()
-                .get(0);
-            if n > 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
+        support::wait_for_committed_rows(&mut watcher.connect_blocking().unwrap(), "t");
         interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
     });
     let first = load(&opts, &Silent);
@@ -788,27 +777,22 @@ fn resume_retries_a_terminated_connection_without_loading_a_block_twice() {
     let watcher = db.target.clone();
     let killer = std::thread::spawn(move || {
         let mut client = watcher.connect_blocking().unwrap();
+        support::wait_for_committed_rows(&mut client, "t");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while std::time::Instant::now() < deadline {
-            let n: i64 = client
-                .query_one("SELECT count(*) FROM t", &[])
+            // The sink's backend, busy or inside a block's transaction (the control
+            // connection is idle, and this one is excluded).
+            let killed: i64 = client
+                .query_one(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                     AND state IN ('active', 'idle in transaction')",
+                    &[],
+                )
                 .unwrap()
                 .get(0);
-            if n > 0 {
-                // The sink's backend, busy or inside a block's transaction (the control
-                // connection is idle, and this one is excluded).
-                let killed: i64 = client
-                    .query_one(
-                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-                         WHERE datname = current_database() AND pid <> pg_backend_pid() \
-                         AND state IN ('active', 'idle in transaction')",
-                        &[],
-                    )
-                    .unwrap()
-                    .get(0);
-                if killed > 0 {
-                    return killed;
-                }
+            if killed > 0 {
+                return killed;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
@@ -987,20 +971,7 @@ fn resume_survives_a_server_restart_mid_load() {
     opts.connections = 1;
     let first_opts = opts.clone();
     let loader = std::thread::spawn(move || load(&first_opts, &Silent));
-    let mut watcher = target.connect_blocking().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while watcher
-        .query_one("SELECT count(*) FROM t", &[])
-        .unwrap()
-        .get::<_, i64>(0)
-        == 0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the load committed nothing in 30 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    support::wait_for_committed_rows(&mut target.connect_blocking().unwrap(), "t");
     server.restart().expect("restarting the server mid-load");
     let first = loader.join().unwrap();
     // The sink retries through the restart; whatever stopped is picked up by the same command.

@@ -225,6 +225,24 @@ fn inrush(args: &[&str]) -> Command {
 }
 
 /// Starts `inrush load` of the big input into `t`.
+/// `inrush load -` into `t`, reading whatever the test writes to its standard input.
+fn spawn_stdin_load(db: &Db) -> Child {
+    inrush(&[
+        "load",
+        "-",
+        "--to",
+        &db.conninfo,
+        "--table",
+        "t",
+        "--no-progress",
+    ])
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn inrush load -")
+}
+
 fn spawn_big_load(db: &Db) -> Child {
     inrush(&[
         "load",
@@ -504,20 +522,7 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
     let db = Db::with_schema(EMPTY_SCHEMA);
     let before = db.definitions();
     assert_has_every_object(&before);
-    let mut child = inrush(&[
-        "load",
-        "-",
-        "--to",
-        &db.conninfo,
-        "--table",
-        "t",
-        "--no-progress",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn inrush load -");
+    let mut child = spawn_stdin_load(&db);
     let mut stdin = child.stdin.take().expect("stdin");
     // Far more than one block (1 MB), so chunks reach the COPY connections; a pipe this side
     // of the loader's buffers may block, so a thread writes.
@@ -568,20 +573,7 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     let before = db.definitions();
     // From standard input held open, so the COPY is certainly still running when it is
     // cancelled (a file load can finish its COPY just as the cancel arrives).
-    let mut child = inrush(&[
-        "load",
-        "-",
-        "--to",
-        &db.conninfo,
-        "--table",
-        "t",
-        "--no-progress",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn inrush load -");
+    let mut child = spawn_stdin_load(&db);
     let mut stdin = child.stdin.take().expect("stdin");
     let rows = |from: usize| -> String {
         (from..from + 100_000)

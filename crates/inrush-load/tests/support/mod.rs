@@ -146,3 +146,17 @@ pub fn write_input(data: &[u8], extension: &str) -> (tempfile::TempDir, std::pat
     std::fs::write(&path, data).expect("write input");
     (dir, path)
 }
+
+/// Waits (at most 30 s) until `table` has a committed row, as seen from `client`: the moment a
+/// test interrupts, terminates or restarts under a running `--resume` load.
+pub fn wait_for_committed_rows(client: &mut postgres::Client, table: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let sql = format!("SELECT count(*) FROM {table}");
+    while client.query_one(&sql, &[]).expect("count").get::<_, i64>(0) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{table} had no committed row after 30 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
