@@ -1,0 +1,152 @@
+//! What a lab run found: the contract between running experiments and rendering the report.
+//! `results.json` is this structure serialised, so `inrush lab report DIR` can re-render a
+//! report from it alone.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Everything one `inrush lab run` measured, with where it was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabResults {
+    /// The inrush version that ran the lab.
+    pub inrush_version: String,
+    /// When the run started, RFC 3339 in UTC.
+    pub started_at: String,
+    /// `--scale`: 1.0 is the quick default; row counts are multiplied by it.
+    pub scale: f64,
+    /// `--repeat`: how many runs each variation has.
+    pub repeat: u32,
+    pub environment: Environment,
+    pub experiments: Vec<ExperimentResult>,
+}
+
+/// The machine and server the figures belong to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    /// `version()` of the server.
+    pub server_version: String,
+    pub server_version_num: u32,
+    /// Whether the lab started its own private server (no `--to`).
+    pub private_server: bool,
+    /// The settings that matter for inserts (wal_level, synchronous_commit, max_wal_size,
+    /// shared_buffers, wal_buffers, fsync, ...), as the server reported them before the run.
+    pub settings: BTreeMap<String, String>,
+    /// The client machine: logical cores and memory.
+    pub client_cores: usize,
+    pub client_memory_bytes: u64,
+    /// Operating system and disk, as far as the client can tell (e.g. "Linux 6.1; ext4 on
+    /// /dev/vda"); free text.
+    pub os: String,
+    pub disk: String,
+}
+
+/// One experiment of the catalogue (e.g. "B4") and what happened to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentResult {
+    /// Catalogue id: A1..A6, B1..B9, C1..C5, D1..D8.
+    pub id: String,
+    pub title: String,
+    /// The seed table mirrored, e.g. "000 Table 6 (DB2 tests 65-68)".
+    pub seed_source: String,
+    /// The advice under test, one sentence: "Commit every 1000 rows rather than every row".
+    pub advice: String,
+    pub status: Status,
+    pub variations: Vec<Variation>,
+    /// Whether the seed's advice holds here, and by what factor; `None` when skipped or failed.
+    pub verdict: Option<Verdict>,
+    /// Anything the reader must know: extrapolations, settings that could not be changed, ...
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "reason")]
+pub enum Status {
+    Ran,
+    /// Not run, and why (a right the user lacks, a setting that needs a restart, ...).
+    Skipped(String),
+    /// Started but failed; the error as the server or client reported it.
+    Failed(String),
+}
+
+/// One row of the experiment's table: a method or setting, with our runs and the seed's figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variation {
+    /// e.g. "commit every 100 rows", "2 secondary indexes present".
+    pub label: String,
+    /// The variation the others are compared with (exactly one per experiment).
+    pub baseline: bool,
+    /// The seed's published figure as printed there, e.g. "10.11 s (10k rows)".
+    pub seed_figure: Option<String>,
+    /// The seed's figure in seconds, when it is a time, for ratios against the seed's baseline.
+    pub seed_seconds: Option<f64>,
+    /// One measurement per `--repeat`.
+    pub runs: Vec<Measurement>,
+}
+
+/// One timed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Rows loaded (checked against the rows asked for).
+    pub rows: u64,
+    /// Wall time from the first statement to COMMIT returning (CHECKPOINT excluded).
+    pub seconds: f64,
+    pub rows_per_second: f64,
+    /// WAL written during the run (LSN difference).
+    pub wal_bytes: u64,
+    /// WAL records, where the server reports them (pg_stat_wal.wal_records).
+    pub wal_records: Option<u64>,
+    /// CPU time the client process used during the run.
+    pub client_cpu_seconds: f64,
+    /// Insert rate over the run: cumulative rows at elapsed seconds, sampled by the client.
+    pub rate: Vec<RateSample>,
+    /// Settings this run changed on the server (restored afterwards): name -> value used.
+    pub settings_changed: BTreeMap<String, String>,
+    /// Other timed figures of the run, e.g. "first_scan_seconds", "vacuum_seconds".
+    pub extra: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RateSample {
+    pub seconds: f64,
+    pub rows: u64,
+}
+
+/// Does the seed's advice hold here, and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub holds: Holds,
+    /// Our factor for the advice (e.g. 7.9 means the advised way was 7.9x faster here).
+    pub factor: f64,
+    /// The seed's factor for the same comparison, when it published one.
+    pub seed_factor: Option<f64>,
+    /// One line: "Holds: commit every 1000 rows is 7.9x faster than autocommit (seed: 12.1x)".
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Holds {
+    Yes,
+    /// The direction holds but the effect is much smaller (or larger) than the seed's.
+    Partly,
+    No,
+}
+
+impl Measurement {
+    /// WAL bytes per row loaded.
+    pub fn wal_bytes_per_row(&self) -> f64 {
+        self.wal_bytes as f64 / self.rows.max(1) as f64
+    }
+}
+
+impl Variation {
+    /// The median time over the runs (the figure the tables and charts show).
+    pub fn median_seconds(&self) -> Option<f64> {
+        let mut times: Vec<f64> = self.runs.iter().map(|m| m.seconds).collect();
+        if times.is_empty() {
+            return None;
+        }
+        times.sort_by(f64::total_cmp);
+        Some(times[times.len() / 2])
+    }
+}
