@@ -11,3 +11,27 @@
 //! (`inrush-postgres`), or the command line (`inrush`).
 
 pub mod results;
+pub mod report;
+
+use std::path::PathBuf;
+
+/// What can go wrong in the lab.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A report folder or one of its files could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `results.json` is not a lab result.
+    #[error("{path}: not a lab results file: {source}")]
+    Results {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
