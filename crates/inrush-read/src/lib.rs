@@ -11,6 +11,8 @@
 
 pub mod csv;
 pub mod generate;
+pub mod inputs;
+pub mod jsonl;
 pub mod source;
 
 use inrush_core::Location;
@@ -36,6 +38,9 @@ pub enum Error {
     RecordTooLong { name: String, limit: usize },
     #[error("invalid CSV option: {0}")]
     Options(String),
+    /// An input argument names nothing to load (an empty directory, a glob with no match).
+    #[error("{0}")]
+    Inputs(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

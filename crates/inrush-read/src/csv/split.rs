@@ -48,6 +48,8 @@ pub struct Splitter<R> {
     boundary: Option<usize>,
     eof: bool,
     started: bool,
+    /// Track quotes (CSV); off for line-per-record formats such as JSON lines.
+    quoting: bool,
     next_index: u64,
     next_line: u64,
     next_offset: u64,
@@ -68,6 +70,7 @@ impl<R: Read> Splitter<R> {
             boundary: None,
             eof: false,
             started: false,
+            quoting: true,
             next_index: 0,
             next_line: 1,
             next_offset: 0,
@@ -94,6 +97,13 @@ impl<R: Read> Splitter<R> {
         splitter.next_offset = offset;
         splitter.next_line = line;
         splitter
+    }
+
+    /// Cuts at every line break, quotes or not: for JSON lines, where a line break can only
+    /// end a record (JSON strings escape theirs).
+    pub fn without_quotes(mut self) -> Self {
+        self.quoting = false;
+        self
     }
 
     /// Where the next block will start: (offset in the input, line).
@@ -145,7 +155,9 @@ impl<R: Read> Splitter<R> {
         loop {
             while i < self.buf.len() {
                 let c = self.buf[i];
-                quotes.step(c, self.opts.quote, self.opts.escape);
+                if self.quoting {
+                    quotes.step(c, self.opts.quote, self.opts.escape);
+                }
                 if !quotes.in_quote() && (c == b'\n' || c == b'\r') {
                     if c == b'\n' {
                         self.eol = Some(Eol::Lf);
@@ -189,7 +201,9 @@ impl<R: Read> Splitter<R> {
         let end = self.buf.len();
         while i < end {
             let rest = &self.buf[i..end];
-            let hit = if quote == escape {
+            let hit = if !self.quoting {
+                memchr::memchr(term, rest)
+            } else if quote == escape {
                 memchr2(quote, term, rest)
             } else {
                 memchr3(quote, escape, term, rest)
