@@ -1,8 +1,10 @@
 //! The load pipeline and its policy.
 //!
 //! Owns: [`LoadOptions`] (validated settings), the mapping of input fields to table columns
-//! ([`columns`]), the shape of the pipeline ([`pipeline`]: one splitter thread, parse/encode
-//! workers, bounded queues, COPY sinks), what a worker does with a block ([`worker`]), what a
+//! ([`columns`]), the inputs of a load (`sources`: files, directories, globs, standard input, a
+//! query on another server), the shape of the pipeline ([`pipeline`]: reader threads,
+//! parse/encode workers, bounded queues, COPY sinks), what a worker does with a block
+//! ([`worker`]), what a
 //! sink does with a connection ([`sink`]), and the [`LoadSummary`].
 //!
 //! Commit policy: every connection loads inside its own transaction; only when every COPY has
@@ -22,12 +24,13 @@ pub mod pipeline;
 pub mod plan;
 mod rejects;
 mod sink;
+mod sources;
 mod staging;
 pub mod summary;
 mod worker;
 
 pub use error::{Error, Result};
-pub use options::{LoadOptions, OnConflict};
+pub use options::{LoadOptions, OnConflict, QuerySource};
 pub use pipeline::load;
 pub use plan::{LoadPlan, PlanOptions};
 pub use summary::LoadSummary;

@@ -1,11 +1,17 @@
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
+use inrush_read::inputs::InputFormat;
 
 /// Everything a load needs, already validated by whoever built it (the CLI, a test).
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// A file path, or `-` for standard input.
-    pub input: String,
+    /// Files, directories or globs (see `inrush_read::inputs::expand`), or `-` for standard
+    /// input. Ignored when `from_query` is set.
+    pub inputs: Vec<String>,
+    /// How the inputs are written; `None`: by their names (CSV when they say nothing).
+    pub format: Option<InputFormat>,
+    /// Load the rows of a query on another server instead of files.
+    pub from_query: Option<QuerySource>,
     pub target: ConnectOptions,
     /// As the user wrote it; resolved like SQL would (`orders`, `sales.orders`, `"Orders"`).
     pub table: String,
@@ -44,11 +50,13 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
-    /// Defaults sized for this machine: one worker per core, up to four connections.
+    /// Defaults sized for this machine: one worker per core, up to four connections; one input.
     pub fn new(input: impl Into<String>, target: ConnectOptions, table: impl Into<String>) -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         LoadOptions {
-            input: input.into(),
+            inputs: vec![input.into()],
+            format: None,
+            from_query: None,
             target,
             table: table.into(),
             csv: CsvOptions::default(),
@@ -90,4 +98,13 @@ impl OnConflict {
             OnConflict::Update => "update",
         }
     }
+}
+
+/// `--from-query`: rows streamed from a source server (`COPY (query) TO STDOUT`).
+#[derive(Debug, Clone)]
+pub struct QuerySource {
+    pub from: ConnectOptions,
+    pub sql: String,
+    /// An integer column to cut the query into key ranges, one stream each.
+    pub split_by: Option<String>,
 }

@@ -1,12 +1,13 @@
 //! The one place that owns the pipeline's shape:
 //!
 //! ```text
-//! input ─▶ splitter thread ─▶ [blocks: bounded] ─▶ N worker threads ─▶ [chunks: bounded] ─▶ M COPY sinks
-//!          (quote-aware cuts)                       (parse, check, encode)                  (one transaction each)
+//! inputs ─▶ reader threads ─▶ [blocks: bounded] ─▶ N worker threads ─▶ [chunks: bounded] ─▶ M COPY sinks
+//!          (one source each at a                   (parse, check, encode)                  (one transaction each)
+//!           time; quote-aware cuts)
 //! ```
 //!
 //! Memory is bounded by the two queue depths times the block size, whatever the input size.
-//! The first error anywhere is kept, sets the cancel flag, and every stage stops: the splitter and
+//! The first error anywhere is kept, sets the cancel flag, and every stage stops: the readers and
 //! workers check the flag between blocks, sinks stop taking chunks, dropped queues unblock
 //! whoever waits on them. Then either every transaction commits (no error) or none does.
 
@@ -14,17 +15,19 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
+use crate::sources::{first_line_keys, Opened, Origin, Sources, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
+use crate::worker::Decode;
 use crate::worker::WorkerPlan;
 use crate::LoadPlan;
 use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
-use inrush_core::{Phase, Progress, Reporter, ValueType};
+use inrush_core::{Phase, Progress, Reporter, ScalarType, ValueType};
 use inrush_encode::EncodeContext;
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
 use inrush_postgres::{ddl, ledger, SessionInfo, TableInfo, TableSize};
-use inrush_read::csv::{Record, RecordParser, Splitter};
-use inrush_read::source;
+use inrush_read::inputs::InputFormat;
+use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -88,41 +91,33 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
 
     let progress = Arc::new(Progress::default());
-    let input = source::open(&opts.input, progress.bytes_read.clone())?;
+    let sources = Arc::new(Sources::from_options(opts)?);
     progress
         .bytes_total
-        .store(input.size.unwrap_or(0), Ordering::Relaxed);
-    let input_name = input.name.clone();
-    let input_size = input.size;
-    let seekable = input.seekable;
-    let mut splitter = Splitter::new(input.reader, input.name, opts.csv.clone(), opts.block_size);
-    let eol = splitter.eol()?;
-    let parser = RecordParser::new(opts.csv.clone(), eol);
-    let header = if opts.csv.header {
-        read_header(&mut splitter, &parser, &input_name)?
-    } else {
-        None
+        .store(sources.size().unwrap_or(0), Ordering::Relaxed);
+    let input_name = sources.describe();
+    let input_size = sources.size();
+    // The first source is opened here: its header (or first JSON line) names the columns.
+    let mut first = sources.open(0, progress.bytes_read.clone())?;
+    let header_names = match (&first.header, &first.first) {
+        (Some((names, _)), _) => Some(names.clone()),
+        (None, Some(line)) => Some(first_line_keys(line, &sources.list[0].name)?),
+        (None, None) => None,
     };
-    let header_names = header.as_ref().map(|(names, _)| names.as_slice());
-    let columns = map_columns(&table, opts.columns.as_deref(), header_names)?;
+    let header = first.header.clone();
+    let columns = map_columns(&table, opts.columns.as_deref(), header_names.as_deref())?;
     // --resume: which blocks this input already has in the table, and where to read on from.
     let resume = match opts.resume {
         false => None,
         true => {
-            let identity = input_identity(&input_name, opts.block_size, table.oid)?;
+            let identity = input_identity(&sources, opts.block_size, table.oid)?;
             let committed = runtime.block_on(ledger::open(&control, &identity))?;
-            let (offset, line) = ledger::resume_point(&committed, splitter.position());
-            if seekable && offset > splitter.position().0 {
-                let reader = source::open_at(&input_name, offset, progress.bytes_read.clone())?;
-                splitter = Splitter::resume(
-                    reader,
-                    input_name.clone(),
-                    opts.csv.clone(),
-                    opts.block_size,
-                    offset,
-                    line,
-                    eol,
-                );
+            let position = first.splitter.position();
+            let (offset, line) = ledger::resume_point(&committed, position);
+            if offset > position.0 {
+                first.splitter = sources.reopen_at(0, offset, line, progress.bytes_read.clone())?;
+                // The first JSON line is committed too: it lies before the resume point.
+                first.first = None;
             }
             let skip: std::collections::HashSet<u64> =
                 committed.iter().map(|c| c.offset as u64).collect();
@@ -136,7 +131,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             let path = opts
                 .rejects
                 .clone()
-                .unwrap_or_else(|| default_rejects_path(&input_name));
+                .unwrap_or_else(|| default_rejects_path(&sources));
             Some(Rejects::create(
                 &path,
                 limit,
@@ -195,8 +190,18 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             table.qualified()
         ));
     }
+    let decode = match sources.format {
+        InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
+            &columns
+                .iter()
+                .map(|c| (c.name.clone(), json_form(&c.value_type)))
+                .collect::<Vec<_>>(),
+        )),
+        _ => Decode::Csv,
+    };
     let plan = WorkerPlan {
-        parser,
+        decode,
+        sources: sources.clone(),
         columns,
         format,
         ctx: EncodeContext {
@@ -205,11 +210,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             date_style_iso: session.date_style.to_ascii_uppercase().starts_with("ISO"),
         },
         target: opts.target.clone(),
-        file: input_name.clone(),
-        seekable,
         relation: table.name.clone(),
         ordinal: staging.is_some(),
-        line_break: eol.terminator(),
     };
 
     let plan_options = crate::PlanOptions {
@@ -275,30 +277,21 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
         let done = AtomicBool::new(false);
         let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
-        // The splitter is not a scoped thread: a read from a pipe that never ends cannot be
-        // interrupted, so a cancelled load leaves it behind instead of waiting for it.
-        let splitter_thread = {
-            let shared = shared.clone();
+        // Readers are not scoped threads: a read from a pipe that never ends cannot be
+        // interrupted, so a cancelled load leaves them behind instead of waiting for them.
+        let readers = {
             let skip = resume.as_ref().map(|r| r.1.clone()).unwrap_or_default();
-            std::thread::Builder::new()
-                .name("inrush-split".into())
-                .spawn(move || {
-                    for block in splitter {
-                        let sent = match block {
-                            // Committed by an earlier run of the same load (--resume).
-                            Ok(block) if skip.contains(&block.offset) => true,
-                            Ok(block) => !shared.is_cancelled() && block_tx.send(block).is_ok(),
-                            Err(e) => {
-                                shared.fail(e.into());
-                                false
-                            }
-                        };
-                        if !sent {
-                            break;
-                        }
-                    }
-                })
-                .map_err(spawn_error)?
+            let first_header = header_names.clone().filter(|_| header.is_some());
+            start_readers(
+                &sources,
+                first,
+                first_header,
+                skip,
+                opts.workers.max(1),
+                &shared,
+                block_tx,
+            )
+            .map_err(spawn_error)?
         };
         let (finished, resolved, checked) =
             std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
@@ -371,10 +364,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             })?;
         reporter.progress(progress.snapshot());
         if !shared.is_cancelled() {
-            // Every block was taken, so the splitter has finished or is about to.
-            splitter_thread
-                .join()
-                .map_err(|_| Error::Internal("the splitter panicked".into()))?;
+            // Every block was taken, so the readers have finished or are about to.
+            for reader in readers {
+                reader
+                    .join()
+                    .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+            }
         }
 
         // The reject file is kept whatever happens: it describes the rows refused so far.
@@ -593,12 +588,24 @@ async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -
 
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
 /// modification time and fingerprint. Standard input cannot be resumed.
-fn input_identity(input: &str, block_size: usize, table_oid: u32) -> Result<ledger::InputIdentity> {
-    if input == "-" {
-        return Err(Error::Columns(
-            "--resume needs a file: standard input cannot be read again".into(),
-        ));
-    }
+fn input_identity(
+    sources: &Sources,
+    block_size: usize,
+    table_oid: u32,
+) -> Result<ledger::InputIdentity> {
+    let input = match &sources.list[..] {
+        [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
+        [one] if one.name == "-" => {
+            return Err(Error::Columns(
+                "--resume needs a file: standard input cannot be read again".into(),
+            ))
+        }
+        _ => {
+            return Err(Error::Columns(
+                "--resume works on one input file at a time (standard input and queries cannot be read again)".into(),
+            ))
+        }
+    };
     let open_error = |source| inrush_read::Error::Open {
         path: input.into(),
         source,
@@ -667,35 +674,125 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     })
 }
 
-/// Parses the header record: its column names, and its raw bytes for the reject file.
-fn read_header<R: std::io::Read>(
-    splitter: &mut Splitter<R>,
-    parser: &RecordParser,
-    input_name: &str,
-) -> Result<Option<(Vec<String>, bytes::Bytes)>> {
-    let Some(block) = splitter.take_first_record()? else {
-        return Ok(None);
-    };
-    let mut rec = Record::default();
-    parser
-        .parse(&block.data, 0, &mut rec)
-        .map_err(|e| Error::BadRow {
-            location: inrush_core::Location::record(input_name, 1),
-            reason: format!("header: {e}"),
-        })?;
-    let names = rec
-        .fields(&block.data)
-        .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
-        .collect();
-    Ok(Some((names, block.data)))
+/// `data.csv` → `data.csv.rejects`; standard input, a query or several inputs →
+/// `inrush.rejects` here.
+fn default_rejects_path(sources: &Sources) -> PathBuf {
+    match &sources.list[..] {
+        [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => {
+            PathBuf::from(format!("{}.rejects", one.name))
+        }
+        _ => PathBuf::from("inrush.rejects"),
+    }
 }
 
-/// `data.csv` → `data.csv.rejects`; standard input → `inrush.rejects` here.
-fn default_rejects_path(input_name: &str) -> PathBuf {
-    match input_name {
-        "-" => PathBuf::from("inrush.rejects"),
-        name => PathBuf::from(format!("{name}.rejects")),
+/// How a JSON value goes into a column of this type.
+fn json_form(value_type: &ValueType) -> ColumnForm {
+    match value_type {
+        ValueType::Scalar {
+            scalar: ScalarType::Json | ScalarType::Jsonb,
+        } => ColumnForm::Json,
+        ValueType::Array { .. } => ColumnForm::Array,
+        _ => ColumnForm::Plain,
     }
+}
+
+/// Starts the reader threads: each takes the next unread source, cuts it into blocks and
+/// sends them on. The first source comes already opened; every other CSV source's header
+/// must name the same columns as the first one's.
+fn start_readers(
+    sources: &Arc<Sources>,
+    first: Opened,
+    first_header: Option<Vec<String>>,
+    skip: std::collections::HashSet<u64>,
+    threads: usize,
+    shared: &Arc<Shared>,
+    work: flume::Sender<Work>,
+) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let first = Arc::new(Mutex::new(Some(first)));
+    let first_header = Arc::new(first_header);
+    let skip = Arc::new(skip);
+    (0..threads.min(sources.list.len()))
+        .map(|i| {
+            let (sources, shared, work) = (sources.clone(), shared.clone(), work.clone());
+            let (next, first, first_header, skip) = (
+                next.clone(),
+                first.clone(),
+                first_header.clone(),
+                skip.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("inrush-read-{i}"))
+                .spawn(move || {
+                    let mut opened = first.lock().ok().and_then(|mut f| f.take());
+                    let mut index = 0;
+                    loop {
+                        if opened.is_none() {
+                            index = next.fetch_add(1, Ordering::Relaxed);
+                            if index >= sources.list.len() || shared.is_cancelled() {
+                                return;
+                            }
+                            match sources.open(index, shared.progress.bytes_read.clone()) {
+                                Ok(o) => opened = Some(o),
+                                Err(e) => return shared.fail(e),
+                            }
+                        }
+                        let Some(source) = opened.take() else {
+                            return;
+                        };
+                        if let Err(e) = check_header(&sources, index, &source, &first_header) {
+                            return shared.fail(e);
+                        }
+                        let source_id = index as u32;
+                        let blocks = source.first.into_iter().map(Ok).chain(source.splitter);
+                        for block in blocks {
+                            let sent = match block {
+                                // Committed by an earlier run of the same load (--resume).
+                                Ok(block) if source_id == 0 && skip.contains(&block.offset) => true,
+                                Ok(block) => {
+                                    !shared.is_cancelled()
+                                        && work
+                                            .send(Work {
+                                                source: source_id,
+                                                block,
+                                            })
+                                            .is_ok()
+                                }
+                                Err(e) => {
+                                    shared.fail(e.into());
+                                    false
+                                }
+                            };
+                            if !sent {
+                                return;
+                            }
+                        }
+                    }
+                })
+        })
+        .collect()
+}
+
+/// Every CSV source of a load with headers must name the same columns as the first.
+fn check_header(
+    sources: &Sources,
+    index: usize,
+    opened: &Opened,
+    first: &Option<Vec<String>>,
+) -> Result<()> {
+    let (Some(expected), Some((names, _))) = (first, &opened.header) else {
+        return Ok(());
+    };
+    if names == expected {
+        return Ok(());
+    }
+    Err(Error::Columns(format!(
+        "{}: the header names {} but {} names {}; load them separately or pass --columns",
+        sources.list[index].name,
+        names.join(","),
+        sources.list[0].name,
+        expected.join(",")
+    )))
 }
 
 /// Reads what the plan weighs (indexes, keys, size, per-row work) and decides. `emptied`: the

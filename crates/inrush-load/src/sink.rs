@@ -53,19 +53,24 @@ pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared)
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
 struct Ledger {
-    entries: Vec<(u64, u64, u64, usize)>, // (first row, first line, offset, len)
+    entries: Vec<(u64, u32, u64, u64, usize)>, // (first row, source, first line, offset, len)
     rows: u64,
 }
 
 impl Ledger {
     fn record(&mut self, chunk: &Chunk) {
-        self.entries
-            .push((self.rows + 1, chunk.first_line, chunk.offset, chunk.len));
+        self.entries.push((
+            self.rows + 1,
+            chunk.source,
+            chunk.first_line,
+            chunk.offset,
+            chunk.len,
+        ));
         self.rows += chunk.rows;
     }
 
     /// The chunk holding 1-based stream row `row`, and the row's index inside it.
-    fn find(&self, row: u64) -> Option<((u64, u64, u64, usize), u64)> {
+    fn find(&self, row: u64) -> Option<((u64, u32, u64, u64, usize), u64)> {
         let at = self
             .entries
             .partition_point(|e| e.0 <= row)
@@ -154,19 +159,17 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
         .column()
         .map(str::to_string)
         .or_else(|| db.where_().and_then(column_in_error_context));
-    let location =
-        row.and_then(|row| ledger.find(row))
-            .map(|((_, first_line, offset, len), index)| {
-                let location = plan
-                    .locate_row(first_line, offset, len, index)
-                    .unwrap_or_else(|| {
-                        inrush_core::Location::record(plan.file.clone(), first_line)
-                    });
-                match &column {
-                    Some(c) => location.field(c.clone(), None),
-                    None => location,
-                }
-            });
+    let location = row.and_then(|row| ledger.find(row)).map(
+        |((_, source, first_line, offset, len), index)| {
+            let location = plan
+                .locate_row(source, first_line, offset, len, index)
+                .unwrap_or_else(|| plan.chunk_location(source, first_line));
+            match &column {
+                Some(c) => location.field(c.clone(), None),
+                None => location,
+            }
+        },
+    );
     let mut message = db.message().to_string();
     if let Some(detail) = db.detail() {
         message.push_str(&format!(" ({detail})"));
@@ -204,6 +207,7 @@ mod tests {
             ledger.record(&Chunk {
                 data: Bytes::new(),
                 rows,
+                source: 0,
                 first_line: line,
                 next_line: line,
                 offset: 0,
@@ -211,9 +215,9 @@ mod tests {
                 rows_index: None,
             });
         }
-        assert_eq!(ledger.find(1).map(|(e, i)| (e.1, i)), Some((1, 0)));
-        assert_eq!(ledger.find(4).map(|(e, i)| (e.1, i)), Some((10, 0)));
-        assert_eq!(ledger.find(9).map(|(e, i)| (e.1, i)), Some((20, 3)));
+        assert_eq!(ledger.find(1).map(|(e, i)| (e.2, i)), Some((1, 0)));
+        assert_eq!(ledger.find(4).map(|(e, i)| (e.2, i)), Some((10, 0)));
+        assert_eq!(ledger.find(9).map(|(e, i)| (e.2, i)), Some((20, 3)));
         assert_eq!(ledger.find(0), None);
     }
 

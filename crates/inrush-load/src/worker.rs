@@ -1,8 +1,10 @@
-//! What one parse/encode worker does with a block: parse every record, check and encode every
-//! field into a COPY chunk, and say exactly where and why when a row cannot be loaded.
+//! What one parse/encode worker does with a block: read every record (CSV or JSON lines), check
+//! and encode every field into a COPY chunk, and say exactly where and why when a row cannot be
+//! loaded.
 
 use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
+use crate::sources::{Source, Sources, Work};
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_core::{Location, TargetColumn};
@@ -12,13 +14,17 @@ use inrush_postgres::copy::CopyFormat;
 use inrush_postgres::resolve::Resolver;
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
+use inrush_read::jsonl::{JsonFields, JsonLineParser};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Encoded rows of one block, ready for any COPY stream, with what is needed to find a row
 /// again if the server refuses it.
 pub(crate) struct Chunk {
     pub data: Bytes,
     pub rows: u64,
+    /// The source the block came from (an index into the load's sources).
+    pub source: u32,
     pub first_line: u64,
     /// The line the next block starts on (for the resume ledger).
     pub next_line: u64,
@@ -37,24 +43,27 @@ pub(crate) struct RowsIndex {
     pub records: Vec<(u32, u32)>,
 }
 
+/// How records are read out of a block.
+pub(crate) enum Decode {
+    /// COPY's CSV, with each source's own parser (line endings differ between files).
+    Csv,
+    /// One JSON object per line.
+    Jsonl(JsonLineParser),
+}
+
 /// Everything a worker needs, shared read-only by all workers.
 pub(crate) struct WorkerPlan {
-    pub parser: RecordParser,
+    pub decode: Decode,
+    pub sources: Arc<Sources>,
     pub columns: Vec<TargetColumn>,
     pub format: CopyFormat,
     pub ctx: EncodeContext,
     pub target: ConnectOptions,
-    /// The input's name for messages.
-    pub file: String,
-    /// Whether blocks can be read again from `file` by offset (plain files only).
-    pub seekable: bool,
     /// The relation's bare name, as the server names it in NOT NULL messages.
     pub relation: String,
     /// Append each record's byte offset in the input as a last bigint field: the input order,
     /// for `--on-conflict update` to let the last occurrence of a key win.
     pub ordinal: bool,
-    /// The byte counted as a line break (`\r` for CR-only files).
-    pub line_break: u8,
 }
 
 /// Why one field failed: the server's wording, or a resolver that could not reach the server.
@@ -63,27 +72,48 @@ enum FieldError {
     Resolver(inrush_postgres::Error),
 }
 
+/// A record read out of a block: CSV fields in the block, or a JSON line's values.
+enum Fields<'a> {
+    Csv(&'a Record),
+    Jsonl(&'a JsonFields<'a>),
+}
+
+impl<'a> Fields<'a> {
+    fn len(&self) -> usize {
+        match self {
+            Fields::Csv(rec) => rec.len(),
+            Fields::Jsonl(fields) => fields.len(),
+        }
+    }
+
+    fn get(&self, data: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        match self {
+            Fields::Csv(rec) => rec.field(data, i),
+            Fields::Jsonl(fields) => fields.get(i).and_then(|f| f.as_deref()).map(str::as_bytes),
+        }
+    }
+}
+
 impl WorkerPlan {
     /// Runs until the block queue closes, the chunk queue closes, or the load is cancelled.
     /// Returns how many values the server resolved for this worker.
     pub fn run(
         &self,
         shared: &Shared,
-        blocks: flume::Receiver<Block>,
+        work: flume::Receiver<Work>,
         chunks: flume::Sender<Chunk>,
     ) -> u64 {
         let mut resolver = Resolver::new(self.target.clone(), self.columns.clone());
-        let mut rec = Record::default();
         loop {
-            let block = match blocks.recv_timeout(CANCEL_POLL) {
-                Ok(block) => block,
+            let work = match work.recv_timeout(CANCEL_POLL) {
+                Ok(work) => work,
                 Err(flume::RecvTimeoutError::Timeout) if !shared.is_cancelled() => continue,
                 Err(_) => break,
             };
             if shared.is_cancelled() {
                 break;
             }
-            match self.encode_block(&block, &mut rec, &mut resolver, shared.rejects.as_ref()) {
+            match self.encode_block(&work, &mut resolver, shared.rejects.as_ref()) {
                 Ok(chunk) => {
                     let rows = chunk.rows;
                     if chunks.send(chunk).is_err() {
@@ -100,62 +130,79 @@ impl WorkerPlan {
         resolver.round_trips
     }
 
+    fn source(&self, source: u32) -> &Source {
+        &self.sources.list[source as usize]
+    }
+
     /// Encodes every record of a block. A refused row is written to `rejects` when the user
     /// allows rejects, else it ends the load.
     fn encode_block(
         &self,
-        block: &Block,
-        rec: &mut Record,
+        work: &Work,
         resolver: &mut Resolver,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
+        let block = &work.block;
         let data = &block.data[..];
         // Checked once per block; only a block with a bad byte is checked record by record.
         let block_is_valid = check_encoding(data).is_ok();
-        let parser = self.parser.block(data);
         let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
         let mut index = rejects.map(|_| (Vec::new(), Vec::new()));
+        let mut reader = RecordReader::new(self, work.source, data)?;
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
             let tuple_start = out.len() as u32;
-            match self.encode_record(
-                block,
-                &parser,
-                start,
-                block_is_valid,
-                rec,
-                &mut out,
-                resolver,
-            ) {
-                Ok(next) => {
+            let outcome = match reader.read(start, block_is_valid) {
+                // A blank line in JSON lines: no record.
+                Ok(None) => None,
+                Ok(Some(fields)) => {
+                    Some(self.encode_fields(work, start, &fields, &mut out, resolver))
+                }
+                Err(reason) => {
+                    let mut location = self.locate(work.source, block, start);
+                    // A CSV record with a bad byte: name the field that holds it.
+                    if let Some(i) = reader.bad_field().filter(|&i| i < self.columns.len()) {
+                        location =
+                            location.field(self.columns[i].name.clone(), reader.rec.field(data, i));
+                    }
+                    Some(Err(Error::BadRow { location, reason }))
+                }
+            };
+            let next = reader.next;
+            let Some(encoded) = outcome else {
+                pos = next;
+                continue;
+            };
+            match encoded {
+                Ok(_) => {
                     rows += 1;
                     if let Some((tuples, records)) = &mut index {
                         tuples.push(tuple_start);
                         records.push((start as u32, next as u32));
                     }
-                    pos = next;
                 }
-                Err((Error::BadRow { location, reason }, next)) if rejects.is_some() => {
+                Err(Error::BadRow { location, reason }) if rejects.is_some() => {
                     if let Some(rejects) = rejects {
                         let raw = &data[start..next];
                         rejects.reject(
                             raw,
-                            self.parser.leaves_quote_open(raw),
+                            reader.leaves_quote_open(raw),
                             &location,
                             &reason,
                             None,
                         )?;
                     }
-                    pos = next;
                 }
-                Err((error, _)) => return Err(error),
+                Err(error) => return Err(error),
             }
+            pos = next;
         }
         Ok(Chunk {
             data: Bytes::from(out.into_inner()),
             rows,
+            source: work.source,
             first_line: block.first_line,
             next_line: block.first_line + block.lines,
             offset: block.offset,
@@ -168,57 +215,49 @@ impl WorkerPlan {
         })
     }
 
-    /// Encodes the record at `start`; returns where the next record starts, also on refusal.
-    #[allow(clippy::too_many_arguments)]
-    fn encode_record(
+    /// Checks the field count and encodes the fields of the record at `start`.
+    fn encode_fields(
         &self,
-        block: &Block,
-        parser: &BlockParser<'_>,
+        work: &Work,
         start: usize,
-        block_is_valid: bool,
-        rec: &mut Record,
+        fields: &Fields<'_>,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
-    ) -> Result<usize, (Error, usize)> {
+    ) -> Result<()> {
+        let block = &work.block;
         let data = &block.data[..];
-        let next = parser.parse(start, rec).map_err(|e| {
-            let error = Error::BadRow {
-                location: self.locate(block, start),
-                reason: e.to_string(),
-            };
-            (error, self.parser.record_end(data, start))
-        })?;
-        if !block_is_valid {
-            if let Err(bad) = check_encoding(&data[start..next]) {
-                return Err((self.encoding_error(block, start, rec, start + bad), next));
-            }
-        }
-        if rec.len() != self.columns.len() {
-            let error = Error::BadRow {
-                location: self.locate(block, start),
-                reason: self.field_count_reason(rec.len()),
-            };
-            return Err((error, next));
+        if fields.len() != self.columns.len() {
+            return Err(Error::BadRow {
+                location: self.locate(work.source, block, start),
+                reason: self.field_count_reason(fields.len()),
+            });
         }
         let ordinal = self.ordinal.then_some(block.offset + start as u64);
+        let values = (0..fields.len()).map(|i| fields.get(data, i));
         match self.format {
-            CopyFormat::Binary => self.encode_binary_row(data, rec, out, resolver, ordinal),
-            CopyFormat::Text => self.encode_text_row(data, rec, out, ordinal),
+            CopyFormat::Binary => self.encode_binary_row(values, out, resolver, ordinal),
+            CopyFormat::Text => self.encode_text_row(values, out, ordinal),
         }
-        .map_err(|(col, e)| (self.field_error(block, start, rec, col, e), next))?;
-        Ok(next)
+        .map_err(|(col, e)| match e {
+            FieldError::Resolver(e) => Error::Postgres(e),
+            FieldError::Refused(reason) => Error::BadRow {
+                location: self
+                    .locate(work.source, block, start)
+                    .field(self.columns[col].name.clone(), fields.get(data, col)),
+                reason,
+            },
+        })
     }
 
-    fn encode_binary_row(
+    fn encode_binary_row<'f>(
         &self,
-        data: &[u8],
-        rec: &Record,
+        fields: impl Iterator<Item = Option<&'f [u8]>>,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
         ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
-        for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
+        for (i, (column, field)) in self.columns.iter().zip(fields).enumerate() {
             let Some(bytes) = field else {
                 if column.not_null {
                     out.rewind(mark);
@@ -228,7 +267,7 @@ impl WorkerPlan {
                 continue;
             };
             // Safe: the record was checked to be UTF-8 (with its block, or on its own), and
-            // fields are cut at ASCII bytes.
+            // fields are cut at ASCII bytes (or are JSON strings decoded into UTF-8).
             let text = unsafe { std::str::from_utf8_unchecked(bytes) };
             let written = out.field(|buf| {
                 let start = buf.len();
@@ -263,16 +302,15 @@ impl WorkerPlan {
         Ok(())
     }
 
-    /// Text COPY: the server parses values; the client still parses the CSV and checks NULLs.
-    fn encode_text_row(
+    /// Text COPY: the server parses values; the client still parses the input and checks NULLs.
+    fn encode_text_row<'f>(
         &self,
-        data: &[u8],
-        rec: &Record,
+        fields: impl Iterator<Item = Option<&'f [u8]>>,
         out: &mut TupleWriter,
         ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.len();
-        for (i, (column, field)) in self.columns.iter().zip(rec.fields(data)).enumerate() {
+        for (i, (column, field)) in self.columns.iter().zip(fields).enumerate() {
             if field.is_none() && column.not_null {
                 out.rewind(mark);
                 return Err((i, FieldError::Refused(self.not_null_reason(column))));
@@ -313,54 +351,11 @@ impl WorkerPlan {
         }
     }
 
-    fn field_error(
-        &self,
-        block: &Block,
-        start: usize,
-        rec: &Record,
-        col: usize,
-        e: FieldError,
-    ) -> Error {
-        match e {
-            FieldError::Resolver(e) => Error::Postgres(e),
-            FieldError::Refused(reason) => Error::BadRow {
-                location: self
-                    .locate(block, start)
-                    .field(self.columns[col].name.clone(), rec.field(&block.data, col)),
-                reason,
-            },
-        }
-    }
-
-    /// Names the field of the record at `start` (already parsed into `rec`) that holds the
-    /// bad byte at `bad`.
-    fn encoding_error(&self, block: &Block, start: usize, rec: &Record, bad: usize) -> Error {
-        let data = &block.data[..];
-        let reason = format!(
-            "invalid byte sequence for encoding \"UTF8\": {}",
-            data[bad..]
-                .iter()
-                .take(2)
-                .map(|b| format!("0x{b:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let location = self.locate(block, start);
-        let field = (0..rec.len().min(self.columns.len())).find(|&i| {
-            rec.field(data, i)
-                .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
-        });
-        let location = match field {
-            Some(i) => location.field(self.columns[i].name.clone(), rec.field(data, i)),
-            None => location,
-        };
-        Error::BadRow { location, reason }
-    }
-
     /// The location of the record starting at byte `start` of `block`.
-    pub fn locate(&self, block: &Block, start: usize) -> Location {
-        let breaks = memchr::memchr_iter(self.line_break, &block.data[..start]).count() as u64;
-        Location::record(self.file.clone(), block.first_line + breaks)
+    pub fn locate(&self, source: u32, block: &Block, start: usize) -> Location {
+        let source = self.source(source);
+        let breaks = memchr::memchr_iter(source.line_break(), &block.data[..start]).count() as u64;
+        Location::record(source.name.clone(), block.first_line + breaks)
     }
 
     /// Row `i` of a chunk: its original bytes and where it starts (for the reject file).
@@ -378,36 +373,164 @@ impl WorkerPlan {
             lines: 0,
             data: index.block.clone(),
         };
-        (&index.block[start..end], self.locate(&block, start))
+        (
+            &index.block[start..end],
+            self.locate(chunk.source, &block, start),
+        )
+    }
+
+    /// Where a chunk starts, when its rows cannot be told apart.
+    pub fn chunk_location(&self, source: u32, first_line: u64) -> Location {
+        Location::record(self.source(source).name.clone(), first_line)
     }
 
     /// Finds row `index` (0-based) of a chunk again by re-reading its block from the input file;
-    /// `None` when the input cannot be re-read (standard input, compressed).
+    /// `None` when the input cannot be re-read (standard input, compressed, a query).
     pub fn locate_row(
         &self,
-        chunk_first_line: u64,
+        source: u32,
+        first_line: u64,
         offset: u64,
         len: usize,
         index: u64,
     ) -> Option<Location> {
-        if !self.seekable {
+        let input = self.source(source);
+        if !input.seekable {
             return None;
         }
-        let data = inrush_read::source::read_range(&self.file, offset, len).ok()?;
+        let data = inrush_read::source::read_range(&input.name, offset, len).ok()?;
         let block = Block {
             index: 0,
-            first_line: chunk_first_line,
+            first_line,
             offset,
             lines: 0,
             data: Bytes::from(data),
         };
-        let mut rec = Record::default();
+        let mut reader = RecordReader::new(self, source, &block.data).ok()?;
         let mut pos = 0;
-        for _ in 0..index {
-            pos = self.parser.parse(&block.data, pos, &mut rec).ok()?;
+        let mut seen = 0;
+        loop {
+            // Rows are counted as the worker counted them: blank JSON lines are not rows.
+            let is_row = matches!(
+                reader.read(pos, check_encoding(&block.data).is_ok()),
+                Ok(Some(_)) | Err(_)
+            );
+            if is_row {
+                if seen == index {
+                    return Some(self.locate(source, &block, pos));
+                }
+                seen += 1;
+            }
+            pos = reader.next;
+            if pos >= block.data.len() {
+                return None;
+            }
         }
-        Some(self.locate(&block, pos))
     }
+}
+
+/// Reads the records of one block, whatever the input format; `next` is where the record
+/// after the last one read starts (also after a bad record).
+struct RecordReader<'a> {
+    data: &'a [u8],
+    csv: Option<(BlockParser<'a>, &'a RecordParser)>,
+    jsonl: Option<&'a JsonLineParser>,
+    rec: Record,
+    json: JsonFields<'a>,
+    next: usize,
+}
+
+impl<'a> RecordReader<'a> {
+    fn new(plan: &'a WorkerPlan, source: u32, data: &'a [u8]) -> Result<Self> {
+        let (csv, jsonl) = match &plan.decode {
+            Decode::Csv => {
+                let parser = plan
+                    .source(source)
+                    .parser()
+                    .ok_or_else(|| Error::Internal("a block from a source never opened".into()))?;
+                (Some((parser.block(data), parser)), None)
+            }
+            Decode::Jsonl(parser) => (None, Some(parser)),
+        };
+        Ok(RecordReader {
+            data,
+            csv,
+            jsonl,
+            rec: Record::default(),
+            json: Vec::new(),
+            next: 0,
+        })
+    }
+
+    /// The record at `start`: its fields, `None` for a blank JSON line, or why it is bad.
+    /// `block_is_valid`: the whole block is known to be UTF-8 without NUL.
+    fn read(&mut self, start: usize, block_is_valid: bool) -> Result<Option<Fields<'_>>, String> {
+        let data = self.data;
+        if let Some((block, parser)) = &self.csv {
+            self.next = match block.parse(start, &mut self.rec) {
+                Ok(next) => next,
+                Err(e) => {
+                    self.next = parser.record_end(data, start);
+                    return Err(e.to_string());
+                }
+            };
+            if !block_is_valid {
+                if let Err(bad) = check_encoding(&data[start..self.next]) {
+                    return Err(encoding_reason(&data[start + bad..]));
+                }
+            }
+            return Ok(Some(Fields::Csv(&self.rec)));
+        }
+        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i);
+        self.next = (end + 1).min(data.len());
+        let line = &data[start..end];
+        if !block_is_valid {
+            if let Err(bad) = check_encoding(line) {
+                return Err(encoding_reason(&line[bad..]));
+            }
+        }
+        // Checked with its block or just above.
+        let line = unsafe { std::str::from_utf8_unchecked(line) };
+        if line.trim().is_empty() {
+            return Ok(None);
+        }
+        let parser = self.jsonl.ok_or_else(|| "no JSON parser".to_string())?;
+        match parser.parse(line, &mut self.json) {
+            Ok(()) => Ok(Some(Fields::Jsonl(&self.json))),
+            Err(e) => Err(match e.key {
+                Some(key) => format!("{key}: {}", e.reason),
+                None => e.reason,
+            }),
+        }
+    }
+
+    /// After an encoding error in a CSV record: the first field that is not UTF-8 or has a NUL.
+    fn bad_field(&self) -> Option<usize> {
+        self.csv.as_ref()?;
+        (0..self.rec.len()).find(|&i| {
+            self.rec
+                .field(self.data, i)
+                .is_some_and(|f| std::str::from_utf8(f).is_err() || f.contains(&0))
+        })
+    }
+
+    /// Whether a bad record's bytes leave a CSV quote open (so its reject line needs closing).
+    fn leaves_quote_open(&self, raw: &[u8]) -> bool {
+        self.csv
+            .as_ref()
+            .is_some_and(|(_, parser)| parser.leaves_quote_open(raw))
+    }
+}
+
+fn encoding_reason(bad: &[u8]) -> String {
+    format!(
+        "invalid byte sequence for encoding \"UTF8\": {}",
+        bad.iter()
+            .take(2)
+            .map(|b| format!("0x{b:02x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
 }
 
 /// `Err(position)` of the first byte that is not valid UTF-8 or is NUL (which no text type

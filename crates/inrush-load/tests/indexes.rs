@@ -369,7 +369,7 @@ fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
     assert_eq!(definitions(&mut db), before);
 
     let (_d2, good) = write_input(&rows(3000, None), "csv");
-    opts.input = good.to_string_lossy().into_owned();
+    opts.inputs = vec![good.to_string_lossy().into_owned()];
     let summary = load(&opts, &Silent).unwrap();
     assert_eq!((summary.rows, summary.connections), (3000, 1));
     assert_eq!(db.count("t"), 3000, "the old row is gone");

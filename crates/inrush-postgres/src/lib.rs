@@ -2,7 +2,7 @@
 //!
 //! Owns: connection settings as libpq reads them ([`options`]: URIs, key=value strings, `PG*`
 //! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
-//! ([`catalog`]), COPY statements and streams ([`copy`]), asking the server to parse values the
+//! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream: [`copy_out`]), asking the server to parse values the
 //! client defers ([`resolve`]), and a private throwaway server for the demo and tests
 //! ([`server`]), and the journal of dropped definitions ([`ddl`]). Identifiers are always quoted ([`quote_ident`]); passwords never appear in any
 //! message this crate builds.
@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod copy;
+pub mod copy_out;
 pub mod ddl;
 pub mod ledger;
 pub mod options;

@@ -395,13 +395,15 @@ fn split_pgpass_line(line: &str) -> Vec<String> {
     while let Some(c) = chars.next() {
         match c {
             '\\' => {
-                if let Some(next) = chars.next() {
-                    fields.last_mut().map(|f| f.push(next));
+                if let (Some(next), Some(f)) = (chars.next(), fields.last_mut()) {
+                    f.push(next);
                 }
             }
             ':' if fields.len() < 5 => fields.push(String::new()),
             _ => {
-                fields.last_mut().map(|f| f.push(c));
+                if let Some(f) = fields.last_mut() {
+                    f.push(c);
+                }
             }
         }
     }

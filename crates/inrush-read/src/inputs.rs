@@ -212,7 +212,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            names(expand(&[d.clone()]).unwrap()),
+            names(expand(std::slice::from_ref(&d)).unwrap()),
             ["a.csv.gz", "b.csv", "c.jsonl"]
         );
         assert_eq!(

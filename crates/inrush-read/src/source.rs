@@ -130,6 +130,14 @@ pub fn read_range(path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Wraps a stream from elsewhere (a query's rows) so its bytes count for progress like a file's.
+pub fn counted<R: Read + Send + 'static>(
+    inner: R,
+    consumed: Arc<AtomicU64>,
+) -> Box<dyn Read + Send> {
+    Box::new(Counted { inner, consumed })
+}
+
 struct Counted<R> {
     inner: R,
     consumed: Arc<AtomicU64>,

@@ -3,9 +3,10 @@
 use crate::{demo, report};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use inrush_load::{LoadOptions, OnConflict, PlanOptions};
+use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
+use inrush_read::inputs::InputFormat;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -20,7 +21,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Load a CSV/TSV file (plain, .gz, .zst, or - for stdin) into an existing table.
+    /// Load CSV or JSON-lines files (plain, .gz, .zst; directories, globs, or - for stdin), or a
+    /// query's rows from another server, into an existing table.
     Load(LoadArgs),
     /// Start a private PostgreSQL, generate the SqlBulkCopy table, load it, compare with psql \copy.
     Demo(DemoArgs),
@@ -42,10 +44,43 @@ pub struct OutputArgs {
     pub no_progress: bool,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum FormatArg {
+    Csv,
+    Jsonl,
+    Parquet,
+    Arrow,
+}
+
+impl FormatArg {
+    fn format(self) -> InputFormat {
+        match self {
+            FormatArg::Csv => InputFormat::Csv,
+            FormatArg::Jsonl => InputFormat::Jsonl,
+            FormatArg::Parquet => InputFormat::Parquet,
+            FormatArg::Arrow => InputFormat::Arrow,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// Input file; `-` reads standard input.
-    pub input: String,
+    /// Input files, directories (their files) or globs: CSV or JSON lines, plain, .gz or .zst;
+    /// `-` reads standard input.
+    #[arg(required_unless_present = "from_query")]
+    pub inputs: Vec<String>,
+    /// How the inputs are written (default: by their names, CSV when they say nothing).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Load the rows of this query, run on the --from server, instead of files.
+    #[arg(long, requires = "from", conflicts_with = "inputs")]
+    pub from_query: Option<String>,
+    /// The server --from-query runs on (a libpq URI or key=value string).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Cut --from-query into ranges of this integer column, one stream per connection.
+    #[arg(long, requires = "from_query")]
+    pub split_by: Option<String>,
     /// Target: a libpq URI or key=value string; PG* variables and .pgpass fill the gaps, as for
     /// psql (so without --to, PGHOST, PGUSER... or the local socket are used).
     #[arg(long, env = "INRUSH_TO")]
@@ -296,7 +331,17 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         bail!("--workers and --connections must be at least 1");
     }
     let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
-    let mut opts = LoadOptions::new(args.input, target, args.table);
+    let mut opts = LoadOptions::new("", target, args.table);
+    opts.inputs = args.inputs;
+    opts.format = args.format.map(FormatArg::format);
+    if let Some(sql) = args.from_query {
+        let from = ConnectOptions::parse(args.from.as_deref().unwrap_or(""))?;
+        opts.from_query = Some(QuerySource {
+            from,
+            sql,
+            split_by: args.split_by,
+        });
+    }
     opts.csv = csv;
     opts.columns = args.columns;
     if let Some(w) = args.workers {

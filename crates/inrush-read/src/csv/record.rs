@@ -105,6 +105,11 @@ impl RecordParser {
         RecordParser { opts, eol, special }
     }
 
+    /// The line ending this parser reads.
+    pub fn eol(&self) -> Eol {
+        self.eol
+    }
+
     /// A parser for the records of `data`, a block of whole records.
     pub fn block<'a>(&'a self, data: &'a [u8]) -> BlockParser<'a> {
         let check_stray_eol = match self.eol {

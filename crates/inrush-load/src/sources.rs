@@ -1,0 +1,297 @@
+//! The inputs of one load, and how each is opened and cut into blocks: files (CSV or JSON
+//! lines, plain or compressed), standard input, or a query streamed from another server.
+//! Every source has its own splitter, line ending and line numbers; all feed the same workers.
+
+use crate::{Error, LoadOptions, Result};
+use bytes::Bytes;
+use inrush_postgres::ConnectOptions;
+use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
+use inrush_read::inputs::InputFormat;
+use inrush_read::jsonl::JsonLineParser;
+use inrush_read::source;
+use std::io::Read;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock};
+
+/// Where a source's bytes come from.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// A file path, or `-` for standard input.
+    Path(String),
+    /// `COPY (sql) TO STDOUT` on another server.
+    Query { from: ConnectOptions, sql: String },
+}
+
+/// One input of the load.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// How messages and the reject log name it: the path, `-`, or `query`/`query part 2 of 4`.
+    pub name: String,
+    pub origin: Origin,
+    /// Bytes on disk, when known (for progress).
+    pub size: Option<u64>,
+    /// Whether a block can be read again by offset (plain regular files).
+    pub seekable: bool,
+    /// Fixed by the source's first line ending, before any of its blocks is sent.
+    parser: OnceLock<RecordParser>,
+}
+
+/// A block and the source it came from.
+pub(crate) struct Work {
+    pub source: u32,
+    pub block: Block,
+}
+
+/// A source opened and positioned at its first data record.
+pub(crate) struct Opened {
+    pub splitter: Splitter<Box<dyn Read + Send>>,
+    /// CSV with a header: its names and raw bytes.
+    pub header: Option<(Vec<String>, Bytes)>,
+    /// JSON lines: the first line, read for its keys, and loaded like any other.
+    pub first: Option<Block>,
+}
+
+/// All the inputs, with how they are written.
+#[derive(Debug)]
+pub(crate) struct Sources {
+    pub list: Vec<Source>,
+    pub format: InputFormat,
+    pub csv: CsvOptions,
+    pub block_size: usize,
+}
+
+impl Source {
+    pub fn file(path: String) -> Source {
+        let meta = (path != "-")
+            .then(|| std::fs::metadata(&path).ok())
+            .flatten();
+        let compressed = source::Compression::from_path(std::path::Path::new(&path))
+            != source::Compression::None;
+        Source {
+            size: meta.as_ref().filter(|m| m.is_file()).map(|m| m.len()),
+            seekable: meta.as_ref().is_some_and(|m| m.is_file()) && !compressed,
+            name: path.clone(),
+            origin: Origin::Path(path),
+            parser: OnceLock::new(),
+        }
+    }
+
+    pub fn query(from: ConnectOptions, sql: String, name: String) -> Source {
+        Source {
+            name,
+            origin: Origin::Query { from, sql },
+            size: None,
+            seekable: false,
+            parser: OnceLock::new(),
+        }
+    }
+
+    /// The source's record parser; set when it was opened, before its first block was sent.
+    pub fn parser(&self) -> Option<&RecordParser> {
+        self.parser.get()
+    }
+
+    /// The byte counted as a line break (`\r` for CR-only files).
+    pub fn line_break(&self) -> u8 {
+        self.parser.get().map_or(b'\n', |p| p.eol().terminator())
+    }
+}
+
+impl Sources {
+    /// The sources `opts` names: a query (cut into key ranges with `--split-by`, one per
+    /// connection), or the expanded input arguments, all of one format.
+    pub fn from_options(opts: &LoadOptions) -> Result<Sources> {
+        if let Some(query) = &opts.from_query {
+            let parts = match &query.split_by {
+                Some(column) => inrush_postgres::copy_out::split_by(
+                    &query.from,
+                    &query.sql,
+                    column,
+                    opts.connections.max(1),
+                )?,
+                None => vec![query.sql.clone()],
+            };
+            let count = parts.len();
+            let list = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, sql)| {
+                    let name = match count {
+                        1 => "query".to_string(),
+                        _ => format!("query part {} of {count}", i + 1),
+                    };
+                    Source::query(query.from.clone(), sql, name)
+                })
+                .collect();
+            return Ok(Sources {
+                list,
+                format: InputFormat::Csv,
+                // What COPY TO writes: CSV with a header, the default quoting and NULL.
+                csv: CsvOptions {
+                    header: true,
+                    ..CsvOptions::default()
+                },
+                block_size: opts.block_size,
+            });
+        }
+        let files = inrush_read::inputs::expand(&opts.inputs)?;
+        if files.is_empty() {
+            return Err(Error::Columns("no input given".into()));
+        }
+        let format = match opts.format {
+            Some(format) => format,
+            None => {
+                let named = |f: &String| {
+                    InputFormat::from_path(std::path::Path::new(f)).unwrap_or(InputFormat::Csv)
+                };
+                let format = named(&files[0]);
+                if let Some(other) = files.iter().find(|f| named(f) != format) {
+                    return Err(Error::Columns(format!(
+                        "{} is {} but {} is {}: load one format at a time, or pass --format",
+                        files[0],
+                        format.name(),
+                        other,
+                        named(other).name()
+                    )));
+                }
+                format
+            }
+        };
+        if matches!(format, InputFormat::Parquet | InputFormat::Arrow) {
+            return Err(Error::Columns(format!(
+                "{} input is not supported yet",
+                format.name()
+            )));
+        }
+        Ok(Sources {
+            list: files.into_iter().map(Source::file).collect(),
+            format,
+            csv: opts.csv.clone(),
+            block_size: opts.block_size,
+        })
+    }
+
+    /// How the summary names the input: the one source's name, or how many there are.
+    pub fn describe(&self) -> String {
+        match &self.list[..] {
+            [one] => one.name.clone(),
+            [first, ..] if matches!(first.origin, Origin::Query { .. }) => {
+                format!("query ({} parts)", self.list.len())
+            }
+            [first, ..] => format!("{} files ({}, ...)", self.list.len(), first.name),
+            [] => String::new(),
+        }
+    }
+
+    /// Total bytes on disk, when every source's size is known.
+    pub fn size(&self) -> Option<u64> {
+        self.list.iter().map(|s| s.size).sum()
+    }
+
+    /// Opens source `i`: reads its header (CSV) or first line (JSON lines) and fixes its
+    /// line ending. `consumed` counts the raw bytes read, for progress.
+    pub fn open(&self, i: usize, consumed: Arc<AtomicU64>) -> Result<Opened> {
+        let source = &self.list[i];
+        let reader: Box<dyn Read + Send> = match &source.origin {
+            Origin::Path(path) => source::open(path, consumed)?.reader,
+            Origin::Query { from, sql } => {
+                source::counted(inrush_postgres::copy_out::reader(from, sql)?, consumed)
+            }
+        };
+        let mut splitter = Splitter::new(
+            reader,
+            source.name.clone(),
+            self.csv.clone(),
+            self.block_size,
+        );
+        if self.format == InputFormat::Jsonl {
+            splitter = splitter.without_quotes();
+        }
+        let eol = splitter.eol()?;
+        let parser = source
+            .parser
+            .get_or_init(|| RecordParser::new(self.csv.clone(), eol));
+        let mut opened = Opened {
+            splitter,
+            header: None,
+            first: None,
+        };
+        match self.format {
+            InputFormat::Jsonl => opened.first = opened.splitter.take_first_record()?,
+            _ if self.csv.header || matches!(source.origin, Origin::Query { .. }) => {
+                opened.header = read_header(&mut opened.splitter, parser, &source.name)?;
+            }
+            _ => {}
+        }
+        Ok(opened)
+    }
+
+    /// Opens source `i` again at byte `offset` (line `line`) to resume a load there.
+    pub fn reopen_at(
+        &self,
+        i: usize,
+        offset: u64,
+        line: u64,
+        consumed: Arc<AtomicU64>,
+    ) -> Result<Splitter<Box<dyn Read + Send>>> {
+        let source = &self.list[i];
+        let Origin::Path(path) = &source.origin else {
+            return Err(Error::Internal("only files can be resumed".into()));
+        };
+        let parser = self.list[i]
+            .parser()
+            .ok_or_else(|| Error::Internal("resumed a source never opened".into()))?;
+        let reader = source::open_at(path, offset, consumed)?;
+        let splitter = Splitter::resume(
+            reader,
+            source.name.clone(),
+            self.csv.clone(),
+            self.block_size,
+            offset,
+            line,
+            parser.eol(),
+        );
+        Ok(match self.format {
+            InputFormat::Jsonl => splitter.without_quotes(),
+            _ => splitter,
+        })
+    }
+}
+
+/// The column names a JSON line's keys give, for mapping like a header.
+pub(crate) fn first_line_keys(first: &Block, name: &str) -> Result<Vec<String>> {
+    let text = std::str::from_utf8(&first.data).map_err(|e| Error::BadRow {
+        location: inrush_core::Location::record(name, first.first_line),
+        reason: format!(
+            "invalid byte sequence for encoding \"UTF8\" at byte {}",
+            e.valid_up_to()
+        ),
+    })?;
+    JsonLineParser::keys(text.trim_end()).map_err(|e| Error::BadRow {
+        location: inrush_core::Location::record(name, first.first_line),
+        reason: e.reason,
+    })
+}
+
+/// Parses the header record: its column names, and its raw bytes for the reject file.
+fn read_header(
+    splitter: &mut Splitter<Box<dyn Read + Send>>,
+    parser: &RecordParser,
+    name: &str,
+) -> Result<Option<(Vec<String>, Bytes)>> {
+    let Some(block) = splitter.take_first_record()? else {
+        return Ok(None);
+    };
+    let mut rec = Record::default();
+    parser
+        .parse(&block.data, 0, &mut rec)
+        .map_err(|e| Error::BadRow {
+            location: inrush_core::Location::record(name, 1),
+            reason: format!("header: {e}"),
+        })?;
+    let names = rec
+        .fields(&block.data)
+        .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
+        .collect();
+    Ok(Some((names, block.data)))
+}

@@ -1,0 +1,324 @@
+//! Inputs other than one CSV file: directories and globs of files (compressed or not, line
+//! endings mixed), JSON lines, and a query on another server. Each must give the very table
+//! the server's own COPY of the same rows gives.
+
+mod support;
+
+use inrush_load::{load, QuerySource};
+use inrush_read::csv::CsvOptions;
+use inrush_read::generate::Rng;
+use std::io::Write;
+use support::{fresh_db, write_input};
+
+const COLUMNS: &str =
+    "id int, name text, amount numeric(12,2), flag bool, tags text[], doc jsonb, note varchar(20)";
+
+/// One generated row, written both as CSV (as COPY reads it) and as a JSON line.
+struct Row {
+    id: i64,
+    name: Option<String>,
+    amount: Option<String>,
+    flag: Option<bool>,
+    tags: Option<Vec<String>>,
+    doc: Option<serde_json::Value>,
+    note: Option<String>,
+}
+
+fn rows(n: usize, seed: u64) -> Vec<Row> {
+    let mut rng = Rng::new(seed);
+    let words = [
+        "plain",
+        "with space",
+        "quo\"te",
+        "com,ma",
+        "new\nline",
+        "back\\slash",
+        "ünï",
+    ];
+    let mut pick =
+        |rng: &mut Rng| words[(rng.next_u64() % words.len() as u64) as usize].to_string();
+    (0..n)
+        .map(|i| {
+            let r = rng.next_u64();
+            let tags = (0..r % 4).map(|_| pick(&mut rng)).collect();
+            Row {
+                id: i as i64,
+                name: (r % 7 != 0).then(|| pick(&mut rng)),
+                amount: (r % 5 != 0).then(|| format!("{}.{:02}", r % 100_000, r % 100)),
+                flag: (r % 3 != 0).then_some(r % 2 == 0),
+                tags: (r % 6 != 0).then_some(tags),
+                doc: (r % 4 != 0)
+                    .then(|| serde_json::json!({"k": r % 10, "s": pick(&mut rng), "a": [1, null]})),
+                note: (r % 9 != 0).then(|| format!("n{}", r % 1000)),
+            }
+        })
+        .collect()
+}
+
+fn csv_field(out: &mut String, value: Option<&str>) {
+    if let Some(v) = value {
+        out.push('"');
+        out.push_str(&v.replace('"', "\"\""));
+        out.push('"');
+    }
+}
+
+fn pg_array(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect();
+    format!("{{{}}}", quoted.join(","))
+}
+
+fn to_csv(rows: &[Row], header: bool, crlf: bool) -> Vec<u8> {
+    let eol = if crlf { "\r\n" } else { "\n" };
+    let mut out = String::new();
+    if header {
+        out.push_str("id,name,amount,flag,tags,doc,note");
+        out.push_str(eol);
+    }
+    for row in rows {
+        out.push_str(&row.id.to_string());
+        for value in [
+            row.name.clone(),
+            row.amount.clone(),
+            row.flag.map(|f| f.to_string()),
+            row.tags.as_deref().map(pg_array),
+            row.doc.as_ref().map(|d| d.to_string()),
+            row.note.clone(),
+        ] {
+            out.push(',');
+            csv_field(&mut out, value.as_deref());
+        }
+        out.push_str(eol);
+    }
+    out.into_bytes()
+}
+
+fn to_jsonl(rows: &[Row]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let mut object = serde_json::Map::new();
+        object.insert("id".into(), row.id.into());
+        // Missing keys and explicit nulls both mean NULL; alternate between them.
+        let mut put = |key: &str, value: Option<serde_json::Value>| match value {
+            Some(v) => {
+                object.insert(key.into(), v);
+            }
+            None if i % 2 == 0 => {
+                object.insert(key.into(), serde_json::Value::Null);
+            }
+            None => {}
+        };
+        put("name", row.name.clone().map(Into::into));
+        // Numbers as written: "12.30" must stay 12.30, so they go out as raw JSON numbers.
+        put(
+            "amount",
+            row.amount
+                .as_ref()
+                .map(|a| serde_json::from_str(a).expect("a JSON number")),
+        );
+        put("flag", row.flag.map(Into::into));
+        put("tags", row.tags.clone().map(Into::into));
+        put("doc", row.doc.clone());
+        put("note", row.note.clone().map(Into::into));
+        out.extend_from_slice(serde_json::to_string(&object).expect("json").as_bytes());
+        out.push(b'\n');
+        if i % 50 == 0 {
+            out.push(b'\n'); // blank lines are not rows
+        }
+    }
+    out
+}
+
+fn small_blocks(opts: &mut inrush_load::LoadOptions) {
+    // Many blocks from few rows: every source is cut, and blocks of different sources mix.
+    opts.block_size = 2048;
+}
+
+#[test]
+fn a_directory_of_mixed_files_loads_like_copy_of_each() {
+    let mut db = fresh_db();
+    db.exec(&format!(
+        "CREATE TABLE expected ({COLUMNS}); CREATE TABLE t ({COLUMNS})"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let parts = [rows(300, 1), rows(200, 2), rows(250, 3)];
+    let csv = CsvOptions {
+        header: true,
+        ..CsvOptions::default()
+    };
+    for (i, part) in parts.iter().enumerate() {
+        let data = to_csv(part, true, i == 1);
+        db.server_copy("expected", &data, &csv, None).unwrap();
+        let path = dir.path().join(format!("part-{i}.csv"));
+        match i {
+            2 => {
+                let file = std::fs::File::create(path.with_extension("csv.gz")).unwrap();
+                let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+                gz.write_all(&data).unwrap();
+                gz.finish().unwrap();
+            }
+            _ => std::fs::write(&path, &data).unwrap(),
+        }
+    }
+    std::fs::write(dir.path().join("README.md"), "not an input").unwrap();
+
+    let mut opts = db.load_options(dir.path(), "t");
+    opts.csv = csv.clone();
+    small_blocks(&mut opts);
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(summary.rows, 750);
+    assert!(summary.input.starts_with("3 files"), "{}", summary.input);
+    assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
+
+    // A glob picks the same files; a file whose header differs is refused, naming both.
+    db.exec("TRUNCATE t");
+    opts.inputs = vec![format!("{}/part-*", dir.path().display())];
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
+    std::fs::write(dir.path().join("part-9.csv"), "id,name\n1,x\n").unwrap();
+    db.exec("TRUNCATE t");
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(e.contains("part-9.csv: the header names id,name"), "{e}");
+    assert_eq!(db.count("t"), 0, "a refused load leaves nothing");
+}
+
+#[test]
+fn json_lines_load_like_copy_of_the_same_rows_as_csv() {
+    let mut db = fresh_db();
+    db.exec(&format!(
+        "CREATE TABLE expected ({COLUMNS}); CREATE TABLE t ({COLUMNS})"
+    ));
+    let rows = rows(2000, 7);
+    db.server_copy(
+        "expected",
+        &to_csv(&rows, false, false),
+        &CsvOptions::default(),
+        None,
+    )
+    .unwrap();
+    let (_dir, path) = write_input(&to_jsonl(&rows), "jsonl");
+    let mut opts = db.load_options(&path, "t");
+    small_blocks(&mut opts);
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(summary.rows, 2000);
+    assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
+}
+
+#[test]
+fn bad_json_lines_go_to_the_reject_file_with_their_line() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int NOT NULL, note varchar(3))");
+    let data = concat!(
+        "{\"id\": 1, \"note\": \"ok\"}\n",
+        "{\"id\": 2, \"note\": \"too long\"}\n",
+        "{\"id\": 3, \"nope\": 1}\n",
+        "{\"id\": 4,\n",
+        "{\"id\": 99999999999}\n",
+        "{\"note\": \"x\"}\n",
+        "{\"id\": 7}\n",
+    );
+    let (dir, path) = write_input(data.as_bytes(), "jsonl");
+    let mut opts = db.load_options(&path, "t");
+    opts.max_errors = 10;
+    let rejects = dir.path().join("bad.jsonl");
+    opts.rejects = Some(rejects.clone());
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(summary.rows, 2);
+    assert_eq!(summary.rows_rejected, 5);
+    assert_eq!(db.rows_as_text("t"), vec!["(1,ok)", "(7,)"]);
+    let rejected = std::fs::read_to_string(&rejects).unwrap();
+    let lines: Vec<&str> = data.lines().collect();
+    assert_eq!(
+        rejected.lines().collect::<Vec<_>>(),
+        [lines[1], lines[2], lines[3], lines[4], lines[5]]
+    );
+    let log = std::fs::read_to_string(rejects.with_extension("jsonl.log")).unwrap();
+    let log: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let reasons: Vec<(u64, String)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["line"].as_u64().unwrap(),
+                e["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons[0],
+        (2, "value too long for type character varying(3)".into())
+    );
+    assert!(
+        reasons[1].1.contains("key \"nope\" matches no column"),
+        "{:?}",
+        reasons[1]
+    );
+    assert!(
+        reasons[2].1.starts_with("invalid JSON line"),
+        "{:?}",
+        reasons[2]
+    );
+    assert!(
+        reasons[3].1.contains("out of range for type integer"),
+        "{:?}",
+        reasons[3]
+    );
+    assert!(
+        reasons[4].1.contains("violates not-null constraint"),
+        "{:?}",
+        reasons[4]
+    );
+}
+
+#[test]
+fn a_query_on_another_server_loads_like_copy_of_its_rows() {
+    let mut source = fresh_db();
+    let mut db = fresh_db();
+    source.exec(&format!("CREATE TABLE src ({COLUMNS})"));
+    let rows = rows(3000, 11);
+    source
+        .server_copy(
+            "src",
+            &to_csv(&rows, false, false),
+            &CsvOptions::default(),
+            None,
+        )
+        .unwrap();
+    source.exec("UPDATE src SET id = NULL WHERE id % 500 = 3");
+    // The target's types differ (bigint id, varchar name): values are read by its rules.
+    db.exec(
+        "CREATE TABLE t (id bigint, name varchar(30), amount numeric(14,3), flag bool, tags text[], doc json, note text)",
+    );
+    for split_by in [None, Some("id".to_string())] {
+        db.exec("TRUNCATE t");
+        let mut opts = db.load_options(std::path::Path::new("unused"), "t");
+        opts.connections = 3;
+        opts.from_query = Some(QuerySource {
+            from: source.target.clone(),
+            sql: "SELECT * FROM src WHERE name IS DISTINCT FROM 'plain'".into(),
+            split_by: split_by.clone(),
+        });
+        small_blocks(&mut opts);
+        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        let expected = source
+            .client
+            .query(
+                "SELECT t::text FROM (SELECT id::bigint, name::varchar(30), amount::numeric(14,3), flag, tags, doc::json, note FROM src WHERE name IS DISTINCT FROM 'plain') t ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>();
+        assert_eq!(summary.rows as usize, expected.len());
+        assert_eq!(db.rows_as_text("t"), expected, "split by {split_by:?}");
+        if split_by.is_some() {
+            assert_eq!(summary.input, "query (3 parts)");
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Reading a query's rows from a source server as a byte stream (`COPY (query) TO STDOUT`),
+//! the "load from cursor" path: the stream is CSV with a header, so it goes through the same
+//! parse, check and encode as a file and every value is read by the target's own rules.
+
+use crate::{query_error, quote_ident, ConnectOptions, Result};
+use std::io::{self, Read};
+
+/// The statement that streams `query`'s rows as CSV with a header line.
+pub fn copy_out_statement(query: &str) -> String {
+    format!("COPY ({query}) TO STDOUT (FORMAT csv, HEADER true)")
+}
+
+/// Runs `COPY (query) TO STDOUT` on its own connection and thread; the returned reader yields
+/// the CSV bytes as they arrive. A failure after the start (the query errs midway, the
+/// connection drops) comes out of `read` as an error naming the query.
+pub fn reader(from: &ConnectOptions, query: &str) -> Result<Box<dyn Read + Send>> {
+    let mut client = from.connect_blocking()?;
+    let statement = copy_out_statement(query);
+    // Fail here, with the server's message, when the query does not parse or plan.
+    client
+        .batch_execute(&format!(
+            "BEGIN READ ONLY; DECLARE inrush_probe CURSOR FOR {query}; ROLLBACK"
+        ))
+        .map_err(query_error(statement.as_str()))?;
+    let (tx, rx) = flume::bounded::<io::Result<Vec<u8>>>(8);
+    std::thread::Builder::new()
+        .name("inrush-query-out".into())
+        .spawn(move || {
+            let mut copy = match client.copy_out(statement.as_str()) {
+                Ok(copy) => copy,
+                Err(e) => {
+                    let _ = tx.send(Err(io::Error::other(query_error(statement.as_str())(e))));
+                    return;
+                }
+            };
+            loop {
+                let mut buf = vec![0; 256 * 1024];
+                match copy.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        if tx.send(Ok(buf)).is_err() {
+                            break; // the load stopped reading
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        break;
+                    }
+                }
+            }
+        })
+        .map_err(|e| crate::Error::Config(format!("starting a thread: {e}")))?;
+    Ok(Box::new(ChannelReader {
+        rx,
+        current: Vec::new(),
+        at: 0,
+    }))
+}
+
+/// `query` cut into `parts` queries over ranges of the integer column `column` (its minimum
+/// to its maximum, rows with NULL in the first part), for parallel streams.
+pub fn split_by(
+    from: &ConnectOptions,
+    query: &str,
+    column: &str,
+    parts: usize,
+) -> Result<Vec<String>> {
+    let col = quote_ident(column);
+    let sql = format!("SELECT min({col})::bigint, max({col})::bigint FROM ({query}) AS q");
+    let mut client = from.connect_blocking()?;
+    let row = client
+        .query_one(&sql, &[])
+        .map_err(query_error(sql.as_str()))?;
+    let (min, max): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+    let (Some(min), Some(max)) = (min, max) else {
+        return Ok(vec![query.to_string()]);
+    };
+    let span = (max as i128 - min as i128 + 1) as u128;
+    let parts = (parts.max(1) as u128).min(span);
+    let step = span.div_ceil(parts);
+    let mut queries = Vec::new();
+    for i in 0..parts {
+        let lo = min as i128 + (i * step) as i128;
+        let hi = (lo + step as i128).min(max as i128 + 1);
+        if lo > max as i128 {
+            break;
+        }
+        let nulls = if i == 0 {
+            format!(" OR {col} IS NULL")
+        } else {
+            String::new()
+        };
+        queries.push(format!(
+            "SELECT * FROM ({query}) AS q WHERE ({col} >= {lo} AND {col} < {hi}){nulls}"
+        ));
+    }
+    Ok(queries)
+}
+
+struct ChannelReader {
+    rx: flume::Receiver<io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.current.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.current = chunk?;
+                    self.at = 0;
+                }
+                Err(_) => return Ok(0), // the stream ended
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
