@@ -10,8 +10,8 @@
 //! for the methods that are inrush's own), connection options or the private server
 //! (`inrush-postgres`), or the command line (`inrush`).
 
-pub mod results;
 pub mod report;
+pub mod results;
 
 use std::path::PathBuf;
 
