@@ -28,6 +28,28 @@ fn rerender_from_results_json_gives_identical_files() {
 }
 
 #[test]
+fn figures_json_cannot_hold_still_render_again() {
+    // JSON has no NaN or infinity; results.json stores them as null and must still re-render.
+    let mut lab = sample();
+    let m = &mut lab.experiments[0].variations[1].runs[0];
+    m.seconds = f64::NAN;
+    m.rows_per_second = f64::INFINITY;
+    m.client_cpu_seconds = f64::NAN;
+    m.extra.insert("vacuum_seconds".into(), f64::NAN);
+    m.rate[0].seconds = f64::NAN;
+    lab.experiments[0].variations[2].seed_seconds = Some(f64::NAN);
+    if let Some(v) = lab.experiments[0].verdict.as_mut() {
+        v.factor = f64::NAN;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files = report::write(&lab, dir.path()).unwrap();
+    let html = std::fs::read_to_string(&files.html).unwrap();
+    report::rerender(dir.path()).unwrap();
+    assert_eq!(std::fs::read_to_string(&files.html).unwrap(), html);
+    assert!(!html.contains("NaN"));
+}
+
+#[test]
 fn rerender_of_a_folder_without_results_says_which_file() {
     let dir = tempfile::tempdir().unwrap();
     let err = report::rerender(dir.path()).unwrap_err().to_string();
