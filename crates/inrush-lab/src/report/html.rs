@@ -3,7 +3,7 @@
 //! experiment with its table, verdict line, charts and notes.
 
 use super::escape::{anchor, html};
-use super::markdown::{environment, extras, settings_changed};
+use super::markdown::{capitalised, environment, extras, settings_changed};
 use super::svg::{self, BarRow, Line, Series};
 use super::{fmt, rows, status_word, verdict_word, Row};
 use crate::results::{ExperimentResult, Holds, LabResults, Status};
@@ -147,7 +147,7 @@ fn experiment(out: &mut String, e: &ExperimentResult) {
         let _ = writeln!(
             out,
             "<div class=\"status\"><strong>{}:</strong> {}</div>",
-            status_word(&e.status),
+            capitalised(status_word(&e.status)),
             html(r)
         );
     }

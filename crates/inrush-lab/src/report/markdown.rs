@@ -203,7 +203,7 @@ pub(super) fn extras(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-fn capitalised(s: &str) -> String {
+pub(super) fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),

@@ -274,8 +274,10 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
     };
     let (left, right, bottom) = (70.0, 250.0, 40.0);
     let plot_w = LINE_W - left - right;
-    let plot_h = LINE_H - TOP - bottom;
-    let mut s = open(title, LINE_W, LINE_H);
+    // The legend lists every line; a long one makes the chart taller rather than spill out.
+    let height = LINE_H.max(TOP + 18.0 * lines.len() as f64 + bottom);
+    let plot_h = height - TOP - bottom;
+    let mut s = open(title, LINE_W, height);
     // Horizontal grid (values) and vertical ticks (seconds).
     for t in y_axis.ticks() {
         let y = TOP + plot_h - y_axis.frac(t) * plot_h;
@@ -303,13 +305,19 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
         TOP + plot_h,
         TOP + plot_h,
         left + plot_w / 2.0,
-        LINE_H - 6.0,
+        height - 6.0,
         TOP - 6.0,
         html(y_label),
         if y_axis.is_log() { " (log scale)" } else { "" }
     ));
     for (i, line) in lines.iter().enumerate() {
         let colour = LINES[i % LINES.len()];
+        // Past the palette, colours repeat with a dash pattern to tell the lines apart.
+        let dash = match i / LINES.len() {
+            0 => "",
+            1 => r#" stroke-dasharray="8 4""#,
+            _ => r#" stroke-dasharray="2 3""#,
+        };
         let pts: Vec<(f64, f64)> = line
             .points
             .iter()
@@ -330,7 +338,7 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
             _ => {
                 let path: Vec<String> = pts.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
                 s.push_str(&format!(
-                    r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5" stroke-linejoin="round"><title>{}</title></polyline>"#,
+                    r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="2.5"{dash} stroke-linejoin="round"><title>{}</title></polyline>"#,
                     path.join(" "),
                     html(line.label)
                 ));
@@ -339,7 +347,7 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
         let ly = TOP + 8.0 + i as f64 * 18.0;
         let lx = left + plot_w + 16.0;
         s.push_str(&format!(
-            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"/><text x="{:.1}" y="{:.1}" class="lbl"><title>{}</title>{}</text>"#,
+            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"{dash}/><text x="{:.1}" y="{:.1}" class="lbl"><title>{}</title>{}</text>"#,
             lx + 18.0,
             lx + 24.0,
             ly + 4.0,
@@ -525,6 +533,27 @@ mod tests {
             }],
         );
         assert!(svg.contains("nothing measured"));
+    }
+
+    #[test]
+    fn many_lines_get_dashes_and_a_taller_chart() {
+        let labels: Vec<String> = (0..20).map(|i| format!("v{i}")).collect();
+        let lines: Vec<Line> = labels
+            .iter()
+            .map(|l| Line {
+                label: l,
+                points: vec![(1.0, 1.0), (2.0, 3.0)],
+            })
+            .collect();
+        let svg = line_chart("t", "rows/s", &lines);
+        assert!(svg.contains("stroke-dasharray=\"8 4\""));
+        assert!(svg.contains("stroke-dasharray=\"2 3\""));
+        let h = 30.0 + 18.0 * 20.0 + 40.0;
+        assert!(
+            svg.contains(&format!("height=\"{h:.0}\"")),
+            "{}",
+            &svg[..200]
+        );
     }
 
     #[test]
