@@ -111,7 +111,7 @@ fn experiment(out: &mut String, e: &ExperimentResult) {
     }
     let rows = rows(e);
     if !rows.is_empty() {
-        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | WAL bytes/row | WAL records/row | seed figure | seed ratio |");
+        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | WAL bytes/row | WAL records/row | seed figure | seed ratio to seed baseline |");
         let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|---|--:|");
         for r in &rows {
             table_row(out, r);
