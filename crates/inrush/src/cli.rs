@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
+use inrush_read::generate::{self, Schema, TextFormat};
 use inrush_read::inputs::InputFormat;
 
 #[derive(Parser, Debug)]
@@ -236,9 +237,19 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct GenArgs {
+    /// Which table's rows: sqlbulkcopy (the seeds' 3 ints + 3 varchar(100)), insertbench
+    /// (iibench's purchases_index), lineitem (TPC-H's columns and types).
+    #[arg(default_value = "sqlbulkcopy")]
+    pub schema: Schema,
     /// Output file.
     #[arg(short, long)]
     pub output: String,
+    /// csv, jsonl or parquet.
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: FormatArg,
+    /// Start CSV with a header line (needed for insertbench, whose key the server fills).
+    #[arg(long)]
+    pub header: bool,
     #[arg(long, default_value_t = 1_000_000)]
     pub rows: u64,
     #[arg(long, default_value_t = 42)]
@@ -305,13 +316,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             let file = std::fs::File::create(&args.output)
                 .with_context(|| format!("creating {}", args.output))?;
             let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-            let bytes = inrush_read::generate::sqlbulkcopy_csv(&mut out, args.rows, args.seed)?;
+            let format = match args.format {
+                FormatArg::Csv => TextFormat::Csv {
+                    header: args.header,
+                },
+                FormatArg::Jsonl => TextFormat::Jsonl,
+                other => bail!("inrush gen does not write {other:?} yet"),
+            };
+            let bytes = generate::write_text(&mut out, args.schema, format, args.rows, args.seed)?;
             std::io::Write::flush(&mut out)?;
             eprintln!(
-                "wrote {} rows, {:.1} MB to {}",
+                "wrote {} rows, {:.1} MB to {}; load them into:\n{}",
                 args.rows,
                 bytes as f64 / 1e6,
-                args.output
+                args.output,
+                args.schema.create_sql(args.schema.name())
             );
             Ok(Outcome::Done)
         }
