@@ -317,3 +317,188 @@ impl ArrowFile {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::Int32Type;
+    use arrow_array::{Array, ArrayRef, DictionaryArray, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::{Compression, ZstdLevel};
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+
+    fn schema() -> Arc<Schema> {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new(
+                "flag",
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                true,
+            ),
+            Field::new("comment", DataType::Utf8, true),
+        ]))
+    }
+
+    fn batch(start: i64, rows: usize) -> RecordBatch {
+        let ids: Vec<i64> = (start..start + rows as i64).collect();
+        // One dictionary for every batch: IPC files allow no replacement.
+        let keys = arrow_array::Int32Array::from(
+            ids.iter()
+                .map(|i| (i % 7 != 0).then_some((i % 3) as i32))
+                .collect::<Vec<_>>(),
+        );
+        let flags: DictionaryArray<Int32Type> =
+            DictionaryArray::new(keys, Arc::new(StringArray::from(vec!["A", "N", "R"])));
+        let comments =
+            StringArray::from(ids.iter().map(|i| format!("row {i}")).collect::<Vec<_>>());
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(flags),
+            Arc::new(comments),
+        ];
+        RecordBatch::try_new(schema(), columns).unwrap()
+    }
+
+    fn write_parquet(path: &Path, compression: Compression) {
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(100))
+            .set_compression(compression)
+            .build();
+        let file = File::create(path).unwrap();
+        let mut w = ArrowWriter::try_new(file, schema(), Some(props)).unwrap();
+        w.write(&batch(0, 150)).unwrap();
+        w.write(&batch(150, 100)).unwrap();
+        w.close().unwrap();
+    }
+
+    fn ids(batches: &[RecordBatch], column: usize) -> Vec<i64> {
+        batches
+            .iter()
+            .flat_map(|b| {
+                let a = b
+                    .column(column)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap();
+                a.values().to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parquet_row_groups_are_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, compression) in [
+            ("snappy.data", Compression::SNAPPY),
+            ("zstd.data", Compression::ZSTD(ZstdLevel::default())),
+            ("lz4.data", Compression::LZ4_RAW),
+            ("gzip.data", Compression::GZIP(Default::default())),
+            ("none.data", Compression::UNCOMPRESSED),
+        ] {
+            let path = dir.path().join(name);
+            write_parquet(&path, compression);
+            let f = ArrowFile::open(&path).unwrap();
+            assert_eq!(f.format(), FileFormat::Parquet);
+            assert_eq!(f.rows(), 250);
+            let parts = f.parts();
+            assert_eq!(
+                parts
+                    .iter()
+                    .map(|p| (p.index, p.first_row, p.rows))
+                    .collect::<Vec<_>>(),
+                [(0, 0, 100), (1, 100, 100), (2, 200, 50)],
+                "{name}"
+            );
+            assert!(parts.iter().all(|p| p.bytes > 0));
+            let s = f.schema();
+            assert_eq!(s.field(0).name(), "id");
+            assert!(matches!(s.field(1).data_type(), DataType::Dictionary(_, _)));
+
+            let all = f.read_part(1, &[0, 1, 2]).unwrap();
+            assert_eq!(ids(&all, 0), (100..200).collect::<Vec<_>>());
+            assert!(matches!(
+                all[0].column(1).data_type(),
+                DataType::Dictionary(_, _)
+            ));
+            // Projection in the caller's order, columns left out not read.
+            let some = f.read_part(2, &[2, 0]).unwrap();
+            assert_eq!(some[0].num_columns(), 2);
+            assert_eq!(some[0].schema().field(0).name(), "comment");
+            assert_eq!(ids(&some, 1), (200..250).collect::<Vec<_>>());
+            let comments = some[0]
+                .column(0)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap();
+            assert_eq!(comments.value(0), "row 200");
+        }
+    }
+
+    #[test]
+    fn arrow_ipc_batches_are_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        // The extension says Parquet: the magic bytes decide.
+        let path = dir.path().join("really-ipc.parquet");
+        let file = File::create(&path).unwrap();
+        let mut w = arrow_ipc::writer::FileWriter::try_new(file, &schema()).unwrap();
+        w.write(&batch(0, 10)).unwrap();
+        w.write(&batch(10, 20_000)).unwrap();
+        w.write(&batch(20_010, 0)).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        let f = ArrowFile::open(&path).unwrap();
+        assert_eq!(f.format(), FileFormat::ArrowIpc);
+        assert_eq!(f.rows(), 20_010);
+        assert_eq!(
+            f.parts()
+                .iter()
+                .map(|p| (p.first_row, p.rows))
+                .collect::<Vec<_>>(),
+            [(0, 10), (10, 20_000), (20_010, 0)]
+        );
+        let b = f.read_part(1, &[1, 0]).unwrap();
+        assert_eq!(b.len(), 3, "sliced into bounded batches");
+        assert!(b.iter().all(|b| b.num_rows() <= BATCH_ROWS));
+        assert_eq!(ids(&b, 1), (10..20_010).collect::<Vec<_>>());
+        assert!(b[0].column(0).is_null(0) == (10 % 7 == 0));
+        assert_eq!(f.read_part(0, &[0]).unwrap()[0].num_rows(), 10);
+    }
+
+    #[test]
+    fn wrong_inputs_say_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("x.parquet");
+        std::fs::write(&csv, "a,b\n1,2\n3,4\n").unwrap();
+        let e = ArrowFile::open(&csv).unwrap_err();
+        assert!(matches!(e, Error::UnknownFormat { .. }), "{e}");
+        let e = ArrowFile::open(&dir.path().join("missing")).unwrap_err();
+        assert!(matches!(e, Error::Open { .. }), "{e}");
+
+        let path = dir.path().join("t.parquet");
+        write_parquet(&path, Compression::SNAPPY);
+        let f = ArrowFile::open(&path).unwrap();
+        assert!(matches!(
+            f.read_part(3, &[0]),
+            Err(Error::NoSuchPart {
+                part: 3,
+                parts: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            f.read_part(0, &[3]),
+            Err(Error::NoSuchColumn {
+                index: 3,
+                columns: 3,
+                ..
+            })
+        ));
+        // A truncated Parquet file fails on open, not later.
+        let bytes = std::fs::read(&path).unwrap();
+        let cut = dir.path().join("cut.parquet");
+        std::fs::write(&cut, [&bytes[..bytes.len() / 2], b"PAR1"].concat()).unwrap();
+        assert!(ArrowFile::open(&cut).is_err());
+    }
+}
