@@ -53,6 +53,14 @@ enum Path {
     Time {
         unit: TimeUnit,
     },
+    /// Integers and Decimal32/64/128 with a scale >= 0 into numeric, when the column's typmod
+    /// keeps every digit (its scale is at least the Arrow scale): shown with `dscale` digits.
+    /// Values of `limit` or more in magnitude overflow the precision and take the text path.
+    Numeric {
+        scale: u32,
+        dscale: u32,
+        limit: Option<u128>,
+    },
     /// Render the text form and read it with `encode_value`.
     Text,
     /// The target has no binary encoder: always the server's input function.
@@ -82,7 +90,7 @@ impl Coercion {
                 if !scalar_fits(dt, *scalar) {
                     return Err(incompatible());
                 }
-                (scalar_path(dt, *scalar), style_for(*scalar))
+                (scalar_path(dt, *scalar, column.typmod), style_for(*scalar))
             }
             ValueType::Array { elem, .. } => {
                 let fits = if render::is_string(dt) {
@@ -223,14 +231,41 @@ impl Coercion {
                 out.extend_from_slice(&us.to_be_bytes());
                 Ok(())
             }
-            Path::Text => SCRATCH.with(|scratch| {
-                let mut text = scratch.borrow_mut();
-                text.clear();
-                self.write_text(array, row, &mut text);
-                encode_value(&self.value_type, self.typmod, &text, ctx, out)
-            }),
+            Path::Numeric {
+                scale,
+                dscale,
+                limit,
+            } => {
+                let v = match render::int_value(array, row) {
+                    Some(v) => v,
+                    None => decimal_value(array, row).ok_or(EncodeError::Deferred)?,
+                };
+                if limit.is_some_and(|l| v.unsigned_abs() >= l)
+                    || !encode_numeric(v, scale, dscale, out)
+                {
+                    return self.encode_text(array, row, ctx, out);
+                }
+                Ok(())
+            }
+            Path::Text => self.encode_text(array, row, ctx, out),
             Path::Server => Err(EncodeError::Deferred),
         }
+    }
+
+    /// The reference path: render the text form, read it with `encode_value`.
+    fn encode_text(
+        &self,
+        array: &dyn Array,
+        row: usize,
+        ctx: &EncodeContext,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        SCRATCH.with(|scratch| {
+            let mut text = scratch.borrow_mut();
+            text.clear();
+            self.write_text(array, row, &mut text);
+            encode_value(&self.value_type, self.typmod, &text, ctx, out)
+        })
     }
 
     /// The value's PostgreSQL text form (what [`Coercion::encode`] means), for Deferred
@@ -325,7 +360,7 @@ fn elements_fit(dt: &DataType, elem: ScalarType) -> bool {
     }
 }
 
-fn scalar_path(dt: &DataType, scalar: ScalarType) -> Path {
+fn scalar_path(dt: &DataType, scalar: ScalarType, typmod: i32) -> Path {
     use ScalarType as S;
     if render::is_string(dt) {
         return Path::Str;
@@ -350,8 +385,94 @@ fn scalar_path(dt: &DataType, scalar: ScalarType) -> Path {
             local: tz.is_none(),
         },
         (DataType::Time32(unit) | DataType::Time64(unit), S::Time) => Path::Time { unit: *unit },
+        (dt, S::Numeric) => numeric_path(dt, typmod).unwrap_or(Path::Text),
         _ => Path::Text,
     }
+}
+
+/// The direct numeric path, when every value is kept exactly (no typmod rounding).
+fn numeric_path(dt: &DataType, typmod: i32) -> Option<Path> {
+    let scale: u32 = match dt {
+        dt if is_int(dt) => 0,
+        DataType::Decimal32(_, s) | DataType::Decimal64(_, s) | DataType::Decimal128(_, s) => {
+            u32::try_from(*s).ok()?
+        }
+        _ => return None,
+    };
+    if typmod < 4 {
+        return Some(Path::Numeric {
+            scale,
+            dscale: scale,
+            limit: None,
+        });
+    }
+    // numeric(p,s): typmod is ((p << 16) | s) + 4; scales above 1000 are PostgreSQL 15's
+    // negative scales, left to the text path as encode_value leaves them to the server.
+    let m = typmod - 4;
+    let precision = ((m >> 16) & 0xffff) as u32;
+    let target_scale = (m & 0xffff) as u32;
+    if !(1..=1000).contains(&precision) || target_scale > 1000 || target_scale < scale {
+        return None;
+    }
+    // At most precision - scale integer digits: |v| < 10^(precision - target_scale + scale).
+    let limit = 10u128.checked_pow(precision - target_scale + scale);
+    Some(Path::Numeric {
+        scale,
+        dscale: target_scale,
+        limit,
+    })
+}
+
+/// The unscaled value of a Decimal32/64/128 array.
+#[inline]
+fn decimal_value(array: &dyn Array, row: usize) -> Option<i128> {
+    use arrow_array::types::{Decimal128Type, Decimal32Type, Decimal64Type};
+    Some(match array.data_type() {
+        DataType::Decimal32(_, _) => array.as_primitive::<Decimal32Type>().value(row).into(),
+        DataType::Decimal64(_, _) => array.as_primitive::<Decimal64Type>().value(row).into(),
+        DataType::Decimal128(_, _) => array.as_primitive::<Decimal128Type>().value(row),
+        _ => return None,
+    })
+}
+
+/// `numeric_send` of `v * 10^-scale` shown with `dscale` (>= `scale`) fractional digits:
+/// ndigits, weight, sign, dscale, then base-10000 digits without leading or trailing zero
+/// groups. False (nothing written) when the scaled value does not fit in 128 bits.
+fn encode_numeric(v: i128, scale: u32, dscale: u32, out: &mut Vec<u8>) -> bool {
+    // Align the decimal point to a group boundary: 4 * frac_groups fractional digits.
+    let frac_groups = dscale.div_ceil(4);
+    let Some(mut m) = 10u128
+        .checked_pow(frac_groups * 4 - scale)
+        .and_then(|p| v.unsigned_abs().checked_mul(p))
+    else {
+        return false;
+    };
+    // Least significant group first; 128 bits hold at most 39 digits, 10 groups.
+    let mut groups = [0u16; 10];
+    let mut n = 0;
+    while m > 0 {
+        groups[n] = (m % 10_000) as u16;
+        m /= 10_000;
+        n += 1;
+    }
+    let low = groups[..n].iter().position(|&g| g != 0).unwrap_or(n);
+    let ndigits = n - low;
+    let (weight, sign) = if ndigits == 0 {
+        (0i16, 0u16)
+    } else {
+        (
+            n as i16 - 1 - frac_groups as i16,
+            if v < 0 { 0x4000 } else { 0 },
+        )
+    };
+    out.extend_from_slice(&(ndigits as u16).to_be_bytes());
+    out.extend_from_slice(&weight.to_be_bytes());
+    out.extend_from_slice(&sign.to_be_bytes());
+    out.extend_from_slice(&(dscale as u16).to_be_bytes());
+    for g in groups[low..n].iter().rev() {
+        out.extend_from_slice(&g.to_be_bytes());
+    }
+    true
 }
 
 /// An integer into int2/int4/int8, with the server's out-of-range wording.

@@ -648,3 +648,87 @@ fn scalars_into_text_use_their_text_form() {
         b"1970-01-01 00:00:00.000001+00"
     );
 }
+
+#[test]
+fn generated_decimals_and_integers_into_numeric_typmods() {
+    let tm = |p: i32, s: i32| ((p << 16) | s) + 4;
+    let targets = [
+        scalar(ScalarType::Numeric, -1, "numeric"),
+        scalar(ScalarType::Numeric, tm(15, 2), "numeric(15,2)"),
+        scalar(ScalarType::Numeric, tm(12, 4), "numeric(12,4)"),
+        scalar(ScalarType::Numeric, tm(5, 2), "numeric(5,2)"),
+        scalar(ScalarType::Numeric, tm(10, 1), "numeric(10,1)"),
+        scalar(ScalarType::Numeric, tm(38, 0), "numeric(38,0)"),
+        scalar(ScalarType::Numeric, tm(1000, 1000), "numeric(1000,1000)"),
+        scalar(ScalarType::Numeric, tm(4, 4), "numeric(4,4)"),
+    ];
+    let mut rng = Rng(5);
+    let mut values: Vec<i128> = (0..600)
+        .map(|i| {
+            let x = rng.next() as i64 as i128;
+            match i % 5 {
+                0 => x % 100,
+                1 => x % 10_000_000,
+                2 => x,
+                3 => x * (rng.next() as i128),
+                _ => (x % 1000) * 10_000,
+            }
+        })
+        .collect();
+    values.extend([
+        0,
+        1,
+        -1,
+        9999,
+        10_000,
+        -10_000,
+        99_999_999,
+        i128::MAX,
+        i128::MIN + 1,
+    ]);
+    for (precision, scale) in [(38u8, 2i8), (38, 0), (38, 7), (38, 38), (20, 3)] {
+        let a = Decimal128Array::from(values.clone())
+            .with_precision_and_scale(precision, scale)
+            .unwrap();
+        for t in &targets {
+            // Only overflowing values are left to the server (its message has a detail).
+            let decided = assert_equivalent(&a, t);
+            assert!(decided >= 3, "{decided} for {scale} into {}", t.type_sql);
+            if t.typmod == -1 {
+                assert_eq!(decided, a.len());
+            }
+        }
+    }
+    let small: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+    let d64 = Decimal64Array::from(small.clone())
+        .with_precision_and_scale(18, 4)
+        .unwrap();
+    let d32 = Decimal32Array::from(small.iter().map(|&v| v as i32).collect::<Vec<_>>())
+        .with_precision_and_scale(9, 3)
+        .unwrap();
+    let ints = Int64Array::from(small);
+    for t in &targets {
+        assert!(assert_equivalent(&d64, t) >= 3);
+        assert!(assert_equivalent(&d32, t) >= 3);
+        assert!(assert_equivalent(&ints, t) >= 3);
+    }
+    assert_eq!(assert_equivalent(&ints, &targets[0]), ints.len());
+    // TPC-H's money columns: decimal(15,2) into numeric(15,2), zero keeps its scale.
+    let a = Decimal128Array::from(vec![0, 9_071_700])
+        .with_precision_and_scale(15, 2)
+        .unwrap();
+    let c = coercion(&a, &targets[1]);
+    assert_eq!(
+        c.path,
+        Path::Numeric {
+            scale: 2,
+            dscale: 2,
+            limit: Some(10u128.pow(15))
+        }
+    );
+    assert_eq!(encode(&c, &a, 0).unwrap(), [0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        encode(&c, &a, 1).unwrap(),
+        [0, 2, 0, 1, 0, 0, 0, 2, 0, 9, 0x02, 0xcd] // 9 0717 ., weight 1
+    );
+}
