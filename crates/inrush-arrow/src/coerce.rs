@@ -441,19 +441,31 @@ fn decimal_value(array: &dyn Array, row: usize) -> Option<i128> {
 fn encode_numeric(v: i128, scale: u32, dscale: u32, out: &mut Vec<u8>) -> bool {
     // Align the decimal point to a group boundary: 4 * frac_groups fractional digits.
     let frac_groups = dscale.div_ceil(4);
-    let Some(mut m) = 10u128
-        .checked_pow(frac_groups * 4 - scale)
-        .and_then(|p| v.unsigned_abs().checked_mul(p))
-    else {
-        return false;
-    };
+    let shift = frac_groups * 4 - scale;
+    let abs = v.unsigned_abs();
     // Least significant group first; 128 bits hold at most 39 digits, 10 groups.
     let mut groups = [0u16; 10];
     let mut n = 0;
-    while m > 0 {
-        groups[n] = (m % 10_000) as u16;
-        m /= 10_000;
-        n += 1;
+    // 128-bit arithmetic is slow; most values fit 64 bits.
+    let small = match (u64::try_from(abs), 10u64.checked_pow(shift)) {
+        (Ok(a), Some(p)) => a.checked_mul(p),
+        _ => None,
+    };
+    if let Some(mut m) = small {
+        while m > 0 {
+            groups[n] = (m % 10_000) as u16;
+            m /= 10_000;
+            n += 1;
+        }
+    } else {
+        let Some(mut m) = 10u128.checked_pow(shift).and_then(|p| abs.checked_mul(p)) else {
+            return false;
+        };
+        while m > 0 {
+            groups[n] = (m % 10_000) as u16;
+            m /= 10_000;
+            n += 1;
+        }
     }
     let low = groups[..n].iter().position(|&g| g != 0).unwrap_or(n);
     let ndigits = n - low;
@@ -465,13 +477,15 @@ fn encode_numeric(v: i128, scale: u32, dscale: u32, out: &mut Vec<u8>) -> bool {
             if v < 0 { 0x4000 } else { 0 },
         )
     };
-    out.extend_from_slice(&(ndigits as u16).to_be_bytes());
-    out.extend_from_slice(&weight.to_be_bytes());
-    out.extend_from_slice(&sign.to_be_bytes());
-    out.extend_from_slice(&(dscale as u16).to_be_bytes());
-    for g in groups[low..n].iter().rev() {
-        out.extend_from_slice(&g.to_be_bytes());
+    let mut buf = [0u8; 8 + 2 * 10];
+    buf[0..2].copy_from_slice(&(ndigits as u16).to_be_bytes());
+    buf[2..4].copy_from_slice(&weight.to_be_bytes());
+    buf[4..6].copy_from_slice(&sign.to_be_bytes());
+    buf[6..8].copy_from_slice(&(dscale as u16).to_be_bytes());
+    for (i, g) in groups[low..n].iter().rev().enumerate() {
+        buf[8 + 2 * i..10 + 2 * i].copy_from_slice(&g.to_be_bytes());
     }
+    out.extend_from_slice(&buf[..8 + 2 * ndigits]);
     true
 }
 

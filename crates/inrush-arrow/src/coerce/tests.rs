@@ -732,3 +732,79 @@ fn generated_decimals_and_integers_into_numeric_typmods() {
         [0, 2, 0, 1, 0, 0, 0, 2, 0, 9, 0x02, 0xcd] // 9 0717 ., weight 1
     );
 }
+
+/// Each direct path against the text path it replaces, on 1M values. Run optimised without a
+/// release build: `CARGO_PROFILE_DEV_OPT_LEVEL=2 cargo test -p inrush-arrow bench -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore]
+fn bench_direct_paths_against_the_text_path() {
+    let n = 1_000_000;
+    let mut rng = Rng(1);
+    let cases: Vec<(&str, ArrayRef, TargetColumn)> = vec![
+        (
+            "int64 -> int4",
+            Arc::new(Int64Array::from(
+                (0..n)
+                    .map(|_| (rng.next() % 1_000_000) as i64)
+                    .collect::<Vec<_>>(),
+            )),
+            int_targets()[1].clone(),
+        ),
+        (
+            "decimal(15,2) -> numeric(15,2)",
+            Arc::new(
+                Decimal128Array::from(
+                    (0..n)
+                        .map(|_| (rng.next() % 10_000_000) as i128)
+                        .collect::<Vec<_>>(),
+                )
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+            ),
+            scalar(ScalarType::Numeric, ((15 << 16) | 2) + 4, "numeric(15,2)"),
+        ),
+        (
+            "timestamp(us) -> timestamp",
+            Arc::new(TimestampMicrosecondArray::from(
+                (0..n)
+                    .map(|_| (rng.next() % (1 << 50)) as i64)
+                    .collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Timestamp, -1, "timestamp"),
+        ),
+        (
+            "date32 -> date",
+            Arc::new(Date32Array::from(
+                (0..n)
+                    .map(|_| (rng.next() % 20_000) as i32)
+                    .collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Date, -1, "date"),
+        ),
+        (
+            "float64 -> float8",
+            Arc::new(Float64Array::from(
+                (0..n).map(|_| rng.next() as f64 / 7.0).collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Float8, -1, "double precision"),
+        ),
+    ];
+    let ctx = EncodeContext::default();
+    for (name, a, t) in cases {
+        let c = coercion(a.as_ref(), &t);
+        let mut out = Vec::with_capacity(n * 16);
+        let start = std::time::Instant::now();
+        for row in 0..n {
+            let _ = c.encode(a.as_ref(), row, &ctx, &mut out);
+        }
+        let direct = start.elapsed();
+        out.clear();
+        let start = std::time::Instant::now();
+        for row in 0..n {
+            let _ = c.encode_text(a.as_ref(), row, &ctx, &mut out);
+        }
+        let text = start.elapsed();
+        println!("{name:32} direct {direct:>10.2?}  text {text:>10.2?}");
+    }
+}
