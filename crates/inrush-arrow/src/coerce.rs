@@ -143,6 +143,12 @@ impl Coercion {
         ctx: &EncodeContext,
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
+        // A null dictionary key may hold any value: check it before following it.
+        if array.is_null(row) {
+            return Err(EncodeError::Refused(
+                "null value where a value was expected".into(),
+            ));
+        }
         let (array, row) = render::resolve(array, row);
         if array.is_null(row) {
             // The caller checks is_null first; a NULL has no binary form to give.
@@ -269,9 +275,12 @@ impl Coercion {
     }
 
     /// The value's PostgreSQL text form (what [`Coercion::encode`] means), for Deferred
-    /// resolution, the text COPY fallback and reject files. Appends to `buf`.
+    /// resolution, the text COPY fallback and reject files. Appends to `buf`; appends nothing
+    /// for a null row (the caller writes its own NULL marker).
     pub fn text(&self, array: &dyn Array, row: usize, buf: &mut String) {
-        self.write_text(array, row, buf);
+        if !render::is_null(array, row) {
+            self.write_text(array, row, buf);
+        }
     }
 
     fn write_text(&self, array: &dyn Array, row: usize, buf: &mut String) {

@@ -21,7 +21,7 @@ mod file;
 mod render;
 mod time;
 
-pub use arrow_array::{Array, RecordBatch};
+pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
 pub use coerce::Coercion;
 pub use file::{ArrowFile, FileFormat, Part};
