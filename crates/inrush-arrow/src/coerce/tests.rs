@@ -1,0 +1,810 @@
+use super::*;
+use arrow_array::builder::{ListBuilder, StringBuilder};
+use arrow_array::types::*;
+use arrow_array::*;
+use arrow_schema::{Field, Fields};
+use std::sync::Arc;
+
+fn column(value_type: ValueType, typmod: i32, type_sql: &str) -> TargetColumn {
+    TargetColumn {
+        name: "c".into(),
+        type_sql: type_sql.into(),
+        typmod,
+        value_type,
+        not_null: false,
+        input_sql: String::new(),
+    }
+}
+
+fn scalar(s: ScalarType, typmod: i32, type_sql: &str) -> TargetColumn {
+    column(ValueType::Scalar { scalar: s }, typmod, type_sql)
+}
+
+fn array_of(elem: ScalarType, type_sql: &str) -> TargetColumn {
+    column(
+        ValueType::Array {
+            elem,
+            elem_oid: elem.oid(),
+        },
+        -1,
+        type_sql,
+    )
+}
+
+fn coercion(array: &dyn Array, target: &TargetColumn) -> Coercion {
+    let field = Field::new("c", array.data_type().clone(), true);
+    match Coercion::new(&field, target) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn encode(c: &Coercion, array: &dyn Array, row: usize) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::new();
+    c.encode(array, row, &EncodeContext::default(), &mut out)
+        .map(|_| out)
+}
+
+fn text(c: &Coercion, array: &dyn Array, row: usize) -> String {
+    let mut s = String::new();
+    c.text(array, row, &mut s);
+    s
+}
+
+/// What `encode_value` makes of the value's text form: the reference every path must match.
+fn reference(c: &Coercion, array: &dyn Array, row: usize) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::new();
+    let t = text(c, array, row);
+    encode_value(
+        &c.value_type,
+        c.typmod,
+        &t,
+        &EncodeContext::default(),
+        &mut out,
+    )
+    .map(|_| out)
+}
+
+/// Every non-null row: where the reference decides (Ok or Refused), the coercion decides the
+/// same. Returns how many rows the reference decided.
+fn assert_equivalent(array: &dyn Array, target: &TargetColumn) -> usize {
+    let c = coercion(array, target);
+    let mut decided = 0;
+    for row in 0..array.len() {
+        if c.is_null(array, row) {
+            continue;
+        }
+        let want = reference(&c, array, row);
+        if want == Err(EncodeError::Deferred) {
+            continue;
+        }
+        decided += 1;
+        assert_eq!(
+            encode(&c, array, row),
+            want,
+            "row {row}, text {:?}, {:?} into {}",
+            text(&c, array, row),
+            array.data_type(),
+            target.type_sql
+        );
+    }
+    decided
+}
+
+fn refused(msg: &str) -> Result<Vec<u8>, EncodeError> {
+    Err(EncodeError::Refused(msg.into()))
+}
+
+/// xorshift, so generated cases are the same on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn int_targets() -> [TargetColumn; 3] {
+    [
+        scalar(ScalarType::Int2, -1, "smallint"),
+        scalar(ScalarType::Int4, -1, "integer"),
+        scalar(ScalarType::Int8, -1, "bigint"),
+    ]
+}
+
+#[test]
+fn integer_bounds_of_every_width_into_every_integer_type() {
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int8Array::from(vec![i8::MIN, -1, 0, i8::MAX])),
+        Arc::new(Int16Array::from(vec![i16::MIN, i16::MAX])),
+        Arc::new(Int32Array::from(vec![i32::MIN, -32769, 32768, i32::MAX])),
+        Arc::new(Int64Array::from(vec![
+            i64::MIN,
+            -2147483649,
+            2147483648,
+            i64::MAX,
+        ])),
+        Arc::new(UInt8Array::from(vec![0, u8::MAX])),
+        Arc::new(UInt16Array::from(vec![0, u16::MAX])),
+        Arc::new(UInt32Array::from(vec![0, u32::MAX])),
+        Arc::new(UInt64Array::from(vec![0, i64::MAX as u64, u64::MAX])),
+    ];
+    for a in &arrays {
+        for t in &int_targets() {
+            assert_eq!(assert_equivalent(a.as_ref(), t), a.len());
+        }
+    }
+    let c = coercion(arrays[7].as_ref(), &int_targets()[2]);
+    assert_eq!(
+        encode(&c, arrays[7].as_ref(), 2),
+        refused("value \"18446744073709551615\" is out of range for type bigint")
+    );
+    let a = Int64Array::from(vec![3_000_000_000]);
+    let c = coercion(&a, &int_targets()[1]);
+    assert_eq!(
+        encode(&c, &a, 0),
+        refused("value \"3000000000\" is out of range for type integer")
+    );
+    let a = Int32Array::from(vec![-32769]);
+    let c = coercion(&a, &int_targets()[0]);
+    assert_eq!(
+        encode(&c, &a, 0),
+        refused("value \"-32769\" is out of range for type smallint")
+    );
+    assert_eq!(
+        encode(&c, &Int32Array::from(vec![-2]), 0).unwrap(),
+        [0xff, 0xfe]
+    );
+}
+
+#[test]
+fn generated_integers_match_the_text_path() {
+    let mut rng = Rng(7);
+    let v: Vec<i64> = (0..2000)
+        .map(|i| {
+            let x = rng.next() as i64;
+            // Mix small, medium and full-width values.
+            match i % 4 {
+                0 => x % 40_000,
+                1 => x % 5_000_000_000,
+                _ => x,
+            }
+        })
+        .collect();
+    let a = Int64Array::from(v.clone());
+    let u = UInt64Array::from(v.iter().map(|&x| x as u64).collect::<Vec<_>>());
+    for t in &int_targets() {
+        assert_eq!(assert_equivalent(&a, t), a.len());
+        assert_eq!(assert_equivalent(&u, t), u.len());
+    }
+    let n = scalar(ScalarType::Numeric, -1, "numeric");
+    assert_eq!(assert_equivalent(&a, &n), a.len());
+}
+
+#[test]
+fn decimals_into_numeric_with_other_scales() {
+    let a = Decimal128Array::from(vec![-1230, 5, 123_456_789, 99_999, -5])
+        .with_precision_and_scale(10, 3)
+        .unwrap();
+    let plain = scalar(ScalarType::Numeric, -1, "numeric");
+    let c = coercion(&a, &plain);
+    assert_eq!(text(&c, &a, 0), "-1.230");
+    assert_eq!(text(&c, &a, 1), "0.005");
+    assert_eq!(assert_equivalent(&a, &plain), 5);
+    // numeric(8,2): rounds half away from zero, 0.005 -> 0.01, -0.005 -> -0.01.
+    let typmod = ((8 << 16) | 2) + 4;
+    let n82 = scalar(ScalarType::Numeric, typmod, "numeric(8,2)");
+    let c = coercion(&a, &n82);
+    assert_eq!(encode(&c, &a, 1), reference(&c, &a, 1));
+    let mut direct = Vec::new();
+    encode_value(
+        &n82.value_type,
+        typmod,
+        "0.01",
+        &EncodeContext::default(),
+        &mut direct,
+    )
+    .unwrap();
+    assert_eq!(encode(&c, &a, 1).unwrap(), direct);
+    // numeric(4,2) cannot hold 123456.789: the server words that overflow (with a detail).
+    let n42 = scalar(ScalarType::Numeric, ((4 << 16) | 2) + 4, "numeric(4,2)");
+    let c = coercion(&a, &n42);
+    assert!(encode(&c, &a, 2).is_err());
+    // Negative Arrow scales are whole numbers with zeros appended.
+    let b = Decimal128Array::from(vec![12])
+        .with_precision_and_scale(5, -3)
+        .unwrap();
+    let c = coercion(&b, &plain);
+    assert_eq!(text(&c, &b, 0), "12000");
+    // Into integers: whole values fit, fractions are refused by int4in's syntax check.
+    let d = Decimal128Array::from(vec![1200, 1230])
+        .with_precision_and_scale(6, 2)
+        .unwrap();
+    let c = coercion(&d, &int_targets()[1]);
+    assert!(matches!(encode(&c, &d, 1), Err(EncodeError::Refused(_))));
+    let e = Decimal256Array::from(vec![arrow_buffer::i256::from_i128(-7)])
+        .with_precision_and_scale(40, 1)
+        .unwrap();
+    let c = coercion(&e, &plain);
+    assert_eq!(text(&c, &e, 0), "-0.7");
+    assert_eq!(assert_equivalent(&e, &plain), 1);
+}
+
+#[test]
+fn strings_with_length_checks_and_dictionaries() {
+    let vc5 = scalar(ScalarType::Varchar, 5 + 4, "character varying(5)");
+    let a = StringArray::from(vec![
+        Some("ééééé"),
+        Some("éééééé"),
+        None,
+        Some("abc  "),
+        Some("abcde  "),
+    ]);
+    let c = coercion(&a, &vc5);
+    assert_eq!(encode(&c, &a, 0).unwrap(), "ééééé".as_bytes());
+    assert_eq!(
+        encode(&c, &a, 1),
+        refused("value too long for type character varying(5)")
+    );
+    assert!(c.is_null(&a, 2));
+    assert_eq!(encode(&c, &a, 4).unwrap(), b"abcde");
+    assert_eq!(assert_equivalent(&a, &vc5), 4);
+    let large = LargeStringArray::from(vec!["x", "toolong"]);
+    assert_eq!(assert_equivalent(&large, &vc5), 2);
+    let view = StringViewArray::from(vec!["a string longer than twelve bytes", "ab"]);
+    let t = scalar(ScalarType::Text, -1, "text");
+    assert_eq!(assert_equivalent(&view, &t), 2);
+
+    let dict: DictionaryArray<Int32Type> = vec![Some("x"), None, Some("toolong"), Some("x")]
+        .into_iter()
+        .collect();
+    let c = coercion(&dict, &vc5);
+    assert_eq!(encode(&c, &dict, 3).unwrap(), b"x");
+    assert!(c.is_null(&dict, 1));
+    assert_eq!(
+        encode(&c, &dict, 2),
+        refused("value too long for type character varying(5)")
+    );
+    assert_eq!(text(&c, &dict, 2), "toolong");
+    // A null in the dictionary's values, not its keys, is null too.
+    let keys = Int8Array::from(vec![0, 1]);
+    let values: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
+    let d = DictionaryArray::new(keys, values);
+    assert!(!c.is_null(&d, 0));
+    assert!(c.is_null(&d, 1));
+    // Strings go into any type through its input function, as CSV fields do.
+    let n = StringArray::from(vec!["42", "x"]);
+    let c = coercion(&n, &int_targets()[1]);
+    assert_eq!(encode(&c, &n, 0).unwrap(), 42i32.to_be_bytes());
+    assert_eq!(
+        encode(&c, &n, 1),
+        refused("invalid input syntax for type integer: \"x\"")
+    );
+}
+
+#[test]
+fn floats() {
+    let f8 = scalar(ScalarType::Float8, -1, "double precision");
+    let f4 = scalar(ScalarType::Float4, -1, "real");
+    let num = scalar(ScalarType::Numeric, -1, "numeric");
+    let mut rng = Rng(11);
+    let mut v: Vec<f64> = (0..2000)
+        .map(|_| f64::from_bits(rng.next()))
+        .filter(|x| x.is_finite())
+        .collect();
+    v.extend([
+        0.0,
+        -0.0,
+        0.1,
+        1e15,
+        1e-5,
+        5e-324,
+        f64::MAX,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ]);
+    let a = Float64Array::from(v.clone());
+    assert!(assert_equivalent(&a, &f8) > 1000);
+    assert!(assert_equivalent(&a, &f4) > 100);
+    assert!(assert_equivalent(&a, &num) > 100);
+    let s = Float32Array::from(v.iter().map(|&x| x as f32).collect::<Vec<_>>());
+    assert!(assert_equivalent(&s, &f4) > 1000);
+    assert!(assert_equivalent(&s, &f8) > 1000);
+    // Any NaN is stored as the server's own NaN.
+    let nan = Float64Array::from(vec![f64::from_bits(0xfff8_0000_0000_0001)]);
+    let c = coercion(&nan, &f8);
+    assert_eq!(
+        encode(&c, &nan, 0).unwrap(),
+        0x7ff8_0000_0000_0000u64.to_be_bytes()
+    );
+    assert_eq!(text(&c, &nan, 0), "NaN");
+    let c = coercion(&s, &num);
+    assert_eq!(text(&c, &Float32Array::from(vec![0.1f32]), 0), "0.1");
+}
+
+#[test]
+fn dates_before_1970_and_before_year_1() {
+    let date = scalar(ScalarType::Date, -1, "date");
+    // 1969-12-31, 0001-01-01, 1 BC (year 0), 9999-12-31, 10000-01-01.
+    let a = Date32Array::from(vec![-1, -719_162, -719_163, 2_932_896, 2_932_897]);
+    let c = coercion(&a, &date);
+    assert_eq!(text(&c, &a, 0), "1969-12-31");
+    assert_eq!(text(&c, &a, 1), "0001-01-01");
+    assert_eq!(text(&c, &a, 2), "0001-12-31 BC");
+    assert_eq!(text(&c, &a, 3), "9999-12-31");
+    assert_eq!(text(&c, &a, 4), "10000-01-01");
+    assert_eq!(encode(&c, &a, 0).unwrap(), (-10_958i32).to_be_bytes());
+    assert_eq!(encode(&c, &a, 2), Err(EncodeError::Deferred));
+    assert_eq!(encode(&c, &a, 4), Err(EncodeError::Deferred));
+    assert_eq!(assert_equivalent(&a, &date), 3);
+    let mut rng = Rng(3);
+    let g = Date32Array::from(
+        (0..2000)
+            .map(|_| (rng.next() % 3_700_000) as i32 - 750_000)
+            .collect::<Vec<_>>(),
+    );
+    assert!(assert_equivalent(&g, &date) > 1500);
+    // Dates into timestamps and text.
+    let ts = scalar(ScalarType::Timestamp, -1, "timestamp without time zone");
+    assert_eq!(assert_equivalent(&a, &ts), 3);
+    let t = scalar(ScalarType::Text, -1, "text");
+    let c = coercion(&a, &t);
+    assert_eq!(encode(&c, &a, 2).unwrap(), b"0001-12-31 BC");
+}
+
+#[test]
+fn timestamps_of_every_unit() {
+    let ts = |typmod| scalar(ScalarType::Timestamp, typmod, "timestamp");
+    let tstz = |typmod| scalar(ScalarType::Timestamptz, typmod, "timestamptz");
+    let a = TimestampNanosecondArray::from(vec![
+        0,
+        -1,
+        1_700_000_000_123_456_789,
+        -1_000_000_000_000_000_500,
+    ]);
+    let c = coercion(&a, &ts(-1));
+    assert_eq!(text(&c, &a, 1), "1969-12-31 23:59:59.999999999");
+    // .999999999 rounds up to the next second, as the server reads 9 digits.
+    assert_eq!(
+        encode(&c, &a, 1).unwrap(),
+        (-10_957i64 * 86_400_000_000).to_be_bytes()
+    );
+    assert_eq!(
+        encode(&c, &a, 2).unwrap(),
+        ((1_700_000_000_123_457i64) - 946_684_800_000_000).to_be_bytes()
+    );
+    let z = a.clone().with_timezone("+02:00");
+    let c = coercion(&z, &tstz(-1));
+    // Shown in UTC whatever the zone: Arrow stores the instant.
+    assert_eq!(text(&c, &z, 0), "1970-01-01 00:00:00+00");
+    assert_eq!(encode(&c, &z, 2), encode(&coercion(&a, &ts(-1)), &a, 2));
+
+    let mut rng = Rng(99);
+    // Years 1..9999 in seconds since 1970: -62135596800 .. 253402300800.
+    let secs: Vec<i64> = (0..1500)
+        .map(|_| (rng.next() % 315_537_897_600) as i64 - 62_135_596_800)
+        .collect();
+    let micros: Vec<i64> = secs
+        .iter()
+        .map(|s| s * 1_000_000 + (rng.next() % 1_000_000) as i64)
+        .collect();
+    let millis: Vec<i64> = secs
+        .iter()
+        .map(|s| s * 1000 + (rng.next() % 1000) as i64)
+        .collect();
+    let nanos: Vec<i64> = (0..1500)
+        .map(|_| (rng.next() as i64) / 1000 * 1000)
+        .collect();
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(TimestampSecondArray::from(secs.clone())),
+        Arc::new(TimestampMillisecondArray::from(millis.clone())),
+        Arc::new(TimestampMicrosecondArray::from(micros.clone())),
+        Arc::new(TimestampNanosecondArray::from(nanos.clone())),
+        Arc::new(TimestampMicrosecondArray::from(micros).with_timezone("UTC")),
+        Arc::new(TimestampNanosecondArray::from(nanos).with_timezone("Europe/Paris")),
+    ];
+    for a in &arrays {
+        for typmod in [-1, 0, 3, 6] {
+            assert_eq!(assert_equivalent(a.as_ref(), &ts(typmod)), a.len());
+            assert_eq!(assert_equivalent(a.as_ref(), &tstz(typmod)), a.len());
+        }
+    }
+    // Before year 1 the server decides.
+    let bc = TimestampSecondArray::from(vec![-62_135_596_801]);
+    let c = coercion(&bc, &ts(-1));
+    assert_eq!(text(&c, &bc, 0), "0001-12-31 23:59:59 BC");
+    assert_eq!(encode(&c, &bc, 0), Err(EncodeError::Deferred));
+    // A local timestamp into timestamptz is only exact in a UTC session.
+    let local = TimestampSecondArray::from(vec![0]);
+    let c = coercion(&local, &tstz(-1));
+    let ctx = EncodeContext {
+        session_time_zone_is_utc: false,
+        ..EncodeContext::default()
+    };
+    assert_eq!(
+        c.encode(&local, 0, &ctx, &mut Vec::new()),
+        Err(EncodeError::Deferred)
+    );
+}
+
+#[test]
+fn nanoseconds_round_as_the_server_reads_nine_digits() {
+    let a = TimestampNanosecondArray::from(vec![1500, 2500, 123_456_500, 499, 501]);
+    let c = coercion(&a, &scalar(ScalarType::Timestamp, -1, "timestamp"));
+    let base = -946_684_800_000_000i64;
+    for (row, micros) in [(0, 2), (1, 2), (2, 123_456), (3, 0), (4, 1)] {
+        assert_eq!(
+            encode(&c, &a, row).unwrap(),
+            (base + micros).to_be_bytes(),
+            "{}",
+            text(&c, &a, row)
+        );
+    }
+}
+
+#[test]
+fn times() {
+    let time = |typmod| scalar(ScalarType::Time, typmod, "time");
+    let us = Time64MicrosecondArray::from(vec![0, 45_296_000_100, 86_399_999_999]);
+    let c = coercion(&us, &time(-1));
+    assert_eq!(text(&c, &us, 1), "12:34:56.0001");
+    for typmod in [-1, 0, 2, 6] {
+        assert_eq!(assert_equivalent(&us, &time(typmod)), 3);
+    }
+    let s = Time32SecondArray::from(vec![0, 86_399]);
+    assert_eq!(assert_equivalent(&s, &time(-1)), 2);
+    let ms = Time32MillisecondArray::from(vec![1, 86_399_999]);
+    assert_eq!(assert_equivalent(&ms, &time(1)), 2);
+    let ns = Time64NanosecondArray::from(vec![86_399_999_999_999, 1_000]);
+    let c = coercion(&ns, &time(-1));
+    assert_eq!(text(&c, &ns, 0), "23:59:59.999999999");
+    assert_eq!(encode(&c, &ns, 0).unwrap(), 86_400_000_000i64.to_be_bytes());
+    assert_eq!(assert_equivalent(&ns, &time(-1)), 1);
+}
+
+#[test]
+fn booleans_binary_and_uuids() {
+    let b = BooleanArray::from(vec![true, false]);
+    let bool_t = scalar(ScalarType::Bool, -1, "boolean");
+    assert_eq!(assert_equivalent(&b, &bool_t), 2);
+    assert_eq!(encode(&coercion(&b, &bool_t), &b, 0).unwrap(), [1]);
+
+    let bytea = scalar(ScalarType::Bytea, -1, "bytea");
+    let bin = BinaryArray::from(vec![&b"\x00\xffab"[..], b""]);
+    let c = coercion(&bin, &bytea);
+    assert_eq!(text(&c, &bin, 0), "\\x00ff6162");
+    assert_eq!(assert_equivalent(&bin, &bytea), 2);
+    let large = LargeBinaryArray::from(vec![&b"\\x"[..]]);
+    assert_eq!(assert_equivalent(&large, &bytea), 1);
+
+    let raw = [
+        0x12u8, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd,
+        0xef,
+    ];
+    let u = FixedSizeBinaryArray::try_from_iter(vec![raw.to_vec()].into_iter()).unwrap();
+    let uuid = scalar(ScalarType::Uuid, -1, "uuid");
+    let c = coercion(&u, &uuid);
+    assert_eq!(text(&c, &u, 0), "12345678-9abc-def0-0123-456789abcdef");
+    assert_eq!(encode(&c, &u, 0).unwrap(), raw);
+    assert_eq!(assert_equivalent(&u, &uuid), 1);
+    assert_eq!(assert_equivalent(&u, &bytea), 1);
+}
+
+#[test]
+fn lists_into_arrays() {
+    let ints = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2), None]),
+        Some(vec![]),
+        None,
+        Some(vec![Some(-7)]),
+    ]);
+    let int4s = array_of(ScalarType::Int4, "integer[]");
+    let c = coercion(&ints, &int4s);
+    assert_eq!(text(&c, &ints, 0), "{1,2,NULL}");
+    assert_eq!(text(&c, &ints, 1), "{}");
+    assert!(c.is_null(&ints, 2));
+    assert_eq!(assert_equivalent(&ints, &int4s), 3);
+    // int8 elements into int2[]: each element is range-checked.
+    let big = ListArray::from_iter_primitive::<Int64Type, _, _>(vec![Some(vec![Some(70_000)])]);
+    let c = coercion(&big, &array_of(ScalarType::Int2, "smallint[]"));
+    assert_eq!(
+        encode(&c, &big, 0),
+        refused("value \"70000\" is out of range for type smallint")
+    );
+
+    let mut sb = ListBuilder::new(StringBuilder::new());
+    sb.values().append_value("a b");
+    sb.values().append_value("x\"y");
+    sb.values().append_null();
+    sb.values().append_value("NULL");
+    sb.values().append_value("");
+    sb.append(true);
+    let strs = sb.finish();
+    let texts = array_of(ScalarType::Text, "text[]");
+    let c = coercion(&strs, &texts);
+    assert_eq!(text(&c, &strs, 0), r#"{"a b","x\"y",NULL,"NULL",""}"#);
+    // Whatever encode_value makes of the literal, it is the same answer.
+    assert_eq!(encode(&c, &strs, 0), reference(&c, &strs, 0));
+
+    // Nested lists are further dimensions: the text is a 2-D literal the server reads (a 1-D
+    // encoder defers it; a ragged one the server refuses with its own words).
+    let inner = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![
+        Some(vec![Some(1), Some(2)]),
+        Some(vec![Some(3), Some(4)]),
+    ]);
+    let nested = ListArray::new(
+        Arc::new(Field::new_list_field(inner.data_type().clone(), true)),
+        arrow_buffer::OffsetBuffer::from_lengths([2]),
+        Arc::new(inner),
+        None,
+    );
+    let c = coercion(&nested, &int4s);
+    assert_eq!(text(&c, &nested, 0), "{{1,2},{3,4}}");
+    assert!(matches!(
+        encode(&c, &nested, 0),
+        Err(EncodeError::Deferred) | Ok(_)
+    ));
+    // A list into a scalar column is refused up front.
+    let field = Field::new("c", ints.data_type().clone(), true);
+    let e = Coercion::new(&field, &int_targets()[1])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("column \"c\"") && e.contains("integer"), "{e}");
+}
+
+#[test]
+fn structs_maps_and_lists_into_json() {
+    let jsonb = scalar(ScalarType::Jsonb, -1, "jsonb");
+    let json = scalar(ScalarType::Json, -1, "json");
+    let s = StructArray::from(vec![
+        (
+            Arc::new(Field::new("a", DataType::Int32, true)),
+            Arc::new(Int32Array::from(vec![Some(1), None])) as ArrayRef,
+        ),
+        (
+            Arc::new(Field::new("b", DataType::Utf8, true)),
+            Arc::new(StringArray::from(vec!["x\"y", "é"])) as ArrayRef,
+        ),
+        (
+            Arc::new(Field::new("f", DataType::Float64, true)),
+            Arc::new(Float64Array::from(vec![1.5, f64::NAN])) as ArrayRef,
+        ),
+    ]);
+    let c = coercion(&s, &jsonb);
+    assert_eq!(text(&c, &s, 0), r#"{"a":1,"b":"x\"y","f":1.5}"#);
+    assert_eq!(text(&c, &s, 1), r#"{"a":null,"b":"é","f":"NaN"}"#);
+    assert_eq!(assert_equivalent(&s, &jsonb), 2);
+    assert_eq!(assert_equivalent(&s, &json), 2);
+
+    let l = ListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(1), None])]);
+    let c = coercion(&l, &jsonb);
+    assert_eq!(text(&c, &l, 0), "[1,null]");
+
+    // A string column into json is the document itself, not a JSON string.
+    let docs = StringArray::from(vec![r#"{"k": [1, 2]}"#, "not json"]);
+    let c = coercion(&docs, &jsonb);
+    assert_eq!(encode(&c, &docs, 0), reference(&c, &docs, 0));
+    assert!(encode(&c, &docs, 0).is_ok());
+    let d = Date32Array::from(vec![0]);
+    assert_eq!(text(&coercion(&d, &json), &d, 0), "\"1970-01-01\"");
+
+    // Struct into int: refused before any row is read.
+    let field = Field::new("s", s.data_type().clone(), true);
+    let e = Coercion::new(&field, &int_targets()[1]).unwrap_err();
+    assert!(matches!(e, Error::Incompatible { .. }), "{e}");
+    let _ = Fields::empty();
+}
+
+#[test]
+fn incompatible_pairs_name_the_column_and_both_types() {
+    let date = scalar(ScalarType::Date, -1, "date");
+    let field = Field::new("flag", DataType::Boolean, true);
+    let mut target = date.clone();
+    target.name = "shipdate".into();
+    let e = Coercion::new(&field, &target).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "column \"shipdate\": cannot load Arrow Boolean into date"
+    );
+    for (dt, t) in [
+        (DataType::Float64, ScalarType::Int4),
+        (DataType::Int32, ScalarType::Bool),
+        (DataType::Int32, ScalarType::Date),
+        (DataType::Binary, ScalarType::Uuid),
+        (DataType::FixedSizeBinary(8), ScalarType::Uuid),
+        (DataType::Date32, ScalarType::Time),
+        (DataType::Float16, ScalarType::Float4),
+    ] {
+        let field = Field::new("c", dt.clone(), true);
+        assert!(
+            Coercion::new(&field, &scalar(t, -1, "t")).is_err(),
+            "{dt} into {t:?}"
+        );
+    }
+    // Unsupported targets take anything renderable, and always ask the server.
+    let a = Int32Array::from(vec![5]);
+    let c = coercion(&a, &column(ValueType::Unsupported, -1, "point"));
+    assert_eq!(encode(&c, &a, 0), Err(EncodeError::Deferred));
+    assert_eq!(text(&c, &a, 0), "5");
+}
+
+#[test]
+fn scalars_into_text_use_their_text_form() {
+    let t = scalar(ScalarType::Text, -1, "text");
+    let vc3 = scalar(ScalarType::Varchar, 3 + 4, "character varying(3)");
+    let a = Int64Array::from(vec![12, 1234]);
+    assert_eq!(encode(&coercion(&a, &t), &a, 1).unwrap(), b"1234");
+    assert_eq!(
+        encode(&coercion(&a, &vc3), &a, 1),
+        refused("value too long for type character varying(3)")
+    );
+    let b = BooleanArray::from(vec![true]);
+    assert_eq!(encode(&coercion(&b, &t), &b, 0).unwrap(), b"true");
+    let ts = TimestampMicrosecondArray::from(vec![1]).with_timezone("UTC");
+    assert_eq!(
+        encode(&coercion(&ts, &t), &ts, 0).unwrap(),
+        b"1970-01-01 00:00:00.000001+00"
+    );
+}
+
+#[test]
+fn generated_decimals_and_integers_into_numeric_typmods() {
+    let tm = |p: i32, s: i32| ((p << 16) | s) + 4;
+    let targets = [
+        scalar(ScalarType::Numeric, -1, "numeric"),
+        scalar(ScalarType::Numeric, tm(15, 2), "numeric(15,2)"),
+        scalar(ScalarType::Numeric, tm(12, 4), "numeric(12,4)"),
+        scalar(ScalarType::Numeric, tm(5, 2), "numeric(5,2)"),
+        scalar(ScalarType::Numeric, tm(10, 1), "numeric(10,1)"),
+        scalar(ScalarType::Numeric, tm(38, 0), "numeric(38,0)"),
+        scalar(ScalarType::Numeric, tm(1000, 1000), "numeric(1000,1000)"),
+        scalar(ScalarType::Numeric, tm(4, 4), "numeric(4,4)"),
+    ];
+    let mut rng = Rng(5);
+    let mut values: Vec<i128> = (0..600)
+        .map(|i| {
+            let x = rng.next() as i64 as i128;
+            match i % 5 {
+                0 => x % 100,
+                1 => x % 10_000_000,
+                2 => x,
+                3 => x * (rng.next() as i128),
+                _ => (x % 1000) * 10_000,
+            }
+        })
+        .collect();
+    values.extend([
+        0,
+        1,
+        -1,
+        9999,
+        10_000,
+        -10_000,
+        99_999_999,
+        i128::MAX,
+        i128::MIN + 1,
+    ]);
+    for (precision, scale) in [(38u8, 2i8), (38, 0), (38, 7), (38, 38), (20, 3)] {
+        let a = Decimal128Array::from(values.clone())
+            .with_precision_and_scale(precision, scale)
+            .unwrap();
+        for t in &targets {
+            // Only overflowing values are left to the server (its message has a detail).
+            let decided = assert_equivalent(&a, t);
+            assert!(decided >= 3, "{decided} for {scale} into {}", t.type_sql);
+            if t.typmod == -1 {
+                assert_eq!(decided, a.len());
+            }
+        }
+    }
+    let small: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+    let d64 = Decimal64Array::from(small.clone())
+        .with_precision_and_scale(18, 4)
+        .unwrap();
+    let d32 = Decimal32Array::from(small.iter().map(|&v| v as i32).collect::<Vec<_>>())
+        .with_precision_and_scale(9, 3)
+        .unwrap();
+    let ints = Int64Array::from(small);
+    for t in &targets {
+        assert!(assert_equivalent(&d64, t) >= 3);
+        assert!(assert_equivalent(&d32, t) >= 3);
+        assert!(assert_equivalent(&ints, t) >= 3);
+    }
+    assert_eq!(assert_equivalent(&ints, &targets[0]), ints.len());
+    // TPC-H's money columns: decimal(15,2) into numeric(15,2), zero keeps its scale.
+    let a = Decimal128Array::from(vec![0, 9_071_700])
+        .with_precision_and_scale(15, 2)
+        .unwrap();
+    let c = coercion(&a, &targets[1]);
+    assert_eq!(
+        c.path,
+        Path::Numeric {
+            scale: 2,
+            dscale: 2,
+            limit: Some(10u128.pow(15))
+        }
+    );
+    assert_eq!(encode(&c, &a, 0).unwrap(), [0, 0, 0, 0, 0, 0, 0, 2]);
+    assert_eq!(
+        encode(&c, &a, 1).unwrap(),
+        [0, 2, 0, 1, 0, 0, 0, 2, 0, 9, 0x02, 0xcd] // 9 0717 ., weight 1
+    );
+}
+
+/// Each direct path against the text path it replaces, on 1M values. Run optimised without a
+/// release build: `CARGO_PROFILE_DEV_OPT_LEVEL=2 cargo test -p inrush-arrow bench -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore]
+fn bench_direct_paths_against_the_text_path() {
+    let n = 1_000_000;
+    let mut rng = Rng(1);
+    let cases: Vec<(&str, ArrayRef, TargetColumn)> = vec![
+        (
+            "int64 -> int4",
+            Arc::new(Int64Array::from(
+                (0..n)
+                    .map(|_| (rng.next() % 1_000_000) as i64)
+                    .collect::<Vec<_>>(),
+            )),
+            int_targets()[1].clone(),
+        ),
+        (
+            "decimal(15,2) -> numeric(15,2)",
+            Arc::new(
+                Decimal128Array::from(
+                    (0..n)
+                        .map(|_| (rng.next() % 10_000_000) as i128)
+                        .collect::<Vec<_>>(),
+                )
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+            ),
+            scalar(ScalarType::Numeric, ((15 << 16) | 2) + 4, "numeric(15,2)"),
+        ),
+        (
+            "timestamp(us) -> timestamp",
+            Arc::new(TimestampMicrosecondArray::from(
+                (0..n)
+                    .map(|_| (rng.next() % (1 << 50)) as i64)
+                    .collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Timestamp, -1, "timestamp"),
+        ),
+        (
+            "date32 -> date",
+            Arc::new(Date32Array::from(
+                (0..n)
+                    .map(|_| (rng.next() % 20_000) as i32)
+                    .collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Date, -1, "date"),
+        ),
+        (
+            "float64 -> float8",
+            Arc::new(Float64Array::from(
+                (0..n).map(|_| rng.next() as f64 / 7.0).collect::<Vec<_>>(),
+            )),
+            scalar(ScalarType::Float8, -1, "double precision"),
+        ),
+    ];
+    let ctx = EncodeContext::default();
+    for (name, a, t) in cases {
+        let c = coercion(a.as_ref(), &t);
+        let mut out = Vec::with_capacity(n * 16);
+        let start = std::time::Instant::now();
+        for row in 0..n {
+            let _ = c.encode(a.as_ref(), row, &ctx, &mut out);
+        }
+        let direct = start.elapsed();
+        out.clear();
+        let start = std::time::Instant::now();
+        for row in 0..n {
+            let _ = c.encode_text(a.as_ref(), row, &ctx, &mut out);
+        }
+        let text = start.elapsed();
+        println!("{name:32} direct {direct:>10.2?}  text {text:>10.2?}");
+    }
+}

@@ -1,0 +1,80 @@
+//! Parquet and Arrow IPC input: files read in parts, and Arrow values coerced to the target
+//! columns' types.
+//!
+//! Owns: [`ArrowFile`] (recognising a Parquet or Arrow IPC file by its magic bytes, its schema,
+//! and the parts workers take: Parquet row groups, IPC record batches), and [`Coercion`] (how
+//! one Arrow column goes into one target column: decided once, checked before any row is read,
+//! then applied value by value).
+//!
+//! The rule [`Coercion`] follows is the one `inrush-encode` follows for text: the stored value is
+//! what PostgreSQL's COPY would store from the value's text form ([`Coercion::text`]). Most pairs
+//! render that text and hand it to [`inrush_encode::encode_value`], which checks ranges, lengths
+//! and typmods with the server's wording; the common pairs (integers, floats, strings, dates,
+//! timestamps, booleans, binary, uuids) take direct paths that give the same bytes without the
+//! text round trip.
+//!
+//! Does not own: threads, connections, resolving deferred values on the server, or the COPY
+//! framing (that is `inrush-load`, `inrush-postgres` and `inrush-encode`).
+
+mod coerce;
+mod file;
+mod render;
+mod time;
+
+pub use arrow_array::{Array, ArrayRef, RecordBatch};
+pub use arrow_schema::{DataType, Field, SchemaRef};
+pub use coerce::Coercion;
+pub use file::{ArrowFile, FileFormat, Part};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while opening, reading or planning an Arrow input.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot open {path}: {source}", path = path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {path}: {source}", path = path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} is neither a Parquet file nor an Arrow IPC file (by its magic bytes)", path = path.display())]
+    UnknownFormat { path: PathBuf },
+    #[error("{path}: {source}", path = path.display())]
+    Parquet {
+        path: PathBuf,
+        source: parquet::errors::ParquetError,
+    },
+    #[error("{path}: {source}", path = path.display())]
+    Arrow {
+        path: PathBuf,
+        source: arrow_schema::ArrowError,
+    },
+    /// The IPC footer or a batch header is malformed.
+    #[error("{path}: {reason}", path = path.display())]
+    Ipc { path: PathBuf, reason: String },
+    #[error("{path} has {parts} parts, there is no part {part}", path = path.display())]
+    NoSuchPart {
+        path: PathBuf,
+        part: usize,
+        parts: usize,
+    },
+    #[error("{path} has {columns} columns, there is no column {index}", path = path.display())]
+    NoSuchColumn {
+        path: PathBuf,
+        index: usize,
+        columns: usize,
+    },
+    /// No value of the Arrow type could ever go into the column.
+    #[error("column \"{column}\": cannot load Arrow {arrow_type} into {target}")]
+    Incompatible {
+        column: String,
+        arrow_type: String,
+        target: String,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
