@@ -11,8 +11,11 @@ const MAX_QUOTED_VALUE: usize = 120;
 pub struct Location {
     /// The input's name as the user gave it (`-` for standard input).
     pub file: String,
-    /// 1-based physical line on which the record starts.
+    /// 1-based physical line on which the record starts; for a columnar file (Parquet, Arrow),
+    /// the 1-based row number (see `row`).
     pub line: u64,
+    /// `line` numbers rows of a columnar file, not text lines.
+    pub row: bool,
     /// The target column the field was meant for, when the problem is one field.
     pub column: Option<String>,
     /// The field's text (shortened), when the problem is one field.
@@ -24,8 +27,17 @@ impl Location {
         Location {
             file: file.into(),
             line,
+            row: false,
             column: None,
             value: None,
+        }
+    }
+
+    /// Row `row` (1-based) of a columnar file.
+    pub fn row(file: impl Into<String>, row: u64) -> Self {
+        Location {
+            row: true,
+            ..Location::record(file, row)
         }
     }
 
@@ -49,7 +61,10 @@ fn shorten(value: &[u8]) -> String {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)?;
+        match self.row {
+            true => write!(f, "{}, row {}", self.file, self.line)?,
+            false => write!(f, "{}:{}", self.file, self.line)?,
+        }
         if let Some(column) = &self.column {
             write!(f, ", column {column}")?;
         }
@@ -69,6 +84,10 @@ mod tests {
         let loc = Location::record("a.csv", 7).field("qty", Some(b"12x"));
         assert_eq!(loc.to_string(), "a.csv:7, column qty, value \"12x\"");
         assert_eq!(Location::record("-", 1).to_string(), "-:1");
+        assert_eq!(
+            Location::row("t.parquet", 9).to_string(),
+            "t.parquet, row 9"
+        );
     }
 
     #[test]

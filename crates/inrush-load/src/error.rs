@@ -7,6 +7,9 @@ pub enum Error {
     Read(#[from] inrush_read::Error),
     #[error(transparent)]
     Postgres(#[from] inrush_postgres::Error),
+    /// A Parquet or Arrow input could not be read, or a column cannot take its Arrow type.
+    #[error(transparent)]
+    Arrow(#[from] inrush_arrow::Error),
     /// The input does not fit the table (unknown header column, duplicate column...).
     #[error("{0}")]
     Columns(String),
@@ -81,6 +84,7 @@ impl Error {
                 | Error::ServerRefused { .. }
                 | Error::Columns(_)
                 | Error::Read(inrush_read::Error::Record { .. })
+                | Error::Arrow(inrush_arrow::Error::Incompatible { .. })
         )
     }
 }

@@ -15,11 +15,11 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
-use crate::sources::{first_line_keys, Opened, Origin, Sources, Work};
+use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
-use crate::worker::Decode;
 use crate::worker::WorkerPlan;
+use crate::worker::{csv_line, ArrowPlan, Decode};
 use crate::LoadPlan;
 use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
 use inrush_core::{Phase, Progress, Reporter, ScalarType, ValueType};
@@ -97,21 +97,42 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         .store(sources.size().unwrap_or(0), Ordering::Relaxed);
     let input_name = sources.describe();
     let input_size = sources.size();
-    // The first source is opened here: its header (or first JSON line) names the columns.
-    let mut first = sources.open(0, progress.bytes_read.clone())?;
-    let header_names = match (&first.header, &first.first) {
-        (Some((names, _)), _) => Some(names.clone()),
-        (None, Some(line)) => Some(first_line_keys(line, &sources.list[0].name)?),
+    // The first text source is opened here: its header (or first JSON line) names the
+    // columns. Columnar files name them in their schema.
+    let (mut first, header_names, projections) = if sources.columnar() {
+        let (names, projections) = sources.columnar_projection(opts.columns.as_deref())?;
+        (None, Some(names), projections)
+    } else {
+        let first = sources.open(0, progress.bytes_read.clone())?;
+        let names = match (&first.header, &first.first) {
+            (Some((names, _)), _) => Some(names.clone()),
+            (None, Some(line)) => Some(first_line_keys(line, &sources.list[0].name)?),
+            (None, None) => None,
+        };
+        (Some(first), names, Vec::new())
+    };
+    let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
+    let columns = map_columns(&table, explicit, header_names.as_deref())?;
+    // What the reject file starts with: the CSV header, or a columnar file's column names.
+    let header: Option<bytes::Bytes> = match (&first, &header_names) {
+        (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
+        (None, Some(names)) => Some(csv_line(names.iter().map(|n| Some(n.as_str()))).into()),
         (None, None) => None,
     };
-    let header = first.header.clone();
-    let columns = map_columns(&table, opts.columns.as_deref(), header_names.as_deref())?;
+    let arrow = projections
+        .into_iter()
+        .zip(&sources.list)
+        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
+        .collect::<Result<Vec<_>>>()?;
     // --resume: which blocks this input already has in the table, and where to read on from.
     let resume = match opts.resume {
         false => None,
         true => {
             let identity = input_identity(&sources, opts.block_size, table.oid)?;
             let committed = runtime.block_on(ledger::open(&control, &identity))?;
+            let first = first.as_mut().ok_or_else(|| {
+                Error::Columns("--resume works on CSV and JSON lines, not columnar files".into())
+            })?;
             let position = first.splitter.position();
             let (offset, line) = ledger::resume_point(&committed, position);
             if offset > position.0 {
@@ -135,7 +156,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             Some(Rejects::create(
                 &path,
                 limit,
-                header.as_ref().map(|(_, raw)| &raw[..]),
+                header.as_deref(),
                 opts.resume,
             )?)
         }
@@ -212,6 +233,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         target: opts.target.clone(),
         relation: table.name.clone(),
         ordinal: staging.is_some(),
+        arrow,
+        chunk_bytes: opts.block_size.max(64 * 1024),
     };
 
     let plan_options = crate::PlanOptions {
@@ -281,7 +304,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         // interrupted, so a cancelled load leaves them behind instead of waiting for them.
         let readers = {
             let skip = resume.as_ref().map(|r| r.1.clone()).unwrap_or_default();
-            let first_header = header_names.clone().filter(|_| header.is_some());
+            let first_header = header_names.clone().filter(|_| sources.csv.header);
             start_readers(
                 &sources,
                 first,
@@ -701,15 +724,18 @@ fn json_form(value_type: &ValueType) -> ColumnForm {
 /// must name the same columns as the first one's.
 fn start_readers(
     sources: &Arc<Sources>,
-    first: Opened,
+    first: Option<Opened>,
     first_header: Option<Vec<String>>,
     skip: std::collections::HashSet<u64>,
     threads: usize,
     shared: &Arc<Shared>,
     work: flume::Sender<Work>,
 ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(1));
-    let first = Arc::new(Mutex::new(Some(first)));
+    // Source 0 comes opened (text inputs) or is taken like any other (columnar ones).
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(usize::from(
+        first.is_some(),
+    )));
+    let first = Arc::new(Mutex::new(first));
     let first_header = Arc::new(first_header);
     let skip = Arc::new(skip);
     (0..threads.min(sources.list.len()))
@@ -732,6 +758,19 @@ fn start_readers(
                             if index >= sources.list.len() || shared.is_cancelled() {
                                 return;
                             }
+                            if let Some(file) = &sources.list[index].arrow {
+                                // Columnar: the workers read the parts themselves.
+                                for part in file.parts() {
+                                    let unit = Unit::Part(part);
+                                    let source = index as u32;
+                                    if shared.is_cancelled()
+                                        || work.send(Work { source, unit }).is_err()
+                                    {
+                                        return;
+                                    }
+                                }
+                                continue;
+                            }
                             match sources.open(index, shared.progress.bytes_read.clone()) {
                                 Ok(o) => opened = Some(o),
                                 Err(e) => return shared.fail(e),
@@ -750,11 +789,12 @@ fn start_readers(
                                 // Committed by an earlier run of the same load (--resume).
                                 Ok(block) if source_id == 0 && skip.contains(&block.offset) => true,
                                 Ok(block) => {
+                                    let unit = Unit::Block(block);
                                     !shared.is_cancelled()
                                         && work
                                             .send(Work {
                                                 source: source_id,
-                                                block,
+                                                unit,
                                             })
                                             .is_ok()
                                 }

@@ -86,9 +86,10 @@ impl Rejects {
                 last: format!("{location}: {reason}"),
             });
         }
+        let position = if location.row { "row" } else { "line" };
         let entry = serde_json::json!({
             "file": location.file,
-            "line": location.line,
+            position: location.line,
             "column": location.column,
             "value": location.value,
             "reason": reason,

@@ -4,6 +4,7 @@
 
 use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
+use inrush_arrow::{ArrowFile, Part};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
 use inrush_read::inputs::InputFormat;
@@ -34,12 +35,21 @@ pub(crate) struct Source {
     pub seekable: bool,
     /// Fixed by the source's first line ending, before any of its blocks is sent.
     parser: OnceLock<RecordParser>,
+    /// A Parquet or Arrow IPC file, opened (its footer read) when the load starts.
+    pub arrow: Option<ArrowFile>,
 }
 
-/// A block and the source it came from.
+/// A unit of work and the source it came from.
 pub(crate) struct Work {
     pub source: u32,
-    pub block: Block,
+    pub unit: Unit,
+}
+
+/// What a worker takes: a block of text records, or a part (row group) of a columnar file,
+/// which the worker reads itself.
+pub(crate) enum Unit {
+    Block(Block),
+    Part(Part),
 }
 
 /// A source opened and positioned at its first data record.
@@ -73,7 +83,16 @@ impl Source {
             name: path.clone(),
             origin: Origin::Path(path),
             parser: OnceLock::new(),
+            arrow: None,
         }
+    }
+
+    fn columnar(path: String) -> Result<Source> {
+        let file = ArrowFile::open(std::path::Path::new(&path))?;
+        Ok(Source {
+            arrow: Some(file),
+            ..Source::file(path)
+        })
     }
 
     pub fn query(from: ConnectOptions, sql: String, name: String) -> Source {
@@ -83,6 +102,7 @@ impl Source {
             size: None,
             seekable: false,
             parser: OnceLock::new(),
+            arrow: None,
         }
     }
 
@@ -157,14 +177,15 @@ impl Sources {
                 format
             }
         };
-        if matches!(format, InputFormat::Parquet | InputFormat::Arrow) {
-            return Err(Error::Columns(format!(
-                "{} input is not supported yet",
-                format.name()
-            )));
-        }
+        let list = match format {
+            InputFormat::Parquet | InputFormat::Arrow => files
+                .into_iter()
+                .map(Source::columnar)
+                .collect::<Result<_>>()?,
+            _ => files.into_iter().map(Source::file).collect(),
+        };
         Ok(Sources {
-            list: files.into_iter().map(Source::file).collect(),
+            list,
             format,
             csv: opts.csv.clone(),
             block_size: opts.block_size,
@@ -181,6 +202,64 @@ impl Sources {
             [first, ..] => format!("{} files ({}, ...)", self.list.len(), first.name),
             [] => String::new(),
         }
+    }
+
+    /// Whether the sources are columnar files (read by parts, not split into blocks).
+    pub fn columnar(&self) -> bool {
+        matches!(self.format, InputFormat::Parquet | InputFormat::Arrow)
+    }
+
+    /// The column names of a columnar load: `explicit` (`--columns`) or the first file's
+    /// fields; and for every file, which of its fields (by name) feed them, in order.
+    pub fn columnar_projection(
+        &self,
+        explicit: Option<&[String]>,
+    ) -> Result<(Vec<String>, Vec<Vec<usize>>)> {
+        let field_names = |file: &ArrowFile| -> Vec<String> {
+            file.schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
+        };
+        let first = self.list[0]
+            .arrow
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a columnar source without its file".into()))?;
+        let names = explicit.map_or_else(|| field_names(first), <[String]>::to_vec);
+        let mut projections = Vec::with_capacity(self.list.len());
+        for source in &self.list {
+            let file = source
+                .arrow
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a columnar source without its file".into()))?;
+            let fields = field_names(file);
+            let projection = names
+                .iter()
+                .map(|name| {
+                    let exact = fields.iter().position(|f| f == name);
+                    let folded = || {
+                        let mut hits = fields
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, f)| f.eq_ignore_ascii_case(name));
+                        match (hits.next(), hits.next()) {
+                            (Some((i, _)), None) => Some(i),
+                            _ => None,
+                        }
+                    };
+                    exact.or_else(folded).ok_or_else(|| {
+                        Error::Columns(format!(
+                            "{} has no column {name:?} (it has: {})",
+                            source.name,
+                            fields.join(", ")
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            projections.push(projection);
+        }
+        Ok((names, projections))
     }
 
     /// Total bytes on disk, when every source's size is known.

@@ -4,9 +4,10 @@
 
 use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
-use crate::sources::{Source, Sources, Work};
+use crate::sources::{Source, Sources, Unit, Work};
 use crate::{Error, Result};
 use bytes::Bytes;
+use inrush_arrow::{Coercion, Part, RecordBatch};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
 use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
@@ -41,6 +42,87 @@ pub(crate) struct RowsIndex {
     pub block: Bytes,
     pub tuples: Vec<u32>,
     pub records: Vec<(u32, u32)>,
+    /// Columnar inputs: each row's number in its file (`block` then holds the rows as CSV).
+    pub row_numbers: Option<Vec<u64>>,
+}
+
+/// The rows of a columnar part encoded so far, and with rejects allowed, what finds them again.
+struct ChunkRows {
+    out: TupleWriter,
+    rows: u64,
+    source: u32,
+    part: usize,
+    /// The row number of the chunk's first row.
+    first_row: Option<u64>,
+    index: Option<(Vec<u8>, Vec<u32>, Vec<(u32, u32)>, Vec<u64>)>,
+    capacity: usize,
+}
+
+impl ChunkRows {
+    fn new(plan: &WorkerPlan, source: u32, part: &Part, indexed: bool) -> Self {
+        let capacity = plan.chunk_bytes + plan.chunk_bytes / 4;
+        ChunkRows {
+            out: TupleWriter::with_capacity(capacity),
+            rows: 0,
+            source,
+            part: part.index,
+            first_row: None,
+            index: indexed.then(Default::default),
+            capacity,
+        }
+    }
+
+    fn push(&mut self, tuple_start: u32, row_number: u64, csv: impl FnOnce() -> Vec<u8>) {
+        self.rows += 1;
+        self.first_row.get_or_insert(row_number);
+        if let Some((block, tuples, records, numbers)) = &mut self.index {
+            let start = block.len() as u32;
+            block.extend_from_slice(&csv());
+            tuples.push(tuple_start);
+            records.push((start, block.len() as u32));
+            numbers.push(row_number);
+        }
+    }
+
+    /// The rows so far as a chunk; starts a new one.
+    fn take(&mut self, next_row: u64) -> Chunk {
+        let out = std::mem::replace(&mut self.out, TupleWriter::with_capacity(self.capacity));
+        let first_line = self.first_row.take().unwrap_or(next_row);
+        let rows = std::mem::take(&mut self.rows);
+        let index = self.index.as_mut().map(std::mem::take);
+        Chunk {
+            data: Bytes::from(out.into_inner()),
+            rows,
+            source: self.source,
+            first_line,
+            next_line: next_row + 1,
+            offset: self.part as u64,
+            len: 0,
+            rows_index: index.map(|(block, tuples, records, numbers)| RowsIndex {
+                block: Bytes::from(block),
+                tuples,
+                records,
+                row_numbers: Some(numbers),
+            }),
+        }
+    }
+}
+
+/// Asks the server for a value the client deferred, appending its binary form.
+fn resolve_into(
+    resolver: &mut Resolver,
+    column: usize,
+    text: &str,
+    buf: &mut Vec<u8>,
+) -> Result<(), FieldError> {
+    match resolver.resolve(column, text) {
+        Ok(Ok(value)) => {
+            buf.extend_from_slice(&value);
+            Ok(())
+        }
+        Ok(Err(reason)) => Err(FieldError::Refused(reason)),
+        Err(e) => Err(FieldError::Resolver(e)),
+    }
 }
 
 /// How records are read out of a block.
@@ -64,6 +146,55 @@ pub(crate) struct WorkerPlan {
     /// Append each record's byte offset in the input as a last bigint field: the input order,
     /// for `--on-conflict update` to let the last occurrence of a key win.
     pub ordinal: bool,
+    /// Columnar sources: per source, which fields feed the columns and how (empty otherwise).
+    pub arrow: Vec<ArrowPlan>,
+    /// Encoded bytes after which a columnar part's rows go out as a chunk (memory stays
+    /// bounded whatever the row group's size).
+    pub chunk_bytes: usize,
+}
+
+/// How the fields of one columnar file go into the columns.
+pub(crate) struct ArrowPlan {
+    pub projection: Vec<usize>,
+    pub coercions: Vec<Coercion>,
+}
+
+impl ArrowPlan {
+    /// Checks every (field, column) pair before any row is read.
+    pub fn new(source: &Source, projection: Vec<usize>, columns: &[TargetColumn]) -> Result<Self> {
+        let file = source
+            .arrow
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a columnar source without its file".into()))?;
+        let schema = file.schema();
+        let coercions = projection
+            .iter()
+            .zip(columns)
+            .map(|(&i, column)| Coercion::new(schema.field(i), column))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ArrowPlan {
+            projection,
+            coercions,
+        })
+    }
+}
+
+/// One CSV line (quoted fields, `None` as an empty unquoted field), for reject files of
+/// columnar inputs and their header.
+pub(crate) fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec<u8> {
+    let mut line = Vec::new();
+    for (i, value) in values.enumerate() {
+        if i > 0 {
+            line.push(b',');
+        }
+        if let Some(v) = value {
+            line.push(b'"');
+            line.extend_from_slice(v.replace('"', "\"\"").as_bytes());
+            line.push(b'"');
+        }
+    }
+    line.push(b'\n');
+    line
 }
 
 /// Why one field failed: the server's wording, or a resolver that could not reach the server.
@@ -113,14 +244,29 @@ impl WorkerPlan {
             if shared.is_cancelled() {
                 break;
             }
-            match self.encode_block(&work, &mut resolver, shared.rejects.as_ref()) {
-                Ok(chunk) => {
-                    let rows = chunk.rows;
-                    if chunks.send(chunk).is_err() {
-                        break;
-                    }
-                    shared.progress.rows_sent.fetch_add(rows, Ordering::Relaxed);
+            let mut send = |chunk: Chunk| {
+                let rows = chunk.rows;
+                let sent = chunks.send(chunk).is_ok();
+                shared.progress.rows_sent.fetch_add(rows, Ordering::Relaxed);
+                sent
+            };
+            let done = match &work.unit {
+                Unit::Block(block) => self
+                    .encode_block(work.source, block, &mut resolver, shared.rejects.as_ref())
+                    .map(|chunk| send(chunk)),
+                Unit::Part(part) => {
+                    let sent =
+                        self.encode_part(work.source, part, &mut resolver, shared, &mut send);
+                    shared
+                        .progress
+                        .bytes_read
+                        .fetch_add(part.bytes, Ordering::Relaxed);
+                    sent
                 }
+            };
+            match done {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     shared.fail(e);
                     break;
@@ -138,18 +284,18 @@ impl WorkerPlan {
     /// allows rejects, else it ends the load.
     fn encode_block(
         &self,
-        work: &Work,
+        source: u32,
+        block: &Block,
         resolver: &mut Resolver,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
-        let block = &work.block;
         let data = &block.data[..];
         // Checked once per block; only a block with a bad byte is checked record by record.
         let block_is_valid = check_encoding(data).is_ok();
         let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
         let mut index = rejects.map(|_| (Vec::new(), Vec::new()));
-        let mut reader = RecordReader::new(self, work.source, data)?;
+        let mut reader = RecordReader::new(self, source, data)?;
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
@@ -158,10 +304,10 @@ impl WorkerPlan {
                 // A blank line in JSON lines: no record.
                 Ok(None) => None,
                 Ok(Some(fields)) => {
-                    Some(self.encode_fields(work, start, &fields, &mut out, resolver))
+                    Some(self.encode_fields(source, block, start, &fields, &mut out, resolver))
                 }
                 Err(reason) => {
-                    let mut location = self.locate(work.source, block, start);
+                    let mut location = self.locate(source, block, start);
                     // A CSV record with a bad byte: name the field that holds it.
                     if let Some(i) = reader.bad_field().filter(|&i| i < self.columns.len()) {
                         location =
@@ -202,7 +348,7 @@ impl WorkerPlan {
         Ok(Chunk {
             data: Bytes::from(out.into_inner()),
             rows,
-            source: work.source,
+            source,
             first_line: block.first_line,
             next_line: block.first_line + block.lines,
             offset: block.offset,
@@ -211,24 +357,178 @@ impl WorkerPlan {
                 block: block.data.clone(),
                 tuples,
                 records,
+                row_numbers: None,
             }),
         })
+    }
+
+    /// Reads one part of a columnar file and encodes its rows, sending a chunk every
+    /// `chunk_bytes`. Returns false when the chunk queue closed.
+    fn encode_part(
+        &self,
+        source: u32,
+        part: &Part,
+        resolver: &mut Resolver,
+        shared: &Shared,
+        send: &mut dyn FnMut(Chunk) -> bool,
+    ) -> Result<bool> {
+        let input = self.source(source);
+        let plan = self
+            .arrow
+            .get(source as usize)
+            .ok_or_else(|| Error::Internal("a part from a source with no columnar plan".into()))?;
+        let file = input
+            .arrow
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a columnar source without its file".into()))?;
+        let rejects = shared.rejects.as_ref();
+        let batches = file.read_part(part.index, &plan.projection)?;
+        let mut batch_rows = ChunkRows::new(self, source, part, rejects.is_some());
+        let mut row_number = part.first_row;
+        let mut text = String::new();
+        for batch in &batches {
+            if shared.is_cancelled() {
+                return Ok(false);
+            }
+            for row in 0..batch.num_rows() {
+                row_number += 1;
+                let tuple_start = batch_rows.out.len() as u32;
+                match self.encode_arrow_row(
+                    plan,
+                    batch,
+                    row,
+                    &mut batch_rows.out,
+                    resolver,
+                    &mut text,
+                ) {
+                    Ok(()) => batch_rows.push(tuple_start, row_number, || {
+                        self.row_as_csv(plan, batch, row)
+                    }),
+                    Err((_, FieldError::Resolver(e))) => return Err(Error::Postgres(e)),
+                    Err((col, FieldError::Refused(reason))) => {
+                        text.clear();
+                        plan.coercions[col].text(batch.column(col).as_ref(), row, &mut text);
+                        let null = plan.coercions[col].is_null(batch.column(col).as_ref(), row);
+                        let location = Location::row(input.name.clone(), row_number).field(
+                            self.columns[col].name.clone(),
+                            (!null).then_some(text.as_bytes()),
+                        );
+                        let Some(rejects) = rejects else {
+                            return Err(Error::BadRow { location, reason });
+                        };
+                        rejects.reject(
+                            &self.row_as_csv(plan, batch, row),
+                            false,
+                            &location,
+                            &reason,
+                            None,
+                        )?;
+                    }
+                }
+                if batch_rows.out.len() >= self.chunk_bytes && !send(batch_rows.take(row_number)) {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(batch_rows.rows == 0 || send(batch_rows.take(row_number)))
+    }
+
+    /// One row of a columnar batch into a COPY tuple (binary, or a text line).
+    fn encode_arrow_row(
+        &self,
+        plan: &ArrowPlan,
+        batch: &RecordBatch,
+        row: usize,
+        out: &mut TupleWriter,
+        resolver: &mut Resolver,
+        text: &mut String,
+    ) -> Result<(), (usize, FieldError)> {
+        let columns = batch.columns();
+        if self.format == CopyFormat::Text {
+            let mut values = Vec::with_capacity(columns.len());
+            for (i, (array, coercion)) in columns.iter().zip(&plan.coercions).enumerate() {
+                if coercion.is_null(array.as_ref(), row) {
+                    values.push(None);
+                } else {
+                    let mut value = String::new();
+                    coercion.text(array.as_ref(), row, &mut value);
+                    if value.contains('\0') {
+                        return Err((i, FieldError::Refused(encoding_reason(b"\0"))));
+                    }
+                    values.push(Some(value));
+                }
+            }
+            let fields = values.iter().map(|v| v.as_deref().map(str::as_bytes));
+            return self.encode_text_row(fields, out, None);
+        }
+        let mark = out.begin_tuple(self.columns.len() as u16);
+        for (i, ((array, coercion), column)) in columns
+            .iter()
+            .zip(&plan.coercions)
+            .zip(&self.columns)
+            .enumerate()
+        {
+            let array = array.as_ref();
+            if coercion.is_null(array, row) {
+                if column.not_null {
+                    out.rewind(mark);
+                    return Err((i, FieldError::Refused(self.not_null_reason(column))));
+                }
+                out.null();
+                continue;
+            }
+            let written = out.field(|buf| {
+                let start = buf.len();
+                match coercion.encode(array, row, &self.ctx, buf) {
+                    Ok(()) => Ok(()),
+                    Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
+                    Err(EncodeError::Deferred) => {
+                        buf.truncate(start);
+                        text.clear();
+                        coercion.text(array, row, text);
+                        resolve_into(resolver, i, text, buf)
+                    }
+                }
+            });
+            if let Err(e) = written {
+                out.rewind(mark);
+                return Err((i, e));
+            }
+        }
+        Ok(())
+    }
+
+    /// A columnar row as a CSV line of its values' text forms (for the reject file).
+    fn row_as_csv(&self, plan: &ArrowPlan, batch: &RecordBatch, row: usize) -> Vec<u8> {
+        let texts: Vec<Option<String>> = batch
+            .columns()
+            .iter()
+            .zip(&plan.coercions)
+            .map(|(array, coercion)| {
+                (!coercion.is_null(array.as_ref(), row)).then(|| {
+                    let mut value = String::new();
+                    coercion.text(array.as_ref(), row, &mut value);
+                    value
+                })
+            })
+            .collect();
+        csv_line(texts.iter().map(|t| t.as_deref()))
     }
 
     /// Checks the field count and encodes the fields of the record at `start`.
     fn encode_fields(
         &self,
-        work: &Work,
+        source: u32,
+        block: &Block,
         start: usize,
         fields: &Fields<'_>,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
     ) -> Result<()> {
-        let block = &work.block;
         let data = &block.data[..];
         if fields.len() != self.columns.len() {
             return Err(Error::BadRow {
-                location: self.locate(work.source, block, start),
+                location: self.locate(source, block, start),
                 reason: self.field_count_reason(fields.len()),
             });
         }
@@ -242,7 +542,7 @@ impl WorkerPlan {
             FieldError::Resolver(e) => Error::Postgres(e),
             FieldError::Refused(reason) => Error::BadRow {
                 location: self
-                    .locate(work.source, block, start)
+                    .locate(source, block, start)
                     .field(self.columns[col].name.clone(), fields.get(data, col)),
                 reason,
             },
@@ -276,14 +576,7 @@ impl WorkerPlan {
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {
                         buf.truncate(start);
-                        match resolver.resolve(i, text) {
-                            Ok(Ok(value)) => {
-                                buf.extend_from_slice(&value);
-                                Ok(())
-                            }
-                            Ok(Err(reason)) => Err(FieldError::Refused(reason)),
-                            Err(e) => Err(FieldError::Resolver(e)),
-                        }
+                        resolve_into(resolver, i, text, buf)
                     }
                 }
             });
@@ -366,6 +659,10 @@ impl WorkerPlan {
         i: usize,
     ) -> (&'c [u8], Location) {
         let (start, end) = (index.records[i].0 as usize, index.records[i].1 as usize);
+        if let Some(numbers) = &index.row_numbers {
+            let location = Location::row(self.source(chunk.source).name.clone(), numbers[i]);
+            return (&index.block[start..end], location);
+        }
         let block = Block {
             index: 0,
             first_line: chunk.first_line,
@@ -395,6 +692,10 @@ impl WorkerPlan {
         index: u64,
     ) -> Option<Location> {
         let input = self.source(source);
+        if input.arrow.is_some() {
+            // Without rejects no row of a columnar chunk was left out: rows are consecutive.
+            return Some(Location::row(input.name.clone(), first_line + index));
+        }
         if !input.seekable {
             return None;
         }

@@ -47,7 +47,10 @@ pub enum Kind {
     Int64,
     Float64,
     /// Fixed point: values are integers scaled by 10^scale.
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Text,
     /// Days since 1970-01-01.
     Date,
@@ -236,7 +239,12 @@ impl Rows {
                 out.push(Value::Date(ship));
                 out.push(Value::Date(ship - 30 + (rng.next_u64() % 60) as i32));
                 out.push(Value::Date(ship + 1 + (rng.next_u64() % 30) as i32));
-                let instructs = ["DELIVER IN PERSON", "COLLECT COD", "NONE", "TAKE BACK RETURN"];
+                let instructs = [
+                    "DELIVER IN PERSON",
+                    "COLLECT COD",
+                    "NONE",
+                    "TAKE BACK RETURN",
+                ];
                 out.push(Value::Text(pick(rng, &instructs).into()));
                 let modes = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
                 out.push(Value::Text(pick(rng, &modes).into()));
@@ -304,7 +312,8 @@ pub fn write_text(
                 line.push(',');
             }
             // Names and generated texts need no JSON or CSV escapes (see `letters`, `pick`).
-            let quote = json && matches!(value, Value::Text(_) | Value::Date(_) | Value::Timestamp(_));
+            let quote =
+                json && matches!(value, Value::Text(_) | Value::Date(_) | Value::Timestamp(_));
             if json {
                 line.push('"');
                 line.push_str(column.name);
@@ -378,7 +387,13 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// Writes `rows` rows of the SqlBulkCopy table as CSV (no header); returns the bytes written.
 /// Strings are 90 to 100 characters from a 64-letter alphabet, never quoted or NULL.
 pub fn sqlbulkcopy_csv(out: &mut impl Write, rows: u64, seed: u64) -> io::Result<u64> {
-    write_text(out, Schema::SqlBulkCopy, TextFormat::Csv { header: false }, rows, seed)
+    write_text(
+        out,
+        Schema::SqlBulkCopy,
+        TextFormat::Csv { header: false },
+        rows,
+        seed,
+    )
 }
 
 #[cfg(test)]
