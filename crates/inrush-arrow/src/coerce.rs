@@ -335,7 +335,11 @@ fn scalar_fits(dt: &DataType, scalar: ScalarType) -> bool {
     }
     match scalar {
         S::Bool => *dt == DataType::Boolean,
-        S::Int2 | S::Int4 | S::Int8 => is_int(dt) || is_decimal(dt),
+        // Floats too: pandas writes integer columns with missing values as float64. Whole
+        // values load ("3"), others are refused by the integer input as COPY would ("3.5").
+        S::Int2 | S::Int4 | S::Int8 => {
+            is_int(dt) || is_decimal(dt) || matches!(dt, DataType::Float32 | DataType::Float64)
+        }
         S::Float4 | S::Float8 | S::Numeric => {
             is_int(dt) || is_decimal(dt) || matches!(dt, DataType::Float32 | DataType::Float64)
         }
