@@ -93,7 +93,7 @@ impl Coercion {
                 (scalar_path(dt, *scalar, column.typmod), style_for(*scalar))
             }
             ValueType::Array { elem, .. } => {
-                let fits = if render::is_string(dt) {
+                let fits = if render::is_string(dt) || *dt == DataType::Null {
                     true
                 } else {
                     match render::list_child(dt) {

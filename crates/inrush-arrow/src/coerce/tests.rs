@@ -883,3 +883,16 @@ fn other_list_shapes_and_maps() {
     let c = coercion(&l, &array_of(ScalarType::Jsonb, "jsonb[]"));
     assert_eq!(text(&c, &l, 0), r#"{"{\"k\":1}","{\"k\":2}"}"#);
 }
+
+#[test]
+fn all_null_columns_go_anywhere() {
+    let a = NullArray::new(3);
+    for t in [
+        scalar(ScalarType::Date, -1, "date"),
+        array_of(ScalarType::Int4, "integer[]"),
+        column(ValueType::Unsupported, -1, "point"),
+    ] {
+        let c = coercion(&a, &t);
+        assert!((0..3).all(|row| c.is_null(&a, row)));
+    }
+}
