@@ -144,7 +144,7 @@ impl Coercion {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         // A null dictionary key may hold any value: check it before following it.
-        if array.is_null(row) {
+        if array.is_null(row) || *array.data_type() == DataType::Null {
             return Err(EncodeError::Refused(
                 "null value where a value was expected".into(),
             ));

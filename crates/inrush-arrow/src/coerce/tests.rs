@@ -894,5 +894,23 @@ fn all_null_columns_go_anywhere() {
     ] {
         let c = coercion(&a, &t);
         assert!((0..3).all(|row| c.is_null(&a, row)));
+        assert!(matches!(encode(&c, &a, 0), Err(EncodeError::Refused(_))));
+        assert_eq!(text(&c, &a, 0), "");
     }
+}
+
+#[test]
+fn null_typed_list_elements_are_null() {
+    let l = ListArray::new(
+        Arc::new(Field::new_list_field(DataType::Null, true)),
+        arrow_buffer::OffsetBuffer::from_lengths([2]),
+        Arc::new(NullArray::new(2)),
+        None,
+    );
+    let c = coercion(&l, &array_of(ScalarType::Int4, "integer[]"));
+    assert_eq!(text(&c, &l, 0), "{NULL,NULL}");
+    assert_eq!(
+        assert_equivalent(&l, &array_of(ScalarType::Int4, "integer[]")),
+        1
+    );
 }
