@@ -612,7 +612,7 @@ fn incompatible_pairs_name_the_column_and_both_types() {
         (DataType::Boolean, ScalarType::Int4),
         (DataType::Int32, ScalarType::Bool),
         (DataType::Int32, ScalarType::Date),
-        (DataType::Binary, ScalarType::Uuid),
+        (DataType::FixedSizeBinary(16), ScalarType::Int4),
         (DataType::FixedSizeBinary(8), ScalarType::Uuid),
         (DataType::Date32, ScalarType::Time),
         (DataType::Float16, ScalarType::Float4),
@@ -913,4 +913,39 @@ fn null_typed_list_elements_are_null() {
         assert_equivalent(&l, &array_of(ScalarType::Int4, "integer[]")),
         1
     );
+}
+
+#[test]
+fn unannotated_byte_arrays_are_text_outside_bytea() {
+    let a = BinaryArray::from(vec![
+        &b"abc"[..],
+        b"\xff",
+        b"ab\xc3\x28",
+        b"42",
+        b"\xe2\x82",
+    ]);
+    let vc = scalar(ScalarType::Varchar, 3 + 4, "character varying(3)");
+    let c = coercion(&a, &vc);
+    assert_eq!(encode(&c, &a, 0).unwrap(), b"abc");
+    assert_eq!(text(&c, &a, 0), "abc");
+    assert_eq!(
+        encode(&c, &a, 1),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xff")
+    );
+    assert_eq!(
+        encode(&c, &a, 2),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xc3 0x28")
+    );
+    assert_eq!(
+        encode(&c, &a, 4),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xe2 0x82")
+    );
+    let c = coercion(&a, &int_targets()[1]);
+    assert_eq!(encode(&c, &a, 3).unwrap(), 42i32.to_be_bytes());
+    // Into bytea they stay bytes.
+    let c = coercion(&a, &scalar(ScalarType::Bytea, -1, "bytea"));
+    assert_eq!(encode(&c, &a, 1).unwrap(), [0xff]);
+    let view = BinaryViewArray::from(vec![&b"x"[..]]);
+    let c = coercion(&view, &scalar(ScalarType::Text, -1, "text"));
+    assert_eq!(encode(&c, &view, 0).unwrap(), b"x");
 }
