@@ -949,3 +949,17 @@ fn unannotated_byte_arrays_are_text_outside_bytea() {
     let c = coercion(&view, &scalar(ScalarType::Text, -1, "text"));
     assert_eq!(encode(&c, &view, 0).unwrap(), b"x");
 }
+
+#[test]
+fn durations_and_intervals() {
+    let interval = scalar(ScalarType::Interval, -1, "interval");
+    let d = DurationMicrosecondArray::from(vec![90_061_500_000, -1, 0]);
+    let c = coercion(&d, &interval);
+    assert_eq!(text(&c, &d, 0), "25:01:01.5");
+    assert_eq!(text(&c, &d, 1), "-00:00:00.000001");
+    assert_eq!(assert_equivalent(&d, &interval), 3);
+    let m = IntervalMonthDayNanoArray::from(vec![IntervalMonthDayNano::new(14, -3, 1_500_000_000)]);
+    let c = coercion(&m, &interval);
+    assert_eq!(text(&c, &m, 0), "14 mons -3 days 00:00:01.5");
+    assert_eq!(assert_equivalent(&m, &interval), 1);
+}
