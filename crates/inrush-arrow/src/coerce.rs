@@ -36,6 +36,9 @@ enum Path {
     Float8,
     /// Strings: their text is the value, read by `encode_value` with no copy.
     Str,
+    /// Binary (not fixed-size) into anything but bytea: Parquet writers that predate the UTF8
+    /// annotation store strings as plain byte arrays, so the bytes are read as UTF-8 text.
+    BinaryText,
     Bool,
     /// Binary into bytea: the bytes are the value.
     Bytes,
@@ -93,7 +96,7 @@ impl Coercion {
                 (scalar_path(dt, *scalar, column.typmod), style_for(*scalar))
             }
             ValueType::Array { elem, .. } => {
-                let fits = if render::is_string(dt) {
+                let fits = if render::is_string(dt) || *dt == DataType::Null {
                     true
                 } else {
                     match render::list_child(dt) {
@@ -144,7 +147,7 @@ impl Coercion {
         out: &mut Vec<u8>,
     ) -> Result<(), EncodeError> {
         // A null dictionary key may hold any value: check it before following it.
-        if array.is_null(row) {
+        if array.is_null(row) || *array.data_type() == DataType::Null {
             return Err(EncodeError::Refused(
                 "null value where a value was expected".into(),
             ));
@@ -180,6 +183,11 @@ impl Coercion {
             }
             Path::Str => {
                 let s = render::str_value(array, row).ok_or(EncodeError::Deferred)?;
+                encode_value(&self.value_type, self.typmod, s, ctx, out)
+            }
+            Path::BinaryText => {
+                let b = render::bytes_value(array, row).ok_or(EncodeError::Deferred)?;
+                let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(&b[e.valid_up_to()..]))?;
                 encode_value(&self.value_type, self.typmod, s, ctx, out)
             }
             Path::Bool => {
@@ -284,6 +292,14 @@ impl Coercion {
     }
 
     fn write_text(&self, array: &dyn Array, row: usize, buf: &mut String) {
+        if self.path == Path::BinaryText {
+            let (array, row) = render::resolve(array, row);
+            if let Some(b) = render::bytes_value(array, row) {
+                // Only invalid text is lossy here, and encode refuses it.
+                buf.push_str(&String::from_utf8_lossy(b));
+            }
+            return;
+        }
         match self.value_type {
             ValueType::Array { .. } => render::list_literal(array, row, self.style, buf),
             _ => render::value_text(array, row, self.style, buf),
@@ -333,9 +349,16 @@ fn scalar_fits(dt: &DataType, scalar: ScalarType) -> bool {
     if render::is_string(dt) || *dt == DataType::Null {
         return true;
     }
+    if is_binary(dt) && !matches!(dt, DataType::FixedSizeBinary(_)) {
+        return true;
+    }
     match scalar {
         S::Bool => *dt == DataType::Boolean,
-        S::Int2 | S::Int4 | S::Int8 => is_int(dt) || is_decimal(dt),
+        // Floats too: pandas writes integer columns with missing values as float64. Whole
+        // values load ("3"), others are refused by the integer input as COPY would ("3.5").
+        S::Int2 | S::Int4 | S::Int8 => {
+            is_int(dt) || is_decimal(dt) || matches!(dt, DataType::Float32 | DataType::Float64)
+        }
         S::Float4 | S::Float8 | S::Numeric => {
             is_int(dt) || is_decimal(dt) || matches!(dt, DataType::Float32 | DataType::Float64)
         }
@@ -375,6 +398,9 @@ fn scalar_path(dt: &DataType, scalar: ScalarType, typmod: i32) -> Path {
         return Path::Str;
     }
     match (dt, scalar) {
+        (DataType::Binary | DataType::LargeBinary | DataType::BinaryView, s) if s != S::Bytea => {
+            Path::BinaryText
+        }
         (dt, S::Int2) if is_int(dt) => Path::Int { width: 2 },
         (dt, S::Int4) if is_int(dt) => Path::Int { width: 4 },
         (dt, S::Int8) if is_int(dt) => Path::Int { width: 8 },
@@ -496,6 +522,24 @@ fn encode_numeric(v: i128, scale: u32, dscale: u32, out: &mut Vec<u8>) -> bool {
     }
     out.extend_from_slice(&buf[..8 + 2 * ndigits]);
     true
+}
+
+/// What the server says of bytes that are not UTF-8 (`report_invalid_encoding`): the bad
+/// sequence's bytes, as many as its first byte announces.
+fn invalid_utf8(bad: &[u8]) -> EncodeError {
+    let first = bad.first().copied().unwrap_or(0);
+    let len = match first {
+        b if b & 0x80 == 0 => 1,
+        b if b & 0xe0 == 0xc0 => 2,
+        b if b & 0xf0 == 0xe0 => 3,
+        b if b & 0xf8 == 0xf0 => 4,
+        _ => 1,
+    };
+    let shown: Vec<String> = bad.iter().take(len).map(|b| format!("0x{b:02x}")).collect();
+    EncodeError::Refused(format!(
+        "invalid byte sequence for encoding \"UTF8\": {}",
+        shown.join(" ")
+    ))
 }
 
 /// An integer into int2/int4/int8, with the server's out-of-range wording.

@@ -13,6 +13,14 @@
 //! timestamps, booleans, binary, uuids) take direct paths that give the same bytes without the
 //! text round trip.
 //!
+//! A worker takes a [`Part`], reads it with [`ArrowFile::read_part`] (the file's columns in the
+//! target's order), and for each row and column: [`Coercion::is_null`] → a NULL field;
+//! otherwise [`Coercion::encode`] into the tuple's field buffer; on `Refused` the row is a bad
+//! row (row number = [`Part::first_row`] + its index in the part); on `Deferred` the caller
+//! truncates the field and resolves [`Coercion::text`] with the column's input function on the
+//! server. A table whose columns have no binary encoder goes through text COPY, whose fields
+//! are [`Coercion::text`] too.
+//!
 //! Does not own: threads, connections, resolving deferred values on the server, or the COPY
 //! framing (that is `inrush-load`, `inrush-postgres` and `inrush-encode`).
 

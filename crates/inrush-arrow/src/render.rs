@@ -48,7 +48,8 @@ pub(crate) fn resolve(array: &dyn Array, row: usize) -> (&dyn Array, usize) {
 /// Whether row `row` is null, looking through a dictionary to its values.
 #[inline]
 pub(crate) fn is_null(array: &dyn Array, row: usize) -> bool {
-    if array.is_null(row) {
+    // A NullArray has no validity buffer: `is_null` says false for its rows.
+    if array.is_null(row) || *array.data_type() == DataType::Null {
         return true;
     }
     let (values, index) = resolve(array, row);

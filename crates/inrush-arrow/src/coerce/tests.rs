@@ -609,10 +609,10 @@ fn incompatible_pairs_name_the_column_and_both_types() {
         "column \"shipdate\": cannot load Arrow Boolean into date"
     );
     for (dt, t) in [
-        (DataType::Float64, ScalarType::Int4),
+        (DataType::Boolean, ScalarType::Int4),
         (DataType::Int32, ScalarType::Bool),
         (DataType::Int32, ScalarType::Date),
-        (DataType::Binary, ScalarType::Uuid),
+        (DataType::FixedSizeBinary(16), ScalarType::Int4),
         (DataType::FixedSizeBinary(8), ScalarType::Uuid),
         (DataType::Date32, ScalarType::Time),
         (DataType::Float16, ScalarType::Float4),
@@ -807,4 +807,159 @@ fn bench_direct_paths_against_the_text_path() {
         let text = start.elapsed();
         println!("{name:32} direct {direct:>10.2?}  text {text:>10.2?}");
     }
+}
+
+#[test]
+fn whole_floats_into_integers() {
+    let a = Float64Array::from(vec![3.0, 3.5, -0.0, 1e20, f64::NAN, 32767.0, 32768.0]);
+    let int2 = &int_targets()[0];
+    let c = coercion(&a, int2);
+    assert_eq!(encode(&c, &a, 0).unwrap(), 3i16.to_be_bytes());
+    assert_eq!(
+        encode(&c, &a, 1),
+        refused("invalid input syntax for type smallint: \"3.5\"")
+    );
+    assert_eq!(text(&c, &a, 3), "1e+20");
+    assert_eq!(
+        encode(&c, &a, 6),
+        refused("value \"32768\" is out of range for type smallint")
+    );
+    for t in &int_targets() {
+        assert_eq!(assert_equivalent(&a, t), a.len());
+    }
+}
+
+#[test]
+fn other_list_shapes_and_maps() {
+    use arrow_array::builder::{Int32Builder, MapBuilder};
+    let fixed = FixedSizeListArray::from_iter_primitive::<Int64Type, _, _>(
+        vec![
+            Some(vec![Some(1), None]),
+            None,
+            Some(vec![Some(3), Some(4)]),
+        ],
+        2,
+    );
+    let int8s = array_of(ScalarType::Int8, "bigint[]");
+    let c = coercion(&fixed, &int8s);
+    assert_eq!(text(&c, &fixed, 0), "{1,NULL}");
+    assert_eq!(text(&c, &fixed.slice(2, 1), 0), "{3,4}");
+    assert_eq!(assert_equivalent(&fixed, &int8s), 2);
+    let large = LargeListArray::from_iter_primitive::<Int32Type, _, _>(vec![Some(vec![Some(5)])]);
+    assert_eq!(assert_equivalent(&large, &int8s), 1);
+    // Dates in a list are quoted only when needed, BC ones because of the space.
+    let dates = ListArray::from_iter_primitive::<Date32Type, _, _>(vec![Some(vec![
+        Some(0),
+        Some(-719_163),
+    ])]);
+    let c = coercion(&dates, &array_of(ScalarType::Date, "date[]"));
+    assert_eq!(text(&c, &dates, 0), "{1970-01-01,\"0001-12-31 BC\"}");
+
+    let mut m = MapBuilder::new(None, StringBuilder::new(), Int32Builder::new());
+    m.keys().append_value("a");
+    m.values().append_value(1);
+    m.keys().append_value("b\"");
+    m.values().append_null();
+    m.append(true).unwrap();
+    m.append(false).unwrap();
+    let map = m.finish();
+    let jsonb = scalar(ScalarType::Jsonb, -1, "jsonb");
+    let c = coercion(&map, &jsonb);
+    assert_eq!(text(&c, &map, 0), r#"{"a":1,"b\"":null}"#);
+    assert!(c.is_null(&map, 1));
+    assert_eq!(text(&c, &map, 1), "");
+    assert_eq!(assert_equivalent(&map, &jsonb), 1);
+    // A list of structs into jsonb[]: each element is a JSON document.
+    let s = StructArray::from(vec![(
+        Arc::new(Field::new("k", DataType::Int32, true)),
+        Arc::new(Int32Array::from(vec![1, 2])) as ArrayRef,
+    )]);
+    let l = ListArray::new(
+        Arc::new(Field::new_list_field(s.data_type().clone(), true)),
+        arrow_buffer::OffsetBuffer::from_lengths([2]),
+        Arc::new(s),
+        None,
+    );
+    let c = coercion(&l, &array_of(ScalarType::Jsonb, "jsonb[]"));
+    assert_eq!(text(&c, &l, 0), r#"{"{\"k\":1}","{\"k\":2}"}"#);
+}
+
+#[test]
+fn all_null_columns_go_anywhere() {
+    let a = NullArray::new(3);
+    for t in [
+        scalar(ScalarType::Date, -1, "date"),
+        array_of(ScalarType::Int4, "integer[]"),
+        column(ValueType::Unsupported, -1, "point"),
+    ] {
+        let c = coercion(&a, &t);
+        assert!((0..3).all(|row| c.is_null(&a, row)));
+        assert!(matches!(encode(&c, &a, 0), Err(EncodeError::Refused(_))));
+        assert_eq!(text(&c, &a, 0), "");
+    }
+}
+
+#[test]
+fn null_typed_list_elements_are_null() {
+    let l = ListArray::new(
+        Arc::new(Field::new_list_field(DataType::Null, true)),
+        arrow_buffer::OffsetBuffer::from_lengths([2]),
+        Arc::new(NullArray::new(2)),
+        None,
+    );
+    let c = coercion(&l, &array_of(ScalarType::Int4, "integer[]"));
+    assert_eq!(text(&c, &l, 0), "{NULL,NULL}");
+    assert_eq!(
+        assert_equivalent(&l, &array_of(ScalarType::Int4, "integer[]")),
+        1
+    );
+}
+
+#[test]
+fn unannotated_byte_arrays_are_text_outside_bytea() {
+    let a = BinaryArray::from(vec![
+        &b"abc"[..],
+        b"\xff",
+        b"ab\xc3\x28",
+        b"42",
+        b"\xe2\x82",
+    ]);
+    let vc = scalar(ScalarType::Varchar, 3 + 4, "character varying(3)");
+    let c = coercion(&a, &vc);
+    assert_eq!(encode(&c, &a, 0).unwrap(), b"abc");
+    assert_eq!(text(&c, &a, 0), "abc");
+    assert_eq!(
+        encode(&c, &a, 1),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xff")
+    );
+    assert_eq!(
+        encode(&c, &a, 2),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xc3 0x28")
+    );
+    assert_eq!(
+        encode(&c, &a, 4),
+        refused("invalid byte sequence for encoding \"UTF8\": 0xe2 0x82")
+    );
+    let c = coercion(&a, &int_targets()[1]);
+    assert_eq!(encode(&c, &a, 3).unwrap(), 42i32.to_be_bytes());
+    // Into bytea they stay bytes.
+    let c = coercion(&a, &scalar(ScalarType::Bytea, -1, "bytea"));
+    assert_eq!(encode(&c, &a, 1).unwrap(), [0xff]);
+    let view = BinaryViewArray::from(vec![&b"x"[..]]);
+    let c = coercion(&view, &scalar(ScalarType::Text, -1, "text"));
+    assert_eq!(encode(&c, &view, 0).unwrap(), b"x");
+}
+
+#[test]
+fn durations_and_intervals() {
+    let interval = scalar(ScalarType::Interval, -1, "interval");
+    let d = DurationMicrosecondArray::from(vec![90_061_500_000, -1, 0]);
+    let c = coercion(&d, &interval);
+    assert_eq!(text(&c, &d, 0), "25:01:01.5");
+    assert_eq!(text(&c, &d, 1), "-00:00:00.000001");
+    assert_eq!(assert_equivalent(&d, &interval), 3);
+    let m = IntervalMonthDayNanoArray::from(vec![IntervalMonthDayNano::new(14, -3, 1_500_000_000)]);
+    let c = coercion(&m, &interval);
+    assert_eq!(text(&c, &m, 0), "14 mons -3 days 00:00:01.5");
+    assert_eq!(assert_equivalent(&m, &interval), 1);
 }
