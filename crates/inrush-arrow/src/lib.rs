@@ -4,7 +4,7 @@
 //! Owns: [`ArrowFile`] (recognising a Parquet or Arrow IPC file by its magic bytes, its schema,
 //! and the parts workers take: Parquet row groups, IPC record batches), and [`Coercion`] (how
 //! one Arrow column goes into one target column: decided once, checked before any row is read,
-//! then applied value by value).
+//! then applied value by value), and writing the generator's rows as Parquet ([`generate`]).
 //!
 //! The rule [`Coercion`] follows is the one `inrush-encode` follows for text: the stored value is
 //! what PostgreSQL's COPY would store from the value's text form ([`Coercion::text`]). Most pairs
@@ -26,6 +26,7 @@
 
 mod coerce;
 mod file;
+pub mod generate;
 mod render;
 mod time;
 

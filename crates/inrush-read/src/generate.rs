@@ -44,7 +44,6 @@ pub enum Schema {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Int32,
-    Int64,
     Float64,
     /// Fixed point: values are integers scaled by 10^scale.
     Decimal {

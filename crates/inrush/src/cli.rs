@@ -244,7 +244,7 @@ pub struct GenArgs {
     /// Output file.
     #[arg(short, long)]
     pub output: String,
-    /// csv, jsonl or parquet.
+    /// csv, jsonl or parquet (arrow: not written).
     #[arg(long, value_enum, default_value = "csv")]
     pub format: FormatArg,
     /// Start CSV with a header line (needed for insertbench, whose key the server fills).
@@ -313,18 +313,30 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Gen(args) => {
-            let file = std::fs::File::create(&args.output)
-                .with_context(|| format!("creating {}", args.output))?;
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-            let format = match args.format {
-                FormatArg::Csv => TextFormat::Csv {
-                    header: args.header,
-                },
-                FormatArg::Jsonl => TextFormat::Jsonl,
-                other => bail!("inrush gen does not write {other:?} yet"),
+            let bytes = match args.format {
+                FormatArg::Parquet => inrush_arrow::generate::write_parquet(
+                    std::path::Path::new(&args.output),
+                    args.schema,
+                    args.rows,
+                    args.seed,
+                )?,
+                text => {
+                    let format = match text {
+                        FormatArg::Jsonl => TextFormat::Jsonl,
+                        FormatArg::Csv => TextFormat::Csv {
+                            header: args.header,
+                        },
+                        other => bail!("inrush gen does not write {other:?} files"),
+                    };
+                    let file = std::fs::File::create(&args.output)
+                        .with_context(|| format!("creating {}", args.output))?;
+                    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+                    let bytes =
+                        generate::write_text(&mut out, args.schema, format, args.rows, args.seed)?;
+                    std::io::Write::flush(&mut out)?;
+                    bytes
+                }
             };
-            let bytes = generate::write_text(&mut out, args.schema, format, args.rows, args.seed)?;
-            std::io::Write::flush(&mut out)?;
             eprintln!(
                 "wrote {} rows, {:.1} MB to {}; load them into:\n{}",
                 args.rows,

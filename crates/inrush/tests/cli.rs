@@ -200,3 +200,88 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
         Some("3")
     );
 }
+
+/// `inrush gen` writes the same rows as CSV, JSON lines and Parquet, and each loads into the
+/// table `gen` prints to the same rows, row for row.
+#[test]
+fn generated_rows_load_the_same_from_every_format() {
+    use inrush_postgres::{PrivateServer, ServerOptions};
+
+    let server = PrivateServer::start(&ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .expect("private server");
+    let target = server.connect_options("postgres");
+    let conninfo = server.conninfo("postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = target.connect_blocking().unwrap();
+    for schema in ["lineitem", "insertbench"] {
+        let mut tables = Vec::new();
+        for format in ["csv", "jsonl", "parquet"] {
+            let path = dir.path().join(format!("{schema}.{format}"));
+            let out = inrush(&[
+                "gen",
+                schema,
+                "--rows",
+                "20000",
+                "--format",
+                format,
+                "--header",
+                "-o",
+                path.to_str().unwrap(),
+            ]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{stderr}");
+            let table = format!("{schema}_{format}");
+            let ddl = stderr
+                .split_once("load them into:\n")
+                .map(|(_, ddl)| {
+                    ddl.replace(&format!("TABLE {schema} "), &format!("TABLE {table} "))
+                        .replace(&format!("ON {schema} "), &format!("ON {table} "))
+                })
+                .expect("gen prints the table's DDL");
+            client.batch_execute(&ddl).unwrap();
+            let mut args = vec![
+                "load",
+                path.to_str().unwrap(),
+                "--to",
+                &conninfo,
+                "--table",
+                &table,
+                "--json",
+            ];
+            if format == "csv" {
+                args.push("--header");
+            }
+            let out = inrush(&args);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(json["rows"], 20000, "{format}");
+            tables.push(table);
+        }
+        // Every column but the server-filled key, compared row for row.
+        let columns = if schema == "insertbench" {
+            "dateandtime, cashregisterid, customerid, productid, price, data"
+        } else {
+            "*"
+        };
+        let rows = |client: &mut postgres::Client, table: &str| -> Vec<String> {
+            let sql = format!("SELECT t::text FROM (SELECT {columns} FROM {table}) t ORDER BY 1");
+            client
+                .query(&sql, &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect()
+        };
+        let csv = rows(&mut client, &tables[0]);
+        assert_eq!(csv.len(), 20000);
+        assert_eq!(rows(&mut client, &tables[1]), csv, "jsonl vs csv");
+        assert_eq!(rows(&mut client, &tables[2]), csv, "parquet vs csv");
+    }
+}
