@@ -18,6 +18,7 @@
 //! (`inrush-encode`) or what is said to the server (`inrush-postgres`); nor printing anything.
 
 pub mod columns;
+mod create;
 mod error;
 mod options;
 pub mod pipeline;

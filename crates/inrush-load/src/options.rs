@@ -40,6 +40,9 @@ pub struct LoadOptions {
     /// Empty the table in the load's own transaction (atomic: a failed load keeps the old rows)
     /// and load with COPY FREEZE. One transaction means one connection.
     pub truncate: bool,
+    /// Create the table from the input (names from its header, types from its schema or
+    /// values) in the load's own transaction, and load it with COPY FREEZE over one connection.
+    pub create: bool,
     /// LOCK TABLE ... IN EXCLUSIVE MODE for the load (other sessions may read, not write). A
     /// lock belongs to one transaction, so this too means one connection.
     pub table_lock: bool,
@@ -70,6 +73,7 @@ impl LoadOptions {
             interrupt: Default::default(),
             check_only: false,
             truncate: false,
+            create: false,
             resume: false,
             on_conflict: OnConflict::Error,
             table_lock: false,

@@ -73,23 +73,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     let runtime = runtime()?;
-    let (control, session, table) = runtime.block_on(async {
-        let control = opts.target.connect().await?;
-        let session = SessionInfo::read(&control).await?;
-        let table = TableInfo::read(&control, &opts.table).await?;
-        // Definitions a load that died left in the journal come back before anything else.
-        let leftovers = ddl::pending(&control, Some(table.oid)).await?;
-        if !leftovers.is_empty() {
-            tracing::warn!(
-                "recreating {} index(es) an earlier load of {} left dropped",
-                leftovers.len(),
-                table.qualified()
-            );
-            ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
-        }
-        Ok::<_, inrush_postgres::Error>((control, session, table))
-    })?;
-
+    if opts.create && (opts.resume || opts.truncate || opts.on_conflict != OnConflict::Error) {
+        return Err(Error::Columns(
+            "--create makes a new table: --resume, --truncate and --on-conflict do not apply"
+                .into(),
+        ));
+    }
     let progress = Arc::new(Progress::default());
     let sources = Arc::new(Sources::from_options(opts)?);
     progress
@@ -104,13 +93,54 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         (None, Some(names), projections)
     } else {
         let first = sources.open(0, progress.bytes_read.clone())?;
-        let names = match (&first.header, &first.first) {
+        let names = match (&first.header, first.pending.first()) {
             (Some((names, _)), _) => Some(names.clone()),
             (None, Some(line)) => Some(first_line_keys(line, &sources.list[0].name)?),
             (None, None) => None,
         };
         (Some(first), names, Vec::new())
     };
+    let control = runtime.block_on(opts.target.connect())?;
+    // --create: the table is made in a transaction on the control connection only to read it
+    // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
+    // applies and a failed load leaves no table behind.
+    let create_sql = match opts.create {
+        false => None,
+        true => {
+            let columns = crate::create::column_types(
+                &sources,
+                header_names.as_deref(),
+                &projections,
+                first.as_mut(),
+            )?;
+            Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
+        }
+    };
+    let (session, table) = runtime.block_on(async {
+        let session = SessionInfo::read(&control).await?;
+        if let Some(sql) = &create_sql {
+            control
+                .batch_execute(&format!("BEGIN; {sql}"))
+                .await
+                .map_err(inrush_postgres::query_error(sql.as_str()))?;
+        }
+        let table = TableInfo::read(&control, &opts.table).await?;
+        // Definitions a load that died left in the journal come back before anything else.
+        let leftovers = match create_sql {
+            Some(_) => Vec::new(),
+            None => ddl::pending(&control, Some(table.oid)).await?,
+        };
+        if !leftovers.is_empty() {
+            tracing::warn!(
+                "recreating {} index(es) an earlier load of {} left dropped",
+                leftovers.len(),
+                table.qualified()
+            );
+            ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
+        }
+        Ok::<_, inrush_postgres::Error>((session, table))
+    })?;
+
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let columns = map_columns(&table, explicit, header_names.as_deref())?;
     // What the reject file starts with: the CSV header, or a columnar file's column names.
@@ -138,7 +168,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             if offset > position.0 {
                 first.splitter = sources.reopen_at(0, offset, line, progress.bytes_read.clone())?;
                 // The first JSON line is committed too: it lies before the resume point.
-                first.first = None;
+                first.pending.clear();
             }
             let skip: std::collections::HashSet<u64> =
                 committed.iter().map(|c| c.offset as u64).collect();
@@ -198,10 +228,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             .as_str(),
         &copy_columns,
         format,
-        opts.truncate,
+        opts.truncate || opts.create,
     );
-    // Statements each COPY transaction runs first; both make the load one transaction.
+    // Statements each COPY transaction runs first; each makes the load one transaction.
     let mut prelude = Vec::new();
+    prelude.extend(create_sql.clone());
     if opts.truncate {
         prelude.push(format!("TRUNCATE {}", table.qualified()));
     }
@@ -246,9 +277,19 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         &table,
         input_size,
         plan_options,
-        opts.truncate,
+        opts.truncate || opts.create,
     ))?;
+    if create_sql.is_some() {
+        runtime
+            .block_on(control.batch_execute("ROLLBACK"))
+            .map_err(|e| Error::Postgres(inrush_postgres::query_error("ROLLBACK")(e)))?;
+    }
     let mut notes = Vec::new();
+    if let Some(sql) = &create_sql {
+        notes.push(format!(
+            "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
+        ));
+    }
     let inspected = Instant::now();
     let (to_rebuild, to_readd, to_disable) = match opts.check_only {
         true => (Vec::new(), Vec::new(), Vec::new()),
@@ -279,7 +320,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let streamed = (|| -> Result<(LoadSummary, Vec<i64>)> {
         let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
-        let connections = match (opts.check_only, opts.truncate || opts.table_lock) {
+        let connections = match (
+            opts.check_only,
+            opts.truncate || opts.table_lock || opts.create,
+        ) {
             (true, _) => 0,
             (false, true) => 1,
             (false, false) => opts.connections.max(1),
@@ -783,7 +827,7 @@ fn start_readers(
                             return shared.fail(e);
                         }
                         let source_id = index as u32;
-                        let blocks = source.first.into_iter().map(Ok).chain(source.splitter);
+                        let blocks = source.pending.into_iter().map(Ok).chain(source.splitter);
                         for block in blocks {
                             let sent = match block {
                                 // Committed by an earlier run of the same load (--resume).

@@ -57,8 +57,9 @@ pub(crate) struct Opened {
     pub splitter: Splitter<Box<dyn Read + Send>>,
     /// CSV with a header: its names and raw bytes.
     pub header: Option<(Vec<String>, Bytes)>,
-    /// JSON lines: the first line, read for its keys, and loaded like any other.
-    pub first: Option<Block>,
+    /// Blocks read ahead (JSON lines: the first line, for its keys; `--create`: a sample for
+    /// the types), loaded before the rest like any other.
+    pub pending: Vec<Block>,
 }
 
 /// All the inputs, with how they are written.
@@ -293,10 +294,10 @@ impl Sources {
         let mut opened = Opened {
             splitter,
             header: None,
-            first: None,
+            pending: Vec::new(),
         };
         match self.format {
-            InputFormat::Jsonl => opened.first = opened.splitter.take_first_record()?,
+            InputFormat::Jsonl => opened.pending.extend(opened.splitter.take_first_record()?),
             _ if self.csv.header || matches!(source.origin, Origin::Query { .. }) => {
                 opened.header = read_header(&mut opened.splitter, parser, &source.name)?;
             }

@@ -490,3 +490,97 @@ fn parquet_values_out_of_range_are_bad_rows_with_their_row_number() {
         "{e}"
     );
 }
+
+/// `--create` makes the table from each kind of input, in the load's transaction, frozen.
+#[test]
+fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
+    let mut db = fresh_db();
+    let mut source = fresh_db();
+    let rows = rows(1500, 21);
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("in.csv");
+    std::fs::write(&csv_path, to_csv(&rows, true, false)).unwrap();
+    let jsonl_path = dir.path().join("in.jsonl");
+    std::fs::write(&jsonl_path, to_jsonl(&rows)).unwrap();
+    let parquet_path = dir.path().join("in.parquet");
+    to_parquet(&rows, 400, &parquet_path);
+    source.exec(&format!("CREATE TABLE src ({COLUMNS})"));
+    source
+        .server_copy(
+            "src",
+            &to_csv(&rows, false, false),
+            &CsvOptions::default(),
+            None,
+        )
+        .unwrap();
+    let types = |db: &mut support::TestDb, table: &str| -> Vec<String> {
+        db.client
+            .query(
+                "SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute \
+                 WHERE attrelid = $1::text::regclass AND attnum > 0 ORDER BY attnum",
+                &[&table],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let cases: Vec<(&str, Box<dyn Fn(&mut inrush_load::LoadOptions)>, &str)> = vec![
+        ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc text, note text"),
+        ("from_jsonl", Box::new(|o| o.inputs = vec![jsonl_path.display().to_string()]), "amount numeric, doc jsonb, flag boolean, id integer, name text, note text, tags jsonb"),
+        ("from_parquet", Box::new(|o| o.inputs = vec![parquet_path.display().to_string()]), "id bigint, name text, amount numeric(12,2), flag boolean, tags text[], doc text, note text"),
+        ("from_query", Box::new(|o| o.from_query = Some(QuerySource { from: source.target.clone(), sql: "SELECT * FROM src".into(), split_by: None })), "id integer, name text, amount numeric(12,2), flag boolean, tags text[], doc jsonb, note character varying(20)"),
+    ];
+    // (The JSON lines were written with their keys sorted: the first line's order is the
+    // table's.)
+    for (table, setup, expected_types) in cases {
+        let mut opts = db.load_options(&csv_path, table);
+        opts.create = true;
+        setup(&mut opts);
+        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        assert_eq!(summary.rows, 1500, "{table}");
+        assert_eq!(types(&mut db, table).join(", "), expected_types, "{table}");
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.contains("--create: CREATE TABLE")),
+            "{:?}",
+            summary.notes
+        );
+        // Frozen by COPY FREEZE: pages all-visible without a VACUUM. (The server marks the pages
+        // a multi-insert batch starts empty; a page a batch continues stays unmarked.)
+        let (pages, visible): (i32, i32) = {
+            let row = db
+                .client
+                .query_one(&format!("SELECT relpages, relallvisible FROM pg_class WHERE oid = '{table}'::regclass"), &[])
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        assert!(
+            pages > 0 && visible * 3 >= pages * 2,
+            "{table}: {visible} of {pages} pages all-visible"
+        );
+        assert_eq!(db.count(table), 1500);
+    }
+    // The table exists now: --create refuses rather than loading into it.
+    let mut opts = db.load_options(&csv_path, "from_csv");
+    opts.csv.header = true;
+    opts.create = true;
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(e.contains("exists already"), "{e}");
+    // A failed load leaves no table behind.
+    std::fs::write(&csv_path, format!("id,n\n{}x,3\n", "1,2\n".repeat(1000))).unwrap();
+    let mut opts = db.load_options(&csv_path, "never");
+    opts.csv.header = true;
+    opts.create = true;
+    opts.block_size = 64; // the bad row lies beyond the sampled block
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(e.contains("invalid input syntax for type integer"), "{e}");
+    let missing: Option<String> = db
+        .client
+        .query_one("SELECT to_regclass('never')::text", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(missing, None);
+}

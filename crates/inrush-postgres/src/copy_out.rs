@@ -121,3 +121,18 @@ impl Read for ChannelReader {
         Ok(n)
     }
 }
+
+/// The names and types (as `format_type` spells them, typmods included) of `query`'s result
+/// columns on the source server, for `--create`. Read from a temporary view in a transaction
+/// that is rolled back, so nothing is left on the source.
+pub fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, String)>> {
+    let mut client = from.connect_blocking()?;
+    let mut tx = client.transaction().map_err(query_error("BEGIN"))?;
+    let view = format!("CREATE TEMPORARY VIEW inrush_query_columns AS {query}");
+    tx.batch_execute(&view)
+        .map_err(query_error(view.as_str()))?;
+    let sql = "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
+               WHERE attrelid = 'inrush_query_columns'::regclass AND attnum > 0 ORDER BY attnum";
+    let rows = tx.query(sql, &[]).map_err(query_error(sql))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}

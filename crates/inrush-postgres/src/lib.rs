@@ -77,7 +77,7 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Wraps a driver error with what was being done (`map_err(query_error("reading X"))`).
-pub(crate) fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
+pub fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();
     move |source| Error::Query { what, source }
 }

@@ -136,6 +136,12 @@ pub struct LoadArgs {
     /// and write the rows frozen (COPY FREEZE): no VACUUM needed after. Uses one connection.
     #[arg(long)]
     pub truncate: bool,
+    /// Create the table (it must not exist): names from the header, JSON keys, Parquet fields
+    /// or the query's columns; types from the file's schema, the query's types, or the first
+    /// block's values. Made and loaded in one transaction with COPY FREEZE (one connection);
+    /// a failed load leaves no table.
+    #[arg(long)]
+    pub create: bool,
     /// Hold LOCK TABLE ... IN EXCLUSIVE MODE during the load (others may read, not write).
     /// Uses one connection.
     #[arg(long)]
@@ -387,6 +393,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.check_only = args.check;
     opts.plan = args.plan.options();
     opts.truncate = args.truncate;
+    opts.create = args.create;
     opts.resume = args.resume;
     opts.on_conflict = match args.on_conflict {
         OnConflictArg::Error => OnConflict::Error,

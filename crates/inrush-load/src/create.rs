@@ -1,0 +1,355 @@
+//! `--create`: the table a load makes from its input. Column names come from the header (JSON
+//! keys, Parquet fields, the query's columns); types from the file's schema, the query's own
+//! types, or, for text, from the values of the first block (a later value that does not fit
+//! is a bad row like any other).
+
+use crate::sources::{Opened, Origin, Sources};
+use crate::{Error, Result};
+use inrush_arrow::DataType;
+use inrush_read::csv::Record;
+use inrush_read::inputs::InputFormat;
+use inrush_read::jsonl::{ColumnForm, JsonLineParser};
+use tokio_postgres::Client;
+
+/// `CREATE TABLE` for `table` (as the user wrote it, parsed by the server), refused when the
+/// table exists already.
+pub(crate) async fn table_ddl(
+    control: &Client,
+    table: &str,
+    columns: &[(String, String)],
+) -> Result<String> {
+    let sql = "SELECT to_regclass($1)::text, parse_ident($1)";
+    let row = control
+        .query_one(sql, &[&table])
+        .await
+        .map_err(inrush_postgres::query_error(sql))?;
+    if let Some(existing) = row.get::<_, Option<String>>(0) {
+        return Err(Error::Columns(format!(
+            "--create: table {existing} exists already (load into it without --create)"
+        )));
+    }
+    let parts: Vec<String> = row.get(1);
+    let qualified: Vec<String> = parts
+        .iter()
+        .map(|p| inrush_postgres::quote_ident(p))
+        .collect();
+    let columns: Vec<String> = columns
+        .iter()
+        .map(|(name, sql_type)| format!("{} {sql_type}", inrush_postgres::quote_ident(name)))
+        .collect();
+    Ok(format!(
+        "CREATE TABLE {} ({})",
+        qualified.join("."),
+        columns.join(", ")
+    ))
+}
+
+/// Each column's name and type (blocking: a query's types are read on the source server).
+pub(crate) fn column_types(
+    sources: &Sources,
+    names: Option<&[String]>,
+    projections: &[Vec<usize>],
+    first: Option<&mut Opened>,
+) -> Result<Vec<(String, String)>> {
+    let source = &sources.list[0];
+    if let Origin::Query { from, sql } = &source.origin {
+        return Ok(inrush_postgres::copy_out::column_types(from, sql)?);
+    }
+    let Some(names) = names else {
+        return Err(Error::Columns(
+            "--create needs column names: a CSV header (--header), JSON lines, Parquet or a query"
+                .into(),
+        ));
+    };
+    if let (Some(file), Some(projection)) = (&source.arrow, projections.first()) {
+        let schema = file.schema();
+        return names
+            .iter()
+            .zip(projection)
+            .map(|(name, &i)| {
+                let data_type = schema.field(i).data_type();
+                let sql = arrow_sql_type(data_type).ok_or_else(|| {
+                    Error::Columns(format!(
+                        "--create: no PostgreSQL type for column {name:?} (Arrow {data_type})"
+                    ))
+                })?;
+                Ok((name.clone(), sql))
+            })
+            .collect();
+    }
+    let first = first.ok_or_else(|| Error::Internal("--create without an opened input".into()))?;
+    // A sample: what was read ahead, plus the next block (sent on afterwards like the rest).
+    if let Some(block) = first.splitter.next() {
+        first.pending.push(block?);
+    }
+    let mut kinds = vec![None::<Kind>; names.len()];
+    let mut observe = |i: usize, value: Kind| {
+        if let Some(slot) = kinds.get_mut(i) {
+            *slot = Some(slot.map_or(value, |seen| seen.join(value)));
+        }
+    };
+    match sources.format {
+        InputFormat::Jsonl => {
+            let json = JsonLineParser::new(
+                &names
+                    .iter()
+                    .map(|n| (n.clone(), ColumnForm::Json))
+                    .collect::<Vec<_>>(),
+            );
+            for block in &first.pending {
+                let text = String::from_utf8_lossy(&block.data);
+                let mut fields = Vec::new();
+                for line in text.lines() {
+                    if json.parse(line, &mut fields).is_ok() {
+                        for (i, field) in fields.iter().enumerate() {
+                            if let Some(value) = field.as_deref().and_then(json_kind) {
+                                observe(i, value);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        _ => {
+            let parser = source
+                .parser()
+                .ok_or_else(|| Error::Internal("--create before the input was opened".into()))?;
+            let mut rec = Record::default();
+            for block in &first.pending {
+                let mut pos = 0;
+                while pos < block.data.len() {
+                    let Ok(next) = parser.parse(&block.data, pos, &mut rec) else {
+                        break;
+                    };
+                    for (i, field) in rec.fields(&block.data).enumerate() {
+                        if let Some(bytes) = field {
+                            observe(i, Kind::of(&String::from_utf8_lossy(bytes)));
+                        }
+                    }
+                    pos = next;
+                }
+            }
+        }
+    }
+    Ok(names
+        .iter()
+        .zip(kinds)
+        .map(|(name, kind)| (name.clone(), kind.unwrap_or(Kind::Text).sql().to_string()))
+        .collect())
+}
+
+/// What a text value looks like, from the narrowest type to text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Int,
+    BigInt,
+    Numeric,
+    Float,
+    Bool,
+    Date,
+    Timestamp,
+    TimestampTz,
+    Uuid,
+    Json,
+    Text,
+}
+
+impl Kind {
+    fn sql(self) -> &'static str {
+        match self {
+            Kind::Int => "integer",
+            Kind::BigInt => "bigint",
+            Kind::Numeric => "numeric",
+            Kind::Float => "double precision",
+            Kind::Bool => "boolean",
+            Kind::Date => "date",
+            Kind::Timestamp => "timestamp",
+            Kind::TimestampTz => "timestamptz",
+            Kind::Uuid => "uuid",
+            Kind::Json => "jsonb",
+            Kind::Text => "text",
+        }
+    }
+
+    /// The narrowest type that holds both.
+    fn join(self, other: Kind) -> Kind {
+        use Kind::*;
+        match (self, other) {
+            (a, b) if a == b => a,
+            (Int | BigInt, Int | BigInt) => BigInt,
+            (Int | BigInt | Numeric, Int | BigInt | Numeric) => Numeric,
+            (Int | BigInt | Numeric | Float, Int | BigInt | Numeric | Float) => Float,
+            (Date | Timestamp, Date | Timestamp) => Timestamp,
+            _ => Text,
+        }
+    }
+
+    fn of(text: &str) -> Kind {
+        let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if digits(unsigned) {
+            return match text.parse::<i64>() {
+                Ok(v) if i32::try_from(v).is_ok() => Kind::Int,
+                Ok(_) => Kind::BigInt,
+                Err(_) => Kind::Numeric,
+            };
+        }
+        if let Some((whole, fraction)) = unsigned.split_once('.') {
+            if (whole.is_empty() || digits(whole)) && digits(fraction) {
+                return Kind::Numeric;
+            }
+        }
+        if unsigned.contains(['e', 'E']) && text.parse::<f64>().is_ok() {
+            return Kind::Float;
+        }
+        if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") {
+            return Kind::Bool;
+        }
+        let b = text.as_bytes();
+        let date = |b: &[u8]| {
+            b.len() >= 10
+                && b[..4].iter().all(u8::is_ascii_digit)
+                && b[4] == b'-'
+                && b[5..7].iter().all(u8::is_ascii_digit)
+                && b[7] == b'-'
+                && b[8..10].iter().all(u8::is_ascii_digit)
+        };
+        if date(b) && b.len() == 10 {
+            return Kind::Date;
+        }
+        if date(b) && b.len() >= 19 && (b[10] == b' ' || b[10] == b'T') {
+            let time = &text[11..];
+            let clock = time.len() >= 8
+                && time.as_bytes()[2] == b':'
+                && time.as_bytes()[5] == b':'
+                && time[..8].bytes().filter(u8::is_ascii_digit).count() == 6;
+            if clock {
+                let rest = time[8..].trim_start_matches(|c: char| c == '.' || c.is_ascii_digit());
+                if rest.is_empty() {
+                    return Kind::Timestamp;
+                }
+                let zone = rest == "Z"
+                    || (rest.starts_with(['+', '-'])
+                        && rest[1..].bytes().all(|c| c.is_ascii_digit() || c == b':'));
+                if zone {
+                    return Kind::TimestampTz;
+                }
+            }
+        }
+        let uuid = b.len() == 36
+            && b.iter().enumerate().all(|(i, c)| match i {
+                8 | 13 | 18 | 23 => *c == b'-',
+                _ => c.is_ascii_hexdigit(),
+            });
+        if uuid {
+            return Kind::Uuid;
+        }
+        Kind::Text
+    }
+}
+
+/// A JSON value's kind: strings by their content, objects and arrays as jsonb.
+fn json_kind(raw: &str) -> Option<Kind> {
+    match raw.as_bytes().first()? {
+        b'n' => None,
+        b'{' | b'[' => Some(Kind::Json),
+        b'"' => serde_json::from_str::<String>(raw)
+            .ok()
+            .map(|s| Kind::of(&s)),
+        _ => Some(Kind::of(raw)),
+    }
+}
+
+/// The PostgreSQL type an Arrow type's values are, for `--create`.
+fn arrow_sql_type(data_type: &DataType) -> Option<String> {
+    Some(match data_type {
+        DataType::Boolean => "boolean".into(),
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint".into(),
+        DataType::Int32 | DataType::UInt16 => "integer".into(),
+        DataType::Int64 | DataType::UInt32 => "bigint".into(),
+        DataType::UInt64 => "numeric(20,0)".into(),
+        DataType::Float16 | DataType::Float32 => "real".into(),
+        DataType::Float64 => "double precision".into(),
+        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) => format!("numeric({p},{s})"),
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) if *s >= 0 && p <= &76 => {
+            format!("numeric({p},{s})")
+        }
+        DataType::Decimal128(..) | DataType::Decimal256(..) => "numeric".into(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".into(),
+        DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => "bytea".into(),
+        DataType::Date32 | DataType::Date64 => "date".into(),
+        DataType::Time32(_) | DataType::Time64(_) => "time".into(),
+        DataType::Timestamp(_, None) => "timestamp".into(),
+        DataType::Timestamp(_, Some(_)) => "timestamptz".into(),
+        DataType::Duration(_) | DataType::Interval(_) => "interval".into(),
+        DataType::Dictionary(_, values) => return arrow_sql_type(values),
+        DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
+            match item.data_type() {
+                DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) => "jsonb".into(),
+                inner => format!("{}[]", arrow_sql_type(inner)?),
+            }
+        }
+        DataType::Struct(_) | DataType::Map(..) => "jsonb".into(),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_values_get_the_narrowest_type_that_holds_them() {
+        let kind = |values: &[&str]| {
+            values
+                .iter()
+                .map(|v| Kind::of(v))
+                .reduce(Kind::join)
+                .map(Kind::sql)
+        };
+        assert_eq!(kind(&["1", "-20"]), Some("integer"));
+        assert_eq!(kind(&["1", "3000000000"]), Some("bigint"));
+        assert_eq!(kind(&["1", "2.50"]), Some("numeric"));
+        assert_eq!(kind(&["1.5", "1e10"]), Some("double precision"));
+        assert_eq!(kind(&["99999999999999999999"]), Some("numeric"));
+        assert_eq!(kind(&["true", "FALSE"]), Some("boolean"));
+        assert_eq!(
+            kind(&["2024-01-02", "2024-01-02 03:04:05.5"]),
+            Some("timestamp")
+        );
+        assert_eq!(
+            kind(&["2024-01-02T03:04:05Z", "2024-01-02 03:04:05+02:00"]),
+            Some("timestamptz")
+        );
+        assert_eq!(
+            kind(&["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]),
+            Some("uuid")
+        );
+        assert_eq!(kind(&["1", "x"]), Some("text"));
+        assert_eq!(kind(&["2024-13-45x"]), Some("text"));
+        assert_eq!(json_kind("{\"a\": 1}"), Some(Kind::Json));
+        assert_eq!(json_kind("\"2024-01-02\""), Some(Kind::Date));
+        assert_eq!(json_kind("null"), None);
+    }
+
+    #[test]
+    fn arrow_types_map_to_their_postgresql_types() {
+        use inrush_arrow::Field;
+        use std::sync::Arc;
+        assert_eq!(
+            arrow_sql_type(&DataType::Decimal128(15, 2)).as_deref(),
+            Some("numeric(15,2)")
+        );
+        let list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
+        assert_eq!(arrow_sql_type(&list).as_deref(), Some("text[]"));
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8View));
+        assert_eq!(arrow_sql_type(&dict).as_deref(), Some("text"));
+        assert_eq!(
+            arrow_sql_type(&DataType::UInt64).as_deref(),
+            Some("numeric(20,0)")
+        );
+    }
+}
