@@ -310,6 +310,14 @@ impl fmt::Display for LoadPlan {
         for (column, expr) in &h.volatile_defaults {
             writeln!(f, "  default of {column}: {expr}  volatile: if the input omits {column}, COPY inserts row by row")?;
         }
+        if h.toast_bytes > 0 {
+            let columns: Vec<String> = h
+                .toast_columns
+                .iter()
+                .map(|(c, t)| format!("{c} {t}"))
+                .collect();
+            writeln!(f, "  TOAST-heavy: {} of values stored out of line (columns that can hold them: {}); each such value is compressed and written a second time, to the TOAST table", human(h.toast_bytes.max(0) as f64), columns.join(", "))?;
+        }
         if h.partitions > 0 {
             writeln!(f, "  partitions: {}", h.partitions)?;
         }
@@ -401,6 +409,8 @@ mod tests {
             )],
             sequences: vec![("id".into(), "t_id_seq".into(), 1)],
             volatile_defaults: vec![("created".into(), "clock_timestamp()".into())],
+            toast_bytes: 5 << 20,
+            toast_columns: vec![("doc".into(), "jsonb".into())],
             partitions: 0,
             settings: vec![
                 ("max_wal_size".into(), "1024MB".into()),

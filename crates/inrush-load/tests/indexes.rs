@@ -335,9 +335,15 @@ fn plan_reports_every_kind_of_hidden_work() {
          CREATE TABLE audit (at timestamptz);
          CREATE FUNCTION log_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO audit VALUES (now()); RETURN NEW; END $$;
          CREATE TABLE t (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, customer int REFERENCES customers (id),
-                         token uuid DEFAULT gen_random_uuid(), seen timestamptz DEFAULT clock_timestamp(), note text CHECK (note <> ''));
+                         token uuid DEFAULT gen_random_uuid(), seen timestamptz DEFAULT clock_timestamp(), note text CHECK (note <> ''), body text);
          CREATE INDEX t_note_idx ON t (note);
-         CREATE TRIGGER t_log AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION log_row();",
+         CREATE TRIGGER t_log AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION log_row();
+         ALTER TABLE t DISABLE TRIGGER t_log;
+         INSERT INTO customers VALUES (1);
+         -- Values past ~2 kB that do not compress: out of line, in the TOAST table.
+         INSERT INTO t (customer, body) SELECT 1, string_agg(md5(g::text || i::text), '')
+           FROM generate_series(1, 4) i, generate_series(1, 200) g GROUP BY i;
+         ALTER TABLE t ENABLE TRIGGER t_log;",
     );
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("big.csv");

@@ -403,6 +403,11 @@ pub struct HiddenWork {
     pub sequences: Vec<(String, String, i64)>,
     /// (column, default expression) of defaults calling a volatile function.
     pub volatile_defaults: Vec<(String, String)>,
+    /// Bytes in the table's TOAST table: values stored compressed and out of line, each a
+    /// second write.
+    pub toast_bytes: i64,
+    /// (column, type) of the columns whose values can go there.
+    pub toast_columns: Vec<(String, String)>,
     /// Partitions (for a partitioned table).
     pub partitions: i64,
     /// (name, value) of the settings that matter for a bulk load.
@@ -457,6 +462,31 @@ impl TableInfo {
             .iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
+        // TOAST takes values once a row passes ~2 kB (TOAST_TUPLE_THRESHOLD). Statistics
+        // measure toasted values by their pointer, so the TOAST table's size is the evidence;
+        // the columns named are those whose type can hold such values.
+        let toast_bytes: i64 = client
+            .query_one(
+                "SELECT coalesce(pg_relation_size(NULLIF(reltoastrelid, 0)), 0) FROM pg_class WHERE oid = $1",
+                &[&self.oid],
+            )
+            .await
+            .map_err(q("TOAST table"))?
+            .get(0);
+        let toast_columns = client
+            .query(
+                "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) \
+                 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
+                 WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped AND t.typlen = -1 \
+                   AND a.attstorage IN ('x', 'e') AND (a.atttypmod = -1 OR a.atttypmod > 2036) \
+                 ORDER BY a.attnum",
+                &[&self.oid],
+            )
+            .await
+            .map_err(q("TOAST-able columns"))?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
         let partitions: i64 = client
             .query_one(
                 "SELECT count(*) FROM pg_inherits WHERE inhparent = $1",
@@ -481,6 +511,8 @@ impl TableInfo {
             triggers,
             sequences,
             volatile_defaults,
+            toast_bytes,
+            toast_columns,
             partitions,
             settings,
         })
