@@ -118,7 +118,6 @@ impl LoadPlan {
         let current = (size.table_bytes + size.index_bytes).max(0) as f64;
         let (large, rule) = match (opts.rebuild_indexes, partitioned, load_bytes) {
             (false, _, _) => (false, "indexes are kept: --keep-indexes".to_string()),
-            (_, true, _) => (false, "indexes are kept: rebuilding the indexes of a partitioned table is not supported yet".to_string()),
             (_, _, Some(load)) if load as f64 >= opts.threshold * current => (
                 true,
                 format!(
@@ -155,6 +154,8 @@ impl LoadPlan {
                     } else {
                         (IndexAction::Keep, "secondary index: maintained during the load".to_string())
                     }
+                } else if partitioned {
+                    (IndexAction::Keep, "unique, on a partitioned table (a constraint cannot be attached USING INDEX there): enforced during the load".to_string())
                 } else if index.constraint_kind.as_deref() == Some("x") {
                     (IndexAction::Keep, "exclusion constraint: enforced during the load".to_string())
                 } else if index.deferrable {
@@ -174,7 +175,12 @@ impl LoadPlan {
         let foreign_keys = foreign_keys
             .into_iter()
             .map(|fk| {
-                let (action, reason) = if large {
+                let (action, reason) = if partitioned {
+                    (
+                        IndexAction::Keep,
+                        "partitioned table: checked row by row during the load".to_string(),
+                    )
+                } else if large {
                     (
                         IndexAction::Rebuild,
                         "re-added after the load NOT VALID, then validated once".to_string(),
@@ -489,17 +495,20 @@ mod tests {
                 .rebuilt()
                 .is_empty()
         );
-        assert!(LoadPlan::decide(
+        // A partitioned table: secondary indexes are rebuilt (each partition's index under its
+        // own name, attached again); keys and foreign keys stay.
+        let partitioned = LoadPlan::decide(
             "t",
             true,
             indexes(),
             fks(),
             size(0),
             Some(1 << 30),
-            PlanOptions::default()
-        )
-        .rebuilt()
-        .is_empty());
+            PlanOptions::default(),
+        );
+        assert_eq!(partitioned.rebuilt().len(), 1);
+        assert_eq!(partitioned.rebuilt()[0].name, "t_name_idx");
+        assert!(partitioned.readded_foreign_keys().is_empty());
         let unknown_size = TableSize {
             empty: true,
             ..size(0)

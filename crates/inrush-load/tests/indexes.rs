@@ -434,3 +434,73 @@ fn disabled_triggers_come_back_in_their_own_mode() {
     );
     assert_eq!(journal_len(&mut db), 0);
 }
+
+/// A partitioned table: its secondary indexes are dropped and rebuilt, each partition's index
+/// under its own name (a hand-made one too) and attached again; the key stays. The same after
+/// a killed loader and `recover`.
+#[test]
+fn partitioned_indexes_are_rebuilt_partition_by_partition_under_their_names() {
+    let mut db = fresh_db();
+    db.exec(
+        "CREATE TABLE t (id int, code text, name text, qty int, day date, PRIMARY KEY (id, day)) PARTITION BY RANGE (day);
+         CREATE TABLE t_jan PARTITION OF t FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+         CREATE TABLE t_feb PARTITION OF t FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') PARTITION BY HASH (id);
+         CREATE TABLE t_feb_0 PARTITION OF t_feb FOR VALUES WITH (modulus 2, remainder 0);
+         CREATE TABLE t_feb_1 PARTITION OF t_feb FOR VALUES WITH (modulus 2, remainder 1);
+         CREATE INDEX t_name_idx ON t (name);
+         CREATE INDEX jan_by_hand ON t_jan (qty);
+         CREATE INDEX t_qty_idx ON ONLY t (qty);
+         CREATE INDEX feb_qty ON ONLY t_feb (qty);
+         CREATE INDEX feb_0_qty ON t_feb_0 (qty);
+         CREATE INDEX feb_1_qty ON t_feb_1 (qty);
+         ALTER INDEX feb_qty ATTACH PARTITION feb_0_qty;
+         ALTER INDEX feb_qty ATTACH PARTITION feb_1_qty;
+         ALTER INDEX t_qty_idx ATTACH PARTITION jan_by_hand;
+         ALTER INDEX t_qty_idx ATTACH PARTITION feb_qty;",
+    );
+    let every_index = |db: &mut TestDb| -> Vec<String> {
+        db.client
+            .query(
+                "SELECT indexrelid::regclass::text || ' valid=' || indisvalid || ' ' || pg_get_indexdef(indexrelid) || \
+                        coalesce(' parent=' || (SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = indexrelid), '') \
+                 FROM pg_index WHERE indrelid IN (SELECT relid FROM pg_partition_tree('t')) ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    };
+    let before = every_index(&mut db);
+    assert_eq!(before.len(), 15, "{before:#?}");
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| {
+            format!(
+                "{i},c{i},name {i},{},2024-0{}-{:02}\n",
+                i % 7,
+                i % 2 + 1,
+                i % 28 + 1
+            )
+            .into_bytes()
+        })
+        .collect();
+    let (_dir, path) = write_input(&data, "csv");
+    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    assert_eq!(summary.rows, 2000);
+    let rebuilt: Vec<String> = summary.plan.rebuilt().into_iter().map(|i| i.name).collect();
+    assert_eq!(rebuilt, ["t_name_idx", "t_qty_idx"]);
+    assert_eq!(every_index(&mut db), before);
+    assert_eq!(journal_len(&mut db), 0);
+    assert_eq!(
+        db.count("t WHERE qty = 3"),
+        286,
+        "the rebuilt indexes answer"
+    );
+
+    // A loader killed right after the drop: recover puts back the same definitions.
+    db.exec("TRUNCATE t");
+    drop_like_a_dead_loader(&db, |i| !i.unique, false);
+    assert_ne!(every_index(&mut db), before);
+    pipeline::recover(&db.target, Some("t")).unwrap();
+    assert_eq!(every_index(&mut db), before);
+}

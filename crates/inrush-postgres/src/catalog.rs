@@ -73,8 +73,19 @@ impl TableInfo {
     pub async fn indexes(&self, client: &Client) -> Result<Vec<IndexInfo>> {
         let rows = client
             .query(
-                "SELECT ic.relname::text, pg_get_indexdef(i.indexrelid), i.indisunique, \
-                        c.conname::text, NOT (i.indisvalid AND i.indisready), pg_relation_size(i.indexrelid), \
+                "SELECT ic.relname::text, \
+                        CASE WHEN ic.relkind = 'I' THEN format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE; ', i.indrelid::regclass) ELSE '' END \
+                        || pg_get_indexdef(i.indexrelid) || coalesce(( \
+                          SELECT string_agg(format('; %s; ALTER INDEX %I.%I ATTACH PARTITION %I.%I', \
+                                   pg_get_indexdef(t.relid), pn.nspname, pc.relname, cn.nspname, cc.relname), '' \
+                                 ORDER BY t.level, cc.relname) \
+                          FROM pg_partition_tree(i.indexrelid) t \
+                          JOIN pg_class cc ON cc.oid = t.relid JOIN pg_namespace cn ON cn.oid = cc.relnamespace \
+                          JOIN pg_class pc ON pc.oid = t.parentrelid JOIN pg_namespace pn ON pn.oid = pc.relnamespace \
+                          WHERE t.level > 0), ''), i.indisunique, \
+                        c.conname::text, NOT (i.indisvalid AND i.indisready), \
+                        coalesce((SELECT sum(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t), \
+                                 pg_relation_size(i.indexrelid))::bigint, \
                         c.contype::text, coalesce(c.condeferrable, false), \
                         EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
                  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid \
@@ -126,7 +137,11 @@ impl TableInfo {
     pub async fn size(&self, client: &Client) -> Result<TableSize> {
         let r = client
             .query_one(
-                "SELECT pg_table_size(c.oid), pg_indexes_size(c.oid), c.reltuples::float8 FROM pg_class c WHERE c.oid = $1",
+                "SELECT coalesce((SELECT sum(pg_table_size(t.relid)) FROM pg_partition_tree(c.oid) t WHERE t.isleaf), \
+                                 pg_table_size(c.oid))::bigint, \
+                        coalesce((SELECT sum(pg_indexes_size(t.relid)) FROM pg_partition_tree(c.oid) t WHERE t.isleaf), \
+                                 pg_indexes_size(c.oid))::bigint, \
+                        c.reltuples::float8 FROM pg_class c WHERE c.oid = $1",
                 &[&self.oid],
             )
             .await
@@ -179,7 +194,11 @@ pub struct TableInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexInfo {
     pub name: String,
-    /// `pg_get_indexdef`: the exact statement that recreates it.
+    /// `pg_get_indexdef`: the exact statement that recreates it. For a partitioned index, a
+    /// script: a lock that makes such scripts wait for each other (attaching takes an ACCESS
+    /// EXCLUSIVE lock, which would deadlock against another index's build on the same table),
+    /// the index `ON ONLY` the parent, then each partition's index by its own name, attached to
+    /// its parent index (which makes the parent valid once all are).
     pub definition: String,
     pub unique: bool,
     /// The constraint (primary key, unique, exclusion) the index enforces, if any.
