@@ -146,11 +146,11 @@ async fn timed(
     let lsn0 = SessionInfo::wal_lsn(control).await;
 
     let sampler = Sampler::new(ctx.rows);
-    if let Ok(mut s) = sampler.lock() {
-        s.restart();
-    }
     let cpu0 = cpu_seconds();
     let start = Instant::now();
+    if let Ok(mut s) = sampler.lock() {
+        s.start_at(start);
+    }
     methods::run(
         &plan.method,
         &loaders,

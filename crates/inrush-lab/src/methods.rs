@@ -40,9 +40,9 @@ impl Sampler {
         }))
     }
 
-    /// Restarts the clock (when timing starts).
-    pub fn restart(&mut self) {
-        self.start = Instant::now();
+    /// Starts the clock where the run's timing starts.
+    pub fn start_at(&mut self, start: Instant) {
+        self.start = start;
     }
 
     pub fn add(&mut self, rows: u64) {
