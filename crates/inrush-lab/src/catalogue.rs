@@ -703,9 +703,10 @@ pub fn list_text() -> String {
         ));
         for v in &e.variations {
             out.push_str(&format!(
-                "    {} {}{}\n",
+                "    {} {} ({} rows){}\n",
                 if v.baseline { "*" } else { "-" },
                 v.label,
+                v.plan.rows,
                 v.seed_figure
                     .as_ref()
                     .map_or(String::new(), |f| format!("  [seed: {f}]"))
