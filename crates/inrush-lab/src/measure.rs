@@ -5,7 +5,7 @@
 
 use crate::data;
 use crate::methods::{self, Sampler};
-use crate::plan::{expand, RunPlan};
+use crate::plan::{expand, Method, RunPlan};
 use crate::results::Measurement;
 use crate::{Error, Result};
 use inrush_postgres::{ConnectOptions, SessionInfo};
@@ -24,6 +24,89 @@ pub struct RunContext {
     /// Whether this user may CHECKPOINT.
     pub checkpoint: bool,
     pub seed: u64,
+}
+
+/// The rows as a CSV file for inrush's own load; deleted on drop.
+struct CsvFile {
+    path: std::path::PathBuf,
+}
+
+impl CsvFile {
+    fn write(rows: &[data::Row], run_id: u32) -> Result<CsvFile> {
+        use std::io::Write;
+        let path =
+            std::env::temp_dir().join(format!("inrush-lab-{}-{run_id}.csv", std::process::id()));
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let file = std::fs::File::create(&path).map_err(io)?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+        let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+        for r in rows {
+            writeln!(
+                out,
+                "{},{},{},{},{},{}",
+                r.ints[0],
+                r.ints[1],
+                r.ints[2],
+                quote(&r.chars[0]),
+                quote(&r.chars[1]),
+                quote(&r.chars[2])
+            )
+            .map_err(io)?;
+        }
+        out.flush().map_err(io)?;
+        Ok(CsvFile { path })
+    }
+}
+
+impl Drop for CsvFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// inrush's progress reports become the run's rate samples.
+struct RateReporter(methods::SharedSampler);
+
+impl inrush_core::Reporter for RateReporter {
+    fn phase(&self, _: inrush_core::Phase) {}
+    fn progress(&self, s: inrush_core::ProgressSnapshot) {
+        if let Ok(mut sampler) = self.0.lock() {
+            let new = s.rows_sent.saturating_sub(sampler.rows());
+            if new > 0 {
+                sampler.add(new);
+            }
+        }
+    }
+}
+
+/// Runs `inrush_load::load` (which has its own runtime) on a thread of its own.
+fn inrush_load(
+    ctx: &RunContext,
+    csv: &std::path::Path,
+    table: &str,
+    connections: usize,
+    sampler: &methods::SharedSampler,
+) -> Result<()> {
+    let mut opts = inrush_load::LoadOptions::new(csv.to_string_lossy(), ctx.target.clone(), table);
+    opts.connections = connections.max(1);
+    opts.plan.maintain = false;
+    let reporter = RateReporter(sampler.clone());
+    let summary = std::thread::scope(|s| {
+        s.spawn(|| inrush_load::load(&opts, &reporter).map_err(|e| e.to_string()))
+            .join()
+            .map_err(|_| Error::Task("inrush's load panicked".into()))
+    })?
+    .map_err(|e| Error::Task(format!("inrush load: {e}")))?;
+    if let Ok(mut sampler) = sampler.lock() {
+        let rest = summary.rows.saturating_sub(sampler.rows());
+        if rest > 0 {
+            sampler.add(rest);
+        }
+    }
+    Ok(())
 }
 
 /// Client CPU time (user + system) of this process so far.
@@ -94,10 +177,14 @@ async fn timed(
     let table = format!("{schema}.t");
     let staging = format!("{schema}.staging");
     exec(control, &expand(&plan.create, schema)).await?;
-    let rows = if matches!(plan.method, crate::plan::Method::Produce { .. }) {
+    let rows = if matches!(plan.method, Method::Produce { .. }) {
         Vec::new()
     } else {
         data::generate(plan.data, ctx.rows, ctx.seed)?
+    };
+    let csv = match plan.method {
+        Method::InrushLoad { .. } => Some(CsvFile::write(&rows, ctx.run_id)?),
+        _ => None,
     };
     if plan.method.uses_staging() {
         exec(control, &format!("CREATE TABLE {staging} (LIKE {table})")).await?;
@@ -151,17 +238,24 @@ async fn timed(
     if let Ok(mut s) = sampler.lock() {
         s.start_at(start);
     }
-    methods::run(
-        &plan.method,
-        &loaders,
-        &table,
-        &staging,
-        &rows,
-        ctx.rows,
-        &sampler,
-        ctx.seed,
-    )
-    .await?;
+    match (&plan.method, &csv) {
+        (Method::InrushLoad { connections }, Some(csv)) => {
+            inrush_load(ctx, &csv.path, &table, *connections, &sampler)?
+        }
+        _ => {
+            methods::run(
+                &plan.method,
+                &loaders,
+                &table,
+                &staging,
+                &rows,
+                ctx.rows,
+                &sampler,
+                ctx.seed,
+            )
+            .await?
+        }
+    }
     let mut extra = BTreeMap::new();
     for (label, sql) in &plan.after {
         let t = Instant::now();

@@ -75,6 +75,7 @@ fn tick(sampler: &SharedSampler, rows: u64) {
 
 /// Runs `method` for `rows` into `table` over `clients` (as many as [`Method::connections`]).
 /// `count` is the number of rows asked for ([`Method::Produce`] generates its own while timed).
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     method: &Method,
     clients: &[Client],
@@ -96,13 +97,16 @@ pub async fn run(
         Method::MultiRow {
             rows_per_statement,
             commit_every,
+            lock,
         } => {
+            let lock = lock.then(|| format!("LOCK TABLE {table} IN EXCLUSIVE MODE"));
             multi_row(
                 first,
                 table,
                 rows,
                 *rows_per_statement,
                 *commit_every,
+                lock,
                 sampler,
             )
             .await
@@ -142,6 +146,9 @@ pub async fn run(
             tick(sampler, n);
             Ok(())
         }
+        Method::InrushLoad { .. } => Err(Error::Task(
+            "inrush's own load runs through measure::inrush_load".into(),
+        )),
         Method::CopyPipe => {
             let second = clients
                 .get(1)
@@ -293,6 +300,7 @@ async fn multi_row(
     rows: &[Row],
     k: usize,
     commit_every: u64,
+    lock: Option<String>,
     sampler: &SharedSampler,
 ) -> Result<()> {
     let k = k.clamp(1, 10_000);
@@ -300,7 +308,7 @@ async fn multi_row(
         .prepare(&insert_sql(table, k))
         .await
         .map_err(Error::query("preparing the multi-row INSERT"))?;
-    let mut commits = Commits::new(client, Some(commit_every), None);
+    let mut commits = Commits::new(client, Some(commit_every), lock);
     for chunk in rows.chunks(k) {
         commits.before().await?;
         let values: Vec<&(dyn ToSql + Sync)> = chunk.iter().flat_map(params).collect();
@@ -535,6 +543,8 @@ async fn produce(
     consumed.map(|_| ())
 }
 
+const PIPE_BUFFER: usize = 256 * 1024;
+
 async fn copy_pipe(
     from: &Client,
     to: &Client,
@@ -552,9 +562,19 @@ async fn copy_pipe(
         .await
         .map_err(Error::query("COPY FROM STDIN"))?;
     futures_util::pin_mut!(sink);
+    // COPY TO sends a message per row; forward them in 256 kB pieces, as a pipe would.
+    let mut buf = bytes::BytesMut::with_capacity(PIPE_BUFFER);
     while let Some(bytes) = out.next().await {
         let bytes = bytes.map_err(Error::query("reading COPY TO STDOUT"))?;
-        sink.send(bytes)
+        buf.extend_from_slice(&bytes);
+        if buf.len() >= PIPE_BUFFER {
+            sink.send(buf.split().freeze())
+                .await
+                .map_err(Error::query("sending COPY data"))?;
+        }
+    }
+    if !buf.is_empty() {
+        sink.send(buf.freeze())
             .await
             .map_err(Error::query("sending COPY data"))?;
     }

@@ -22,6 +22,7 @@ pub enum Method {
     MultiRow {
         rows_per_statement: usize,
         commit_every: u64,
+        lock: bool,
     },
     /// A prepared single-row INSERT with `depth` executes in flight before awaiting any
     /// (protocol pipelining).
@@ -43,6 +44,9 @@ pub enum Method {
     Produce { streams: usize, overlap: bool },
     /// `INSERT INTO t SELECT * FROM staging` (the staging table is filled before timing).
     InsertSelect,
+    /// inrush's own load (`inrush_load::load`: parse/encode workers, binary COPY over
+    /// `connections`) from a CSV file of the rows written before timing; no ANALYZE after.
+    InrushLoad { connections: usize },
     /// `COPY staging TO STDOUT (FORMAT binary)` piped into `COPY t FROM STDIN` on a second
     /// connection.
     CopyPipe,
@@ -76,6 +80,7 @@ impl Method {
             Method::MultiRow {
                 rows_per_statement,
                 commit_every,
+                ..
             } => 10.0 + 60.0 / *rows_per_statement as f64 + 1000.0 / *commit_every as f64,
             Method::Pipelined { commit_every, .. } => 25.0 + 1000.0 / *commit_every as f64,
             Method::Copy { rows_per_copy, .. } => {
@@ -83,6 +88,7 @@ impl Method {
             }
             Method::Produce { .. } => 9.0,
             Method::InsertSelect | Method::CopyPipe => 5.0,
+            Method::InrushLoad { .. } => 6.0,
         }
     }
 }
@@ -205,6 +211,7 @@ pub fn multi_row(rows_per_statement: usize, commit_every: u64) -> Method {
     Method::MultiRow {
         rows_per_statement,
         commit_every,
+        lock: false,
     }
 }
 pub fn pipelined(depth: usize, commit_every: u64) -> Method {

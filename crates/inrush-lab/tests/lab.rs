@@ -26,6 +26,9 @@ fn check(results: &LabResults) {
             e.status,
             e.verdict.as_ref().map(|v| &v.text)
         );
+        for n in &e.notes {
+            eprintln!("  note: {n}");
+        }
         for v in &e.variations {
             for m in &v.runs {
                 eprintln!(
@@ -45,7 +48,12 @@ fn check(results: &LabResults) {
             e.id
         );
         for v in &e.variations {
-            assert_eq!(v.runs.len() as u32, results.repeat, "{} {}", e.id, v.label);
+            let skipped = e
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("Skipped {}:", v.label)));
+            let runs = if skipped { 0 } else { results.repeat };
+            assert_eq!(v.runs.len() as u32, runs, "{} {}", e.id, v.label);
             for m in &v.runs {
                 let what = format!("{} {}", e.id, v.label);
                 assert!(m.rows >= 10, "{what}: {} rows", m.rows);
@@ -122,4 +130,55 @@ fn tempfile_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("inrush-lab-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Against a server the lab did not start, as a user without superuser: settings that need a
+/// restart or ALTER SYSTEM are skipped with the reason, CHECKPOINT is noted, and the verdict
+/// falls back to the variations that ran.
+#[test]
+fn missing_rights_skip_with_the_reason() {
+    let server = inrush_postgres::PrivateServer::start(&inrush_postgres::ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .expect("a private server");
+    let admin = server.connect_options("postgres");
+    for sql in [
+        "CREATE ROLE labuser LOGIN",
+        "CREATE DATABASE labdb OWNER labuser",
+    ] {
+        admin.execute_blocking(sql).expect("create a plain user");
+    }
+    let conninfo = server
+        .conninfo("labdb")
+        .replace("user=postgres", "user=labuser");
+    let mut opts = LabOptions::new(0.01);
+    opts.ids = vec!["C2".into(), "C3".into()];
+    opts.target = Some(inrush_postgres::ConnectOptions::parse(&conninfo).unwrap());
+    let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
+    assert!(!results.environment.private_server);
+    check(&results);
+    let c2 = &results.experiments[0];
+    assert!(c2.variations[3].runs.is_empty());
+    assert!(
+        c2.notes
+            .iter()
+            .any(|n| n.contains("needs a server restart")),
+        "{:?}",
+        c2.notes
+    );
+    assert!(
+        c2.notes.iter().any(|n| n.contains("may not CHECKPOINT")),
+        "{:?}",
+        c2.notes
+    );
+    assert!(c2.verdict.as_ref().unwrap().text.contains("unlogged"));
+    let c3 = &results.experiments[1];
+    assert!(c3.variations[0].runs.is_empty() && c3.variations[1].runs.is_empty());
+    assert!(c3
+        .verdict
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("synchronous_commit"));
 }
