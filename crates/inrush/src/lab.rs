@@ -89,6 +89,9 @@ fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> 
 struct Display {
     bar: Option<ProgressBar>,
     tables: bool,
+    /// When the previous experiment finished (or the lab started): each table says how long
+    /// its experiment took, setup and CHECKPOINTs included.
+    last: std::sync::Mutex<Instant>,
 }
 
 impl Display {
@@ -103,7 +106,11 @@ impl Display {
             bar.enable_steady_tick(std::time::Duration::from_millis(250));
             bar
         });
-        Display { bar, tables }
+        Display {
+            bar,
+            tables,
+            last: std::sync::Mutex::new(Instant::now()),
+        }
     }
 
     fn finish(&self) {
@@ -129,6 +136,12 @@ impl Display {
 
 impl Progress for Display {
     fn running(&self, p: &ProgressInfo) {
+        if p.index == 1 && p.fraction == 0.0 {
+            // The first run: the private server has started, the clock for A1's time starts.
+            if let Ok(mut last) = self.last.lock() {
+                *last = Instant::now();
+            }
+        }
         let Some(bar) = &self.bar else { return };
         bar.set_position((p.fraction * 1000.0) as u64);
         let left = p.remaining_seconds.map_or("estimating".to_string(), |s| {
@@ -150,8 +163,23 @@ impl Progress for Display {
     }
 
     fn experiment_done(&self, e: &ExperimentResult) {
+        let took = match self.last.lock() {
+            Ok(mut last) => {
+                let took = last.elapsed().as_secs_f64();
+                *last = Instant::now();
+                took
+            }
+            Err(_) => 0.0,
+        };
         if self.tables {
-            self.say(&experiment_table(e), true);
+            self.say(
+                &format!(
+                    "{}\n  took {} (setup and CHECKPOINTs included)",
+                    experiment_table(e).trim_end(),
+                    duration(took)
+                ),
+                true,
+            );
         }
     }
 }
