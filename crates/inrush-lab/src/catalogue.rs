@@ -100,9 +100,9 @@ impl Exp {
 // Quick-scale row counts.
 const SLOW: u64 = 2_000; // one commit per row
 const A_ROWS: u64 = 10_000; // the seed's 10k rows
-const B_ROWS: u64 = 50_000; // the seed's 100k rows
-const COPY_ROWS: u64 = 200_000;
-const D_ROWS: u64 = 500_000; // the seed's 6M rows
+const B_ROWS: u64 = 100_000; // the seed's 100k rows
+const COPY_ROWS: u64 = 300_000;
+const D_ROWS: u64 = 1_000_000; // the seed's 6M rows
 
 /// Group B's method: the seed's test 31 inserted rows one by one, committing every 1000. Here
 /// 100-row INSERT statements, so the server-side work under test (constraints, triggers,
@@ -149,7 +149,7 @@ fn group_a() -> Vec<ExperimentDef> {
         let v = var(
             format!("multi-row VALUES, {k} rows/statement, commit every {c}"),
             Some((fig, s)),
-            RunPlan::new(5_000, multi_row(k, c)),
+            RunPlan::new(A_ROWS, multi_row(k, c)),
         );
         a4 = a4.v(if i == 0 { base(v) } else { v });
     }
@@ -157,7 +157,7 @@ fn group_a() -> Vec<ExperimentDef> {
         a4 = a4.v(var(
             format!("pipelined single-row INSERTs, {k} in flight, commit every 1000"),
             None,
-            RunPlan::new(5_000, pipelined(k, 1000)),
+            RunPlan::new(A_ROWS, pipelined(k, 1000)),
         ));
     }
     vec![
@@ -488,7 +488,7 @@ fn group_b() -> Vec<ExperimentDef> {
                 "half-deleted, vacuumed table, fillfactor 100 (free-space search)",
                 Some(("test 22: 282.02 s", 282.02)),
                 t(B_ROWS)
-                    .setup(format!("INSERT INTO {{t}} SELECT g, g, g, md5(g::text), md5(g::text), md5(g::text) FROM generate_series(1, {B_ROWS}) g"))
+                    .setup("INSERT INTO {t} SELECT g, g, g, md5(g::text), md5(g::text), md5(g::text) FROM generate_series(1, {n}) g")
                     .setup("DELETE FROM {t} WHERE fieldint1 % 2 = 0")
                     .setup("VACUUM {t}"),
             )))
@@ -498,7 +498,7 @@ fn group_b() -> Vec<ExperimentDef> {
                 None,
                 t(B_ROWS)
                     .setup("ALTER TABLE {t} SET (fillfactor = 70)")
-                    .setup(format!("INSERT INTO {{t}} SELECT g, g, g, md5(g::text), md5(g::text), md5(g::text) FROM generate_series(1, {B_ROWS}) g"))
+                    .setup("INSERT INTO {t} SELECT g, g, g, md5(g::text), md5(g::text), md5(g::text) FROM generate_series(1, {n}) g")
                     .setup("DELETE FROM {t} WHERE fieldint1 % 2 = 0")
                     .setup("VACUUM {t}"),
             ))
@@ -647,7 +647,7 @@ fn group_d() -> Vec<ExperimentDef> {
     }
     let mut d6 = exp("D6", "Two secondary indexes present, batch size sweep", "002 (indexes during SqlBulkCopy)", "With indexes present, mid-sized batches (2000) load fastest; 100-row batches are 5x slower");
     for (per, s) in [(100u64, 273.0), (1000, 98.0), (2000, 56.0), (5000, 91.0)] {
-        let plan = RunPlan::new(200_000, batched(2, Some(per), false))
+        let plan = RunPlan::new(300_000, batched(2, Some(per), false))
             .setup("CREATE INDEX ON {t} (fieldint1, fieldint2, fieldint3)")
             .setup("CREATE INDEX ON {t} (fieldchar1, fieldchar2, fieldchar3)");
         let v = var(
@@ -667,7 +667,7 @@ fn group_d() -> Vec<ExperimentDef> {
         let v = var(
             format!("{x}x rows, 2 streams"),
             Some((&format!("{}M rows: {s} s", 6 * x), s)),
-            RunPlan::new(50_000 * x, streams(2)),
+            RunPlan::new(150_000 * x, streams(2)),
         );
         d7 = d7.v(if x == 1 { base(v) } else { v });
     }

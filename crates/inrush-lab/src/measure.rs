@@ -176,7 +176,7 @@ async fn timed(
 ) -> Result<Measurement> {
     let table = format!("{schema}.t");
     let staging = format!("{schema}.staging");
-    exec(control, &expand(&plan.create, schema)).await?;
+    exec(control, &expand(&plan.create, schema, ctx.rows)).await?;
     let rows = if matches!(plan.method, Method::Produce { .. }) {
         Vec::new()
     } else {
@@ -203,7 +203,7 @@ async fn timed(
         .await?;
     }
     for sql in &plan.setup {
-        exec(control, &expand(sql, schema)).await?;
+        exec(control, &expand(sql, schema, ctx.rows)).await?;
     }
 
     let mut loaders = Vec::new();
@@ -259,7 +259,7 @@ async fn timed(
     let mut extra = BTreeMap::new();
     for (label, sql) in &plan.after {
         let t = Instant::now();
-        exec(control, &expand(sql, schema)).await?;
+        exec(control, &expand(sql, schema, ctx.rows)).await?;
         extra.insert(format!("{label}_seconds"), t.elapsed().as_secs_f64());
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -289,7 +289,7 @@ async fn timed(
         let mut ready = seconds;
         for (label, sql) in &plan.followups {
             let t = Instant::now();
-            exec(control, &expand(sql, schema)).await?;
+            exec(control, &expand(sql, schema, ctx.rows)).await?;
             let s = t.elapsed().as_secs_f64();
             ready += s;
             extra.insert(format!("{label}_seconds"), s);

@@ -1,8 +1,8 @@
 //! What one variation does: the table, the data, the insert method, the settings, and what is
 //! timed after the load. Plans are data, so the catalogue lists them and the runner executes them.
 //!
-//! SQL in a plan uses two placeholders: `{t}` is the run's table (schema-qualified) and `{s}` its
-//! schema; every run gets a fresh schema, dropped afterwards.
+//! SQL in a plan uses placeholders: `{t}` is the run's table (schema-qualified), `{s}` its schema
+//! (every run gets a fresh schema, dropped afterwards), `{n}` the run's row count.
 
 use crate::data::DataKind;
 use inrush_read::generate::SQLBULKCOPY_COLUMNS;
@@ -191,10 +191,11 @@ impl RunPlan {
     }
 }
 
-/// Replaces `{t}` and `{s}`.
-pub fn expand(sql: &str, schema: &str) -> String {
+/// Replaces `{t}`, `{s}` and `{n}` (the run's row count).
+pub fn expand(sql: &str, schema: &str, rows: u64) -> String {
     sql.replace("{t}", &format!("{schema}.t"))
         .replace("{s}", schema)
+        .replace("{n}", &rows.to_string())
 }
 
 // Method shorthands for the catalogue.
