@@ -325,6 +325,19 @@ fn environment(target: &ConnectOptions, private: bool) -> Result<(Environment, R
             &[],
         )
         .map_err(pg("reading the server's version and the user's rights"))?;
+    let can_create: bool = client
+        .query_one(
+            "SELECT has_database_privilege(current_database(), 'CREATE')",
+            &[],
+        )
+        .map_err(pg("checking the CREATE privilege"))?
+        .get(0);
+    if !can_create {
+        return Err(Error::Usage(format!(
+            "{} may not create schemas in its database; every lab run uses a scratch schema of its own (GRANT CREATE ON DATABASE ... TO ...), or run without --to for a private server",
+            target.describe()
+        )));
+    }
     let mut settings = BTreeMap::new();
     for name in SETTINGS {
         let rows = client
