@@ -10,8 +10,17 @@
 //! for the methods that are inrush's own), connection options or the private server
 //! (`inrush-postgres`), or the command line (`inrush`).
 
+pub mod catalogue;
+pub mod data;
+pub mod measure;
+pub mod methods;
+pub mod plan;
 pub mod report;
 pub mod results;
+pub mod run;
+pub mod verdict;
+
+pub use run::{run, LabOptions, Progress, ProgressInfo};
 
 use std::path::PathBuf;
 
@@ -32,6 +41,49 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// The server or a connection failed while doing `what`.
+    #[error("{what}: {}", inrush_postgres::describe_pg_error(.source))]
+    Query {
+        what: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Connecting, or the private server, failed.
+    #[error(transparent)]
+    Postgres(#[from] inrush_postgres::Error),
+    /// The table holds a different number of rows than the run loaded.
+    #[error("{table}: {found} rows after the run, {asked} asked for")]
+    RowCount {
+        table: String,
+        asked: u64,
+        found: u64,
+    },
+    /// The seeded data could not be generated or read back.
+    #[error("seeded data: {0}")]
+    Data(String),
+    /// `lab run` was given an id that is not in the catalogue.
+    #[error("unknown experiment {0:?} (see `inrush lab list`)")]
+    UnknownExperiment(String),
+    /// Options that make no sense (scale <= 0, repeat 0, ...).
+    #[error("{0}")]
+    Usage(String),
+    /// A setting changed for an experiment could not be restored.
+    #[error("restoring server setting {name}: {message}")]
+    Restore { name: String, message: String },
+    /// Ctrl-C: the lab stopped between two runs (settings restored).
+    #[error("interrupted")]
+    Interrupted,
+    /// A loading task panicked or was cancelled.
+    #[error("a loading task failed: {0}")]
+    Task(String),
+}
+
+impl Error {
+    /// Wraps a driver error with what was being done.
+    pub(crate) fn query(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
+        let what = what.into();
+        move |source| Error::Query { what, source }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,6 @@
 //! Argument definitions and their translation into library options.
 
-use crate::{demo, report};
+use crate::{demo, lab, report};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
@@ -33,6 +33,54 @@ pub enum Command {
     Plan(PlanArgs),
     /// Recreate every index an interrupted load left dropped (from inrush.ddl_journal).
     Recover(RecoverArgs),
+    /// The insert-performance lab: the seeds' experiments (A1-D8) run against your server.
+    Lab(LabArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabCommand {
+    /// List the experiments, their variations and the seeds' figures.
+    List,
+    /// Run experiments and write a report folder (results.json, report.md, report.html).
+    Run(LabRunArgs),
+    /// Re-render a report folder from its results.json.
+    Report {
+        /// The folder `lab run --out` wrote.
+        dir: std::path::PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct LabRunArgs {
+    /// Experiment ids (A1 ... D8), group letters (A, B, C, D) or `all` [default: all].
+    pub ids: Vec<String>,
+    /// The server to measure; without it the lab starts a private server with durable settings
+    /// (and may restart it for wal_buffers and wal_level experiments). With it, settings that
+    /// need a restart are skipped, and ALTER SYSTEM settings need superuser (restored after).
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    /// Rows multiplier: 1.0 is the quick run (every experiment within ~15 minutes on 2 cores);
+    /// larger scales suit real servers.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Runs per variation (the tables show the median).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// The report folder.
+    #[arg(long, default_value = "inrush-lab-report")]
+    pub out: std::path::PathBuf,
+    /// Print the results as one JSON object on stdout (no tables, no progress).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 #[derive(Args, Debug)]
@@ -280,7 +328,10 @@ impl Cli {
             Command::Load(a) => a.output.json,
             Command::Demo(a) => a.output.json,
             Command::Plan(a) => a.json,
-            Command::Gen(_) | Command::Recover(_) => false,
+            Command::Lab(LabArgs {
+                command: LabCommand::Run(a),
+            }) => a.json,
+            Command::Gen(_) | Command::Recover(_) | Command::Lab(_) => false,
         }
     }
 }
@@ -289,6 +340,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Load(args) => load(args),
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
+        Command::Lab(args) => lab::run(args).map(|()| Outcome::Done),
         Command::Plan(args) => {
             let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
             let plan = inrush_load::pipeline::plan(

@@ -10,6 +10,7 @@
 
 mod cli;
 mod demo;
+mod lab;
 mod report;
 
 use clap::Parser;
@@ -56,6 +57,20 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(L::Read(_)) => 4,
         Some(_) => 1,
         None if e.downcast_ref::<inrush_postgres::Error>().is_some() => 3,
+        None if matches!(
+            e.downcast_ref::<inrush_lab::Error>(),
+            Some(inrush_lab::Error::Interrupted)
+        ) =>
+        {
+            130
+        }
+        None if matches!(
+            e.downcast_ref::<inrush_lab::Error>(),
+            Some(inrush_lab::Error::Postgres(_) | inrush_lab::Error::Query { .. })
+        ) =>
+        {
+            3
+        }
         None => 1,
     }
 }

@@ -1,0 +1,184 @@
+//! Every experiment at a tiny scale against a real PostgreSQL (the lab's own private server, so
+//! the experiments that restart it run too): the figures must be positive and consistent.
+
+use inrush_lab::results::{LabResults, Status};
+use inrush_lab::{LabOptions, Progress, ProgressInfo};
+use std::sync::Mutex;
+
+struct Record(Mutex<Vec<String>>);
+
+impl Progress for Record {
+    fn running(&self, info: &ProgressInfo) {
+        assert!(info.index >= 1 && info.index <= info.experiments);
+        assert!((0.0..=1.0).contains(&info.fraction));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {}", info.experiment, info.variation));
+    }
+}
+
+fn check(results: &LabResults) {
+    for e in &results.experiments {
+        eprintln!(
+            "{} {:?} {:?}",
+            e.id,
+            e.status,
+            e.verdict.as_ref().map(|v| &v.text)
+        );
+        for n in &e.notes {
+            eprintln!("  note: {n}");
+        }
+        for v in &e.variations {
+            for m in &v.runs {
+                eprintln!(
+                    "    {}: {} rows {:.3} s {} WAL B {:?} rec cpu {:.3}",
+                    v.label, m.rows, m.seconds, m.wal_bytes, m.wal_records, m.client_cpu_seconds
+                );
+            }
+        }
+    }
+    for e in &results.experiments {
+        assert_eq!(e.status, Status::Ran, "{}: {:?}", e.id, e.status);
+        assert!(e.verdict.is_some(), "{}: no verdict", e.id);
+        assert_eq!(
+            e.variations.iter().filter(|v| v.baseline).count(),
+            1,
+            "{}",
+            e.id
+        );
+        for v in &e.variations {
+            let skipped = e
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("Skipped {}:", v.label)));
+            let runs = if skipped { 0 } else { results.repeat };
+            assert_eq!(v.runs.len() as u32, runs, "{} {}", e.id, v.label);
+            for m in &v.runs {
+                let what = format!("{} {}", e.id, v.label);
+                assert!(m.rows >= 10, "{what}: {} rows", m.rows);
+                assert!(m.seconds > 0.0, "{what}");
+                assert!(
+                    m.wal_bytes > 0 || v.label.contains("UNLOGGED"),
+                    "{what}: no WAL"
+                );
+                assert!(
+                    (m.rows_per_second * m.seconds - m.rows as f64).abs() < 1.0,
+                    "{what}: rate"
+                );
+                assert!(m.client_cpu_seconds >= 0.0, "{what}");
+                let last = m
+                    .rate
+                    .last()
+                    .unwrap_or_else(|| panic!("{what}: no rate samples"));
+                assert_eq!(
+                    last.rows, m.rows,
+                    "{what}: rate samples end at the rows loaded"
+                );
+                assert!(last.seconds <= m.seconds + 1e-6, "{what}");
+                assert!(
+                    m.rate
+                        .windows(2)
+                        .all(|w| w[0].rows <= w[1].rows && w[0].seconds <= w[1].seconds),
+                    "{what}: rate samples go forward"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_experiment_runs_at_a_tiny_scale() {
+    let mut opts = LabOptions::new(0.01);
+    opts.ids = vec!["all".into()];
+    let progress = Record(Mutex::new(Vec::new()));
+    let results = inrush_lab::run(&opts, &progress).expect("the lab runs");
+    assert_eq!(results.experiments.len(), 28);
+    assert!(results.environment.private_server);
+    assert!(results.environment.server_version.contains("PostgreSQL"));
+    assert_eq!(
+        results
+            .environment
+            .settings
+            .get("fsync")
+            .map(String::as_str),
+        Some("on")
+    );
+    check(&results);
+    // wal_level=minimal and wal_buffers were restored after their runs.
+    let c2 = results.experiments.iter().find(|e| e.id == "C2").unwrap();
+    assert_eq!(
+        c2.variations[3].runs[0]
+            .settings_changed
+            .get("wal_level")
+            .map(String::as_str),
+        Some("minimal")
+    );
+    assert!(progress.0.lock().unwrap().len() >= 28);
+
+    // The results survive a JSON round trip, as `lab report DIR` needs.
+    let dir = tempfile_dir();
+    inrush_lab::report::write(&results, &dir).expect("write the report");
+    inrush_lab::report::rerender(&dir).expect("re-render it");
+    let back: LabResults =
+        serde_json::from_slice(&std::fs::read(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(back.experiments.len(), 28);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("inrush-lab-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Against a server the lab did not start, as a user without superuser: settings that need a
+/// restart or ALTER SYSTEM are skipped with the reason, CHECKPOINT is noted, and the verdict
+/// falls back to the variations that ran.
+#[test]
+fn missing_rights_skip_with_the_reason() {
+    let server = inrush_postgres::PrivateServer::start(&inrush_postgres::ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .expect("a private server");
+    let admin = server.connect_options("postgres");
+    for sql in [
+        "CREATE ROLE labuser LOGIN",
+        "CREATE DATABASE labdb OWNER labuser",
+    ] {
+        admin.execute_blocking(sql).expect("create a plain user");
+    }
+    let conninfo = server
+        .conninfo("labdb")
+        .replace("user=postgres", "user=labuser");
+    let mut opts = LabOptions::new(0.01);
+    opts.ids = vec!["C2".into(), "C3".into()];
+    opts.target = Some(inrush_postgres::ConnectOptions::parse(&conninfo).unwrap());
+    let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
+    assert!(!results.environment.private_server);
+    check(&results);
+    let c2 = &results.experiments[0];
+    assert!(c2.variations[3].runs.is_empty());
+    assert!(
+        c2.notes
+            .iter()
+            .any(|n| n.contains("needs a server restart")),
+        "{:?}",
+        c2.notes
+    );
+    assert!(
+        c2.notes.iter().any(|n| n.contains("may not CHECKPOINT")),
+        "{:?}",
+        c2.notes
+    );
+    assert!(c2.verdict.as_ref().unwrap().text.contains("unlogged"));
+    let c3 = &results.experiments[1];
+    assert!(c3.variations[0].runs.is_empty() && c3.variations[1].runs.is_empty());
+    assert!(c3
+        .verdict
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("synchronous_commit"));
+}

@@ -1,0 +1,29 @@
+//! `inrush lab` as a user runs it: the catalogue listing, and usage errors.
+
+use std::process::Command;
+
+fn inrush(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run inrush")
+}
+
+#[test]
+fn lab_list_prints_the_catalogue() {
+    let out = inrush(&["lab", "list"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn lab_run_refuses_unknown_ids_and_bad_scales() {
+    let out = inrush(&["lab", "run", "Z9", "--to", "host=/nonexistent"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown experiment"));
+    let out = inrush(&["lab", "run", "--scale", "0"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--scale"));
+}
