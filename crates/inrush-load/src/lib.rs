@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod plan;
 mod rejects;
 mod sink;
+mod sort;
 mod sources;
 mod staging;
 pub mod summary;

@@ -15,6 +15,7 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
+use crate::sort;
 use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
@@ -272,7 +273,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         keep_unique: opts.on_conflict != OnConflict::Error,
         ..opts.plan
     };
-    let load_plan = runtime.block_on(decide_plan(
+    let mut load_plan = runtime.block_on(decide_plan(
         &control,
         &table,
         input_size,
@@ -283,6 +284,20 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         runtime
             .block_on(control.batch_execute("ROLLBACK"))
             .map_err(|e| Error::Postgres(inrush_postgres::query_error("ROLLBACK")(e)))?;
+    }
+    if !opts.check_only {
+        let blocked = if opts.max_errors > 0 {
+            Some("--max-errors finds refused rows by their place in the input")
+        } else if opts.resume {
+            Some("--resume commits the input block by block, in order")
+        } else if staging.is_some() {
+            Some("--on-conflict keeps the input's order")
+        } else if format == CopyFormat::Text {
+            Some("text COPY (a column with no binary encoder)")
+        } else {
+            None
+        };
+        load_plan.choose_sort(&plan.columns, blocked);
     }
     let mut notes = Vec::new();
     if let Some(sql) = &create_sql {
@@ -341,7 +356,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             rejects,
         });
         let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
-        let (chunk_tx, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
+        let (chunk_tx, worker_chunks) = flume::bounded(opts.connections.max(1) * 2);
+        // With a sort key, a sorter stands between the workers and the sinks.
+        let (to_sort, chunk_rx) = match &load_plan.sort {
+            Some(key) => {
+                let (sorted_tx, sorted_rx) = flume::bounded(opts.connections.max(1) * 2);
+                (Some((key, worker_chunks, sorted_tx)), sorted_rx)
+            }
+            None => (None, worker_chunks),
+        };
         let done = AtomicBool::new(false);
         let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
         // Readers are not scoped threads: a read from a pipe that never ends cannot be
@@ -372,6 +395,21 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     workers.push(handle.map_err(spawn_error)?);
                 }
                 drop((block_rx, chunk_tx));
+                let sorter = match to_sort {
+                    Some((key, from_workers, to_sinks)) => Some(
+                        spawn("inrush-sort".into())
+                            .spawn_scoped(scope, move || {
+                                let chunk_bytes = plan.chunk_bytes;
+                                if let Err(e) =
+                                    sort::run(key, from_workers, to_sinks, shared, chunk_bytes)
+                                {
+                                    shared.fail(e);
+                                }
+                            })
+                            .map_err(spawn_error)?,
+                    ),
+                    None => None,
+                };
                 let ticker = spawn("inrush-progress".into())
                     .spawn_scoped(scope, || {
                         while !done.load(Ordering::Relaxed) {
@@ -424,6 +462,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     resolved += worker
                         .join()
                         .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+                }
+                if let Some(sorter) = sorter {
+                    sorter
+                        .join()
+                        .map_err(|_| Error::Internal("the sorter panicked".into()))?;
                 }
                 done.store(true, Ordering::Relaxed);
                 let _ = ticker.join();
@@ -942,7 +985,10 @@ pub fn plan(
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
         let table = TableInfo::read(&client, table).await?;
-        decide_plan(&client, &table, input_size, opts, false).await
+        let mut plan = decide_plan(&client, &table, input_size, opts, false).await?;
+        // As if the input fed every column, in binary, with nothing that keeps its order.
+        plan.choose_sort(&table.columns, None);
+        Ok::<_, inrush_postgres::Error>(plan)
     })?)
 }
 

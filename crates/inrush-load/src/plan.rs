@@ -1,9 +1,10 @@
 //! What a load does around the COPY, decided before it starts and printed by `inrush plan` and
-//! in the load's summary. For now: which indexes are dropped before the load and rebuilt after
-//! it. The seeds measured it again and again: maintaining secondary indexes row by row costs
+//! in the load's summary: which indexes and foreign keys are dropped before the load and
+//! rebuilt after it, whether the rows are sorted by a kept index's key, and the upkeep after. The seeds measured it again and again: maintaining secondary indexes row by row costs
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
+use inrush_core::{ScalarType, TargetColumn, ValueType};
 use inrush_postgres::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
 use std::fmt;
 
@@ -28,6 +29,9 @@ pub struct PlanOptions {
     /// Make the table query-ready after the load: ANALYZE, and VACUUM when the load dominates
     /// (`--no-analyze` turns both off).
     pub maintain: bool,
+    /// Sort a small load by a kept index's leading key when that index is at least this large
+    /// (a smaller one stays in memory and gains nothing); `u64::MAX` never sorts (`--no-sort`).
+    pub sort_min_index_bytes: u64,
 }
 
 impl Default for PlanOptions {
@@ -39,6 +43,7 @@ impl Default for PlanOptions {
             rebuild_unique: false,
             keep_unique: false,
             disable_triggers: false,
+            sort_min_index_bytes: 64 << 20,
         }
     }
 }
@@ -102,7 +107,29 @@ pub struct LoadPlan {
     pub hidden: HiddenWork,
     /// Disable enabled triggers during the load.
     pub disable_triggers: bool,
+    /// The key the rows are sorted by before they are sent, and why (or why not).
+    pub sort: Option<SortKey>,
+    pub sort_reason: Option<String>,
+    #[serde(skip)]
+    sort_min_index_bytes: u64,
 }
+
+/// Rows sorted by one kept index's leading key before they are sent: a small load into a large
+/// indexed table then fills that index leaf by leaf instead of at random (measured here: 300k
+/// rows into a 6M-row table with a 129 MB primary key, 1.2-1.4 s sorted against 2.1-3.2 s).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SortKey {
+    pub index: String,
+    pub column: String,
+    /// The column's position among the loaded columns.
+    pub position: usize,
+    /// The binary values compare as big-endian signed integers (sign bit flipped); else as
+    /// bytes (text in byte order, which is what locality needs, not the collation's order).
+    pub signed: bool,
+}
+
+/// The most input a load sorts (in memory); a larger one is sent as it comes.
+pub const SORT_BUDGET: u64 = 256 << 20;
 
 impl LoadPlan {
     #[allow(clippy::too_many_arguments)]
@@ -215,6 +242,104 @@ impl LoadPlan {
             after,
             hidden: HiddenWork::default(),
             disable_triggers: opts.disable_triggers,
+            sort: None,
+            sort_reason: None,
+            sort_min_index_bytes: opts.sort_min_index_bytes,
+        }
+    }
+
+    /// Picks the index whose leading key the rows are sorted by, when that pays: every index is
+    /// kept (the load is small next to a non-empty table), a B-tree's first key is a loaded
+    /// column whose binary form sorts (integers, dates, timestamps, text, uuid), and the load
+    /// fits [`SORT_BUDGET`]. `blocked` says why this load cannot be sorted at all, if so.
+    pub fn choose_sort(&mut self, columns: &[TargetColumn], blocked: Option<&str>) {
+        let kept: Vec<&IndexDecision> = self
+            .indexes
+            .iter()
+            .filter(|d| d.action == IndexAction::Keep && !d.index.invalid)
+            .collect();
+        if kept.is_empty() || kept.len() < self.indexes.len() || self.table_bytes == 0 {
+            return;
+        }
+        let reason = |s: &mut LoadPlan, why: String| s.sort_reason = Some(why);
+        if let Some(why) = blocked {
+            return reason(self, format!("rows not sorted: {why}"));
+        }
+        match self.load_bytes {
+            Some(bytes) if bytes <= SORT_BUDGET => {}
+            Some(bytes) => {
+                let why = format!(
+                    "rows not sorted: the load ({}) is over the sort budget ({})",
+                    human(bytes as f64),
+                    human(SORT_BUDGET as f64)
+                );
+                return reason(self, why);
+            }
+            None => return reason(self, "rows not sorted: the load's size is unknown".into()),
+        }
+        // The primary key first, then unique indexes, then the largest.
+        let mut candidates = kept;
+        candidates.sort_by_key(|d| {
+            (
+                d.index.constraint_kind.as_deref() != Some("p"),
+                !d.index.unique,
+                -d.index.bytes,
+            )
+        });
+        let chosen = candidates.iter().find_map(|d| {
+            let bytes = d.index.bytes.max(0) as u64;
+            let column = d.index.leading_column.as_deref()?;
+            let position = columns.iter().position(|c| c.name == column)?;
+            let signed = match &columns[position].value_type {
+                ValueType::Scalar { scalar } => match scalar {
+                    ScalarType::Int2
+                    | ScalarType::Int4
+                    | ScalarType::Int8
+                    | ScalarType::Date
+                    | ScalarType::Timestamp
+                    | ScalarType::Timestamptz => true,
+                    ScalarType::Text
+                    | ScalarType::Varchar
+                    | ScalarType::Bpchar
+                    | ScalarType::Uuid => false,
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some((
+                SortKey {
+                    index: d.name.clone(),
+                    column: column.to_string(),
+                    position,
+                    signed,
+                },
+                bytes,
+            ))
+        });
+        match chosen {
+            Some((key, bytes)) if bytes < self.sort_min_index_bytes => {
+                let why = match self.sort_min_index_bytes {
+                    u64::MAX => "rows not sorted: --no-sort".to_string(),
+                    min => format!(
+                        "rows not sorted: {} ({}) stays in memory; sorting pays for indexes past {}",
+                        key.index,
+                        human(bytes as f64),
+                        human(min as f64)
+                    ),
+                };
+                reason(self, why);
+            }
+            Some((key, _)) => {
+                self.sort_reason = Some(format!(
+                    "rows sorted by {} (leading key of {}) before they are sent: the kept index is filled in key order, not at random",
+                    key.column, key.index
+                ));
+                self.sort = Some(key);
+            }
+            None => reason(
+                self,
+                "rows not sorted: no kept B-tree index leads with a loaded column of a sortable type".into(),
+            ),
         }
     }
 
@@ -332,6 +457,9 @@ impl fmt::Display for LoadPlan {
                 h.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
             writeln!(f, "  settings: {}", settings.join(", "))?;
         }
+        if let Some(why) = &self.sort_reason {
+            writeln!(f, "  sort: {why}")?;
+        }
         match self.after {
             Maintenance::None => writeln!(f, "  after the load: nothing (--no-analyze)"),
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
@@ -356,6 +484,7 @@ mod tests {
             referenced: false,
             invalid: false,
             bytes: 8192,
+            leading_column: Some("a".into()),
         }
     }
 

@@ -54,6 +54,8 @@ pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared)
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
 struct Ledger {
     entries: Vec<(u64, u32, u64, u64, usize)>, // (first row, source, first line, offset, len)
+    /// Per entry: its chunk knows the input position of its rows.
+    located: Vec<bool>,
     rows: u64,
 }
 
@@ -66,17 +68,23 @@ impl Ledger {
             chunk.offset,
             chunk.len,
         ));
+        self.located.push(chunk.located);
         self.rows += chunk.rows;
     }
 
-    /// The chunk holding 1-based stream row `row`, and the row's index inside it.
+    /// The chunk holding 1-based stream row `row`, and the row's index inside it; `None` for
+    /// a chunk of sorted rows, which no longer knows where its rows came from.
     fn find(&self, row: u64) -> Option<((u64, u32, u64, u64, usize), u64)> {
         let at = self
             .entries
             .partition_point(|e| e.0 <= row)
             .checked_sub(1)?;
         let entry = self.entries[at];
-        Some((entry, row - entry.0))
+        self.located
+            .get(at)
+            .copied()
+            .unwrap_or(false)
+            .then_some((entry, row - entry.0))
     }
 }
 
@@ -114,6 +122,7 @@ pub(crate) async fn run(
     futures_util::pin_mut!(sink);
     let mut ledger = Ledger {
         entries: Vec::new(),
+        located: Vec::new(),
         rows: 0,
     };
     let streamed: Result<u64, tokio_postgres::Error> = async {
@@ -201,6 +210,7 @@ mod tests {
     fn ledger_finds_the_chunk_of_a_row() {
         let mut ledger = Ledger {
             entries: Vec::new(),
+            located: Vec::new(),
             rows: 0,
         };
         for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
@@ -208,6 +218,7 @@ mod tests {
                 data: Bytes::new(),
                 rows,
                 source: 0,
+                located: true,
                 first_line: line,
                 next_line: line,
                 offset: 0,
@@ -251,6 +262,7 @@ pub(crate) async fn run_resumable(
         };
         let mut ledger = Ledger {
             entries: Vec::new(),
+            located: Vec::new(),
             rows: 0,
         };
         ledger.record(&chunk);

@@ -26,6 +26,8 @@ pub(crate) struct Chunk {
     pub rows: u64,
     /// The source the block came from (an index into the load's sources).
     pub source: u32,
+    /// The position fields say where the rows came from (false once rows were sorted).
+    pub located: bool,
     pub first_line: u64,
     /// The line the next block starts on (for the resume ledger).
     pub next_line: u64,
@@ -94,6 +96,7 @@ impl ChunkRows {
             data: Bytes::from(out.into_inner()),
             rows,
             source: self.source,
+            located: true,
             first_line,
             next_line: next_row + 1,
             offset: self.part as u64,
@@ -349,6 +352,7 @@ impl WorkerPlan {
             data: Bytes::from(out.into_inner()),
             rows,
             source,
+            located: true,
             first_line: block.first_line,
             next_line: block.first_line + block.lines,
             offset: block.offset,

@@ -504,3 +504,61 @@ fn partitioned_indexes_are_rebuilt_partition_by_partition_under_their_names() {
     pipeline::recover(&db.target, Some("t")).unwrap();
     assert_eq!(every_index(&mut db), before);
 }
+
+/// A small load into a large indexed table is sorted by the primary key before it is sent;
+/// the rows are the same, and a duplicate key still names the key (not a line: the rows were
+/// reordered).
+#[test]
+fn a_small_load_is_sorted_by_the_kept_primary_key() {
+    let mut db = fresh_db();
+    db.exec(
+        "CREATE TABLE t (id int PRIMARY KEY, code text, day date);
+         CREATE INDEX t_code_idx ON t (code);
+         INSERT INTO t SELECT g * 2, 'c' || g, date '2024-01-01' + g % 300 FROM generate_series(1, 60000) g;
+         ANALYZE t;",
+    );
+    // Odd keys, in an order far from sorted.
+    let data: Vec<u8> = (0..3000u64)
+        .map(|i| (i * 7919) % 3000)
+        .flat_map(|k| format!("{},n{k},2025-01-{:02}\n", k * 2 + 1, k % 28 + 1).into_bytes())
+        .collect();
+    let (_dir, path) = write_input(&data, "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.block_size = 4096;
+    // By default only an index past 64 MB is worth it; this one is 1.3 MB.
+    let plan = pipeline::plan(&db.target, "t", path.to_str(), Default::default()).unwrap();
+    assert!(plan.sort.is_none());
+    assert!(
+        plan.to_string().contains("t_pkey (1.4 MB) stays in memory"),
+        "{plan}"
+    );
+    opts.plan.sort_min_index_bytes = 0;
+    let summary = load(&opts, &Silent).unwrap();
+    assert_eq!(summary.rows, 3000);
+    let sort = summary.plan.sort.as_ref().expect("sorted");
+    assert_eq!(
+        (sort.index.as_str(), sort.column.as_str()),
+        ("t_pkey", "id")
+    );
+    assert!(summary
+        .plan
+        .to_string()
+        .contains("sort: rows sorted by id (leading key of t_pkey)"));
+    assert_eq!(db.count("t WHERE id % 2 = 1"), 3000);
+    assert_eq!(
+        db.count("t WHERE id % 2 = 1 AND code = 'n' || ((id - 1) / 2)"),
+        3000
+    );
+
+    // A key that is there already: the server's message names it.
+    let (_dir2, dup) = write_input(b"7,x,2025-01-01\n4,y,2025-01-01\n", "csv");
+    let mut opts = db.load_options(&dup, "t");
+    opts.plan.sort_min_index_bytes = 0;
+    let e = load(&opts, &Silent).unwrap_err().to_string();
+    assert!(e.contains("Key (id)=(4) already exists"), "{e}");
+    // With --max-errors the rows keep their order (refused rows are found by their line).
+    opts.max_errors = 5;
+    let summary = load(&opts, &Silent).unwrap();
+    assert!(summary.plan.sort.is_none());
+    assert_eq!(summary.rows_rejected, 2);
+}

@@ -87,7 +87,9 @@ impl TableInfo {
                         coalesce((SELECT sum(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t), \
                                  pg_relation_size(i.indexrelid))::bigint, \
                         c.contype::text, coalesce(c.condeferrable, false), \
-                        EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid) \
+                        EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid), \
+                        (SELECT a.attname::text FROM pg_attribute a JOIN pg_am am ON am.oid = ic.relam \
+                          WHERE am.amname = 'btree' AND a.attrelid = i.indrelid AND a.attnum = i.indkey[0]) \
                  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid \
                  LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid AND c.contype IN ('p', 'u', 'x') \
                  WHERE i.indrelid = $1 ORDER BY 1",
@@ -107,6 +109,7 @@ impl TableInfo {
                 constraint_kind: r.get(6),
                 deferrable: r.get(7),
                 referenced: r.get(8),
+                leading_column: r.get(9),
             })
             .collect())
     }
@@ -212,6 +215,8 @@ pub struct IndexInfo {
     /// Not valid or not ready (a failed CREATE INDEX CONCURRENTLY).
     pub invalid: bool,
     pub bytes: i64,
+    /// A B-tree's first key when it is a plain column (not an expression).
+    pub leading_column: Option<String>,
 }
 
 /// A foreign key of the target table (one it references other tables through).

@@ -237,6 +237,11 @@ pub struct PlanFlags {
     /// journaled like dropped indexes, so a crash cannot leave them disabled).
     #[arg(long)]
     pub disable_triggers: bool,
+    /// Never sort the rows. By default a small load into a table whose kept index is large
+    /// (64 MB or more) is sorted by that index's leading key (in memory, up to 256 MB of input),
+    /// so the index is filled in key order.
+    #[arg(long)]
+    pub no_sort: bool,
 }
 
 impl PlanFlags {
@@ -248,6 +253,10 @@ impl PlanFlags {
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
             keep_unique: false,
+            sort_min_index_bytes: match self.no_sort {
+                true => u64::MAX,
+                false => PlanOptions::default().sort_min_index_bytes,
+            },
         }
     }
 }

@@ -242,6 +242,7 @@ mod tests {
                     referenced: false,
                     invalid: false,
                     bytes: 8192,
+                    leading_column: Some("name".into()),
                 }],
                 vec![],
                 inrush_postgres::TableSize {
