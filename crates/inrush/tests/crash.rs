@@ -226,8 +226,8 @@ fn inrush(args: &[&str]) -> Command {
 
 /// Starts `inrush load` of the big input into `t`.
 /// `inrush load -` into `t`, reading whatever the test writes to its standard input.
-fn spawn_stdin_load(db: &Db) -> Child {
-    inrush(&[
+fn spawn_stdin_load(db: &Db, extra: &[&str]) -> Child {
+    let mut args = vec![
         "load",
         "-",
         "--to",
@@ -235,12 +235,14 @@ fn spawn_stdin_load(db: &Db) -> Child {
         "--table",
         "t",
         "--no-progress",
-    ])
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn inrush load -")
+    ];
+    args.extend_from_slice(extra);
+    inrush(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush load -")
 }
 
 fn spawn_big_load(db: &Db) -> Child {
@@ -522,7 +524,7 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
     let db = Db::with_schema(EMPTY_SCHEMA);
     let before = db.definitions();
     assert_has_every_object(&before);
-    let mut child = spawn_stdin_load(&db);
+    let mut child = spawn_stdin_load(&db, &[]);
     let mut stdin = child.stdin.take().expect("stdin");
     // Far more than one block (1 MB), so chunks reach the COPY connections; a pipe this side
     // of the loader's buffers may block, so a thread writes.
@@ -573,7 +575,9 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     let before = db.definitions();
     // From standard input held open, so the COPY is certainly still running when it is
     // cancelled (a file load can finish its COPY just as the cancel arrives).
-    let mut child = spawn_stdin_load(&db);
+    // One connection: PostgreSQL acts on a cancel only when the COPY reads another row, so a
+    // second connection that happened to get no more rows would finish and commit.
+    let mut child = spawn_stdin_load(&db, &["--connections", "1"]);
     let mut stdin = child.stdin.take().expect("stdin");
     let rows = |from: usize| -> String {
         (from..from + 100_000)
