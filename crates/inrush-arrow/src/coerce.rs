@@ -1,15 +1,12 @@
 //! How one Arrow column goes into one target column.
 //!
-//! [`Coercion::new`] checks the pair once and picks a path; [`Coercion::encode`] then writes each
-//! value's binary COPY form. The reference is always the value's text form
-//! ([`Coercion::text`]) read by [`encode_value`]; the direct paths below give the same bytes
-//! (the equivalence tests compare them on generated values) and defer where `encode_value`
-//! would.
+//! [`Coercion::new`] checks the pair once and picks a path; [`Coercion::prepare`] binds it to a
+//! batch's column array, and [`Prepared::encode`] then writes each value's binary COPY form.
+//! The reference is always the value's text form ([`Prepared::text`]) read by
+//! [`encode_value`]; the direct paths give the same bytes (the equivalence tests compare them
+//! on generated values) and defer where `encode_value` would.
 use crate::render::{self, Style};
-use crate::time;
 use crate::{Error, Result};
-use arrow_array::cast::AsArray;
-use arrow_array::types::{Date32Type, Float32Type, Float64Type};
 use arrow_array::Array;
 use arrow_schema::{DataType, Field, TimeUnit};
 use inrush_core::{ScalarType, TargetColumn, ValueType};
@@ -130,142 +127,6 @@ impl Coercion {
         })
     }
 
-    /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
-    pub fn is_null(&self, array: &dyn Array, row: usize) -> bool {
-        render::is_null(array, row)
-    }
-
-    /// Appends the binary COPY value (no length prefix) of non-null row `row` of `array` to
-    /// `out`, exactly as the server's COPY would have stored the value's text form. Refused
-    /// carries PostgreSQL's wording; Deferred means: call [`Coercion::text`] and let the server
-    /// decide. On error `out` may hold a partial value (the caller truncates).
-    pub fn encode(
-        &self,
-        array: &dyn Array,
-        row: usize,
-        ctx: &EncodeContext,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EncodeError> {
-        // A null dictionary key may hold any value: check it before following it.
-        if array.is_null(row) || *array.data_type() == DataType::Null {
-            return Err(EncodeError::Refused(
-                "null value where a value was expected".into(),
-            ));
-        }
-        let (array, row) = render::resolve(array, row);
-        if array.is_null(row) {
-            // The caller checks is_null first; a NULL has no binary form to give.
-            return Err(EncodeError::Refused(
-                "null value where a value was expected".into(),
-            ));
-        }
-        match self.path {
-            Path::Int { width } => {
-                let v = render::int_value(array, row).ok_or(EncodeError::Deferred)?;
-                encode_int(v, width, out)
-            }
-            Path::Float4 => {
-                let v = array.as_primitive::<Float32Type>().value(row);
-                // float4in("NaN") stores the canonical NaN, whatever the Arrow payload.
-                let bits = if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
-                out.extend_from_slice(&bits.to_be_bytes());
-                Ok(())
-            }
-            Path::Float8 => {
-                let v = array.as_primitive::<Float64Type>().value(row);
-                let bits = if v.is_nan() {
-                    0x7ff8_0000_0000_0000
-                } else {
-                    v.to_bits()
-                };
-                out.extend_from_slice(&bits.to_be_bytes());
-                Ok(())
-            }
-            Path::Str => {
-                let s = render::str_value(array, row).ok_or(EncodeError::Deferred)?;
-                encode_value(&self.value_type, self.typmod, s, ctx, out)
-            }
-            Path::BinaryText => {
-                let b = render::bytes_value(array, row).ok_or(EncodeError::Deferred)?;
-                let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(&b[e.valid_up_to()..]))?;
-                encode_value(&self.value_type, self.typmod, s, ctx, out)
-            }
-            Path::Bool => {
-                out.push(u8::from(array.as_boolean().value(row)));
-                Ok(())
-            }
-            Path::Bytes => {
-                let b = render::bytes_value(array, row).ok_or(EncodeError::Deferred)?;
-                out.extend_from_slice(b);
-                Ok(())
-            }
-            Path::Uuid => {
-                let b = render::bytes_value(array, row).ok_or(EncodeError::Deferred)?;
-                out.extend_from_slice(b);
-                Ok(())
-            }
-            Path::Date => {
-                let days = i64::from(array.as_primitive::<Date32Type>().value(row))
-                    - time::UNIX_TO_PG_DAYS;
-                if !(time::PG_DAY_MIN..time::PG_DAY_END).contains(&days) {
-                    return Err(EncodeError::Deferred);
-                }
-                out.extend_from_slice(&(days as i32).to_be_bytes());
-                Ok(())
-            }
-            Path::Timestamp { unit, local } => {
-                if local && !ctx.session_time_zone_is_utc {
-                    return Err(EncodeError::Deferred);
-                }
-                let v = render::timestamp_value(array, row, unit);
-                let us = time::pg_timestamp(v, unit).ok_or(EncodeError::Deferred)?;
-                let us = time::round_typmod(us, self.typmod).ok_or(EncodeError::Deferred)?;
-                out.extend_from_slice(&us.to_be_bytes());
-                Ok(())
-            }
-            Path::Time { unit } => {
-                let v: i64 = match unit {
-                    TimeUnit::Second => array
-                        .as_primitive::<arrow_array::types::Time32SecondType>()
-                        .value(row)
-                        .into(),
-                    TimeUnit::Millisecond => array
-                        .as_primitive::<arrow_array::types::Time32MillisecondType>()
-                        .value(row)
-                        .into(),
-                    TimeUnit::Microsecond => array
-                        .as_primitive::<arrow_array::types::Time64MicrosecondType>()
-                        .value(row),
-                    TimeUnit::Nanosecond => array
-                        .as_primitive::<arrow_array::types::Time64NanosecondType>()
-                        .value(row),
-                };
-                let us = time::pg_time(v, unit).ok_or(EncodeError::Deferred)?;
-                let us = time::round_typmod(us, self.typmod).ok_or(EncodeError::Deferred)?;
-                out.extend_from_slice(&us.to_be_bytes());
-                Ok(())
-            }
-            Path::Numeric {
-                scale,
-                dscale,
-                limit,
-            } => {
-                let v = match render::int_value(array, row) {
-                    Some(v) => v,
-                    None => decimal_value(array, row).ok_or(EncodeError::Deferred)?,
-                };
-                if limit.is_some_and(|l| v.unsigned_abs() >= l)
-                    || !encode_numeric(v, scale, dscale, out)
-                {
-                    return self.encode_text(array, row, ctx, out);
-                }
-                Ok(())
-            }
-            Path::Text => self.encode_text(array, row, ctx, out),
-            Path::Server => Err(EncodeError::Deferred),
-        }
-    }
-
     /// The reference path: render the text form, read it with `encode_value`.
     fn encode_text(
         &self,
@@ -282,15 +143,7 @@ impl Coercion {
         })
     }
 
-    /// The value's PostgreSQL text form (what [`Coercion::encode`] means), for Deferred
-    /// resolution, the text COPY fallback and reject files. Appends to `buf`; appends nothing
-    /// for a null row (the caller writes its own NULL marker).
-    pub fn text(&self, array: &dyn Array, row: usize, buf: &mut String) {
-        if !render::is_null(array, row) {
-            self.write_text(array, row, buf);
-        }
-    }
-
+    /// The text form of non-null row `row` of `array`.
     fn write_text(&self, array: &dyn Array, row: usize, buf: &mut String) {
         if self.path == Path::BinaryText {
             let (array, row) = render::resolve(array, row);
@@ -458,18 +311,6 @@ fn numeric_path(dt: &DataType, typmod: i32) -> Option<Path> {
     })
 }
 
-/// The unscaled value of a Decimal32/64/128 array.
-#[inline]
-fn decimal_value(array: &dyn Array, row: usize) -> Option<i128> {
-    use arrow_array::types::{Decimal128Type, Decimal32Type, Decimal64Type};
-    Some(match array.data_type() {
-        DataType::Decimal32(_, _) => array.as_primitive::<Decimal32Type>().value(row).into(),
-        DataType::Decimal64(_, _) => array.as_primitive::<Decimal64Type>().value(row).into(),
-        DataType::Decimal128(_, _) => array.as_primitive::<Decimal128Type>().value(row),
-        _ => return None,
-    })
-}
-
 /// `numeric_send` of `v * 10^-scale` shown with `dscale` (>= `scale`) fractional digits:
 /// ndigits, weight, sign, dscale, then base-10000 digits without leading or trailing zero
 /// groups. False (nothing written) when the scaled value does not fit in 128 bits.
@@ -563,6 +404,9 @@ fn encode_int(v: i128, width: u8, out: &mut Vec<u8>) -> Result<(), EncodeError> 
     }
     Ok(())
 }
+
+mod prepared;
+pub use prepared::Prepared;
 
 #[cfg(test)]
 mod tests;

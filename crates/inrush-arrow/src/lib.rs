@@ -4,22 +4,23 @@
 //! Owns: [`ArrowFile`] (recognising a Parquet or Arrow IPC file by its magic bytes, its schema,
 //! and the parts workers take: Parquet row groups, IPC record batches), and [`Coercion`] (how
 //! one Arrow column goes into one target column: decided once, checked before any row is read,
-//! then applied value by value), and writing the generator's rows as Parquet ([`generate`]).
+//! bound to each batch's column as a [`Prepared`], then applied value by value), and writing the generator's rows as Parquet ([`generate`]).
 //!
 //! The rule [`Coercion`] follows is the one `inrush-encode` follows for text: the stored value is
-//! what PostgreSQL's COPY would store from the value's text form ([`Coercion::text`]). Most pairs
+//! what PostgreSQL's COPY would store from the value's text form ([`Prepared::text`]). Most pairs
 //! render that text and hand it to [`inrush_encode::encode_value`], which checks ranges, lengths
 //! and typmods with the server's wording; the common pairs (integers, floats, strings, dates,
 //! timestamps, booleans, binary, uuids) take direct paths that give the same bytes without the
 //! text round trip.
 //!
 //! A worker takes a [`Part`], reads it with [`ArrowFile::read_part`] (the file's columns in the
-//! target's order), and for each row and column: [`Coercion::is_null`] → a NULL field;
-//! otherwise [`Coercion::encode`] into the tuple's field buffer; on `Refused` the row is a bad
-//! row (row number = [`Part::first_row`] + its index in the part); on `Deferred` the caller
-//! truncates the field and resolves [`Coercion::text`] with the column's input function on the
-//! server. A table whose columns have no binary encoder goes through text COPY, whose fields
-//! are [`Coercion::text`] too.
+//! target's order), prepares each batch's columns once ([`Coercion::prepare`]), and for each
+//! row and column: [`Prepared::is_null`] → a NULL field; otherwise [`Prepared::encode`] into
+//! the tuple's field buffer; on `Refused` the row is a bad row (row number =
+//! [`Part::first_row`] + its index in the part); on `Deferred` the caller truncates the field
+//! and resolves [`Prepared::text`] with the column's input function on the server. A table
+//! whose columns have no binary encoder goes through text COPY, whose fields are
+//! [`Prepared::text`] too.
 //!
 //! Does not own: threads, connections, resolving deferred values on the server, or the COPY
 //! framing (that is `inrush-load`, `inrush-postgres` and `inrush-encode`).
@@ -32,7 +33,7 @@ mod time;
 
 pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
-pub use coerce::Coercion;
+pub use coerce::{Coercion, Prepared};
 pub use file::{ArrowFile, FileFormat, Part};
 
 use std::path::PathBuf;

@@ -5,7 +5,7 @@ use arrow_array::{
     ArrayRef, Date32Array, Decimal128Array, DictionaryArray, Int64Array, RecordBatch, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema};
-use inrush_arrow::{ArrowFile, Coercion};
+use inrush_arrow::{ArrowFile, Coercion, Prepared};
 use inrush_core::{ScalarType, TargetColumn, ValueType};
 use inrush_encode::{encode_value, EncodeContext, EncodeError};
 use parquet::arrow::ArrowWriter;
@@ -112,17 +112,21 @@ fn lineitem_parquet_into_the_standard_table() {
     for part in file.parts() {
         let mut row_number = part.first_row;
         for batch in file.read_part(part.index, &projection).unwrap() {
+            let columns: Vec<Prepared> = coercions
+                .iter()
+                .zip(batch.columns())
+                .map(|(c, array)| c.prepare(array.as_ref()))
+                .collect();
             for row in 0..batch.num_rows() {
                 let mut refused = None;
-                for (col, c) in coercions.iter().enumerate() {
-                    let array = batch.column(col).as_ref();
-                    assert!(!c.is_null(array, row));
+                for (col, c) in columns.iter().enumerate() {
+                    assert!(!c.is_null(row));
                     out.clear();
-                    match c.encode(array, row, &ctx, &mut out) {
+                    match c.encode(row, &ctx, &mut out) {
                         Ok(()) => {
                             // The same bytes as COPY would store from the text form.
                             text.clear();
-                            c.text(array, row, &mut text);
+                            c.text(row, &mut text);
                             let mut reference = Vec::new();
                             encode_value(
                                 &table[col].value_type,

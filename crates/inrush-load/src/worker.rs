@@ -7,7 +7,7 @@ use crate::rejects::Rejects;
 use crate::sources::{Source, Sources, Unit, Work};
 use crate::{Error, Result};
 use bytes::Bytes;
-use inrush_arrow::{Coercion, Part, RecordBatch};
+use inrush_arrow::{Coercion, Part, Prepared};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
 use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
@@ -394,25 +394,26 @@ impl WorkerPlan {
             if shared.is_cancelled() {
                 return Ok(false);
             }
+            // Downcast each column once per batch, not once per value.
+            let columns: Vec<Prepared> = batch
+                .columns()
+                .iter()
+                .zip(&plan.coercions)
+                .map(|(array, coercion)| coercion.prepare(array.as_ref()))
+                .collect();
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
-                match self.encode_arrow_row(
-                    plan,
-                    batch,
-                    row,
-                    &mut batch_rows.out,
-                    resolver,
-                    &mut text,
-                ) {
-                    Ok(()) => batch_rows.push(tuple_start, row_number, || {
-                        self.row_as_csv(plan, batch, row)
-                    }),
+                match self.encode_arrow_row(&columns, row, &mut batch_rows.out, resolver, &mut text)
+                {
+                    Ok(()) => {
+                        batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
+                    }
                     Err((_, FieldError::Resolver(e))) => return Err(Error::Postgres(e)),
                     Err((col, FieldError::Refused(reason))) => {
                         text.clear();
-                        plan.coercions[col].text(batch.column(col).as_ref(), row, &mut text);
-                        let null = plan.coercions[col].is_null(batch.column(col).as_ref(), row);
+                        columns[col].text(row, &mut text);
+                        let null = columns[col].is_null(row);
                         let location = Location::row(input.name.clone(), row_number).field(
                             self.columns[col].name.clone(),
                             (!null).then_some(text.as_bytes()),
@@ -421,7 +422,7 @@ impl WorkerPlan {
                             return Err(Error::BadRow { location, reason });
                         };
                         rejects.reject(
-                            &self.row_as_csv(plan, batch, row),
+                            &Self::row_as_csv(&columns, row),
                             false,
                             &location,
                             &reason,
@@ -440,22 +441,20 @@ impl WorkerPlan {
     /// One row of a columnar batch into a COPY tuple (binary, or a text line).
     fn encode_arrow_row(
         &self,
-        plan: &ArrowPlan,
-        batch: &RecordBatch,
+        columns: &[Prepared],
         row: usize,
         out: &mut TupleWriter,
         resolver: &mut Resolver,
         text: &mut String,
     ) -> Result<(), (usize, FieldError)> {
-        let columns = batch.columns();
         if self.format == CopyFormat::Text {
             let mut values = Vec::with_capacity(columns.len());
-            for (i, (array, coercion)) in columns.iter().zip(&plan.coercions).enumerate() {
-                if coercion.is_null(array.as_ref(), row) {
+            for (i, column) in columns.iter().enumerate() {
+                if column.is_null(row) {
                     values.push(None);
                 } else {
                     let mut value = String::new();
-                    coercion.text(array.as_ref(), row, &mut value);
+                    column.text(row, &mut value);
                     if value.contains('\0') {
                         return Err((i, FieldError::Refused(encoding_reason(b"\0"))));
                     }
@@ -466,14 +465,8 @@ impl WorkerPlan {
             return self.encode_text_row(fields, out, None);
         }
         let mark = out.begin_tuple(self.columns.len() as u16);
-        for (i, ((array, coercion), column)) in columns
-            .iter()
-            .zip(&plan.coercions)
-            .zip(&self.columns)
-            .enumerate()
-        {
-            let array = array.as_ref();
-            if coercion.is_null(array, row) {
+        for (i, (prepared, column)) in columns.iter().zip(&self.columns).enumerate() {
+            if prepared.is_null(row) {
                 if column.not_null {
                     out.rewind(mark);
                     return Err((i, FieldError::Refused(self.not_null_reason(column))));
@@ -483,13 +476,13 @@ impl WorkerPlan {
             }
             let written = out.field(|buf| {
                 let start = buf.len();
-                match coercion.encode(array, row, &self.ctx, buf) {
+                match prepared.encode(row, &self.ctx, buf) {
                     Ok(()) => Ok(()),
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {
                         buf.truncate(start);
                         text.clear();
-                        coercion.text(array, row, text);
+                        prepared.text(row, text);
                         resolve_into(resolver, i, text, buf)
                     }
                 }
@@ -503,15 +496,13 @@ impl WorkerPlan {
     }
 
     /// A columnar row as a CSV line of its values' text forms (for the reject file).
-    fn row_as_csv(&self, plan: &ArrowPlan, batch: &RecordBatch, row: usize) -> Vec<u8> {
-        let texts: Vec<Option<String>> = batch
-            .columns()
+    fn row_as_csv(columns: &[Prepared], row: usize) -> Vec<u8> {
+        let texts: Vec<Option<String>> = columns
             .iter()
-            .zip(&plan.coercions)
-            .map(|(array, coercion)| {
-                (!coercion.is_null(array.as_ref(), row)).then(|| {
+            .map(|column| {
+                (!column.is_null(row)).then(|| {
                     let mut value = String::new();
-                    coercion.text(array.as_ref(), row, &mut value);
+                    column.text(row, &mut value);
                     value
                 })
             })

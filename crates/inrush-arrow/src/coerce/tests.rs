@@ -41,13 +41,14 @@ fn coercion(array: &dyn Array, target: &TargetColumn) -> Coercion {
 
 fn encode(c: &Coercion, array: &dyn Array, row: usize) -> Result<Vec<u8>, EncodeError> {
     let mut out = Vec::new();
-    c.encode(array, row, &EncodeContext::default(), &mut out)
+    c.prepare(array)
+        .encode(row, &EncodeContext::default(), &mut out)
         .map(|_| out)
 }
 
 fn text(c: &Coercion, array: &dyn Array, row: usize) -> String {
     let mut s = String::new();
-    c.text(array, row, &mut s);
+    c.prepare(array).text(row, &mut s);
     s
 }
 
@@ -71,7 +72,7 @@ fn assert_equivalent(array: &dyn Array, target: &TargetColumn) -> usize {
     let c = coercion(array, target);
     let mut decided = 0;
     for row in 0..array.len() {
-        if c.is_null(array, row) {
+        if c.prepare(array).is_null(row) {
             continue;
         }
         let want = reference(&c, array, row);
@@ -79,6 +80,10 @@ fn assert_equivalent(array: &dyn Array, target: &TargetColumn) -> usize {
             continue;
         }
         decided += 1;
+        // The prepared text (with its shortcut for strings) is the rendered text form.
+        let mut rendered = String::new();
+        c.write_text(array, row, &mut rendered);
+        assert_eq!(text(&c, array, row), rendered);
         assert_eq!(
             encode(&c, array, row),
             want,
@@ -248,7 +253,7 @@ fn strings_with_length_checks_and_dictionaries() {
         encode(&c, &a, 1),
         refused("value too long for type character varying(5)")
     );
-    assert!(c.is_null(&a, 2));
+    assert!(c.prepare(&a).is_null(2));
     assert_eq!(encode(&c, &a, 4).unwrap(), b"abcde");
     assert_eq!(assert_equivalent(&a, &vc5), 4);
     let large = LargeStringArray::from(vec!["x", "toolong"]);
@@ -262,7 +267,7 @@ fn strings_with_length_checks_and_dictionaries() {
         .collect();
     let c = coercion(&dict, &vc5);
     assert_eq!(encode(&c, &dict, 3).unwrap(), b"x");
-    assert!(c.is_null(&dict, 1));
+    assert!(c.prepare(&dict).is_null(1));
     assert_eq!(
         encode(&c, &dict, 2),
         refused("value too long for type character varying(5)")
@@ -272,8 +277,8 @@ fn strings_with_length_checks_and_dictionaries() {
     let keys = Int8Array::from(vec![0, 1]);
     let values: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None]));
     let d = DictionaryArray::new(keys, values);
-    assert!(!c.is_null(&d, 0));
-    assert!(c.is_null(&d, 1));
+    assert!(!c.prepare(&d).is_null(0));
+    assert!(c.prepare(&d).is_null(1));
     // Strings go into any type through its input function, as CSV fields do.
     let n = StringArray::from(vec!["42", "x"]);
     let c = coercion(&n, &int_targets()[1]);
@@ -424,7 +429,7 @@ fn timestamps_of_every_unit() {
         ..EncodeContext::default()
     };
     assert_eq!(
-        c.encode(&local, 0, &ctx, &mut Vec::new()),
+        c.prepare(&local).encode(0, &ctx, &mut Vec::new()),
         Err(EncodeError::Deferred)
     );
 }
@@ -504,7 +509,7 @@ fn lists_into_arrays() {
     let c = coercion(&ints, &int4s);
     assert_eq!(text(&c, &ints, 0), "{1,2,NULL}");
     assert_eq!(text(&c, &ints, 1), "{}");
-    assert!(c.is_null(&ints, 2));
+    assert!(c.prepare(&ints).is_null(2));
     assert_eq!(assert_equivalent(&ints, &int4s), 3);
     // int8 elements into int2[]: each element is range-checked.
     let big = ListArray::from_iter_primitive::<Int64Type, _, _>(vec![Some(vec![Some(70_000)])]);
@@ -795,8 +800,9 @@ fn bench_direct_paths_against_the_text_path() {
         let c = coercion(a.as_ref(), &t);
         let mut out = Vec::with_capacity(n * 16);
         let start = std::time::Instant::now();
+        let prepared = c.prepare(a.as_ref());
         for row in 0..n {
-            let _ = c.encode(a.as_ref(), row, &ctx, &mut out);
+            let _ = prepared.encode(row, &ctx, &mut out);
         }
         let direct = start.elapsed();
         out.clear();
@@ -866,7 +872,7 @@ fn other_list_shapes_and_maps() {
     let jsonb = scalar(ScalarType::Jsonb, -1, "jsonb");
     let c = coercion(&map, &jsonb);
     assert_eq!(text(&c, &map, 0), r#"{"a":1,"b\"":null}"#);
-    assert!(c.is_null(&map, 1));
+    assert!(c.prepare(&map).is_null(1));
     assert_eq!(text(&c, &map, 1), "");
     assert_eq!(assert_equivalent(&map, &jsonb), 1);
     // A list of structs into jsonb[]: each element is a JSON document.
@@ -893,7 +899,7 @@ fn all_null_columns_go_anywhere() {
         column(ValueType::Unsupported, -1, "point"),
     ] {
         let c = coercion(&a, &t);
-        assert!((0..3).all(|row| c.is_null(&a, row)));
+        assert!((0..3).all(|row| c.prepare(&a).is_null(row)));
         assert!(matches!(encode(&c, &a, 0), Err(EncodeError::Refused(_))));
         assert_eq!(text(&c, &a, 0), "");
     }
@@ -962,4 +968,32 @@ fn durations_and_intervals() {
     let c = coercion(&m, &interval);
     assert_eq!(text(&c, &m, 0), "14 mons -3 days 00:00:01.5");
     assert_eq!(assert_equivalent(&m, &interval), 1);
+}
+
+#[test]
+fn sliced_arrays_read_their_own_rows_and_nulls() {
+    // A slice keeps its parent's buffers with an offset: values and validity follow it.
+    let ints = Int64Array::from(vec![Some(1), None, Some(3), Some(4)]);
+    let sliced = ints.slice(1, 3);
+    let c = coercion(&sliced, &int_targets()[2]);
+    let p = c.prepare(&sliced);
+    assert!(p.is_null(0));
+    assert!(!p.is_null(1));
+    assert_eq!(encode(&c, &sliced, 1).unwrap(), 3i64.to_be_bytes());
+    assert_eq!(encode(&c, &sliced, 2).unwrap(), 4i64.to_be_bytes());
+    let strings = StringArray::from(vec![Some("a"), Some("b"), None, Some("d")]);
+    let sliced = strings.slice(1, 3);
+    let t = scalar(ScalarType::Text, -1, "text");
+    let c = coercion(&sliced, &t);
+    assert_eq!(encode(&c, &sliced, 0).unwrap(), b"b");
+    assert!(c.prepare(&sliced).is_null(1));
+    assert_eq!(text(&c, &sliced, 2), "d");
+    let dict: DictionaryArray<UInt16Type> = vec![Some("x"), None, Some("y"), Some("x")]
+        .into_iter()
+        .collect();
+    let sliced = dict.slice(1, 3);
+    let c = coercion(&sliced, &t);
+    assert!(c.prepare(&sliced).is_null(0));
+    assert_eq!(encode(&c, &sliced, 1).unwrap(), b"y");
+    assert_eq!(text(&c, &sliced, 2), "x");
 }

@@ -1,0 +1,376 @@
+//! A [`Coercion`] bound to one column array: the array downcast once (per batch and column)
+//! so that each value costs a slice read, not a virtual call and a `DataType` comparison.
+use super::{encode_int, encode_numeric, invalid_utf8, Coercion, Path};
+use crate::time;
+use arrow_array::cast::AsArray;
+use arrow_array::types::*;
+use arrow_array::{
+    Array, BinaryArray, BinaryViewArray, BooleanArray, FixedSizeBinaryArray, LargeBinaryArray,
+    LargeStringArray, StringArray, StringViewArray,
+};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, TimeUnit};
+use inrush_encode::{encode_value, EncodeContext, EncodeError};
+
+/// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
+pub struct Prepared<'a> {
+    coercion: &'a Coercion,
+    /// The array as given, for the paths that render text (they walk it themselves).
+    array: &'a dyn Array,
+    /// A `NullArray`: it has no validity bitmap, yet every row is null.
+    all_null: bool,
+    /// The array's validity (a dictionary's: its keys').
+    nulls: Option<&'a NullBuffer>,
+    /// A dictionary's keys: row → index into its values.
+    keys: Option<Integers<'a>>,
+    /// A dictionary's values' validity: a valid key may point at a null value.
+    value_nulls: Option<&'a NullBuffer>,
+    /// The values the direct path reads (a dictionary's values array, indexed by key).
+    values: Values<'a>,
+}
+
+/// The typed values a direct path reads.
+enum Values<'a> {
+    /// Integers, and the integer representation of decimals (unscaled), dates, times and
+    /// timestamps.
+    Integers(Integers<'a>),
+    Float4(&'a [f32]),
+    Float8(&'a [f64]),
+    Strings(Strings<'a>),
+    Binaries(Binaries<'a>),
+    Bool(&'a BooleanArray),
+    /// The path renders text, or the array is not of the type the path was chosen for.
+    None,
+}
+
+/// The native values of an integer-backed array.
+enum Integers<'a> {
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    I128(&'a [i128]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+}
+
+enum Strings<'a> {
+    Utf8(&'a StringArray),
+    LargeUtf8(&'a LargeStringArray),
+    Utf8View(&'a StringViewArray),
+}
+
+enum Binaries<'a> {
+    Binary(&'a BinaryArray),
+    LargeBinary(&'a LargeBinaryArray),
+    BinaryView(&'a BinaryViewArray),
+    FixedSize(&'a FixedSizeBinaryArray),
+}
+
+impl Coercion {
+    /// Binds the coercion to `array` (a column of one batch, of the field's type): the typed
+    /// views are taken here once, and [`Prepared`]'s per-row methods use them.
+    pub fn prepare<'a>(&'a self, array: &'a dyn Array) -> Prepared<'a> {
+        let dictionary = array.as_any_dictionary_opt().and_then(|dict| {
+            // Arrow keys are always integers; anything else is read as a plain array.
+            Integers::of(dict.keys()).map(|keys| (keys, dict.values().as_ref()))
+        });
+        let (keys, value_array, value_nulls) = match dictionary {
+            Some((keys, values)) => (Some(keys), values, values.nulls()),
+            None => (None, array, None),
+        };
+        let values = match self.path {
+            Path::Int { .. }
+            | Path::Date
+            | Path::Timestamp { .. }
+            | Path::Time { .. }
+            | Path::Numeric { .. } => Integers::of(value_array).map(Values::Integers),
+            Path::Float4 => value_array
+                .as_primitive_opt::<Float32Type>()
+                .map(|a| Values::Float4(a.values())),
+            Path::Float8 => value_array
+                .as_primitive_opt::<Float64Type>()
+                .map(|a| Values::Float8(a.values())),
+            Path::Str => Strings::of(value_array).map(Values::Strings),
+            Path::BinaryText | Path::Bytes | Path::Uuid => {
+                Binaries::of(value_array).map(Values::Binaries)
+            }
+            Path::Bool => value_array.as_boolean_opt().map(Values::Bool),
+            Path::Text | Path::Server => None,
+        };
+        Prepared {
+            coercion: self,
+            array,
+            all_null: *array.data_type() == DataType::Null,
+            nulls: array.nulls(),
+            keys,
+            value_nulls,
+            values: values.unwrap_or(Values::None),
+        }
+    }
+}
+
+impl Prepared<'_> {
+    /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
+    #[inline]
+    pub fn is_null(&self, row: usize) -> bool {
+        if self.all_null || self.nulls.is_some_and(|n| n.is_null(row)) {
+            return true;
+        }
+        match (&self.keys, self.value_nulls) {
+            (Some(keys), Some(value_nulls)) => value_nulls.is_null(keys.index(row)),
+            _ => false,
+        }
+    }
+
+    /// The index of row `row` in `values`.
+    #[inline]
+    fn index(&self, row: usize) -> usize {
+        match &self.keys {
+            Some(keys) => keys.index(row),
+            None => row,
+        }
+    }
+
+    /// Appends the binary COPY value (no length prefix) of non-null row `row` to `out`,
+    /// exactly as the server's COPY would have stored the value's text form. Refused carries
+    /// PostgreSQL's wording; Deferred means: call [`Prepared::text`] and let the server
+    /// decide. On error `out` may hold a partial value (the caller truncates).
+    #[inline]
+    pub fn encode(
+        &self,
+        row: usize,
+        ctx: &EncodeContext,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        // A null dictionary key may hold any value: check it before following it. The caller
+        // checks is_null first; a NULL has no binary form to give.
+        if self.is_null(row) {
+            return Err(EncodeError::Refused(
+                "null value where a value was expected".into(),
+            ));
+        }
+        let c = self.coercion;
+        let index = self.index(row);
+        match (c.path, &self.values) {
+            (Path::Int { width }, Values::Integers(ints)) => {
+                encode_int(ints.get(index), width, out)
+            }
+            (Path::Float4, Values::Float4(v)) => {
+                let v = v[index];
+                // float4in("NaN") stores the canonical NaN, whatever the Arrow payload.
+                let bits = if v.is_nan() { 0x7fc0_0000 } else { v.to_bits() };
+                out.extend_from_slice(&bits.to_be_bytes());
+                Ok(())
+            }
+            (Path::Float8, Values::Float8(v)) => {
+                let v = v[index];
+                let bits = if v.is_nan() {
+                    0x7ff8_0000_0000_0000
+                } else {
+                    v.to_bits()
+                };
+                out.extend_from_slice(&bits.to_be_bytes());
+                Ok(())
+            }
+            (Path::Str, Values::Strings(s)) => {
+                encode_value(&c.value_type, c.typmod, s.get(index), ctx, out)
+            }
+            (Path::BinaryText, Values::Binaries(b)) => {
+                let b = b.get(index);
+                let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(&b[e.valid_up_to()..]))?;
+                encode_value(&c.value_type, c.typmod, s, ctx, out)
+            }
+            (Path::Bool, Values::Bool(b)) => {
+                out.push(u8::from(b.value(index)));
+                Ok(())
+            }
+            (Path::Bytes | Path::Uuid, Values::Binaries(b)) => {
+                out.extend_from_slice(b.get(index));
+                Ok(())
+            }
+            (Path::Date, Values::Integers(days)) => {
+                let days = i64::try_from(days.get(index)).map_err(|_| EncodeError::Deferred)?
+                    - time::UNIX_TO_PG_DAYS;
+                if !(time::PG_DAY_MIN..time::PG_DAY_END).contains(&days) {
+                    return Err(EncodeError::Deferred);
+                }
+                out.extend_from_slice(&(days as i32).to_be_bytes());
+                Ok(())
+            }
+            (Path::Timestamp { unit, local }, Values::Integers(v)) => {
+                if local && !ctx.session_time_zone_is_utc {
+                    return Err(EncodeError::Deferred);
+                }
+                let v = i64::try_from(v.get(index)).map_err(|_| EncodeError::Deferred)?;
+                let us = time::pg_timestamp(v, unit).ok_or(EncodeError::Deferred)?;
+                let us = time::round_typmod(us, c.typmod).ok_or(EncodeError::Deferred)?;
+                out.extend_from_slice(&us.to_be_bytes());
+                Ok(())
+            }
+            (Path::Time { unit }, Values::Integers(v)) => {
+                let v = i64::try_from(v.get(index)).map_err(|_| EncodeError::Deferred)?;
+                let us = time::pg_time(v, unit).ok_or(EncodeError::Deferred)?;
+                let us = time::round_typmod(us, c.typmod).ok_or(EncodeError::Deferred)?;
+                out.extend_from_slice(&us.to_be_bytes());
+                Ok(())
+            }
+            (
+                Path::Numeric {
+                    scale,
+                    dscale,
+                    limit,
+                },
+                Values::Integers(v),
+            ) => {
+                let v = v.get(index);
+                if limit.is_some_and(|l| v.unsigned_abs() >= l)
+                    || !encode_numeric(v, scale, dscale, out)
+                {
+                    return c.encode_text(self.array, row, ctx, out);
+                }
+                Ok(())
+            }
+            (Path::Text, _) => c.encode_text(self.array, row, ctx, out),
+            // The server path, or an array not of the type the path was chosen for.
+            _ => Err(EncodeError::Deferred),
+        }
+    }
+
+    /// The value's PostgreSQL text form (what [`Prepared::encode`] means), for Deferred
+    /// resolution, the text COPY fallback and reject files. Appends to `buf`; appends nothing
+    /// for a null row (the caller writes its own NULL marker).
+    pub fn text(&self, row: usize, buf: &mut String) {
+        if self.is_null(row) {
+            return;
+        }
+        // A string's text is itself, whether the target is a scalar or an array literal.
+        if let Values::Strings(s) = &self.values {
+            buf.push_str(s.get(self.index(row)));
+            return;
+        }
+        self.coercion.write_text(self.array, row, buf);
+    }
+}
+
+impl<'a> Integers<'a> {
+    /// The native values of an integer, decimal (but 256-bit), date32, time or timestamp
+    /// array.
+    fn of(array: &'a dyn Array) -> Option<Self> {
+        fn native<T: ArrowPrimitiveType>(array: &dyn Array) -> Option<&[T::Native]> {
+            array.as_primitive_opt::<T>().map(|a| a.values().as_ref())
+        }
+        Some(match array.data_type() {
+            DataType::Int8 => Integers::I8(native::<Int8Type>(array)?),
+            DataType::Int16 => Integers::I16(native::<Int16Type>(array)?),
+            DataType::Int32 => Integers::I32(native::<Int32Type>(array)?),
+            DataType::Int64 => Integers::I64(native::<Int64Type>(array)?),
+            DataType::UInt8 => Integers::U8(native::<UInt8Type>(array)?),
+            DataType::UInt16 => Integers::U16(native::<UInt16Type>(array)?),
+            DataType::UInt32 => Integers::U32(native::<UInt32Type>(array)?),
+            DataType::UInt64 => Integers::U64(native::<UInt64Type>(array)?),
+            DataType::Decimal32(_, _) => Integers::I32(native::<Decimal32Type>(array)?),
+            DataType::Decimal64(_, _) => Integers::I64(native::<Decimal64Type>(array)?),
+            DataType::Decimal128(_, _) => Integers::I128(native::<Decimal128Type>(array)?),
+            DataType::Date32 => Integers::I32(native::<Date32Type>(array)?),
+            DataType::Time32(TimeUnit::Second) => Integers::I32(native::<Time32SecondType>(array)?),
+            DataType::Time32(TimeUnit::Millisecond) => {
+                Integers::I32(native::<Time32MillisecondType>(array)?)
+            }
+            DataType::Time64(TimeUnit::Microsecond) => {
+                Integers::I64(native::<Time64MicrosecondType>(array)?)
+            }
+            DataType::Time64(TimeUnit::Nanosecond) => {
+                Integers::I64(native::<Time64NanosecondType>(array)?)
+            }
+            DataType::Timestamp(TimeUnit::Second, _) => {
+                Integers::I64(native::<TimestampSecondType>(array)?)
+            }
+            DataType::Timestamp(TimeUnit::Millisecond, _) => {
+                Integers::I64(native::<TimestampMillisecondType>(array)?)
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+                Integers::I64(native::<TimestampMicrosecondType>(array)?)
+            }
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+                Integers::I64(native::<TimestampNanosecondType>(array)?)
+            }
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> i128 {
+        match self {
+            Integers::I8(v) => v[i].into(),
+            Integers::I16(v) => v[i].into(),
+            Integers::I32(v) => v[i].into(),
+            Integers::I64(v) => v[i].into(),
+            Integers::I128(v) => v[i],
+            Integers::U8(v) => v[i].into(),
+            Integers::U16(v) => v[i].into(),
+            Integers::U32(v) => v[i].into(),
+            Integers::U64(v) => v[i].into(),
+        }
+    }
+
+    /// A dictionary key as an index into its values (Arrow's `as_usize`: an `as` cast).
+    #[inline]
+    fn index(&self, i: usize) -> usize {
+        match self {
+            Integers::I8(v) => v[i] as usize,
+            Integers::I16(v) => v[i] as usize,
+            Integers::I32(v) => v[i] as usize,
+            Integers::I64(v) => v[i] as usize,
+            Integers::I128(v) => v[i] as usize,
+            Integers::U8(v) => v[i].into(),
+            Integers::U16(v) => v[i].into(),
+            Integers::U32(v) => v[i] as usize,
+            Integers::U64(v) => v[i] as usize,
+        }
+    }
+}
+
+impl<'a> Strings<'a> {
+    fn of(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::Utf8 => Strings::Utf8(array.as_string_opt::<i32>()?),
+            DataType::LargeUtf8 => Strings::LargeUtf8(array.as_string_opt::<i64>()?),
+            DataType::Utf8View => Strings::Utf8View(array.as_string_view_opt()?),
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &'a str {
+        match self {
+            Strings::Utf8(a) => a.value(i),
+            Strings::LargeUtf8(a) => a.value(i),
+            Strings::Utf8View(a) => a.value(i),
+        }
+    }
+}
+
+impl<'a> Binaries<'a> {
+    fn of(array: &'a dyn Array) -> Option<Self> {
+        Some(match array.data_type() {
+            DataType::Binary => Binaries::Binary(array.as_binary_opt::<i32>()?),
+            DataType::LargeBinary => Binaries::LargeBinary(array.as_binary_opt::<i64>()?),
+            DataType::BinaryView => Binaries::BinaryView(array.as_binary_view_opt()?),
+            DataType::FixedSizeBinary(_) => Binaries::FixedSize(array.as_fixed_size_binary_opt()?),
+            _ => return None,
+        })
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> &'a [u8] {
+        match self {
+            Binaries::Binary(a) => a.value(i),
+            Binaries::LargeBinary(a) => a.value(i),
+            Binaries::BinaryView(a) => a.value(i),
+            Binaries::FixedSize(a) => a.value(i),
+        }
+    }
+}
