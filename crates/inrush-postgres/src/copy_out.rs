@@ -33,20 +33,37 @@ pub fn reader(from: &ConnectOptions, query: &str) -> Result<Box<dyn Read + Send>
                     return;
                 }
             };
+            // The driver yields one row per read: gather them into large chunks, so the
+            // channel moves megabytes, not rows.
+            const CHUNK: usize = 256 * 1024;
             loop {
-                let mut buf = vec![0; 256 * 1024];
-                match copy.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        if tx.send(Ok(buf)).is_err() {
-                            break; // the load stopped reading
+                let mut buf = vec![0; CHUNK];
+                let mut filled = 0;
+                let end = loop {
+                    match copy.read(&mut buf[filled..]) {
+                        Ok(0) => break Ok(true),
+                        Ok(n) => {
+                            filled += n;
+                            if filled == CHUNK {
+                                break Ok(false);
+                            }
                         }
+                        Err(e) => break Err(e),
                     }
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        break;
-                    }
+                };
+                buf.truncate(filled);
+                let (last, error) = match end {
+                    Ok(last) => (last, None),
+                    Err(e) => (true, Some(e)),
+                };
+                if filled > 0 && tx.send(Ok(buf)).is_err() {
+                    break; // the load stopped reading
+                }
+                if let Some(e) = error {
+                    let _ = tx.send(Err(e));
+                }
+                if last {
+                    break;
                 }
             }
         })
