@@ -89,9 +89,18 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let input_size = sources.size();
     // The first text source is opened here: its header (or first JSON line) names the
     // columns. Columnar files name them in their schema.
+    // A query names its columns (and types) itself: nothing is opened before the target is
+    // known, which decides whether its rows come as CSV or as binary tuples.
+    let query_types = match sources.query() {
+        Some((from, sql)) => Some(inrush_postgres::copy_out::column_types(from, sql)?),
+        None => None,
+    };
     let (mut first, header_names, projections) = if sources.columnar() {
         let (names, projections) = sources.columnar_projection(opts.columns.as_deref())?;
         (None, Some(names), projections)
+    } else if let Some(types) = &query_types {
+        let names = types.iter().map(|(name, _)| name.clone()).collect();
+        (None, Some(names), Vec::new())
     } else {
         let first = sources.open(0, progress.bytes_read.clone())?;
         let names = match (&first.header, first.pending.first()) {
@@ -155,6 +164,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         .zip(&sources.list)
         .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
         .collect::<Result<Vec<_>>>()?;
+    let mut query_note = None;
     // --resume: which blocks this input already has in the table, and where to read on from.
     let resume = match opts.resume {
         false => None,
@@ -218,6 +228,29 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         }
         mode => Some(runtime.block_on(Staging::create(&control, &table, &columns, mode))?),
     };
+    // A query whose columns have the very types of the target's (and no OIDs in their binary
+    // form) is streamed as COPY BINARY and its tuples go on untouched.
+    if let Some(types) = &query_types {
+        let same_types = columns.iter().all(|c| {
+            let oid_free = match &c.value_type {
+                ValueType::Scalar { .. } => true,
+                ValueType::Array { elem_oid, .. } => *elem_oid < 16384,
+                ValueType::Unsupported => false,
+            };
+            oid_free && types.iter().any(|(n, t)| *n == c.name && *t == c.type_sql)
+        });
+        let how = if !same_types {
+            "as CSV, read by the target's input functions (the column types differ)"
+        } else if format != CopyFormat::Binary || staging.is_some() || opts.max_errors > 0 {
+            "as CSV (--max-errors and --on-conflict need each row parsed)"
+        } else {
+            let _ = sources
+                .passthrough
+                .set(columns.iter().map(|c| c.name.clone()).collect());
+            "as COPY BINARY tuples, untouched (every column has the target's type)"
+        };
+        query_note = Some(format!("--from-query: rows streamed {how}"));
+    }
     let mut copy_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     if staging.is_some() {
         copy_columns.push(Staging::ORDINAL.into());
@@ -299,7 +332,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         };
         load_plan.choose_sort(&plan.columns, blocked);
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = query_note.into_iter().collect();
     if let Some(sql) = &create_sql {
         notes.push(format!(
             "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
@@ -844,6 +877,34 @@ fn start_readers(
                             index = next.fetch_add(1, Ordering::Relaxed);
                             if index >= sources.list.len() || shared.is_cancelled() {
                                 return;
+                            }
+                            if let Some(columns) = sources.passthrough.get() {
+                                let tuples = match sources.open_tuples(
+                                    index,
+                                    columns,
+                                    shared.progress.bytes_read.clone(),
+                                ) {
+                                    Ok(tuples) => tuples,
+                                    Err(e) => return shared.fail(e),
+                                };
+                                for block in tuples {
+                                    let source = index as u32;
+                                    let sent = match block {
+                                        Ok(block) => {
+                                            let unit = Unit::Tuples(block);
+                                            !shared.is_cancelled()
+                                                && work.send(Work { source, unit }).is_ok()
+                                        }
+                                        Err(e) => {
+                                            shared.fail(e.into());
+                                            false
+                                        }
+                                    };
+                                    if !sent {
+                                        return;
+                                    }
+                                }
+                                continue;
                             }
                             if let Some(file) = &sources.list[index].arrow {
                                 // Columnar: the workers read the parts themselves.

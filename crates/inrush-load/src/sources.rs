@@ -6,6 +6,7 @@ use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
 use inrush_arrow::{ArrowFile, Part};
 use inrush_postgres::ConnectOptions;
+use inrush_read::binary::TupleSplitter;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::JsonLineParser;
@@ -45,11 +46,12 @@ pub(crate) struct Work {
     pub unit: Unit,
 }
 
-/// What a worker takes: a block of text records, or a part (row group) of a columnar file,
-/// which the worker reads itself.
+/// What a worker takes: a block of text records, a part (row group) of a columnar file, which
+/// the worker reads itself, or COPY BINARY tuples of a query, which go on as they are.
 pub(crate) enum Unit {
     Block(Block),
     Part(Part),
+    Tuples(Block),
 }
 
 /// A source opened and positioned at its first data record.
@@ -69,6 +71,9 @@ pub(crate) struct Sources {
     pub format: InputFormat,
     pub csv: CsvOptions,
     pub block_size: usize,
+    /// A query whose columns have the very types of the target's: the columns to select, in
+    /// COPY order, streamed as COPY BINARY tuples (set once the target's columns are known).
+    pub passthrough: OnceLock<Vec<String>>,
 }
 
 impl Source {
@@ -153,6 +158,7 @@ impl Sources {
                     ..CsvOptions::default()
                 },
                 block_size: opts.block_size,
+                passthrough: OnceLock::new(),
             });
         }
         let files = inrush_read::inputs::expand(&opts.inputs)?;
@@ -190,6 +196,7 @@ impl Sources {
             format,
             csv: opts.csv.clone(),
             block_size: opts.block_size,
+            passthrough: OnceLock::new(),
         })
     }
 
@@ -203,6 +210,38 @@ impl Sources {
             [first, ..] => format!("{} files ({}, ...)", self.list.len(), first.name),
             [] => String::new(),
         }
+    }
+
+    /// The query of a `--from-query` load (its first part's, when split), and its server.
+    pub fn query(&self) -> Option<(&ConnectOptions, &str)> {
+        match &self.list.first()?.origin {
+            Origin::Query { from, sql } => Some((from, sql)),
+            Origin::Path(_) => None,
+        }
+    }
+
+    /// Opens source `i`, a query, as COPY BINARY tuples of the passthrough columns.
+    pub fn open_tuples(
+        &self,
+        i: usize,
+        columns: &[String],
+        consumed: Arc<AtomicU64>,
+    ) -> Result<TupleSplitter<Box<dyn Read + Send>>> {
+        let source = &self.list[i];
+        let Origin::Query { from, sql } = &source.origin else {
+            return Err(Error::Internal("binary tuples from a file".into()));
+        };
+        let names: Vec<String> = columns
+            .iter()
+            .map(|c| inrush_postgres::quote_ident(c))
+            .collect();
+        let select = format!("SELECT {} FROM ({sql}) AS q", names.join(", "));
+        let reader = inrush_postgres::copy_out::reader(from, &select, true)?;
+        Ok(TupleSplitter::new(
+            source::counted(reader, consumed),
+            source.name.clone(),
+            self.block_size,
+        ))
     }
 
     /// Whether the sources are columnar files (read by parts, not split into blocks).
@@ -274,9 +313,10 @@ impl Sources {
         let source = &self.list[i];
         let reader: Box<dyn Read + Send> = match &source.origin {
             Origin::Path(path) => source::open(path, consumed)?.reader,
-            Origin::Query { from, sql } => {
-                source::counted(inrush_postgres::copy_out::reader(from, sql)?, consumed)
-            }
+            Origin::Query { from, sql } => source::counted(
+                inrush_postgres::copy_out::reader(from, sql, false)?,
+                consumed,
+            ),
         };
         let mut splitter = Splitter::new(
             reader,

@@ -257,6 +257,18 @@ impl WorkerPlan {
                 Unit::Block(block) => self
                     .encode_block(work.source, block, &mut resolver, shared.rejects.as_ref())
                     .map(|chunk| send(chunk)),
+                // A query's binary tuples, already in the target's types and column order.
+                Unit::Tuples(block) => Ok(send(Chunk {
+                    data: block.data.clone(),
+                    rows: block.lines,
+                    source: work.source,
+                    located: true,
+                    first_line: block.first_line,
+                    next_line: block.first_line + block.lines,
+                    offset: block.offset,
+                    len: block.data.len(),
+                    rows_index: None,
+                })),
                 Unit::Part(part) => {
                     let sent =
                         self.encode_part(work.source, part, &mut resolver, shared, &mut send);

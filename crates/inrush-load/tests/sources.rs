@@ -319,6 +319,40 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
         if split_by.is_some() {
             assert_eq!(summary.input, "query (3 parts)");
         }
+        assert!(
+            summary.notes.iter().any(|n| n.contains("as CSV")),
+            "{:?}",
+            summary.notes
+        );
+    }
+
+    // The very same types: the source's binary tuples go to the target untouched, in parallel.
+    db.exec(&format!("CREATE TABLE same ({COLUMNS})"));
+    for split_by in [None, Some("id".to_string())] {
+        db.exec("TRUNCATE same");
+        let mut opts = db.load_options(std::path::Path::new("unused"), "same");
+        opts.connections = 3;
+        opts.from_query = Some(QuerySource {
+            from: source.target.clone(),
+            sql: "SELECT note, id, name, amount, flag, tags, doc FROM src".into(),
+            split_by: split_by.clone(),
+        });
+        small_blocks(&mut opts);
+        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        assert!(
+            summary
+                .notes
+                .iter()
+                .any(|n| n.contains("COPY BINARY tuples")),
+            "{:?}",
+            summary.notes
+        );
+        assert_eq!(summary.rows, 3000);
+        assert_eq!(
+            db.rows_as_text("same"),
+            source.rows_as_text("src"),
+            "split by {split_by:?}"
+        );
     }
 }
 

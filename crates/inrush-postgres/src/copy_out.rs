@@ -1,21 +1,26 @@
 //! Reading a query's rows from a source server as a byte stream (`COPY (query) TO STDOUT`),
-//! the "load from cursor" path: the stream is CSV with a header, so it goes through the same
-//! parse, check and encode as a file and every value is read by the target's own rules.
+//! the "load from cursor" path. When every column has the very type of its target column the
+//! stream is COPY BINARY and its tuples go to the target as they are; otherwise it is CSV with
+//! a header, which goes through the same parse, check and encode as a file, so every value is
+//! read by the target's own rules.
 
 use crate::{query_error, quote_ident, ConnectOptions, Result};
 use std::io::{self, Read};
 
-/// The statement that streams `query`'s rows as CSV with a header line.
-pub fn copy_out_statement(query: &str) -> String {
-    format!("COPY ({query}) TO STDOUT (FORMAT csv, HEADER true)")
+/// The statement that streams `query`'s rows: COPY BINARY, or CSV with a header line.
+pub fn copy_out_statement(query: &str, binary: bool) -> String {
+    match binary {
+        true => format!("COPY ({query}) TO STDOUT (FORMAT binary)"),
+        false => format!("COPY ({query}) TO STDOUT (FORMAT csv, HEADER true)"),
+    }
 }
 
 /// Runs `COPY (query) TO STDOUT` on its own connection and thread; the returned reader yields
-/// the CSV bytes as they arrive. A failure after the start (the query errs midway, the
-/// connection drops) comes out of `read` as an error naming the query.
-pub fn reader(from: &ConnectOptions, query: &str) -> Result<Box<dyn Read + Send>> {
+/// the bytes as they arrive. A failure after the start (the query errs midway, the connection
+/// drops) comes out of `read` as an error naming the query.
+pub fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Read + Send>> {
     let mut client = from.connect_blocking()?;
-    let statement = copy_out_statement(query);
+    let statement = copy_out_statement(query, binary);
     // Fail here, with the server's message, when the query does not parse or plan.
     client
         .batch_execute(&format!(

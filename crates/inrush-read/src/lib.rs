@@ -2,13 +2,14 @@
 //! and parse records exactly as PostgreSQL's `COPY ... (FORMAT csv)` would.
 //!
 //! Owns: [`source`] (files, standard input, gzip and zstd by extension, byte counting for
-//! progress), [`csv`] (options, the quote-aware [`csv::Splitter`] and the
+//! progress), [`binary`] (a COPY BINARY stream cut into blocks of whole tuples), [`csv`] (options, the quote-aware [`csv::Splitter`] and the
 //! [`csv::RecordParser`]) and [`generate`] (seeded synthetic data for the demo, benchmarks and
 //! the lab).
 //!
 //! Does not own: what the fields mean (that is `inrush-encode`), threads or channels (that is
 //! `inrush-load`: a splitter is an iterator, a parser a plain struct).
 
+pub mod binary;
 pub mod csv;
 pub mod generate;
 pub mod inputs;
