@@ -2,6 +2,7 @@
 //! blocks of whole tuples, which go to a target's COPY as they are.
 
 use crate::csv::Block;
+use crate::source::read_more;
 use crate::{Error, Result};
 use bytes::{Buf, BytesMut};
 use std::io::Read;
@@ -44,22 +45,8 @@ impl<R: Read> TupleSplitter<R> {
     /// Reads until the buffer holds `n` bytes; false at the end of the stream.
     fn fill_to(&mut self, n: usize) -> Result<bool> {
         while self.buf.len() < n {
-            let len = self.buf.len();
-            self.buf.resize(len + (n - len).max(256 * 1024), 0);
-            let read = loop {
-                match self.reader.read(&mut self.buf[len..]) {
-                    Ok(read) => break read,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(source) => {
-                        self.buf.truncate(len);
-                        return Err(Error::Read {
-                            name: self.name.clone(),
-                            source,
-                        });
-                    }
-                }
-            };
-            self.buf.truncate(len + read);
+            let want = (n - self.buf.len()).max(256 * 1024);
+            let read = read_more(&mut self.reader, &mut self.buf, want, &self.name)?;
             if read == 0 {
                 return Ok(false);
             }

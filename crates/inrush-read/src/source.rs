@@ -130,6 +130,33 @@ pub fn read_range(path: &str, offset: u64, len: usize) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Appends up to `want` bytes read from `reader` to `buf`; returns how many (0 at the end).
+/// `name` is the input's name for the error.
+pub(crate) fn read_more(
+    reader: &mut impl Read,
+    buf: &mut bytes::BytesMut,
+    want: usize,
+    name: &str,
+) -> Result<usize> {
+    let len = buf.len();
+    buf.resize(len + want, 0);
+    let read = loop {
+        match reader.read(&mut buf[len..]) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(source) => {
+                buf.truncate(len);
+                return Err(Error::Read {
+                    name: name.to_string(),
+                    source,
+                });
+            }
+        }
+    };
+    buf.truncate(len + read);
+    Ok(read)
+}
+
 /// Wraps a stream from elsewhere (a query's rows) so its bytes count for progress like a file's.
 pub fn counted<R: Read + Send + 'static>(
     inner: R,

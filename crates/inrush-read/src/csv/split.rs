@@ -239,22 +239,7 @@ impl<R: Read> Splitter<R> {
     /// Reads more input into the buffer; sets `eof` when there is none.
     fn fill(&mut self) -> Result<()> {
         let want = self.block_size.clamp(64 * 1024, 8 * 1024 * 1024);
-        let len = self.buf.len();
-        self.buf.resize(len + want, 0);
-        let read = loop {
-            match self.reader.read(&mut self.buf[len..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(source) => {
-                    self.buf.truncate(len);
-                    return Err(Error::Read {
-                        name: self.name.clone(),
-                        source,
-                    });
-                }
-            }
-        };
-        self.buf.truncate(len + read);
+        let read = crate::source::read_more(&mut self.reader, &mut self.buf, want, &self.name)?;
         if read == 0 {
             self.eof = true;
         }
