@@ -870,95 +870,87 @@ fn start_readers(
             std::thread::Builder::new()
                 .name(format!("inrush-read-{i}"))
                 .spawn(move || {
-                    let mut opened = first.lock().ok().and_then(|mut f| f.take());
+                    let mut pending = first.lock().ok().and_then(|mut f| f.take());
                     let mut index = 0;
                     loop {
+                        let opened = pending.take();
                         if opened.is_none() {
                             index = next.fetch_add(1, Ordering::Relaxed);
                             if index >= sources.list.len() || shared.is_cancelled() {
                                 return;
                             }
-                            if let Some(columns) = sources.passthrough.get() {
-                                let tuples = match sources.open_tuples(
-                                    index,
-                                    columns,
-                                    shared.progress.bytes_read.clone(),
-                                ) {
-                                    Ok(tuples) => tuples,
-                                    Err(e) => return shared.fail(e),
-                                };
-                                for block in tuples {
-                                    let source = index as u32;
-                                    let sent = match block {
-                                        Ok(block) => {
-                                            let unit = Unit::Tuples(block);
-                                            !shared.is_cancelled()
-                                                && work.send(Work { source, unit }).is_ok()
-                                        }
-                                        Err(e) => {
-                                            shared.fail(e.into());
-                                            false
-                                        }
-                                    };
-                                    if !sent {
-                                        return;
-                                    }
-                                }
-                                continue;
-                            }
-                            if let Some(file) = &sources.list[index].arrow {
-                                // Columnar: the workers read the parts themselves.
-                                for part in file.parts() {
-                                    let unit = Unit::Part(part);
-                                    let source = index as u32;
-                                    if shared.is_cancelled()
-                                        || work.send(Work { source, unit }).is_err()
-                                    {
-                                        return;
-                                    }
-                                }
-                                continue;
-                            }
-                            match sources.open(index, shared.progress.bytes_read.clone()) {
-                                Ok(o) => opened = Some(o),
-                                Err(e) => return shared.fail(e),
-                            }
                         }
-                        let Some(source) = opened.take() else {
-                            return;
+                        let consumed = shared.progress.bytes_read.clone();
+                        let skip = skip.clone();
+                        let units =
+                            source_units(&sources, index, opened, &first_header, skip, consumed);
+                        let fed = match units {
+                            Ok(units) => feed(index as u32, units, &shared, &work),
+                            Err(e) => return shared.fail(e),
                         };
-                        if let Err(e) = check_header(&sources, index, &source, &first_header) {
-                            return shared.fail(e);
-                        }
-                        let source_id = index as u32;
-                        let blocks = source.pending.into_iter().map(Ok).chain(source.splitter);
-                        for block in blocks {
-                            let sent = match block {
-                                // Committed by an earlier run of the same load (--resume).
-                                Ok(block) if source_id == 0 && skip.contains(&block.offset) => true,
-                                Ok(block) => {
-                                    let unit = Unit::Block(block);
-                                    !shared.is_cancelled()
-                                        && work
-                                            .send(Work {
-                                                source: source_id,
-                                                unit,
-                                            })
-                                            .is_ok()
-                                }
-                                Err(e) => {
-                                    shared.fail(e.into());
-                                    false
-                                }
-                            };
-                            if !sent {
-                                return;
-                            }
+                        if !fed {
+                            return;
                         }
                     }
                 })
         })
         .collect()
+}
+
+/// The units of work of source `index` (`opened` when it was opened already): a query's
+/// binary tuples, a columnar file's parts, or a text source's blocks, without the blocks an
+/// earlier run committed (`skip`, for source 0 under --resume).
+fn source_units(
+    sources: &Sources,
+    index: usize,
+    opened: Option<Opened>,
+    first_header: &Option<Vec<String>>,
+    skip: Arc<std::collections::HashSet<u64>>,
+    consumed: Arc<std::sync::atomic::AtomicU64>,
+) -> Result<Box<dyn Iterator<Item = Result<Unit>> + Send>> {
+    if let Some(columns) = sources.passthrough.get() {
+        let tuples = sources.open_tuples(index, columns, consumed)?;
+        return Ok(Box::new(tuples.map(|t| Ok(Unit::Tuples(t?)))));
+    }
+    if let Some(file) = &sources.list[index].arrow {
+        // Columnar: the workers read the parts themselves.
+        return Ok(Box::new(
+            file.parts().into_iter().map(|p| Ok(Unit::Part(p))),
+        ));
+    }
+    let opened = match opened {
+        Some(opened) => opened,
+        None => sources.open(index, consumed)?,
+    };
+    check_header(sources, index, &opened, first_header)?;
+    let blocks = opened.pending.into_iter().map(Ok).chain(opened.splitter);
+    let uncommitted = move |block: &inrush_read::Result<inrush_read::csv::Block>| !matches!(block, Ok(b) if index == 0 && skip.contains(&b.offset));
+    Ok(Box::new(
+        blocks.filter(uncommitted).map(|b| Ok(Unit::Block(b?))),
+    ))
+}
+
+/// Sends a source's units to the workers; false when the load stops (cancelled, failed, or
+/// the workers gone).
+fn feed(
+    source: u32,
+    units: impl Iterator<Item = Result<Unit>>,
+    shared: &Shared,
+    work: &flume::Sender<Work>,
+) -> bool {
+    for unit in units {
+        let sent = match unit {
+            Ok(unit) => !shared.is_cancelled() && work.send(Work { source, unit }).is_ok(),
+            Err(e) => {
+                shared.fail(e);
+                false
+            }
+        };
+        if !sent {
+            return false;
+        }
+    }
+    true
 }
 
 /// Every CSV source of a load with headers must name the same columns as the first.
