@@ -237,33 +237,9 @@ fn write_literal(values: &dyn Array, range: Range<usize>, style: Style, out: &mu
         }
         elem.clear();
         value_text(v, j, style, &mut elem);
-        push_element(&elem, out);
+        inrush_encode::push_array_element(&elem, out);
     }
     out.push('}');
-}
-
-/// One array element, double-quoted when `array_in` would otherwise misread it.
-fn push_element(text: &str, out: &mut String) {
-    let quote = text.is_empty()
-        || text.eq_ignore_ascii_case("NULL")
-        || text.bytes().any(|b| {
-            matches!(
-                b,
-                b'"' | b'\\' | b'{' | b'}' | b',' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c
-            )
-        });
-    if !quote {
-        out.push_str(text);
-        return;
-    }
-    out.push('"');
-    for c in text.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
 }
 
 /// A scalar's text form, as PostgreSQL prints the matching type.
@@ -700,23 +676,6 @@ mod tests {
         assert_eq!(d("123", 0), "123");
         assert_eq!(d("123", -2), "12300");
         assert_eq!(d("0", -2), "0");
-    }
-
-    #[test]
-    fn array_elements_are_quoted_when_needed() {
-        let q = |t: &str| {
-            let mut s = String::new();
-            push_element(t, &mut s);
-            s
-        };
-        assert_eq!(q("abc"), "abc");
-        assert_eq!(q(""), "\"\"");
-        assert_eq!(q("null"), "\"null\"");
-        assert_eq!(q("a b"), "\"a b\"");
-        assert_eq!(q("x\"y"), "\"x\\\"y\"");
-        assert_eq!(q("a\\b"), "\"a\\\\b\"");
-        assert_eq!(q("{1}"), "\"{1}\"");
-        assert_eq!(q("é"), "é");
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub mod binary_copy;
 pub mod text_copy;
 pub mod types;
 
-pub use types::{encode_value, EncodeContext};
+pub use types::{encode_value, push_array_element, EncodeContext};
 
 /// Why a value could not be encoded on the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,6 +10,7 @@
 //! its literal text (`1.10` stays `1.10`), `true`/`false` themselves, objects and arrays their
 //! JSON text, and `null` (or a missing key) NULL.
 
+use inrush_encode::push_array_element;
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -142,9 +143,9 @@ fn string(text: &str) -> Result<Cow<'_, str>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Writes a JSON array as a PostgreSQL array literal: elements quoted when they are strings
-/// (with `"` and `\` escaped), `NULL` for null, nested arrays as nested braces, objects as
-/// their quoted JSON text.
+/// Writes a JSON array as a PostgreSQL array literal: strings and objects (as their JSON text)
+/// as elements, quoted where `array_in` needs it; `NULL` for null; nested arrays as nested
+/// braces.
 fn array_literal(raw: &RawValue, out: &mut String) -> Result<(), String> {
     let elements: Vec<&RawValue> = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
     out.push('{');
@@ -156,24 +157,13 @@ fn array_literal(raw: &RawValue, out: &mut String) -> Result<(), String> {
         match text.as_bytes().first() {
             Some(b'n') => out.push_str("NULL"),
             Some(b'[') => array_literal(element, out)?,
-            Some(b'"') => quoted(&string(text)?, out),
-            Some(b'{') => quoted(text, out),
+            Some(b'"') => push_array_element(&string(text)?, out),
+            Some(b'{') => push_array_element(text, out),
             _ => out.push_str(text),
         }
     }
     out.push('}');
     Ok(())
-}
-
-fn quoted(text: &str, out: &mut String) {
-    out.push('"');
-    for c in text.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
 }
 
 /// An object's entries in the order written, values unparsed. Keys are owned: a key with an

@@ -15,6 +15,31 @@ use crate::{EncodeError, Result};
 use inrush_core::ScalarType;
 use std::borrow::Cow;
 
+/// Appends `text` as one element of an array literal (the writer's side of [`split`]),
+/// double-quoted, with `"` and `\\` escaped, when `array_in` would otherwise misread it.
+pub fn push_element(text: &str, out: &mut String) {
+    let quote = text.is_empty()
+        || text.eq_ignore_ascii_case("NULL")
+        || text.bytes().any(|b| {
+            matches!(
+                b,
+                b'"' | b'\\' | b'{' | b'}' | b',' | b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c
+            )
+        });
+    if !quote {
+        out.push_str(text);
+        return;
+    }
+    out.push('"');
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+}
+
 /// The elements of a one-dimensional array literal (`None` is SQL NULL), or `None` when the
 /// literal is not one this module reads.
 fn split(text: &str) -> Option<Vec<Option<Cow<'_, str>>>> {
@@ -176,6 +201,34 @@ pub(crate) fn encode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn array_elements_are_quoted_when_needed() {
+        let q = |t: &str| {
+            let mut s = String::new();
+            push_element(t, &mut s);
+            s
+        };
+        assert_eq!(q("abc"), "abc");
+        assert_eq!(q(""), "\"\"");
+        assert_eq!(q("null"), "\"null\"");
+        assert_eq!(q("a b"), "\"a b\"");
+        assert_eq!(q("x\"y"), "\"x\\\"y\"");
+        assert_eq!(q("a\\b"), "\"a\\\\b\"");
+        assert_eq!(q("{1}"), "\"{1}\"");
+        assert_eq!(q("é"), "é");
+    }
+
+    #[test]
+    fn quoted_elements_read_back_as_they_were() {
+        for text in ["", "null", "a b", "x\"y", "a\\b", "{1}", "plain", " lead"] {
+            let mut literal = String::from("{");
+            push_element(text, &mut literal);
+            literal.push('}');
+            let elements = split(&literal).expect("a literal split reads");
+            assert_eq!(elements, vec![Some(Cow::Borrowed(text))], "{literal}");
+        }
+    }
 
     fn enc(elem: ScalarType, typmod: i32, t: &str) -> Result<String> {
         let mut o = Vec::new();

@@ -14,6 +14,8 @@ mod numeric;
 mod text;
 mod uuid;
 
+pub use array::push_element as push_array_element;
+
 use crate::Result;
 use inrush_core::{ScalarType, ValueType};
 
