@@ -1,9 +1,9 @@
 //! `--create`: the table a load makes from its input. Column names come from the header (JSON
-//! keys, Parquet fields, the query's columns); types from the file's schema, the query's own
-//! types, or, for text, from the values of the first block (a later value that does not fit
-//! is a bad row like any other).
+//! keys, Parquet fields); types from the file's schema or, for text, from the values of the
+//! first block, where a later value that does not fit is a bad row like any other. (A query's
+//! names and types are its own, read by the pipeline.)
 
-use crate::sources::{Opened, Origin, Sources};
+use crate::sources::{Opened, Sources};
 use crate::{Error, Result};
 use inrush_arrow::DataType;
 use inrush_read::csv::Record;
@@ -44,7 +44,8 @@ pub(crate) async fn table_ddl(
     ))
 }
 
-/// Each column's name and type (blocking: a query's types are read on the source server).
+/// Each column's name and type for an input file (a query's come from the source server, see
+/// `inrush_postgres::copy_out::column_types`).
 pub(crate) fn column_types(
     sources: &Sources,
     names: Option<&[String]>,
@@ -52,9 +53,6 @@ pub(crate) fn column_types(
     first: Option<&mut Opened>,
 ) -> Result<Vec<(String, String)>> {
     let source = &sources.list[0];
-    if let Origin::Query { from, sql } = &source.origin {
-        return Ok(inrush_postgres::copy_out::column_types(from, sql)?);
-    }
     let Some(names) = names else {
         return Err(Error::Columns(
             "--create needs column names: a CSV header (--header), JSON lines, Parquet or a query"

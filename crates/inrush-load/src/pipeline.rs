@@ -117,12 +117,16 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let create_sql = match opts.create {
         false => None,
         true => {
-            let columns = crate::create::column_types(
-                &sources,
-                header_names.as_deref(),
-                &projections,
-                first.as_mut(),
-            )?;
+            // A query's columns and types were read already; files are typed from themselves.
+            let columns = match &query_types {
+                Some(types) => types.clone(),
+                None => crate::create::column_types(
+                    &sources,
+                    header_names.as_deref(),
+                    &projections,
+                    first.as_mut(),
+                )?,
+            };
             Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
         }
     };
