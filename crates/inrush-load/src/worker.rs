@@ -715,14 +715,12 @@ impl WorkerPlan {
             data: Bytes::from(data),
         };
         let mut reader = RecordReader::new(self, source, &block.data).ok()?;
+        let block_is_valid = check_encoding(&block.data).is_ok();
         let mut pos = 0;
         let mut seen = 0;
         loop {
             // Rows are counted as the worker counted them: blank JSON lines are not rows.
-            let is_row = matches!(
-                reader.read(pos, check_encoding(&block.data).is_ok()),
-                Ok(Some(_)) | Err(_)
-            );
+            let is_row = matches!(reader.read(pos, block_is_valid), Ok(Some(_)) | Err(_));
             if is_row {
                 if seen == index {
                     return Some(self.locate(source, &block, pos));
