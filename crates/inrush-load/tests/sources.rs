@@ -131,6 +131,18 @@ fn to_jsonl(rows: &[Row]) -> Vec<u8> {
     out
 }
 
+/// Creates `table` with the test's columns and fills it with `rows` by the server's own COPY.
+fn server_table(db: &mut support::TestDb, table: &str, rows: &[Row]) {
+    db.exec(&format!("CREATE TABLE {table} ({COLUMNS})"));
+    db.server_copy(
+        table,
+        &to_csv(rows, false, false),
+        &CsvOptions::default(),
+        None,
+    )
+    .unwrap();
+}
+
 fn small_blocks(opts: &mut inrush_load::LoadOptions) {
     // Many blocks from few rows: every source is cut, and blocks of different sources mix.
     opts.block_size = 2048;
@@ -187,17 +199,9 @@ fn a_directory_of_mixed_files_loads_like_copy_of_each() {
 #[test]
 fn json_lines_load_like_copy_of_the_same_rows_as_csv() {
     let mut db = fresh_db();
-    db.exec(&format!(
-        "CREATE TABLE expected ({COLUMNS}); CREATE TABLE t ({COLUMNS})"
-    ));
+    db.exec(&format!("CREATE TABLE t ({COLUMNS})"));
     let rows = rows(2000, 7);
-    db.server_copy(
-        "expected",
-        &to_csv(&rows, false, false),
-        &CsvOptions::default(),
-        None,
-    )
-    .unwrap();
+    server_table(&mut db, "expected", &rows);
     let (_dir, path) = write_input(&to_jsonl(&rows), "jsonl");
     let mut opts = db.load_options(&path, "t");
     small_blocks(&mut opts);
@@ -278,16 +282,8 @@ fn bad_json_lines_go_to_the_reject_file_with_their_line() {
 fn a_query_on_another_server_loads_like_copy_of_its_rows() {
     let mut source = fresh_db();
     let mut db = fresh_db();
-    source.exec(&format!("CREATE TABLE src ({COLUMNS})"));
     let rows = rows(3000, 11);
-    source
-        .server_copy(
-            "src",
-            &to_csv(&rows, false, false),
-            &CsvOptions::default(),
-            None,
-        )
-        .unwrap();
+    server_table(&mut source, "src", &rows);
     source.exec("UPDATE src SET id = NULL WHERE id % 500 = 3");
     // The target's types differ (bigint id, varchar name): values are read by its rules.
     db.exec(
@@ -422,17 +418,9 @@ fn to_parquet(rows: &[Row], group: usize, path: &std::path::Path) {
 #[test]
 fn parquet_loads_like_copy_of_the_same_rows_as_csv() {
     let mut db = fresh_db();
-    db.exec(&format!(
-        "CREATE TABLE expected ({COLUMNS}); CREATE TABLE t ({COLUMNS})"
-    ));
+    db.exec(&format!("CREATE TABLE t ({COLUMNS})"));
     let rows = rows(3000, 5);
-    db.server_copy(
-        "expected",
-        &to_csv(&rows, false, false),
-        &CsvOptions::default(),
-        None,
-    )
-    .unwrap();
+    server_table(&mut db, "expected", &rows);
     let dir = tempfile::tempdir().unwrap();
     // Two files, several row groups each; rows of one part go out in several chunks.
     to_parquet(&rows[..1800], 700, &dir.path().join("a.parquet"));
@@ -538,15 +526,7 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
     std::fs::write(&jsonl_path, to_jsonl(&rows)).unwrap();
     let parquet_path = dir.path().join("in.parquet");
     to_parquet(&rows, 400, &parquet_path);
-    source.exec(&format!("CREATE TABLE src ({COLUMNS})"));
-    source
-        .server_copy(
-            "src",
-            &to_csv(&rows, false, false),
-            &CsvOptions::default(),
-            None,
-        )
-        .unwrap();
+    server_table(&mut source, "src", &rows);
     let types = |db: &mut support::TestDb, table: &str| -> Vec<String> {
         db.client
             .query(

@@ -10,6 +10,15 @@ fn inrush(args: &[&str]) -> std::process::Output {
         .expect("run inrush")
 }
 
+/// A throwaway PostgreSQL for one test (stopped when dropped).
+fn private_server() -> inrush_postgres::PrivateServer {
+    inrush_postgres::PrivateServer::start(&inrush_postgres::ServerOptions {
+        unsafe_fast: true,
+        ..Default::default()
+    })
+    .expect("private server")
+}
+
 #[test]
 fn usage_errors_exit_2() {
     let out = inrush(&["load", "x.csv", "--table", "t", "--delimiter", "ab"]);
@@ -61,15 +70,10 @@ fn demo_runs_end_to_end_and_reports_json() {
 /// file:line for a bad row, with nothing committed.
 #[test]
 fn load_from_stdin_reports_json_and_bad_input_exits_4() {
-    use inrush_postgres::{PrivateServer, ServerOptions};
     use std::io::Write;
     use std::process::Stdio;
 
-    let server = PrivateServer::start(&ServerOptions {
-        unsafe_fast: true,
-        ..Default::default()
-    })
-    .expect("private server");
+    let server = private_server();
     let target = server.connect_options("postgres");
     target
         .execute_blocking("CREATE TABLE t (id int, name text)")
@@ -205,13 +209,7 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
 /// table `gen` prints to the same rows, row for row.
 #[test]
 fn generated_rows_load_the_same_from_every_format() {
-    use inrush_postgres::{PrivateServer, ServerOptions};
-
-    let server = PrivateServer::start(&ServerOptions {
-        unsafe_fast: true,
-        ..Default::default()
-    })
-    .expect("private server");
+    let server = private_server();
     let target = server.connect_options("postgres");
     let conninfo = server.conninfo("postgres");
     let dir = tempfile::tempdir().unwrap();
