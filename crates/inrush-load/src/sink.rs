@@ -53,9 +53,9 @@ pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared)
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
 struct Ledger {
-    entries: Vec<(u64, u32, u64, u64, usize)>, // (first row, source, first line, offset, len)
-    /// Per entry: its chunk knows the input position of its rows.
-    located: Vec<bool>,
+    /// (first row, source, first line, offset, len, whether the chunk knows where its rows
+    /// came from).
+    entries: Vec<(u64, u32, u64, u64, usize, bool)>,
     rows: u64,
 }
 
@@ -67,24 +67,20 @@ impl Ledger {
             chunk.first_line,
             chunk.offset,
             chunk.len,
+            chunk.located,
         ));
-        self.located.push(chunk.located);
         self.rows += chunk.rows;
     }
 
     /// The chunk holding 1-based stream row `row`, and the row's index inside it; `None` for
     /// a chunk of sorted rows, which no longer knows where its rows came from.
-    fn find(&self, row: u64) -> Option<((u64, u32, u64, u64, usize), u64)> {
+    fn find(&self, row: u64) -> Option<((u64, u32, u64, u64, usize, bool), u64)> {
         let at = self
             .entries
             .partition_point(|e| e.0 <= row)
             .checked_sub(1)?;
         let entry = self.entries[at];
-        self.located
-            .get(at)
-            .copied()
-            .unwrap_or(false)
-            .then_some((entry, row - entry.0))
+        entry.5.then_some((entry, row - entry.0))
     }
 }
 
@@ -122,7 +118,6 @@ pub(crate) async fn run(
     futures_util::pin_mut!(sink);
     let mut ledger = Ledger {
         entries: Vec::new(),
-        located: Vec::new(),
         rows: 0,
     };
     let streamed: Result<u64, tokio_postgres::Error> = async {
@@ -169,7 +164,7 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
         .map(str::to_string)
         .or_else(|| db.where_().and_then(column_in_error_context));
     let location = row.and_then(|row| ledger.find(row)).map(
-        |((_, source, first_line, offset, len), index)| {
+        |((_, source, first_line, offset, len, _), index)| {
             let location = plan
                 .locate_row(source, first_line, offset, len, index)
                 .unwrap_or_else(|| plan.chunk_location(source, first_line));
@@ -210,7 +205,6 @@ mod tests {
     fn ledger_finds_the_chunk_of_a_row() {
         let mut ledger = Ledger {
             entries: Vec::new(),
-            located: Vec::new(),
             rows: 0,
         };
         for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
@@ -262,7 +256,6 @@ pub(crate) async fn run_resumable(
         };
         let mut ledger = Ledger {
             entries: Vec::new(),
-            located: Vec::new(),
             rows: 0,
         };
         ledger.record(&chunk);

@@ -739,29 +739,33 @@ impl WorkerPlan {
 /// after the last one read starts (also after a bad record).
 struct RecordReader<'a> {
     data: &'a [u8],
-    csv: Option<(BlockParser<'a>, &'a RecordParser)>,
-    jsonl: Option<&'a JsonLineParser>,
+    syntax: Syntax<'a>,
     rec: Record,
     json: JsonFields<'a>,
     next: usize,
 }
 
+/// How the records of one block are written.
+enum Syntax<'a> {
+    Csv(BlockParser<'a>, &'a RecordParser),
+    Jsonl(&'a JsonLineParser),
+}
+
 impl<'a> RecordReader<'a> {
     fn new(plan: &'a WorkerPlan, source: u32, data: &'a [u8]) -> Result<Self> {
-        let (csv, jsonl) = match &plan.decode {
+        let syntax = match &plan.decode {
             Decode::Csv => {
                 let parser = plan
                     .source(source)
                     .parser()
                     .ok_or_else(|| Error::Internal("a block from a source never opened".into()))?;
-                (Some((parser.block(data), parser)), None)
+                Syntax::Csv(parser.block(data), parser)
             }
-            Decode::Jsonl(parser) => (None, Some(parser)),
+            Decode::Jsonl(parser) => Syntax::Jsonl(parser),
         };
         Ok(RecordReader {
             data,
-            csv,
-            jsonl,
+            syntax,
             rec: Record::default(),
             json: Vec::new(),
             next: 0,
@@ -772,21 +776,24 @@ impl<'a> RecordReader<'a> {
     /// `block_is_valid`: the whole block is known to be UTF-8 without NUL.
     fn read(&mut self, start: usize, block_is_valid: bool) -> Result<Option<Fields<'_>>, String> {
         let data = self.data;
-        if let Some((block, parser)) = &self.csv {
-            self.next = match block.parse(start, &mut self.rec) {
-                Ok(next) => next,
-                Err(e) => {
-                    self.next = parser.record_end(data, start);
-                    return Err(e.to_string());
+        let parser = match &self.syntax {
+            Syntax::Jsonl(parser) => *parser,
+            Syntax::Csv(block, parser) => {
+                self.next = match block.parse(start, &mut self.rec) {
+                    Ok(next) => next,
+                    Err(e) => {
+                        self.next = parser.record_end(data, start);
+                        return Err(e.to_string());
+                    }
+                };
+                if !block_is_valid {
+                    if let Err(bad) = check_encoding(&data[start..self.next]) {
+                        return Err(encoding_reason(&data[start + bad..]));
+                    }
                 }
-            };
-            if !block_is_valid {
-                if let Err(bad) = check_encoding(&data[start..self.next]) {
-                    return Err(encoding_reason(&data[start + bad..]));
-                }
+                return Ok(Some(Fields::Csv(&self.rec)));
             }
-            return Ok(Some(Fields::Csv(&self.rec)));
-        }
+        };
         let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i);
         self.next = (end + 1).min(data.len());
         let line = &data[start..end];
@@ -800,7 +807,6 @@ impl<'a> RecordReader<'a> {
         if line.trim().is_empty() {
             return Ok(None);
         }
-        let parser = self.jsonl.ok_or_else(|| "no JSON parser".to_string())?;
         match parser.parse(line, &mut self.json) {
             Ok(()) => Ok(Some(Fields::Jsonl(&self.json))),
             Err(e) => Err(match e.key {
@@ -812,7 +818,9 @@ impl<'a> RecordReader<'a> {
 
     /// After an encoding error in a CSV record: the first field that is not UTF-8 or has a NUL.
     fn bad_field(&self) -> Option<usize> {
-        self.csv.as_ref()?;
+        if !matches!(self.syntax, Syntax::Csv(..)) {
+            return None;
+        }
         (0..self.rec.len()).find(|&i| {
             self.rec
                 .field(self.data, i)
@@ -822,9 +830,10 @@ impl<'a> RecordReader<'a> {
 
     /// Whether a bad record's bytes leave a CSV quote open (so its reject line needs closing).
     fn leaves_quote_open(&self, raw: &[u8]) -> bool {
-        self.csv
-            .as_ref()
-            .is_some_and(|(_, parser)| parser.leaves_quote_open(raw))
+        match &self.syntax {
+            Syntax::Csv(_, parser) => parser.leaves_quote_open(raw),
+            Syntax::Jsonl(_) => false,
+        }
     }
 }
 
