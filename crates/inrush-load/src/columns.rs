@@ -24,16 +24,8 @@ pub fn map_columns(
     };
     let mut mapped: Vec<TargetColumn> = Vec::with_capacity(names.len());
     for name in &names {
-        let column = table.columns.iter().find(|c| &c.name == name).or_else(|| {
-            let mut folded = table
-                .columns
-                .iter()
-                .filter(|c| c.name.eq_ignore_ascii_case(name));
-            match (folded.next(), folded.next()) {
-                (Some(c), None) => Some(c),
-                _ => None,
-            }
-        });
+        let column = position_by_name(table.columns.iter().map(|c| c.name.as_str()), name)
+            .map(|i| &table.columns[i]);
         let Some(column) = column else {
             return Err(Error::Columns(format!(
                 "column {name:?} named by {source} is not a column of {} (it has: {})",
@@ -55,6 +47,23 @@ pub fn map_columns(
         mapped.push(column.clone());
     }
     Ok(mapped)
+}
+
+/// Where `name` is among `names`: an exact match, else the one case-insensitive match (none
+/// when several differ only in case).
+pub(crate) fn position_by_name<'n>(
+    names: impl Iterator<Item = &'n str> + Clone,
+    name: &str,
+) -> Option<usize> {
+    names.clone().position(|n| n == name).or_else(|| {
+        let mut folded = names
+            .enumerate()
+            .filter(|(_, n)| n.eq_ignore_ascii_case(name));
+        match (folded.next(), folded.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    })
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! lines, plain or compressed), standard input, or a query streamed from another server.
 //! Every source has its own splitter, line ending and line numbers; all feed the same workers.
 
+use crate::columns::position_by_name;
 use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
 use inrush_arrow::{ArrowFile, Part};
@@ -277,18 +278,7 @@ impl Sources {
             let projection = names
                 .iter()
                 .map(|name| {
-                    let exact = fields.iter().position(|f| f == name);
-                    let folded = || {
-                        let mut hits = fields
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, f)| f.eq_ignore_ascii_case(name));
-                        match (hits.next(), hits.next()) {
-                            (Some((i, _)), None) => Some(i),
-                            _ => None,
-                        }
-                    };
-                    exact.or_else(folded).ok_or_else(|| {
+                    position_by_name(fields.iter().map(String::as_str), name).ok_or_else(|| {
                         Error::Columns(format!(
                             "{} has no column {name:?} (it has: {})",
                             source.name,
