@@ -476,7 +476,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                                 }
                                 None => {
                                     sink::run(
-                                        client, &prelude, statement, format, chunks, shared, plan,
+                                        client, prelude, statement, format, chunks, shared, plan,
                                     )
                                     .await
                                 }

@@ -53,34 +53,44 @@ pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared)
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
 struct Ledger {
-    /// (first row, source, first line, offset, len, whether the chunk knows where its rows
-    /// came from).
-    entries: Vec<(u64, u32, u64, u64, usize, bool)>,
+    entries: Vec<LedgerEntry>,
     rows: u64,
+}
+
+/// One chunk sent: its first row in the COPY stream, and where its rows came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LedgerEntry {
+    first_row: u64,
+    source: u32,
+    first_line: u64,
+    offset: u64,
+    len: usize,
+    /// False for a chunk of sorted rows, which no longer knows where its rows came from.
+    located: bool,
 }
 
 impl Ledger {
     fn record(&mut self, chunk: &Chunk) {
-        self.entries.push((
-            self.rows + 1,
-            chunk.source,
-            chunk.first_line,
-            chunk.offset,
-            chunk.len,
-            chunk.located,
-        ));
+        self.entries.push(LedgerEntry {
+            first_row: self.rows + 1,
+            source: chunk.source,
+            first_line: chunk.first_line,
+            offset: chunk.offset,
+            len: chunk.len,
+            located: chunk.located,
+        });
         self.rows += chunk.rows;
     }
 
     /// The chunk holding 1-based stream row `row`, and the row's index inside it; `None` for
     /// a chunk of sorted rows, which no longer knows where its rows came from.
-    fn find(&self, row: u64) -> Option<((u64, u32, u64, u64, usize, bool), u64)> {
+    fn find(&self, row: u64) -> Option<(LedgerEntry, u64)> {
         let at = self
             .entries
-            .partition_point(|e| e.0 <= row)
+            .partition_point(|e| e.first_row <= row)
             .checked_sub(1)?;
         let entry = self.entries[at];
-        entry.5.then_some((entry, row - entry.0))
+        entry.located.then_some((entry, row - entry.first_row))
     }
 }
 
@@ -163,17 +173,15 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
         .column()
         .map(str::to_string)
         .or_else(|| db.where_().and_then(column_in_error_context));
-    let location = row.and_then(|row| ledger.find(row)).map(
-        |((_, source, first_line, offset, len, _), index)| {
-            let location = plan
-                .locate_row(source, first_line, offset, len, index)
-                .unwrap_or_else(|| plan.chunk_location(source, first_line));
-            match &column {
-                Some(c) => location.field(c.clone(), None),
-                None => location,
-            }
-        },
-    );
+    let location = row.and_then(|row| ledger.find(row)).map(|(e, index)| {
+        let location = plan
+            .locate_row(e.source, e.first_line, e.offset, e.len, index)
+            .unwrap_or_else(|| plan.chunk_location(e.source, e.first_line));
+        match &column {
+            Some(c) => location.field(c.clone(), None),
+            None => location,
+        }
+    });
     let mut message = db.message().to_string();
     if let Some(detail) = db.detail() {
         message.push_str(&format!(" ({detail})"));
@@ -220,9 +228,15 @@ mod tests {
                 rows_index: None,
             });
         }
-        assert_eq!(ledger.find(1).map(|(e, i)| (e.2, i)), Some((1, 0)));
-        assert_eq!(ledger.find(4).map(|(e, i)| (e.2, i)), Some((10, 0)));
-        assert_eq!(ledger.find(9).map(|(e, i)| (e.2, i)), Some((20, 3)));
+        assert_eq!(ledger.find(1).map(|(e, i)| (e.first_line, i)), Some((1, 0)));
+        assert_eq!(
+            ledger.find(4).map(|(e, i)| (e.first_line, i)),
+            Some((10, 0))
+        );
+        assert_eq!(
+            ledger.find(9).map(|(e, i)| (e.first_line, i)),
+            Some((20, 3))
+        );
         assert_eq!(ledger.find(0), None);
     }
 

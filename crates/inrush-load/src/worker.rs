@@ -56,8 +56,18 @@ struct ChunkRows {
     part: usize,
     /// The row number of the chunk's first row.
     first_row: Option<u64>,
-    index: Option<(Vec<u8>, Vec<u32>, Vec<(u32, u32)>, Vec<u64>)>,
+    index: Option<PartIndex>,
     capacity: usize,
+}
+
+/// A [`RowsIndex`] being built for a columnar chunk: its rows as CSV, where each tuple and
+/// row is, and each row's number in its file.
+#[derive(Default)]
+struct PartIndex {
+    block: Vec<u8>,
+    tuples: Vec<u32>,
+    records: Vec<(u32, u32)>,
+    numbers: Vec<u64>,
 }
 
 impl ChunkRows {
@@ -77,12 +87,12 @@ impl ChunkRows {
     fn push(&mut self, tuple_start: u32, row_number: u64, csv: impl FnOnce() -> Vec<u8>) {
         self.rows += 1;
         self.first_row.get_or_insert(row_number);
-        if let Some((block, tuples, records, numbers)) = &mut self.index {
-            let start = block.len() as u32;
-            block.extend_from_slice(&csv());
-            tuples.push(tuple_start);
-            records.push((start, block.len() as u32));
-            numbers.push(row_number);
+        if let Some(index) = &mut self.index {
+            let start = index.block.len() as u32;
+            index.block.extend_from_slice(&csv());
+            index.tuples.push(tuple_start);
+            index.records.push((start, index.block.len() as u32));
+            index.numbers.push(row_number);
         }
     }
 
@@ -101,11 +111,11 @@ impl ChunkRows {
             next_line: next_row + 1,
             offset: self.part as u64,
             len: 0,
-            rows_index: index.map(|(block, tuples, records, numbers)| RowsIndex {
-                block: Bytes::from(block),
-                tuples,
-                records,
-                row_numbers: Some(numbers),
+            rows_index: index.map(|index| RowsIndex {
+                block: Bytes::from(index.block),
+                tuples: index.tuples,
+                records: index.records,
+                row_numbers: Some(index.numbers),
             }),
         }
     }
@@ -256,7 +266,7 @@ impl WorkerPlan {
             let done = match &work.unit {
                 Unit::Block(block) => self
                     .encode_block(work.source, block, &mut resolver, shared.rejects.as_ref())
-                    .map(|chunk| send(chunk)),
+                    .map(&mut send),
                 // A query's binary tuples, already in the target's types and column order.
                 Unit::Tuples(block) => Ok(send(Chunk {
                     data: block.data.clone(),
