@@ -709,8 +709,9 @@ impl WorkerPlan {
         index: u64,
     ) -> Option<Location> {
         let input = self.source(source);
-        if input.arrow.is_some() {
-            // Without rejects no row of a columnar chunk was left out: rows are consecutive.
+        if input.arrow.is_some() || self.sources.passthrough.get().is_some() {
+            // Columnar parts without rejects, and a query's binary tuples, hold consecutive
+            // rows numbered from the chunk's first.
             return Some(Location::row(input.name.clone(), first_line + index));
         }
         if !input.seekable {

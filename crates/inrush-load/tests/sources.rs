@@ -350,6 +350,19 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
             "split by {split_by:?}"
         );
     }
+    // A row the target refuses is named by its row in the query's stream.
+    db.exec("TRUNCATE same; ALTER TABLE same ADD CHECK (id <> 1234)");
+    let mut opts = db.load_options(std::path::Path::new("unused"), "same");
+    opts.from_query = Some(QuerySource {
+        from: source.target.clone(),
+        sql: "SELECT * FROM src ORDER BY id NULLS FIRST".into(),
+        split_by: None,
+    });
+    small_blocks(&mut opts);
+    let row = source.count("src WHERE id IS NULL OR id < 1234") + 1;
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("query, row {row}")), "{e}");
+    assert!(e.contains("violates check constraint"), "{e}");
 }
 
 /// The rows as a Parquet file in row groups of `group` rows (several parts, several chunks).
