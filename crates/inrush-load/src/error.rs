@@ -10,6 +10,13 @@ pub enum Error {
     /// A Parquet or Arrow input could not be read, or a column cannot take its Arrow type.
     #[error(transparent)]
     Arrow(#[from] inrush_arrow::Error),
+    /// Options that cannot work together, or cannot work on this input or table; refused
+    /// before anything is changed.
+    #[error("{0}")]
+    Usage(String),
+    /// Something else holds what the load needs (another load of the table).
+    #[error("{0}")]
+    Busy(String),
     /// The input does not fit the table (unknown header column, duplicate column...).
     #[error("{0}")]
     Columns(String),
@@ -69,6 +76,13 @@ pub enum Error {
         message: String,
         rows_undone: u64,
     },
+    /// Two connections of the load wait on each other (see `watch`): nothing was committed.
+    #[error("connection {waiting} of {connections} waits for a row that connection {holding} of the same load wrote and has not committed (their transactions end together, so neither can finish): a key that occurs twice in the input while the table's unique index is kept, or a trigger that updates a shared row. Everything was rolled back. --max-errors sends each duplicate key to the reject file; --connections 1 loads in one transaction")]
+    SelfBlocked {
+        waiting: usize,
+        holding: usize,
+        connections: usize,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -82,6 +96,7 @@ impl Error {
                 | Error::TooManyRejects { .. }
                 | Error::UniqueViolated { .. }
                 | Error::ServerRefused { .. }
+                | Error::SelfBlocked { .. }
                 | Error::Columns(_)
                 | Error::Read(inrush_read::Error::Record { .. })
                 | Error::Arrow(inrush_arrow::Error::Incompatible { .. })

@@ -20,7 +20,9 @@
 pub mod columns;
 mod create;
 mod error;
+mod interrupt;
 mod options;
+mod order;
 pub mod pipeline;
 pub mod plan;
 mod rejects;
@@ -29,9 +31,11 @@ mod sort;
 mod sources;
 mod staging;
 pub mod summary;
+mod watch;
 mod worker;
 
 pub use error::{Error, Result};
+pub use interrupt::{Interrupt, Signalled};
 pub use options::{LoadOptions, OnConflict, QuerySource};
 pub use pipeline::load;
 pub use plan::{LoadPlan, PlanOptions};

@@ -48,8 +48,9 @@ pub struct LoadOptions {
     pub table_lock: bool,
     /// Read, parse and check every row against the table, but load nothing (`--check`).
     pub check_only: bool,
-    /// Set from outside (a signal handler) to stop the load: everything is rolled back.
-    pub interrupt: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set from outside (a signal handler) to stop the load; says what stopping means in the
+    /// phase the load is in.
+    pub interrupt: std::sync::Arc<crate::Interrupt>,
 }
 
 impl LoadOptions {
@@ -78,6 +79,94 @@ impl LoadOptions {
             on_conflict: OnConflict::Error,
             table_lock: false,
             plan: crate::PlanOptions::default(),
+        }
+    }
+}
+
+impl LoadOptions {
+    /// Refuses options that cannot work together, before anything is read or changed: each
+    /// message names the options and says why. Called by [`crate::load`]; callers that want
+    /// the refusal earlier (the CLI) may call it first.
+    pub fn validate(&self) -> crate::Result<()> {
+        let conflict = |a: &str, b: &str, why: &str| {
+            Err(crate::Error::Usage(format!("{a} cannot be combined with {b}: {why}")))
+        };
+        let on_conflict = self.on_conflict != OnConflict::Error;
+        if self.workers == 0 || self.connections == 0 {
+            return Err(crate::Error::Usage(
+                "--workers and --connections must be at least 1".into(),
+            ));
+        }
+        if self.create {
+            let made_new = "--create makes a new table, loaded in one transaction";
+            if self.resume {
+                return conflict("--create", "--resume", made_new);
+            }
+            if self.truncate {
+                return conflict("--create", "--truncate", made_new);
+            }
+            if on_conflict {
+                return conflict("--create", "--on-conflict", made_new);
+            }
+        }
+        if self.resume {
+            let by_block = "--resume commits the input block by block";
+            if self.truncate {
+                return conflict("--resume", "--truncate", &format!("{by_block}, so a rerun would empty the table again (truncate first, then load with --resume)"));
+            }
+            if self.table_lock {
+                return conflict("--resume", "--table-lock", &format!("{by_block}, and a lock lasts one transaction"));
+            }
+            if on_conflict {
+                return conflict("--resume", "--on-conflict", "--on-conflict merges the whole input in one transaction at the end");
+            }
+            if self.check_only {
+                return conflict("--resume", "--check", "--check loads nothing, so there is nothing to resume");
+            }
+            if self.from_query.is_some() {
+                return conflict("--resume", "--from-query", "a query cannot be read again from where it stopped");
+            }
+            if self.inputs.len() != 1 || self.inputs[0] == "-" {
+                return conflict("--resume", "several inputs or standard input", "a rerun must read the very same file again");
+            }
+        }
+        if on_conflict && self.truncate {
+            return conflict("--on-conflict", "--truncate", "an emptied table has no rows to conflict with (--truncate alone refuses duplicate keys)");
+        }
+        let keeps_keys = if self.max_errors > 0 {
+            Some("--max-errors")
+        } else if self.resume {
+            Some("--resume")
+        } else if on_conflict {
+            Some("--on-conflict")
+        } else {
+            None
+        };
+        if let (true, Some(other)) = (self.plan.rebuild_unique, keeps_keys) {
+            return conflict("--rebuild-unique", other, "the keys must be checked during the load, row by row, so they are kept");
+        }
+        if self.plan.rebuild_unique && !self.plan.rebuild_indexes {
+            return conflict("--rebuild-unique", "--keep-indexes", "one rebuilds keys after the load, the other keeps every index");
+        }
+        if self.rejects.is_some() && self.max_errors == 0 {
+            return Err(crate::Error::Usage(
+                "--rejects names the reject file of --max-errors: give --max-errors N too (without it the first bad row stops the load)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why the load keeps primary keys and unique constraints whatever the plan's size rule
+    /// says, if it must.
+    pub(crate) fn keeps_unique(&self) -> Option<&'static str> {
+        if self.max_errors > 0 {
+            Some("--max-errors: the server names each duplicate key, which goes to the reject file")
+        } else if self.resume {
+            Some("--resume commits block by block: a key rebuilt after the load could not undo it")
+        } else if self.on_conflict != OnConflict::Error {
+            Some("--on-conflict finds conflicts through it")
+        } else {
+            None
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
-use crate::sort;
+use crate::{order, sort, watch};
 use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
@@ -47,6 +47,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    pub fn new(progress: Arc<Progress>, rejects: Option<Rejects>) -> Self {
+        Shared {
+            cancelled: AtomicBool::new(false),
+            first_error: Mutex::new(None),
+            progress,
+            rejects,
+        }
+    }
+
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }
@@ -73,13 +82,8 @@ impl Shared {
 pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> {
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
+    opts.validate()?;
     let runtime = runtime()?;
-    if opts.create && (opts.resume || opts.truncate || opts.on_conflict != OnConflict::Error) {
-        return Err(Error::Columns(
-            "--create makes a new table: --resume, --truncate and --on-conflict do not apply"
-                .into(),
-        ));
-    }
     let progress = Arc::new(Progress::default());
     let sources = Arc::new(Sources::from_options(opts)?);
     progress
@@ -130,7 +134,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
         }
     };
-    let (session, table) = runtime.block_on(async {
+    let (session, table, owns_definitions) = runtime.block_on(async {
         let session = SessionInfo::read(&control).await?;
         if let Some(sql) = &create_sql {
             control
@@ -139,10 +143,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 .map_err(inrush_postgres::query_error(sql.as_str()))?;
         }
         let table = TableInfo::read(&control, &opts.table).await?;
-        // Definitions a load that died left in the journal come back before anything else.
-        let leftovers = match create_sql {
-            Some(_) => Vec::new(),
-            None => ddl::pending(&control, Some(table.oid)).await?,
+        // A new table is this load's alone; another table's definitions may be another load's.
+        let owns_definitions = create_sql.is_some() || ddl::claim(&control, table.oid).await?;
+        // Definitions a load that died left in the journal come back before anything else
+        // (a live load's are its own business).
+        let leftovers = match (&create_sql, owns_definitions) {
+            (None, true) => ddl::pending(&control, Some(table.oid)).await?,
+            _ => Vec::new(),
         };
         if !leftovers.is_empty() {
             tracing::warn!(
@@ -152,8 +159,14 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             );
             ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
         }
-        Ok::<_, inrush_postgres::Error>((session, table))
+        Ok::<_, inrush_postgres::Error>((session, table, owns_definitions))
     })?;
+    if !owns_definitions && opts.plan.disable_triggers && !opts.check_only {
+        return Err(Error::Busy(format!(
+            "another inrush load (or `inrush recover`) of {} is running and holds its definitions: --disable-triggers must wait until it ends",
+            table.qualified()
+        )));
+    }
 
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let columns = map_columns(&table, explicit, header_names.as_deref())?;
@@ -176,7 +189,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             let identity = input_identity(&sources, opts.block_size, table.oid)?;
             let committed = runtime.block_on(ledger::open(&control, &identity))?;
             let first = first.as_mut().ok_or_else(|| {
-                Error::Columns("--resume works on CSV and JSON lines, not columnar files".into())
+                Error::Usage("--resume works on CSV and JSON lines, not columnar files".into())
             })?;
             let position = first.splitter.position();
             let (offset, line) = ledger::resume_point(&committed, position);
@@ -225,11 +238,6 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     // commits touch only it), then one transaction merges it into the table and drops it.
     let staging = match opts.on_conflict {
         OnConflict::Error => None,
-        _ if opts.resume || opts.truncate => {
-            return Err(Error::Columns(
-                "--on-conflict cannot be combined with --resume or --truncate".into(),
-            ))
-        }
         mode => Some(runtime.block_on(Staging::create(&control, &table, &columns, mode))?),
     };
     // A query whose columns have the very types of the target's (and no OIDs in their binary
@@ -307,7 +315,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
 
     let plan_options = crate::PlanOptions {
-        keep_unique: opts.on_conflict != OnConflict::Error,
+        keep_unique: opts.keeps_unique(),
+        // Another load owns the definitions: this one changes none of them.
+        rebuild_indexes: opts.plan.rebuild_indexes && owns_definitions,
         ..opts.plan
     };
     let mut load_plan = runtime.block_on(decide_plan(
@@ -317,6 +327,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         plan_options,
         opts.truncate || opts.create,
     ))?;
+    if !owns_definitions {
+        load_plan.rule = format!(
+            "indexes and keys are kept: another inrush load (or `inrush recover`) of {} is running and holds its definitions",
+            table.qualified()
+        );
+    }
     if create_sql.is_some() {
         runtime
             .block_on(control.batch_execute("ROLLBACK"))
@@ -342,6 +358,23 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
         ));
     }
+    // One transaction per connection: a load that must be one transaction has one.
+    let mut connections = match (
+        opts.check_only,
+        opts.truncate || opts.table_lock || opts.create,
+    ) {
+        (true, _) => 0,
+        (false, true) => 1,
+        (false, false) => opts.connections.max(1),
+    };
+    // With rejects allowed, the server refuses the second occurrence of a key: which one that
+    // is must not depend on which connection got there first, and two connections holding the
+    // same key would wait on each other. One connection then, fed in the input's order.
+    if opts.max_errors > 0 && connections > 1 && load_plan.checks_keys_during_load() {
+        connections = 1;
+        notes.push("--max-errors with a unique key: one connection, rows in input order, so every occurrence of a key after the first goes to the reject file".into());
+    }
+    let ordered = opts.max_errors > 0 && connections == 1;
     let inspected = Instant::now();
     let (to_rebuild, to_readd, to_disable) = match opts.check_only {
         true => (Vec::new(), Vec::new(), Vec::new()),
@@ -360,7 +393,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             &to_readd,
             &to_disable,
         )) {
-            Ok(dropped) => dropped,
+            Ok(dropped) => {
+                opts.interrupt.dropped(!dropped.is_empty());
+                dropped
+            }
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
                 notes.push(format!("indexes and foreign keys kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
@@ -372,35 +408,31 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let streamed = (|| -> Result<(LoadSummary, Vec<i64>)> {
         let wal_before = runtime.block_on(SessionInfo::wal_lsn(&control));
-        let connections = match (
-            opts.check_only,
-            opts.truncate || opts.table_lock || opts.create,
-        ) {
-            (true, _) => 0,
-            (false, true) => 1,
-            (false, false) => opts.connections.max(1),
-        };
-        let sinks = runtime.block_on(async {
-            let connects = (0..connections).map(|_| opts.target.connect());
-            futures_util::future::try_join_all(connects).await
+        let (sinks, sessions) = runtime.block_on(async {
+            let connects = (0..connections).map(|_| async {
+                let client = opts.target.connect().await?;
+                let session = watch::Session::of(&client).await?;
+                Ok::<_, inrush_postgres::Error>((client, session))
+            });
+            let connected = futures_util::future::try_join_all(connects).await?;
+            Ok::<_, inrush_postgres::Error>(connected.into_iter().unzip::<_, _, Vec<_>, Vec<_>>())
         })?;
+        if resume.is_some() {
+            opts.interrupt.resumable();
+        }
 
         reporter.phase(Phase::Load);
-        let shared = Arc::new(Shared {
-            cancelled: AtomicBool::new(false),
-            first_error: Mutex::new(None),
-            progress: progress.clone(),
-            rejects,
-        });
+        let shared = Arc::new(Shared::new(progress.clone(), rejects));
         let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
         let (chunk_tx, worker_chunks) = flume::bounded(opts.connections.max(1) * 2);
-        // With a sort key, a sorter stands between the workers and the sinks.
-        let (to_sort, chunk_rx) = match &load_plan.sort {
-            Some(key) => {
-                let (sorted_tx, sorted_rx) = flume::bounded(opts.connections.max(1) * 2);
-                (Some((key, worker_chunks, sorted_tx)), sorted_rx)
+        // With a sort key, a sorter stands between the workers and the sinks; for an ordered
+        // load, a stage that puts the chunks back in input order.
+        let (middle, chunk_rx) = match (&load_plan.sort, ordered) {
+            (None, false) => (None, worker_chunks),
+            (key, _) => {
+                let (to_sinks, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
+                (Some((key, worker_chunks, to_sinks)), chunk_rx)
             }
-            None => (None, worker_chunks),
         };
         let done = AtomicBool::new(false);
         let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
@@ -414,7 +446,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 first,
                 first_header,
                 skip,
-                opts.workers.max(1),
+                // One reader numbers the units in the input's order.
+                if ordered { 1 } else { opts.workers.max(1) },
                 &shared,
                 block_tx,
             )
@@ -432,8 +465,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     workers.push(handle.map_err(spawn_error)?);
                 }
                 drop((block_rx, chunk_tx));
-                let sorter = match to_sort {
-                    Some((key, from_workers, to_sinks)) => Some(
+                let middle = match middle {
+                    Some((Some(key), from_workers, to_sinks)) => Some(
                         spawn("inrush-sort".into())
                             .spawn_scoped(scope, move || {
                                 let chunk_bytes = plan.chunk_bytes;
@@ -445,12 +478,17 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                             })
                             .map_err(spawn_error)?,
                     ),
+                    Some((None, from_workers, to_sinks)) => Some(
+                        spawn("inrush-order".into())
+                            .spawn_scoped(scope, move || order::run(from_workers, to_sinks, shared))
+                            .map_err(spawn_error)?,
+                    ),
                     None => None,
                 };
                 let ticker = spawn("inrush-progress".into())
                     .spawn_scoped(scope, || {
                         while !done.load(Ordering::Relaxed) {
-                            if opts.interrupt.load(Ordering::Relaxed) {
+                            if opts.interrupt.is_set() {
                                 shared.fail(Error::Interrupted);
                             }
                             reporter.progress(progress.snapshot());
@@ -490,7 +528,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                             }
                         }
                     });
-                    let results = futures_util::future::join_all(streams).await;
+                    // Two connections' transactions wait on each other only when both stay open
+                    // to the end (not under --resume, which commits block by block).
+                    let find_deadlocks = resume.is_none() && sessions.len() > 1;
+                    let watched =
+                        watch::watch(&control, &opts.target, &sessions, shared, find_deadlocks);
+                    let results = tokio::select! {
+                        results = futures_util::future::join_all(streams) => results,
+                        never = watched => match never {},
+                    };
                     drop(chunk_rx);
                     (results.into_iter().flatten().collect::<Vec<_>>(), 0)
                 });
@@ -500,10 +546,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                         .join()
                         .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
                 }
-                if let Some(sorter) = sorter {
-                    sorter
+                if let Some(middle) = middle {
+                    middle
                         .join()
-                        .map_err(|_| Error::Internal("the sorter panicked".into()))?;
+                        .map_err(|_| Error::Internal("the sort or order stage panicked".into()))?;
                 }
                 done.store(true, Ordering::Relaxed);
                 let _ = ticker.join();
@@ -546,7 +592,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             )));
         }
 
-        if opts.interrupt.load(Ordering::Relaxed) {
+        // From here on a signal no longer rolls back: the commit and a stop agree on which
+        // came first (see `Interrupt`).
+        let stopped = match opts.check_only {
+            true => opts.interrupt.is_set(),
+            false => !opts.interrupt.begin_commit(),
+        };
+        if stopped {
             runtime.block_on(rollback(&finished));
             return Err(match resume {
                 Some(_) => Error::InterruptedResumable {
@@ -688,6 +740,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             })
         }
     };
+    opts.interrupt.dropped(false);
     let rebuilt_at = Instant::now();
     if summary.loaded {
         let sql = match load_plan.after {
@@ -699,12 +752,18 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         };
         if let Some(sql) = sql {
             reporter.phase(Phase::Maintain);
-            if let Err(e) = runtime.block_on(control.batch_execute(&sql)) {
+            let upkeep = control.batch_execute(&sql);
+            let done = runtime.block_on(until_interrupted(upkeep, &control, opts));
+            match done {
+                _ if opts.interrupt.is_set() => {
+                    notes.push(format!("{sql} skipped: interrupted (the rows are committed)"))
+                }
                 // The rows are committed; only the upkeep failed (usually: not the table's owner).
-                notes.push(format!(
+                Err(e) => notes.push(format!(
                     "{sql} failed: {}",
                     inrush_postgres::describe_pg_error(&e)
-                ));
+                )),
+                Ok(()) => {}
             }
         }
     }
@@ -722,6 +781,26 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     notes.append(&mut summary.notes);
     summary.notes = notes;
     Ok(summary)
+}
+
+/// Runs `work` on `client` until it ends; if the user interrupts first, asks the server to
+/// cancel it and waits for it to end.
+async fn until_interrupted<T>(
+    work: impl std::future::Future<Output = T>,
+    client: &tokio_postgres::Client,
+    opts: &LoadOptions,
+) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return done,
+            _ = tokio::time::sleep(CANCEL_POLL) => if opts.interrupt.is_set() {
+                // Best effort: when the cancel cannot reach the server, the work runs to its end.
+                let _ = opts.target.cancel(&client.cancel_token()).await;
+                return work.await;
+            }
+        }
+    }
 }
 
 /// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
@@ -743,12 +822,12 @@ fn input_identity(
     let input = match &sources.list[..] {
         [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
         [one] if one.name == "-" => {
-            return Err(Error::Columns(
+            return Err(Error::Usage(
                 "--resume needs a file: standard input cannot be read again".into(),
             ))
         }
         _ => {
-            return Err(Error::Columns(
+            return Err(Error::Usage(
                 "--resume works on one input file at a time (standard input and queries cannot be read again)".into(),
             ))
         }
@@ -862,14 +941,17 @@ fn start_readers(
     let first = Arc::new(Mutex::new(first));
     let first_header = Arc::new(first_header);
     let skip = Arc::new(skip);
+    // Units are numbered as they are sent: with one reader, in the input's order.
+    let sequence = Arc::new(std::sync::atomic::AtomicU64::new(0));
     (0..threads.min(sources.list.len()))
         .map(|i| {
             let (sources, shared, work) = (sources.clone(), shared.clone(), work.clone());
-            let (next, first, first_header, skip) = (
+            let (next, first, first_header, skip, sequence) = (
                 next.clone(),
                 first.clone(),
                 first_header.clone(),
                 skip.clone(),
+                sequence.clone(),
             );
             std::thread::Builder::new()
                 .name(format!("inrush-read-{i}"))
@@ -889,7 +971,7 @@ fn start_readers(
                         let units =
                             source_units(&sources, index, opened, &first_header, skip, consumed);
                         let fed = match units {
-                            Ok(units) => feed(index as u32, units, &shared, &work),
+                            Ok(units) => feed(index as u32, units, &sequence, &shared, &work),
                             Err(e) => return shared.fail(e),
                         };
                         if !fed {
@@ -939,12 +1021,16 @@ fn source_units(
 fn feed(
     source: u32,
     units: impl Iterator<Item = Result<Unit>>,
+    sequence: &std::sync::atomic::AtomicU64,
     shared: &Shared,
     work: &flume::Sender<Work>,
 ) -> bool {
     for unit in units {
         let sent = match unit {
-            Ok(unit) => !shared.is_cancelled() && work.send(Work { source, unit }).is_ok(),
+            Ok(unit) => {
+                let seq = sequence.fetch_add(1, Ordering::Relaxed);
+                !shared.is_cancelled() && work.send(Work { source, seq, unit }).is_ok()
+            }
             Err(e) => {
                 shared.fail(e);
                 false
@@ -1049,12 +1135,19 @@ pub fn plan(
     })?)
 }
 
-/// `inrush recover`: recreates what the DDL journal holds (for one table, or all); returns what
-/// was recreated.
-pub fn recover(
-    target: &inrush_postgres::ConnectOptions,
-    table: Option<&str>,
-) -> Result<Vec<ddl::JournalEntry>> {
+/// What `inrush recover` did.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// The definitions recreated.
+    pub restored: Vec<ddl::JournalEntry>,
+    /// Tables left alone: a running load (or another recover) holds their definitions and puts
+    /// them back itself.
+    pub busy: Vec<String>,
+}
+
+/// `inrush recover`: recreates what the DDL journal holds (for one table, or all), except the
+/// definitions of a table another inrush session is loading or recovering.
+pub fn recover(target: &inrush_postgres::ConnectOptions, table: Option<&str>) -> Result<Recovered> {
     let runtime = runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
@@ -1062,8 +1155,24 @@ pub fn recover(
             Some(name) => Some(TableInfo::read(&client, name).await?.oid),
             None => None,
         };
+        let mut recovered = Recovered::default();
         let entries = ddl::pending(&client, oid).await?;
-        ddl::restore(target, &entries, 4).await?;
-        Ok::<_, inrush_postgres::Error>(entries)
+        let mut tables: Vec<u32> = entries.iter().map(|e| e.table_oid).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        for table_oid in tables {
+            let of_table = entries.iter().filter(|e| e.table_oid == table_oid);
+            // The claim lasts as long as `client`'s session, so until this recover ends.
+            if !ddl::claim(&client, table_oid).await? {
+                recovered
+                    .busy
+                    .extend(of_table.take(1).map(|e| e.table_name.clone()));
+                continue;
+            }
+            let of_table: Vec<ddl::JournalEntry> = of_table.cloned().collect();
+            ddl::restore(target, &of_table, 4).await?;
+            recovered.restored.extend(of_table);
+        }
+        Ok::<_, inrush_postgres::Error>(recovered)
     })?)
 }

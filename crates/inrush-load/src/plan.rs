@@ -20,8 +20,10 @@ pub struct PlanOptions {
     /// Also build primary keys and unique constraints after the load when the table is not
     /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
     pub rebuild_unique: bool,
-    /// Never drop primary keys and unique constraints (`--on-conflict` needs them).
-    pub keep_unique: bool,
+    /// Never drop primary keys and unique constraints, for this reason: the load needs the
+    /// server to find duplicates as they come (`--on-conflict`, `--max-errors`), or commits as
+    /// it goes so a key rebuilt after it could not be undone (`--resume`).
+    pub keep_unique: Option<&'static str>,
     /// Disable the table's enabled user triggers during the load, re-enable them after
     /// (`--disable-triggers`; needs ownership of the table). Off by default: triggers are the
     /// user's logic.
@@ -41,7 +43,7 @@ impl Default for PlanOptions {
             threshold: 0.2,
             maintain: true,
             rebuild_unique: false,
-            keep_unique: false,
+            keep_unique: None,
             disable_triggers: false,
             sort_min_index_bytes: 64 << 20,
         }
@@ -168,7 +170,8 @@ impl LoadPlan {
             }
             (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
         };
-        let unique_after = large && (size.empty || opts.rebuild_unique) && !opts.keep_unique;
+        let unique_after =
+            large && (size.empty || opts.rebuild_unique) && opts.keep_unique.is_none();
         let indexes = indexes
             .into_iter()
             .map(|index| {
@@ -189,6 +192,8 @@ impl LoadPlan {
                     (IndexAction::Keep, "deferrable constraint: enforced during the load".to_string())
                 } else if index.referenced {
                     (IndexAction::Keep, "a foreign key relies on it: enforced during the load".to_string())
+                } else if let (true, Some(why)) = (large, opts.keep_unique) {
+                    (IndexAction::Keep, format!("unique: enforced during the load ({why})"))
                 } else if unique_after {
                     (IndexAction::Rebuild, "unique: built once after the load; if the rows break it, the load is undone".to_string())
                 } else if large {
@@ -246,6 +251,16 @@ impl LoadPlan {
             sort_reason: None,
             sort_min_index_bytes: opts.sort_min_index_bytes,
         }
+    }
+
+    /// Whether a unique index (a primary key, a unique or exclusion constraint, a unique index)
+    /// stays on the table during the load, so the server checks each row's key as it comes.
+    pub fn checks_keys_during_load(&self) -> bool {
+        self.indexes.iter().any(|d| {
+            d.action == IndexAction::Keep
+                && !d.index.invalid
+                && (d.index.unique || d.index.constraint.is_some())
+        })
     }
 
     /// Picks the index whose leading key the rows are sorted by, when that pays: every index is

@@ -226,6 +226,7 @@ mod tests {
                 offset: 0,
                 len: 0,
                 rows_index: None,
+                order: Default::default(),
             });
         }
         assert_eq!(ledger.find(1).map(|(e, i)| (e.first_line, i)), Some((1, 0)));

@@ -62,6 +62,7 @@ pub(crate) fn run(
                 offset: 0,
                 len: 0,
                 rows_index: None,
+                order: Default::default(),
             })
             .is_ok()
     };

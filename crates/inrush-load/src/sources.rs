@@ -44,6 +44,8 @@ pub(crate) struct Source {
 /// A unit of work and the source it came from.
 pub(crate) struct Work {
     pub source: u32,
+    /// The unit's number in the order the readers sent them (see `worker::Order`).
+    pub seq: u64,
     pub unit: Unit,
 }
 

@@ -36,6 +36,20 @@ pub(crate) struct Chunk {
     /// With rejects allowed: where each row is, to COPY a part of the chunk again and to put a
     /// row the server refuses into the reject file.
     pub rows_index: Option<RowsIndex>,
+    /// Where the chunk stands in the input (see [`Order`]).
+    pub order: Order,
+}
+
+/// Where a chunk stands in the input: the unit it came from (a block, a columnar part, a run
+/// of a query's tuples), numbered in the order the reader sent them, and its place among that
+/// unit's chunks. With one reader thread this is the input's order, which `crate::order`
+/// restores for a load whose outcome depends on it (the first occurrence of a key wins).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Order {
+    pub unit: u64,
+    pub piece: u32,
+    /// The unit's last chunk: every unit ends with one, empty if need be.
+    pub last: bool,
 }
 
 /// Row `i` of a chunk is `data[tuples[i]..tuples[i + 1]]` (the last one runs to the end), and
@@ -117,6 +131,7 @@ impl ChunkRows {
                 records: index.records,
                 row_numbers: Some(index.numbers),
             }),
+            order: Order::default(),
         }
     }
 }
@@ -257,7 +272,14 @@ impl WorkerPlan {
             if shared.is_cancelled() {
                 break;
             }
-            let mut send = |chunk: Chunk| {
+            let mut piece = 0;
+            let mut send = |mut chunk: Chunk, last: bool| {
+                chunk.order = Order {
+                    unit: work.seq,
+                    piece,
+                    last,
+                };
+                piece += 1;
                 let rows = chunk.rows;
                 let sent = chunks.send(chunk).is_ok();
                 shared.progress.rows_sent.fetch_add(rows, Ordering::Relaxed);
@@ -266,19 +288,23 @@ impl WorkerPlan {
             let done = match &work.unit {
                 Unit::Block(block) => self
                     .encode_block(work.source, block, &mut resolver, shared.rejects.as_ref())
-                    .map(&mut send),
+                    .map(|chunk| send(chunk, true)),
                 // A query's binary tuples, already in the target's types and column order.
-                Unit::Tuples(block) => Ok(send(Chunk {
-                    data: block.data.clone(),
-                    rows: block.lines,
-                    source: work.source,
-                    located: true,
-                    first_line: block.first_line,
-                    next_line: block.first_line + block.lines,
-                    offset: block.offset,
-                    len: block.data.len(),
-                    rows_index: None,
-                })),
+                Unit::Tuples(block) => Ok(send(
+                    Chunk {
+                        data: block.data.clone(),
+                        rows: block.lines,
+                        source: work.source,
+                        located: true,
+                        first_line: block.first_line,
+                        next_line: block.first_line + block.lines,
+                        offset: block.offset,
+                        len: block.data.len(),
+                        rows_index: None,
+                        order: Order::default(),
+                    },
+                    true,
+                )),
                 Unit::Part(part) => {
                     let sent =
                         self.encode_part(work.source, part, &mut resolver, shared, &mut send);
@@ -385,18 +411,20 @@ impl WorkerPlan {
                 records,
                 row_numbers: None,
             }),
+            order: Order::default(),
         })
     }
 
     /// Reads one part of a columnar file and encodes its rows, sending a chunk every
-    /// `chunk_bytes`. Returns false when the chunk queue closed.
+    /// `chunk_bytes` and always a last one (empty if need be, so the part's end is known).
+    /// Returns false when the chunk queue closed.
     fn encode_part(
         &self,
         source: u32,
         part: &Part,
         resolver: &mut Resolver,
         shared: &Shared,
-        send: &mut dyn FnMut(Chunk) -> bool,
+        send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
         let input = self.source(source);
         let plan = self
@@ -452,12 +480,14 @@ impl WorkerPlan {
                         )?;
                     }
                 }
-                if batch_rows.out.len() >= self.chunk_bytes && !send(batch_rows.take(row_number)) {
+                if batch_rows.out.len() >= self.chunk_bytes
+                    && !send(batch_rows.take(row_number), false)
+                {
                     return Ok(false);
                 }
             }
         }
-        Ok(batch_rows.rows == 0 || send(batch_rows.take(row_number)))
+        Ok(send(batch_rows.take(row_number), true))
     }
 
     /// One row of a columnar batch into a COPY tuple (binary, or a text line).

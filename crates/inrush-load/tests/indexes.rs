@@ -148,7 +148,7 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let before = definitions(&mut db);
     assert_eq!(drop_like_a_dead_loader(&db, |i| !i.unique, false).len(), 3);
     assert_ne!(definitions(&mut db), before);
-    let restored = pipeline::recover(&db.target, None).unwrap();
+    let restored = pipeline::recover(&db.target, None).unwrap().restored;
     assert_eq!(restored.len(), 3);
     assert_eq!(definitions(&mut db), before);
     assert_eq!(journal_len(&mut db), 0);
@@ -272,7 +272,7 @@ fn recover_brings_back_foreign_keys_too() {
     let before = constraints(&mut db);
     drop_like_a_dead_loader(&db, |_| false, true);
     assert!(constraints(&mut db).is_empty());
-    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 1);
+    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().restored.len(), 1);
     assert_eq!(constraints(&mut db), before);
 }
 
@@ -400,7 +400,7 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     drop_like_a_dead_loader(&db, |i| i.constraint.is_some(), false);
     // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
-    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().len(), 2);
+    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().restored.len(), 2);
     assert_eq!((definitions(&mut db), constraints(&mut db)), before);
     assert_eq!(journal_len(&mut db), 0);
 }

@@ -709,7 +709,7 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
     let watcher = db.target.clone();
     let stopper = std::thread::spawn(move || {
         support::wait_for_committed_rows(&mut watcher.connect_blocking().unwrap(), "t");
-        interrupt.store(true, std::sync::atomic::Ordering::Relaxed);
+        interrupt.signal();
     });
     let first = load(&opts, &Silent);
     stopper.join().unwrap();

@@ -212,6 +212,22 @@ async fn forget(client: &Client, entries: &[JournalEntry]) -> Result<()> {
     Ok(())
 }
 
+/// Claims, for this session, the right to change `table_oid`'s definitions (drop, journal,
+/// rebuild); false when another session holds it: a running inrush load or `inrush recover` of
+/// that table. Two loads that both dropped and rebuilt the same index would collide, and a load
+/// that "recovered" another's dropped indexes would rebuild them under it. The claim is a
+/// session-level advisory lock, so it ends with the connection, whatever ends the process.
+pub async fn claim(client: &Client, table_oid: u32) -> Result<bool> {
+    // One bigint key: "inru" in the high half, the table's oid in the low half.
+    const INRUSH: i64 = 0x696E_7275 << 32;
+    let key = INRUSH | i64::from(table_oid);
+    Ok(client
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+        .await
+        .map_err(query_error("claiming the table's definitions (pg_try_advisory_lock)"))?
+        .get(0))
+}
+
 /// Journal entries still waiting, for one table or all; empty when there is no journal.
 pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<JournalEntry>> {
     let exists: bool = client

@@ -9,6 +9,7 @@
 //!
 //! Does not own: reading input, encoding values, or the pipeline's threads.
 
+pub mod activity;
 pub mod catalog;
 pub mod copy;
 pub mod copy_out;

@@ -225,6 +225,22 @@ impl ConnectOptions {
         Ok(client)
     }
 
+    /// Asks the server to cancel what the session behind `token` is running (a COPY, a lock
+    /// wait, a VACUUM); best effort, over a new connection as the protocol wants.
+    pub async fn cancel(&self, token: &tokio_postgres::CancelToken) -> Result<()> {
+        let fail = |source| Error::Connect {
+            target: self.describe(),
+            source,
+        };
+        match self.may_use_tls() {
+            true => token.cancel_query(self.tls()?).await.map_err(fail),
+            false => token
+                .cancel_query(tokio_postgres::NoTls)
+                .await
+                .map_err(fail),
+        }
+    }
+
     /// A blocking connection (for threads outside the runtime, e.g. the value resolver).
     pub fn connect_blocking(&self) -> Result<postgres::Client> {
         let config = postgres::Config::from(self.config.clone());

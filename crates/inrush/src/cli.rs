@@ -252,7 +252,7 @@ impl PlanFlags {
             maintain: !self.no_analyze,
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
-            keep_unique: false,
+            keep_unique: None,
             sort_min_index_bytes: match self.no_sort {
                 true => u64::MAX,
                 false => PlanOptions::default().sort_min_index_bytes,
@@ -367,11 +367,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Recover(args) => {
             let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
-            let restored = inrush_load::pipeline::recover(&target, args.table.as_deref())?;
-            if restored.is_empty() {
+            let recovered = inrush_load::pipeline::recover(&target, args.table.as_deref())?;
+            if recovered.restored.is_empty() && recovered.busy.is_empty() {
                 eprintln!("nothing to recover: the DDL journal is empty");
             }
-            for entry in &restored {
+            for table in &recovered.busy {
+                eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
+            }
+            for entry in &recovered.restored {
                 eprintln!(
                     "recreated {} {} on {}",
                     entry.kind, entry.name, entry.table_name
@@ -425,9 +428,6 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         header: args.header,
     };
     csv.validate()?;
-    if args.workers == Some(0) || args.connections == Some(0) {
-        bail!("--workers and --connections must be at least 1");
-    }
     let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
     let mut opts = LoadOptions::new("", target, args.table);
     opts.inputs = args.inputs;
@@ -462,8 +462,10 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         OnConflictArg::Update => OnConflict::Update,
     };
     opts.table_lock = args.table_lock;
-    stop_on_signal(&opts.interrupt)?;
     opts.rejects = args.rejects;
+    // Conflicting options are refused (exit 2) before a connection is opened.
+    opts.validate()?;
+    stop_on_signal(&opts.interrupt)?;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
     let summary = inrush_load::load(&opts, &reporter);
     reporter.finish();
@@ -476,16 +478,18 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     })
 }
 
-/// The first Ctrl-C or SIGTERM asks the load to stop and roll back; a second one exits at once
-/// (the server rolls back open transactions when their connections close).
-fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<()> {
-    use std::sync::atomic::Ordering;
+/// Ctrl-C or SIGTERM asks the load to stop; what that means depends on the phase it is in, and
+/// the message says so (see `inrush_load::Signalled`). A second signal exits at once only when
+/// that leaves nothing dropped and nothing half-done: the server rolls back the open
+/// transactions of a closed connection.
+fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<()> {
     let interrupt = interrupt.clone();
     ctrlc::set_handler(move || {
-        if interrupt.swap(true, Ordering::Relaxed) {
+        let signalled = interrupt.signal();
+        eprintln!("\n{}", signalled.message());
+        if signalled.may_exit_now() {
             std::process::exit(130);
         }
-        eprintln!("\ninterrupted: stopping and rolling back (again to exit at once)");
     })
     .context("installing the Ctrl-C handler")
 }

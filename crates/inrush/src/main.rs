@@ -52,10 +52,25 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
         Some(L::ForeignKeyViolated { .. }) => 7,
         Some(L::PartialCommit { .. }) => 5,
+        Some(L::Usage(_) | L::Read(inrush_read::Error::Options(_))) => 2,
         Some(err) if err.is_bad_input() => 4,
-        Some(L::Postgres(_)) => 3,
+        Some(L::Postgres(_) | L::Busy(_)) => 3,
         Some(L::Read(_)) => 4,
         Some(_) => 1,
+        None if matches!(
+            e.downcast_ref::<inrush_read::Error>(),
+            Some(inrush_read::Error::Options(_))
+        ) =>
+        {
+            2
+        }
+        None if matches!(
+            e.downcast_ref::<inrush_postgres::Error>(),
+            Some(inrush_postgres::Error::Config(_))
+        ) =>
+        {
+            2
+        }
         None if e.downcast_ref::<inrush_postgres::Error>().is_some() => 3,
         None if matches!(
             e.downcast_ref::<inrush_lab::Error>(),

@@ -1,0 +1,70 @@
+//! Keeps the load's COPY sessions from waiting forever.
+//!
+//! A sink waiting on the server (a lock held by another session, a COPY the server is slow to
+//! finish) does not look at the cancel flag, so a cancelled load asks the server to cancel what
+//! each session runs. And two sessions of one load can wait on each other where the server
+//! cannot see it: the second COPY of a key a kept unique index already holds from another
+//! connection waits for that transaction, which stays open until every COPY is done (a trigger
+//! updating a shared row does the same). Polling `pg_blocking_pids` from the control connection
+//! finds that and fails the load instead of hanging.
+
+use crate::pipeline::{Shared, CANCEL_POLL};
+use crate::Error;
+use inrush_postgres::{activity, ConnectOptions};
+use std::convert::Infallible;
+use tokio_postgres::{CancelToken, Client};
+
+/// One COPY session of the load.
+pub(crate) struct Session {
+    pub pid: i32,
+    pub token: CancelToken,
+}
+
+impl Session {
+    pub async fn of(client: &Client) -> inrush_postgres::Result<Session> {
+        Ok(Session {
+            pid: activity::backend_pid(client).await?,
+            token: client.cancel_token(),
+        })
+    }
+}
+
+/// Runs beside the sinks until they are done (the caller drops it then). When the load is
+/// cancelled, cancels what every session runs; with `find_deadlocks` (the sessions' transactions
+/// stay open until all are done), fails the load with [`Error::SelfBlocked`] when one waits on
+/// another.
+pub(crate) async fn watch(
+    control: &Client,
+    target: &ConnectOptions,
+    sessions: &[Session],
+    shared: &Shared,
+    find_deadlocks: bool,
+) -> Infallible {
+    // Lock waits are checked every second: a real wait between two sessions never ends, so
+    // there is no hurry, and the query costs the server next to nothing.
+    const CHECK_EVERY: u32 = 20;
+    let pids: Vec<i32> = sessions.iter().map(|s| s.pid).collect();
+    let mut ticks = 0u32;
+    while !shared.is_cancelled() {
+        tokio::time::sleep(CANCEL_POLL).await;
+        ticks += 1;
+        if !find_deadlocks || ticks % CHECK_EVERY != 0 {
+            continue;
+        }
+        if let Ok(waits) = activity::waits_among(control, &pids).await {
+            if let Some(&(waiting, holding)) = waits.first() {
+                let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
+                shared.fail(Error::SelfBlocked {
+                    waiting: number(waiting),
+                    holding: number(holding),
+                    connections: pids.len(),
+                });
+            }
+        }
+    }
+    for session in sessions {
+        // Best effort: a session that is gone or idle has nothing to cancel.
+        let _ = target.cancel(&session.token).await;
+    }
+    std::future::pending().await
+}
