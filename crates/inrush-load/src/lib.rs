@@ -17,6 +17,7 @@
 //! Does not own: how bytes become records (`inrush-read`), values become wire bytes
 //! (`inrush-encode`) or what is said to the server (`inrush-postgres`); nor printing anything.
 
+mod claim;
 pub mod columns;
 mod create;
 mod error;

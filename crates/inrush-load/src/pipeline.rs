@@ -15,6 +15,7 @@ use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
+use crate::claim::{self, Claim};
 use crate::{order, sort, watch};
 use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
@@ -134,7 +135,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
         }
     };
-    let (session, table, owns_definitions) = runtime.block_on(async {
+    let (session, table, claim) = runtime.block_on(async {
         let session = SessionInfo::read(&control).await?;
         if let Some(sql) = &create_sql {
             control
@@ -144,11 +145,18 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         }
         let table = TableInfo::read(&control, &opts.table).await?;
         // A new table is this load's alone; another table's definitions may be another load's.
-        let owns_definitions = create_sql.is_some() || ddl::claim(&control, table.oid).await?;
+        let claim = match create_sql {
+            Some(_) => Claim::Alone,
+            None => {
+                let must_be_alone =
+                    opts.truncate || opts.table_lock || opts.plan.disable_triggers;
+                claim::take(&control, table.oid, &table.qualified(), must_be_alone, opts).await?
+            }
+        };
         // Definitions a load that died left in the journal come back before anything else
         // (a live load's are its own business).
-        let leftovers = match (&create_sql, owns_definitions) {
-            (None, true) => ddl::pending(&control, Some(table.oid)).await?,
+        let leftovers = match (&create_sql, claim) {
+            (None, Claim::Alone) => ddl::pending(&control, Some(table.oid)).await?,
             _ => Vec::new(),
         };
         if !leftovers.is_empty() {
@@ -159,14 +167,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             );
             ddl::restore(&opts.target, &leftovers, opts.connections.max(1)).await?;
         }
-        Ok::<_, inrush_postgres::Error>((session, table, owns_definitions))
+        Ok::<_, Error>((session, table, claim))
     })?;
-    if !owns_definitions && opts.plan.disable_triggers && !opts.check_only {
-        return Err(Error::Busy(format!(
-            "another inrush load (or `inrush recover`) of {} is running and holds its definitions: --disable-triggers must wait until it ends",
-            table.qualified()
-        )));
-    }
 
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let columns = map_columns(&table, explicit, header_names.as_deref())?;
@@ -316,8 +318,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
     let plan_options = crate::PlanOptions {
         keep_unique: opts.keeps_unique(),
-        // Another load owns the definitions: this one changes none of them.
-        rebuild_indexes: opts.plan.rebuild_indexes && owns_definitions,
+        // Other loads of the table run beside this one: it changes no definition.
+        rebuild_indexes: opts.plan.rebuild_indexes && claim == Claim::Alone,
         ..opts.plan
     };
     let mut load_plan = runtime.block_on(decide_plan(
@@ -327,9 +329,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         plan_options,
         opts.truncate || opts.create,
     ))?;
-    if !owns_definitions {
+    if claim == Claim::Shared {
         load_plan.rule = format!(
-            "indexes and keys are kept: another inrush load (or `inrush recover`) of {} is running and holds its definitions",
+            "indexes and keys are kept: another inrush load of {} was running when this one started, and only a load that runs alone changes them",
             table.qualified()
         );
     }
@@ -384,7 +386,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             load_plan.disabled_triggers(),
         ),
     };
-    let dropped = match to_rebuild.is_empty() && to_readd.is_empty() && to_disable.is_empty() {
+    let changes_nothing = to_rebuild.is_empty() && to_readd.is_empty() && to_disable.is_empty();
+    if changes_nothing && claim == Claim::Alone && create_sql.is_none() && !opts.truncate && !opts.table_lock {
+        // Other loads of the table may run beside this one after all.
+        runtime.block_on(ddl::share_own_claim(&control, table.oid))?;
+    }
+    let dropped = match changes_nothing {
         true => Vec::new(),
         false => match runtime.block_on(ddl::journal_and_drop(
             &control,
@@ -785,7 +792,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
 
 /// Runs `work` on `client` until it ends; if the user interrupts first, asks the server to
 /// cancel it and waits for it to end.
-async fn until_interrupted<T>(
+pub(crate) async fn until_interrupted<T>(
     work: impl std::future::Future<Output = T>,
     client: &tokio_postgres::Client,
     opts: &LoadOptions,

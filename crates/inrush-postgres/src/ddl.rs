@@ -212,20 +212,60 @@ async fn forget(client: &Client, entries: &[JournalEntry]) -> Result<()> {
     Ok(())
 }
 
-/// Claims, for this session, the right to change `table_oid`'s definitions (drop, journal,
-/// rebuild); false when another session holds it: a running inrush load or `inrush recover` of
-/// that table. Two loads that both dropped and rebuilt the same index would collide, and a load
-/// that "recovered" another's dropped indexes would rebuild them under it. The claim is a
-/// session-level advisory lock, so it ends with the connection, whatever ends the process.
+/// The advisory lock key of a table's definitions: "inru" in the high half, the oid in the low.
+fn claim_key(table_oid: u32) -> i64 {
+    (0x696E_7275_i64 << 32) | i64::from(table_oid)
+}
+
+/// Tries to claim `table_oid`'s definitions for this session alone: false when another inrush
+/// session loads or recovers that table. A session that drops, rebuilds or recovers
+/// definitions, or takes a strong lock on the table (TRUNCATE, LOCK TABLE), must hold the
+/// claim alone: its DDL would wait on another load's open COPY transactions while that load's
+/// later COPYs queue behind the DDL, a deadlock that runs through the client and that the
+/// server cannot see. Loads that change no definition share the claim ([`share_claim`]). It is
+/// a session-level advisory lock: it ends with the connection, whatever ends the process.
 pub async fn claim(client: &Client, table_oid: u32) -> Result<bool> {
-    // One bigint key: "inru" in the high half, the table's oid in the low half.
-    const INRUSH: i64 = 0x696E_7275 << 32;
-    let key = INRUSH | i64::from(table_oid);
     Ok(client
-        .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&claim_key(table_oid)])
         .await
-        .map_err(query_error("claiming the table's definitions (pg_try_advisory_lock)"))?
+        .map_err(query_error("claiming the table's definitions"))?
         .get(0))
+}
+
+/// Tries to share the claim on `table_oid`'s definitions: false while a session holds it alone.
+pub async fn share_claim(client: &Client, table_oid: u32) -> Result<bool> {
+    Ok(client
+        .query_one("SELECT pg_try_advisory_lock_shared($1)", &[&claim_key(table_oid)])
+        .await
+        .map_err(query_error("sharing the claim on the table's definitions"))?
+        .get(0))
+}
+
+/// Waits for the claim (alone, or shared), however long the holder takes; cancel the query to
+/// stop waiting.
+pub async fn wait_for_claim(client: &Client, table_oid: u32, alone: bool) -> Result<()> {
+    let sql = match alone {
+        true => "SELECT pg_advisory_lock($1)",
+        false => "SELECT pg_advisory_lock_shared($1)",
+    };
+    client
+        .execute(sql, &[&claim_key(table_oid)])
+        .await
+        .map_err(query_error("waiting for another inrush session of the table to end"))?;
+    Ok(())
+}
+
+/// Turns a claim held alone into a shared one (the load changes no definition after all), so
+/// other loads of the table may run beside it.
+pub async fn share_own_claim(client: &Client, table_oid: u32) -> Result<()> {
+    client
+        .execute(
+            "SELECT pg_advisory_lock_shared($1), pg_advisory_unlock($1)",
+            &[&claim_key(table_oid)],
+        )
+        .await
+        .map_err(query_error("sharing the claim on the table's definitions"))?;
+    Ok(())
 }
 
 /// Journal entries still waiting, for one table or all; empty when there is no journal.
