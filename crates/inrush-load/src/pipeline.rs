@@ -753,9 +753,9 @@ fn input_identity(
             ))
         }
     };
-    let open_error = |source| inrush_read::Error::Open {
+    let open_error = |cause| inrush_read::Error::Open {
         path: input.into(),
-        source,
+        cause,
     };
     let path = std::fs::canonicalize(input).map_err(open_error)?;
     let meta = std::fs::metadata(&path).map_err(open_error)?;
@@ -789,7 +789,7 @@ async fn undo(
     control
         .execute(&sql, &[&xids])
         .await
-        .map_err(|source| inrush_postgres::Error::Query { what: sql, source })
+        .map_err(|cause| inrush_postgres::Error::Query { what: sql, cause })
 }
 
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.
@@ -809,7 +809,7 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     if committed == 0 {
         return Err(Error::Postgres(inrush_postgres::Error::Query {
             what: "COMMIT".into(),
-            source: first_error,
+            cause: first_error,
         }));
     }
     let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
@@ -1030,9 +1030,9 @@ pub fn plan(
     let input_size = match input {
         Some(path) => Some(
             std::fs::metadata(path)
-                .map_err(|source| inrush_read::Error::Open {
+                .map_err(|cause| inrush_read::Error::Open {
                     path: path.into(),
-                    source,
+                    cause,
                 })?
                 .len(),
         ),

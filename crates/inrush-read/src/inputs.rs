@@ -98,9 +98,9 @@ pub fn expand(args: &[String]) -> Result<Vec<String>> {
 }
 
 fn listing(dir: &Path) -> Result<Vec<PathBuf>> {
-    let open_error = |source| Error::Open {
+    let open_error = |cause| Error::Open {
         path: dir.to_path_buf(),
-        source,
+        cause,
     };
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(open_error)? {
