@@ -10,6 +10,9 @@ pub enum Error {
     /// A Parquet or Arrow input could not be read, or a column cannot take its Arrow type.
     #[error(transparent)]
     Arrow(#[from] inrush_arrow::Error),
+    /// Options that name what is not there (`--types` for a column the input does not have).
+    #[error("{0}")]
+    Usage(String),
     /// The input does not fit the table (unknown header column, duplicate column...).
     #[error("{0}")]
     Columns(String),

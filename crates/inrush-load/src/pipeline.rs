@@ -127,7 +127,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     first.as_mut(),
                 )?,
             };
-            Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
+            Some(runtime.block_on(crate::create::table_ddl(
+                &control,
+                &opts.table,
+                &columns,
+                &opts.create_types,
+            ))?)
         }
     };
     let (session, table) = runtime.block_on(async {
@@ -338,9 +343,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     }
     let mut notes: Vec<String> = query_note.into_iter().collect();
     if let Some(sql) = &create_sql {
-        notes.push(format!(
-            "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
-        ));
+        notes.push(match opts.check_only {
+            true => format!("--create: would run {sql} (--check: nothing was created)"),
+            false => format!(
+                "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
+            ),
+        });
     }
     let inspected = Instant::now();
     let (to_rebuild, to_readd, to_disable) = match opts.check_only {

@@ -190,6 +190,10 @@ pub struct LoadArgs {
     /// a failed load leaves no table.
     #[arg(long)]
     pub create: bool,
+    /// With --create: column types that replace the guessed ones, as `col=type,...`
+    /// (e.g. `zip=text,price=numeric(12,2)`).
+    #[arg(long, requires = "create", value_parser = type_overrides)]
+    pub types: Option<TypeOverrides>,
     /// Hold LOCK TABLE ... IN EXCLUSIVE MODE during the load (others may read, not write).
     /// Uses one connection.
     #[arg(long)]
@@ -317,6 +321,38 @@ pub struct GenArgs {
     pub rows: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// `--types col=type,...`: a comma inside a type's parentheses (`numeric(12,2)`) is the type's.
+#[derive(Clone, Debug)]
+pub struct TypeOverrides(Vec<(String, String)>);
+
+fn type_overrides(s: &str) -> Result<TypeOverrides, String> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices().chain([(s.len(), ',')]) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items
+        .into_iter()
+        .map(|item| match item.split_once('=') {
+            Some((column, sql_type))
+                if !column.trim().is_empty() && !sql_type.trim().is_empty() =>
+            {
+                Ok((column.trim().to_string(), sql_type.trim().to_string()))
+            }
+            _ => Err(format!("{item:?} is not column=type")),
+        })
+        .collect::<Result<_, _>>()
+        .map(TypeOverrides)
 }
 
 fn one_byte(s: &str) -> Result<u8, String> {
@@ -455,6 +491,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.plan = args.plan.options();
     opts.truncate = args.truncate;
     opts.create = args.create;
+    opts.create_types = args.types.map(|t| t.0).unwrap_or_default();
     opts.resume = args.resume;
     opts.on_conflict = match args.on_conflict {
         OnConflictArg::Error => OnConflict::Error,

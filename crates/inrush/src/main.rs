@@ -52,6 +52,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
         Some(L::ForeignKeyViolated { .. }) => 7,
         Some(L::PartialCommit { .. }) => 5,
+        Some(L::Usage(_)) => 2,
         Some(err) if err.is_bad_input() => 4,
         Some(L::Postgres(_)) => 3,
         Some(L::Read(_)) => 4,
