@@ -161,7 +161,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
 
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
-    let columns = map_columns(&table, explicit, header_names.as_deref())?;
+    let origin = sources.names_origin();
+    let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
+    let columns = map_columns(&table, explicit, header_origin)?;
     // What the reject file starts with: the CSV header, or a columnar file's column names.
     let header: Option<bytes::Bytes> = match (&first, &header_names) {
         (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
@@ -341,7 +343,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         };
         load_plan.choose_sort(&plan.columns, blocked);
     }
-    let mut notes: Vec<String> = query_note.into_iter().collect();
+    let mut notes: Vec<String> = query_note
+        .into_iter()
+        .chain(sources.skipped_note())
+        .collect();
     if let Some(sql) = &create_sql {
         notes.push(match opts.check_only {
             true => format!("--create: would run {sql} (--check: nothing was created)"),

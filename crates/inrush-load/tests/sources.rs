@@ -735,3 +735,73 @@ fn create_keeps_every_value_as_written() {
         .get(0);
     assert_eq!(missing, None);
 }
+
+/// A `.tsv` file (plain or compressed) is read with a tab delimiter, as COPY reads it with
+/// `DELIMITER E'\t'`; `--delimiter` still wins.
+#[test]
+fn tsv_files_are_read_tab_delimited() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE expected (id int, name text); CREATE TABLE t (id int, name text)");
+    let data = b"id\tname\n1\ta,b\n2\t\"quoted\ttab\"\n3\t\n";
+    let tsv = CsvOptions {
+        delimiter: b'\t',
+        header: true,
+        ..CsvOptions::default()
+    };
+    db.server_copy("expected", data, &tsv, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("in.tsv");
+    std::fs::write(&plain, data).unwrap();
+    let zst = dir.path().join("in.tsv.zst");
+    std::fs::write(&zst, zstd::encode_all(&data[..], 3).unwrap()).unwrap();
+    for path in [&plain, &zst] {
+        db.exec("TRUNCATE t");
+        let mut opts = db.load_options(path, "t");
+        opts.csv.header = true;
+        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        assert_eq!(summary.rows, 3, "{}", path.display());
+        assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
+    }
+    db.exec("TRUNCATE t");
+    std::fs::write(&plain, b"id|name\n1|a\tb\n").unwrap();
+    let mut opts = db.load_options(&plain, "t");
+    opts.csv.header = true;
+    opts.csv.delimiter = b'|';
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(db.rows_as_text("t"), ["(1,\"a\tb\")"]);
+}
+
+/// A directory gives only the files whose names say a format: a README.txt with a matching
+/// header is not data. The summary names what was skipped; a header that does not fit the
+/// table names its file.
+#[test]
+fn a_directory_loads_only_files_named_as_inputs() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, name text)");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "id,name\n1,x\n").unwrap();
+    std::fs::write(dir.path().join("README.txt"), "id,name\n2,documentation\n").unwrap();
+    std::fs::write(dir.path().join("orders.tbl"), "id,name\n3,y\n").unwrap();
+    std::fs::write(dir.path().join("config.json"), "{\"id\": 4}\n").unwrap();
+    let mut opts = db.load_options(dir.path(), "t");
+    opts.csv.header = true;
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(db.rows_as_text("t"), ["(1,x)"]);
+    let d = dir.path().display();
+    assert!(
+        summary.notes.iter().any(|n| n.ends_with(&format!(
+            ": {d}/README.txt, {d}/config.json, {d}/orders.tbl"
+        )) && n.starts_with("skipped")),
+        "{:?}",
+        summary.notes
+    );
+
+    std::fs::write(dir.path().join("a.csv"), "id;name\n1;x\n").unwrap();
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "column \"id;name\" named by the header of {d}/a.csv is not a column of"
+        )),
+        "{e}"
+    );
+}

@@ -96,6 +96,8 @@ pub struct OutputArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum FormatArg {
     Csv,
+    /// CSV with a tab delimiter.
+    Tsv,
     Jsonl,
     Parquet,
     Arrow,
@@ -105,6 +107,7 @@ impl FormatArg {
     fn format(self) -> InputFormat {
         match self {
             FormatArg::Csv => InputFormat::Csv,
+            FormatArg::Tsv => InputFormat::Tsv,
             FormatArg::Jsonl => InputFormat::Jsonl,
             FormatArg::Parquet => InputFormat::Parquet,
             FormatArg::Arrow => InputFormat::Arrow,
@@ -118,7 +121,8 @@ pub struct LoadArgs {
     /// `-` reads standard input.
     #[arg(required_unless_present = "from_query")]
     pub inputs: Vec<String>,
-    /// How the inputs are written (default: by their names, CSV when they say nothing).
+    /// How the inputs are written (default: by their names, .csv .tsv .jsonl .ndjson .parquet
+    /// .arrow .feather .ipc, looking through .gz/.zst; CSV when they say nothing).
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
     /// Load the rows of this query, run on the --from server, instead of files.
@@ -140,7 +144,8 @@ pub struct LoadArgs {
     /// The first line is a header; its names pick the columns.
     #[arg(long)]
     pub header: bool,
-    #[arg(long, default_value = ",", value_parser = one_byte)]
+    /// The field delimiter (`tab` or `\t` for a tab) [default: ',', a tab for .tsv files].
+    #[arg(long, default_value = ",", hide_default_value = true, value_parser = one_byte)]
     pub delimiter: u8,
     #[arg(long, default_value = "\"", value_parser = one_byte)]
     pub quote: u8,
