@@ -169,7 +169,8 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 0)]
     pub max_errors: u64,
     /// Reject file: refused records as their original bytes; `<FILE>.log` says why (JSON lines).
-    /// [default: <input>.rejects]
+    /// [default: <input>.rejects; ./inrush.rejects for standard input, a query or several
+    /// inputs]
     #[arg(long)]
     pub rejects: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -316,9 +317,8 @@ pub struct GenArgs {
     /// Output file.
     #[arg(short, long)]
     pub output: String,
-    /// csv, jsonl or parquet (arrow: not written).
     #[arg(long, value_enum, default_value = "csv")]
-    pub format: FormatArg,
+    pub format: GenFormat,
     /// Start CSV with a header line (needed for insertbench, whose key the server fills).
     #[arg(long)]
     pub header: bool,
@@ -326,6 +326,14 @@ pub struct GenArgs {
     pub rows: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// What `gen` writes (a subset of what `load` reads).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum GenFormat {
+    Csv,
+    Jsonl,
+    Parquet,
 }
 
 /// `--types col=type,...`: a comma inside a type's parentheses (`numeric(12,2)`) is the type's.
@@ -421,21 +429,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Gen(args) => {
-            let bytes = match args.format {
-                FormatArg::Parquet => inrush_arrow::generate::write_parquet(
+            let text = match args.format {
+                GenFormat::Parquet => None,
+                GenFormat::Jsonl => Some(TextFormat::Jsonl),
+                GenFormat::Csv => Some(TextFormat::Csv {
+                    header: args.header,
+                }),
+            };
+            let bytes = match text {
+                None => inrush_arrow::generate::write_parquet(
                     std::path::Path::new(&args.output),
                     args.schema,
                     args.rows,
                     args.seed,
                 )?,
-                text => {
-                    let format = match text {
-                        FormatArg::Jsonl => TextFormat::Jsonl,
-                        FormatArg::Csv => TextFormat::Csv {
-                            header: args.header,
-                        },
-                        other => bail!("inrush gen does not write {other:?} files"),
-                    };
+                Some(format) => {
                     let file = std::fs::File::create(&args.output)
                         .with_context(|| format!("creating {}", args.output))?;
                     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
