@@ -51,13 +51,13 @@ pub struct ArrowFile {
 
 impl ArrowFile {
     pub fn open(path: &Path) -> Result<ArrowFile> {
-        let mut file = File::open(path).map_err(|source| Error::Open {
+        let mut file = File::open(path).map_err(|cause| Error::Open {
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
-        let read_err = |source| Error::Read {
+        let read_err = |cause| Error::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let len = file.metadata().map_err(read_err)?.len();
         let mut head = [0u8; 6];
@@ -80,10 +80,10 @@ impl ArrowFile {
 
     fn open_parquet(path: &Path, file: File) -> Result<ArrowFile> {
         let meta =
-            ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|source| {
+            ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()).map_err(|cause| {
                 Error::Parquet {
                     path: path.to_path_buf(),
-                    source,
+                    cause,
                 }
             })?;
         let mut first_row = 0u64;
@@ -118,14 +118,14 @@ impl ArrowFile {
             path: path.to_path_buf(),
             reason,
         };
-        let read_err = |source| Error::Read {
+        let read_err = |cause| Error::Read {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
-        let reader = arrow_ipc::reader::FileReader::try_new(&mut file, None).map_err(|source| {
+        let reader = arrow_ipc::reader::FileReader::try_new(&mut file, None).map_err(|cause| {
             Error::Arrow {
                 path: path.to_path_buf(),
-                source,
+                cause,
             }
         })?;
         let schema = reader.schema();
@@ -228,9 +228,9 @@ impl ArrowFile {
                 columns,
             });
         }
-        let file = File::open(&self.path).map_err(|source| Error::Open {
+        let file = File::open(&self.path).map_err(|cause| Error::Open {
             path: self.path.clone(),
-            source,
+            cause,
         })?;
         let batches = match &self.parquet {
             Some(meta) => self.read_parquet(file, meta.clone(), part, projection)?,
@@ -250,9 +250,9 @@ impl ArrowFile {
         batches
             .into_iter()
             .map(|b| {
-                b.project(&positions).map_err(|source| Error::Arrow {
+                b.project(&positions).map_err(|cause| Error::Arrow {
                     path: self.path.clone(),
-                    source,
+                    cause,
                 })
             })
             .collect()
@@ -265,9 +265,9 @@ impl ArrowFile {
         part: usize,
         projection: &[usize],
     ) -> Result<Vec<RecordBatch>> {
-        let parquet_err = |source| Error::Parquet {
+        let parquet_err = |cause| Error::Parquet {
             path: self.path.clone(),
-            source,
+            cause,
         };
         let mask = ProjectionMask::roots(meta.parquet_schema(), projection.iter().copied());
         let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, meta)
@@ -278,18 +278,18 @@ impl ArrowFile {
             .map_err(parquet_err)?;
         reader
             .map(|b| {
-                b.map_err(|source| Error::Arrow {
+                b.map_err(|cause| Error::Arrow {
                     path: self.path.clone(),
-                    source,
+                    cause,
                 })
             })
             .collect()
     }
 
     fn read_ipc(&self, file: File, part: usize, projection: &[usize]) -> Result<Vec<RecordBatch>> {
-        let arrow_err = |source| Error::Arrow {
+        let arrow_err = |cause| Error::Arrow {
             path: self.path.clone(),
-            source,
+            cause,
         };
         let mut sorted = projection.to_vec();
         sorted.sort_unstable();

@@ -38,13 +38,13 @@ pub fn write_parquet(path: &Path, schema: Schema, rows: u64, seed: u64) -> Resul
             .map(|c| Field::new(c.name, arrow_type(c.kind), !c.sql.contains("NOT NULL")))
             .collect::<Vec<_>>(),
     ));
-    let io = |source| Error::Open {
+    let io = |cause| Error::Open {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
-    let parquet = |source| Error::Parquet {
+    let parquet = |cause| Error::Parquet {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     let file = std::fs::File::create(path).map_err(io)?;
     let mut writer = ArrowWriter::try_new(file, arrow_schema.clone(), None).map_err(parquet)?;
@@ -65,9 +65,9 @@ pub fn write_parquet(path: &Path, schema: Schema, rows: u64, seed: u64) -> Resul
             .map(Builder::finish)
             .collect::<Result<Vec<ArrayRef>>>()?;
         let batch =
-            RecordBatch::try_new(arrow_schema.clone(), arrays).map_err(|source| Error::Arrow {
+            RecordBatch::try_new(arrow_schema.clone(), arrays).map_err(|cause| Error::Arrow {
                 path: path.to_path_buf(),
-                source,
+                cause,
             })?;
         writer.write(&batch).map_err(parquet)?;
         written += n as u64;
@@ -133,9 +133,9 @@ impl Builder {
             Builder::Decimal(mut b, precision, scale) => Arc::new(
                 b.finish()
                     .with_precision_and_scale(precision, scale)
-                    .map_err(|source| Error::Arrow {
+                    .map_err(|cause| Error::Arrow {
                         path: Default::default(),
-                        source,
+                        cause,
                     })?,
             ),
             Builder::Text(mut b) => Arc::new(b.finish()),

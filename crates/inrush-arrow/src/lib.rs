@@ -38,30 +38,32 @@ pub use file::{ArrowFile, FileFormat, Part};
 
 use std::path::PathBuf;
 
-/// Everything that can go wrong while opening, reading or planning an Arrow input.
+/// Everything that can go wrong while opening, reading or planning an Arrow input. Each message
+/// says its cause in full, so no variant exposes the cause again as its `source()` (printing the
+/// chain would repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot open {path}: {source}", path = path.display())]
+    #[error("cannot open {path}: {cause}", path = path.display())]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot read {path}: {source}", path = path.display())]
+    #[error("cannot read {path}: {cause}", path = path.display())]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path} is neither a Parquet file nor an Arrow IPC file (by its magic bytes)", path = path.display())]
     UnknownFormat { path: PathBuf },
-    #[error("{path}: {source}", path = path.display())]
+    #[error("{path}: {cause}", path = path.display())]
     Parquet {
         path: PathBuf,
-        source: parquet::errors::ParquetError,
+        cause: parquet::errors::ParquetError,
     },
-    #[error("{path}: {source}", path = path.display())]
+    #[error("{path}: {cause}", path = path.display())]
     Arrow {
         path: PathBuf,
-        source: arrow_schema::ArrowError,
+        cause: arrow_schema::ArrowError,
     },
     /// The IPC footer or a batch header is malformed.
     #[error("{path}: {reason}", path = path.display())]

@@ -24,29 +24,27 @@ pub use run::{run, LabOptions, Progress, ProgressInfo};
 
 use std::path::PathBuf;
 
-/// What can go wrong in the lab.
+/// What can go wrong in the lab. Each message says its cause in full, so no variant exposes the
+/// cause again as its `source()` (printing the chain would repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A report folder or one of its files could not be read or written.
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// `results.json` is not a lab result.
-    #[error("{path}: not a lab results file: {source}")]
+    #[error("{path}: not a lab results file: {cause}")]
     Results {
         path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
     /// The server or a connection failed while doing `what`.
-    #[error("{what}: {}", inrush_postgres::describe_pg_error(.source))]
+    #[error("{what}: {}", inrush_postgres::describe_pg_error(.cause))]
     Query {
         what: String,
-        #[source]
-        source: tokio_postgres::Error,
+        cause: tokio_postgres::Error,
     },
     /// Connecting, or the private server, failed.
     #[error(transparent)]
@@ -82,7 +80,7 @@ impl Error {
     /// Wraps a driver error with what was being done.
     pub(crate) fn query(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
         let what = what.into();
-        move |source| Error::Query { what, source }
+        move |cause| Error::Query { what, cause }
     }
 }
 

@@ -36,9 +36,9 @@ impl CsvFile {
         use std::io::Write;
         let path =
             std::env::temp_dir().join(format!("inrush-lab-{}-{run_id}.csv", std::process::id()));
-        let io = |source| Error::Io {
+        let io = |cause| Error::Io {
             path: path.clone(),
-            source,
+            cause,
         };
         let file = std::fs::File::create(&path).map_err(io)?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);

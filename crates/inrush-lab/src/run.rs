@@ -151,9 +151,9 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
         .worker_threads(environment.client_cores.clamp(2, 8))
         .enable_all()
         .build()
-        .map_err(|source| Error::Io {
+        .map_err(|cause| Error::Io {
             path: "tokio runtime".into(),
-            source,
+            cause,
         })?;
 
     let weight = |p: &crate::plan::RunPlan| {
@@ -308,9 +308,9 @@ fn setting_list(settings: &[(String, String)]) -> String {
 }
 
 fn pg(what: &str) -> impl FnOnce(postgres::Error) -> Error + '_ {
-    move |source| Error::Query {
+    move |cause| Error::Query {
         what: what.to_string(),
-        source,
+        cause,
     }
 }
 

@@ -6,21 +6,17 @@ use inrush_postgres::TableInfo;
 
 /// Maps input fields to table columns: `explicit` (`--columns`) wins, then the header's names
 /// (exact match, else a unique case-insensitive match), else every column in table order.
-/// Columns the input does not name take their defaults.
+/// The header comes with what it is, for messages (`the header of orders.csv`). Columns the
+/// input does not name take their defaults.
 pub fn map_columns(
     table: &TableInfo,
     explicit: Option<&[String]>,
-    header: Option<&[String]>,
+    header: Option<(&[String], &str)>,
 ) -> Result<Vec<TargetColumn>> {
-    let names: Vec<String> = match (explicit, header) {
-        (Some(cols), _) => cols.to_vec(),
-        (None, Some(header)) => header.to_vec(),
+    let (names, source): (Vec<String>, &str) = match (explicit, header) {
+        (Some(cols), _) => (cols.to_vec(), "--columns"),
+        (None, Some((header, origin))) => (header.to_vec(), origin),
         (None, None) => return Ok(table.columns.clone()),
-    };
-    let source = if explicit.is_some() {
-        "--columns"
-    } else {
-        "the header"
     };
     let mut mapped: Vec<TargetColumn> = Vec::with_capacity(names.len());
     for name in &names {
@@ -99,7 +95,7 @@ mod tests {
     fn header_names_map_by_exact_then_folded_case() {
         let header = vec!["qty".to_string(), "name".to_string()];
         assert_eq!(
-            names(&map_columns(&table(), None, Some(&header)).unwrap()),
+            names(&map_columns(&table(), None, Some((&header, "the header of x.csv"))).unwrap()),
             ["qty", "Name"]
         );
     }
@@ -109,7 +105,7 @@ mod tests {
         let cols = vec!["id".to_string()];
         let header = vec!["zzz".to_string()];
         assert_eq!(
-            names(&map_columns(&table(), Some(&cols), Some(&header)).unwrap()),
+            names(&map_columns(&table(), Some(&cols), Some((&header, "x"))).unwrap()),
             ["id"]
         );
         assert_eq!(
@@ -120,11 +116,15 @@ mod tests {
 
     #[test]
     fn unknown_and_duplicate_names_are_refused() {
-        let err = map_columns(&table(), None, Some(&["nope".to_string()]))
-            .unwrap_err()
-            .to_string();
+        let err = map_columns(
+            &table(),
+            None,
+            Some((&["nope".to_string()], "the header of x.csv")),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
-            err.contains("\"nope\" named by the header is not a column"),
+            err.contains("\"nope\" named by the header of x.csv is not a column"),
             "{err}"
         );
         let err = map_columns(&table(), Some(&["id".into(), "ID".into()]), None)

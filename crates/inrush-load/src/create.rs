@@ -3,6 +3,7 @@
 //! first block, where a later value that does not fit is a bad row like any other. (A query's
 //! names and types are its own, read by the pipeline.)
 
+use crate::columns::position_by_name;
 use crate::sources::{Opened, Sources};
 use crate::{Error, Result};
 use inrush_arrow::DataType;
@@ -12,12 +13,46 @@ use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 use tokio_postgres::Client;
 
 /// `CREATE TABLE` for `table` (as the user wrote it, parsed by the server), refused when the
-/// table exists already.
+/// table exists already. `overrides` (`--types`) replace the types of the columns they name;
+/// each must name a column and a type the server knows.
 pub(crate) async fn table_ddl(
     control: &Client,
     table: &str,
     columns: &[(String, String)],
+    overrides: &[(String, String)],
 ) -> Result<String> {
+    let mut columns = columns.to_vec();
+    for (name, sql_type) in overrides {
+        let Some(i) = position_by_name(columns.iter().map(|(n, _)| n.as_str()), name) else {
+            return Err(Error::Usage(format!(
+                "--types: the input has no column {name:?} (it has: {})",
+                columns
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        // The type goes into the DDL as written: only a name the server reads as a type.
+        let known = control
+            .query_one("SELECT to_regtype($1) IS NOT NULL", &[sql_type])
+            .await
+            .map(|row| row.get::<_, bool>(0));
+        match known {
+            Ok(true) => columns[i].1 = sql_type.clone(),
+            Ok(false) => {
+                return Err(Error::Usage(format!(
+                "--types: {sql_type:?} (for column {name:?}) is not a type of the target database"
+            )))
+            }
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "--types: {sql_type:?} (for column {name:?}) is not a type: {}",
+                    inrush_postgres::describe_pg_error(&e)
+                )))
+            }
+        }
+    }
     let sql = "SELECT to_regclass($1)::text, parse_ident($1)";
     let row = control
         .query_one(sql, &[&table])
@@ -182,9 +217,15 @@ impl Kind {
         }
     }
 
+    /// What a text value reads as. Only types whose reading keeps the value: digits with a
+    /// leading zero (`01234`, a zip code) are text, since a number would drop the zero.
     fn of(text: &str) -> Kind {
         let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let zero_led = |s: &str| s.len() > 1 && s.starts_with('0');
+        if digits(unsigned) && zero_led(unsigned) {
+            return Kind::Text;
+        }
         if digits(unsigned) {
             return match text.parse::<i64>() {
                 Ok(v) if i32::try_from(v).is_ok() => Kind::Int,
@@ -194,14 +235,34 @@ impl Kind {
         }
         if let Some((whole, fraction)) = unsigned.split_once('.') {
             if (whole.is_empty() || digits(whole)) && digits(fraction) {
-                return Kind::Numeric;
+                return match zero_led(whole) {
+                    true => Kind::Text,
+                    false => Kind::Numeric,
+                };
             }
         }
-        if unsigned.contains(['e', 'E']) && text.parse::<f64>().is_ok() {
+        // Exponent forms (`1e3`), and what float8in reads besides digits.
+        let whole = unsigned.split(['.', 'e', 'E']).next().unwrap_or_default();
+        let exponent = unsigned.contains(['e', 'E'])
+            && !zero_led(whole)
+            && text.parse::<f64>().is_ok_and(f64::is_finite);
+        let special = ["nan", "inf", "infinity"]
+            .iter()
+            .any(|w| unsigned.eq_ignore_ascii_case(w));
+        if exponent || special {
             return Kind::Float;
         }
-        if text.eq_ignore_ascii_case("true") || text.eq_ignore_ascii_case("false") {
+        // COPY's boolean spellings; `1` and `0` stay integers.
+        let boolean = [
+            "t", "f", "true", "false", "y", "n", "yes", "no", "on", "off",
+        ];
+        if boolean.iter().any(|w| text.eq_ignore_ascii_case(w)) {
             return Kind::Bool;
+        }
+        if text.starts_with(['{', '['])
+            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+        {
+            return Kind::Json;
         }
         let b = text.as_bytes();
         let date = |b: &[u8]| {
@@ -246,14 +307,24 @@ impl Kind {
     }
 }
 
-/// A JSON value's kind: strings by their content, objects and arrays as jsonb.
+/// A JSON value's kind: objects and arrays as jsonb, numbers and `true`/`false` as themselves,
+/// strings by their content, but never as a number or boolean: JSON has its own for those, so
+/// a string (`"01234"`, `"1"`, `"yes"`) is text unless it is a date, timestamp or uuid.
 fn json_kind(raw: &str) -> Option<Kind> {
     match raw.as_bytes().first()? {
         b'n' => None,
         b'{' | b'[' => Some(Kind::Json),
         b'"' => serde_json::from_str::<String>(raw)
             .ok()
-            .map(|s| Kind::of(&s)),
+            .map(|s| match Kind::of(&s) {
+                Kind::Int
+                | Kind::BigInt
+                | Kind::Numeric
+                | Kind::Float
+                | Kind::Bool
+                | Kind::Json => Kind::Text,
+                kind => kind,
+            }),
         _ => Some(Kind::of(raw)),
     }
 }
@@ -331,6 +402,48 @@ mod tests {
         assert_eq!(json_kind("{\"a\": 1}"), Some(Kind::Json));
         assert_eq!(json_kind("\"2024-01-02\""), Some(Kind::Date));
         assert_eq!(json_kind("null"), None);
+    }
+
+    #[test]
+    fn a_guess_never_changes_a_value() {
+        let kind = |values: &[&str]| {
+            values
+                .iter()
+                .map(|v| Kind::of(v))
+                .reduce(Kind::join)
+                .map(Kind::sql)
+        };
+        // A leading zero would be dropped by a number: zip codes, account numbers stay text.
+        assert_eq!(kind(&["01234", "00501"]), Some("text"));
+        assert_eq!(kind(&["12345", "00501"]), Some("text"));
+        assert_eq!(kind(&["-007"]), Some("text"));
+        assert_eq!(kind(&["00.5"]), Some("text"));
+        assert_eq!(kind(&["01e3"]), Some("text"));
+        assert_eq!(kind(&["0", "-0", "10"]), Some("integer"));
+        assert_eq!(kind(&["0.5", "-0.5", ".5"]), Some("numeric"));
+        // COPY's boolean spellings, in any case; 1 and 0 stay integers.
+        assert_eq!(
+            kind(&["t", "F", "yes", "No", "on", "OFF", "y", "n"]),
+            Some("boolean")
+        );
+        assert_eq!(kind(&["1", "0"]), Some("integer"));
+        assert_eq!(kind(&["t", "1"]), Some("text"));
+        assert_eq!(
+            kind(&["1e3", "NaN", "Infinity", "-inf", "2.5"]),
+            Some("double precision")
+        );
+        assert_eq!(kind(&["1e999"]), Some("text"));
+        // JSON objects and arrays in a CSV field, as in JSON lines; a PostgreSQL array is text.
+        assert_eq!(kind(&["{\"a\": [1, 2]}", "[1, 2]"]), Some("jsonb"));
+        assert_eq!(kind(&["{1,2}"]), Some("text"));
+        // A JSON string is never a number or a boolean; a JSON number and true/false are.
+        assert_eq!(json_kind("\"01234\""), Some(Kind::Text));
+        assert_eq!(json_kind("\"12\""), Some(Kind::Text));
+        assert_eq!(json_kind("\"true\""), Some(Kind::Text));
+        assert_eq!(json_kind("\"{}\""), Some(Kind::Text));
+        assert_eq!(json_kind("12"), Some(Kind::Int));
+        assert_eq!(json_kind("1.5e3"), Some(Kind::Float));
+        assert_eq!(json_kind("false"), Some(Kind::Bool));
     }
 
     #[test]

@@ -10,13 +10,10 @@ pub enum Error {
     /// A Parquet or Arrow input could not be read, or a column cannot take its Arrow type.
     #[error(transparent)]
     Arrow(#[from] inrush_arrow::Error),
-    /// Options that cannot work together, or cannot work on this input or table; refused
-    /// before anything is changed.
+    /// Options that cannot work together, or name what is not there (`--types` for a column
+    /// the input does not have); refused before anything is changed.
     #[error("{0}")]
     Usage(String),
-    /// Something else holds what the load needs (another load of the table).
-    #[error("{0}")]
-    Busy(String),
     /// The input does not fit the table (unknown header column, duplicate column...).
     #[error("{0}")]
     Columns(String),

@@ -43,6 +43,8 @@ pub struct LoadOptions {
     /// Create the table from the input (names from its header, types from its schema or
     /// values) in the load's own transaction, and load it with COPY FREEZE over one connection.
     pub create: bool,
+    /// `--create`: column types that replace the guessed ones (name, SQL type).
+    pub create_types: Vec<(String, String)>,
     /// LOCK TABLE ... IN EXCLUSIVE MODE for the load (other sessions may read, not write). A
     /// lock belongs to one transaction, so this too means one connection.
     pub table_lock: bool,
@@ -75,6 +77,7 @@ impl LoadOptions {
             check_only: false,
             truncate: false,
             create: false,
+            create_types: Vec::new(),
             resume: false,
             on_conflict: OnConflict::Error,
             table_lock: false,

@@ -132,7 +132,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     first.as_mut(),
                 )?,
             };
-            Some(runtime.block_on(crate::create::table_ddl(&control, &opts.table, &columns))?)
+            Some(runtime.block_on(crate::create::table_ddl(
+                &control,
+                &opts.table,
+                &columns,
+                &opts.create_types,
+            ))?)
         }
     };
     let (session, table, claim) = runtime.block_on(async {
@@ -171,7 +176,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     })?;
 
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
-    let columns = map_columns(&table, explicit, header_names.as_deref())?;
+    let origin = sources.names_origin();
+    let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
+    let columns = map_columns(&table, explicit, header_origin)?;
     // What the reject file starts with: the CSV header, or a columnar file's column names.
     let header: Option<bytes::Bytes> = match (&first, &header_names) {
         (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
@@ -354,11 +361,17 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         };
         load_plan.choose_sort(&plan.columns, blocked);
     }
-    let mut notes: Vec<String> = query_note.into_iter().collect();
+    let mut notes: Vec<String> = query_note
+        .into_iter()
+        .chain(sources.skipped_note())
+        .collect();
     if let Some(sql) = &create_sql {
-        notes.push(format!(
-            "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
-        ));
+        notes.push(match opts.check_only {
+            true => format!("--create: would run {sql} (--check: nothing was created)"),
+            false => format!(
+                "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
+            ),
+        });
     }
     // One transaction per connection: a load that must be one transaction has one.
     let mut connections = match (
@@ -839,9 +852,9 @@ fn input_identity(
             ))
         }
     };
-    let open_error = |source| inrush_read::Error::Open {
+    let open_error = |cause| inrush_read::Error::Open {
         path: input.into(),
-        source,
+        cause,
     };
     let path = std::fs::canonicalize(input).map_err(open_error)?;
     let meta = std::fs::metadata(&path).map_err(open_error)?;
@@ -875,7 +888,7 @@ async fn undo(
     control
         .execute(&sql, &[&xids])
         .await
-        .map_err(|source| inrush_postgres::Error::Query { what: sql, source })
+        .map_err(|cause| inrush_postgres::Error::Query { what: sql, cause })
 }
 
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.
@@ -895,7 +908,7 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     if committed == 0 {
         return Err(Error::Postgres(inrush_postgres::Error::Query {
             what: "COMMIT".into(),
-            source: first_error,
+            cause: first_error,
         }));
     }
     let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
@@ -1123,9 +1136,9 @@ pub fn plan(
     let input_size = match input {
         Some(path) => Some(
             std::fs::metadata(path)
-                .map_err(|source| inrush_read::Error::Open {
+                .map_err(|cause| inrush_read::Error::Open {
                     path: path.into(),
-                    source,
+                    cause,
                 })?
                 .len(),
         ),

@@ -12,10 +12,10 @@ use inrush_postgres::copy::{row_in_error_context, CopyFormat};
 use inrush_postgres::ledger::{self, Committed, InputIdentity};
 use tokio_postgres::Client;
 
-fn query_error(what: &str, source: tokio_postgres::Error) -> Error {
+fn query_error(what: &str, cause: tokio_postgres::Error) -> Error {
     Error::Postgres(inrush_postgres::Error::Query {
         what: what.into(),
-        source,
+        cause,
     })
 }
 
@@ -165,7 +165,7 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
     else {
         return Error::Postgres(inrush_postgres::Error::Query {
             what: "COPY".into(),
-            source: e,
+            cause: e,
         });
     };
     let row = db.where_().and_then(row_in_error_context);

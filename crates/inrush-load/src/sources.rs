@@ -77,6 +77,8 @@ pub(crate) struct Sources {
     /// A query whose columns have the very types of the target's: the columns to select, in
     /// COPY order, streamed as COPY BINARY tuples (set once the target's columns are known).
     pub passthrough: OnceLock<Vec<String>>,
+    /// Files of the named directories left out: their names say no format inrush reads.
+    pub skipped: Vec<String>,
 }
 
 impl Source {
@@ -162,9 +164,11 @@ impl Sources {
                 },
                 block_size: opts.block_size,
                 passthrough: OnceLock::new(),
+                skipped: Vec::new(),
             });
         }
-        let files = inrush_read::inputs::expand(&opts.inputs)?;
+        let inrush_read::inputs::Expanded { files, skipped } =
+            inrush_read::inputs::expand(&opts.inputs)?;
         if files.is_empty() {
             return Err(Error::Columns("no input given".into()));
         }
@@ -194,13 +198,42 @@ impl Sources {
                 .collect::<Result<_>>()?,
             _ => files.into_iter().map(Source::file).collect(),
         };
+        let mut csv = opts.csv.clone();
+        // A tab-separated file is CSV with a tab, unless the user chose another delimiter than
+        // the default comma.
+        if format == InputFormat::Tsv && csv.delimiter == CsvOptions::default().delimiter {
+            csv.delimiter = b'\t';
+            csv.validate()?;
+        }
         Ok(Sources {
             list,
             format,
-            csv: opts.csv.clone(),
+            csv,
             block_size: opts.block_size,
             passthrough: OnceLock::new(),
+            skipped,
         })
+    }
+
+    /// What the summary says about files a directory held that were not loaded.
+    pub fn skipped_note(&self) -> Option<String> {
+        (!self.skipped.is_empty()).then(|| {
+            format!(
+                "skipped (their names say no format inrush reads; name them to load them): {}",
+                self.skipped.join(", ")
+            )
+        })
+    }
+
+    /// What named the columns, for messages: the first source's header, first line or fields.
+    pub fn names_origin(&self) -> String {
+        let first = self.list.first().map_or("", |s| s.name.as_str());
+        match (&self.list.first().map(|s| &s.origin), self.format) {
+            (Some(Origin::Query { .. }), _) => "the query".to_string(),
+            (_, InputFormat::Jsonl) => format!("the first line of {first}"),
+            (_, InputFormat::Parquet | InputFormat::Arrow) => format!("the fields of {first}"),
+            _ => format!("the header of {first}"),
+        }
     }
 
     /// How the summary names the input: the one source's name, or how many there are.

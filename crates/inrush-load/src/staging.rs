@@ -39,9 +39,9 @@ impl Staging {
         client
             .batch_execute(&create)
             .await
-            .map_err(|source| Error::Query {
+            .map_err(|cause| Error::Query {
                 what: "creating the staging table".into(),
-                source,
+                cause,
             })?;
         let cols: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
         let list = cols.join(", ");
@@ -78,9 +78,9 @@ impl Staging {
     /// Merges and drops the staging table in one transaction; returns the rows inserted or
     /// updated.
     pub async fn merge(&self, client: &Client) -> Result<u64> {
-        let fail = |source| Error::Query {
+        let fail = |cause| Error::Query {
             what: "merging the staging table into the table".into(),
-            source,
+            cause,
         };
         client.batch_execute("BEGIN").await.map_err(fail)?;
         let merged = async {
@@ -113,9 +113,9 @@ async fn primary_key(client: &Client, table: &TableInfo) -> Result<Vec<String>> 
             &[&table.oid],
         )
         .await
-        .map_err(|source| Error::Query {
+        .map_err(|cause| Error::Query {
             what: "reading the primary key".into(),
-            source,
+            cause,
         })?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }

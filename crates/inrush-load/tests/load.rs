@@ -505,10 +505,11 @@ fn missing_table_and_unknown_header_column_are_clear() {
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
     let err = load(&opts, &Silent).unwrap_err().to_string();
-    assert!(
-        err.contains("column \"b\" named by the header is not a column of \"public\".\"t\""),
-        "{err}"
+    let expected = format!(
+        "column \"b\" named by the header of {} is not a column of \"public\".\"t\"",
+        path.display()
     );
+    assert!(err.contains(&expected), "{err}");
 }
 
 #[test]

@@ -553,7 +553,7 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
             .collect()
     };
     let cases: Vec<(&str, Box<dyn Fn(&mut inrush_load::LoadOptions)>, &str)> = vec![
-        ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc text, note text"),
+        ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc jsonb, note text"),
         ("from_jsonl", Box::new(|o| o.inputs = vec![jsonl_path.display().to_string()]), "amount numeric, doc jsonb, flag boolean, id integer, name text, note text, tags jsonb"),
         ("from_parquet", Box::new(|o| o.inputs = vec![parquet_path.display().to_string()]), "id bigint, name text, amount numeric(12,2), flag boolean, tags text[], doc text, note text"),
         ("from_query", Box::new(|o| o.from_query = Some(QuerySource { from: source.target.clone(), sql: "SELECT * FROM src".into(), split_by: None })), "id integer, name text, amount numeric(12,2), flag boolean, tags text[], doc jsonb, note character varying(20)"),
@@ -610,4 +610,198 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
         .unwrap()
         .get(0);
     assert_eq!(missing, None);
+}
+
+/// The types of `table`'s columns, in order, as `name type`.
+fn column_types(db: &mut support::TestDb, table: &str) -> String {
+    db.client
+        .query(
+            "SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute \
+             WHERE attrelid = $1::text::regclass AND attnum > 0 ORDER BY attnum",
+            &[&table],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--create` guesses only types that keep every value as written: zip codes stay `01234`,
+/// from CSV and from JSON strings alike; COPY's boolean spellings, `1e3`/`NaN` and JSON in a
+/// CSV field get their types; `--types` replaces a guess; `--check` says the DDL and makes
+/// nothing.
+#[test]
+fn create_keeps_every_value_as_written() {
+    let mut db = fresh_db();
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("zips.csv");
+    std::fs::write(
+        &csv_path,
+        "zip,flag,ratio,doc,n,id\n\
+         01234,t,1e3,\"{\"\"a\"\": [1, 2]}\",0,1\n\
+         00501,F,NaN,[1],-0.5,2\n\
+         90210,yes,Infinity,{},0.25,3\n",
+    )
+    .unwrap();
+    let mut opts = db.load_options(&csv_path, "from_csv");
+    opts.csv.header = true;
+    opts.create = true;
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(
+        column_types(&mut db, "from_csv"),
+        "zip text, flag boolean, ratio double precision, doc jsonb, n numeric, id integer"
+    );
+    assert_eq!(
+        db.rows_as_text("from_csv"),
+        [
+            "(00501,f,NaN,[1],-0.5,2)",
+            "(01234,t,1000,\"{\"\"a\"\": [1, 2]}\",0,1)",
+            "(90210,t,Infinity,{},0.25,3)"
+        ]
+    );
+
+    let jsonl_path = dir.path().join("zips.jsonl");
+    std::fs::write(
+        &jsonl_path,
+        "{\"zip\": \"01234\", \"n\": 5, \"s\": \"12\", \"b\": \"true\"}\n\
+         {\"zip\": \"00501\", \"n\": 7, \"s\": \"0.5\", \"b\": \"no\"}\n",
+    )
+    .unwrap();
+    let mut opts = db.load_options(&jsonl_path, "from_jsonl");
+    opts.create = true;
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(
+        column_types(&mut db, "from_jsonl"),
+        "zip text, n integer, s text, b text"
+    );
+    assert_eq!(
+        db.rows_as_text("from_jsonl"),
+        ["(00501,7,0.5,no)", "(01234,5,12,true)"]
+    );
+
+    // --types replaces guesses (a comma inside the type's parentheses is the type's).
+    let mut opts = db.load_options(&csv_path, "typed");
+    opts.csv.header = true;
+    opts.create = true;
+    opts.create_types = vec![
+        ("N".into(), "numeric(5,2)".into()),
+        ("zip".into(), "varchar(5)".into()),
+    ];
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(
+        column_types(&mut db, "typed"),
+        "zip character varying(5), flag boolean, ratio double precision, doc jsonb, \
+         n numeric(5,2), id integer"
+    );
+    // A column the input does not have, or a type the server does not know, is a usage error.
+    for (column, sql_type, expected) in [
+        (
+            "zipcode",
+            "text",
+            "--types: the input has no column \"zipcode\" (it has: zip, flag, ratio, doc, n, id)",
+        ),
+        (
+            "zip",
+            "txet",
+            "--types: \"txet\" (for column \"zip\") is not a type",
+        ),
+    ] {
+        opts.table = "never".into();
+        opts.create_types = vec![(column.into(), sql_type.into())];
+        let e = load(&opts, &inrush_core::Silent).unwrap_err();
+        assert!(matches!(e, inrush_load::Error::Usage(_)), "{e:?}");
+        assert!(e.to_string().starts_with(expected), "{e}");
+    }
+
+    // --create --check says what it would create, and creates nothing.
+    let mut opts = db.load_options(&csv_path, "checked");
+    opts.csv.header = true;
+    opts.create = true;
+    opts.check_only = true;
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(summary.rows, 3);
+    assert!(
+        summary.notes.iter().any(|n| n.contains(
+            "--create: would run CREATE TABLE \"checked\" (\"zip\" text, \"flag\" boolean, "
+        )),
+        "{:?}",
+        summary.notes
+    );
+    let missing: Option<String> = db
+        .client
+        .query_one("SELECT to_regclass('checked')::text", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(missing, None);
+}
+
+/// A `.tsv` file (plain or compressed) is read with a tab delimiter, as COPY reads it with
+/// `DELIMITER E'\t'`; `--delimiter` still wins.
+#[test]
+fn tsv_files_are_read_tab_delimited() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE expected (id int, name text); CREATE TABLE t (id int, name text)");
+    let data = b"id\tname\n1\ta,b\n2\t\"quoted\ttab\"\n3\t\n";
+    let tsv = CsvOptions {
+        delimiter: b'\t',
+        header: true,
+        ..CsvOptions::default()
+    };
+    db.server_copy("expected", data, &tsv, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("in.tsv");
+    std::fs::write(&plain, data).unwrap();
+    let zst = dir.path().join("in.tsv.zst");
+    std::fs::write(&zst, zstd::encode_all(&data[..], 3).unwrap()).unwrap();
+    for path in [&plain, &zst] {
+        db.exec("TRUNCATE t");
+        let mut opts = db.load_options(path, "t");
+        opts.csv.header = true;
+        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        assert_eq!(summary.rows, 3, "{}", path.display());
+        assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
+    }
+    db.exec("TRUNCATE t");
+    std::fs::write(&plain, b"id|name\n1|a\tb\n").unwrap();
+    let mut opts = db.load_options(&plain, "t");
+    opts.csv.header = true;
+    opts.csv.delimiter = b'|';
+    load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(db.rows_as_text("t"), ["(1,\"a\tb\")"]);
+}
+
+/// A directory gives only the files whose names say a format: a README.txt with a matching
+/// header is not data. The summary names what was skipped; a header that does not fit the
+/// table names its file.
+#[test]
+fn a_directory_loads_only_files_named_as_inputs() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, name text)");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.csv"), "id,name\n1,x\n").unwrap();
+    std::fs::write(dir.path().join("README.txt"), "id,name\n2,documentation\n").unwrap();
+    std::fs::write(dir.path().join("orders.tbl"), "id,name\n3,y\n").unwrap();
+    std::fs::write(dir.path().join("config.json"), "{\"id\": 4}\n").unwrap();
+    let mut opts = db.load_options(dir.path(), "t");
+    opts.csv.header = true;
+    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    assert_eq!(db.rows_as_text("t"), ["(1,x)"]);
+    let d = dir.path().display();
+    assert!(
+        summary.notes.iter().any(|n| n.ends_with(&format!(
+            ": {d}/README.txt, {d}/config.json, {d}/orders.tbl"
+        )) && n.starts_with("skipped")),
+        "{:?}",
+        summary.notes
+    );
+
+    std::fs::write(dir.path().join("a.csv"), "id;name\n1;x\n").unwrap();
+    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!(
+            "column \"id;name\" named by the header of {d}/a.csv is not a column of"
+        )),
+        "{e}"
+    );
 }

@@ -24,7 +24,7 @@ impl SessionInfo {
                 &[],
             )
             .await
-            .map_err(|source| Error::Query { what: "reading session settings".into(), source })?;
+            .map_err(|cause| Error::Query { what: "reading session settings".into(), cause })?;
         Ok(SessionInfo {
             server_version_num: row.get::<_, i32>(0) as u32,
             server_version: row.get(1),
@@ -96,7 +96,7 @@ impl TableInfo {
                 &[&self.oid],
             )
             .await
-            .map_err(|source| Error::Query { what: format!("reading the indexes of {}", self.qualified()), source })?;
+            .map_err(|cause| Error::Query { what: format!("reading the indexes of {}", self.qualified()), cause })?;
         Ok(rows
             .iter()
             .map(|r| IndexInfo {
@@ -123,9 +123,9 @@ impl TableInfo {
                 &[&self.oid],
             )
             .await
-            .map_err(|source| Error::Query {
+            .map_err(|cause| Error::Query {
                 what: format!("reading the foreign keys of {}", self.qualified()),
-                source,
+                cause,
             })?;
         Ok(rows
             .iter()
@@ -148,16 +148,16 @@ impl TableInfo {
                 &[&self.oid],
             )
             .await
-            .map_err(|source| Error::Query { what: format!("reading the size of {}", self.qualified()), source })?;
+            .map_err(|cause| Error::Query { what: format!("reading the size of {}", self.qualified()), cause })?;
         let readable: bool = client
             .query_one(
                 "SELECT has_table_privilege($1::oid, 'SELECT')",
                 &[&self.oid],
             )
             .await
-            .map_err(|source| Error::Query {
+            .map_err(|cause| Error::Query {
                 what: format!("checking SELECT on {}", self.qualified()),
-                source,
+                cause,
             })?
             .get(0);
         let empty = readable
@@ -167,9 +167,9 @@ impl TableInfo {
                     &[],
                 )
                 .await
-                .map_err(|source| Error::Query {
+                .map_err(|cause| Error::Query {
                     what: format!("checking whether {} is empty", self.qualified()),
-                    source,
+                    cause,
                 })?
                 .get::<_, bool>(0);
         Ok(TableSize {
@@ -256,7 +256,7 @@ impl TableInfo {
                 &[&table],
             )
             .await
-            .map_err(|source| Error::Query { what: format!("looking up table {table}"), source })?;
+            .map_err(|cause| Error::Query { what: format!("looking up table {table}"), cause })?;
         let Some(row) = found else {
             return Err(Error::TableNotFound(table.to_string()));
         };
@@ -287,7 +287,7 @@ impl TableInfo {
                 &[&oid],
             )
             .await
-            .map_err(|source| Error::Query { what: format!("reading the columns of {table}"), source })?;
+            .map_err(|cause| Error::Query { what: format!("reading the columns of {table}"), cause })?;
         let mut columns = Vec::with_capacity(rows.len());
         for r in rows {
             let ty = TypeRow {
@@ -392,7 +392,7 @@ async fn input_function_sql(client: &Client, type_oid: u32, typmod: i32) -> Resu
             &[&type_oid],
         )
         .await
-        .map_err(|source| Error::Query { what: format!("reading the input function of type {type_oid}"), source })?;
+        .map_err(|cause| Error::Query { what: format!("reading the input function of type {type_oid}"), cause })?;
     let (function, nargs, ioparam): (String, i16, u32) = (r.get(0), r.get(1), r.get(2));
     Ok(if nargs >= 3 {
         format!("SELECT {function}($1::text::cstring, {ioparam}::oid, {typmod})")
@@ -405,7 +405,7 @@ async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
     let r = client
         .query_one("SELECT oid, typtype::text, typelem, typlen, typbasetype, typtypmod FROM pg_type WHERE oid = $1", &[&oid])
         .await
-        .map_err(|source| Error::Query { what: format!("reading type {oid}"), source })?;
+        .map_err(|cause| Error::Query { what: format!("reading type {oid}"), cause })?;
     Ok(TypeRow {
         oid: r.get(0),
         typtype: r.get(1),
@@ -442,7 +442,7 @@ impl TableInfo {
     pub async fn hidden_work(&self, client: &Client) -> Result<HiddenWork> {
         let q = |what: &str| {
             let what = format!("reading the {what} of {}", self.qualified());
-            move |source| Error::Query { what, source }
+            move |cause| Error::Query { what, cause }
         };
         let triggers = client
             .query(

@@ -197,7 +197,7 @@ pub async fn journal_and_drop(
         forget(client, &entries).await?;
         return Err(Error::Query {
             what: "dropping indexes and foreign keys before the load".into(),
-            source,
+            cause: source,
         });
     }
     Ok(entries)
@@ -375,7 +375,7 @@ pub async fn restore(
                 let Some(db) = e.as_db_error() else {
                     return Err(Error::Query {
                         what: sql,
-                        source: e,
+                        cause: e,
                     });
                 };
                 violated.get_or_insert(Error::ForeignKeyViolated {
@@ -440,7 +440,10 @@ async fn in_journal_tx(
                     message: with_detail(db),
                 });
             }
-            return Err(Error::Query { what, source });
+            return Err(Error::Query {
+                what,
+                cause: source,
+            });
         }
     }
     if clear {

@@ -23,20 +23,21 @@ pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo,
 pub use options::ConnectOptions;
 pub use server::{PrivateServer, ServerOptions};
 
-/// Everything that can go wrong talking to PostgreSQL.
+/// Everything that can go wrong talking to PostgreSQL. Each message says its cause in full,
+/// so no variant exposes the cause again as its `source()` (printing the chain would repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid connection string: {0}")]
     Config(String),
-    #[error("cannot connect to {target}: {source}")]
+    #[error("cannot connect to {target}: {}", describe_pg_error(.cause))]
     Connect {
         target: String,
-        source: tokio_postgres::Error,
+        cause: tokio_postgres::Error,
     },
-    #[error("{what}: {}", describe_pg_error(.source))]
+    #[error("{what}: {}", describe_pg_error(.cause))]
     Query {
         what: String,
-        source: tokio_postgres::Error,
+        cause: tokio_postgres::Error,
     },
     #[error("table {0} does not exist (or is not visible on the search_path)")]
     TableNotFound(String),
@@ -68,10 +69,10 @@ pub enum Error {
     },
     #[error("private server: {0}")]
     Server(String),
-    #[error("{context}: {source}")]
+    #[error("{context}: {cause}")]
     Io {
         context: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -80,10 +81,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Wraps a driver error with what was being done (`map_err(query_error("reading X"))`).
 pub fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();
-    move |source| Error::Query { what, source }
+    move |cause| Error::Query { what, cause }
 }
 
-/// The server's message, detail and hint when it sent them; tokio-postgres's text otherwise.
+/// The server's message, detail and hint when it sent them; otherwise tokio-postgres's text and
+/// its causes (its own text leaves them out: `error connecting to server: Connection refused`).
 pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => {
@@ -96,7 +98,15 @@ pub fn describe_pg_error(e: &tokio_postgres::Error) -> String {
             }
             s
         }
-        None => e.to_string(),
+        None => {
+            let mut s = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                s.push_str(&format!(": {c}"));
+                cause = c.source();
+            }
+            s
+        }
     }
 }
 

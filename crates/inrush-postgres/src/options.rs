@@ -186,9 +186,9 @@ impl ConnectOptions {
             Verify::Full => {}
         }
         if let Some(path) = &self.root_cert {
-            let pem = std::fs::read(path).map_err(|source| Error::Io {
+            let pem = std::fs::read(path).map_err(|cause| Error::Io {
                 context: format!("sslrootcert {}", path.display()),
-                source,
+                cause,
             })?;
             let cert = native_tls::Certificate::from_pem(&pem)
                 .map_err(|e| Error::Config(format!("sslrootcert: {e}")))?;
@@ -205,9 +205,9 @@ impl ConnectOptions {
 
     /// Connects on the current tokio runtime; the connection task is spawned onto it.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        let fail = |source| Error::Connect {
+        let fail = |cause| Error::Connect {
             target: self.describe(),
-            source,
+            cause,
         };
         let client = if self.may_use_tls() {
             let (client, connection) = self.config.connect(self.tls()?).await.map_err(fail)?;
@@ -230,7 +230,7 @@ impl ConnectOptions {
     pub async fn cancel(&self, token: &tokio_postgres::CancelToken) -> Result<()> {
         let fail = |source| Error::Connect {
             target: self.describe(),
-            source,
+            cause: source,
         };
         match self.may_use_tls() {
             true => token.cancel_query(self.tls()?).await.map_err(fail),
@@ -249,9 +249,9 @@ impl ConnectOptions {
         } else {
             config.connect(postgres::NoTls)
         };
-        connected.map_err(|source| Error::Connect {
+        connected.map_err(|cause| Error::Connect {
             target: self.describe(),
-            source,
+            cause,
         })
     }
 }
@@ -260,18 +260,18 @@ impl ConnectOptions {
     /// Runs SQL statements on a short-lived blocking connection (setup work: the demo, tests).
     pub fn execute_blocking(&self, sql: &str) -> Result<()> {
         let mut client = self.connect_blocking()?;
-        client.batch_execute(sql).map_err(|source| Error::Query {
+        client.batch_execute(sql).map_err(|cause| Error::Query {
             what: sql.chars().take(80).collect(),
-            source,
+            cause,
         })
     }
 
     /// The first column of the first row of `sql`, as text (`NULL` as `None`).
     pub fn query_text_blocking(&self, sql: &str) -> Result<Option<String>> {
         let mut client = self.connect_blocking()?;
-        let rows = client.simple_query(sql).map_err(|source| Error::Query {
+        let rows = client.simple_query(sql).map_err(|cause| Error::Query {
             what: sql.chars().take(80).collect(),
-            source,
+            cause,
         })?;
         Ok(rows
             .iter()

@@ -49,9 +49,9 @@ impl Resolver {
             Some(s) => s.clone(),
             None => {
                 let sql = &self.columns[col].input_sql;
-                let s = client.prepare(sql).map_err(|source| Error::Query {
+                let s = client.prepare(sql).map_err(|cause| Error::Query {
                     what: format!("preparing {sql}"),
-                    source,
+                    cause,
                 })?;
                 self.statements.insert(col, s.clone());
                 s
@@ -65,7 +65,7 @@ impl Resolver {
                 None => {
                     return Err(Error::Query {
                         what: "resolving a value on the server".into(),
-                        source: e,
+                        cause: e,
                     })
                 }
             },

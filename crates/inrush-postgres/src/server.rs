@@ -194,9 +194,9 @@ impl PrivateServer {
         if let Some((uid, gid)) = self.run_as {
             cmd.uid(uid).gid(gid).current_dir(&self.root);
         }
-        let out: Output = cmd.output().map_err(|source| Error::Io {
+        let out: Output = cmd.output().map_err(|cause| Error::Io {
             context: format!("running {}", path.display()),
-            source,
+            cause,
         })?;
         if !out.status.success() {
             return Err(Error::Server(format!(
@@ -226,9 +226,9 @@ fn fresh_root() -> Result<PathBuf> {
         match std::fs::create_dir(&dir) {
             Ok(()) => {
                 std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).map_err(
-                    |source| Error::Io {
+                    |cause| Error::Io {
                         context: format!("chmod {}", dir.display()),
-                        source,
+                        cause,
                     },
                 )?;
                 if unsafe { libc::geteuid() } == 0 {
@@ -241,7 +241,7 @@ fn fresh_root() -> Result<PathBuf> {
             Err(source) => {
                 return Err(Error::Io {
                     context: format!("creating {}", dir.display()),
-                    source,
+                    cause: source,
                 })
             }
         }
@@ -249,9 +249,9 @@ fn fresh_root() -> Result<PathBuf> {
 }
 
 fn chown(path: &Path, uid: u32, gid: u32) -> Result<()> {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|source| Error::Io {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|cause| Error::Io {
         context: format!("chown {}", path.display()),
-        source,
+        cause,
     })
 }
 
@@ -297,9 +297,9 @@ fn make_traversable(dir: &Path) -> Result<()> {
         let mode = meta.permissions().mode();
         if mode & 0o001 == 0 {
             std::fs::set_permissions(ancestor, std::fs::Permissions::from_mode(mode | 0o001))
-                .map_err(|source| Error::Io {
+                .map_err(|cause| Error::Io {
                     context: format!("chmod o+x {}", ancestor.display()),
-                    source,
+                    cause,
                 })?;
         }
     }

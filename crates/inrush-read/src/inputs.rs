@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 #[serde(rename_all = "lowercase")]
 pub enum InputFormat {
     Csv,
+    /// CSV with a tab delimiter (`.tsv`): COPY's CSV rules otherwise.
+    Tsv,
     /// One JSON object per line (`.jsonl`, `.ndjson`).
     Jsonl,
     /// Apache Parquet (`.parquet`).
@@ -21,6 +23,7 @@ impl InputFormat {
     pub fn name(self) -> &'static str {
         match self {
             InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
             InputFormat::Jsonl => "jsonl",
             InputFormat::Parquet => "parquet",
             InputFormat::Arrow => "arrow",
@@ -28,29 +31,57 @@ impl InputFormat {
     }
 
     /// The format a file name says, looking through `.gz`/`.zst`; `None` when it says nothing.
+    /// Only the names the README lists: a `.txt` or `.json` file may be anything (notes, one
+    /// JSON document), so it says nothing.
     pub fn from_path(path: &Path) -> Option<InputFormat> {
-        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let name = [".gz", ".gzip", ".zst", ".zstd"]
-            .iter()
-            .find_map(|ext| name.strip_suffix(ext))
-            .unwrap_or(&name);
-        let ext = name.rsplit_once('.')?.1;
-        Some(match ext {
-            "csv" | "tsv" | "txt" | "tbl" => InputFormat::Csv,
-            "jsonl" | "ndjson" | "json" => InputFormat::Jsonl,
-            "parquet" | "pq" => InputFormat::Parquet,
-            "arrow" | "feather" | "ipc" | "arrows" => InputFormat::Arrow,
-            _ => return None,
-        })
+        Self::named(path).map(|(format, _)| format)
     }
+
+    /// The format a name says, and whether it is compressed.
+    fn named(path: &Path) -> Option<(InputFormat, bool)> {
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let plain = [".gz", ".gzip", ".zst", ".zstd"]
+            .iter()
+            .find_map(|ext| name.strip_suffix(ext));
+        let ext = plain.unwrap_or(&name).rsplit_once('.')?.1;
+        let format = match ext {
+            "csv" => InputFormat::Csv,
+            "tsv" => InputFormat::Tsv,
+            "jsonl" | "ndjson" => InputFormat::Jsonl,
+            "parquet" => InputFormat::Parquet,
+            "arrow" | "feather" | "ipc" => InputFormat::Arrow,
+            _ => return None,
+        };
+        Some((format, plain.is_some()))
+    }
+
+    /// Whether a directory load takes this file: its name says a format inrush reads from it
+    /// (columnar files are read by parts, so not compressed).
+    fn loadable(path: &Path) -> bool {
+        match Self::named(path) {
+            Some((InputFormat::Parquet | InputFormat::Arrow, compressed)) => !compressed,
+            Some(_) => true,
+            None => false,
+        }
+    }
+}
+
+/// The files the input arguments name, and the files of named directories that were left out
+/// because their names say no format inrush reads.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Expanded {
+    pub files: Vec<String>,
+    pub skipped: Vec<String>,
 }
 
 /// Expands the input arguments, in order: `-` (standard input) and plain files stay as they
 /// are; a directory gives its regular files whose names say a format (sorted, not recursive,
-/// hidden files and reject files left out); an argument with `*`, `?` or `[` in its file name
-/// is a glob over its directory (for when the shell did not expand it, e.g. quoted). Each argument must name at least one file.
-pub fn expand(args: &[String]) -> Result<Vec<String>> {
+/// hidden files and reject files left out silently, other names listed as skipped); an
+/// argument with `*`, `?` or `[` in its file name is a glob over its directory (for when the
+/// shell did not expand it, e.g. quoted). Each argument must name at least one file.
+pub fn expand(args: &[String]) -> Result<Expanded> {
     let mut files = Vec::new();
+    let mut skipped = Vec::new();
     for arg in args {
         let path = Path::new(arg);
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -61,8 +92,12 @@ pub fn expand(args: &[String]) -> Result<Vec<String>> {
         }
         if path.is_dir() {
             for file in listing(path)? {
-                if InputFormat::from_path(&file).is_some() && !is_hidden_or_reject(&file) {
-                    files.push(file.display().to_string());
+                if is_hidden_or_reject(&file) {
+                    continue;
+                }
+                match InputFormat::loadable(&file) {
+                    true => files.push(file.display().to_string()),
+                    false => skipped.push(file.display().to_string()),
                 }
             }
         } else if has_wildcard(name) {
@@ -94,13 +129,13 @@ pub fn expand(args: &[String]) -> Result<Vec<String>> {
             return Err(Error::Inputs(format!("{arg}: no input files there")));
         }
     }
-    Ok(files)
+    Ok(Expanded { files, skipped })
 }
 
 fn listing(dir: &Path) -> Result<Vec<PathBuf>> {
-    let open_error = |source| Error::Open {
+    let open_error = |cause| Error::Open {
         path: dir.to_path_buf(),
-        source,
+        cause,
     };
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(open_error)? {
@@ -169,7 +204,11 @@ mod tests {
         assert_eq!(f("x/part-0.jsonl.zst"), Some(InputFormat::Jsonl));
         assert_eq!(f("lineitem.parquet"), Some(InputFormat::Parquet));
         assert_eq!(f("t.arrow"), Some(InputFormat::Arrow));
+        assert_eq!(f("t.tsv.zst"), Some(InputFormat::Tsv));
         assert_eq!(f("README"), None);
+        assert_eq!(f("README.txt"), None);
+        assert_eq!(f("orders.tbl"), None);
+        assert_eq!(f("config.json"), None);
     }
 
     #[test]
@@ -194,6 +233,9 @@ mod tests {
             ".hidden.csv",
             "a.csv.rejects",
             "notes.md",
+            "README.txt",
+            "d.tsv.zst",
+            "e.parquet.gz",
         ] {
             std::fs::write(dir.path().join(name), b"").unwrap();
         }
@@ -211,16 +253,21 @@ mod tests {
                 })
                 .collect()
         };
+        let listed = expand(std::slice::from_ref(&d)).unwrap();
         assert_eq!(
-            names(expand(std::slice::from_ref(&d)).unwrap()),
-            ["a.csv.gz", "b.csv", "c.jsonl"]
+            names(listed.files),
+            ["a.csv.gz", "b.csv", "c.jsonl", "d.tsv.zst"]
         );
         assert_eq!(
-            names(expand(&[format!("{d}/*.csv*")]).unwrap()),
+            names(listed.skipped),
+            ["README.txt", "e.parquet.gz", "notes.md"]
+        );
+        assert_eq!(
+            names(expand(&[format!("{d}/*.csv*")]).unwrap().files),
             ["a.csv.gz", "b.csv"]
         );
         let e = expand(&[format!("{d}/*.parquet")]).unwrap_err();
         assert!(e.to_string().contains("no input files"), "{e}");
-        assert_eq!(expand(&["-".into()]).unwrap(), ["-"]);
+        assert_eq!(expand(&["-".into()]).unwrap().files, ["-"]);
     }
 }

@@ -19,19 +19,17 @@ pub mod source;
 use inrush_core::Location;
 use std::path::PathBuf;
 
-/// Everything that can go wrong while reading input.
+/// Everything that can go wrong while reading input. Each message says its cause in full, so
+/// no variant exposes the cause again as its `source()` (printing the chain would repeat it).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot open {path}: {source}", path = path.display())]
+    #[error("cannot open {path}: {cause}", path = path.display())]
     Open {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot read {name}: {source}")]
-    Read {
-        name: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read {name}: {cause}")]
+    Read { name: String, cause: std::io::Error },
     /// The input is not well-formed CSV at this record.
     #[error("{location}: {reason}")]
     Record { location: Location, reason: String },

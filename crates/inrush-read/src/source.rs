@@ -64,13 +64,13 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
         });
     }
     let p = Path::new(path);
-    let file = File::open(p).map_err(|source| Error::Open {
+    let file = File::open(p).map_err(|cause| Error::Open {
         path: p.to_path_buf(),
-        source,
+        cause,
     })?;
-    let meta = file.metadata().map_err(|source| Error::Open {
+    let meta = file.metadata().map_err(|cause| Error::Open {
         path: p.to_path_buf(),
-        source,
+        cause,
     })?;
     let compression = Compression::from_path(p);
     let counted = Counted {
@@ -84,9 +84,9 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
             counted,
         ))),
         Compression::Zstd => {
-            Box::new(zstd::Decoder::new(counted).map_err(|source| Error::Open {
+            Box::new(zstd::Decoder::new(counted).map_err(|cause| Error::Open {
                 path: p.to_path_buf(),
-                source,
+                cause,
             })?)
         }
     };
@@ -104,14 +104,14 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
 pub fn open_at(path: &str, offset: u64, consumed: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
     use std::io::{Seek, SeekFrom};
     let p = Path::new(path);
-    let mut file = File::open(p).map_err(|source| Error::Open {
+    let mut file = File::open(p).map_err(|cause| Error::Open {
         path: p.to_path_buf(),
-        source,
+        cause,
     })?;
     file.seek(SeekFrom::Start(offset))
-        .map_err(|source| Error::Open {
+        .map_err(|cause| Error::Open {
             path: p.to_path_buf(),
-            source,
+            cause,
         })?;
     consumed.store(offset, Ordering::Relaxed);
     Ok(Box::new(Counted {
@@ -148,7 +148,7 @@ pub(crate) fn read_more(
                 buf.truncate(len);
                 return Err(Error::Read {
                     name: name.to_string(),
-                    source,
+                    cause: source,
                 });
             }
         }

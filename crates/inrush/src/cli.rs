@@ -1,7 +1,7 @@
 //! Argument definitions and their translation into library options.
 
 use crate::{demo, lab, report};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
@@ -96,6 +96,8 @@ pub struct OutputArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum FormatArg {
     Csv,
+    /// CSV with a tab delimiter.
+    Tsv,
     Jsonl,
     Parquet,
     Arrow,
@@ -105,6 +107,7 @@ impl FormatArg {
     fn format(self) -> InputFormat {
         match self {
             FormatArg::Csv => InputFormat::Csv,
+            FormatArg::Tsv => InputFormat::Tsv,
             FormatArg::Jsonl => InputFormat::Jsonl,
             FormatArg::Parquet => InputFormat::Parquet,
             FormatArg::Arrow => InputFormat::Arrow,
@@ -118,7 +121,8 @@ pub struct LoadArgs {
     /// `-` reads standard input.
     #[arg(required_unless_present = "from_query")]
     pub inputs: Vec<String>,
-    /// How the inputs are written (default: by their names, CSV when they say nothing).
+    /// How the inputs are written (default: by their names, .csv .tsv .jsonl .ndjson .parquet
+    /// .arrow .feather .ipc, looking through .gz/.zst; CSV when they say nothing).
     #[arg(long, value_enum)]
     pub format: Option<FormatArg>,
     /// Load the rows of this query, run on the --from server, instead of files.
@@ -140,7 +144,8 @@ pub struct LoadArgs {
     /// The first line is a header; its names pick the columns.
     #[arg(long)]
     pub header: bool,
-    #[arg(long, default_value = ",", value_parser = one_byte)]
+    /// The field delimiter (`tab` or `\t` for a tab) [default: ',', a tab for .tsv files].
+    #[arg(long, default_value = ",", hide_default_value = true, value_parser = one_byte)]
     pub delimiter: u8,
     #[arg(long, default_value = "\"", value_parser = one_byte)]
     pub quote: u8,
@@ -164,7 +169,8 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 0)]
     pub max_errors: u64,
     /// Reject file: refused records as their original bytes; `<FILE>.log` says why (JSON lines).
-    /// [default: <input>.rejects]
+    /// [default: <input>.rejects; ./inrush.rejects for standard input, a query or several
+    /// inputs]
     #[arg(long)]
     pub rejects: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -190,6 +196,10 @@ pub struct LoadArgs {
     /// a failed load leaves no table.
     #[arg(long)]
     pub create: bool,
+    /// With --create: column types that replace the guessed ones, as `col=type,...`
+    /// (e.g. `zip=text,price=numeric(12,2)`).
+    #[arg(long, requires = "create", value_parser = type_overrides)]
+    pub types: Option<TypeOverrides>,
     /// Hold LOCK TABLE ... IN EXCLUSIVE MODE during the load (others may read, not write).
     /// Uses one connection.
     #[arg(long)]
@@ -307,9 +317,8 @@ pub struct GenArgs {
     /// Output file.
     #[arg(short, long)]
     pub output: String,
-    /// csv, jsonl or parquet (arrow: not written).
     #[arg(long, value_enum, default_value = "csv")]
-    pub format: FormatArg,
+    pub format: GenFormat,
     /// Start CSV with a header line (needed for insertbench, whose key the server fills).
     #[arg(long)]
     pub header: bool,
@@ -317,6 +326,46 @@ pub struct GenArgs {
     pub rows: u64,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+/// What `gen` writes (a subset of what `load` reads).
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum GenFormat {
+    Csv,
+    Jsonl,
+    Parquet,
+}
+
+/// `--types col=type,...`: a comma inside a type's parentheses (`numeric(12,2)`) is the type's.
+#[derive(Clone, Debug)]
+pub struct TypeOverrides(Vec<(String, String)>);
+
+fn type_overrides(s: &str) -> Result<TypeOverrides, String> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices().chain([(s.len(), ',')]) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items
+        .into_iter()
+        .map(|item| match item.split_once('=') {
+            Some((column, sql_type))
+                if !column.trim().is_empty() && !sql_type.trim().is_empty() =>
+            {
+                Ok((column.trim().to_string(), sql_type.trim().to_string()))
+            }
+            _ => Err(format!("{item:?} is not column=type")),
+        })
+        .collect::<Result<_, _>>()
+        .map(TypeOverrides)
 }
 
 fn one_byte(s: &str) -> Result<u8, String> {
@@ -383,21 +432,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Gen(args) => {
-            let bytes = match args.format {
-                FormatArg::Parquet => inrush_arrow::generate::write_parquet(
+            let text = match args.format {
+                GenFormat::Parquet => None,
+                GenFormat::Jsonl => Some(TextFormat::Jsonl),
+                GenFormat::Csv => Some(TextFormat::Csv {
+                    header: args.header,
+                }),
+            };
+            let bytes = match text {
+                None => inrush_arrow::generate::write_parquet(
                     std::path::Path::new(&args.output),
                     args.schema,
                     args.rows,
                     args.seed,
                 )?,
-                text => {
-                    let format = match text {
-                        FormatArg::Jsonl => TextFormat::Jsonl,
-                        FormatArg::Csv => TextFormat::Csv {
-                            header: args.header,
-                        },
-                        other => bail!("inrush gen does not write {other:?} files"),
-                    };
+                Some(format) => {
                     let file = std::fs::File::create(&args.output)
                         .with_context(|| format!("creating {}", args.output))?;
                     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
@@ -455,6 +504,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.plan = args.plan.options();
     opts.truncate = args.truncate;
     opts.create = args.create;
+    opts.create_types = args.types.map(|t| t.0).unwrap_or_default();
     opts.resume = args.resume;
     opts.on_conflict = match args.on_conflict {
         OnConflictArg::Error => OnConflict::Error,

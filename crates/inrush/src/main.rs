@@ -1,8 +1,9 @@
 //! `inrush`: the command line over the library crates. Owns argument parsing, settings, the
 //! progress display, the human and JSON summaries, and exit codes; nothing else.
 //!
-//! Exit codes: 0 loaded; 1 unexpected error; 2 usage; 3 connection, server or permission
-//! problem; 4 input refused (bad row or malformed CSV: nothing committed); 5 partial commit (a
+//! Exit codes: 0 loaded; 1 unexpected error; 2 usage (also: an input that cannot be opened); 3
+//! connection, server or permission problem; 4 input refused (bad row or malformed CSV: nothing
+//! committed; for `recover`, rows that break a key it recreates); 5 partial commit (a
 //! connection failed during the final COMMIT: see the message); 6 loaded and committed, with
 //! rows refused into the reject file (`--max-errors`); 7 loaded and committed, but a foreign key
 //! dropped for the load does not hold (added back NOT VALID); 130 interrupted (Ctrl-C or SIGTERM:
@@ -14,6 +15,7 @@ mod lab;
 mod report;
 
 use clap::Parser;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -26,6 +28,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .without_time()
+        // Colour codes only for a terminal, and never when NO_COLOR is set (no-color.org).
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     match cli::run(args) {
         Ok(cli::Outcome::Done) => ExitCode::SUCCESS,
@@ -52,9 +56,20 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
         Some(L::ForeignKeyViolated { .. }) => 7,
         Some(L::PartialCommit { .. }) => 5,
-        Some(L::Usage(_) | L::Read(inrush_read::Error::Options(_))) => 2,
+        // An input that is not there (or cannot be opened) is a mistake in the arguments.
+        Some(
+            L::Usage(_)
+            | L::Read(
+                inrush_read::Error::Open { .. }
+                | inrush_read::Error::Inputs(_)
+                | inrush_read::Error::Options(_),
+            )
+            | L::Arrow(inrush_arrow::Error::Open { .. }),
+        ) => 2,
         Some(err) if err.is_bad_input() => 4,
-        Some(L::Postgres(_) | L::Busy(_)) => 3,
+        // Rows already in the table break a key `recover` recreates: the data, not the server.
+        Some(L::Postgres(inrush_postgres::Error::UniqueViolated { .. })) => 4,
+        Some(L::Postgres(_)) => 3,
         Some(L::Read(_)) => 4,
         Some(_) => 1,
         None if matches!(

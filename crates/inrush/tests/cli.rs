@@ -283,3 +283,204 @@ fn generated_rows_load_the_same_from_every_format() {
         assert_eq!(rows(&mut client, &tables[2]), csv, "parquet vs csv");
     }
 }
+
+/// What a user sees of a run: the command, its exit code and its stderr, with `dir` as `[dir]`.
+fn seen(args: &[&str], out: &std::process::Output, dir: &std::path::Path) -> String {
+    let dir = dir.display().to_string();
+    format!(
+        "$ inrush {}\nexit {}\n{}",
+        args.join(" "),
+        out.status
+            .code()
+            .map_or("by a signal".into(), |c| c.to_string()),
+        String::from_utf8_lossy(&out.stderr)
+    )
+    .replace(&dir, "[dir]")
+}
+
+/// Each cause is said once (no `os error 2: ... os error 2`, no `error connecting to server:
+/// error connecting to server`), with the exit code the README gives: a missing input is a
+/// usage error, not refused input; `gen` refuses a format it cannot write while parsing.
+#[test]
+fn each_cause_is_said_once_with_its_documented_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    std::fs::write(dir.path().join("in.csv"), "1\n").unwrap();
+    let no_server = format!("postgresql://alice@/db?host={d}");
+    let runs: Vec<Vec<String>> = vec![
+        vec![
+            "load".into(),
+            format!("{d}/missing.csv"),
+            "--to".into(),
+            no_server.clone(),
+            "--table".into(),
+            "t".into(),
+        ],
+        vec![
+            "load".into(),
+            format!("{d}/missing.parquet"),
+            "--to".into(),
+            no_server.clone(),
+            "--table".into(),
+            "t".into(),
+        ],
+        vec![
+            "load".into(),
+            format!("{d}/in.csv"),
+            "--to".into(),
+            no_server.clone(),
+            "--table".into(),
+            "t".into(),
+        ],
+        vec![
+            "gen".into(),
+            "--format".into(),
+            "arrow".into(),
+            "-o".into(),
+            format!("{d}/g.arrow"),
+        ],
+    ];
+    let mut transcript = String::new();
+    for args in &runs {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        transcript.push_str(&seen(&args, &inrush(&args), dir.path()));
+    }
+    assert!(!dir.path().join("g.arrow").exists());
+    insta::assert_snapshot!(transcript);
+}
+
+/// The reject file's default is said in the help, standard input's included.
+#[test]
+fn help_says_where_rejects_go() {
+    let out = inrush(&["load", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let rejects: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("--rejects"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    insta::assert_snapshot!(rejects.join("\n"));
+}
+
+/// Messages from the server say its error once (no `db error: db error:`), with exit codes as
+/// documented: `--types` naming no column is a usage error; `recover` refused by duplicate rows
+/// is refused data (4), not a connection problem (3). A warning on a stderr that is not a
+/// terminal has no colour codes, even without NO_COLOR.
+#[test]
+fn server_messages_say_their_error_once_with_documented_exit_codes() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let server = private_server();
+    let target = server.connect_options("postgres");
+    target
+        .execute_blocking("CREATE TABLE t (id int PRIMARY KEY)")
+        .unwrap();
+    let conninfo = server.conninfo("postgres");
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "id,zip\n1,01234\n").unwrap();
+    let input = input.to_str().unwrap();
+    let mut transcript = String::new();
+    let mut run = |args: &[&str], env_no_color: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_inrush"));
+        cmd.args(args).env_remove("NO_COLOR");
+        if env_no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        let out = cmd.output().expect("run inrush");
+        let shown: Vec<&str> = args
+            .iter()
+            .map(|a| if *a == conninfo { "URL" } else { a })
+            .collect();
+        transcript.push_str(&seen(&shown, &out, dir.path()));
+        out
+    };
+    run(
+        &[
+            "load",
+            "--from-query",
+            "SELEC 1",
+            "--from",
+            &conninfo,
+            "--to",
+            &conninfo,
+            "--table",
+            "t",
+        ],
+        true,
+    );
+    run(
+        &[
+            "load",
+            input,
+            "--header",
+            "--create",
+            "--types",
+            "nope=text",
+            "--to",
+            &conninfo,
+            "--table",
+            "new",
+        ],
+        true,
+    );
+
+    // A load killed once it has journaled and dropped the empty table's primary key; rows that
+    // break the key arrive before `recover`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "load",
+            "-",
+            "--to",
+            &conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+        ])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn inrush");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // More than a block (1 MB): the load plans (and drops) once its first block is read. A
+    // thread writes, since the pipe may fill; it holds stdin open until joined.
+    let writer = std::thread::spawn(move || {
+        let rows: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
+        let _ = stdin.write_all(rows.as_bytes()); // a broken pipe once killed is expected
+        stdin
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let indexes = "SELECT count(*) FROM pg_indexes WHERE tablename = 't'";
+    while target.query_text_blocking(indexes).unwrap().as_deref() != Some("0") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the primary key was never dropped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("kill inrush");
+    child.wait().expect("wait");
+    drop(writer.join().expect("writer thread"));
+    target
+        .execute_blocking("INSERT INTO t VALUES (7), (7)")
+        .unwrap();
+    run(&["recover", "--to", &conninfo], true);
+    // The next load recreates what the journal holds first, and says so on stderr: a pipe.
+    run(
+        &[
+            "load",
+            input,
+            "--header",
+            "--to",
+            &conninfo,
+            "--table",
+            "t",
+            "--columns",
+            "id",
+        ],
+        false,
+    );
+    assert!(!transcript.contains('\u{1b}'), "{transcript}");
+    insta::assert_snapshot!(transcript);
+}

@@ -35,9 +35,9 @@ pub fn write(results: &LabResults, dir: &Path) -> Result<ReportFiles> {
         markdown: dir.join("report.md"),
         html: dir.join("report.html"),
     };
-    let mut json = serde_json::to_vec_pretty(results).map_err(|source| Error::Results {
+    let mut json = serde_json::to_vec_pretty(results).map_err(|cause| Error::Results {
         path: files.json.clone(),
-        source,
+        cause,
     })?;
     json.push(b'\n');
     std::fs::write(&files.json, json).map_err(io(&files.json))?;
@@ -51,13 +51,13 @@ pub fn rerender(dir: &Path) -> Result<ReportFiles> {
     let path = dir.join("results.json");
     let bytes = std::fs::read(&path).map_err(io(&path))?;
     let results: LabResults =
-        serde_json::from_slice(&bytes).map_err(|source| Error::Results { path, source })?;
+        serde_json::from_slice(&bytes).map_err(|cause| Error::Results { path, cause })?;
     write(&results, dir)
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
-    move |source| Error::Io { path, source }
+    move |cause| Error::Io { path, cause }
 }
 
 /// One table row: a variation's median run and how it compares with the baselines.
