@@ -55,19 +55,11 @@ pub enum Error {
         load: Option<String>,
         reason: String,
     },
-    /// The rows were committed, but a foreign key dropped for the load does not hold for them:
-    /// it was added back NOT VALID (enforced for new rows, not checked for existing ones).
-    #[error("{rows} rows were committed, but foreign key {constraint} of {table} does not hold: {message}. It was added back NOT VALID; fix or delete the offending rows, then run: ALTER TABLE {table} VALIDATE CONSTRAINT \"{constraint}\"")]
-    ForeignKeyViolated {
-        rows: u64,
-        constraint: String,
-        table: String,
-        message: String,
-    },
-    /// A primary key or unique constraint built after the load does not hold for the input's
-    /// rows: the load's rows were deleted again and every definition restored.
+    /// A key put back after the load (a primary key or unique constraint built after it, a
+    /// foreign key validated after it) does not hold for the input's rows: the load's rows
+    /// were deleted again and every definition restored, valid as before.
     #[error("{constraint} of {table} does not hold for the input: {message}; the load was undone ({rows_undone} rows deleted again) and the table is as it was")]
-    UniqueViolated {
+    KeyViolated {
         constraint: String,
         table: String,
         message: String,
@@ -91,7 +83,7 @@ impl Error {
             self,
             Error::BadRow { .. }
                 | Error::TooManyRejects { .. }
-                | Error::UniqueViolated { .. }
+                | Error::KeyViolated { .. }
                 | Error::ServerRefused { .. }
                 | Error::SelfBlocked { .. }
                 | Error::Columns(_)

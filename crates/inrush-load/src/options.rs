@@ -159,15 +159,15 @@ impl LoadOptions {
         Ok(())
     }
 
-    /// Why the load keeps primary keys and unique constraints whatever the plan's size rule
+    /// Why the load keeps its keys (primary, unique, foreign) whatever the plan's size rule
     /// says, if it must.
-    pub(crate) fn keeps_unique(&self) -> Option<&'static str> {
+    pub(crate) fn keeps_keys(&self) -> Option<&'static str> {
         if self.max_errors > 0 {
-            Some("--max-errors: the server names each duplicate key, which goes to the reject file")
+            Some("--max-errors: the server names each row that breaks a key, which goes to the reject file")
         } else if self.resume {
-            Some("--resume commits block by block: a key rebuilt after the load could not undo it")
+            Some("--resume commits block by block: a key put back after the load could not undo it")
         } else if self.on_conflict != OnConflict::Error {
-            Some("--on-conflict finds conflicts through it")
+            Some("--on-conflict merges the rows through the keys")
         } else {
             None
         }

@@ -276,6 +276,10 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     if staging.is_some() {
         copy_columns.push(Staging::ORDINAL.into());
     }
+    // COPY FREEZE needs the table made or emptied in the same subtransaction: not under the
+    // savepoints --max-errors loads each chunk in.
+    // Nor on a partitioned table, which the server refuses to freeze.
+    let frozen = (opts.truncate || opts.create) && opts.max_errors == 0 && !table.partitioned;
     let statement = copy_from_stdin(
         staging
             .as_ref()
@@ -283,7 +287,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             .as_str(),
         &copy_columns,
         format,
-        opts.truncate || opts.create,
+        frozen,
     );
     // Statements each COPY transaction runs first; each makes the load one transaction.
     let mut prelude = Vec::new();
@@ -324,7 +328,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
 
     let plan_options = crate::PlanOptions {
-        keep_unique: opts.keeps_unique(),
+        keep_keys: opts.keeps_keys(),
         // Other loads of the table run beside this one: it changes no definition.
         rebuild_indexes: opts.plan.rebuild_indexes && claim == Claim::Alone,
         ..opts.plan
@@ -335,6 +339,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         input_size,
         plan_options,
         opts.truncate || opts.create,
+        frozen,
     ))?;
     if claim == Claim::Shared {
         load_plan.rule = format!(
@@ -369,7 +374,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         notes.push(match opts.check_only {
             true => format!("--create: would run {sql} (--check: nothing was created)"),
             false => format!(
-                "--create: {sql}, in the load's own transaction (rows written frozen: COPY FREEZE)"
+                "--create: {sql}, in the load's own transaction{}",
+                match frozen {
+                    true => " (rows written frozen: COPY FREEZE)",
+                    false => "",
+                }
             ),
         });
     }
@@ -708,24 +717,26 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let mut summary = match (streamed, rebuilt) {
         (Ok((summary, _)), Ok(())) => summary,
-        (
-            Ok((_, txids)),
-            Err(inrush_postgres::Error::UniqueViolated {
-                constraint,
-                table: name,
-                message,
-            }),
-        ) => {
-            // The rows break a key rebuilt after the commit: take exactly them out again, then
-            // put every journaled definition back, so the table is as it was.
+        (Ok((_, txids)), Err(broken)) if broken.is_broken_key() => {
+            // The rows break a key put back after the commit (a unique index that cannot be
+            // built, a foreign key added back NOT VALID that does not validate): take exactly
+            // them out again, then put back every journaled definition and validate what was
+            // valid, so the table is as it was. Such keys are dropped only for loads whose rows
+            // all carry their transactions' ids (see `LoadOptions::keeps_keys`).
+            let (constraint, name, message) = broken.broken_key();
             let undone = runtime.block_on(async {
                 let deleted = undo(&control, &table, &txids).await?;
                 let pending = ddl::pending(&control, Some(table.oid)).await?;
                 ddl::restore(&opts.target, &pending, opts.connections.max(1)).await?;
+                if matches!(broken, inrush_postgres::Error::ForeignKeyViolated { .. }) {
+                    ddl::validate_foreign_key(&control, &name, &constraint)
+                        .await
+                        .map_err(inrush_postgres::query_error("validating the foreign key again"))?;
+                }
                 Ok::<_, inrush_postgres::Error>(deleted)
             });
             return Err(match undone {
-                Ok(deleted) => Error::UniqueViolated {
+                Ok(deleted) => Error::KeyViolated {
                     constraint,
                     table: name,
                     message,
@@ -738,21 +749,6 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             });
         }
         (Err(error), Ok(())) => return Err(error),
-        (
-            Ok((summary, _)),
-            Err(inrush_postgres::Error::ForeignKeyViolated {
-                constraint,
-                table,
-                message,
-            }),
-        ) => {
-            return Err(Error::ForeignKeyViolated {
-                rows: summary.rows,
-                constraint,
-                table,
-                message,
-            })
-        }
         (streamed, Err(e)) => {
             return Err(Error::IndexesNotRestored {
                 load: streamed.err().map(|e| e.to_string()),
@@ -1093,11 +1089,18 @@ async fn decide_plan(
     input_size: Option<u64>,
     opts: crate::PlanOptions,
     emptied: bool,
+    frozen: bool,
 ) -> inrush_postgres::Result<LoadPlan> {
     let indexes = table.indexes(client).await?;
     let foreign_keys = table.foreign_keys(client).await?;
     let mut size = table.size(client).await?;
+    let mut opts = opts;
     if emptied {
+        // A key built after the load that fails undoes the load's rows, but not the TRUNCATE
+        // of the rows that were there: those keys stay.
+        if !size.empty && opts.keep_keys.is_none() {
+            opts.keep_keys = Some("--truncate of a table with rows: if a key put back after the load failed, the emptied rows could not come back");
+        }
         size = TableSize {
             table_bytes: 0,
             index_bytes: 0,
@@ -1115,7 +1118,7 @@ async fn decide_plan(
         input_size,
         opts,
     );
-    Ok(plan.with_hidden_work(hidden).loaded_frozen(emptied))
+    Ok(plan.with_hidden_work(hidden).loaded_frozen(frozen))
 }
 
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.
@@ -1148,7 +1151,7 @@ pub fn plan(
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
         let table = TableInfo::read(&client, table).await?;
-        let mut plan = decide_plan(&client, &table, input_size, opts, false).await?;
+        let mut plan = decide_plan(&client, &table, input_size, opts, false, false).await?;
         // As if the input fed every column, in binary, with nothing that keeps its order.
         plan.choose_sort(&table.columns, None);
         Ok::<_, inrush_postgres::Error>(plan)

@@ -20,10 +20,11 @@ pub struct PlanOptions {
     /// Also build primary keys and unique constraints after the load when the table is not
     /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
     pub rebuild_unique: bool,
-    /// Never drop primary keys and unique constraints, for this reason: the load needs the
-    /// server to find duplicates as they come (`--on-conflict`, `--max-errors`), or commits as
-    /// it goes so a key rebuilt after it could not be undone (`--resume`).
-    pub keep_unique: Option<&'static str>,
+    /// Never drop primary keys, unique constraints and foreign keys, for this reason: the load
+    /// needs the server to refuse rows as they come (`--max-errors` sends them to the reject
+    /// file, `--on-conflict` conflicts through the keys), or could not be undone if a key put
+    /// back after it failed (`--resume` commits as it goes, `--truncate` empties the table).
+    pub keep_keys: Option<&'static str>,
     /// Disable the table's enabled user triggers during the load, re-enable them after
     /// (`--disable-triggers`; needs ownership of the table). Off by default: triggers are the
     /// user's logic.
@@ -43,7 +44,7 @@ impl Default for PlanOptions {
             threshold: 0.2,
             maintain: true,
             rebuild_unique: false,
-            keep_unique: None,
+            keep_keys: None,
             disable_triggers: false,
             sort_min_index_bytes: 64 << 20,
         }
@@ -171,7 +172,7 @@ impl LoadPlan {
             (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
         };
         let unique_after =
-            large && (size.empty || opts.rebuild_unique) && opts.keep_unique.is_none();
+            large && (size.empty || opts.rebuild_unique) && opts.keep_keys.is_none();
         let indexes = indexes
             .into_iter()
             .map(|index| {
@@ -192,7 +193,7 @@ impl LoadPlan {
                     (IndexAction::Keep, "deferrable constraint: enforced during the load".to_string())
                 } else if index.referenced {
                     (IndexAction::Keep, "a foreign key relies on it: enforced during the load".to_string())
-                } else if let (true, Some(why)) = (large, opts.keep_unique) {
+                } else if let (true, Some(why)) = (large, opts.keep_keys) {
                     (IndexAction::Keep, format!("unique: enforced during the load ({why})"))
                 } else if unique_after {
                     (IndexAction::Rebuild, "unique: built once after the load; if the rows break it, the load is undone".to_string())
@@ -207,7 +208,9 @@ impl LoadPlan {
         let foreign_keys = foreign_keys
             .into_iter()
             .map(|fk| {
-                let (action, reason) = if partitioned {
+                let (action, reason) = if let (true, Some(why)) = (large, opts.keep_keys) {
+                    (IndexAction::Keep, format!("checked row by row during the load ({why})"))
+                } else if partitioned {
                     (
                         IndexAction::Keep,
                         "partitioned table: checked row by row during the load".to_string(),

@@ -195,7 +195,7 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
 
 /// Only data errors (22), integrity violations (23) and errors raised by triggers or functions
 /// (P0) are about a row; a cancel, a timeout, a deadlock or a full disk is not.
-fn is_about_a_row(code: &str) -> bool {
+pub(crate) fn is_about_a_row(code: &str) -> bool {
     code.starts_with("22") || code.starts_with("23") || code.starts_with("P0")
 }
 

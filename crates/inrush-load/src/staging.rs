@@ -24,15 +24,28 @@ impl Staging {
         table: &TableInfo,
         columns: &[TargetColumn],
         mode: OnConflict,
-    ) -> Result<Staging> {
+    ) -> crate::Result<Staging> {
+        // Refused before anything is made: a key to conflict on, and for update the one to
+        // update by.
+        let target = table.qualified();
+        let key = primary_key(client, table).await?;
+        if mode == OnConflict::Update && key.is_empty() {
+            return Err(crate::Error::Usage(format!(
+                "--on-conflict update needs a primary key on {target}: it says which row a row replaces"
+            )));
+        }
+        if !has_unique_index(client, table).await? {
+            return Err(crate::Error::Usage(format!(
+                "--on-conflict needs a primary key or unique constraint on {target}: without one no row conflicts with another"
+            )));
+        }
         let name = format!(
             "inrush.{}",
             quote_ident(&format!("stage_{}_{}", table.oid, std::process::id()))
         );
-        let target = table.qualified();
         let create = format!(
             "CREATE SCHEMA IF NOT EXISTS inrush; DROP TABLE IF EXISTS {name}; \
-             CREATE UNLOGGED TABLE {name} (LIKE {target} INCLUDING DEFAULTS); \
+             CREATE UNLOGGED TABLE {name} (LIKE {target} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING IDENTITY INCLUDING GENERATED); \
              ALTER TABLE {name} ADD COLUMN {} bigint NOT NULL",
             Staging::ORDINAL
         );
@@ -52,10 +65,6 @@ impl Staging {
                 Staging::ORDINAL
             ),
             OnConflict::Update => {
-                let key = primary_key(client, table).await?;
-                if key.is_empty() {
-                    return Err(crate::Error::Columns(format!("--on-conflict update needs a primary key on {target}")));
-                }
                 let key_list = key.iter().map(|k| quote_ident(k)).collect::<Vec<_>>().join(", ");
                 let updates: Vec<String> = columns
                     .iter()
@@ -96,10 +105,38 @@ impl Staging {
             Ok(affected) => Ok(affected),
             Err(e) => {
                 let _ = client.batch_execute("ROLLBACK").await;
-                Err(fail(e).into())
+                // A row a foreign key or a trigger refuses is met only here, in one statement:
+                // the whole merge fails, naming the row's values.
+                match e.as_db_error().filter(|db| crate::sink::is_about_a_row(db.code().code())) {
+                    Some(db) => Err(crate::Error::ServerRefused {
+                        location: None,
+                        message: format!(
+                            "merging the input into the table: {}{}",
+                            db.message(),
+                            db.detail().map_or(String::new(), |d| format!(" ({d})"))
+                        ),
+                        sqlstate: Some(db.code().code().to_string()),
+                    }),
+                    None => Err(fail(e).into()),
+                }
             }
         }
     }
+}
+
+/// Whether any unique index (a primary key, a unique constraint or index) can make rows conflict.
+async fn has_unique_index(client: &Client, table: &TableInfo) -> Result<bool> {
+    let row = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = $1 AND indisunique)",
+            &[&table.oid],
+        )
+        .await
+        .map_err(|cause| Error::Query {
+            what: "looking for a unique index".into(),
+            cause,
+        })?;
+    Ok(row.get(0))
 }
 
 /// The primary key's columns, in key order.

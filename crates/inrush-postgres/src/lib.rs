@@ -78,6 +78,33 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl Error {
+    /// Whether the load's rows break a key put back after it.
+    pub fn is_broken_key(&self) -> bool {
+        matches!(
+            self,
+            Error::UniqueViolated { .. } | Error::ForeignKeyViolated { .. }
+        )
+    }
+
+    /// The key, its table and what the server said, for [`Error::is_broken_key`] errors.
+    pub fn broken_key(&self) -> (String, String, String) {
+        match self {
+            Error::UniqueViolated {
+                constraint,
+                table,
+                message,
+            }
+            | Error::ForeignKeyViolated {
+                constraint,
+                table,
+                message,
+            } => (constraint.clone(), table.clone(), message.clone()),
+            _ => Default::default(),
+        }
+    }
+}
+
 /// Wraps a driver error with what was being done (`map_err(query_error("reading X"))`).
 pub fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();

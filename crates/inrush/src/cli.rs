@@ -262,7 +262,7 @@ impl PlanFlags {
             maintain: !self.no_analyze,
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
-            keep_unique: None,
+            keep_keys: None,
             sort_min_index_bytes: match self.no_sort {
                 true => u64::MAX,
                 false => PlanOptions::default().sort_min_index_bytes,

@@ -54,7 +54,8 @@ fn exit_code(e: &anyhow::Error) -> u8 {
     use inrush_load::Error as L;
     match e.downcast_ref::<L>() {
         Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
-        Some(L::ForeignKeyViolated { .. }) => 7,
+        // A foreign key `recover` (or a load, for a dead load's leftovers) put back NOT VALID.
+        Some(L::Postgres(inrush_postgres::Error::ForeignKeyViolated { .. })) => 7,
         Some(L::PartialCommit { .. }) => 5,
         // An input that is not there (or cannot be opened) is a mistake in the arguments.
         Some(

@@ -1,0 +1,105 @@
+//! What the tests of every inrush crate share, so no test file starts its own server or
+//! writes its own database fixture:
+//! - [`server`]: one private PostgreSQL per test process (stopped at exit), or the server
+//!   `INRUSH_TEST_URL` names; `INRUSH_PG_BIN` picks the binaries of the private one (an older
+//!   major version, say);
+//! - [`Db`]: a fresh database of its own for one test, with its conninfo for the CLI and
+//!   queries whose answers come back as text.
+
+use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+static SERVER: Mutex<Option<PrivateServer>> = Mutex::new(None);
+static BASE: OnceLock<(ConnectOptions, String)> = OnceLock::new();
+
+extern "C" fn stop_server() {
+    if let Ok(mut server) = SERVER.lock() {
+        server.take();
+    }
+}
+
+/// The `postgres` database of the tests' server, as options and as a libpq conninfo.
+pub fn server() -> &'static (ConnectOptions, String) {
+    BASE.get_or_init(|| {
+        if let Ok(url) = std::env::var("INRUSH_TEST_URL") {
+            let opts = ConnectOptions::parse(&url).expect("INRUSH_TEST_URL parses");
+            return (opts, url);
+        }
+        let server = PrivateServer::start(&ServerOptions {
+            unsafe_fast: true,
+            ..Default::default()
+        })
+        .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
+        let base = (server.connect_options("postgres"), server.conninfo("postgres"));
+        *SERVER.lock().expect("server slot") = Some(server);
+        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
+        unsafe { libc::atexit(stop_server) };
+        base
+    })
+}
+
+/// A database of its own for one test.
+pub struct Db {
+    pub name: String,
+    pub target: ConnectOptions,
+    /// For the CLI's `--to`.
+    pub conninfo: String,
+}
+
+impl Db {
+    /// A new, empty database; `prefix` names it after the test file (`matrix_1234_7`).
+    pub fn fresh(prefix: &str) -> Db {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "{prefix}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let (base, conninfo) = server();
+        base.execute_blocking(&format!("CREATE DATABASE {name}"))
+            .expect("CREATE DATABASE");
+        let target = base.with_dbname(&name);
+        // A URL or a key=value conninfo: the database is its last word either way.
+        let conninfo = match conninfo.contains("dbname=") {
+            true => conninfo.replace("dbname=postgres", &format!("dbname={name}")),
+            false => format!("{conninfo} dbname={name}"),
+        };
+        Db {
+            name,
+            target,
+            conninfo,
+        }
+    }
+
+    pub fn exec(&self, sql: &str) {
+        self.target
+            .execute_blocking(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The first column of the first row as text ("" for none or NULL).
+    pub fn text(&self, sql: &str) -> String {
+        self.target
+            .query_text_blocking(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap_or_default()
+    }
+
+    pub fn int(&self, sql: &str) -> i64 {
+        let text = self.text(sql);
+        text.parse()
+            .unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
+    }
+
+    /// The server's own `COPY target FROM STDIN (FORMAT csv)` of `data`, committed: what every
+    /// differential test compares inrush's table with.
+    pub fn copy_csv(&self, target: &str, data: &[u8]) {
+        use std::io::Write;
+        let mut client = self.target.connect_blocking().expect("connect");
+        let sql = format!("COPY {target} FROM STDIN (FORMAT csv)");
+        let mut writer = client.copy_in(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        writer.write_all(data).expect("COPY data");
+        writer.finish().unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
