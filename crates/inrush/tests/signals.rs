@@ -1,0 +1,130 @@
+//! Ctrl-C and SIGTERM in each phase of a load, once and twice: the message says what is true
+//! in that phase, the exit code matches it, and no exit leaves a definition dropped.
+//!
+//! The load goes into an empty table with a primary key and a secondary index, so both are
+//! dropped before the COPY and rebuilt after it, and VACUUM (ANALYZE) runs last. The test
+//! watches `pg_stat_activity` for the phase's statement and signals the loader then.
+
+use inrush_testkit::Db;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const ROWS: usize = 600_000;
+
+const SCHEMA: &str = "CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n >= 0), s varchar(20), d date); \
+                      CREATE INDEX t_s ON t (s, n);";
+
+const DEFINITIONS: &str = "SELECT string_agg(x, E'\\n' ORDER BY x) FROM (SELECT pg_get_indexdef(indexrelid) \
+                           || ' valid=' || indisvalid AS x FROM pg_index WHERE indrelid = 't'::regclass) q";
+
+fn input() -> &'static PathBuf {
+    static INPUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &INPUT
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("big.csv");
+            let mut text = String::with_capacity(ROWS * 32);
+            for i in 0..ROWS {
+                text.push_str(&format!("{i},{},name {},2024-03-{:02}\n", i % 1000, i % 977, i % 28 + 1));
+            }
+            std::fs::write(&path, text).unwrap();
+            (dir, path)
+        })
+        .1
+}
+
+fn start(db: &Db) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(["load", input().to_str().unwrap(), "--to", &db.conninfo, "--table", "t", "--no-progress"])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush load")
+}
+
+/// Waits until one of the load's sessions runs a statement starting with one of `prefixes`.
+fn wait_for_statement(db: &Db, child: &mut Child, prefixes: &[&str]) {
+    let like: Vec<String> = prefixes.iter().map(|p| format!("query LIKE '{p}%'")).collect();
+    let sql = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+         AND pid <> pg_backend_pid() AND state = 'active' AND ({})",
+        like.join(" OR ")
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while db.int(&sql) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "the load ended before {prefixes:?}");
+        assert!(Instant::now() < deadline, "no {prefixes:?} within 2 minutes");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+/// Waits for the loader (at most 2 minutes); its exit code and what it printed (the summary on
+/// standard output, messages on standard error).
+fn finish(mut child: Child) -> (i32, String) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the loader did not end within 2 minutes of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let printed = [out.stdout, out.stderr].concat();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&printed).into_owned())
+}
+
+/// Signals the loader `times` times once a phase's statement runs; checks what it said and
+/// left.
+fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64, said: &str) {
+    let db = Db::fresh("signals");
+    db.exec(SCHEMA);
+    let before = db.text(DEFINITIONS);
+    let mut child = start(&db);
+    wait_for_statement(&db, &mut child, prefixes);
+    for _ in 0..times {
+        signal(&child, sig);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, stderr) = finish(child);
+    assert_eq!(code, exit, "{stderr}");
+    assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
+    assert_eq!(db.text(DEFINITIONS), before, "{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM inrush.ddl_journal"), 0, "{stderr}");
+}
+
+#[test]
+fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
+    interrupt_at(&["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");
+}
+
+#[test]
+fn a_second_ctrl_c_during_the_copy_still_puts_the_keys_back() {
+    interrupt_at(&["COPY"], libc::SIGINT, 2, 130, 0, "exiting now would leave them dropped");
+}
+
+#[test]
+fn sigterm_during_the_index_rebuild_keeps_the_commit_and_finishes_the_rebuild() {
+    interrupt_at(
+        &["CREATE INDEX", "CREATE UNIQUE INDEX"],
+        libc::SIGTERM,
+        2,
+        0,
+        ROWS as i64,
+        "the rows stay committed",
+    );
+}
+
+#[test]
+fn ctrl_c_during_vacuum_skips_it_and_says_the_rows_are_committed() {
+    interrupt_at(&["VACUUM"], libc::SIGINT, 1, 0, ROWS as i64, "skipped: interrupted");
+}
