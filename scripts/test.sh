@@ -4,8 +4,16 @@
 # binaries are available (Debian's postgresql-15; installed here when running as root).
 # The last line says how it went, for CI: `test.sh: ok, N tests passed ...` or
 # `test.sh: FAILED (exit N) ...`.
+# --full: the whole combination matrix (crates/inrush/tests/matrix.rs: every table shape against
+# every flag set, about 5 minutes more) instead of its quick subset; CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for arg in "$@"; do
+  case "$arg" in
+    --full) export INRUSH_MATRIX=full ;;
+    *) echo "usage: scripts/test.sh [--full]" >&2; exit 2 ;;
+  esac
+done
 
 started=$SECONDS
 log=$(mktemp)
