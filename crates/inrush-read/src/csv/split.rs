@@ -459,12 +459,13 @@ mod tests {
 
         /// Whatever the block size and the reads, the blocks are the input cut at record ends
         /// (as COPY's line reader finds them) and give the records of one whole parse, or its
-        /// first error.
+        /// first error; resumed at any block, the splitter makes the same cuts from there on.
         #[test]
         fn blocks_are_the_input_cut_at_record_ends(
             case in cases::csv_case(),
             block_size in prop_oneof![1..64usize, Just(1 << 20)],
             reads in vec(1..16usize, 1..4),
+            resume_at in any::<prop::sample::Index>(),
         ) {
             let (opts, data) = (&case.opts, &case.data[..]);
             prop_assume!(opts.validate().is_ok());
@@ -478,13 +479,13 @@ mod tests {
             while pos < data.len() {
                 let end = parser.record_end(data, pos);
                 if let Ok(next) = parser.parse(data, pos, &mut rec) {
-                    prop_assert_eq!(next, end, "parser and line reader end the record at {} apart", pos);
+                    prop_assert_eq!(next, end, "parser and line reader differ at {}", pos);
                 }
                 ends.insert(end);
                 pos = end;
             }
 
-            let reader = Chunked { data, sizes: reads, reads: 0 };
+            let reader = Chunked { data, sizes: reads.clone(), reads: 0 };
             let mut splitter = Splitter::new(reader, "t", opts.clone(), block_size);
             prop_assert_eq!(splitter.eol().unwrap(), eol);
             let mut blocks = Vec::new();
@@ -504,7 +505,8 @@ mod tests {
                 offset += block.data.len();
                 prop_assert!(ends.contains(&offset), "cut at {} is no record end", offset);
             }
-            prop_assert_eq!(blocks.iter().flat_map(|b| &b.data[..]).copied().collect::<Vec<u8>>(), data);
+            let joined: Vec<u8> = blocks.iter().flat_map(|b| &b.data[..]).copied().collect();
+            prop_assert_eq!(joined, data);
 
             let mut split_rows = Vec::new();
             let split = blocks.iter().try_for_each(|b| {
@@ -512,6 +514,24 @@ mod tests {
                 Ok(())
             });
             prop_assert_eq!(split.map(|()| split_rows), parse_all(opts, eol, data));
+
+            // A load resumes after its header, at a block it recorded.
+            let resumable = &blocks[usize::from(opts.header).min(blocks.len())..];
+            if !resumable.is_empty() {
+                let from = &resumable[resume_at.index(resumable.len())];
+                let rest = &data[from.offset as usize..];
+                let reader = Chunked { data: rest, sizes: reads, reads: 0 };
+                let (offset, line) = (from.offset, from.first_line);
+                let resumed: Vec<(u64, u64, Bytes)> =
+                    Splitter::resume(reader, "t", opts.clone(), block_size, offset, line, eol)
+                        .map(|b| b.map(|b| (b.offset, b.first_line, b.data)).unwrap())
+                        .collect();
+                let expected: Vec<(u64, u64, Bytes)> = blocks[from.index as usize..]
+                    .iter()
+                    .map(|b| (b.offset, b.first_line, b.data.clone()))
+                    .collect();
+                prop_assert_eq!(resumed, expected);
+            }
         }
     }
 
