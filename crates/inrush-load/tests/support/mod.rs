@@ -184,11 +184,10 @@ pub fn assert_same_as_copy(
     let col_list = opts.columns.as_ref().map(|c| c.join(", "));
     let theirs = db.server_copy("theirs", data, &opts.csv, col_list.as_deref());
     // The options are checked first, as the CLI does.
-    let ours = opts
-        .csv
-        .validate()
-        .map_err(inrush_load::Error::from)
-        .and_then(|()| load(&opts, &Silent));
+    let ours = match opts.csv.validate() {
+        Ok(()) => load(&opts, &Silent),
+        Err(e) => Err(e.into()),
+    };
     match (&ours, &theirs) {
         (Ok(summary), Ok(n)) => {
             assert_eq!(
