@@ -5,51 +5,7 @@ mod support;
 use inrush_core::Silent;
 use inrush_load::{load, Error, LoadOptions};
 use inrush_read::csv::CsvOptions;
-use support::{fresh_db, write_input, TestDb};
-
-/// Loads `data` into `ours` with inrush and into `theirs` with server COPY; both must succeed
-/// with identical rows, or both must refuse the input.
-fn assert_same_as_copy(
-    db: &mut TestDb,
-    columns: &str,
-    data: &[u8],
-    tweak: impl Fn(&mut LoadOptions),
-) {
-    db.exec(&format!("DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}); CREATE TABLE theirs ({columns});"));
-    let (_dir, path) = write_input(data, "csv");
-    let mut opts = db.load_options(&path, "ours");
-    tweak(&mut opts);
-    let col_list = opts.columns.as_ref().map(|c| c.join(", "));
-    let theirs = db.server_copy("theirs", data, &opts.csv, col_list.as_deref());
-    let ours = load(&opts, &Silent);
-    match (&ours, &theirs) {
-        (Ok(summary), Ok(n)) => {
-            assert_eq!(
-                summary.rows,
-                *n,
-                "row count for {columns} / {:?}",
-                String::from_utf8_lossy(data)
-            );
-            assert_eq!(
-                db.rows_as_text("ours"),
-                db.rows_as_text("theirs"),
-                "rows for {:?}",
-                String::from_utf8_lossy(data)
-            );
-        }
-        (Err(_), Err(_)) => assert_eq!(
-            db.count("ours"),
-            0,
-            "a refused load must leave nothing behind"
-        ),
-        _ => panic!(
-            "inrush and COPY disagree on {:?} into ({columns}):\n  inrush: {:?}\n  COPY:   {:?}",
-            String::from_utf8_lossy(data),
-            ours.map(|s| s.rows),
-            theirs
-        ),
-    }
-}
+use support::{assert_same_as_copy, fresh_db, write_input};
 
 fn no_tweak(_: &mut LoadOptions) {}
 

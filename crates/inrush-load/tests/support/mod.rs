@@ -5,7 +5,8 @@
 
 #![allow(dead_code)]
 
-use inrush_load::LoadOptions;
+use inrush_core::Silent;
+use inrush_load::{load, LoadOptions};
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use inrush_read::csv::CsvOptions;
 use std::io::Write;
@@ -111,21 +112,28 @@ impl TestDb {
         }
         let cols = columns.map(|c| format!(" ({c})")).unwrap_or_default();
         let sql = format!("COPY {table}{cols} FROM STDIN ({options})");
+        let message = |e: postgres::Error| {
+            e.as_db_error()
+                .map_or(e.to_string(), |d| d.message().to_string())
+        };
         let mut tx = self.client.transaction().map_err(|e| e.to_string())?;
         let result = (|| {
-            let mut writer = tx.copy_in(&sql).map_err(|e| e.to_string())?;
+            let mut writer = tx.copy_in(&sql).map_err(message)?;
             writer.write_all(data).map_err(|e| e.to_string())?;
-            writer.finish().map_err(|e| {
-                e.as_db_error()
-                    .map_or(e.to_string(), |d| d.message().to_string())
-            })
+            writer.finish().map_err(message)
         })();
         match result {
             Ok(n) => {
                 tx.commit().map_err(|e| e.to_string())?;
                 Ok(n)
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                drop(tx);
+                // A COPY the server refuses at its start (bad options) leaves the postgres
+                // crate's connection out of step with the server: start afresh.
+                self.client = self.target.connect_blocking().expect("reconnect");
+                Err(e)
+            }
         }
     }
 
@@ -158,5 +166,53 @@ pub fn wait_for_committed_rows(client: &mut postgres::Client, table: &str) {
             "{table} had no committed row after 30 s"
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// Loads `data` into `ours` with inrush and into `theirs` with server COPY; both must succeed
+/// with identical rows, or both must refuse the input (or its options).
+pub fn assert_same_as_copy(
+    db: &mut TestDb,
+    columns: &str,
+    data: &[u8],
+    tweak: impl Fn(&mut LoadOptions),
+) {
+    db.exec(&format!("DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}); CREATE TABLE theirs ({columns});"));
+    let (_dir, path) = write_input(data, "csv");
+    let mut opts = db.load_options(&path, "ours");
+    tweak(&mut opts);
+    let col_list = opts.columns.as_ref().map(|c| c.join(", "));
+    let theirs = db.server_copy("theirs", data, &opts.csv, col_list.as_deref());
+    // The options are checked first, as the CLI does.
+    let ours = match opts.csv.validate() {
+        Ok(()) => load(&opts, &Silent),
+        Err(e) => Err(e.into()),
+    };
+    match (&ours, &theirs) {
+        (Ok(summary), Ok(n)) => {
+            assert_eq!(
+                summary.rows,
+                *n,
+                "row count for {columns} / {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(
+                db.rows_as_text("ours"),
+                db.rows_as_text("theirs"),
+                "rows for {:?}",
+                String::from_utf8_lossy(data)
+            );
+        }
+        (Err(_), Err(_)) => assert_eq!(
+            db.count("ours"),
+            0,
+            "a refused load must leave nothing behind"
+        ),
+        _ => panic!(
+            "inrush and COPY disagree on {:?} into ({columns}):\n  inrush: {:?}\n  COPY:   {:?}",
+            String::from_utf8_lossy(data),
+            ours.map(|s| s.rows),
+            theirs
+        ),
     }
 }

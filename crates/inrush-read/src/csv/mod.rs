@@ -2,6 +2,8 @@
 //! quoted text anywhere in a field, an unquoted field equal to the NULL string is NULL, a quoted
 //! empty field is an empty string, and the first line's ending fixes the ending of every line.
 
+#[cfg(any(test, feature = "testing"))]
+pub mod cases;
 mod options;
 mod record;
 mod split;

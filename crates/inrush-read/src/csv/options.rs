@@ -53,6 +53,29 @@ impl CsvOptions {
                 "the delimiter must not appear in the NULL string".into(),
             ));
         }
+        if self.null.contains(&self.quote) {
+            return Err(Error::Options(
+                "the quote must not appear in the NULL string".into(),
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn null_string_may_hold_neither_delimiter_nor_quote_as_in_copy() {
+        let with_null = |null: &str| CsvOptions {
+            null: null.as_bytes().to_vec(),
+            ..Default::default()
+        };
+        assert!(with_null("\\N").validate().is_ok());
+        assert!(with_null("a,b").validate().is_err());
+        // COPY: "CSV quote character must not appear in the NULL specification".
+        assert!(with_null("\"").validate().is_err());
+        assert!(with_null("n\"a").validate().is_err());
     }
 }

@@ -309,18 +309,29 @@ enum FieldEnd {
 pub(crate) mod tests {
     use super::*;
 
+    pub(crate) type Rows = Vec<Vec<Option<String>>>;
+
     /// Parses every record of `data`; fields as strings, NULL as `None`.
-    pub(crate) fn parse_all(
-        opts: &CsvOptions,
-        eol: Eol,
-        data: &[u8],
-    ) -> Result<Vec<Vec<Option<String>>>, RecordError> {
+    pub(crate) fn parse_all(opts: &CsvOptions, eol: Eol, data: &[u8]) -> Result<Rows, RecordError> {
         let parser = RecordParser::new(opts.clone(), eol);
+        collect_rows(data, |pos, rec| parser.parse(data, pos, rec))
+    }
+
+    /// Parses every record of a block as the workers do, through [`RecordParser::block`].
+    pub(crate) fn parse_block(parser: &RecordParser, data: &[u8]) -> Result<Rows, RecordError> {
+        let block = parser.block(data);
+        collect_rows(data, |pos, rec| block.parse(pos, rec))
+    }
+
+    fn collect_rows(
+        data: &[u8],
+        parse: impl Fn(usize, &mut Record) -> Result<usize, RecordError>,
+    ) -> Result<Rows, RecordError> {
         let mut rec = Record::default();
         let mut rows = Vec::new();
         let mut pos = 0;
         while pos < data.len() {
-            pos = parser.parse(data, pos, &mut rec)?;
+            pos = parse(pos, &mut rec)?;
             rows.push(
                 rec.fields(data)
                     .map(|f| f.map(|b| String::from_utf8_lossy(b).into_owned()))

@@ -303,7 +303,10 @@ impl<R: Read> Iterator for Splitter<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::csv::record::tests::parse_all;
+    use crate::csv::record::tests::{parse_all, parse_block};
+    use crate::csv::{cases, Record, RecordParser};
+    use proptest::collection::vec;
+    use proptest::prelude::*;
 
     /// Splits `data` with the given block size and parses each block on its own, as workers do.
     fn split_then_parse(
@@ -430,6 +433,107 @@ mod tests {
             .map(|b| (b.offset, b.first_line, b.data.to_vec()))
             .collect();
         assert_eq!(again, tail);
+    }
+
+    /// Hands out its bytes in the given chunk sizes, so line endings, quotes and escapes fall
+    /// across reads.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        sizes: Vec<usize>,
+        reads: usize,
+    }
+
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let size = self.sizes[self.reads % self.sizes.len()];
+            self.reads += 1;
+            let n = size.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(cases::config(512))]
+
+        /// Whatever the block size and the reads, the blocks are the input cut at record ends
+        /// (as COPY's line reader finds them) and give the records of one whole parse, or its
+        /// first error; resumed at any block, the splitter makes the same cuts from there on.
+        /// 512 cases (about a second); `INRUSH_PROPTEST_CASES=100000` runs more.
+        #[test]
+        fn blocks_are_the_input_cut_at_record_ends(
+            case in cases::csv_case(),
+            block_size in prop_oneof![1..64usize, Just(1 << 20)],
+            reads in vec(1..16usize, 1..4),
+            resume_at in any::<prop::sample::Index>(),
+        ) {
+            let (opts, data) = (&case.opts, &case.data[..]);
+            prop_assume!(opts.validate().is_ok());
+            let eol = Splitter::new(data, "t", opts.clone(), 1 << 20).eol().unwrap();
+            let parser = RecordParser::new(opts.clone(), eol);
+
+            // Record ends by the line reader; where a record parses, the parser ends it there too.
+            let mut ends = std::collections::BTreeSet::new();
+            let mut rec = Record::default();
+            let mut pos = 0;
+            while pos < data.len() {
+                let end = parser.record_end(data, pos);
+                if let Ok(next) = parser.parse(data, pos, &mut rec) {
+                    prop_assert_eq!(next, end, "parser and line reader differ at {}", pos);
+                }
+                ends.insert(end);
+                pos = end;
+            }
+
+            let reader = Chunked { data, sizes: reads.clone(), reads: 0 };
+            let mut splitter = Splitter::new(reader, "t", opts.clone(), block_size);
+            prop_assert_eq!(splitter.eol().unwrap(), eol);
+            let mut blocks = Vec::new();
+            if opts.header {
+                blocks.extend(splitter.take_first_record().unwrap());
+            }
+            blocks.extend(splitter.map(Result::unwrap));
+
+            let line_break = if eol == Eol::Cr { b'\r' } else { b'\n' };
+            let mut offset = 0;
+            for (i, block) in blocks.iter().enumerate() {
+                prop_assert_eq!(block.index, i as u64);
+                prop_assert_eq!(block.offset, offset as u64);
+                let lines_before = memchr_iter(line_break, &data[..offset]).count() as u64;
+                prop_assert_eq!(block.first_line, 1 + lines_before);
+                prop_assert!(!block.data.is_empty());
+                offset += block.data.len();
+                prop_assert!(ends.contains(&offset), "cut at {} is no record end", offset);
+            }
+            let joined: Vec<u8> = blocks.iter().flat_map(|b| &b.data[..]).copied().collect();
+            prop_assert_eq!(joined, data);
+
+            let mut split_rows = Vec::new();
+            let split = blocks.iter().try_for_each(|b| {
+                split_rows.extend(parse_block(&parser, &b.data)?);
+                Ok(())
+            });
+            prop_assert_eq!(split.map(|()| split_rows), parse_all(opts, eol, data));
+
+            // A load resumes after its header, at a block it recorded.
+            let resumable = &blocks[usize::from(opts.header).min(blocks.len())..];
+            if !resumable.is_empty() {
+                let from = &resumable[resume_at.index(resumable.len())];
+                let rest = &data[from.offset as usize..];
+                let reader = Chunked { data: rest, sizes: reads, reads: 0 };
+                let (offset, line) = (from.offset, from.first_line);
+                let resumed: Vec<(u64, u64, Bytes)> =
+                    Splitter::resume(reader, "t", opts.clone(), block_size, offset, line, eol)
+                        .map(|b| b.map(|b| (b.offset, b.first_line, b.data)).unwrap())
+                        .collect();
+                let expected: Vec<(u64, u64, Bytes)> = blocks[from.index as usize..]
+                    .iter()
+                    .map(|b| (b.offset, b.first_line, b.data.clone()))
+                    .collect();
+                prop_assert_eq!(resumed, expected);
+            }
+        }
     }
 
     #[test]
