@@ -43,9 +43,12 @@ pub(crate) async fn take(
             false => "that load is changing the table's indexes or locks",
         }
     );
-    let waited =
-        until_interrupted(ddl::wait_for_claim(control, table_oid, must_be_alone), control, opts)
-            .await;
+    let waited = until_interrupted(
+        ddl::wait_for_claim(control, table_oid, must_be_alone),
+        control,
+        opts,
+    )
+    .await;
     match waited {
         _ if opts.interrupt.is_set() => Err(Error::Interrupted),
         Err(e) => Err(e.into()),

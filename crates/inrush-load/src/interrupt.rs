@@ -155,6 +155,9 @@ mod tests {
 
         let i = Interrupt::default();
         i.signal();
-        assert!(!i.begin_commit(), "a stop asked before the commit rolls back");
+        assert!(
+            !i.begin_commit(),
+            "a stop asked before the commit rolls back"
+        );
     }
 }

@@ -92,7 +92,9 @@ impl LoadOptions {
     /// the refusal earlier (the CLI) may call it first.
     pub fn validate(&self) -> crate::Result<()> {
         let conflict = |a: &str, b: &str, why: &str| {
-            Err(crate::Error::Usage(format!("{a} cannot be combined with {b}: {why}")))
+            Err(crate::Error::Usage(format!(
+                "{a} cannot be combined with {b}: {why}"
+            )))
         };
         let on_conflict = self.on_conflict != OnConflict::Error;
         if self.workers == 0 || self.connections == 0 {
@@ -118,19 +120,39 @@ impl LoadOptions {
                 return conflict("--resume", "--truncate", &format!("{by_block}, so a rerun would empty the table again (truncate first, then load with --resume)"));
             }
             if self.table_lock {
-                return conflict("--resume", "--table-lock", &format!("{by_block}, and a lock lasts one transaction"));
+                return conflict(
+                    "--resume",
+                    "--table-lock",
+                    &format!("{by_block}, and a lock lasts one transaction"),
+                );
             }
             if on_conflict {
-                return conflict("--resume", "--on-conflict", "--on-conflict merges the whole input in one transaction at the end");
+                return conflict(
+                    "--resume",
+                    "--on-conflict",
+                    "--on-conflict merges the whole input in one transaction at the end",
+                );
             }
             if self.check_only {
-                return conflict("--resume", "--check", "--check loads nothing, so there is nothing to resume");
+                return conflict(
+                    "--resume",
+                    "--check",
+                    "--check loads nothing, so there is nothing to resume",
+                );
             }
             if self.from_query.is_some() {
-                return conflict("--resume", "--from-query", "a query cannot be read again from where it stopped");
+                return conflict(
+                    "--resume",
+                    "--from-query",
+                    "a query cannot be read again from where it stopped",
+                );
             }
             if self.inputs.len() != 1 || self.inputs[0] == "-" {
-                return conflict("--resume", "several inputs or standard input", "a rerun must read the very same file again");
+                return conflict(
+                    "--resume",
+                    "several inputs or standard input",
+                    "a rerun must read the very same file again",
+                );
             }
         }
         if on_conflict && self.truncate {
@@ -146,10 +168,18 @@ impl LoadOptions {
             None
         };
         if let (true, Some(other)) = (self.plan.rebuild_unique, keeps_keys) {
-            return conflict("--rebuild-unique", other, "the keys must be checked during the load, row by row, so they are kept");
+            return conflict(
+                "--rebuild-unique",
+                other,
+                "the keys must be checked during the load, row by row, so they are kept",
+            );
         }
         if self.plan.rebuild_unique && !self.plan.rebuild_indexes {
-            return conflict("--rebuild-unique", "--keep-indexes", "one rebuilds keys after the load, the other keeps every index");
+            return conflict(
+                "--rebuild-unique",
+                "--keep-indexes",
+                "one rebuilds keys after the load, the other keeps every index",
+            );
         }
         if self.rejects.is_some() && self.max_errors == 0 {
             return Err(crate::Error::Usage(

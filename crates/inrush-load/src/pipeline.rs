@@ -11,18 +11,18 @@
 //! workers check the flag between blocks, sinks stop taking chunks, dropped queues unblock
 //! whoever waits on them. Then either every transaction commits (no error) or none does.
 
+use crate::claim::{self, Claim};
 use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::sink::{self, Finished};
-use crate::claim::{self, Claim};
-use crate::{order, sort, watch};
 use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
 use crate::worker::WorkerPlan;
 use crate::worker::{csv_line, ArrowPlan, Decode};
 use crate::LoadPlan;
+use crate::{order, sort, watch};
 use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
 use inrush_core::{Phase, Progress, Reporter, ScalarType, ValueType};
 use inrush_encode::EncodeContext;
@@ -153,8 +153,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let claim = match create_sql {
             Some(_) => Claim::Alone,
             None => {
-                let must_be_alone =
-                    opts.truncate || opts.table_lock || opts.plan.disable_triggers;
+                let must_be_alone = opts.truncate || opts.table_lock || opts.plan.disable_triggers;
                 claim::take(&control, table.oid, &table.qualified(), must_be_alone, opts).await?
             }
         };
@@ -409,7 +408,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         ),
     };
     let changes_nothing = to_rebuild.is_empty() && to_readd.is_empty() && to_disable.is_empty();
-    if changes_nothing && claim == Claim::Alone && create_sql.is_none() && !opts.truncate && !opts.table_lock {
+    if changes_nothing
+        && claim == Claim::Alone
+        && create_sql.is_none()
+        && !opts.truncate
+        && !opts.table_lock
+    {
         // Other loads of the table may run beside this one after all.
         runtime.block_on(ddl::share_own_claim(&control, table.oid))?;
     }
@@ -731,7 +735,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 if matches!(broken, inrush_postgres::Error::ForeignKeyViolated { .. }) {
                     ddl::validate_foreign_key(&control, &name, &constraint)
                         .await
-                        .map_err(inrush_postgres::query_error("validating the foreign key again"))?;
+                        .map_err(inrush_postgres::query_error(
+                            "validating the foreign key again",
+                        ))?;
                 }
                 Ok::<_, inrush_postgres::Error>(deleted)
             });
@@ -771,9 +777,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             let upkeep = control.batch_execute(&sql);
             let done = runtime.block_on(until_interrupted(upkeep, &control, opts));
             match done {
-                _ if opts.interrupt.is_set() => {
-                    notes.push(format!("{sql} skipped: interrupted (the rows are committed)"))
-                }
+                _ if opts.interrupt.is_set() => notes.push(format!(
+                    "{sql} skipped: interrupted (the rows are committed)"
+                )),
                 // The rows are committed; only the upkeep failed (usually: not the table's owner).
                 Err(e) => notes.push(format!(
                     "{sql} failed: {}",

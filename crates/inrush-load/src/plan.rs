@@ -171,8 +171,7 @@ impl LoadPlan {
             }
             (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
         };
-        let unique_after =
-            large && (size.empty || opts.rebuild_unique) && opts.keep_keys.is_none();
+        let unique_after = large && (size.empty || opts.rebuild_unique) && opts.keep_keys.is_none();
         let indexes = indexes
             .into_iter()
             .map(|index| {
@@ -209,7 +208,10 @@ impl LoadPlan {
             .into_iter()
             .map(|fk| {
                 let (action, reason) = if let (true, Some(why)) = (large, opts.keep_keys) {
-                    (IndexAction::Keep, format!("checked row by row during the load ({why})"))
+                    (
+                        IndexAction::Keep,
+                        format!("checked row by row during the load ({why})"),
+                    )
                 } else if partitioned {
                     (
                         IndexAction::Keep,

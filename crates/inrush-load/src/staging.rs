@@ -107,7 +107,10 @@ impl Staging {
                 let _ = client.batch_execute("ROLLBACK").await;
                 // A row a foreign key or a trigger refuses is met only here, in one statement:
                 // the whole merge fails, naming the row's values.
-                match e.as_db_error().filter(|db| crate::sink::is_about_a_row(db.code().code())) {
+                match e
+                    .as_db_error()
+                    .filter(|db| crate::sink::is_about_a_row(db.code().code()))
+                {
                     Some(db) => Err(crate::Error::ServerRefused {
                         location: None,
                         message: format!(

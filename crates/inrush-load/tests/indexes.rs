@@ -264,7 +264,13 @@ fn recover_brings_back_foreign_keys_too() {
     let before = constraints(&mut db);
     drop_like_a_dead_loader(&db, |_| false, true);
     assert!(constraints(&mut db).is_empty());
-    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().restored.len(), 1);
+    assert_eq!(
+        pipeline::recover(&db.target, Some("t"))
+            .unwrap()
+            .restored
+            .len(),
+        1
+    );
     assert_eq!(constraints(&mut db), before);
 }
 
@@ -392,7 +398,13 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     drop_like_a_dead_loader(&db, |i| i.constraint.is_some(), false);
     // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
-    assert_eq!(pipeline::recover(&db.target, Some("t")).unwrap().restored.len(), 2);
+    assert_eq!(
+        pipeline::recover(&db.target, Some("t"))
+            .unwrap()
+            .restored
+            .len(),
+        2
+    );
     assert_eq!((definitions(&mut db), constraints(&mut db)), before);
     assert_eq!(journal_len(&mut db), 0);
 }

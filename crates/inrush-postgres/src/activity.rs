@@ -22,7 +22,9 @@ pub async fn waits_among(client: &Client, pids: &[i32]) -> Result<Vec<(i32, i32)
     Ok(client
         .query(sql, &[&pids])
         .await
-        .map_err(query_error("looking for the load's sessions waiting on each other"))?
+        .map_err(query_error(
+            "looking for the load's sessions waiting on each other",
+        ))?
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect())

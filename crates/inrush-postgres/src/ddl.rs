@@ -235,7 +235,10 @@ pub async fn claim(client: &Client, table_oid: u32) -> Result<bool> {
 /// Tries to share the claim on `table_oid`'s definitions: false while a session holds it alone.
 pub async fn share_claim(client: &Client, table_oid: u32) -> Result<bool> {
     Ok(client
-        .query_one("SELECT pg_try_advisory_lock_shared($1)", &[&claim_key(table_oid)])
+        .query_one(
+            "SELECT pg_try_advisory_lock_shared($1)",
+            &[&claim_key(table_oid)],
+        )
         .await
         .map_err(query_error("sharing the claim on the table's definitions"))?
         .get(0))
@@ -251,7 +254,9 @@ pub async fn wait_for_claim(client: &Client, table_oid: u32, alone: bool) -> Res
     client
         .execute(sql, &[&claim_key(table_oid)])
         .await
-        .map_err(query_error("waiting for another inrush session of the table to end"))?;
+        .map_err(query_error(
+            "waiting for another inrush session of the table to end",
+        ))?;
     Ok(())
 }
 

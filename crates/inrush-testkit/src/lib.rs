@@ -31,7 +31,10 @@ pub fn server() -> &'static (ConnectOptions, String) {
             ..Default::default()
         })
         .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
-        let base = (server.connect_options("postgres"), server.conninfo("postgres"));
+        let base = (
+            server.connect_options("postgres"),
+            server.conninfo("postgres"),
+        );
         *SERVER.lock().expect("server slot") = Some(server);
         // SAFETY: registering a plain extern "C" function; it runs once at process exit.
         unsafe { libc::atexit(stop_server) };
@@ -98,7 +101,9 @@ impl Db {
         use std::io::Write;
         let mut client = self.target.connect_blocking().expect("connect");
         let sql = format!("COPY {target} FROM STDIN (FORMAT csv)");
-        let mut writer = client.copy_in(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let mut writer = client
+            .copy_in(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         writer.write_all(data).expect("COPY data");
         writer.finish().unwrap_or_else(|e| panic!("{sql}: {e}"));
     }

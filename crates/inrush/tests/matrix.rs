@@ -119,7 +119,11 @@ struct Record {
 fn records(input: Input) -> Vec<Record> {
     let mut out = Vec::new();
     for i in 1..=ROWS {
-        let (n, s, d) = (i % PARENTS, format!("s{}", i % 50), format!("2024-01-{:02}", i % 28 + 1));
+        let (n, s, d) = (
+            i % PARENTS,
+            format!("s{}", i % 50),
+            format!("2024-01-{:02}", i % 28 + 1),
+        );
         let mut rec = Record {
             line: format!("{i},{n},{s},{d}"),
             id: i,
@@ -129,17 +133,27 @@ fn records(input: Input) -> Vec<Record> {
         };
         match (input, i % 97) {
             (Input::ClientBad, 3) => (rec.line, rec.readable) = (format!("{i},abc,{s},{d}"), false),
-            (Input::ClientBad, 13) => (rec.line, rec.readable) = (format!("{i},{n},{},{d}", "y".repeat(30)), false),
-            (Input::ClientBad, 23) => (rec.line, rec.readable) = (format!("{i},{n},{s},2024-02-30"), false),
-            (Input::ClientBad, 33) => (rec.line, rec.readable) = (format!("{i},99999999999,{s},{d}"), false),
+            (Input::ClientBad, 13) => {
+                (rec.line, rec.readable) = (format!("{i},{n},{},{d}", "y".repeat(30)), false)
+            }
+            (Input::ClientBad, 23) => {
+                (rec.line, rec.readable) = (format!("{i},{n},{s},2024-02-30"), false)
+            }
+            (Input::ClientBad, 33) => {
+                (rec.line, rec.readable) = (format!("{i},99999999999,{s},{d}"), false)
+            }
             (Input::ClientBad, 43) => (rec.line, rec.readable) = (format!("{i},{n},{s}"), false),
             (Input::ClientBad, 53) => (rec.line, rec.s) = (format!("{i},{n},,{d}"), None),
             // A key seen earlier in the input, and one the table holds when it is not empty.
             (Input::ServerBad, 5) => (rec.line, rec.id) = (format!("{},{n},{s},{d}", i - 4), i - 4),
-            (Input::ServerBad, 15) => (rec.line, rec.id) = (format!("{},{n},{s},{d}", -(i % PRE) - 1), -(i % PRE) - 1),
+            (Input::ServerBad, 15) => {
+                (rec.line, rec.id) = (format!("{},{n},{s},{d}", -(i % PRE) - 1), -(i % PRE) - 1)
+            }
             (Input::ServerBad, 25) => (rec.line, rec.n) = (format!("{i},-5,{s},{d}"), -5),
             (Input::ServerBad, 35) => (rec.line, rec.n) = (format!("{i},5000,{s},{d}"), 5000),
-            (Input::ServerBad, 45) => (rec.line, rec.s) = (format!("{i},{n},boom,{d}"), Some("boom".into())),
+            (Input::ServerBad, 45) => {
+                (rec.line, rec.s) = (format!("{i},{n},boom,{d}"), Some("boom".into()))
+            }
             _ => {}
         }
         out.push(rec);
@@ -273,9 +287,8 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
         true => Some(sorted(bad.iter().map(|r| r.line.clone()))),
         false => None,
     };
-    let row = |id: i64, n: i64, s: &Option<String>| {
-        format!("{id}|{n}|{}", s.as_deref().unwrap_or(""))
-    };
+    let row =
+        |id: i64, n: i64, s: &Option<String>| format!("{id}|{n}|{}", s.as_deref().unwrap_or(""));
     let before = existing.iter().map(|&id| row(id, 1, &Some("pre".into())));
     let rows = if check || exit == 4 {
         match resume {
@@ -287,8 +300,9 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
         }
     } else if conflict {
         // Keys already in the table or met earlier: skip keeps the first, update the last.
-        let mut by_id: std::collections::BTreeMap<i64, String> =
-            before.map(|r| (r.split('|').next().unwrap().parse().unwrap(), r)).collect();
+        let mut by_id: std::collections::BTreeMap<i64, String> = before
+            .map(|r| (r.split('|').next().unwrap().parse().unwrap(), r))
+            .collect();
         for r in &good {
             let new = row(r.id, r.n, &r.s);
             match has(flags, Flag::Update) {
@@ -302,13 +316,40 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
         }
         Some(sorted(by_id.into_values()))
     } else {
-        Some(sorted(before.chain(good.iter().map(|r| row(r.id, r.n, &r.s)))))
+        Some(sorted(
+            before.chain(good.iter().map(|r| row(r.id, r.n, &r.s))),
+        ))
     };
     Expect::Outcome {
         exit,
         rows,
         rejects,
     }
+}
+
+/// How two sets of lines differ (counts and a few of each side's extras), if they do; a line
+/// met twice counts twice.
+fn differs<'a>(
+    what: &str,
+    got: impl Iterator<Item = &'a str>,
+    want: impl Iterator<Item = &'a str>,
+) -> Option<String> {
+    let (got, want) = (
+        sorted(got.map(String::from)),
+        sorted(want.map(String::from)),
+    );
+    if got == want {
+        return None;
+    }
+    let (g, w): (HashSet<&String>, HashSet<&String>) =
+        (got.iter().collect(), want.iter().collect());
+    Some(format!(
+        "{what}: {} lines, expected {}; extra {:?}; missing {:?}",
+        got.len(),
+        want.len(),
+        g.difference(&w).take(3).collect::<Vec<_>>(),
+        w.difference(&g).take(3).collect::<Vec<_>>()
+    ))
 }
 
 fn sorted(lines: impl IntoIterator<Item = String>) -> Vec<String> {
@@ -331,7 +372,15 @@ const ROWS_AS_TEXT: &str = "SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), ''
     (SELECT id || '|' || coalesce(n::text, '') || '|' || coalesce(s, '') AS x FROM t) q";
 
 /// One cell, run and judged; returns what went wrong, if anything.
-fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Option<String> {
+fn run_cell(
+    db: &Db,
+    oracle: &Db,
+    dir: &Path,
+    shape: Shape,
+    pre: bool,
+    input: Input,
+    flags: &[Flag],
+) -> Option<String> {
     let reset = |d: &Db| {
         d.exec("DROP SCHEMA IF EXISTS public CASCADE; DROP SCHEMA IF EXISTS inrush CASCADE; CREATE SCHEMA public;");
         d.exec(&shape.ddl());
@@ -366,11 +415,32 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
         args.push(file.display().to_string());
     }
     let conninfo = db.conninfo.clone();
-    args.extend(["--to", &conninfo, "--table", "t", "--header", "--no-progress", "--block-size", BLOCK, "--connections", "2", "--workers", "2"].map(String::from));
+    args.extend(
+        [
+            "--to",
+            &conninfo,
+            "--table",
+            "t",
+            "--header",
+            "--no-progress",
+            "--block-size",
+            BLOCK,
+            "--connections",
+            "2",
+            "--workers",
+            "2",
+        ]
+        .map(String::from),
+    );
     for f in flags {
         args.extend(
             match f {
-                Flag::MaxErrors => vec!["--max-errors", "100000", "--rejects", rejects.to_str().unwrap()],
+                Flag::MaxErrors => vec![
+                    "--max-errors",
+                    "100000",
+                    "--rejects",
+                    rejects.to_str().unwrap(),
+                ],
                 Flag::Resume => vec!["--resume"],
                 Flag::Skip => vec!["--on-conflict", "skip"],
                 Flag::Update => vec!["--on-conflict", "update"],
@@ -414,7 +484,11 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
                 wrong.push(format!("exit {code}, expected 2 (usage)"));
             }
         }
-        Expect::Outcome { exit, rows, rejects: bad } => {
+        Expect::Outcome {
+            exit,
+            rows,
+            rejects: bad,
+        } => {
             if code != *exit {
                 wrong.push(format!("exit {code}, expected {exit}"));
             }
@@ -423,37 +497,34 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
                 // loaded by the server's own COPY.
                 reset(oracle);
                 oracle.exec("TRUNCATE t; ALTER TABLE t DISABLE TRIGGER USER");
-                let data: String = rows.iter().map(|r| format!("{}\n", r.replace('|', ","))).collect();
+                let data: String = rows
+                    .iter()
+                    .map(|r| format!("{}\n", r.replace('|', ",")))
+                    .collect();
                 oracle.copy_csv("t (id, n, s)", data.as_bytes());
                 let want = oracle.text(ROWS_AS_TEXT);
                 let got = db.text(ROWS_AS_TEXT);
-                if got != want {
-                    let (g, w): (HashSet<&str>, HashSet<&str>) = (got.lines().collect(), want.lines().collect());
-                    wrong.push(format!(
-                        "table differs from the oracle: {} rows, expected {}; extra {:?}; missing {:?}",
-                        g.len(),
-                        w.len(),
-                        g.difference(&w).take(3).collect::<Vec<_>>(),
-                        w.difference(&g).take(3).collect::<Vec<_>>()
-                    ));
-                }
+                wrong.extend(differs(
+                    "table differs from the oracle",
+                    got.lines(),
+                    want.lines(),
+                ));
             }
             if let Some(bad) = bad.as_ref().filter(|b| !b.is_empty()) {
                 let file = std::fs::read_to_string(&rejects).unwrap_or_default();
-                let got = sorted(file.lines().skip(1).map(String::from));
-                if got != *bad {
-                    let (g, w): (HashSet<&String>, HashSet<&String>) = (got.iter().collect(), bad.iter().collect());
-                    wrong.push(format!(
-                        "reject file: {} records, expected {}; extra {:?}; missing {:?}",
-                        got.len(),
-                        bad.len(),
-                        g.difference(&w).take(3).collect::<Vec<_>>(),
-                        w.difference(&g).take(3).collect::<Vec<_>>()
-                    ));
-                }
+                let records = file.lines().skip(1);
+                wrong.extend(differs(
+                    "reject file",
+                    records,
+                    bad.iter().map(String::as_str),
+                ));
             }
             let merged = has(flags, Flag::Skip) || has(flags, Flag::Update);
-            if shape == Shape::Trigger && (code == 0 || code == 6) && !has(flags, Flag::Check) && !merged {
+            if shape == Shape::Trigger
+                && (code == 0 || code == 6)
+                && !has(flags, Flag::Check)
+                && !merged
+            {
                 // The AFTER trigger fired once for each new row, or never when disabled.
                 let kept = match pre && !has(flags, Flag::Truncate) {
                     true => PRE,
@@ -461,7 +532,11 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
                 };
                 let new_rows = db.int("SELECT count(*) FROM t") - kept;
                 let audit = db.int("SELECT count(*) FROM audit") - audit_before;
-                let want = if has(flags, Flag::DisableTriggers) { 0 } else { new_rows };
+                let want = if has(flags, Flag::DisableTriggers) {
+                    0
+                } else {
+                    new_rows
+                };
                 if audit != want {
                     wrong.push(format!("audit trigger wrote {audit} rows, expected {want}"));
                 }
@@ -470,9 +545,14 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
     }
     let after = db.text(DEFINITIONS);
     if after != definitions {
-        wrong.push(format!("definitions changed:\nbefore:\n{definitions}\nafter:\n{after}"));
+        wrong.push(format!(
+            "definitions changed:\nbefore:\n{definitions}\nafter:\n{after}"
+        ));
     }
-    let journal = match db.text("SELECT to_regclass('inrush.ddl_journal')").is_empty() {
+    let journal = match db
+        .text("SELECT to_regclass('inrush.ddl_journal')")
+        .is_empty()
+    {
         true => 0,
         false => db.int("SELECT count(*) FROM inrush.ddl_journal"),
     };
@@ -481,7 +561,11 @@ fn run_cell(db: &Db, oracle: &Db, dir: &Path, shape: Shape, pre: bool, input: In
     }
     match wrong.is_empty() {
         true => None,
-        false => Some(format!("{cell}: {}\n  stderr: {}", wrong.join("; "), stderr.trim())),
+        false => Some(format!(
+            "{cell}: {}\n  stderr: {}",
+            wrong.join("; "),
+            stderr.trim()
+        )),
     }
 }
 
@@ -499,7 +583,12 @@ fn run_shape(shape: Shape) {
         Shape::Keyed => sets.clone(),
         _ => sets
             .iter()
-            .filter(|s| s.is_empty() || *s == &vec![Flag::MaxErrors] || *s == &vec![Flag::Skip] || *s == &vec![Flag::Truncate])
+            .filter(|s| {
+                s.is_empty()
+                    || *s == &vec![Flag::MaxErrors]
+                    || *s == &vec![Flag::Skip]
+                    || *s == &vec![Flag::Truncate]
+            })
             .cloned()
             .collect(),
     };
@@ -516,7 +605,12 @@ fn run_shape(shape: Shape) {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {cells} cells failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {cells} cells failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -550,4 +644,55 @@ fn generated() {
 #[test]
 fn partitioned() {
     run_shape(Shape::Partitioned)
+}
+
+/// Two loads of one indexed table at once, and a third beside other sessions' inserts: one runs
+/// alone and rebuilds the indexes, the others wait for it or keep them; every load succeeds and
+/// every definition is as before.
+#[test]
+fn loads_of_one_table_at_once_all_succeed() {
+    let db = Db::fresh("concurrent");
+    db.exec("CREATE TABLE t (id int, n int, s varchar(20), d date); CREATE INDEX t_s ON t (s); CREATE INDEX t_n ON t (n, id);");
+    let definitions = db.text(DEFINITIONS);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    let rows = 100_000;
+    let text: String = (0..rows)
+        .map(|i| format!("{i},{},s{},2024-01-{:02}\n", i % 1000, i % 50, i % 28 + 1))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let load = || {
+        Command::new(env!("CARGO_BIN_EXE_inrush"))
+            .args([
+                "load",
+                file.to_str().unwrap(),
+                "--to",
+                &db.conninfo,
+                "--table",
+                "t",
+                "--no-progress",
+            ])
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn inrush")
+    };
+    let loads = [load(), load(), load()];
+    // Other sessions insert meanwhile.
+    for _ in 0..20 {
+        db.exec("INSERT INTO t VALUES (-1, 1, 'other', '2020-01-01')");
+    }
+    for child in loads {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(db.int("SELECT count(*) FROM t"), 3 * rows + 20);
+    assert_eq!(db.text(DEFINITIONS), definitions);
+    assert_eq!(db.int("SELECT count(*) FROM inrush.ddl_journal"), 0);
 }

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 const ROWS: usize = 600_000;
 
-const SCHEMA: &str = "CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n >= 0), s varchar(20), d date); \
+const SCHEMA: &str =
+    "CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n >= 0), s varchar(20), d date); \
                       CREATE INDEX t_s ON t (s, n);";
 
 const DEFINITIONS: &str = "SELECT string_agg(x, E'\\n' ORDER BY x) FROM (SELECT pg_get_indexdef(indexrelid) \
@@ -27,7 +28,12 @@ fn input() -> &'static PathBuf {
             let path = dir.path().join("big.csv");
             let mut text = String::with_capacity(ROWS * 32);
             for i in 0..ROWS {
-                text.push_str(&format!("{i},{},name {},2024-03-{:02}\n", i % 1000, i % 977, i % 28 + 1));
+                text.push_str(&format!(
+                    "{i},{},name {},2024-03-{:02}\n",
+                    i % 1000,
+                    i % 977,
+                    i % 28 + 1
+                ));
             }
             std::fs::write(&path, text).unwrap();
             (dir, path)
@@ -37,7 +43,15 @@ fn input() -> &'static PathBuf {
 
 fn start(db: &Db) -> Child {
     Command::new(env!("CARGO_BIN_EXE_inrush"))
-        .args(["load", input().to_str().unwrap(), "--to", &db.conninfo, "--table", "t", "--no-progress"])
+        .args([
+            "load",
+            input().to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+        ])
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -47,7 +61,10 @@ fn start(db: &Db) -> Child {
 
 /// Waits until one of the load's sessions runs a statement starting with one of `prefixes`.
 fn wait_for_statement(db: &Db, child: &mut Child, prefixes: &[&str]) {
-    let like: Vec<String> = prefixes.iter().map(|p| format!("query LIKE '{p}%'")).collect();
+    let like: Vec<String> = prefixes
+        .iter()
+        .map(|p| format!("query LIKE '{p}%'"))
+        .collect();
     let sql = format!(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
          AND pid <> pg_backend_pid() AND state = 'active' AND ({})",
@@ -55,8 +72,14 @@ fn wait_for_statement(db: &Db, child: &mut Child, prefixes: &[&str]) {
     );
     let deadline = Instant::now() + Duration::from_secs(120);
     while db.int(&sql) == 0 {
-        assert!(child.try_wait().unwrap().is_none(), "the load ended before {prefixes:?}");
-        assert!(Instant::now() < deadline, "no {prefixes:?} within 2 minutes");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the load ended before {prefixes:?}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no {prefixes:?} within 2 minutes"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -79,7 +102,10 @@ fn finish(mut child: Child) -> (i32, String) {
     }
     let out = child.wait_with_output().unwrap();
     let printed = [out.stdout, out.stderr].concat();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&printed).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&printed).into_owned(),
+    )
 }
 
 /// Signals the loader `times` times once a phase's statement runs; checks what it said and
@@ -99,7 +125,11 @@ fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64,
     assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
     assert_eq!(db.text(DEFINITIONS), before, "{stderr}");
-    assert_eq!(db.int("SELECT count(*) FROM inrush.ddl_journal"), 0, "{stderr}");
+    assert_eq!(
+        db.int("SELECT count(*) FROM inrush.ddl_journal"),
+        0,
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -109,7 +139,14 @@ fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
 
 #[test]
 fn a_second_ctrl_c_during_the_copy_still_puts_the_keys_back() {
-    interrupt_at(&["COPY"], libc::SIGINT, 2, 130, 0, "exiting now would leave them dropped");
+    interrupt_at(
+        &["COPY"],
+        libc::SIGINT,
+        2,
+        130,
+        0,
+        "exiting now would leave them dropped",
+    );
 }
 
 #[test]
@@ -126,5 +163,12 @@ fn sigterm_during_the_index_rebuild_keeps_the_commit_and_finishes_the_rebuild() 
 
 #[test]
 fn ctrl_c_during_vacuum_skips_it_and_says_the_rows_are_committed() {
-    interrupt_at(&["VACUUM"], libc::SIGINT, 1, 0, ROWS as i64, "skipped: interrupted");
+    interrupt_at(
+        &["VACUUM"],
+        libc::SIGINT,
+        1,
+        0,
+        ROWS as i64,
+        "skipped: interrupted",
+    );
 }
