@@ -95,6 +95,36 @@ impl Db {
             .unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
     }
 
+    /// Every index, constraint and trigger in the `public` schema, one per line, sorted: its
+    /// definition, whether it is valid (indexes, constraints) and its firing mode (triggers).
+    /// A load, whatever happens to it, must leave this as it found it.
+    pub fn definitions(&self) -> String {
+        self.text(
+            "SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), '') FROM ( \
+               SELECT 'index ' || c.relname || ': ' || pg_get_indexdef(i.indexrelid) || ' valid=' || i.indisvalid AS x \
+                 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                WHERE c.relnamespace = 'public'::regnamespace \
+               UNION ALL \
+               SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ': ' || pg_get_constraintdef(oid) \
+                      || ' valid=' || convalidated \
+                 FROM pg_constraint WHERE connamespace = 'public'::regnamespace \
+               UNION ALL \
+               SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ': ' || tgenabled::text \
+                 FROM pg_trigger WHERE NOT tgisinternal) q",
+        )
+    }
+
+    /// Entries waiting in `inrush.ddl_journal` (0 when there is no journal).
+    pub fn journal_len(&self) -> i64 {
+        match self
+            .text("SELECT to_regclass('inrush.ddl_journal') IS NOT NULL")
+            .as_str()
+        {
+            "t" => self.int("SELECT count(*) FROM inrush.ddl_journal"),
+            _ => 0,
+        }
+    }
+
     /// The server's own `COPY target FROM STDIN (FORMAT csv)` of `data`, committed: what every
     /// differential test compares inrush's table with.
     pub fn copy_csv(&self, target: &str, data: &[u8]) {

@@ -9,37 +9,11 @@
 //! moments are drawn from a seed (`INRUSH_CRASH_SEED`, printed by the test) so that a failure
 //! can be replayed.
 
-use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-static SERVER: Mutex<Option<PrivateServer>> = Mutex::new(None);
-static CONNINFO: OnceLock<String> = OnceLock::new();
-
-extern "C" fn stop_server() {
-    if let Ok(mut server) = SERVER.lock() {
-        server.take();
-    }
-}
-
-/// The `postgres` database of the file's private server, as a libpq conninfo.
-fn base_conninfo() -> &'static str {
-    CONNINFO.get_or_init(|| {
-        let server = PrivateServer::start(&ServerOptions {
-            unsafe_fast: true,
-            ..Default::default()
-        })
-        .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
-        let conninfo = server.conninfo("postgres");
-        *SERVER.lock().expect("server slot") = Some(server);
-        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
-        unsafe { libc::atexit(stop_server) };
-        conninfo
-    })
-}
 
 /// Rows in `t` before any load (ids below [`FIRST_LOADED_ID`]).
 const SEED_ROWS: i64 = 2000;
@@ -71,11 +45,14 @@ const EMPTY_SCHEMA: &str = "CREATE TABLE customers (id int PRIMARY KEY);
      CREATE INDEX t_customer_qty_idx ON t (customer, qty DESC) WHERE qty > 0;
      CREATE INDEX t_lower_note_idx ON t (lower(note));";
 
-/// A database of its own on the file's server.
-struct Db {
-    name: String,
-    conninfo: String,
-    target: ConnectOptions,
+/// A database of its own on the tests' server, holding a schema, with what these tests ask of it.
+struct Db(inrush_testkit::Db);
+
+impl std::ops::Deref for Db {
+    type Target = inrush_testkit::Db;
+    fn deref(&self) -> &inrush_testkit::Db {
+        &self.0
+    }
 }
 
 impl Db {
@@ -84,68 +61,14 @@ impl Db {
     }
 
     fn with_schema(schema: &str) -> Db {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "crash_{}_{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
-        let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
-        base.execute_blocking(&format!("CREATE DATABASE {name}"))
-            .expect("CREATE DATABASE");
-        let conninfo = base_conninfo().replace("dbname=postgres", &format!("dbname={name}"));
-        assert!(conninfo.contains(&name), "{conninfo}");
-        let target = base.with_dbname(&name);
-        target
-            .execute_blocking(schema)
-            .expect("creating the schema");
-        Db {
-            name,
-            conninfo,
-            target,
-        }
-    }
-
-    fn text(&self, sql: &str) -> String {
-        self.target
-            .query_text_blocking(sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .unwrap_or_default()
-    }
-
-    fn int(&self, sql: &str) -> i64 {
-        let text = self.text(sql);
-        text.parse()
-            .unwrap_or_else(|_| panic!("{sql}: not a number: {text:?}"))
-    }
-
-    /// Every index of `t` (pg_indexes.indexdef) and every constraint of `t`
-    /// (pg_get_constraintdef and whether it is validated), one per line, sorted.
-    fn definitions(&self) -> String {
-        self.text(
-            "SELECT string_agg(d, E'\\n' ORDER BY d) FROM (
-                 SELECT 'index ' || indexname || ': ' || indexdef AS d FROM pg_indexes
-                  WHERE schemaname = 'public' AND tablename = 't'
-                 UNION ALL
-                 SELECT 'constraint ' || conname || ': ' || pg_get_constraintdef(oid) || ' valid=' || convalidated
-                   FROM pg_constraint WHERE conrelid = 'public.t'::regclass) defs",
-        )
-    }
-
-    fn journal_exists(&self) -> bool {
-        self.text("SELECT to_regclass('inrush.ddl_journal') IS NOT NULL") == "t"
-    }
-
-    fn journal_len(&self) -> i64 {
-        if !self.journal_exists() {
-            return 0;
-        }
-        self.int("SELECT count(*) FROM inrush.ddl_journal")
+        let db = inrush_testkit::Db::fresh("crash");
+        db.exec(schema);
+        Db(db)
     }
 
     /// The names of the journal's entries, sorted.
     fn journal(&self) -> String {
-        if !self.journal_exists() {
+        if self.journal_len() == 0 {
             return String::new();
         }
         self.text("SELECT string_agg(name, ', ' ORDER BY name) FROM inrush.ddl_journal")
@@ -323,11 +246,11 @@ fn wait_until(child: &mut Child, limit: Duration, what: &str, mut ready: impl Fn
 /// The definitions hold what the test is about (PostgreSQL 18 adds its NOT NULL constraints).
 fn assert_has_every_object(definitions: &str) {
     for line in [
-        "index t_pkey: CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)",
-        "index t_customer_qty_idx: CREATE INDEX t_customer_qty_idx ON public.t USING btree (customer, qty DESC) WHERE (qty > 0)",
-        "index t_lower_note_idx: CREATE INDEX t_lower_note_idx ON public.t USING btree (lower(note))",
-        "constraint t_pkey: PRIMARY KEY (id) valid=true",
-        "constraint t_customer_fk: FOREIGN KEY (customer) REFERENCES customers(id) ON DELETE CASCADE valid=true",
+        "index t_pkey: CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id) valid=true",
+        "index t_customer_qty_idx: CREATE INDEX t_customer_qty_idx ON public.t USING btree (customer, qty DESC) WHERE (qty > 0) valid=true",
+        "index t_lower_note_idx: CREATE INDEX t_lower_note_idx ON public.t USING btree (lower(note)) valid=true",
+        "constraint t t_pkey: PRIMARY KEY (id) valid=true",
+        "constraint t t_customer_fk: FOREIGN KEY (customer) REFERENCES customers(id) ON DELETE CASCADE valid=true",
     ] {
         assert!(definitions.lines().any(|l| l == line), "{line:?} missing from:\n{definitions}");
     }
@@ -828,7 +751,7 @@ fn resume_after_sigkill_at_seeded_points_loads_every_row_exactly_once() {
 /// ledger INSERT and COMMIT, block after block, and pg_stat_activity shows the last of them
 /// between statements too. Returns how many were terminated.
 fn terminate_copy_sessions(db: &Db) -> i64 {
-    let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
+    let base = inrush_testkit::server().0.clone();
     let sql = format!(
         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
           WHERE datname = '{}' AND backend_type = 'client backend'
@@ -904,7 +827,7 @@ fn resume_retries_terminated_copy_connections() {
 #[test]
 fn resume_after_a_terminated_connection() {
     let db = Db::with_schema(RESUME_SCHEMA);
-    let base = ConnectOptions::parse(base_conninfo()).expect("conninfo parses");
+    let base = inrush_testkit::server().0.clone();
     let allow = |yes: bool| {
         base.execute_blocking(&format!(
             "ALTER DATABASE {} WITH ALLOW_CONNECTIONS {yes}",

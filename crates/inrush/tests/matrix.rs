@@ -358,16 +358,6 @@ fn sorted(lines: impl IntoIterator<Item = String>) -> Vec<String> {
     v
 }
 
-/// Every index, constraint and trigger of the database's tables, with its validity and firing
-/// mode: equal before and after every cell.
-const DEFINITIONS: &str = "SELECT string_agg(x, E'\\n' ORDER BY x) FROM ( \
-    SELECT 'index ' || c.relname || ' ' || pg_get_indexdef(i.indexrelid) || ' valid=' || i.indisvalid AS x \
-      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relnamespace = 'public'::regnamespace \
-    UNION ALL SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ' ' || pg_get_constraintdef(oid) || ' validated=' || convalidated \
-      FROM pg_constraint WHERE connamespace = 'public'::regnamespace \
-    UNION ALL SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgenabled::text \
-      FROM pg_trigger WHERE NOT tgisinternal) q";
-
 const ROWS_AS_TEXT: &str = "SELECT coalesce(string_agg(x, E'\\n' ORDER BY x), '') FROM \
     (SELECT id || '|' || coalesce(n::text, '') || '|' || coalesce(s, '') AS x FROM t) q";
 
@@ -389,7 +379,7 @@ fn run_cell(
         }
     };
     reset(db);
-    let definitions = db.text(DEFINITIONS);
+    let definitions = db.definitions();
     let audit_before = match shape {
         Shape::Trigger => db.int("SELECT count(*) FROM audit"),
         _ => 0,
@@ -543,19 +533,13 @@ fn run_cell(
             }
         }
     }
-    let after = db.text(DEFINITIONS);
+    let after = db.definitions();
     if after != definitions {
         wrong.push(format!(
             "definitions changed:\nbefore:\n{definitions}\nafter:\n{after}"
         ));
     }
-    let journal = match db
-        .text("SELECT to_regclass('inrush.ddl_journal')")
-        .is_empty()
-    {
-        true => 0,
-        false => db.int("SELECT count(*) FROM inrush.ddl_journal"),
-    };
+    let journal = db.journal_len();
     if journal != 0 {
         wrong.push(format!("{journal} entries left in inrush.ddl_journal"));
     }
@@ -653,7 +637,7 @@ fn partitioned() {
 fn loads_of_one_table_at_once_all_succeed() {
     let db = Db::fresh("concurrent");
     db.exec("CREATE TABLE t (id int, n int, s varchar(20), d date); CREATE INDEX t_s ON t (s); CREATE INDEX t_n ON t (n, id);");
-    let definitions = db.text(DEFINITIONS);
+    let definitions = db.definitions();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("in.csv");
     let rows = 100_000;
@@ -693,6 +677,6 @@ fn loads_of_one_table_at_once_all_succeed() {
         );
     }
     assert_eq!(db.int("SELECT count(*) FROM t"), 3 * rows + 20);
-    assert_eq!(db.text(DEFINITIONS), definitions);
-    assert_eq!(db.int("SELECT count(*) FROM inrush.ddl_journal"), 0);
+    assert_eq!(db.definitions(), definitions);
+    assert_eq!(db.journal_len(), 0);
 }

@@ -17,9 +17,6 @@ const SCHEMA: &str =
     "CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n >= 0), s varchar(20), d date); \
                       CREATE INDEX t_s ON t (s, n);";
 
-const DEFINITIONS: &str = "SELECT string_agg(x, E'\\n' ORDER BY x) FROM (SELECT pg_get_indexdef(indexrelid) \
-                           || ' valid=' || indisvalid AS x FROM pg_index WHERE indrelid = 't'::regclass) q";
-
 fn input() -> &'static PathBuf {
     static INPUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
     &INPUT
@@ -113,7 +110,7 @@ fn finish(mut child: Child) -> (i32, String) {
 fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64, said: &str) {
     let db = Db::fresh("signals");
     db.exec(SCHEMA);
-    let before = db.text(DEFINITIONS);
+    let before = db.definitions();
     let mut child = start(&db);
     wait_for_statement(&db, &mut child, prefixes);
     for _ in 0..times {
@@ -124,12 +121,8 @@ fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64,
     assert_eq!(code, exit, "{stderr}");
     assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
-    assert_eq!(db.text(DEFINITIONS), before, "{stderr}");
-    assert_eq!(
-        db.int("SELECT count(*) FROM inrush.ddl_journal"),
-        0,
-        "{stderr}"
-    );
+    assert_eq!(db.definitions(), before, "{stderr}");
+    assert_eq!(db.journal_len(), 0, "{stderr}");
 }
 
 #[test]
