@@ -49,6 +49,8 @@ enum Shape {
     Generated,
     /// Range-partitioned on the key.
     Partitioned,
+    /// No table yet: `--create` makes it.
+    New,
 }
 
 impl Shape {
@@ -82,15 +84,24 @@ impl Shape {
                  CREATE TABLE t_pos PARTITION OF t FOR VALUES FROM (0) TO (MAXVALUE); \
                  CREATE INDEX t_s ON t (s);"
             ),
+            Shape::New => String::new(),
+        }
+    }
+
+    /// The table the oracle's COPY loads: the shape's, or what `--create` makes of the input.
+    fn oracle_ddl(self) -> String {
+        match self {
+            Shape::New => "CREATE TABLE t (id int, n int, s text, d date);".into(),
+            shape => shape.ddl(),
         }
     }
 
     fn unique_id(self) -> bool {
-        self != Shape::Plain
+        !matches!(self, Shape::Plain | Shape::New)
     }
 
     fn has_primary_key(self) -> bool {
-        !matches!(self, Shape::Plain | Shape::Unique)
+        !matches!(self, Shape::Plain | Shape::Unique | Shape::New)
     }
 }
 
@@ -176,6 +187,7 @@ enum Flag {
     Check,
     Several,
     Stdin,
+    Create,
 }
 
 const FLAGS: [Flag; 12] = [
@@ -236,7 +248,8 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     let resume = has(flags, Flag::Resume);
     let conflict = has(flags, Flag::Skip) || has(flags, Flag::Update);
     let streamed = has(flags, Flag::Stdin) || has(flags, Flag::Several);
-    let usage = (has(flags, Flag::RebuildUnique) && (max || resume || conflict))
+    let usage = (has(flags, Flag::Create) && (resume || conflict || has(flags, Flag::Truncate)))
+        || (has(flags, Flag::RebuildUnique) && (max || resume || conflict))
         || (resume
             && (has(flags, Flag::Truncate)
                 || has(flags, Flag::TableLock)
@@ -290,7 +303,10 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     let row =
         |id: i64, n: i64, s: &Option<String>| format!("{id}|{n}|{}", s.as_deref().unwrap_or(""));
     let before = existing.iter().map(|&id| row(id, 1, &Some("pre".into())));
-    let rows = if check || exit == 4 {
+    let rows = if check && shape == Shape::New {
+        // Nothing is created: checked apart.
+        None
+    } else if check || exit == 4 {
         match resume {
             true => None,
             false => Some(sorted(match pre {
@@ -371,14 +387,14 @@ fn run_cell(
     input: Input,
     flags: &[Flag],
 ) -> Option<String> {
-    let reset = |d: &Db| {
+    let reset = |d: &Db, ddl: String| {
         d.exec("DROP SCHEMA IF EXISTS public CASCADE; DROP SCHEMA IF EXISTS inrush CASCADE; CREATE SCHEMA public;");
-        d.exec(&shape.ddl());
+        d.exec(&ddl);
         if pre {
             d.exec(&format!("INSERT INTO t (id, n, s, d) SELECT -g, 1, 'pre', '2020-01-01' FROM generate_series(1, {PRE}) g"));
         }
     };
-    reset(db);
+    reset(db, shape.ddl());
     let definitions = db.definitions();
     let audit_before = match shape {
         Shape::Trigger => db.int("SELECT count(*) FROM audit"),
@@ -440,6 +456,7 @@ fn run_cell(
                 Flag::RebuildUnique => vec!["--rebuild-unique"],
                 Flag::DisableTriggers => vec!["--disable-triggers"],
                 Flag::Check => vec!["--check"],
+                Flag::Create => vec!["--create"],
                 Flag::Several | Flag::Stdin => vec![],
             }
             .into_iter()
@@ -485,7 +502,7 @@ fn run_cell(
             if let Some(rows) = rows {
                 // The oracle: the same table, the same rows before, the expected rows
                 // loaded by the server's own COPY.
-                reset(oracle);
+                reset(oracle, shape.oracle_ddl());
                 oracle.exec("TRUNCATE t; ALTER TABLE t DISABLE TRIGGER USER");
                 let data: String = rows
                     .iter()
@@ -533,6 +550,12 @@ fn run_cell(
             }
         }
     }
+    if shape == Shape::New
+        && has(flags, Flag::Check)
+        && !db.text("SELECT to_regclass('t')").is_empty()
+    {
+        wrong.push("--check made the table".into());
+    }
     let after = db.definitions();
     if after != definitions {
         wrong.push(format!(
@@ -576,11 +599,36 @@ fn run_shape(shape: Shape) {
             .cloned()
             .collect(),
     };
-    let sets = if full() { sets } else { quick_sets };
+    let mut sets = if full() { sets } else { quick_sets };
+    let (pres, inputs): (&[bool], &[Input]) = match shape {
+        // --create of a clean input, alone and with what users pair it with.
+        Shape::New => {
+            sets = [
+                Flag::MaxErrors,
+                Flag::Check,
+                Flag::TableLock,
+                Flag::Stdin,
+                Flag::Several,
+                Flag::KeepIndexes,
+                Flag::Truncate,
+                Flag::Resume,
+                Flag::Skip,
+            ]
+            .into_iter()
+            .map(|f| vec![Flag::Create, f])
+            .chain([vec![Flag::Create]])
+            .collect();
+            (&[false], &[Input::Clean])
+        }
+        _ => (
+            &[false, true],
+            &[Input::Clean, Input::ClientBad, Input::ServerBad],
+        ),
+    };
     let mut failures = Vec::new();
     let mut cells = 0;
-    for pre in [false, true] {
-        for input in [Input::Clean, Input::ClientBad, Input::ServerBad] {
+    for &pre in pres {
+        for &input in inputs {
             for flags in &sets {
                 cells += 1;
                 if let Some(f) = run_cell(&db, &oracle, dir.path(), shape, pre, input, flags) {
@@ -628,6 +676,10 @@ fn generated() {
 #[test]
 fn partitioned() {
     run_shape(Shape::Partitioned)
+}
+#[test]
+fn created() {
+    run_shape(Shape::New)
 }
 
 /// Two loads of one indexed table at once, and a third beside other sessions' inserts: one runs
