@@ -126,7 +126,9 @@ pub struct Verdict {
     pub factor: f64,
     /// The seed's factor for the same comparison, when it published one.
     pub seed_factor: Option<f64>,
-    /// One line: "Holds: commit every 1000 rows is 7.9x faster than autocommit (seed: 12.1x)".
+    /// One line that says what was measured, in the factor's direction, and why when
+    /// inconclusive: "Holds here: \"autocommit\" takes 7.90x the time per row of \"commit every
+    /// 1000\" (the seed: 12.1x; advice tested: ...)."
     pub text: String,
 }
 
@@ -137,6 +139,9 @@ pub enum Holds {
     /// The direction holds but the effect is much smaller (or larger) than the seed's.
     Partly,
     No,
+    /// Our runs cannot tell: the difference is inside their spread, or they are too short to
+    /// time (the verdict's text says which).
+    Inconclusive,
 }
 
 /// JSON has no NaN or infinity: `serde_json` writes such figures (a run of 0 rows in 0 s) as

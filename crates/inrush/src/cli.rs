@@ -69,8 +69,9 @@ pub struct LabRunArgs {
     /// larger scales suit real servers.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// Runs per variation (the tables show the median).
-    #[arg(long, default_value_t = 1)]
+    /// Runs per variation: the tables show the median, and a verdict whose difference is
+    /// inside the runs' spread says "inconclusive" (1 run: no spread, the verdict says so).
+    #[arg(long, default_value_t = inrush_lab::run::DEFAULT_REPEAT)]
     pub repeat: u32,
     /// The report folder.
     #[arg(long, default_value = "inrush-lab-report")]

@@ -289,7 +289,7 @@ fn print_summary(results: &LabResults, seconds: f64) {
     };
     use inrush_lab::results::Holds;
     eprintln!(
-        "\nlab: {ran} of {} experiments ran in {} on {} (scale {}, {} run(s) each): advice holds {}, partly {}, not {}",
+        "\nlab: {ran} of {} experiments ran in {} on {} (scale {}, {} run(s) each): advice holds {}, partly {}, not {}, inconclusive {}",
         results.experiments.len(),
         duration(seconds),
         results.environment.server_version.split(" on ").next().unwrap_or("?"),
@@ -297,6 +297,7 @@ fn print_summary(results: &LabResults, seconds: f64) {
         results.repeat,
         holds(Holds::Yes),
         holds(Holds::Partly),
-        holds(Holds::No)
+        holds(Holds::No),
+        holds(Holds::Inconclusive)
     );
 }

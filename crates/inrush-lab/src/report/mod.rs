@@ -13,9 +13,9 @@ mod svg;
 pub use html::render as render_html;
 pub use markdown::render as render_markdown;
 
-#[cfg(test)]
-use crate::results;
 use crate::results::{ExperimentResult, Holds, LabResults, Measurement, Status, Variation};
+#[cfg(test)]
+use crate::{results, verdict};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -119,7 +119,8 @@ pub(crate) fn rows(e: &ExperimentResult) -> Vec<Row<'_>> {
         .collect()
 }
 
-/// How the verdict column reads: `holds`, `partly`, `does not hold`, or why there is none.
+/// How the verdict column reads: `holds`, `partly`, `does not hold`, `inconclusive`, or why
+/// there is none.
 pub(crate) fn verdict_word(e: &ExperimentResult) -> &'static str {
     match (&e.status, &e.verdict) {
         (Status::Skipped(_), _) => "skipped",
@@ -129,6 +130,7 @@ pub(crate) fn verdict_word(e: &ExperimentResult) -> &'static str {
             Holds::Yes => "holds",
             Holds::Partly => "partly",
             Holds::No => "does not hold",
+            Holds::Inconclusive => "inconclusive",
         },
     }
 }
