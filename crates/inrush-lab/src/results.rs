@@ -171,13 +171,16 @@ impl Measurement {
 }
 
 impl Variation {
+    /// The run whose time is the median: every figure a table row or chart shows comes from
+    /// this one run, so its seconds, rows/s and WAL belong together.
+    pub fn median_run(&self) -> Option<&Measurement> {
+        let mut runs: Vec<&Measurement> = self.runs.iter().collect();
+        runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        runs.get(runs.len() / 2).copied()
+    }
+
     /// The median time over the runs (the figure the tables and charts show).
     pub fn median_seconds(&self) -> Option<f64> {
-        let mut times: Vec<f64> = self.runs.iter().map(|m| m.seconds).collect();
-        if times.is_empty() {
-            return None;
-        }
-        times.sort_by(f64::total_cmp);
-        Some(times[times.len() / 2])
+        self.median_run().map(|m| m.seconds)
     }
 }

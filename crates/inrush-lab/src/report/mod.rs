@@ -86,13 +86,6 @@ impl Row<'_> {
     }
 }
 
-/// The run whose time is the median ([`Variation::median_seconds`]'s choice).
-fn median_run(v: &Variation) -> Option<&Measurement> {
-    let mut runs: Vec<&Measurement> = v.runs.iter().collect();
-    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    runs.get(runs.len() / 2).copied()
-}
-
 /// `a / b` when both are finite and `b` is positive.
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -103,12 +96,12 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 pub(crate) fn rows(e: &ExperimentResult) -> Vec<Row<'_>> {
     let baseline = e.variations.iter().find(|v| v.baseline);
-    let base_seconds = baseline.and_then(|b| median_run(b)).map(|m| m.seconds);
+    let base_seconds = baseline.and_then(Variation::median_seconds);
     let base_seed = baseline.and_then(|b| b.seed_seconds);
     e.variations
         .iter()
         .map(|v| {
-            let median = median_run(v);
+            let median = v.median_run();
             Row {
                 variation: v,
                 median,
