@@ -1,8 +1,9 @@
 //! The 28 experiments of `../shared/LAB.md`: what each mirrors, the advice under test, its
 //! variations with the seed's published figures, and how the verdict compares them.
 //!
-//! Row counts are for `--scale 1.0`, the quick default (every experiment within 15 minutes on a
-//! 2-core machine); slow methods get fewer rows than fast ones and verdicts compare per row.
+//! Row counts are for `--scale 1.0`, the quick default (all experiments in 25-40 minutes on a
+//! 2-core machine with 3 runs each); slow methods get fewer rows than fast ones and verdicts
+//! compare per row.
 
 use crate::data::DataKind;
 use crate::plan::*;

@@ -126,7 +126,9 @@ pub struct Verdict {
     pub factor: f64,
     /// The seed's factor for the same comparison, when it published one.
     pub seed_factor: Option<f64>,
-    /// One line: "Holds: commit every 1000 rows is 7.9x faster than autocommit (seed: 12.1x)".
+    /// One line that says what was measured, in the factor's direction, and why when
+    /// inconclusive: "Holds here: \"autocommit\" takes 7.90x the time per row of \"commit every
+    /// 1000\" (the seed: 12.1x; advice tested: ...)."
     pub text: String,
 }
 
@@ -137,6 +139,9 @@ pub enum Holds {
     /// The direction holds but the effect is much smaller (or larger) than the seed's.
     Partly,
     No,
+    /// Our runs cannot tell: the difference is inside their spread, or they are too short to
+    /// time (the verdict's text says which).
+    Inconclusive,
 }
 
 /// JSON has no NaN or infinity: `serde_json` writes such figures (a run of 0 rows in 0 s) as
@@ -166,13 +171,16 @@ impl Measurement {
 }
 
 impl Variation {
+    /// The run whose time is the median: every figure a table row or chart shows comes from
+    /// this one run, so its seconds, rows/s and WAL belong together.
+    pub fn median_run(&self) -> Option<&Measurement> {
+        let mut runs: Vec<&Measurement> = self.runs.iter().collect();
+        runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        runs.get(runs.len() / 2).copied()
+    }
+
     /// The median time over the runs (the figure the tables and charts show).
     pub fn median_seconds(&self) -> Option<f64> {
-        let mut times: Vec<f64> = self.runs.iter().map(|m| m.seconds).collect();
-        if times.is_empty() {
-            return None;
-        }
-        times.sort_by(f64::total_cmp);
-        Some(times[times.len() / 2])
+        self.median_run().map(|m| m.seconds)
     }
 }

@@ -12,12 +12,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Runs per variation unless asked otherwise: the fewest whose spread (the noise a verdict
+/// weighs its difference against) means something.
+pub const DEFAULT_REPEAT: u32 = 3;
+
 /// What `inrush lab run` asks for.
 #[derive(Debug, Clone)]
 pub struct LabOptions {
     /// Experiment ids (case-insensitive); empty or `all`: every experiment.
     pub ids: Vec<String>,
     pub scale: f64,
+    /// Runs per variation: tables show the median, verdicts weigh the difference against the
+    /// runs' spread.
     pub repeat: u32,
     /// `None`: start a private, durable server for the lab.
     pub target: Option<ConnectOptions>,
@@ -31,7 +37,7 @@ impl LabOptions {
         LabOptions {
             ids: Vec::new(),
             scale,
-            repeat: 1,
+            repeat: DEFAULT_REPEAT,
             target: None,
             interrupt: Arc::default(),
             seed: 42,

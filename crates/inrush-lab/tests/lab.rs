@@ -1,7 +1,7 @@
 //! Every experiment at a tiny scale against a real PostgreSQL (the lab's own private server, so
 //! the experiments that restart it run too): the figures must be positive and consistent.
 
-use inrush_lab::results::{LabResults, Status};
+use inrush_lab::results::{Holds, LabResults, Status};
 use inrush_lab::{LabOptions, Progress, ProgressInfo};
 use std::sync::Mutex;
 
@@ -115,6 +115,18 @@ fn every_experiment_runs_at_a_tiny_scale() {
         Some("minimal")
     );
     assert!(progress.0.lock().unwrap().len() >= 28);
+    // D7's 1x run of 1,500 rows is over in milliseconds: no verdict on linearity from it.
+    let d7 = results.experiments.iter().find(|e| e.id == "D7").unwrap();
+    let shortest = d7.variations[0].median_seconds().unwrap();
+    if shortest < inrush_lab::verdict::MIN_TIMED_SECONDS {
+        let verdict = d7.verdict.as_ref().unwrap();
+        assert_eq!(verdict.holds, Holds::Inconclusive, "{}", verdict.text);
+        assert!(
+            verdict.text.contains("too short to time"),
+            "{}",
+            verdict.text
+        );
+    }
 
     // The results survive a JSON round trip, as `lab report DIR` needs.
     let dir = tempfile_dir();

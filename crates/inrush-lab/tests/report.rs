@@ -79,8 +79,8 @@ fn html_is_one_self_contained_page() {
         assert!(page.contains(&format!("<section class=\"exp\" id=\"{id}\">")));
         assert!(page.contains(&format!("href=\"#{id}\"")));
     }
-    // Three charts for each experiment with runs (A3, A6, B4, D1, D7), none for C2.
-    assert_eq!(page.matches("<svg ").count(), 15);
+    // Three charts for each experiment with runs (A3, A6, B4, D1, D7, C3), none for C2.
+    assert_eq!(page.matches("<svg ").count(), 18);
 }
 
 #[test]

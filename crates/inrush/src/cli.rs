@@ -65,12 +65,14 @@ pub struct LabRunArgs {
     /// need a restart are skipped, and ALTER SYSTEM settings need superuser (restored after).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
-    /// Rows multiplier: 1.0 is the quick run (every experiment within ~15 minutes on 2 cores);
+    /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with
+    /// the default 3 runs each, a third of that with --repeat 1);
     /// larger scales suit real servers.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
-    /// Runs per variation (the tables show the median).
-    #[arg(long, default_value_t = 1)]
+    /// Runs per variation: the tables show the median, and a verdict whose difference is
+    /// inside the runs' spread says "inconclusive" (1 run: no spread, the verdict says so).
+    #[arg(long, default_value_t = inrush_lab::run::DEFAULT_REPEAT)]
     pub repeat: u32,
     /// The report folder.
     #[arg(long, default_value = "inrush-lab-report")]

@@ -111,7 +111,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     } else {
         say(format!("  inrush was {ratio:.1}x faster than psql \\copy (best of {ROUNDS} rounds each); both tables hold {} rows.", group(args.rows)));
         say("  load your own file: inrush load FILE --to URL --table T --header".into());
-        say("  see which bulk-insert advice holds on this machine: inrush lab run (quick scale, ~15 min; --to URL for your server)".into());
+        say("  see which bulk-insert advice holds on this machine: inrush lab run (quick scale, 25-40 min; --to URL for your server)".into());
     }
     Ok(())
 }

@@ -231,18 +231,14 @@ pub fn experiment_table(e: &ExperimentResult) -> String {
             (Some(f), _, _) => f.clone(),
             _ => "-".into(),
         };
-        let Some(m) = v
-            .runs
-            .get(v.runs.len().saturating_sub(1) / 2)
-            .filter(|_| !v.runs.is_empty())
-        else {
+        // The median run for every column: seconds and rows/s from different runs disagree.
+        let Some(m) = v.median_run() else {
             out.push_str(&format!(
                 "  {mark} {:width$}  {:>9}  (not run)  seed: {seed}\n",
                 v.label, "-"
             ));
             continue;
         };
-        let seconds = v.median_seconds().unwrap_or(m.seconds);
         let x = match (per_row(v), base_per_row) {
             (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
             _ => "-".into(),
@@ -251,7 +247,7 @@ pub fn experiment_table(e: &ExperimentResult) -> String {
             "  {mark} {:width$}  {:>9} {:>9.3} {:>10} {:>8.0} {:>9} {:>6}  {seed}\n",
             v.label,
             group(m.rows),
-            seconds,
+            m.seconds,
             group(m.rows_per_second as u64),
             m.wal_bytes_per_row(),
             m.wal_records.map_or("-".into(), |r| format!(
@@ -289,7 +285,7 @@ fn print_summary(results: &LabResults, seconds: f64) {
     };
     use inrush_lab::results::Holds;
     eprintln!(
-        "\nlab: {ran} of {} experiments ran in {} on {} (scale {}, {} run(s) each): advice holds {}, partly {}, not {}",
+        "\nlab: {ran} of {} experiments ran in {} on {} (scale {}, {} run(s) each): advice holds {}, partly {}, not {}, inconclusive {}",
         results.experiments.len(),
         duration(seconds),
         results.environment.server_version.split(" on ").next().unwrap_or("?"),
@@ -297,6 +293,51 @@ fn print_summary(results: &LabResults, seconds: f64) {
         results.repeat,
         holds(Holds::Yes),
         holds(Holds::Partly),
-        holds(Holds::No)
+        holds(Holds::No),
+        holds(Holds::Inconclusive)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inrush_lab::results::{Measurement, Variation};
+
+    fn run(seconds: f64) -> Measurement {
+        Measurement {
+            rows: 1000,
+            seconds,
+            rows_per_second: 1000.0 / seconds,
+            wal_bytes: 100_000,
+            wal_records: None,
+            client_cpu_seconds: 0.0,
+            rate: Vec::new(),
+            settings_changed: Default::default(),
+            extra: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_row_shows_one_run_the_median() {
+        // In run order the middle run is the slowest; the median is 2 s, i.e. 500 rows/s.
+        let e = ExperimentResult {
+            id: "A1".into(),
+            title: "t".into(),
+            seed_source: "s".into(),
+            advice: "a".into(),
+            status: Status::Ran,
+            variations: vec![Variation {
+                label: "v".into(),
+                baseline: true,
+                seed_figure: None,
+                seed_seconds: None,
+                runs: vec![run(1.0), run(4.0), run(2.0)],
+            }],
+            verdict: None,
+            notes: Vec::new(),
+        };
+        let table = experiment_table(&e);
+        let row = table.lines().find(|l| l.contains(" v ")).unwrap();
+        assert!(row.contains("2.000") && row.contains(" 500 "), "{row}");
+    }
 }

@@ -26,10 +26,10 @@ section.exp{border-top:2px solid #ccc;padding-top:14px;margin-top:26px}
 .meta{margin:0 0 8px;color:#444}
 .verdict{padding:6px 10px;border-left:6px solid #999;background:#f4f4f4;margin:8px 0}
 .v-holds{border-color:#1e8a3c;background:#e8f5ec}.v-partly{border-color:#c9a400;background:#fbf6dd}
-.v-no{border-color:#c0392b;background:#fbe9e7}
+.v-no{border-color:#c0392b;background:#fbe9e7}.v-inconclusive{border-color:#777;background:#f1f1f1}
 .badge{display:inline-block;padding:0 7px;border-radius:3px;font-size:12px;font-weight:600;background:#ddd;color:#333}
 .b-holds{background:#1e8a3c;color:#fff}.b-partly{background:#c9a400;color:#222}.b-no{background:#c0392b;color:#fff}
-.b-skipped{background:#888;color:#fff}.b-failed{background:#5a1a12;color:#fff}
+.b-inconclusive{background:#e0e0e0;color:#222;border:1px dashed #777}.b-skipped{background:#888;color:#fff}.b-failed{background:#5a1a12;color:#fff}
 .status{padding:6px 10px;background:#f6f1e7;border-left:6px solid #8a6d3b;white-space:pre-wrap;margin:8px 0}
 .charts{display:flex;flex-wrap:wrap;gap:12px 20px;margin:8px 0}
 svg.chart{background:#fff;font-size:11px}
@@ -112,6 +112,7 @@ fn outcome(e: &ExperimentResult) -> &'static str {
             Holds::Yes => "holds",
             Holds::Partly => "partly",
             Holds::No => "no",
+            Holds::Inconclusive => "inconclusive",
         },
     }
 }

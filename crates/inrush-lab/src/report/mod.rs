@@ -13,9 +13,9 @@ mod svg;
 pub use html::render as render_html;
 pub use markdown::render as render_markdown;
 
-#[cfg(test)]
-use crate::results;
 use crate::results::{ExperimentResult, Holds, LabResults, Measurement, Status, Variation};
+#[cfg(test)]
+use crate::{results, verdict};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -86,13 +86,6 @@ impl Row<'_> {
     }
 }
 
-/// The run whose time is the median ([`Variation::median_seconds`]'s choice).
-fn median_run(v: &Variation) -> Option<&Measurement> {
-    let mut runs: Vec<&Measurement> = v.runs.iter().collect();
-    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
-    runs.get(runs.len() / 2).copied()
-}
-
 /// `a / b` when both are finite and `b` is positive.
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
@@ -103,12 +96,12 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 pub(crate) fn rows(e: &ExperimentResult) -> Vec<Row<'_>> {
     let baseline = e.variations.iter().find(|v| v.baseline);
-    let base_seconds = baseline.and_then(|b| median_run(b)).map(|m| m.seconds);
+    let base_seconds = baseline.and_then(Variation::median_seconds);
     let base_seed = baseline.and_then(|b| b.seed_seconds);
     e.variations
         .iter()
         .map(|v| {
-            let median = median_run(v);
+            let median = v.median_run();
             Row {
                 variation: v,
                 median,
@@ -119,7 +112,8 @@ pub(crate) fn rows(e: &ExperimentResult) -> Vec<Row<'_>> {
         .collect()
 }
 
-/// How the verdict column reads: `holds`, `partly`, `does not hold`, or why there is none.
+/// How the verdict column reads: `holds`, `partly`, `does not hold`, `inconclusive`, or why
+/// there is none.
 pub(crate) fn verdict_word(e: &ExperimentResult) -> &'static str {
     match (&e.status, &e.verdict) {
         (Status::Skipped(_), _) => "skipped",
@@ -129,6 +123,7 @@ pub(crate) fn verdict_word(e: &ExperimentResult) -> &'static str {
             Holds::Yes => "holds",
             Holds::Partly => "partly",
             Holds::No => "does not hold",
+            Holds::Inconclusive => "inconclusive",
         },
     }
 }

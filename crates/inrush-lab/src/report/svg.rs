@@ -166,41 +166,127 @@ pub struct BarRow<'a> {
     pub values: Vec<Option<f64>>,
 }
 
-const BAR_W: f64 = 540.0;
-const LABEL_W: f64 = 170.0;
+/// Font sizes of the chart text in report.html's style: `svg.chart` and `.ttl`.
+const FONT: f64 = 11.0;
+const TITLE_FONT: f64 = 13.0;
+/// Line height of wrapped label text.
+const LINE_STEP: f64 = 13.0;
+
+/// A generous estimate of how wide `s` is drawn at `font` px: per-character widths of DejaVu
+/// Sans (the widest sans-serif the page names), rounded up. Label columns are sized by it, so an
+/// overestimate costs a little space where an underestimate would cut text off.
+pub fn text_width(s: &str, font: f64) -> f64 {
+    let em = |c: char| match c {
+        'i' | 'j' | 'l' | 'I' | '.' | ',' | ':' | ';' | '\'' | '|' | '!' | ' ' => 0.32,
+        'f' | 't' | 'r' | '(' | ')' | '[' | ']' | '-' | '/' => 0.42,
+        'm' | 'W' => 0.98,
+        'w' | 'M' | '=' | '+' | '%' | '<' | '>' | '~' | '@' => 0.86,
+        c if c.is_ascii_uppercase() => 0.78,
+        _ => 0.64,
+    };
+    s.chars().map(em).sum::<f64>() * font
+}
+
+/// `s` broken at spaces into lines no wider than `max` px at `font` px; a word wider than a
+/// line on its own is broken between characters.
+pub fn wrap(s: &str, max: f64, font: f64) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in s.split(' ').filter(|w| !w.is_empty()) {
+        let joined = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if text_width(&joined, font) <= max {
+            line = joined;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        for c in word.chars() {
+            line.push(c);
+            if text_width(&line, font) > max && line.chars().count() > 1 {
+                line.pop();
+                lines.push(std::mem::replace(&mut line, c.to_string()));
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// `<text>` of `lines` one under the other, the first baseline at `y`.
+fn text_lines(x: f64, y: f64, class: &str, anchor: &str, lines: &[String]) -> String {
+    let mut s = format!(r#"<text x="{x:.1}" y="{y:.1}" class="{class}" text-anchor="{anchor}">"#);
+    for (i, line) in lines.iter().enumerate() {
+        let dy = if i == 0 { 0.0 } else { LINE_STEP };
+        s.push_str(&format!(
+            r#"<tspan x="{x:.1}" dy="{dy:.0}">{}</tspan>"#,
+            html(line)
+        ));
+    }
+    s.push_str("</text>");
+    s
+}
+
+/// The widest a bar chart's label column gets; longer labels wrap onto more lines.
+const MAX_LABEL_W: f64 = 300.0;
+/// The bars' own width, and room for the value printed after the longest bar.
+const PLOT_W: f64 = 314.0;
 const VALUE_W: f64 = 56.0;
+/// Margin between the SVG's edge or the bars and the label column.
+const PAD: f64 = 6.0;
+/// The width of an empty bar chart.
+const BAR_W: f64 = 540.0;
 const TOP: f64 = 30.0;
 const BAR_H: f64 = 13.0;
 const GROUP_GAP: f64 = 9.0;
 
-/// Horizontal grouped bars (labels can be long), value printed at each bar's end. `suffix`
-/// follows printed values (e.g. "x").
+/// Horizontal grouped bars, value printed at each bar's end. The label column is as wide as
+/// the longest label (up to [`MAX_LABEL_W`], past which labels wrap), so no label is cut or
+/// drawn outside the chart. `suffix` follows printed values (e.g. "x").
 pub fn bar_chart(title: &str, series: &[Series], rows: &[BarRow], suffix: &str) -> String {
     let values = rows.iter().flat_map(|r| r.values.iter().flatten().copied());
     let Some(axis) = Axis::fit(values) else {
         return empty(title, BAR_W);
     };
-    let plot_x = LABEL_W;
-    let plot_w = BAR_W - LABEL_W - VALUE_W;
-    let group_h = BAR_H * series.len().max(1) as f64 + GROUP_GAP;
-    let plot_h = group_h * rows.len() as f64;
+    let label_w = rows
+        .iter()
+        .map(|r| text_width(r.label, FONT))
+        .fold(0.0, f64::max)
+        .min(MAX_LABEL_W);
+    let labels: Vec<Vec<String>> = rows.iter().map(|r| wrap(r.label, label_w, FONT)).collect();
+    let plot_x = PAD + label_w + PAD;
+    let width = (plot_x + PLOT_W + VALUE_W).max(2.0 * PAD + text_width(title, TITLE_FONT));
+    let bars_h = BAR_H * series.len().max(1) as f64;
+    let group_h = |lines: &[String]| bars_h.max(LINE_STEP * lines.len() as f64) + GROUP_GAP;
+    let plot_h: f64 = labels.iter().map(|l| group_h(l)).sum();
     let height = TOP + plot_h + 40.0;
-    let mut s = open(title, BAR_W, height);
-    grid_vertical(&mut s, &axis, plot_x, plot_w, TOP, plot_h);
-    for (i, row) in rows.iter().enumerate() {
-        let y0 = TOP + i as f64 * group_h + GROUP_GAP / 2.0;
-        s.push_str(&format!(
-            r#"<g><title>{}</title><text x="{:.1}" y="{:.1}" class="lbl" text-anchor="end">{}</text>"#,
-            html(row.label),
-            plot_x - 6.0,
-            y0 + BAR_H * series.len() as f64 / 2.0 + 4.0,
-            html(&truncate(row.label, 28)),
+    let mut s = open(title, width, height);
+    grid_vertical(&mut s, &axis, plot_x, PLOT_W, TOP, plot_h);
+    let mut y_group = TOP;
+    for (row, lines) in rows.iter().zip(&labels) {
+        let h = group_h(lines);
+        let mid = y_group + h / 2.0;
+        y_group += h;
+        s.push_str(&format!("<g><title>{}</title>", html(row.label)));
+        s.push_str(&text_lines(
+            plot_x - PAD,
+            mid - LINE_STEP * (lines.len() - 1) as f64 / 2.0 + 4.0,
+            "lbl",
+            "end",
+            lines,
         ));
+        let y0 = mid - bars_h / 2.0;
         for (j, ser) in series.iter().enumerate() {
             let y = y0 + j as f64 * BAR_H;
             match row.values.get(j).copied().flatten() {
                 Some(v) => {
-                    let w = (axis.frac(v) * plot_w).max(if v > 0.0 { 1.0 } else { 0.0 });
+                    let w = (axis.frac(v) * PLOT_W).max(if v > 0.0 { 1.0 } else { 0.0 });
                     s.push_str(&format!(
                         r#"<rect x="{plot_x:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{}"><title>{}: {}{suffix}</title></rect>"#,
                         y + 1.0,
@@ -236,12 +322,12 @@ pub fn bar_chart(title: &str, series: &[Series], rows: &[BarRow], suffix: &str) 
             x + 14.0,
             html(ser.name)
         ));
-        x += 24.0 + 7.0 * ser.name.chars().count() as f64;
+        x += 24.0 + text_width(ser.name, FONT);
     }
     if axis.is_log() {
         s.push_str(&format!(
             r#"<text x="{:.1}" y="{legend_y:.1}" class="na" text-anchor="end">log scale</text>"#,
-            BAR_W - 4.0
+            width - PAD
         ));
     }
     s.push_str("</svg>");
@@ -274,8 +360,15 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
     };
     let (left, right, bottom) = (70.0, 250.0, 40.0);
     let plot_w = LINE_W - left - right;
-    // The legend lists every line; a long one makes the chart taller rather than spill out.
-    let height = LINE_H.max(TOP + 18.0 * lines.len() as f64 + bottom);
+    // The legend on the right lists every line, its label wrapped to the room left of the
+    // chart's edge; a long legend makes the chart taller rather than spill out.
+    let legend_x = left + plot_w + 16.0;
+    let legend: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| wrap(l.label, LINE_W - PAD - (legend_x + 24.0), FONT))
+        .collect();
+    let entry_h = |lines: &[String]| 18.0 + LINE_STEP * (lines.len() - 1) as f64;
+    let height = LINE_H.max(TOP + legend.iter().map(|l| entry_h(l)).sum::<f64>() + bottom);
     let plot_h = height - TOP - bottom;
     let mut s = open(title, LINE_W, height);
     // Horizontal grid (values) and vertical ticks (seconds).
@@ -310,6 +403,7 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
         html(y_label),
         if y_axis.is_log() { " (log scale)" } else { "" }
     ));
+    let mut legend_y = TOP + 8.0;
     for (i, line) in lines.iter().enumerate() {
         let colour = LINES[i % LINES.len()];
         // Past the palette, colours repeat with a dash pattern to tell the lines apart.
@@ -344,16 +438,21 @@ pub fn line_chart(title: &str, y_label: &str, lines: &[Line]) -> String {
                 ));
             }
         }
-        let ly = TOP + 8.0 + i as f64 * 18.0;
-        let lx = left + plot_w + 16.0;
+        let ly = legend_y;
+        legend_y += entry_h(&legend[i]);
         s.push_str(&format!(
-            r#"<line x1="{lx:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"{dash}/><text x="{:.1}" y="{:.1}" class="lbl"><title>{}</title>{}</text>"#,
-            lx + 18.0,
-            lx + 24.0,
-            ly + 4.0,
+            r#"<g><title>{}</title><line x1="{legend_x:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{colour}" stroke-width="3"{dash}/>"#,
             html(line.label),
-            html(&truncate(line.label, 30))
+            legend_x + 18.0,
         ));
+        s.push_str(&text_lines(
+            legend_x + 24.0,
+            ly + 4.0,
+            "lbl",
+            "start",
+            &legend[i],
+        ));
+        s.push_str("</g>");
     }
     s.push_str("</svg>");
     s
@@ -404,17 +503,6 @@ fn grid_vertical(s: &mut String, axis: &Axis, x0: f64, w: f64, y0: f64, h: f64) 
         r##"<line x1="{x0:.1}" x2="{x0:.1}" y1="{y0:.1}" y2="{:.1}" stroke="#999"/>"##,
         y0 + h
     ));
-}
-
-/// At most `max` characters, with an ellipsis when cut.
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
 }
 
 #[cfg(test)]
@@ -554,6 +642,143 @@ mod tests {
             "{}",
             &svg[..200]
         );
+    }
+
+    /// Every `<text>` of `svg` with its x, anchor, class and drawn lines (tspans, or its own
+    /// text without the tooltip), entities decoded.
+    fn texts(svg: &str) -> Vec<(f64, String, String, Vec<String>)> {
+        let attr = |tag: &str, name: &str| {
+            let tag = format!(" {tag}");
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(tag[at..at + tag[at..].find('"')?].to_string())
+        };
+        let decode = |s: &str| {
+            s.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        };
+        let mut out = Vec::new();
+        for chunk in svg.split("<text ").skip(1) {
+            let tag = &chunk[..chunk.find('>').unwrap()];
+            let body = &chunk[tag.len() + 1..chunk.find("</text>").unwrap()];
+            let body = match body.find("</title>") {
+                Some(end) => &body[end + "</title>".len()..],
+                None => body,
+            };
+            let lines: Vec<String> = if body.contains("<tspan") {
+                body.split("<tspan")
+                    .skip(1)
+                    .map(|t| decode(&t[t.find('>').unwrap() + 1..t.find("</tspan>").unwrap()]))
+                    .collect()
+            } else {
+                vec![decode(body)]
+            };
+            let x: f64 = attr(tag, "x").unwrap().parse().unwrap();
+            out.push((
+                x,
+                attr(tag, "text-anchor").unwrap_or("start".into()),
+                attr(tag, "class").unwrap_or_default(),
+                lines,
+            ));
+        }
+        out
+    }
+
+    /// Asserts that every text of `svg` lies within its viewBox's width.
+    fn assert_text_inside(svg: &str) {
+        let vb = svg.split("viewBox=\"0 0 ").nth(1).unwrap();
+        let width: f64 = vb.split(' ').next().unwrap().parse().unwrap();
+        for (x, anchor, class, lines) in texts(svg) {
+            let font = match class.as_str() {
+                "ttl" => TITLE_FONT,
+                "tick" => 10.0,
+                _ => FONT,
+            };
+            for line in lines {
+                let w = text_width(&line, font);
+                let (from, to) = match anchor.as_str() {
+                    "end" => (x - w, x),
+                    "middle" => (x - w / 2.0, x + w / 2.0),
+                    _ => (x, x + w),
+                };
+                assert!(
+                    from >= 0.0 && to <= width,
+                    "{line:?} drawn from {from:.1} to {to:.1}, outside 0..{width}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn long_labels_are_whole_and_inside_the_chart() {
+        let long = "all together: TRUNCATE + COPY FREEZE binary in one transaction, synchronous_commit=off";
+        let labels = [
+            "WAL",
+            "prepared INSERT per row, autocommit",
+            long,
+            "an_identifier_far_too_long_to_fit_on_one_line_of_the_label_column_at_all",
+        ];
+        let rows: Vec<BarRow> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| BarRow {
+                label: l,
+                values: vec![Some(1.0 + i as f64 * 1000.0)],
+            })
+            .collect();
+        let series = [Series {
+            name: "WAL bytes/row",
+            colour: WAL,
+        }];
+        let svg = bar_chart("A1: WAL bytes per row", &series, &rows, "");
+        assert_text_inside(&svg);
+        // Wrapped, not cut: each label's lines put together give the label again.
+        let drawn: Vec<String> = texts(&svg)
+            .into_iter()
+            .filter(|(_, anchor, class, _)| anchor == "end" && class == "lbl")
+            .map(|(_, _, _, lines)| lines.join(" "))
+            .collect();
+        assert_eq!(drawn[..3], labels[..3]);
+        assert_eq!(drawn[3].replace(' ', ""), labels[3]);
+        assert!(!svg.contains('…'));
+        // Short labels take a narrow column: the bars start near the left edge.
+        let short_svg = bar_chart("t", &series, &rows[..1], "");
+        let bars_x: f64 = short_svg.split("<rect x=\"").nth(1).unwrap()[..4]
+            .parse()
+            .unwrap();
+        assert!(bars_x < 50.0, "{short_svg}");
+
+        let lines: Vec<Line> = labels
+            .iter()
+            .map(|l| Line {
+                label: l,
+                points: vec![(1.0, 1.0), (2.0, 3.0)],
+            })
+            .collect();
+        let svg = line_chart("D1: insert rate", "rows/s", &lines);
+        assert_text_inside(&svg);
+        let legend: Vec<String> = texts(&svg)
+            .into_iter()
+            .filter(|(x, _, class, _)| *x > 800.0 && class == "lbl")
+            .map(|(_, _, _, lines)| lines.join(" "))
+            .collect();
+        assert_eq!(legend[..3], labels[..3]);
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_then_inside_words() {
+        assert_eq!(wrap("", 50.0, FONT), vec![String::new()]);
+        assert_eq!(wrap("a b", 500.0, FONT), vec!["a b"]);
+        let lines = wrap(
+            "commit every 1000 rows",
+            text_width("commit every", FONT),
+            FONT,
+        );
+        assert_eq!(lines, vec!["commit every", "1000 rows"]);
+        let lines = wrap("abcdefgh", text_width("abc", FONT), FONT);
+        assert_eq!(lines, vec!["abc", "def", "gh"]);
     }
 
     #[test]

@@ -1,12 +1,13 @@
-//! A realistic lab run: four experiments that ran (one verdict of each kind), one skipped and
-//! one failed; several variations with three runs each, insert-rate samples, WAL figures, seed
-//! figures with and without seconds, and strings that need escaping. Values are computed with
-//! plain arithmetic only, so they are the same on every platform.
+//! A realistic lab run: five experiments that ran (one verdict of each kind, as the lab's own
+//! rules judge them), one skipped and one failed; several variations with three runs each,
+//! insert-rate samples, WAL figures, seed figures with and without seconds, labels as long as
+//! the catalogue's, and strings that need escaping. Values are computed with plain arithmetic
+//! only, so they are the same on every platform.
 
 use super::results::{
-    Environment, ExperimentResult, Holds, LabResults, Measurement, RateSample, Status, Variation,
-    Verdict,
+    Environment, ExperimentResult, LabResults, Measurement, RateSample, Status, Variation,
 };
+use super::verdict::{judge, Metric, Rule, SeedFactor};
 use std::collections::BTreeMap;
 
 /// One run of `rows` rows in `seconds`: rate samples every quarter second with a slower first
@@ -157,13 +158,14 @@ pub fn sample() -> LabResults {
             3,
         ),
     ];
-    a3.verdict = Some(Verdict {
-        holds: Holds::Yes,
-        factor: 8.7,
-        seed_factor: Some(12.1),
-        text: "Holds: commit every 1000 rows is 8.7x faster than autocommit here (seed: 12.1x)"
-            .into(),
-    });
+    a3.verdict = judge(
+        &[Rule::new(
+            0,
+            4,
+            "committing every 1000 rows beats autocommit",
+        )],
+        &a3.variations,
+    );
     a3.notes = vec!["synchronous_commit=on: every commit waits for its WAL flush".into()];
 
     let mut a6 = experiment(
@@ -194,12 +196,16 @@ pub fn sample() -> LabResults {
             3,
         ),
     ];
-    a6.verdict = Some(Verdict {
-        holds: Holds::Yes,
-        factor: 2.7,
-        seed_factor: Some(16.8),
-        text: "Holds: COPY writes 2.7x fewer WAL bytes and 59x fewer records per row (seed: 16.8x fewer redo entries)".into(),
-    });
+    a6.verdict = judge(
+        &[Rule::new(
+            0,
+            1,
+            "COPY writes fewer WAL records per row than single-row INSERTs",
+        )
+        .metric(Metric::WalRecordsPerRow)
+        .seed(SeedFactor::Given(112_511.0 / 6_703.0))],
+        &a6.variations,
+    );
 
     let mut b4 = experiment(
         "B4",
@@ -280,12 +286,14 @@ pub fn sample() -> LabResults {
             m.extra.insert("create_index_seconds".into(), 0.7);
         }
     }
-    b4.verdict = Some(Verdict {
-        holds: Holds::Partly,
-        factor: 1.9,
-        seed_factor: Some(1.92),
-        text: "Partly: with 4 indexes, creating them after is 1.9x faster (seed: 1.9x), but each index costs 0.5x here vs 0.7x in the seed".into(),
-    });
+    b4.verdict = judge(
+        &[Rule::new(
+            4,
+            5,
+            "creating 4 indexes after the load beats keeping them during it",
+        )],
+        &b4.variations,
+    );
     b4.notes = vec!["max_wal_size < 2GB: 3 checkpoints ran during the 4-index loads".into()];
 
     let mut d1 = experiment(
@@ -321,7 +329,7 @@ pub fn sample() -> LabResults {
             false,
             seed("19.3 s", 19.3),
             drows,
-            2.2,
+            3.6,
             119,
             Some(0.035),
             3,
@@ -343,12 +351,10 @@ pub fn sample() -> LabResults {
                 .insert("max_parallel_workers".into(), "8".into());
         }
     }
-    d1.verdict = Some(Verdict {
-        holds: Holds::No,
-        factor: 1.45,
-        seed_factor: Some(2.9),
-        text: "Does not hold beyond 2 streams: 4 streams are 1.45x faster than 1 (seed: 2.9x); this client has 2 cores".into(),
-    });
+    d1.verdict = judge(
+        &[Rule::new(0, 2, "4 parallel streams beat 1")],
+        &d1.variations,
+    );
 
     let mut c2 = experiment(
         "C2",
@@ -400,6 +406,40 @@ pub fn sample() -> LabResults {
     ];
     d7.notes = vec!["Free at least 2 GB at --scale 1 for this experiment".into()];
 
+    // A difference inside the runs' spread: inconclusive.
+    let mut c3 = experiment(
+        "C3",
+        "Log buffer size; synchronous_commit with small commits",
+        "000 Table 10 (DB2 tests 104-105)",
+        "A log buffer large enough that it never fills speeds inserts up by ~13%",
+    );
+    c3.variations = vec![
+        variation(
+            "wal_buffers=64kB, multi-row VALUES 10 rows, commit every 10000",
+            true,
+            seed("test 104 (LOGBUFSZ=8): 28.53 s (100k rows)", 28.53),
+            300_000,
+            1.0,
+            240,
+            Some(1.02),
+            3,
+        ),
+        variation(
+            "wal_buffers=64MB, multi-row VALUES 10 rows, commit every 10000",
+            false,
+            seed("test 105 (LOGBUFSZ=256): 24.91 s", 24.91),
+            300_000,
+            0.97,
+            240,
+            Some(1.02),
+            3,
+        ),
+    ];
+    c3.verdict = judge(
+        &[Rule::new(0, 1, "a large log buffer beats a small one")],
+        &c3.variations,
+    );
+
     LabResults {
         inrush_version: "0.1.0".into(),
         started_at: "2026-11-22T21:30:00Z".into(),
@@ -415,6 +455,6 @@ pub fn sample() -> LabResults {
             os: "Linux 6.1.0-28-amd64 (Debian 12)".into(),
             disk: "ext4 on /dev/vda1 (virtio)".into(),
         },
-        experiments: vec![a3, a6, b4, c2, d1, d7],
+        experiments: vec![a3, a6, b4, c2, d1, d7, c3],
     }
 }

@@ -6,7 +6,7 @@
 
 #![allow(dead_code)]
 
-use inrush_lab::results;
+use inrush_lab::{results, verdict};
 
 pub mod fixture;
 pub mod png;
