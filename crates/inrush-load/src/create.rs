@@ -370,15 +370,17 @@ fn arrow_sql_type(data_type: &DataType) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The type a column of these values gets.
+    fn kind(values: &[&str]) -> Option<&'static str> {
+        values
+            .iter()
+            .map(|v| Kind::of(v))
+            .reduce(Kind::join)
+            .map(Kind::sql)
+    }
+
     #[test]
     fn text_values_get_the_narrowest_type_that_holds_them() {
-        let kind = |values: &[&str]| {
-            values
-                .iter()
-                .map(|v| Kind::of(v))
-                .reduce(Kind::join)
-                .map(Kind::sql)
-        };
         assert_eq!(kind(&["1", "-20"]), Some("integer"));
         assert_eq!(kind(&["1", "3000000000"]), Some("bigint"));
         assert_eq!(kind(&["1", "2.50"]), Some("numeric"));
@@ -406,13 +408,6 @@ mod tests {
 
     #[test]
     fn a_guess_never_changes_a_value() {
-        let kind = |values: &[&str]| {
-            values
-                .iter()
-                .map(|v| Kind::of(v))
-                .reduce(Kind::join)
-                .map(Kind::sql)
-        };
         // A leading zero would be dropped by a number: zip codes, account numbers stay text.
         assert_eq!(kind(&["01234", "00501"]), Some("text"));
         assert_eq!(kind(&["12345", "00501"]), Some("text"));

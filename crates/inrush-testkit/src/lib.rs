@@ -7,6 +7,7 @@
 //!   queries whose answers come back as text.
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -137,4 +138,24 @@ impl Db {
         writer.write_all(data).expect("COPY data");
         writer.finish().unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
+}
+
+/// `inrush load INPUT --to DB --table TABLE --no-progress`, started with its output piped;
+/// `bin` is the calling test's `env!("CARGO_BIN_EXE_inrush")`.
+pub fn spawn_load(bin: &str, db: &Db, input: &str, table: &str) -> Child {
+    Command::new(bin)
+        .args([
+            "load",
+            input,
+            "--to",
+            &db.conninfo,
+            "--table",
+            table,
+            "--no-progress",
+        ])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush load")
 }

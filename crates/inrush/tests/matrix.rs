@@ -698,21 +698,12 @@ fn loads_of_one_table_at_once_all_succeed() {
         .collect();
     std::fs::write(&file, text).unwrap();
     let load = || {
-        Command::new(env!("CARGO_BIN_EXE_inrush"))
-            .args([
-                "load",
-                file.to_str().unwrap(),
-                "--to",
-                &db.conninfo,
-                "--table",
-                "t",
-                "--no-progress",
-            ])
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn inrush")
+        inrush_testkit::spawn_load(
+            env!("CARGO_BIN_EXE_inrush"),
+            &db,
+            file.to_str().unwrap(),
+            "t",
+        )
     };
     let loads = [load(), load(), load()];
     // Other sessions insert meanwhile.

@@ -7,7 +7,7 @@
 
 use inrush_testkit::Db;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -39,21 +39,12 @@ fn input() -> &'static PathBuf {
 }
 
 fn start(db: &Db) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_inrush"))
-        .args([
-            "load",
-            input().to_str().unwrap(),
-            "--to",
-            &db.conninfo,
-            "--table",
-            "t",
-            "--no-progress",
-        ])
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn inrush load")
+    inrush_testkit::spawn_load(
+        env!("CARGO_BIN_EXE_inrush"),
+        db,
+        input().to_str().unwrap(),
+        "t",
+    )
 }
 
 /// Waits until one of the load's sessions runs a statement starting with one of `prefixes`.
