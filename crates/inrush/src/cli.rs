@@ -248,8 +248,8 @@ pub struct PlanFlags {
     #[arg(long)]
     pub disable_triggers: bool,
     /// Never sort the rows. By default a small load into a table whose kept index is large
-    /// (64 MB or more) is sorted by that index's leading key (in memory, up to 256 MB of input),
-    /// so the index is filled in key order.
+    /// (64 MiB or more) is sorted by that index's leading key (in memory, up to 256 MiB of
+    /// input), so the index is filled in key order.
     #[arg(long)]
     pub no_sort: bool,
 }
