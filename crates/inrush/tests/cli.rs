@@ -201,6 +201,16 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
             .query_text_blocking("SELECT count(*) FROM t")
             .unwrap()
             .as_deref(),
+    // The load's own rate, beside the whole run's: rows over the load phase's seconds.
+    let (rows, phases) = (2.0, &json["phases"]);
+    let load = phases["load"].as_f64().expect("phases.load");
+    let rate = json["load_rows_per_second"]
+        .as_f64()
+        .expect("load_rows_per_second");
+    assert!((rate * load - rows).abs() < 1e-6, "{json}");
+    let whole = json["rows_per_second"].as_f64().unwrap() * json["seconds"].as_f64().unwrap();
+    assert!((whole - rows).abs() < 1e-6, "{json}");
+    assert!(phases["maintain"].as_f64().is_some(), "{json}");
         Some("3")
     );
 }
