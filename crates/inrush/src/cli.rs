@@ -65,7 +65,7 @@ pub struct LabRunArgs {
     /// need a restart are skipped, and ALTER SYSTEM settings need superuser (restored after).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
-    /// Rows multiplier: 1.0 is the quick run (every experiment within ~15 minutes on 2 cores);
+    /// Rows multiplier: 1.0 is the quick run (all experiments in about 8 minutes on 2 cores);
     /// larger scales suit real servers.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
@@ -310,6 +310,12 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct GenArgs {
+    /// Leave the private server running at the end, and print its --to and how to stop it.
+    #[arg(long, conflicts_with = "to")]
+    pub keep: bool,
+    /// Stop the server a `demo --keep` left running in DIR and delete its files.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "to", "rows"])]
+    pub stop: Option<std::path::PathBuf>,
     /// Which table's rows: sqlbulkcopy (the seeds' 3 ints + 3 varchar(100)), insertbench
     /// (iibench's purchases_index), lineitem (TPC-H's columns and types).
     #[arg(default_value = "sqlbulkcopy")]
