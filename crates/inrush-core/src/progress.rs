@@ -13,8 +13,10 @@ pub enum Phase {
     Commit,
     /// Recreating indexes dropped for the load.
     Indexes,
-    /// ANALYZE / VACUUM so the table is ready to query.
-    Maintain,
+    /// ANALYZE, or VACUUM (ANALYZE) when `vacuum`, so the table is ready to query.
+    Maintain {
+        vacuum: bool,
+    },
     Done,
 }
 

@@ -674,6 +674,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                 seconds,
                 rows_per_second: rows as f64 / seconds.max(1e-9),
                 megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+                load_rows_per_second: rows as f64 / seconds.max(1e-9),
+                load_megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
                 wal_bytes: wal_before
                     .zip(wal_after)
                     .map(|(before, after)| after.saturating_sub(before)),
@@ -773,7 +775,9 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
         };
         if let Some(sql) = sql {
-            reporter.phase(Phase::Maintain);
+            reporter.phase(Phase::Maintain {
+                vacuum: load_plan.after == Maintenance::VacuumAnalyze,
+            });
             let upkeep = control.batch_execute(&sql);
             let done = runtime.block_on(until_interrupted(upkeep, &control, opts));
             match done {
@@ -800,6 +804,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     summary.seconds = started.elapsed().as_secs_f64();
     summary.rows_per_second = summary.rows as f64 / summary.seconds.max(1e-9);
     summary.megabytes_per_second = summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9);
+    summary.load_rows_per_second = summary.rows as f64 / summary.phases.load.max(1e-9);
+    summary.load_megabytes_per_second = summary.bytes as f64 / 1e6 / summary.phases.load.max(1e-9);
     notes.append(&mut summary.notes);
     summary.notes = notes;
     Ok(summary)

@@ -409,13 +409,18 @@ impl LoadPlan {
     }
 }
 
+/// Sizes in binary units, the units the thresholds are set in: `64 << 20` reads `64 MiB`, as the
+/// help says, not `67.1 MB`.
 fn human(bytes: f64) -> String {
-    match bytes {
-        b if b >= 1e9 => format!("{:.1} GB", b / 1e9),
-        b if b >= 1e6 => format!("{:.1} MB", b / 1e6),
-        b if b >= 1e3 => format!("{:.0} kB", b / 1e3),
-        b => format!("{b:.0} B"),
-    }
+    const KIB: f64 = 1024.0;
+    let (value, unit) = match bytes {
+        b if b >= KIB * KIB * KIB => (b / (KIB * KIB * KIB), "GiB"),
+        b if b >= KIB * KIB => (b / (KIB * KIB), "MiB"),
+        b if b >= KIB => (b / KIB, "KiB"),
+        b => return format!("{b:.0} B"),
+    };
+    let value = format!("{value:.1}");
+    format!("{} {unit}", value.strip_suffix(".0").unwrap_or(&value))
 }
 
 impl fmt::Display for LoadPlan {
@@ -595,6 +600,20 @@ mod tests {
         );
         assert!(plan.rebuilt().is_empty());
         insta::assert_snapshot!(plan.to_string());
+    }
+
+    /// The thresholds read as the help states them (`--no-sort`: 64 MiB, 256 MiB of input).
+    #[test]
+    fn sizes_read_in_the_units_of_the_thresholds() {
+        assert_eq!(
+            human(PlanOptions::default().sort_min_index_bytes as f64),
+            "64 MiB"
+        );
+        assert_eq!(human(SORT_BUDGET as f64), "256 MiB");
+        assert_eq!(human(1_400_832.0), "1.3 MiB");
+        assert_eq!(human(25_000.0), "24.4 KiB");
+        assert_eq!(human(10e9), "9.3 GiB");
+        assert_eq!(human(512.0), "512 B");
     }
 
     #[test]

@@ -9,8 +9,15 @@ pub struct LoadSummary {
     /// Input bytes read (compressed bytes for compressed input).
     pub bytes: u64,
     pub seconds: f64,
+    /// `rows / seconds`: over the whole run, index rebuild and VACUUM included.
     pub rows_per_second: f64,
+    /// `bytes / seconds`, in MB (10^6 bytes) per second.
     pub megabytes_per_second: f64,
+    /// `rows / phases.load`: the load's own rate (reading, sending, committing), the one the
+    /// progress bar shows; the time around it is in `phases`.
+    pub load_rows_per_second: f64,
+    /// `bytes / phases.load`, in MB per second.
+    pub load_megabytes_per_second: f64,
     /// WAL the server wrote while the load ran (includes any concurrent activity).
     pub wal_bytes: Option<u64>,
     pub connections: usize,

@@ -27,13 +27,14 @@ pub struct ServerOptions {
     pub settings: Vec<(String, String)>,
 }
 
-/// A running private server; stopped and removed on drop.
+/// A running private server; stopped and removed on drop, unless [kept](PrivateServer::keep).
 pub struct PrivateServer {
     root: PathBuf,
     bin_dir: PathBuf,
     run_as: Option<(u32, u32)>,
     version: String,
     stopped: bool,
+    kept: bool,
 }
 
 const PORT: u16 = 5432;
@@ -66,6 +67,7 @@ impl PrivateServer {
             run_as,
             version: String::new(),
             stopped: true,
+            kept: false,
         };
         server.version = server.run("initdb", &["--version"])?.trim().to_string();
         let data = server.data_dir();
@@ -154,8 +156,61 @@ impl PrivateServer {
         &self.version
     }
 
-    fn data_dir(&self) -> PathBuf {
+    /// The directory holding everything of this server: its socket, `data/` and `server.log`.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The data directory (`pg_ctl -D`).
+    pub fn data_dir(&self) -> PathBuf {
         self.root.join("data")
+    }
+
+    /// Leaves the server running after this value is gone (`inrush demo --keep`);
+    /// [`PrivateServer::stop_kept`] on its [`root`](PrivateServer::root) stops it later.
+    pub fn keep(mut self) {
+        self.kept = true;
+    }
+
+    /// Stops a server that [`PrivateServer::keep`] left running and deletes `root`, which must
+    /// be such a server's directory.
+    pub fn stop_kept(root: &Path) -> Result<()> {
+        if !root.join("data").join("PG_VERSION").is_file() {
+            return Err(Error::Server(format!(
+                "{} is not a private server's directory (it has no data/PG_VERSION)",
+                root.display()
+            )));
+        }
+        let bin_dir = find_bin_dir().ok_or_else(|| {
+            Error::Server(
+                "no PostgreSQL binaries found to stop the server with (see INRUSH_PG_BIN)".into(),
+            )
+        })?;
+        let run_as = if unsafe { libc::geteuid() } == 0 {
+            Some(unprivileged_user()?)
+        } else {
+            None
+        };
+        // Kept: this value only runs pg_ctl; the files go below, once the server is down.
+        let server = PrivateServer {
+            root: root.to_path_buf(),
+            bin_dir,
+            run_as,
+            version: String::new(),
+            stopped: true,
+            kept: true,
+        };
+        let data = server.data_dir();
+        // No postmaster.pid: the server is down already (a reboot), only its files are left.
+        if data.join("postmaster.pid").exists() {
+            let data = data.to_string_lossy().into_owned();
+            server.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"])?;
+        }
+        std::fs::remove_dir_all(root).map_err(|cause| Error::Io {
+            context: format!("deleting {}", root.display()),
+            cause,
+        })?;
+        Ok(())
     }
 
     /// Restarts the server (fast shutdown: every session is ended), with the same settings; for
@@ -211,7 +266,9 @@ impl PrivateServer {
 
 impl Drop for PrivateServer {
     fn drop(&mut self) {
-        self.stop();
+        if !self.kept {
+            self.stop();
+        }
     }
 }
 

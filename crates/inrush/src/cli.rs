@@ -22,12 +22,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Load CSV or JSON-lines files (plain, .gz, .zst; directories, globs, or - for stdin), or a
-    /// query's rows from another server, into an existing table.
+    /// Load CSV, TSV, JSON-lines, Parquet or Arrow IPC files (plain, .gz, .zst; directories,
+    /// globs, or - for stdin), or a query's rows from another server, into a table (an existing
+    /// one, or one --create makes).
     Load(LoadArgs),
     /// Start a private PostgreSQL, generate the SqlBulkCopy table, load it, compare with psql \copy.
     Demo(DemoArgs),
-    /// Write seeded synthetic CSV (the SqlBulkCopy table) for benchmarks and experiments.
+    /// Write seeded synthetic rows (CSV, JSON lines or Parquet) of three tables (sqlbulkcopy,
+    /// insertbench, lineitem) for benchmarks and experiments.
     Gen(GenArgs),
     /// Print what a load would do around the COPY (indexes kept or rebuilt, and why).
     Plan(PlanArgs),
@@ -119,8 +121,8 @@ impl FormatArg {
 
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// Input files, directories (their files) or globs: CSV or JSON lines, plain, .gz or .zst;
-    /// `-` reads standard input.
+    /// Input files, directories (their files) or globs: CSV, TSV, JSON lines (plain, .gz or
+    /// .zst), Parquet or Arrow IPC; `-` reads standard input.
     #[arg(required_unless_present = "from_query")]
     pub inputs: Vec<String>,
     /// How the inputs are written (default: by their names, .csv .tsv .jsonl .ndjson .parquet
@@ -149,6 +151,7 @@ pub struct LoadArgs {
     /// The field delimiter (`tab` or `\t` for a tab) [default: ',', a tab for .tsv files].
     #[arg(long, default_value = ",", hide_default_value = true, value_parser = one_byte)]
     pub delimiter: u8,
+    /// The quote character.
     #[arg(long, default_value = "\"", value_parser = one_byte)]
     pub quote: u8,
     /// Defaults to the quote character.
@@ -250,8 +253,8 @@ pub struct PlanFlags {
     #[arg(long)]
     pub disable_triggers: bool,
     /// Never sort the rows. By default a small load into a table whose kept index is large
-    /// (64 MB or more) is sorted by that index's leading key (in memory, up to 256 MB of input),
-    /// so the index is filled in key order.
+    /// (64 MiB or more) is sorted by that index's leading key (in memory, up to 256 MiB of
+    /// input), so the index is filled in key order.
     #[arg(long)]
     pub no_sort: bool,
 }
@@ -275,8 +278,10 @@ impl PlanFlags {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
+    /// The server, as for `load --to` (a libpq URI or key=value string).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
+    /// The table the load would go into, as in SQL.
     #[arg(long)]
     pub table: String,
     /// The file to be loaded (its size is weighed against the table's).
@@ -291,6 +296,7 @@ pub struct PlanArgs {
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
+    /// The server, as for `load --to` (a libpq URI or key=value string).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Only this table (default: every table in the journal).
@@ -306,6 +312,12 @@ pub struct DemoArgs {
     /// Use this server instead of starting a private one (the demo creates its own tables).
     #[arg(long)]
     pub to: Option<String>,
+    /// Leave the private server running at the end, and print its --to and how to stop it.
+    #[arg(long, conflicts_with = "to")]
+    pub keep: bool,
+    /// Stop the server a `demo --keep` left running in DIR and delete its files.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "to", "rows"])]
+    pub stop: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -319,13 +331,16 @@ pub struct GenArgs {
     /// Output file.
     #[arg(short, long)]
     pub output: String,
+    /// How the rows are written.
     #[arg(long, value_enum, default_value = "csv")]
     pub format: GenFormat,
     /// Start CSV with a header line (needed for insertbench, whose key the server fills).
     #[arg(long)]
     pub header: bool,
+    /// Rows to write.
     #[arg(long, default_value_t = 1_000_000)]
     pub rows: u64,
+    /// The same seed writes the same bytes on every machine.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
 }

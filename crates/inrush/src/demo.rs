@@ -1,6 +1,7 @@
 //! `inrush demo`: the whole story in one command on a machine with no database: start a private
 //! PostgreSQL, generate the SqlBulkCopy table's rows, load them with inrush and with `psql \copy`,
-//! and print both times from the same run.
+//! and print both times from the same run. `--keep` leaves the server running to load into;
+//! `--stop DIR` stops it.
 
 use crate::cli::DemoArgs;
 use crate::report::{self, group};
@@ -16,6 +17,14 @@ const SEED: u64 = 42;
 const ROUNDS: u32 = 2;
 
 pub fn run(args: DemoArgs) -> Result<()> {
+    if let Some(root) = &args.stop {
+        PrivateServer::stop_kept(root)?;
+        eprintln!(
+            "stopped the server in {} and deleted its files",
+            root.display()
+        );
+        return Ok(());
+    }
     let say = |line: String| {
         if !args.output.json {
             eprintln!("{line}");
@@ -25,7 +34,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         "inrush demo: {} rows of the SqlBulkCopy table (3 int + 3 varchar(100))",
         group(args.rows)
     ));
-    let server;
+    let mut server = None;
     let (target, psql, conninfo) = match &args.to {
         Some(url) => (
             ConnectOptions::parse(url)?,
@@ -33,13 +42,15 @@ pub fn run(args: DemoArgs) -> Result<()> {
             url.clone(),
         ),
         None => {
-            server = PrivateServer::start(&ServerOptions::default())
-                .context("starting a private PostgreSQL")?;
-            say(format!("  started a private server: {}", server.version()));
+            let started = server.insert(
+                PrivateServer::start(&ServerOptions::default())
+                    .context("starting a private PostgreSQL")?,
+            );
+            say(format!("  started a private server: {}", started.version()));
             (
-                server.connect_options("postgres"),
-                server.bin_dir().join("psql"),
-                server.conninfo("postgres"),
+                started.connect_options("postgres"),
+                started.bin_dir().join("psql"),
+                started.conninfo("postgres"),
             )
         }
     };
@@ -105,14 +116,41 @@ pub fn run(args: DemoArgs) -> Result<()> {
         bail!("row counts differ: inrush and psql tables hold {counts}, expected {expected}");
     }
     let ratio = psql_seconds / summary.seconds.max(1e-9);
+    // With --keep the server outlives us: its directory says how to stop it.
+    let kept = server.filter(|_| args.keep).map(|server| {
+        let dirs = (server.root().to_path_buf(), server.data_dir());
+        server.keep();
+        dirs
+    });
+    let stop = |dir: &Path| format!("inrush demo --stop {}", dir.display());
     if args.output.json {
-        let json = serde_json::json!({ "rows": args.rows, "inrush": summary, "psql_copy_seconds": psql_seconds, "speedup_vs_psql_copy": ratio });
+        let mut json = serde_json::json!({ "rows": args.rows, "inrush": summary, "psql_copy_seconds": psql_seconds, "speedup_vs_psql_copy": ratio });
+        if let Some((dir, data_dir)) = &kept {
+            json["server"] = serde_json::json!({ "conninfo": conninfo, "dir": dir, "data_dir": data_dir, "stop": stop(dir) });
+        }
         println!("{json}");
-    } else {
-        say(format!("  inrush was {ratio:.1}x faster than psql \\copy (best of {ROUNDS} rounds each); both tables hold {} rows.", group(args.rows)));
-        say("  load your own file: inrush load FILE --to URL --table T --header".into());
-        say("  see which bulk-insert advice holds on this machine: inrush lab run (quick scale, 25-40 min; --to URL for your server)".into());
+        return Ok(());
     }
+    say(format!("  inrush was {ratio:.1}x faster than psql \\copy (best of {ROUNDS} rounds each); both tables hold {} rows.", group(args.rows)));
+    match (&kept, &args.to) {
+        (Some((dir, data_dir)), _) => {
+            say(format!(
+                "  the server keeps running (--keep); its data directory: {}",
+                data_dir.display()
+            ));
+            say(format!("  load your own file into it:\n    inrush load FILE --to '{conninfo}' --table T --header --create"));
+            say(format!("  query it: {} '{conninfo}'", psql.display()));
+            say(format!("  stop it and delete its files: {}", stop(dir)));
+        }
+        // Not the user's URL again: it may hold a password.
+        (None, Some(_)) => say("  load your own file: inrush load FILE --to URL --table T --header, with the URL you gave the demo (--create makes the table)".into()),
+        (None, None) => {
+            say("  load your own file: inrush load FILE --to URL --table T --header (--create makes the table)".into());
+            say("    --to takes any PostgreSQL server: a URL (postgresql://user@host:5432/db) or key=value string; PG* variables and ~/.pgpass fill the gaps, as for psql".into());
+            say("    this demo's server is stopped now: inrush demo --keep leaves it running and prints its --to".into());
+        }
+    }
+    say("  see which bulk-insert advice holds on this machine: inrush lab run (quick scale, 25-40 min on 2 cores; --to URL for your server)".into());
     Ok(())
 }
 

@@ -3,29 +3,62 @@
 use anyhow::Result;
 use indicatif::{DecimalBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_core::{Phase, ProgressSnapshot, Reporter};
+use inrush_load::plan::{IndexAction, Maintenance};
 use inrush_load::LoadSummary;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Redraws per second at most (the load reports ten times a second).
+const HZ: u8 = 5;
 
 /// Draws a bar on stderr (only when stderr is a terminal and progress is wanted).
 pub struct ProgressReporter {
     bar: Option<ProgressBar>,
     started: Instant,
+    /// The terminal's width now.
+    width: Box<dyn Fn() -> usize + Send + Sync>,
+    /// The width the bar's style was laid out for.
+    laid_out: AtomicUsize,
 }
 
 impl ProgressReporter {
     pub fn new(enabled: bool) -> Self {
-        let bar = enabled.then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(5));
-            let style = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {decimal_bytes}/{decimal_total_bytes} {decimal_bytes_per_sec} ETA {eta} {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        });
-        ProgressReporter {
-            bar,
+        let width = Box::new(|| console::Term::stderr().size().1 as usize);
+        match enabled {
+            true => Self::drawing_to(ProgressDrawTarget::stderr_with_hz(HZ), width),
+            false => ProgressReporter {
+                bar: None,
+                started: Instant::now(),
+                width,
+                laid_out: AtomicUsize::new(0),
+            },
+        }
+    }
+
+    fn drawing_to(target: ProgressDrawTarget, width: Box<dyn Fn() -> usize + Send + Sync>) -> Self {
+        let bar = ProgressBar::with_draw_target(None, target);
+        // The spinner and the clock move in phases that report no progress (index rebuilds,
+        // VACUUM), so a long one does not look like a hang.
+        bar.enable_steady_tick(Duration::from_millis(1000 / HZ as u64));
+        let reporter = ProgressReporter {
+            bar: Some(bar),
             started: Instant::now(),
+            width,
+            laid_out: AtomicUsize::new(0),
+        };
+        reporter.lay_out();
+        reporter
+    }
+
+    /// Fits the bar's style to the terminal's width when that has changed.
+    fn lay_out(&self) {
+        let Some(bar) = &self.bar else { return };
+        let width = (self.width)();
+        if self.laid_out.swap(width, Ordering::Relaxed) != width {
+            bar.set_style(
+                ProgressStyle::with_template(&template(width))
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
         }
     }
 
@@ -36,21 +69,69 @@ impl ProgressReporter {
     }
 }
 
+/// One part of the bar's line: its template, its widest rendering, and its rank (the highest
+/// rank is dropped first when the line would not fit).
+struct Part(&'static str, usize, u8);
+
+const BAR: &str = "{bar}";
+const BAR_MIN: usize = 10;
+/// What the message (`12,345,678 rows, 1,234,567 rows/s` or the phase) is given; a longer one
+/// is cut rather than wrapped.
+const MESSAGE: usize = 34;
+/// In display order.
+const PARTS: [Part; 5] = [
+    Part("[{elapsed_precise}]", 10, 4),
+    Part(BAR, BAR_MIN, 1),
+    Part("{decimal_bytes}/{decimal_total_bytes}", 21, 3),
+    Part("{decimal_bytes_per_sec}", 12, 5),
+    Part("ETA {eta}", 8, 2),
+];
+
+/// The bar's template for a terminal `width` columns wide: a spinner, the parts that fit (the
+/// least important dropped first), and the message; the bar takes the room left.
+fn template(width: usize) -> String {
+    // A line as wide as the terminal wraps on some terminals.
+    let room = width.saturating_sub(1);
+    let mut parts: Vec<&Part> = PARTS.iter().collect();
+    let need = |parts: &[&Part]| 2 + MESSAGE + parts.iter().map(|p| p.1 + 1).sum::<usize>();
+    while need(&parts) > room {
+        let Some(last) = (0..parts.len()).max_by_key(|&i| parts[i].2) else {
+            break;
+        };
+        parts.remove(last);
+    }
+    let spare = room.saturating_sub(need(&parts));
+    let mut line = String::from("{spinner} ");
+    for part in parts {
+        match part.0 {
+            BAR => line.push_str(&format!("{{bar:{}}}", BAR_MIN + spare)),
+            other => line.push_str(other),
+        }
+        line.push(' ');
+    }
+    line.push_str("{wide_msg}");
+    line
+}
+
 impl Reporter for ProgressReporter {
     fn phase(&self, phase: Phase) {
-        if let Some(bar) = &self.bar {
-            match phase {
-                Phase::Inspect => bar.set_message("inspecting the table"),
-                Phase::Commit => bar.set_message("committing"),
-                Phase::Indexes => bar.set_message("rebuilding indexes"),
-                Phase::Maintain => bar.set_message("vacuum / analyze"),
-                Phase::Load | Phase::Done => {}
-            }
-        }
+        let Some(bar) = &self.bar else { return };
+        let message = match phase {
+            Phase::Inspect => "inspecting the table",
+            Phase::Commit => "committing",
+            Phase::Indexes => "rebuilding indexes",
+            Phase::Maintain { vacuum: true } => "VACUUM (ANALYZE)",
+            Phase::Maintain { vacuum: false } => "ANALYZE",
+            Phase::Load | Phase::Done => return,
+        };
+        bar.set_message(message);
+        // Drawn now, whatever the rate limit: a phase shorter than a frame would not show.
+        bar.suspend(|| {});
     }
 
     fn progress(&self, s: ProgressSnapshot) {
         let Some(bar) = &self.bar else { return };
+        self.lay_out();
         if let Some(total) = s.bytes_total {
             bar.set_length(total);
         }
@@ -87,6 +168,45 @@ pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The indexes dropped for the load and rebuilt after it.
+fn rebuilt(s: &LoadSummary) -> Vec<&str> {
+    match s.loaded {
+        true => s
+            .plan
+            .indexes
+            .iter()
+            .filter(|d| d.action == IndexAction::Rebuild)
+            .map(|d| d.name.as_str())
+            .collect(),
+        false => vec![],
+    }
+}
+
+/// `time: inspect 0.01 s, load 1.00 s, ANALYZE 0.30 s`: the phases that ran (their sum is the
+/// headline's time).
+fn phase_times(s: &LoadSummary) -> String {
+    let p = &s.phases;
+    let indexes = !rebuilt(s).is_empty();
+    let upkeep = match s.plan.after {
+        _ if !s.loaded => None,
+        Maintenance::None => None,
+        Maintenance::VacuumAnalyze => Some("VACUUM (ANALYZE)"),
+        Maintenance::Analyze | Maintenance::AnalyzeFrozen => Some("ANALYZE"),
+    };
+    let times = [
+        (Some("inspect"), p.inspect),
+        (indexes.then_some("drop indexes"), p.drop_indexes),
+        (Some(if s.loaded { "load" } else { "check" }), p.load),
+        (indexes.then_some("rebuild indexes"), p.rebuild_indexes),
+        (upkeep, p.maintain),
+    ];
+    let said: Vec<String> = times
+        .iter()
+        .filter_map(|(name, secs)| name.map(|n| format!("{n} {secs:.2} s")))
+        .collect();
+    format!("time: {}", said.join(", "))
+}
+
 pub fn human_summary(s: &LoadSummary) -> String {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     let headline = if s.loaded {
@@ -104,12 +224,15 @@ pub fn human_summary(s: &LoadSummary) -> String {
             s.seconds
         )
     };
+    // The load's own rate, as the bar showed it; the time around it is on the next line.
     let mut out = format!(
-        "{headline}\n  {} rows/s, {:.1} MB/s, {} read from {}\n  ",
-        group(s.rows_per_second as u64),
-        s.megabytes_per_second,
+        "{headline}\n  {} rows/s, {:.1} MB/s while {}, {} read from {}\n  {}\n  ",
+        group(s.load_rows_per_second as u64),
+        s.load_megabytes_per_second,
+        if s.loaded { "loading" } else { "checking" },
         DecimalBytes(s.bytes),
         s.input,
+        phase_times(s),
     );
     if s.loaded {
         out.push_str(&format!(
@@ -129,35 +252,11 @@ pub fn human_summary(s: &LoadSummary) -> String {
     if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
         out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
     }
-    if s.loaded
-        && s.plan
-            .indexes
-            .iter()
-            .any(|d| d.action == inrush_load::plan::IndexAction::Rebuild)
-    {
-        let rebuilt: Vec<&str> = s
-            .plan
-            .indexes
-            .iter()
-            .filter(|d| d.action == inrush_load::plan::IndexAction::Rebuild)
-            .map(|d| d.name.as_str())
-            .collect();
+    let rebuilt = rebuilt(s);
+    if !rebuilt.is_empty() {
         out.push_str(&format!(
-            "\n  indexes rebuilt after the load: {} (drop {:.2} s, load {:.2} s, rebuild {:.2} s)",
-            rebuilt.join(", "),
-            s.phases.drop_indexes,
-            s.phases.load,
-            s.phases.rebuild_indexes
-        ));
-    }
-    if s.loaded && s.plan.after != inrush_load::plan::Maintenance::None {
-        let what = match s.plan.after {
-            inrush_load::plan::Maintenance::VacuumAnalyze => "VACUUM (ANALYZE)",
-            _ => "ANALYZE",
-        };
-        out.push_str(&format!(
-            "\n  query-ready: {what} in {:.2} s",
-            s.phases.maintain
+            "\n  indexes rebuilt after the load: {}",
+            rebuilt.join(", ")
         ));
     }
     let plan = &s.plan;
@@ -198,6 +297,154 @@ pub fn human_summary(s: &LoadSummary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A terminal of a given width that keeps the lines drawn on it.
+    #[derive(Debug, Clone)]
+    struct Screen {
+        width: u16,
+        lines: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Screen {
+        fn new(width: u16) -> Self {
+            Screen {
+                width,
+                lines: Arc::default(),
+            }
+        }
+
+        fn last(&self) -> String {
+            self.lines
+                .lock()
+                .unwrap()
+                .last()
+                .cloned()
+                .unwrap_or_default()
+        }
+    }
+
+    impl indicatif::TermLike for Screen {
+        fn width(&self) -> u16 {
+            self.width
+        }
+        fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, s: &str) -> std::io::Result<()> {
+            self.write_str(s)
+        }
+        /// indicatif pads each line with spaces to the terminal's width, in a write of its own.
+        fn write_str(&self, s: &str) -> std::io::Result<()> {
+            if !s.trim().is_empty() {
+                self.lines.lock().unwrap().push(s.to_string());
+            }
+            Ok(())
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A reporter drawing on `screen` as it draws on stderr (same rate limit).
+    fn reporter_on(screen: &Screen) -> ProgressReporter {
+        let target = ProgressDrawTarget::term_like_with_hz(Box::new(screen.clone()), HZ);
+        let width = screen.width as usize;
+        ProgressReporter::drawing_to(target, Box::new(move || width))
+    }
+
+    /// The widest figures a load shows stay on one line, with a bar, at 80 and 120 columns; the
+    /// least useful parts go first.
+    #[test]
+    fn the_bar_fits_the_terminal() {
+        for (width, shown, dropped) in [
+            (
+                120,
+                &["[00:00:0", "999.99 GB/999.99 GB", "B/s", "ETA "][..],
+                &[][..],
+            ),
+            (
+                80,
+                &["999.99 GB/999.99 GB", "ETA "][..],
+                &["[00:00:0", "B/s"][..],
+            ),
+            (40, &[][..], &["999.99 GB", "ETA "][..]),
+        ] {
+            let screen = Screen::new(width);
+            let reporter = reporter_on(&screen);
+            let total = 999_990_000_000;
+            reporter.progress(ProgressSnapshot {
+                bytes_read: total,
+                bytes_total: Some(total),
+                rows_sent: 123_456_789,
+            });
+            // A load's widest message (the rate here would be absurd: the clock just started).
+            reporter
+                .bar
+                .as_ref()
+                .unwrap()
+                .set_message("123,456,789 rows, 9,999,999 rows/s");
+            reporter.bar.as_ref().unwrap().suspend(|| {});
+            let line = screen.last();
+            reporter.finish();
+            let columns = line.chars().count();
+            assert!(columns < width as usize, "{columns} columns: {line:?}");
+            // Narrower than about 50 columns only the spinner and the message are left.
+            if width >= 80 {
+                let bar = line.chars().filter(|c| matches!(c, '█' | '░')).count();
+                assert!(bar >= BAR_MIN, "{line:?}");
+                assert!(
+                    line.ends_with("123,456,789 rows, 9,999,999 rows/s"),
+                    "{line:?}"
+                );
+            }
+            for part in shown {
+                assert!(line.contains(part), "{width}: {part:?} missing in {line:?}");
+            }
+            for part in dropped {
+                assert!(!line.contains(part), "{width}: {part:?} still in {line:?}");
+            }
+        }
+    }
+
+    /// Each phase is drawn when it starts, however fast the load drew before (the rate limit
+    /// is spent) and however short the phase; the upkeep is named as the plan chose it.
+    #[test]
+    fn every_phase_shows_and_names_its_work() {
+        let screen = Screen::new(120);
+        let reporter = reporter_on(&screen);
+        for rows in 0..50 {
+            reporter.progress(ProgressSnapshot {
+                bytes_read: rows * 1000,
+                bytes_total: Some(100_000),
+                rows_sent: rows,
+            });
+        }
+        for (phase, says) in [
+            (Phase::Commit, "committing"),
+            (Phase::Indexes, "rebuilding indexes"),
+            (Phase::Maintain { vacuum: false }, "ANALYZE"),
+            (Phase::Maintain { vacuum: true }, "VACUUM (ANALYZE)"),
+        ] {
+            reporter.phase(phase);
+            let line = screen.last();
+            assert!(line.trim_end().ends_with(says), "{phase:?}: {line:?}");
+            assert!(!line.contains("vacuum / analyze"), "{line:?}");
+        }
+        reporter.finish();
+    }
 
     #[test]
     fn thousands_are_grouped() {
@@ -214,9 +461,11 @@ mod tests {
             table: "\"public\".\"t\"".into(),
             rows: 1_000_000,
             bytes: 334_000_000,
-            seconds: 1.25,
-            rows_per_second: 800_000.0,
-            megabytes_per_second: 267.2,
+            seconds: 1.55,
+            rows_per_second: 645_161.3,
+            megabytes_per_second: 215.5,
+            load_rows_per_second: 1_000_000.0,
+            load_megabytes_per_second: 334.0,
             wal_bytes: Some(400_000_000),
             connections: 2,
             workers: 2,

@@ -66,6 +66,96 @@ fn demo_runs_end_to_end_and_reports_json() {
     assert!(json["psql_copy_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 
+/// Without --keep, the demo's ending says what `--to` takes and how to keep its server.
+#[test]
+fn demo_ending_says_what_to_load_into() {
+    let out = inrush(&["demo", "--rows", "2000", "--no-progress"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--to takes any PostgreSQL server"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("inrush demo --keep"), "{stderr}");
+    assert!(stderr.contains("~8 min"), "{stderr}");
+}
+
+/// `demo --keep` leaves its server running, with the demo's rows, and prints a `load` command
+/// that works against it; `demo --stop DIR` stops it and deletes its files.
+#[test]
+fn demo_keep_leaves_a_server_to_load_into_until_stop() {
+    let out = inrush(&["demo", "--rows", "2000", "--no-progress", "--keep"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let dir = stderr
+        .lines()
+        .find_map(|l| l.split("inrush demo --stop ").nth(1))
+        .map(|d| std::path::PathBuf::from(d.trim()));
+    /// Stops the kept server however the test ends.
+    struct Stop(Option<std::path::PathBuf>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.take().filter(|d| d.exists()) {
+                inrush(&["demo", "--stop", dir.to_str().unwrap()]);
+            }
+        }
+    }
+    let mut guard = Stop(dir.clone());
+    assert!(out.status.success(), "{stderr}");
+    let dir = dir.unwrap_or_else(|| panic!("no --stop line: {stderr}"));
+    let conninfo = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("inrush load FILE --to '"))
+        .and_then(|l| l.split('\'').next())
+        .unwrap_or_else(|| panic!("no load command: {stderr}"))
+        .to_string();
+    let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).expect("connect");
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM inrush_demo", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2000);
+    // The printed command, with a file.
+    let input = tempfile::tempdir().unwrap();
+    let csv = input.path().join("mine.csv");
+    std::fs::write(&csv, "id,name\n1,a\n2,b\n").unwrap();
+    let load = inrush(&[
+        "load",
+        csv.to_str().unwrap(),
+        "--to",
+        &conninfo,
+        "--table",
+        "mine",
+        "--header",
+        "--create",
+        "--no-progress",
+    ]);
+    assert!(
+        load.status.success(),
+        "{}",
+        String::from_utf8_lossy(&load.stderr)
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM mine", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2);
+    drop(client);
+
+    guard.0 = None;
+    let stop = inrush(&["demo", "--stop", dir.to_str().unwrap()]);
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    assert!(!dir.exists(), "{} is still there", dir.display());
+    assert!(postgres::Client::connect(&conninfo, postgres::NoTls).is_err());
+    // Not a server's directory: refused, nothing deleted.
+    let stop = inrush(&["demo", "--stop", input.path().to_str().unwrap()]);
+    assert!(!stop.status.success());
+    assert!(csv.exists());
+}
+
 /// `inrush load -` against a private server: stdin input, JSON on stdout, and exit code 4 with
 /// file:line for a bad row, with nothing committed.
 #[test]
@@ -111,6 +201,16 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     let json: serde_json::Value = serde_json::from_slice(&ok.stdout).expect("JSON summary");
     assert_eq!(json["rows"], 2);
     assert_eq!(json["input"], "-");
+    // The load's own rate, beside the whole run's: rows over the load phase's seconds.
+    let (rows, phases) = (2.0, &json["phases"]);
+    let load = phases["load"].as_f64().expect("phases.load");
+    let rate = json["load_rows_per_second"]
+        .as_f64()
+        .expect("load_rows_per_second");
+    assert!((rate * load - rows).abs() < 1e-6, "{json}");
+    let whole = json["rows_per_second"].as_f64().unwrap() * json["seconds"].as_f64().unwrap();
+    assert!((whole - rows).abs() < 1e-6, "{json}");
+    assert!(phases["maintain"].as_f64().is_some(), "{json}");
 
     let bad = run(b"id,name\n3,carol\nfour,dave\n");
     let stderr = String::from_utf8_lossy(&bad.stderr);
