@@ -77,7 +77,7 @@ fn demo_ending_says_what_to_load_into() {
         "{stderr}"
     );
     assert!(stderr.contains("inrush demo --keep"), "{stderr}");
-    assert!(stderr.contains("~8 min"), "{stderr}");
+    assert!(stderr.contains("25-40 min"), "{stderr}");
 }
 
 /// `demo --keep` leaves its server running, with the demo's rows, and prints a `load` command
