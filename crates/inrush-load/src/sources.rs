@@ -210,7 +210,8 @@ impl Sources {
                 format
             }
         };
-        if let (Some(encoding), InputFormat::Parquet | InputFormat::Arrow) = (opts.encoding, format) {
+        if let (Some(encoding), InputFormat::Parquet | InputFormat::Arrow) = (opts.encoding, format)
+        {
             return Err(Error::Usage(format!(
                 "--encoding {} applies to text inputs: {} files hold their strings in UTF-8",
                 encoding.name(),
@@ -386,8 +387,7 @@ impl Sources {
         match self.format {
             InputFormat::Jsonl => opened.pending.extend(opened.splitter.take_first_record()?),
             _ if self.csv.header || matches!(source.origin, Origin::Query { .. }) => {
-                opened.header =
-                    read_header(&mut opened.splitter, parser, encoding, &source.name)?;
+                opened.header = read_header(&mut opened.splitter, parser, encoding, &source.name)?;
             }
             _ => {}
         }
@@ -403,7 +403,10 @@ impl Sources {
             }
             // COPY TO writes in the session's client encoding, which is UTF-8.
             Origin::Query { from, sql } => (
-                source::counted(inrush_postgres::copy_out::reader(from, sql, false)?, consumed),
+                source::counted(
+                    inrush_postgres::copy_out::reader(from, sql, false)?,
+                    consumed,
+                ),
                 Encoding::Utf8,
             ),
         };

@@ -26,9 +26,10 @@ fn server_copy(
     let sql = format!("COPY {table} FROM STDIN (FORMAT csv{options})");
     let mut writer = client.copy_in(&sql).expect("COPY starts");
     writer.write_all(data).map_err(|e| e.to_string())?;
-    writer
-        .finish()
-        .map_err(|e| e.as_db_error().map_or(e.to_string(), |d| d.message().to_string()))
+    writer.finish().map_err(|e| {
+        e.as_db_error()
+            .map_or(e.to_string(), |d| d.message().to_string())
+    })
 }
 
 /// Text with what exports of older systems hold: accents, the euro sign, ß, doubled quotes and
@@ -61,10 +62,7 @@ fn single_byte_encodings_match_server_copy_with_that_encoding() {
     // server does, so both are loaded from the Windows-1252 bytes.
     let (bytes, _, unmappable) = encoding_rs::WINDOWS_1252.encode(TEXT);
     assert!(!unmappable);
-    for (encoding, name) in [
-        (Encoding::Win1252, "WIN1252"),
-        (Encoding::Latin1, "LATIN1"),
-    ] {
+    for (encoding, name) in [(Encoding::Win1252, "WIN1252"), (Encoding::Latin1, "LATIN1")] {
         for block_size in [7, 64, 1 << 20] {
             table(&mut db, "ours");
             table(&mut db, "theirs");
@@ -87,7 +85,11 @@ fn single_byte_encodings_match_server_copy_with_that_encoding() {
                 "{name}, blocks of {block_size}"
             );
             let note = one(&mut db, "SELECT note FROM ours WHERE id = 3");
-            let euro = if encoding == Encoding::Win1252 { "€" } else { "\u{80}" };
+            let euro = if encoding == Encoding::Win1252 {
+                "€"
+            } else {
+                "\u{80}"
+            };
             assert_eq!(note, format!("{euro} 12,50"), "{name}");
         }
     }
@@ -155,7 +157,11 @@ fn bytes_with_no_character_are_bad_rows_with_the_servers_reason() {
                 "(1,ok,é)".to_string(),
                 format!(
                     "(3,ok,{})",
-                    if encoding == Encoding::Win1252 { "€" } else { "\u{80}" }
+                    if encoding == Encoding::Win1252 {
+                        "€"
+                    } else {
+                        "\u{80}"
+                    }
                 )
             ],
             "{name}"
@@ -187,9 +193,21 @@ fn utf16_matches_server_copy_of_the_same_text_in_utf8() {
     for (data, declared, what) in [
         (utf16(&text, false, true), None, "LE with its mark, found"),
         (utf16(&text, true, true), None, "BE with its mark, found"),
-        (utf16(&text, true, true), Some(Encoding::Utf16), "UTF16 by its mark"),
-        (utf16(&text, false, false), Some(Encoding::Utf16Le), "UTF16LE, no mark"),
-        (utf16(&text, false, true), Some(Encoding::Utf16Le), "UTF16LE, its mark"),
+        (
+            utf16(&text, true, true),
+            Some(Encoding::Utf16),
+            "UTF16 by its mark",
+        ),
+        (
+            utf16(&text, false, false),
+            Some(Encoding::Utf16Le),
+            "UTF16LE, no mark",
+        ),
+        (
+            utf16(&text, false, true),
+            Some(Encoding::Utf16Le),
+            "UTF16LE, its mark",
+        ),
     ] {
         for block_size in [5, 1 << 20] {
             table(&mut db, "ours");
@@ -214,7 +232,9 @@ fn utf16_problems_are_named() {
     let (_dir, path) = write_input(&utf16("id,name,note\n1,a,b\n", false, false), "csv");
     let mut opts = options(&db, &path, "ours", 1 << 20);
     opts.encoding = Some(Encoding::Utf16);
-    let error = load(&opts, &Silent).expect_err("no byte order mark").to_string();
+    let error = load(&opts, &Silent)
+        .expect_err("no byte order mark")
+        .to_string();
     assert!(error.contains("UTF16 without a byte order mark"), "{error}");
 
     // An unpaired surrogate on line 3, in the note.
@@ -336,7 +356,10 @@ fn day_first_timestamps_are_read_on_the_client() {
     let data: String = (0..5000)
         .map(|i| {
             let (day, month, hour, minute) = (i % 28 + 1, i % 12 + 1, i % 24, i % 60);
-            format!("{day}/{month:02}/2024 {hour:02}:{minute:02}:{:02},{day}.{month}.2023\n", i % 60)
+            format!(
+                "{day}/{month:02}/2024 {hour:02}:{minute:02}:{:02},{day}.{month}.2023\n",
+                i % 60
+            )
         })
         .collect();
     let (_dir, path) = write_input(data.as_bytes(), "csv");
@@ -346,7 +369,10 @@ fn day_first_timestamps_are_read_on_the_client() {
     assert_eq!(summary.rows, 5000);
     assert_eq!(summary.values_resolved_by_server, 0);
     assert_eq!(
-        one(&mut db, "SELECT ts::text || ' ' || d::text FROM ours ORDER BY ts LIMIT 1"),
+        one(
+            &mut db,
+            "SELECT ts::text || ' ' || d::text FROM ours ORDER BY ts LIMIT 1"
+        ),
         "2024-01-01 00:00:00 2023-01-01"
     );
 }

@@ -74,7 +74,10 @@ impl Encoding {
     /// Read through a decoder in front of the splitter (offsets are then in the UTF-8 stream,
     /// not in the file).
     pub fn is_utf16(self) -> bool {
-        matches!(self, Encoding::Utf16 | Encoding::Utf16Le | Encoding::Utf16Be)
+        matches!(
+            self,
+            Encoding::Utf16 | Encoding::Utf16Le | Encoding::Utf16Be
+        )
     }
 
     /// Whether a byte of a single-byte encoding stands for no character: NUL (as in
@@ -215,9 +218,12 @@ pub fn decoded(
         }
         (Some(said), _) => said,
     };
-    let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head[..got].to_vec()).chain(reader));
+    let reader: Box<dyn Read + Send> =
+        Box::new(io::Cursor::new(head[..got].to_vec()).chain(reader));
     Ok(match encoding {
-        Encoding::Utf16Le | Encoding::Utf16Be => (Box::new(Utf16Reader::new(reader, encoding)), encoding),
+        Encoding::Utf16Le | Encoding::Utf16Be => {
+            (Box::new(Utf16Reader::new(reader, encoding)), encoding)
+        }
         _ => (reader, encoding),
     })
 }
@@ -269,9 +275,11 @@ impl<R: Read> Utf16Reader<R> {
         self.taken = 0;
         let mut written = 0;
         loop {
-            let (result, used, wrote) =
-                self.decoder
-                    .decode_to_utf8_without_replacement(src, &mut self.out[written..], last);
+            let (result, used, wrote) = self.decoder.decode_to_utf8_without_replacement(
+                src,
+                &mut self.out[written..],
+                last,
+            );
             written += wrote;
             src = &src[used..];
             match result {
@@ -360,11 +368,20 @@ mod tests {
 
     #[test]
     fn single_byte_blocks_become_utf8() {
-        assert!(matches!(Encoding::Latin1.to_utf8(b"plain"), Cow::Borrowed(_)));
-        assert_eq!(utf8(Encoding::Latin1, b"caf\xe9,\"\xdf\"\n"), "café,\"ß\"\n".as_bytes());
+        assert!(matches!(
+            Encoding::Latin1.to_utf8(b"plain"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            utf8(Encoding::Latin1, b"caf\xe9,\"\xdf\"\n"),
+            "café,\"ß\"\n".as_bytes()
+        );
         // 0x80 is a C1 control in Latin-1, the euro sign in Windows-1252.
         assert_eq!(utf8(Encoding::Latin1, b"\x80"), "\u{80}".as_bytes());
-        assert_eq!(utf8(Encoding::Win1252, b"5\x80 \x93q\x94"), "5€ “q”".as_bytes());
+        assert_eq!(
+            utf8(Encoding::Win1252, b"5\x80 \x93q\x94"),
+            "5€ “q”".as_bytes()
+        );
         assert_eq!(
             utf8(Encoding::Latin1, &(0u8..=255).collect::<Vec<_>>()[1..]),
             (1u32..=255)
@@ -396,11 +413,17 @@ mod tests {
     fn utf16_is_found_by_its_mark_and_decoded_whatever_the_reads() {
         let text = "id,name\n1,\"Zoë \"\"€\"\"\nß\"\n2,😀\n";
         let (out, encoding) = read_all(utf16le(text, true), None).unwrap();
-        assert_eq!((String::from_utf8(out).unwrap().as_str(), encoding), (text, Encoding::Utf16Le));
+        assert_eq!(
+            (String::from_utf8(out).unwrap().as_str(), encoding),
+            (text, Encoding::Utf16Le)
+        );
         let mut be = vec![0xFE, 0xFF];
         be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
         let (out, encoding) = read_all(be, Some(Encoding::Utf16)).unwrap();
-        assert_eq!((String::from_utf8(out).unwrap().as_str(), encoding), (text, Encoding::Utf16Be));
+        assert_eq!(
+            (String::from_utf8(out).unwrap().as_str(), encoding),
+            (text, Encoding::Utf16Be)
+        );
         let (out, _) = read_all(utf16le(text, false), Some(Encoding::Utf16Le)).unwrap();
         assert_eq!(out, text.as_bytes());
         // Without a mark or --encoding, the bytes are left for the UTF-8 check.
@@ -423,7 +446,9 @@ mod tests {
     #[test]
     fn malformed_utf16_leaves_a_marker_and_keeps_the_syntax() {
         // "a", an unpaired high surrogate, ",b", then an odd last byte.
-        let data = vec![0xFF, 0xFE, b'a', 0, 0x00, 0xD8, b',', 0, b'b', 0, b'\n', 0, 0x41];
+        let data = vec![
+            0xFF, 0xFE, b'a', 0, 0x00, 0xD8, b',', 0, b'b', 0, b'\n', 0, 0x41,
+        ];
         let (out, _) = read_all(data, None).unwrap();
         assert_eq!(out, b"a\xff,b\n\xff");
         assert!(Encoding::Utf16Le

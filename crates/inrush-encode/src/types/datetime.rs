@@ -715,10 +715,20 @@ mod tests {
             encode_timestamp(s, -1, &in_order(order), &mut out).map(|_| hex(&out))
         };
         // 2024-01-02 is 0000223f; 2024-02-01 is 0000225d.
-        for s in ["02/01/2024", "2/1/2024", "02-01-2024", "02.01.2024", " 2/01/2024 "] {
+        for s in [
+            "02/01/2024",
+            "2/1/2024",
+            "02-01-2024",
+            "02.01.2024",
+            " 2/01/2024 ",
+        ] {
             assert_eq!(encode(s, DateOrder::Dmy), ok("0000223f"), "{s:?}");
             assert_eq!(encode(s, DateOrder::Mdy), ok("0000225d"), "{s:?}");
-            assert_eq!(encode(s, DateOrder::Ymd), Err(EncodeError::Deferred), "{s:?}");
+            assert_eq!(
+                encode(s, DateOrder::Ymd),
+                Err(EncodeError::Deferred),
+                "{s:?}"
+            );
         }
         // ISO dates read the same whatever the order.
         for order in [DateOrder::Dmy, DateOrder::Mdy, DateOrder::Ymd] {
@@ -733,20 +743,30 @@ mod tests {
             stamp("2024-01-02 10:00:00", DateOrder::Mdy)
         );
         for s in [
-            "31/12/24",     // two-digit years are widened by the server
-            "31/02/2024",   // no such day
-            "13/13/2024",   // no such month
-            "1/2-2024",     // mixed separators
-            "1/2/20245",    // five-digit year
-            "123/1/2024",   // three digits first
-            "1/2/2024 BC",  // era
-            "1/2/2024 10",  // hour alone
-            "1//2024",      // empty field
+            "31/12/24",    // two-digit years are widened by the server
+            "31/02/2024",  // no such day
+            "13/13/2024",  // no such month
+            "1/2-2024",    // mixed separators
+            "1/2/20245",   // five-digit year
+            "123/1/2024",  // three digits first
+            "1/2/2024 BC", // era
+            "1/2/2024 10", // hour alone
+            "1//2024",     // empty field
         ] {
-            assert_eq!(encode(s, DateOrder::Dmy), Err(EncodeError::Deferred), "{s:?}");
+            assert_eq!(
+                encode(s, DateOrder::Dmy),
+                Err(EncodeError::Deferred),
+                "{s:?}"
+            );
         }
-        assert_eq!(encode("12/31/2024", DateOrder::Dmy), Err(EncodeError::Deferred));
-        assert_eq!(encode("31/12/2024", DateOrder::Mdy), Err(EncodeError::Deferred));
+        assert_eq!(
+            encode("12/31/2024", DateOrder::Dmy),
+            Err(EncodeError::Deferred)
+        );
+        assert_eq!(
+            encode("31/12/2024", DateOrder::Mdy),
+            Err(EncodeError::Deferred)
+        );
     }
 
     #[test]
