@@ -7,8 +7,9 @@
 //! The rule every encoder follows: answer `Ok` only when certain the server's text input would
 //! accept the value and produce these bytes; answer [`EncodeError::Refused`] only when certain it
 //! would refuse, with the server's own wording; otherwise answer [`EncodeError::Deferred`] and
-//! the caller asks the server (see `inrush-postgres`'s resolver). Rare forms (DateStyle-dependent
-//! dates, hex floats, PostgreSQL 16's `1_000`) thereby stay exact without being reimplemented.
+//! the caller asks the server (see `inrush-postgres`'s resolver). Rare forms (dates with month
+//! names or two-digit years, hex floats, PostgreSQL 16's `1_000`) thereby stay exact without
+//! being reimplemented.
 //!
 //! Does not own: reading or splitting input, knowing the catalog, or any I/O.
 
@@ -16,7 +17,7 @@ pub mod binary_copy;
 pub mod text_copy;
 pub mod types;
 
-pub use types::{encode_value, push_array_element, EncodeContext};
+pub use types::{encode_value, push_array_element, DateOrder, EncodeContext};
 
 /// Why a value could not be encoded on the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

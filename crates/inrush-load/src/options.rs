@@ -1,5 +1,7 @@
+use inrush_encode::DateOrder;
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
+use inrush_read::encoding::Encoding;
 use inrush_read::inputs::InputFormat;
 
 /// Everything a load needs, already validated by whoever built it (the CLI, a test).
@@ -16,6 +18,13 @@ pub struct LoadOptions {
     /// As the user wrote it; resolved like SQL would (`orders`, `sales.orders`, `"Orders"`).
     pub table: String,
     pub csv: CsvOptions,
+    /// How text inputs are encoded (`--encoding`); `None`: UTF-8, or UTF-16 where a byte
+    /// order mark says so.
+    pub encoding: Option<Encoding>,
+    /// `--datestyle`: the field order of dates such as `01/02/2024`, set as DateStyle on every
+    /// session of the load (the server's input functions read with it) and followed by the
+    /// client's own date reading. `None`: the server's setting.
+    pub date_order: Option<DateOrder>,
     /// Table columns the input's fields feed, in order; `None`: from the header, else all.
     pub columns: Option<Vec<String>>,
     /// Parse/encode threads.
@@ -66,6 +75,8 @@ impl LoadOptions {
             target,
             table: table.into(),
             csv: CsvOptions::default(),
+            encoding: None,
+            date_order: None,
             columns: None,
             workers: cores,
             connections: cores.clamp(1, 4),
@@ -154,6 +165,13 @@ impl LoadOptions {
                     "a rerun must read the very same file again",
                 );
             }
+        }
+        if let (Some(encoding), Some(_)) = (self.encoding, &self.from_query) {
+            return conflict(
+                &format!("--encoding {}", encoding.name()),
+                "--from-query",
+                "a query's rows come from the server in UTF-8",
+            );
         }
         if on_conflict && self.truncate {
             return conflict("--on-conflict", "--truncate", "an emptied table has no rows to conflict with (--truncate alone refuses duplicate keys)");

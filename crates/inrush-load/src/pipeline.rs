@@ -25,7 +25,7 @@ use crate::LoadPlan;
 use crate::{order, sort, watch};
 use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
 use inrush_core::{Phase, Progress, Reporter, ScalarType, ValueType};
-use inrush_encode::EncodeContext;
+use inrush_encode::{DateOrder, EncodeContext};
 use inrush_postgres::copy::{copy_from_stdin, CopyFormat};
 use inrush_postgres::{ddl, ledger, SessionInfo, TableInfo, TableSize};
 use inrush_read::inputs::InputFormat;
@@ -84,6 +84,19 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     opts.validate()?;
+    // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
+    // that order, and the encoders learn it from the control session's DateStyle.
+    let dated;
+    let opts = match opts.date_order {
+        Some(order) => {
+            dated = LoadOptions {
+                target: opts.target.with_setting("DateStyle", &order.date_style()),
+                ..opts.clone()
+            };
+            &dated
+        }
+        None => opts,
+    };
     let runtime = runtime()?;
     let progress = Arc::new(Progress::default());
     let sources = Arc::new(Sources::from_options(opts)?);
@@ -110,7 +123,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         let first = sources.open(0, progress.bytes_read.clone())?;
         let names = match (&first.header, first.pending.first()) {
             (Some((names, _)), _) => Some(names.clone()),
-            (None, Some(line)) => Some(first_line_keys(line, &sources.list[0].name)?),
+            (None, Some(line)) => Some(first_line_keys(line, &sources.list[0])?),
             (None, None) => None,
         };
         (Some(first), names, Vec::new())
@@ -317,7 +330,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         ctx: EncodeContext {
             server_version_num: session.server_version_num,
             session_time_zone_is_utc: session.time_zone_is_utc(),
-            date_style_iso: session.date_style.to_ascii_uppercase().starts_with("ISO"),
+            date_order: DateOrder::of_date_style(&session.date_style),
         },
         target: opts.target.clone(),
         relation: table.name.clone(),

@@ -9,6 +9,7 @@ use inrush_arrow::{ArrowFile, Part};
 use inrush_postgres::ConnectOptions;
 use inrush_read::binary::TupleSplitter;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
+use inrush_read::encoding::{self, Encoding};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::JsonLineParser;
 use inrush_read::source;
@@ -37,6 +38,8 @@ pub(crate) struct Source {
     pub seekable: bool,
     /// Fixed by the source's first line ending, before any of its blocks is sent.
     parser: OnceLock<RecordParser>,
+    /// Fixed when the source is opened (`--encoding`, or a UTF-16 byte order mark).
+    encoding: OnceLock<Encoding>,
     /// A Parquet or Arrow IPC file, opened (its footer read) when the load starts.
     pub arrow: Option<ArrowFile>,
 }
@@ -74,6 +77,8 @@ pub(crate) struct Sources {
     pub format: InputFormat,
     pub csv: CsvOptions,
     pub block_size: usize,
+    /// `--encoding`: `None` reads UTF-8, or UTF-16 where a byte order mark says so.
+    pub encoding: Option<Encoding>,
     /// A query whose columns have the very types of the target's: the columns to select, in
     /// COPY order, streamed as COPY BINARY tuples (set once the target's columns are known).
     pub passthrough: OnceLock<Vec<String>>,
@@ -94,6 +99,7 @@ impl Source {
             name: path.clone(),
             origin: Origin::Path(path),
             parser: OnceLock::new(),
+            encoding: OnceLock::new(),
             arrow: None,
         }
     }
@@ -113,6 +119,7 @@ impl Source {
             size: None,
             seekable: false,
             parser: OnceLock::new(),
+            encoding: OnceLock::new(),
             arrow: None,
         }
     }
@@ -120,6 +127,17 @@ impl Source {
     /// The source's record parser; set when it was opened, before its first block was sent.
     pub fn parser(&self) -> Option<&RecordParser> {
         self.parser.get()
+    }
+
+    /// The encoding the source is in; UTF-8 until it is opened (and for queries).
+    pub fn encoding(&self) -> Encoding {
+        self.encoding.get().copied().unwrap_or(Encoding::Utf8)
+    }
+
+    /// Whether a block can be read again from the file by its offset: offsets of a UTF-16
+    /// source are offsets in its UTF-8 stream.
+    pub fn rereadable(&self) -> bool {
+        self.seekable && !self.encoding().is_utf16()
     }
 
     /// The byte counted as a line break (`\r` for CR-only files).
@@ -163,6 +181,7 @@ impl Sources {
                     ..CsvOptions::default()
                 },
                 block_size: opts.block_size,
+                encoding: None,
                 passthrough: OnceLock::new(),
                 skipped: Vec::new(),
             });
@@ -191,6 +210,14 @@ impl Sources {
                 format
             }
         };
+        if let (Some(encoding), InputFormat::Parquet | InputFormat::Arrow) = (opts.encoding, format)
+        {
+            return Err(Error::Usage(format!(
+                "--encoding {} applies to text inputs: {} files hold their strings in UTF-8",
+                encoding.name(),
+                format.name()
+            )));
+        }
         let list = match format {
             InputFormat::Parquet | InputFormat::Arrow => files
                 .into_iter()
@@ -210,6 +237,7 @@ impl Sources {
             format,
             csv,
             block_size: opts.block_size,
+            encoding: opts.encoding,
             passthrough: OnceLock::new(),
             skipped,
         })
@@ -336,13 +364,7 @@ impl Sources {
     /// line ending. `consumed` counts the raw bytes read, for progress.
     pub fn open(&self, i: usize, consumed: Arc<AtomicU64>) -> Result<Opened> {
         let source = &self.list[i];
-        let reader: Box<dyn Read + Send> = match &source.origin {
-            Origin::Path(path) => source::open(path, consumed)?.reader,
-            Origin::Query { from, sql } => source::counted(
-                inrush_postgres::copy_out::reader(from, sql, false)?,
-                consumed,
-            ),
-        };
+        let reader = self.open_decoded(i, consumed)?;
         let mut splitter = Splitter::new(
             reader,
             source.name.clone(),
@@ -356,6 +378,7 @@ impl Sources {
         let parser = source
             .parser
             .get_or_init(|| RecordParser::new(self.csv.clone(), eol));
+        let encoding = source.encoding();
         let mut opened = Opened {
             splitter,
             header: None,
@@ -364,11 +387,31 @@ impl Sources {
         match self.format {
             InputFormat::Jsonl => opened.pending.extend(opened.splitter.take_first_record()?),
             _ if self.csv.header || matches!(source.origin, Origin::Query { .. }) => {
-                opened.header = read_header(&mut opened.splitter, parser, &source.name)?;
+                opened.header = read_header(&mut opened.splitter, parser, encoding, &source.name)?;
             }
             _ => {}
         }
         Ok(opened)
+    }
+
+    /// The stream of source `i` as the splitter takes it (UTF-16 decoded), its encoding noted.
+    fn open_decoded(&self, i: usize, consumed: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
+        let source = &self.list[i];
+        let (reader, encoding) = match &source.origin {
+            Origin::Path(path) => {
+                encoding::decoded(source::open(path, consumed)?.reader, self.encoding, path)?
+            }
+            // COPY TO writes in the session's client encoding, which is UTF-8.
+            Origin::Query { from, sql } => (
+                source::counted(
+                    inrush_postgres::copy_out::reader(from, sql, false)?,
+                    consumed,
+                ),
+                Encoding::Utf8,
+            ),
+        };
+        let _ = source.encoding.set(encoding);
+        Ok(reader)
     }
 
     /// Opens source `i` again at byte `offset` (line `line`) to resume a load there.
@@ -386,7 +429,19 @@ impl Sources {
         let parser = self.list[i]
             .parser()
             .ok_or_else(|| Error::Internal("resumed a source never opened".into()))?;
-        let reader = source::open_at(path, offset, consumed)?;
+        let reader = if source.encoding().is_utf16() {
+            // Offsets are in the decoded stream: decode from the start and skip to `offset`.
+            let mut reader = self.open_decoded(i, consumed)?;
+            std::io::copy(&mut (&mut reader).take(offset), &mut std::io::sink()).map_err(
+                |cause| inrush_read::Error::Read {
+                    name: source.name.clone(),
+                    cause,
+                },
+            )?;
+            reader
+        } else {
+            source::open_at(path, offset, consumed)?
+        };
         let splitter = Splitter::resume(
             reader,
             source.name.clone(),
@@ -404,13 +459,14 @@ impl Sources {
 }
 
 /// The column names a JSON line's keys give, for mapping like a header.
-pub(crate) fn first_line_keys(first: &Block, name: &str) -> Result<Vec<String>> {
-    let text = std::str::from_utf8(&first.data).map_err(|e| Error::BadRow {
+pub(crate) fn first_line_keys(first: &Block, source: &Source) -> Result<Vec<String>> {
+    let name = source.name.as_str();
+    let data = source.encoding().to_utf8(&first.data);
+    let text = std::str::from_utf8(&data).map_err(|e| Error::BadRow {
         location: inrush_core::Location::record(name, first.first_line),
-        reason: format!(
-            "invalid byte sequence for encoding \"UTF8\" at byte {}",
-            e.valid_up_to()
-        ),
+        reason: source
+            .encoding()
+            .undecodable_reason(&data[e.valid_up_to()..]),
     })?;
     JsonLineParser::keys(text.trim_end()).map_err(|e| Error::BadRow {
         location: inrush_core::Location::record(name, first.first_line),
@@ -418,25 +474,28 @@ pub(crate) fn first_line_keys(first: &Block, name: &str) -> Result<Vec<String>> 
     })
 }
 
-/// Parses the header record: its column names, and its raw bytes for the reject file.
+/// Parses the header record: its column names, and its bytes (in UTF-8, as the reject file
+/// holds every record) for the reject file.
 fn read_header(
     splitter: &mut Splitter<Box<dyn Read + Send>>,
     parser: &RecordParser,
+    encoding: Encoding,
     name: &str,
 ) -> Result<Option<(Vec<String>, Bytes)>> {
     let Some(block) = splitter.take_first_record()? else {
         return Ok(None);
     };
+    let data = Bytes::from(encoding.to_utf8(&block.data).into_owned());
     let mut rec = Record::default();
     parser
-        .parse(&block.data, 0, &mut rec)
+        .parse(&data, 0, &mut rec)
         .map_err(|e| Error::BadRow {
             location: inrush_core::Location::record(name, 1),
             reason: format!("header: {e}"),
         })?;
     let names = rec
-        .fields(&block.data)
+        .fields(&data)
         .map(|f| String::from_utf8_lossy(f.unwrap_or_default()).into_owned())
         .collect();
-    Ok(Some((names, block.data)))
+    Ok(Some((names, data)))
 }

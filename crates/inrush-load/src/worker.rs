@@ -15,7 +15,9 @@ use inrush_postgres::copy::CopyFormat;
 use inrush_postgres::resolve::Resolver;
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
+use inrush_read::encoding::Encoding;
 use inrush_read::jsonl::{JsonFields, JsonLineParser};
+use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -340,6 +342,17 @@ impl WorkerPlan {
         resolver: &mut Resolver,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
+        // Single-byte encodings become UTF-8 here, on every core; the rest of the block's way
+        // (parsing, rejects, finding a row again) sees the UTF-8, while offsets and the length
+        // the resume ledger keeps stay the file's.
+        let raw_len = block.data.len();
+        let block = &match self.source(source).encoding().to_utf8(&block.data) {
+            Cow::Borrowed(_) => block.clone(),
+            Cow::Owned(utf8) => Block {
+                data: Bytes::from(utf8),
+                ..block.clone()
+            },
+        };
         let data = &block.data[..];
         // Checked once per block; only a block with a bad byte is checked record by record.
         let block_is_valid = check_encoding(data).is_ok();
@@ -404,7 +417,7 @@ impl WorkerPlan {
             first_line: block.first_line,
             next_line: block.first_line + block.lines,
             offset: block.offset,
-            len: data.len(),
+            len: raw_len,
             rows_index: index.map(|(tuples, records)| RowsIndex {
                 block: block.data.clone(),
                 tuples,
@@ -508,7 +521,10 @@ impl WorkerPlan {
                     let mut value = String::new();
                     column.text(row, &mut value);
                     if value.contains('\0') {
-                        return Err((i, FieldError::Refused(encoding_reason(b"\0"))));
+                        return Err((
+                            i,
+                            FieldError::Refused(Encoding::Utf8.undecodable_reason(b"\0")),
+                        ));
                     }
                     values.push(Some(value));
                 }
@@ -744,7 +760,7 @@ impl WorkerPlan {
             // rows numbered from the chunk's first.
             return Some(Location::row(input.name.clone(), first_line + index));
         }
-        if !input.seekable {
+        if !input.rereadable() {
             return None;
         }
         let data = inrush_read::source::read_range(&input.name, offset, len).ok()?;
@@ -753,7 +769,7 @@ impl WorkerPlan {
             first_line,
             offset,
             lines: 0,
-            data: Bytes::from(data),
+            data: Bytes::from(input.encoding().to_utf8(&data).into_owned()),
         };
         let mut reader = RecordReader::new(self, source, &block.data).ok()?;
         let block_is_valid = check_encoding(&block.data).is_ok();
@@ -780,6 +796,8 @@ impl WorkerPlan {
 /// after the last one read starts (also after a bad record).
 struct RecordReader<'a> {
     data: &'a [u8],
+    /// What the source was in before it became UTF-8, for the reason of a bad byte.
+    encoding: Encoding,
     syntax: Syntax<'a>,
     rec: Record,
     json: JsonFields<'a>,
@@ -806,6 +824,7 @@ impl<'a> RecordReader<'a> {
         };
         Ok(RecordReader {
             data,
+            encoding: plan.source(source).encoding(),
             syntax,
             rec: Record::default(),
             json: Vec::new(),
@@ -829,7 +848,7 @@ impl<'a> RecordReader<'a> {
                 };
                 if !block_is_valid {
                     if let Err(bad) = check_encoding(&data[start..self.next]) {
-                        return Err(encoding_reason(&data[start + bad..]));
+                        return Err(self.encoding.undecodable_reason(&data[start + bad..]));
                     }
                 }
                 return Ok(Some(Fields::Csv(&self.rec)));
@@ -840,7 +859,7 @@ impl<'a> RecordReader<'a> {
         let line = &data[start..end];
         if !block_is_valid {
             if let Err(bad) = check_encoding(line) {
-                return Err(encoding_reason(&line[bad..]));
+                return Err(self.encoding.undecodable_reason(&line[bad..]));
             }
         }
         // Checked with its block or just above.
@@ -876,17 +895,6 @@ impl<'a> RecordReader<'a> {
             Syntax::Jsonl(_) => false,
         }
     }
-}
-
-fn encoding_reason(bad: &[u8]) -> String {
-    format!(
-        "invalid byte sequence for encoding \"UTF8\": {}",
-        bad.iter()
-            .take(2)
-            .map(|b| format!("0x{b:02x}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    )
 }
 
 /// `Err(position)` of the first byte that is not valid UTF-8 or is NUL (which no text type

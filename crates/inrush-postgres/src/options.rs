@@ -26,6 +26,9 @@ pub struct ConnectOptions {
     config: Config,
     verify: Verify,
     root_cert: Option<PathBuf>,
+    /// Settings every session sets right after connecting (`SET name = 'value'`), so all the
+    /// sessions of a load read text alike (`--datestyle`).
+    settings: Vec<(&'static str, String)>,
     /// Built once: making a connector reads certificate stores, which costs more than a
     /// connection.
     tls: Arc<OnceLock<postgres_native_tls::MakeTlsConnector>>,
@@ -125,6 +128,7 @@ impl ConnectOptions {
             config,
             verify,
             root_cert,
+            settings: Vec::new(),
             tls: Arc::default(),
         })
     }
@@ -155,6 +159,24 @@ impl ConnectOptions {
         let mut other = self.clone();
         other.config.dbname(dbname);
         other
+    }
+
+    /// The same target, every session of which runs `SET name = 'value'` first. A SET rather
+    /// than the startup packet's `options`, which connection poolers refuse.
+    pub fn with_setting(&self, name: &'static str, value: &str) -> Self {
+        let mut other = self.clone();
+        other.settings.push((name, value.to_string()));
+        other
+    }
+
+    /// The SET statements of [`ConnectOptions::with_setting`], as one batch.
+    fn settings_sql(&self) -> Option<String> {
+        (!self.settings.is_empty()).then(|| {
+            self.settings
+                .iter()
+                .map(|(name, value)| format!("SET {name} = '{}';", value.replace('\'', "''")))
+                .collect()
+        })
     }
 
     /// Whether a connection may use TLS at all: never over Unix sockets or with sslmode=disable.
@@ -222,6 +244,12 @@ impl ConnectOptions {
             spawn_connection(connection);
             client
         };
+        if let Some(sql) = self.settings_sql() {
+            client
+                .batch_execute(&sql)
+                .await
+                .map_err(crate::query_error(sql.as_str()))?;
+        }
         Ok(client)
     }
 
@@ -249,10 +277,16 @@ impl ConnectOptions {
         } else {
             config.connect(postgres::NoTls)
         };
-        connected.map_err(|cause| Error::Connect {
+        let mut client = connected.map_err(|cause| Error::Connect {
             target: self.describe(),
             cause,
-        })
+        })?;
+        if let Some(sql) = self.settings_sql() {
+            client
+                .batch_execute(&sql)
+                .map_err(crate::query_error(sql.as_str()))?;
+        }
+        Ok(client)
     }
 }
 

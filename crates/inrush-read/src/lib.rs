@@ -2,15 +2,17 @@
 //! and parse records exactly as PostgreSQL's `COPY ... (FORMAT csv)` would.
 //!
 //! Owns: [`source`] (files, standard input, gzip and zstd by extension, byte counting for
-//! progress), [`binary`] (a COPY BINARY stream cut into blocks of whole tuples), [`csv`] (options, the quote-aware [`csv::Splitter`] and the
-//! [`csv::RecordParser`]) and [`generate`] (seeded synthetic data for the demo, benchmarks and
-//! the lab).
+//! progress), [`encoding`] (Latin-1, Windows-1252 and UTF-16 inputs read as UTF-8), [`binary`]
+//! (a COPY BINARY stream cut into blocks of whole tuples), [`csv`] (options, the quote-aware
+//! [`csv::Splitter`] and the [`csv::RecordParser`]) and [`generate`] (seeded synthetic data for
+//! the demo, benchmarks and the lab).
 //!
 //! Does not own: what the fields mean (that is `inrush-encode`), threads or channels (that is
 //! `inrush-load`: a splitter is an iterator, a parser a plain struct).
 
 pub mod binary;
 pub mod csv;
+pub mod encoding;
 pub mod generate;
 pub mod inputs;
 pub mod jsonl;
@@ -37,6 +39,12 @@ pub enum Error {
     RecordTooLong { name: String, limit: usize },
     #[error("invalid CSV option: {0}")]
     Options(String),
+    /// `--encoding` names no encoding inrush reads.
+    #[error("unknown encoding {0:?}: inrush reads UTF8, LATIN1 (ISO-8859-1), WIN1252 (Windows-1252, CP1252), UTF16, UTF16LE and UTF16BE")]
+    UnknownEncoding(String),
+    /// A UTF-16 input whose byte order is unknown or contradicts `--encoding`.
+    #[error("{name}: {reason}")]
+    ByteOrder { name: String, reason: String },
     /// An input argument names nothing to load (an empty directory, a glob with no match).
     #[error("{0}")]
     Inputs(String),

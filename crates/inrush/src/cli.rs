@@ -3,9 +3,11 @@
 use crate::{demo, lab, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use inrush_encode::DateOrder;
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
+use inrush_read::encoding::Encoding;
 use inrush_read::generate::{self, Schema, TextFormat};
 use inrush_read::inputs::InputFormat;
 
@@ -160,6 +162,16 @@ pub struct LoadArgs {
     /// The unquoted text that means NULL.
     #[arg(long, default_value = "")]
     pub null: String,
+    /// How text inputs are encoded, by PostgreSQL's names (case and dashes ignored): UTF8,
+    /// LATIN1 (ISO-8859-1), WIN1252 (Windows-1252, CP1252), UTF16 (byte order from its mark),
+    /// UTF16LE, UTF16BE. Converted to UTF-8 on the workers [default: UTF8, or UTF-16 when the
+    /// file starts with its byte order mark].
+    #[arg(long, value_parser = encoding_name)]
+    pub encoding: Option<Encoding>,
+    /// The order of day, month and year in dates like 01/02/2024, as PostgreSQL's DateStyle:
+    /// set on every session of the load [default: the server's DateStyle].
+    #[arg(long, value_enum, ignore_case = true)]
+    pub datestyle: Option<DateStyleArg>,
     /// Table columns the fields feed, in order (overrides the header's names).
     #[arg(long, value_delimiter = ',')]
     pub columns: Option<Vec<String>>,
@@ -221,6 +233,29 @@ pub struct LoadArgs {
     pub text: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum DateStyleArg {
+    /// Day first: 31/12/2024.
+    #[value(name = "DMY")]
+    Dmy,
+    /// Month first: 12/31/2024 (PostgreSQL's default).
+    #[value(name = "MDY")]
+    Mdy,
+    /// Year first: 24/12/31 (a four-digit year first reads as year-month-day in every order).
+    #[value(name = "YMD")]
+    Ymd,
+}
+
+impl DateStyleArg {
+    fn order(self) -> DateOrder {
+        match self {
+            DateStyleArg::Dmy => DateOrder::Dmy,
+            DateStyleArg::Mdy => DateOrder::Mdy,
+            DateStyleArg::Ymd => DateOrder::Ymd,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
@@ -385,6 +420,10 @@ fn type_overrides(s: &str) -> Result<TypeOverrides, String> {
         .map(TypeOverrides)
 }
 
+fn encoding_name(s: &str) -> Result<Encoding, String> {
+    s.parse().map_err(|e: inrush_read::Error| e.to_string())
+}
+
 fn one_byte(s: &str) -> Result<u8, String> {
     let s = match s {
         "\\t" | "tab" => "\t",
@@ -507,6 +546,8 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         });
     }
     opts.csv = csv;
+    opts.encoding = args.encoding;
+    opts.date_order = args.datestyle.map(DateStyleArg::order);
     opts.columns = args.columns;
     if let Some(w) = args.workers {
         opts.workers = w;

@@ -27,6 +27,29 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn encoding_and_datestyle_are_checked_by_the_argument_parser() {
+    let out = inrush(&["load", "x.csv", "--table", "t", "--encoding", "ebcdic"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown encoding \"ebcdic\""), "{stderr}");
+    let out = inrush(&["load", "x.csv", "--table", "t", "--datestyle", "DYM"]);
+    assert_eq!(out.status.code(), Some(2));
+    // Names as PostgreSQL spells them, in any case: past the parser, the missing file stops it.
+    let out = inrush(&[
+        "load",
+        "missing.csv",
+        "--table",
+        "t",
+        "--encoding",
+        "windows-1252",
+        "--datestyle",
+        "dmy",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing.csv"), "{stderr}");
+}
+
+#[test]
 fn unreachable_server_exits_3_without_printing_the_password() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.csv");

@@ -2,7 +2,11 @@
 //! byte by byte without allocation; everything else is deferred to the server.
 //!
 //! Native forms (after trimming the whitespace the server ignores):
-//! - date part: `YYYY-M[M]-D[D]` (4-digit year 0001..9999) or `YYYYMMDD`;
+//! - date part: `YYYY-M[M]-D[D]` (4-digit year 0001..9999) or `YYYYMMDD`, read so under every
+//!   DateStyle; and when the session's field order is DMY or MDY, `D[D]/M[M]/YYYY` or
+//!   `M[M]/D[D]/YYYY` in that order, with `/`, `-` or `.` twice (the server's `DecodeDate`
+//!   takes one or two digits first as the day under DMY, the month under MDY, and a
+//!   four-digit year last as it stands; a two-digit year is widened by the server, so deferred);
 //! - time part: `H[H]:MM[:SS[.f{1,6}]]`, hour 0..23, minute and second 0..59;
 //! - timestamp: date part, optionally followed by one or more spaces or a single `T`/`t` and a
 //!   time part;
@@ -21,7 +25,7 @@
 //! typmod rounding follows `AdjustTimeForTypmod` / `AdjustTimestampForTypmod`: half away from
 //! zero on the microsecond count, which for timestamps before 2000-01-01 (negative values)
 //! means a half rounds towards the earlier instant.
-use crate::EncodeContext;
+use crate::{DateOrder, EncodeContext};
 use crate::{EncodeError, Result};
 
 use super::cursor::Cursor;
@@ -35,7 +39,7 @@ const UNIX_TO_PG_DAYS: i64 = 10_957;
 /// at 14).
 const MAX_OFFSET_HOUR: u64 = 14;
 
-pub(crate) fn encode_date(text: &str, _ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode_date(text: &str, ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
     let s = trim_pg_space(text).as_bytes();
     if let Some(special) = special(s) {
         let v = match special {
@@ -47,7 +51,7 @@ pub(crate) fn encode_date(text: &str, _ctx: &EncodeContext, out: &mut Vec<u8>) -
         return Ok(());
     }
     let mut p = Cursor::new(s);
-    let date = date_part(&mut p).ok_or(EncodeError::Deferred)?;
+    let date = date_part(&mut p, ctx.date_order).ok_or(EncodeError::Deferred)?;
     if !p.at_end() {
         // A valid time (and offset) after the date is read and ignored by date_in.
         if !separator(&mut p) {
@@ -84,10 +88,10 @@ pub(crate) fn encode_time(
 pub(crate) fn encode_timestamp(
     text: &str,
     typmod: i32,
-    _ctx: &EncodeContext,
+    ctx: &EncodeContext,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let (v, _offset) = parse_timestamp(text, typmod)?;
+    let (v, _offset) = parse_timestamp(text, typmod, ctx.date_order)?;
     out.extend_from_slice(&v.to_be_bytes());
     Ok(())
 }
@@ -102,7 +106,7 @@ pub(crate) fn encode_timestamptz(
         return Err(EncodeError::Deferred);
     }
     // Rounding applies to the UTC value, so it happens after the offset.
-    let (v, offset) = parse_timestamp(text, -1)?;
+    let (v, offset) = parse_timestamp(text, -1, ctx.date_order)?;
     let v = match offset {
         Offset::Special => v,
         Offset::Seconds(secs) => round_typmod(v - i64::from(secs) * USECS_PER_SEC, typmod),
@@ -123,7 +127,7 @@ enum Offset {
 }
 
 /// Local microseconds since 2000-01-01 (rounded for `typmod` unless it is -1) and the offset.
-fn parse_timestamp(text: &str, typmod: i32) -> Result<(i64, Offset)> {
+fn parse_timestamp(text: &str, typmod: i32, order: DateOrder) -> Result<(i64, Offset)> {
     if !(-1..=6).contains(&typmod) {
         return Err(EncodeError::Deferred);
     }
@@ -137,7 +141,7 @@ fn parse_timestamp(text: &str, typmod: i32) -> Result<(i64, Offset)> {
         return Ok((v, Offset::Special));
     }
     let mut p = Cursor::new(s);
-    let date = date_part(&mut p).ok_or(EncodeError::Deferred)?;
+    let date = date_part(&mut p, order).ok_or(EncodeError::Deferred)?;
     let mut v = pg_days(date) * USECS_PER_DAY;
     let mut offset = Offset::None;
     if !p.at_end() {
@@ -213,10 +217,27 @@ fn days_in_month(y: u32, m: u32) -> u32 {
     }
 }
 
-/// `YYYY-M[M]-D[D]` or `YYYYMMDD`, validated, year 1..=9999.
-fn date_part(p: &mut Cursor<'_>) -> Option<(u32, u32, u32)> {
+/// `YYYY-M[M]-D[D]` or `YYYYMMDD`, or in `order` `D[D]/M[M]/YYYY` (DMY) or `M[M]/D[D]/YYYY`
+/// (MDY) with `/`, `-` or `.`; validated, year 1..=9999.
+fn date_part(p: &mut Cursor<'_>, order: DateOrder) -> Option<(u32, u32, u32)> {
     let (first, n) = p.digits(8)?;
     let (y, m, d) = match n {
+        1 | 2 if order != DateOrder::Ymd => {
+            let sep = p.peek().filter(|b| matches!(b, b'/' | b'-' | b'.'))?;
+            p.bump();
+            let (second, _) = p.digits(2)?;
+            if !p.eat(sep) {
+                return None;
+            }
+            let (year, yn) = p.digits(4)?;
+            if yn != 4 {
+                return None;
+            }
+            match order {
+                DateOrder::Dmy => (year, second, first),
+                _ => (year, first, second),
+            }
+        }
         4 => {
             if !p.eat(b'-') {
                 return None;
@@ -416,7 +437,6 @@ mod tests {
             "02024-01-02",
             "24-01-02",
             "2024/01/02",
-            "01/02/2024",
             "2024.01.02",
             "Jan 2 2024",
             "2024-01-02 BC",
@@ -564,7 +584,6 @@ mod tests {
             "today",
             "tomorrow",
             "yesterday",
-            "01/02/2024 10:00",
             "2024-01-01 10:00:00 BC",
             "20240102T030405",
             "2024-02-30 00:00",
@@ -678,6 +697,86 @@ mod tests {
         }
     }
 
+    fn in_order(order: DateOrder) -> EncodeContext {
+        EncodeContext {
+            date_order: order,
+            ..EncodeContext::default()
+        }
+    }
+
+    #[test]
+    fn dates_in_the_session_field_order() {
+        let encode = |s: &str, order: DateOrder| {
+            let mut out = Vec::new();
+            encode_date(s, &in_order(order), &mut out).map(|_| hex(&out))
+        };
+        let stamp = |s: &str, order: DateOrder| {
+            let mut out = Vec::new();
+            encode_timestamp(s, -1, &in_order(order), &mut out).map(|_| hex(&out))
+        };
+        // 2024-01-02 is 0000223f; 2024-02-01 is 0000225d.
+        for s in [
+            "02/01/2024",
+            "2/1/2024",
+            "02-01-2024",
+            "02.01.2024",
+            " 2/01/2024 ",
+        ] {
+            assert_eq!(encode(s, DateOrder::Dmy), ok("0000223f"), "{s:?}");
+            assert_eq!(encode(s, DateOrder::Mdy), ok("0000225d"), "{s:?}");
+            assert_eq!(
+                encode(s, DateOrder::Ymd),
+                Err(EncodeError::Deferred),
+                "{s:?}"
+            );
+        }
+        // ISO dates read the same whatever the order.
+        for order in [DateOrder::Dmy, DateOrder::Mdy, DateOrder::Ymd] {
+            assert_eq!(encode("2024-01-02", order), ok("0000223f"));
+        }
+        assert_eq!(
+            stamp("02/01/2024 10:00:00", DateOrder::Dmy),
+            stamp("2024-01-02 10:00:00", DateOrder::Dmy)
+        );
+        assert_eq!(
+            stamp("01/02/2024T10:00:00+05", DateOrder::Mdy),
+            stamp("2024-01-02 10:00:00", DateOrder::Mdy)
+        );
+        for s in [
+            "31/12/24",    // two-digit years are widened by the server
+            "31/02/2024",  // no such day
+            "13/13/2024",  // no such month
+            "1/2-2024",    // mixed separators
+            "1/2/20245",   // five-digit year
+            "123/1/2024",  // three digits first
+            "1/2/2024 BC", // era
+            "1/2/2024 10", // hour alone
+            "1//2024",     // empty field
+        ] {
+            assert_eq!(
+                encode(s, DateOrder::Dmy),
+                Err(EncodeError::Deferred),
+                "{s:?}"
+            );
+        }
+        assert_eq!(
+            encode("12/31/2024", DateOrder::Dmy),
+            Err(EncodeError::Deferred)
+        );
+        assert_eq!(
+            encode("31/12/2024", DateOrder::Mdy),
+            Err(EncodeError::Deferred)
+        );
+    }
+
+    #[test]
+    fn date_order_of_the_session() {
+        assert_eq!(DateOrder::of_date_style("ISO, MDY"), DateOrder::Mdy);
+        assert_eq!(DateOrder::of_date_style("German, DMY"), DateOrder::Dmy);
+        assert_eq!(DateOrder::of_date_style("iso, ymd"), DateOrder::Ymd);
+        assert_eq!(DateOrder::Dmy.date_style(), "ISO, DMY");
+    }
+
     #[test]
     fn calendar_matches_brute_force() {
         // Walk every day from 0001-01-01 to 9999-12-31 and check consecutive numbering.
@@ -709,6 +808,7 @@ mod tests {
                 let _ = encode_time(&text, typmod, &ctx(), &mut buf);
                 let _ = encode_timestamp(&text, typmod, &ctx(), &mut buf);
                 let _ = encode_timestamptz(&text, typmod, &ctx(), &mut buf);
+                let _ = encode_timestamp(&text, typmod, &in_order(DateOrder::Dmy), &mut buf);
             }
         }
         for s in [

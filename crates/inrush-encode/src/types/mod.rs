@@ -27,9 +27,46 @@ pub struct EncodeContext {
     /// The session's TimeZone is UTC (or an alias with no offset ever), so a timestamptz without
     /// an explicit offset can be converted on the client.
     pub session_time_zone_is_utc: bool,
-    /// DateStyle's field order begins with the year or is ISO (`ISO, MDY` still reads
-    /// `2024-01-02` as year-month-day; only forms like `01/02/2024` depend on it and are deferred).
-    pub date_style_iso: bool,
+    /// DateStyle's field order, which decides how the server reads `01/02/2024` (never
+    /// `2024-01-02`: a year of four digits written first is read first under every order).
+    pub date_order: DateOrder,
+}
+
+/// The field order of DateStyle (its second part: `ISO, DMY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateOrder {
+    /// Month, day, year: PostgreSQL's default.
+    Mdy,
+    Dmy,
+    Ymd,
+}
+
+impl DateOrder {
+    /// The order a `current_setting('DateStyle')` value says (the server always shows both
+    /// parts, e.g. `ISO, MDY` or `German, DMY`).
+    pub fn of_date_style(date_style: &str) -> DateOrder {
+        let style = date_style.to_ascii_uppercase();
+        if style.contains("DMY") {
+            DateOrder::Dmy
+        } else if style.contains("YMD") {
+            DateOrder::Ymd
+        } else {
+            DateOrder::Mdy
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DateOrder::Mdy => "MDY",
+            DateOrder::Dmy => "DMY",
+            DateOrder::Ymd => "YMD",
+        }
+    }
+
+    /// The DateStyle that reads in this order and keeps ISO output.
+    pub fn date_style(self) -> String {
+        format!("ISO, {}", self.name())
+    }
 }
 
 impl Default for EncodeContext {
@@ -37,7 +74,7 @@ impl Default for EncodeContext {
         EncodeContext {
             server_version_num: 180000,
             session_time_zone_is_utc: true,
-            date_style_iso: true,
+            date_order: DateOrder::Mdy,
         }
     }
 }
