@@ -2,6 +2,24 @@
 
 use std::process::Command;
 
+/// `inrush load - --table t` into `conninfo`, reading what the test writes to its stdin.
+fn load_from_stdin(conninfo: &str, stderr: std::process::Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "load",
+            "-",
+            "--to",
+            conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .expect("spawn inrush")
+}
+
 fn inrush(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_inrush"))
         .args(args)
@@ -289,20 +307,7 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     );
 
     // SIGTERM while the input is still open: exit 130, nothing of this load committed.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
-        .args([
-            "load",
-            "-",
-            "--to",
-            &conninfo,
-            "--table",
-            "t",
-            "--no-progress",
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn inrush");
+    let mut child = load_from_stdin(&conninfo, Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin");
     for i in 0..10_000 {
         writeln!(stdin, "{i},row {i}").expect("write stdin");
@@ -551,20 +556,7 @@ fn server_messages_say_their_error_once_with_documented_exit_codes() {
 
     // A load killed once it has journaled and dropped the empty table's primary key; rows that
     // break the key arrive before `recover`.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
-        .args([
-            "load",
-            "-",
-            "--to",
-            &conninfo,
-            "--table",
-            "t",
-            "--no-progress",
-        ])
-        .stdin(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn inrush");
+    let mut child = load_from_stdin(&conninfo, Stdio::null());
     let mut stdin = child.stdin.take().expect("stdin");
     // More than a block (1 MB): the load plans (and drops) once its first block is read. A
     // thread writes, since the pipe may fill; it holds stdin open until joined.
