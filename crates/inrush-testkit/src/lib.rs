@@ -159,3 +159,23 @@ pub fn spawn_load(bin: &str, db: &Db, input: &str, table: &str) -> Child {
         .spawn()
         .expect("spawn inrush load")
 }
+
+/// Waits for a loader to end and returns its exit code and what it printed (standard output,
+/// then standard error). A loader that has not ended after two minutes hangs: it is killed and
+/// the test fails, instead of hanging the test run.
+pub fn finish(mut child: Child) -> (i32, String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().expect("try_wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the loader did not end within 2 minutes: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    let printed = [out.stdout, out.stderr].concat();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&printed).into_owned(),
+    )
+}

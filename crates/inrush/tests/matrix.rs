@@ -723,3 +723,53 @@ fn loads_of_one_table_at_once_all_succeed() {
     assert_eq!(db.definitions(), definitions);
     assert_eq!(db.journal_len(), 0);
 }
+
+/// Two connections of one load that wait on each other (here a trigger that updates one shared
+/// row: the second connection waits for the first's transaction, which waits for the load to
+/// end) fail the load with the reason instead of hanging, and leave nothing behind.
+#[test]
+fn connections_waiting_on_each_other_fail_the_load_instead_of_hanging() {
+    let db = Db::fresh("selfblock");
+    db.exec(
+        "CREATE TABLE counter (n bigint); INSERT INTO counter VALUES (0); \
+         CREATE TABLE t (id int, n int, s text, d date); \
+         CREATE FUNCTION bump() RETURNS trigger LANGUAGE plpgsql AS $$ \
+           BEGIN UPDATE counter SET n = n + 1; RETURN NEW; END $$; \
+         CREATE TRIGGER t_bump AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION bump();",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    let text: String = (0..50_000)
+        .map(|i| format!("{i},1,x,2024-01-01\n"))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "load",
+            file.to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+        ])
+        .args([
+            "--no-progress",
+            "--connections",
+            "2",
+            "--block-size",
+            "4096",
+        ])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush");
+    let (code, printed) = inrush_testkit::finish(child);
+    assert_eq!(code, 4, "{printed}");
+    assert!(
+        printed.contains("of the same load wrote and has not committed"),
+        "{printed}"
+    );
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0);
+    assert_eq!(db.int("SELECT n FROM counter"), 0);
+}

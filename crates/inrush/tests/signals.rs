@@ -77,25 +77,6 @@ fn signal(child: &Child, sig: i32) {
     unsafe { libc::kill(child.id() as i32, sig) };
 }
 
-/// Waits for the loader (at most 2 minutes); its exit code and what it printed (the summary on
-/// standard output, messages on standard error).
-fn finish(mut child: Child) -> (i32, String) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the loader did not end within 2 minutes of the signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    let printed = [out.stdout, out.stderr].concat();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&printed).into_owned(),
-    )
-}
-
 /// Signals the loader `times` times once a phase's statement runs; checks what it said and
 /// left.
 fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64, said: &str) {
@@ -108,7 +89,7 @@ fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64,
         signal(&child, sig);
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (code, stderr) = finish(child);
+    let (code, stderr) = inrush_testkit::finish(child);
     assert_eq!(code, exit, "{stderr}");
     assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
