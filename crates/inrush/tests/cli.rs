@@ -28,15 +28,6 @@ fn inrush(args: &[&str]) -> std::process::Output {
         .expect("run inrush")
 }
 
-/// A throwaway PostgreSQL for one test (stopped when dropped).
-fn private_server() -> inrush_postgres::PrivateServer {
-    inrush_postgres::PrivateServer::start(&inrush_postgres::ServerOptions {
-        unsafe_fast: true,
-        ..Default::default()
-    })
-    .expect("private server")
-}
-
 #[test]
 fn usage_errors_exit_2() {
     let out = inrush(&["load", "x.csv", "--table", "t", "--delimiter", "ab"]);
@@ -204,12 +195,12 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
     use std::io::Write;
     use std::process::Stdio;
 
-    let server = private_server();
-    let target = server.connect_options("postgres");
+    let db = inrush_testkit::Db::fresh("cli");
+    let target = db.target.clone();
     target
         .execute_blocking("CREATE TABLE t (id int, name text)")
         .unwrap();
-    let conninfo = server.conninfo("postgres");
+    let conninfo = db.conninfo.clone();
     let dir = tempfile::tempdir().unwrap();
     let rejects = dir.path().join("bad.csv");
     let run_with = |input: &[u8], extra: &[&str]| {
@@ -337,9 +328,9 @@ fn load_from_stdin_reports_json_and_bad_input_exits_4() {
 /// table `gen` prints to the same rows, row for row.
 #[test]
 fn generated_rows_load_the_same_from_every_format() {
-    let server = private_server();
-    let target = server.connect_options("postgres");
-    let conninfo = server.conninfo("postgres");
+    let db = inrush_testkit::Db::fresh("cli");
+    let target = db.target.clone();
+    let conninfo = db.conninfo.clone();
     let dir = tempfile::tempdir().unwrap();
     let mut client = target.connect_blocking().unwrap();
     for schema in ["lineitem", "insertbench"] {
@@ -499,12 +490,12 @@ fn server_messages_say_their_error_once_with_documented_exit_codes() {
     use std::io::Write;
     use std::process::Stdio;
 
-    let server = private_server();
-    let target = server.connect_options("postgres");
+    let db = inrush_testkit::Db::fresh("cli");
+    let target = db.target.clone();
     target
         .execute_blocking("CREATE TABLE t (id int PRIMARY KEY)")
         .unwrap();
-    let conninfo = server.conninfo("postgres");
+    let conninfo = db.conninfo.clone();
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.csv");
     std::fs::write(&input, "id,zip\n1,01234\n").unwrap();
