@@ -540,18 +540,6 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
     let parquet_path = dir.path().join("in.parquet");
     to_parquet(&rows, 400, &parquet_path);
     server_table(&mut source, "src", &rows);
-    let types = |db: &mut support::TestDb, table: &str| -> Vec<String> {
-        db.client
-            .query(
-                "SELECT attname || ' ' || format_type(atttypid, atttypmod) FROM pg_attribute \
-                 WHERE attrelid = $1::text::regclass AND attnum > 0 ORDER BY attnum",
-                &[&table],
-            )
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect()
-    };
     let cases: Vec<(&str, Box<dyn Fn(&mut inrush_load::LoadOptions)>, &str)> = vec![
         ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc jsonb, note text"),
         ("from_jsonl", Box::new(|o| o.inputs = vec![jsonl_path.display().to_string()]), "amount numeric, doc jsonb, flag boolean, id integer, name text, note text, tags jsonb"),
@@ -566,7 +554,7 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
         setup(&mut opts);
         let summary = load(&opts, &inrush_core::Silent).unwrap();
         assert_eq!(summary.rows, 1500, "{table}");
-        assert_eq!(types(&mut db, table).join(", "), expected_types, "{table}");
+        assert_eq!(column_types(&mut db, table), expected_types, "{table}");
         assert!(
             summary
                 .notes
