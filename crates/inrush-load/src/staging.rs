@@ -34,7 +34,7 @@ impl Staging {
                 "--on-conflict update needs a primary key on {target}: it says which row a row replaces"
             )));
         }
-        if !has_unique_index(client, table).await? {
+        if !table.indexes(client).await?.iter().any(|i| i.unique) {
             return Err(crate::Error::Usage(format!(
                 "--on-conflict needs a primary key or unique constraint on {target}: without one no row conflicts with another"
             )));
@@ -125,21 +125,6 @@ impl Staging {
             }
         }
     }
-}
-
-/// Whether any unique index (a primary key, a unique constraint or index) can make rows conflict.
-async fn has_unique_index(client: &Client, table: &TableInfo) -> Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = $1 AND indisunique)",
-            &[&table.oid],
-        )
-        .await
-        .map_err(|cause| Error::Query {
-            what: "looking for a unique index".into(),
-            cause,
-        })?;
-    Ok(row.get(0))
 }
 
 /// The primary key's columns, in key order.
