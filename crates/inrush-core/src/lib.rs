@@ -7,6 +7,7 @@
 //! Does not own: reading input (`inrush-read`), turning values into wire bytes (`inrush-encode`),
 //! talking to a server (`inrush-postgres`) or the shape of the pipeline (`inrush-load`).
 
+pub mod catalog;
 pub mod location;
 pub mod progress;
 pub mod schema;

@@ -2,32 +2,31 @@
 
 use crate::{Error, Result};
 use inrush_core::TargetColumn;
-use inrush_postgres::TableInfo;
 
 /// Maps input fields to table columns: `explicit` (`--columns`) wins, then the header's names
 /// (exact match, else a unique case-insensitive match), else every column in table order.
 /// The header comes with what it is, for messages (`the header of orders.csv`). Columns the
 /// input does not name take their defaults.
 pub fn map_columns(
-    table: &TableInfo,
+    columns: &[TargetColumn],
+    table: &str,
     explicit: Option<&[String]>,
     header: Option<(&[String], &str)>,
 ) -> Result<Vec<TargetColumn>> {
     let (names, source): (Vec<String>, &str) = match (explicit, header) {
         (Some(cols), _) => (cols.to_vec(), "--columns"),
         (None, Some((header, origin))) => (header.to_vec(), origin),
-        (None, None) => return Ok(table.columns.clone()),
+        (None, None) => return Ok(columns.to_vec()),
     };
     let mut mapped: Vec<TargetColumn> = Vec::with_capacity(names.len());
     for name in &names {
-        let column = position_by_name(table.columns.iter().map(|c| c.name.as_str()), name)
-            .map(|i| &table.columns[i]);
+        let column =
+            position_by_name(columns.iter().map(|c| c.name.as_str()), name).map(|i| &columns[i]);
         let Some(column) = column else {
             return Err(Error::Columns(format!(
                 "column {name:?} named by {source} is not a column of {} (it has: {})",
-                table.qualified(),
-                table
-                    .columns
+                table,
+                columns
                     .iter()
                     .map(|c| c.name.as_str())
                     .collect::<Vec<_>>()

@@ -72,6 +72,13 @@ pub enum Error {
         holding: usize,
         connections: usize,
     },
+    /// A target engine other than PostgreSQL failed (opening the database, a statement).
+    #[error("{engine}: {what}: {message}")]
+    Engine {
+        engine: &'static str,
+        what: String,
+        message: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }

@@ -119,7 +119,7 @@ impl Interrupt {
     }
 
     /// Enters the commit unless a stop was asked first; false: roll back instead.
-    pub(crate) fn begin_commit(&self) -> bool {
+    pub fn begin_commit(&self) -> bool {
         self.0
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| {
                 (s & STOP == 0).then_some(s | COMMITTED)

@@ -209,7 +209,7 @@ impl LoadOptions {
 
     /// Why the load keeps its keys (primary, unique, foreign) whatever the plan's size rule
     /// says, if it must.
-    pub(crate) fn keeps_keys(&self) -> Option<&'static str> {
+    pub fn keeps_keys(&self) -> Option<&'static str> {
         if self.max_errors > 0 {
             Some("--max-errors: the server names each row that breaks a key, which goes to the reject file")
         } else if self.resume {

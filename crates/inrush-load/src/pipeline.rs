@@ -20,7 +20,7 @@ use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
 use crate::worker::WorkerPlan;
-use crate::worker::{csv_line, ArrowPlan, Decode};
+use crate::worker::{csv_line, ArrowPlan, Decode, Rows};
 use crate::LoadPlan;
 use crate::{order, sort, watch};
 use crate::{Error, LoadOptions, LoadSummary, OnConflict, Result};
@@ -71,7 +71,7 @@ impl Shared {
         self.cancelled.store(true, Ordering::Relaxed);
     }
 
-    fn take_error(&self) -> Option<Error> {
+    pub fn take_error(&self) -> Option<Error> {
         self.first_error
             .lock()
             .ok()
@@ -99,35 +99,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     };
     let runtime = runtime()?;
     let progress = Arc::new(Progress::default());
-    let sources = Arc::new(Sources::from_options(opts)?);
-    progress
-        .bytes_total
-        .store(sources.size().unwrap_or(0), Ordering::Relaxed);
+    let Inputs {
+        sources,
+        query_types,
+        mut first,
+        header_names,
+        projections,
+    } = Inputs::open(opts, &progress)?;
     let input_name = sources.describe();
     let input_size = sources.size();
-    // The first text source is opened here: its header (or first JSON line) names the
-    // columns. Columnar files name them in their schema.
-    // A query names its columns (and types) itself: nothing is opened before the target is
-    // known, which decides whether its rows come as CSV or as binary tuples.
-    let query_types = match sources.query() {
-        Some((from, sql)) => Some(inrush_postgres::copy_out::column_types(from, sql)?),
-        None => None,
-    };
-    let (mut first, header_names, projections) = if sources.columnar() {
-        let (names, projections) = sources.columnar_projection(opts.columns.as_deref())?;
-        (None, Some(names), projections)
-    } else if let Some(types) = &query_types {
-        let names = types.iter().map(|(name, _)| name.clone()).collect();
-        (None, Some(names), Vec::new())
-    } else {
-        let first = sources.open(0, progress.bytes_read.clone())?;
-        let names = match (&first.header, first.pending.first()) {
-            (Some((names, _)), _) => Some(names.clone()),
-            (None, Some(line)) => Some(first_line_keys(line, &sources.list[0])?),
-            (None, None) => None,
-        };
-        (Some(first), names, Vec::new())
-    };
     let control = runtime.block_on(opts.target.connect())?;
     // --create: the table is made in a transaction on the control connection only to read it
     // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
@@ -135,16 +115,13 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let create_sql = match opts.create {
         false => None,
         true => {
-            // A query's columns and types were read already; files are typed from themselves.
-            let columns = match &query_types {
-                Some(types) => types.clone(),
-                None => crate::create::column_types(
-                    &sources,
-                    header_names.as_deref(),
-                    &projections,
-                    first.as_mut(),
-                )?,
-            };
+            let columns = create_columns(
+                &sources,
+                &query_types,
+                header_names.as_deref(),
+                &projections,
+                first.as_mut(),
+            )?;
             Some(runtime.block_on(crate::create::table_ddl(
                 &control,
                 &opts.table,
@@ -190,13 +167,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let origin = sources.names_origin();
     let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
-    let columns = map_columns(&table, explicit, header_origin)?;
-    // What the reject file starts with: the CSV header, or a columnar file's column names.
-    let header: Option<bytes::Bytes> = match (&first, &header_names) {
-        (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
-        (None, Some(names)) => Some(csv_line(names.iter().map(|n| Some(n.as_str()))).into()),
-        (None, None) => None,
-    };
+    let columns = map_columns(&table.columns, &table.qualified(), explicit, header_origin)?;
+    let header = reject_header(first.as_ref(), header_names.as_deref());
     let arrow = projections
         .into_iter()
         .zip(&sources.list)
@@ -326,13 +298,15 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
         decode,
         sources: sources.clone(),
         columns,
-        format,
-        ctx: EncodeContext {
-            server_version_num: session.server_version_num,
-            session_time_zone_is_utc: session.time_zone_is_utc(),
-            date_order: DateOrder::of_date_style(&session.date_style),
+        rows: Rows::Copy {
+            format,
+            ctx: EncodeContext {
+                server_version_num: session.server_version_num,
+                session_time_zone_is_utc: session.time_zone_is_utc(),
+                date_order: DateOrder::of_date_style(&session.date_style),
+            },
+            target: opts.target.clone(),
         },
-        target: opts.target.clone(),
         relation: table.name.clone(),
         ordinal: staging.is_some(),
         arrow,
@@ -554,7 +528,14 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                             let streamed = match resume {
                                 Some((identity, _, _)) => {
                                     sink::run_resumable(
-                                        client, statement, format, chunks, shared, plan, identity,
+                                        client,
+                                        statement,
+                                        format,
+                                        chunks,
+                                        shared,
+                                        plan,
+                                        identity,
+                                        &opts.target,
                                     )
                                     .await
                                 }
@@ -782,7 +763,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     if summary.loaded {
         let sql = match load_plan.after {
             Maintenance::None => None,
-            Maintenance::Analyze | Maintenance::AnalyzeFrozen => {
+            Maintenance::Analyze | Maintenance::AnalyzeFrozen | Maintenance::AnalyzeOnly => {
                 Some(format!("ANALYZE {}", table.qualified()))
             }
             Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
@@ -943,7 +924,7 @@ async fn commit(finished: &[Finished]) -> Result<()> {
 
 /// `data.csv` → `data.csv.rejects`; standard input, a query or several inputs →
 /// `inrush.rejects` here.
-fn default_rejects_path(sources: &Sources) -> PathBuf {
+pub(crate) fn default_rejects_path(sources: &Sources) -> PathBuf {
     match &sources.list[..] {
         [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => {
             PathBuf::from(format!("{}.rejects", one.name))
@@ -966,7 +947,7 @@ fn json_form(value_type: &ValueType) -> ColumnForm {
 /// Starts the reader threads: each takes the next unread source, cuts it into blocks and
 /// sends them on. The first source comes already opened; every other CSV source's header
 /// must name the same columns as the first one's.
-fn start_readers(
+pub(crate) fn start_readers(
     sources: &Arc<Sources>,
     first: Option<Opened>,
     first_header: Option<Vec<String>>,
@@ -1147,6 +1128,84 @@ async fn decide_plan(
 }
 
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.
+/// The inputs of a load, opened far enough to name their columns.
+pub(crate) struct Inputs {
+    pub sources: Arc<Sources>,
+    /// A query's column names and types, read from its server.
+    pub query_types: Option<Vec<(String, String)>>,
+    /// The first text source, opened: its header (or first JSON line) names the columns.
+    pub first: Option<Opened>,
+    pub header_names: Option<Vec<String>>,
+    /// Columnar files: per source, the fields that feed the columns.
+    pub projections: Vec<Vec<usize>>,
+}
+
+impl Inputs {
+    pub fn open(opts: &LoadOptions, progress: &Progress) -> Result<Inputs> {
+        let sources = Arc::new(Sources::from_options(opts)?);
+        progress
+            .bytes_total
+            .store(sources.size().unwrap_or(0), Ordering::Relaxed);
+        // The first text source is opened here: its header (or first JSON line) names the
+        // columns. Columnar files name them in their schema.
+        // A query names its columns (and types) itself: nothing is opened before the target is
+        // known, which decides whether its rows come as CSV or as binary tuples.
+        let query_types = match sources.query() {
+            Some((from, sql)) => Some(inrush_postgres::copy_out::column_types(from, sql)?),
+            None => None,
+        };
+        let (first, header_names, projections) = if sources.columnar() {
+            let (names, projections) = sources.columnar_projection(opts.columns.as_deref())?;
+            (None, Some(names), projections)
+        } else if let Some(types) = &query_types {
+            let names = types.iter().map(|(name, _)| name.clone()).collect();
+            (None, Some(names), Vec::new())
+        } else {
+            let first = sources.open(0, progress.bytes_read.clone())?;
+            let names = match (&first.header, first.pending.first()) {
+                (Some((names, _)), _) => Some(names.clone()),
+                (None, Some(line)) => Some(first_line_keys(line, &sources.list[0])?),
+                (None, None) => None,
+            };
+            (Some(first), names, Vec::new())
+        };
+        Ok(Inputs {
+            sources,
+            query_types,
+            first,
+            header_names,
+            projections,
+        })
+    }
+}
+
+/// `--create`: the columns' names and types. A query's were read already; files are typed
+/// from themselves.
+pub(crate) fn create_columns(
+    sources: &Sources,
+    query_types: &Option<Vec<(String, String)>>,
+    header_names: Option<&[String]>,
+    projections: &[Vec<usize>],
+    first: Option<&mut Opened>,
+) -> Result<Vec<(String, String)>> {
+    match query_types {
+        Some(types) => Ok(types.clone()),
+        None => crate::create::column_types(sources, header_names, projections, first),
+    }
+}
+
+/// What the reject file starts with: the CSV header, or a columnar file's column names.
+pub(crate) fn reject_header(
+    first: Option<&Opened>,
+    header_names: Option<&[String]>,
+) -> Option<bytes::Bytes> {
+    match (first, header_names) {
+        (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
+        (None, Some(names)) => Some(csv_line(names.iter().map(|n| Some(n.as_str()))).into()),
+        (None, None) => None,
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -5,7 +5,7 @@
 //! indexes present, 6.3 s loading first and indexing after).
 
 use inrush_core::{ScalarType, TargetColumn, ValueType};
-use inrush_postgres::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
+use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
 use std::fmt;
 
 /// The user's say in the plan.
@@ -91,6 +91,8 @@ pub enum Maintenance {
     VacuumAnalyze,
     /// Statistics only: COPY FREEZE wrote the rows frozen and all-visible already.
     AnalyzeFrozen,
+    /// Statistics only: the engine keeps no visibility map or hint bits (SQLite).
+    AnalyzeOnly,
 }
 
 /// The plan for one load.
@@ -488,6 +490,7 @@ impl fmt::Display for LoadPlan {
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
             Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so first queries neither rewrite pages for hint bits nor plan without statistics"),
             Maintenance::AnalyzeFrozen => writeln!(f, "  after the load: ANALYZE only (TRUNCATE + COPY FREEZE in one transaction wrote the rows frozen and all-visible)"),
+            Maintenance::AnalyzeOnly => writeln!(f, "  after the load: ANALYZE, statistics for the query planner, in the load's transaction"),
         }
     }
 }

@@ -261,6 +261,7 @@ pub(crate) async fn run_resumable(
     shared: &Shared,
     plan: &WorkerPlan,
     input: &InputIdentity,
+    reconnect: &inrush_postgres::ConnectOptions,
 ) -> Result<Finished> {
     let mut client = client;
     let mut refused = 0;
@@ -309,7 +310,7 @@ pub(crate) async fn run_resumable(
                         input.input
                     );
                     tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
-                    let Ok(fresh) = plan.target.connect().await else {
+                    let Ok(fresh) = reconnect.connect().await else {
                         continue;
                     };
                     client = fresh;

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
+use crate::target::RowEncoder;
 use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
 use inrush_postgres::copy::CopyFormat;
 use inrush_postgres::resolve::Resolver;
@@ -140,11 +141,16 @@ impl ChunkRows {
 
 /// Asks the server for a value the client deferred, appending its binary form.
 fn resolve_into(
-    resolver: &mut Resolver,
+    resolver: &mut Option<Resolver>,
     column: usize,
     text: &str,
     buf: &mut Vec<u8>,
 ) -> Result<(), FieldError> {
+    let Some(resolver) = resolver else {
+        return Err(FieldError::Refused(
+            "internal error: a deferred value with no PostgreSQL server to read it".into(),
+        ));
+    };
     match resolver.resolve(column, text) {
         Ok(Ok(value)) => {
             buf.extend_from_slice(&value);
@@ -163,14 +169,25 @@ pub(crate) enum Decode {
     Jsonl(JsonLineParser),
 }
 
+/// What a worker makes of a record's values.
+pub(crate) enum Rows {
+    /// PostgreSQL's COPY tuples (binary, or text lines); values the client defers are read by
+    /// the server's own input functions, through a connection to `target`.
+    Copy {
+        format: CopyFormat,
+        ctx: EncodeContext,
+        target: ConnectOptions,
+    },
+    /// Another target's rows, made by its encoder (see [`crate::target`]).
+    Target(Box<dyn RowEncoder>),
+}
+
 /// Everything a worker needs, shared read-only by all workers.
 pub(crate) struct WorkerPlan {
     pub decode: Decode,
     pub sources: Arc<Sources>,
     pub columns: Vec<TargetColumn>,
-    pub format: CopyFormat,
-    pub ctx: EncodeContext,
-    pub target: ConnectOptions,
+    pub rows: Rows,
     /// The relation's bare name, as the server names it in NOT NULL messages.
     pub relation: String,
     /// Append each record's byte offset in the input as a last bigint field: the input order,
@@ -264,7 +281,10 @@ impl WorkerPlan {
         work: flume::Receiver<Work>,
         chunks: flume::Sender<Chunk>,
     ) -> u64 {
-        let mut resolver = Resolver::new(self.target.clone(), self.columns.clone());
+        let mut resolver = match &self.rows {
+            Rows::Copy { target, .. } => Some(Resolver::new(target.clone(), self.columns.clone())),
+            Rows::Target(_) => None,
+        };
         loop {
             let work = match work.recv_timeout(CANCEL_POLL) {
                 Ok(work) => work,
@@ -326,7 +346,7 @@ impl WorkerPlan {
                 }
             }
         }
-        resolver.round_trips
+        resolver.map_or(0, |r| r.round_trips)
     }
 
     fn source(&self, source: u32) -> &Source {
@@ -339,7 +359,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         block: &Block,
-        resolver: &mut Resolver,
+        resolver: &mut Option<Resolver>,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
         // Single-byte encodings become UTF-8 here, on every core; the rest of the block's way
@@ -435,7 +455,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         part: &Part,
-        resolver: &mut Resolver,
+        resolver: &mut Option<Resolver>,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -509,10 +529,15 @@ impl WorkerPlan {
         columns: &[Prepared],
         row: usize,
         out: &mut TupleWriter,
-        resolver: &mut Resolver,
+        resolver: &mut Option<Resolver>,
         text: &mut String,
     ) -> Result<(), (usize, FieldError)> {
-        if self.format == CopyFormat::Text {
+        let no_server = EncodeContext::default();
+        let (format, ctx) = match &self.rows {
+            Rows::Copy { format, ctx, .. } => (*format, ctx),
+            Rows::Target(_) => (CopyFormat::Text, &no_server),
+        };
+        if format == CopyFormat::Text {
             let mut values = Vec::with_capacity(columns.len());
             for (i, column) in columns.iter().enumerate() {
                 if column.is_null(row) {
@@ -530,7 +555,10 @@ impl WorkerPlan {
                 }
             }
             let fields = values.iter().map(|v| v.as_deref().map(str::as_bytes));
-            return self.encode_text_row(fields, out, None);
+            return match &self.rows {
+                Rows::Target(encoder) => encode_target_row(encoder.as_ref(), fields, out),
+                Rows::Copy { .. } => self.encode_text_row(fields, out, None),
+            };
         }
         let mark = out.begin_tuple(self.columns.len() as u16);
         for (i, (prepared, column)) in columns.iter().zip(&self.columns).enumerate() {
@@ -544,7 +572,7 @@ impl WorkerPlan {
             }
             let written = out.field(|buf| {
                 let start = buf.len();
-                match prepared.encode(row, &self.ctx, buf) {
+                match prepared.encode(row, ctx, buf) {
                     Ok(()) => Ok(()),
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {
@@ -586,7 +614,7 @@ impl WorkerPlan {
         start: usize,
         fields: &Fields<'_>,
         out: &mut TupleWriter,
-        resolver: &mut Resolver,
+        resolver: &mut Option<Resolver>,
     ) -> Result<()> {
         let data = &block.data[..];
         if fields.len() != self.columns.len() {
@@ -597,9 +625,17 @@ impl WorkerPlan {
         }
         let ordinal = self.ordinal.then_some(block.offset + start as u64);
         let values = (0..fields.len()).map(|i| fields.get(data, i));
-        match self.format {
-            CopyFormat::Binary => self.encode_binary_row(values, out, resolver, ordinal),
-            CopyFormat::Text => self.encode_text_row(values, out, ordinal),
+        match &self.rows {
+            Rows::Copy {
+                format: CopyFormat::Binary,
+                ctx,
+                ..
+            } => self.encode_binary_row(values, out, resolver, ctx, ordinal),
+            Rows::Copy {
+                format: CopyFormat::Text,
+                ..
+            } => self.encode_text_row(values, out, ordinal),
+            Rows::Target(encoder) => encode_target_row(encoder.as_ref(), values, out),
         }
         .map_err(|(col, e)| match e {
             FieldError::Resolver(e) => Error::Postgres(e),
@@ -616,7 +652,8 @@ impl WorkerPlan {
         &self,
         fields: impl Iterator<Item = Option<&'f [u8]>>,
         out: &mut TupleWriter,
-        resolver: &mut Resolver,
+        resolver: &mut Option<Resolver>,
+        ctx: &EncodeContext,
         ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
@@ -634,7 +671,7 @@ impl WorkerPlan {
             let text = unsafe { std::str::from_utf8_unchecked(bytes) };
             let written = out.field(|buf| {
                 let start = buf.len();
-                match encode_value(&column.value_type, column.typmod, text, &self.ctx, buf) {
+                match encode_value(&column.value_type, column.typmod, text, ctx, buf) {
                     Ok(()) => Ok(()),
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {
@@ -790,6 +827,19 @@ impl WorkerPlan {
             }
         }
     }
+}
+
+/// A row for another target: its encoder checks and writes every value.
+fn encode_target_row<'f>(
+    encoder: &dyn RowEncoder,
+    fields: impl Iterator<Item = Option<&'f [u8]>>,
+    out: &mut TupleWriter,
+) -> Result<(), (usize, FieldError)> {
+    // Safe: fields are UTF-8, as in `encode_binary_row`.
+    let mut texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
+    encoder
+        .encode(&mut texts, out.bytes_mut())
+        .map_err(|(i, reason)| (i, FieldError::Refused(reason)))
 }
 
 /// Reads the records of one block, whatever the input format; `next` is where the record

@@ -1,0 +1,330 @@
+//! A load into a target behind the [`Target`] interface: the pipeline's stages (readers,
+//! workers on every core, the order stage when the outcome depends on the input's order, the
+//! reject file, progress, interrupts) feeding one [`Writer`] on this thread.
+//!
+//! All or nothing: the writer holds the load's one transaction, and any error, a refused row
+//! the user does not allow, or an interrupt before the commit drops it, which rolls back.
+
+use crate::columns::map_columns;
+use crate::pipeline::{create_columns, reject_header, start_readers, Inputs, Shared, CANCEL_POLL};
+use crate::rejects::Rejects;
+use crate::summary::Phases;
+use crate::target::{Target, Writer};
+use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
+use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
+use inrush_core::{Phase, Progress, Reporter};
+use inrush_read::inputs::InputFormat;
+use inrush_read::jsonl::{ColumnForm, JsonLineParser};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Loads `opts`' inputs into `opts.table` of `target`.
+pub fn load_into(
+    target: &dyn Target,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+) -> Result<LoadSummary> {
+    let started = Instant::now();
+    reporter.phase(Phase::Inspect);
+    opts.validate()?;
+    target.refuse(opts)?;
+    let progress = Arc::new(Progress::default());
+    let Inputs {
+        sources,
+        query_types,
+        mut first,
+        header_names,
+        projections,
+    } = Inputs::open(opts, &progress)?;
+    let create = match opts.create {
+        true => Some(create_columns(
+            &sources,
+            &query_types,
+            header_names.as_deref(),
+            &projections,
+            first.as_mut(),
+        )?),
+        false => None,
+    };
+    let table = target.prepare(opts, create.as_deref())?;
+    let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
+    let origin = sources.names_origin();
+    let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
+    let columns = map_columns(&table.columns, &table.name, explicit, header_origin)?;
+    let arrow = projections
+        .into_iter()
+        .zip(&sources.list)
+        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
+        .collect::<Result<Vec<_>>>()?;
+    let rejects = match opts.max_errors {
+        0 => None,
+        limit => {
+            let path = opts
+                .rejects
+                .clone()
+                .unwrap_or_else(|| crate::pipeline::default_rejects_path(&sources));
+            let header = reject_header(first.as_ref(), header_names.as_deref());
+            Some(Rejects::create(&path, limit, header.as_deref(), false)?)
+        }
+    };
+    let decode = match sources.format {
+        InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
+            &columns
+                .iter()
+                .map(|c| (c.name.clone(), ColumnForm::Plain))
+                .collect::<Vec<_>>(),
+        )),
+        _ => Decode::Csv,
+    };
+    let plan = WorkerPlan {
+        decode,
+        sources: sources.clone(),
+        columns: columns.clone(),
+        rows: Rows::Target(target.encoder(&table, &columns)?),
+        relation: table.name.clone(),
+        ordinal: false,
+        arrow,
+        chunk_bytes: opts.block_size.max(64 * 1024),
+    };
+    let load_plan = target.plan(&table, opts, sources.size())?;
+    let mut notes: Vec<String> = sources.skipped_note().into_iter().collect();
+    if let Some(sql) = &table.create_sql {
+        notes.push(match opts.check_only {
+            true => format!("--create: would run {sql} (--check: nothing was created)"),
+            false => format!("--create: {sql}, in the load's own transaction"),
+        });
+    }
+    let writer = match opts.check_only {
+        true => None,
+        false => Some(target.writer(&table, &columns, &load_plan, opts)?),
+    };
+    let inspected = Instant::now();
+
+    reporter.phase(Phase::Load);
+    // Which row is refused and which key wins must not depend on which worker finished first.
+    let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
+    let shared = Arc::new(Shared::new(progress.clone(), rejects));
+    let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
+    let (chunk_tx, worker_chunks) = flume::bounded(opts.workers.max(1) * 2);
+    let (middle, chunk_rx) = match ordered {
+        false => (None, worker_chunks),
+        true => {
+            let (to_writer, chunk_rx) = flume::bounded(opts.workers.max(1) * 2);
+            (Some((worker_chunks, to_writer)), chunk_rx)
+        }
+    };
+    let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
+    // Not scoped: a read from a pipe that never ends cannot be interrupted (see `pipeline`).
+    let readers = start_readers(
+        &sources,
+        first,
+        header_names.clone().filter(|_| sources.csv.header),
+        Default::default(),
+        if ordered { 1 } else { opts.workers.max(1) },
+        &shared,
+        block_tx,
+    )
+    .map_err(spawn_error)?;
+    let done = AtomicBool::new(false);
+    let (written, writer) = std::thread::scope(|scope| -> Result<_> {
+        let shared = &*shared;
+        let mut writer = writer;
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        let mut workers = Vec::new();
+        for i in 0..opts.workers.max(1) {
+            let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
+            let handle = spawn(format!("inrush-encode-{i}"))
+                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
+            workers.push(handle.map_err(spawn_error)?);
+        }
+        drop((block_rx, chunk_tx));
+        let middle = match middle {
+            Some((from_workers, to_writer)) => Some(
+                spawn("inrush-order".into())
+                    .spawn_scoped(scope, move || order::run(from_workers, to_writer, shared))
+                    .map_err(spawn_error)?,
+            ),
+            None => None,
+        };
+        let ticker = spawn("inrush-progress".into())
+            .spawn_scoped(scope, || {
+                while !done.load(Ordering::Relaxed) {
+                    if opts.interrupt.is_set() {
+                        shared.fail(Error::Interrupted);
+                    }
+                    reporter.progress(progress.snapshot());
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+            .map_err(spawn_error)?;
+        let written = write_all(writer.as_mut(), &chunk_rx, &plan, shared);
+        drop(chunk_rx);
+        let written = written.unwrap_or_else(|e| {
+            shared.fail(e);
+            0
+        });
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+        }
+        if let Some(middle) = middle {
+            middle
+                .join()
+                .map_err(|_| Error::Internal("the order stage panicked".into()))?;
+        }
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        Ok((written, writer))
+    })?;
+    reporter.progress(progress.snapshot());
+    if !shared.is_cancelled() {
+        for reader in readers {
+            reader
+                .join()
+                .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+        }
+    }
+    // The reject file is kept whatever happens: it describes the rows refused so far.
+    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
+    if let Some(error) = shared.take_error() {
+        return Err(error);
+    }
+    flushed?;
+    let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
+    let loaded_at = Instant::now();
+    let committed = match writer {
+        Some(writer) => {
+            if opts.interrupt.is_set() {
+                return Err(Error::Interrupted);
+            }
+            reporter.phase(Phase::Commit);
+            Some(writer.commit()?)
+        }
+        None => None,
+    };
+    let rows = written;
+    let bytes = progress.bytes_read.load(Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
+    let load_seconds = (loaded_at - inspected).as_secs_f64();
+    let (rebuild, maintain) = committed
+        .as_ref()
+        .map_or((0.0, 0.0), |c| (c.rebuild_seconds, c.maintain_seconds));
+    if let Some(c) = committed {
+        notes.extend(c.notes);
+    }
+    reporter.phase(Phase::Done);
+    Ok(LoadSummary {
+        input: sources.describe(),
+        table: table.name.clone(),
+        rows,
+        bytes,
+        seconds,
+        rows_per_second: rows as f64 / seconds.max(1e-9),
+        megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+        load_rows_per_second: rows as f64 / load_seconds.max(1e-9),
+        load_megabytes_per_second: bytes as f64 / 1e6 / load_seconds.max(1e-9),
+        wal_bytes: None,
+        connections: usize::from(!opts.check_only),
+        workers: opts.workers.max(1),
+        copy_format: "multi-row INSERT",
+        text_reason: None,
+        values_resolved_by_server: 0,
+        server_version: target.version(),
+        rows_rejected: rejected,
+        rejects_file: shared
+            .rejects
+            .as_ref()
+            .map(|r| r.path.display().to_string()),
+        rejects_log: shared
+            .rejects
+            .as_ref()
+            .map(|r| r.log_path.display().to_string()),
+        loaded: !opts.check_only,
+        rows_resumed: 0,
+        plan: load_plan,
+        phases: Phases {
+            inspect: (inspected - started).as_secs_f64(),
+            drop_indexes: 0.0,
+            load: load_seconds,
+            rebuild_indexes: rebuild,
+            maintain,
+        },
+        notes,
+    })
+}
+
+/// Hands every chunk to the writer (or, for `--check`, counts its rows) until the queue
+/// closes or the load is cancelled; returns the rows written.
+fn write_all(
+    mut writer: Option<&mut Box<dyn Writer>>,
+    chunks: &flume::Receiver<Chunk>,
+    plan: &WorkerPlan,
+    shared: &Shared,
+) -> Result<u64> {
+    let mut written = 0;
+    loop {
+        let chunk = match chunks.recv_timeout(CANCEL_POLL) {
+            Ok(chunk) => chunk,
+            Err(flume::RecvTimeoutError::Timeout) if !shared.is_cancelled() => continue,
+            Err(_) => return Ok(written),
+        };
+        if shared.is_cancelled() {
+            return Ok(written);
+        }
+        written += match writer.as_mut() {
+            None => chunk.rows,
+            Some(writer) => writer.write(&chunk.data, chunk.rows, &mut |i, reason| {
+                refuse_row(&chunk, i, reason, plan, shared)
+            })?,
+        };
+    }
+}
+
+/// A row the engine refused: into the reject file when the user allows rejects, else the
+/// load's error, naming the row.
+fn refuse_row(
+    chunk: &Chunk,
+    i: usize,
+    reason: String,
+    plan: &WorkerPlan,
+    shared: &Shared,
+) -> Result<()> {
+    if let (Some(rejects), Some(index)) = (&shared.rejects, &chunk.rows_index) {
+        let (raw, location) = plan.row_source(chunk, index, i);
+        return rejects.reject(raw, false, &location, &reason, None);
+    }
+    let location = plan
+        .locate_row(
+            chunk.source,
+            chunk.first_line,
+            chunk.offset,
+            chunk.len,
+            i as u64,
+        )
+        .unwrap_or_else(|| plan.chunk_location(chunk.source, chunk.first_line));
+    Err(Error::ServerRefused {
+        location: Some(location),
+        message: reason,
+        sqlstate: None,
+    })
+}
+
+/// What a load of `input` (its size decides) into `opts.table` of `target` would do, without
+/// doing it (`inrush plan`).
+pub fn plan_into(target: &dyn Target, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
+    let input_size = match input {
+        Some(path) => Some(
+            std::fs::metadata(path)
+                .map_err(|cause| inrush_read::Error::Open {
+                    path: path.into(),
+                    cause,
+                })?
+                .len(),
+        ),
+        None => None,
+    };
+    let table = target.prepare(opts, None)?;
+    target.plan(&table, opts, input_size)
+}

@@ -1,0 +1,103 @@
+//! What the pipeline asks of a target engine: the interface a target crate implements.
+//!
+//! The pipeline owns the inputs (sources, splitting, parsing on every core, the reject file,
+//! the order of rows, progress and interrupts); a target owns everything said to its engine:
+//! its catalog, how a field's text becomes a value it stores (checked, so a bad value is a
+//! rejected row and never a silent change), how rows are written and committed, and what is
+//! done around the load. [`load_into`](crate::load_into) drives any [`Target`].
+//!
+//! The flow: [`Target::prepare`] reads (or, for `--create`, designs) the table; the pipeline
+//! maps input fields to its columns and shares one [`RowEncoder`] among its workers, whose
+//! encoded rows go in chunks to one [`Writer`] on a thread of its own; when every chunk is
+//! written, [`Writer::commit`] makes the load visible, all or nothing.
+//!
+//! PostgreSQL still runs through its own pipeline (`crate::pipeline`), which this interface is
+//! being grown to carry (see docs/ARCHITECTURE.md).
+
+use crate::{LoadOptions, LoadPlan, Result};
+use inrush_core::TargetColumn;
+
+/// A target engine, opened on one database.
+pub trait Target: Sync {
+    /// The engine and its version, for the summary (`SQLite 3.50.4`).
+    fn version(&self) -> String;
+
+    /// Options this target cannot honour, refused with [`crate::Error::Usage`] (naming the
+    /// option and why) before anything is read or changed.
+    fn refuse(&self, opts: &LoadOptions) -> Result<()>;
+
+    /// Reads the table (`create`: the columns `--create` inferred, as names and SQL types,
+    /// with `--types` already applied; the table is made inside the load's own transaction).
+    fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, String)]>) -> Result<Table>;
+
+    /// The values check and encoder for the columns the input feeds, shared by every worker.
+    fn encoder(&self, table: &Table, columns: &[TargetColumn]) -> Result<Box<dyn RowEncoder>>;
+
+    /// What the load does around the rows (indexes dropped and built after, statistics), for
+    /// `load_bytes` of input; `inrush plan` prints it, the writer carries it out.
+    fn plan(&self, table: &Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan>;
+
+    /// Starts the load: the transaction, the plan's steps before the rows. Rows come to the
+    /// writer in chunks of what the encoder wrote.
+    fn writer(
+        &self,
+        table: &Table,
+        columns: &[TargetColumn],
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+    ) -> Result<Box<dyn Writer>>;
+}
+
+/// A table as a target describes it to the pipeline.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// How messages name it.
+    pub name: String,
+    /// Every column, in table order (for `--columns` and header mapping).
+    pub columns: Vec<TargetColumn>,
+    /// Bytes the table holds now, if known (for deciding the plan).
+    pub bytes: Option<u64>,
+    /// `--create`: the statement that makes the table, run in the load's transaction.
+    pub create_sql: Option<String>,
+}
+
+/// Turns one record's fields into the target's form of a row.
+pub trait RowEncoder: Send + Sync {
+    /// Appends the row made of `fields` (one per mapped column, `None` for NULL) to `out`.
+    /// A refused value leaves `out` as it was and names its column (an index into `fields`)
+    /// and the reason.
+    fn encode(
+        &self,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), (usize, String)>;
+}
+
+/// Writes encoded rows inside the load's transaction; dropping it rolls back.
+pub trait Writer: Send {
+    /// Writes `rows` rows encoded in `data`. A row the engine refuses (a constraint) is passed
+    /// to `refused` with its index in the chunk and the engine's message; when `refused`
+    /// accepts it (the user allows rejects) the other rows are written, else the load ends
+    /// with its error. Returns how many rows were written.
+    fn write(
+        &mut self,
+        data: &[u8],
+        rows: u64,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64>;
+
+    /// Finishes what the plan does after the rows (indexes back, ANALYZE) and commits.
+    fn commit(self: Box<Self>) -> Result<Committed>;
+}
+
+/// What a committed load did beside writing rows.
+#[derive(Debug, Clone, Default)]
+pub struct Committed {
+    /// The plan as carried out, one line per step, for the summary.
+    pub steps: Vec<String>,
+    pub notes: Vec<String>,
+    /// Seconds spent building dropped indexes again.
+    pub rebuild_seconds: f64,
+    /// Seconds spent on statistics (ANALYZE) and the like.
+    pub maintain_seconds: f64,
+}
