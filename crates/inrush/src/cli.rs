@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use inrush_encode::DateOrder;
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
+use inrush_sqlite::SqliteTarget;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::generate::{self, Schema, TextFormat};
@@ -141,7 +142,9 @@ pub struct LoadArgs {
     #[arg(long, requires = "from_query")]
     pub split_by: Option<String>,
     /// Target: a libpq URI or key=value string; PG* variables and .pgpass fill the gaps, as for
-    /// psql (so without --to, PGHOST, PGUSER... or the local socket are used).
+    /// psql (so without --to, PGHOST, PGUSER... or the local socket are used). Or a SQLite
+    /// database file: sqlite:///path/to.db, or a path ending in .db, .sqlite or .sqlite3
+    /// (created when missing).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Target table, as in SQL: `orders`, `sales.orders`, `"Orders"`.
@@ -313,7 +316,7 @@ impl PlanFlags {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// The server, as for `load --to` (a libpq URI or key=value string).
+    /// The server, as for `load --to` (a libpq URI or key=value string, or a SQLite file).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// The table the load would go into, as in SQL.
@@ -331,7 +334,7 @@ pub struct PlanArgs {
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
-    /// The server, as for `load --to` (a libpq URI or key=value string).
+    /// The server, as for `load --to` (a libpq URI or key=value string, or a SQLite file).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Only this table (default: every table in the journal).
@@ -456,13 +459,19 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
         Command::Lab(args) => lab::run(args).map(|()| Outcome::Done),
         Command::Plan(args) => {
-            let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
-            let plan = inrush_load::pipeline::plan(
-                &target,
-                &args.table,
-                args.input.as_deref(),
-                args.flags.options(),
-            )?;
+            let plan = match Target::of(args.to.as_deref())? {
+                Target::Postgres(target) => inrush_load::pipeline::plan(
+                    &target,
+                    &args.table,
+                    args.input.as_deref(),
+                    args.flags.options(),
+                )?,
+                Target::Sqlite(path) => {
+                    let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                    opts.plan = args.flags.options();
+                    inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
+                }
+            };
             if args.json {
                 println!("{}", serde_json::to_string(&plan)?);
             } else {
@@ -471,7 +480,13 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Recover(args) => {
-            let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
+            let target = match Target::of(args.to.as_deref())? {
+                Target::Postgres(target) => target,
+                Target::Sqlite(path) => {
+                    eprintln!("nothing to recover: a load into SQLite ({}) is one transaction, which a failure rolls back", path.display());
+                    return Ok(Outcome::Done);
+                }
+            };
             let recovered = inrush_load::pipeline::recover(&target, args.table.as_deref())?;
             if recovered.restored.is_empty() && recovered.busy.is_empty() {
                 eprintln!("nothing to recover: the DDL journal is empty");
@@ -533,7 +548,12 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         header: args.header,
     };
     csv.validate()?;
-    let target = ConnectOptions::parse(args.to.as_deref().unwrap_or(""))?;
+    let to = Target::of(args.to.as_deref())?;
+    let target = match &to {
+        Target::Postgres(target) => target.clone(),
+        // Only a query source's server is PostgreSQL then.
+        Target::Sqlite(_) => ConnectOptions::parse("")?,
+    };
     let mut opts = LoadOptions::new("", target, args.table);
     opts.inputs = args.inputs;
     opts.format = args.format.map(FormatArg::format);
@@ -575,7 +595,10 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     opts.validate()?;
     stop_on_signal(&opts.interrupt)?;
     let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
-    let summary = inrush_load::load(&opts, &reporter);
+    let summary = match to {
+        Target::Postgres(_) => inrush_load::load(&opts, &reporter),
+        Target::Sqlite(path) => inrush_load::load_into(&SqliteTarget::new(path), &opts, &reporter),
+    };
     reporter.finish();
     let summary = summary?;
     report::print_summary(&summary, args.output.json)?;
@@ -600,6 +623,23 @@ fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<
         }
     })
     .context("installing the Ctrl-C handler")
+}
+
+/// The engine `--to` names.
+enum Target {
+    Postgres(ConnectOptions),
+    /// A database file (`sqlite:///path.db`, or a path ending in .db, .sqlite, .sqlite3).
+    Sqlite(std::path::PathBuf),
+}
+
+impl Target {
+    fn of(to: Option<&str>) -> Result<Target> {
+        let to = to.unwrap_or("");
+        Ok(match inrush_sqlite::database_path(to) {
+            Some(path) => Target::Sqlite(path),
+            None => Target::Postgres(ConnectOptions::parse(to)?),
+        })
+    }
 }
 
 /// How a successful command ended; failures are errors.

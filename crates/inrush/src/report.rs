@@ -191,7 +191,9 @@ fn phase_times(s: &LoadSummary) -> String {
         _ if !s.loaded => None,
         Maintenance::None => None,
         Maintenance::VacuumAnalyze => Some("VACUUM (ANALYZE)"),
-        Maintenance::Analyze | Maintenance::AnalyzeFrozen => Some("ANALYZE"),
+        Maintenance::Analyze | Maintenance::AnalyzeFrozen | Maintenance::AnalyzeOnly => {
+            Some("ANALYZE")
+        }
     };
     let times = [
         (Some("inspect"), p.inspect),
@@ -236,8 +238,12 @@ pub fn human_summary(s: &LoadSummary) -> String {
     );
     if s.loaded {
         out.push_str(&format!(
-            "{} COPY over {} connection{}, ",
+            "{}{} over {} connection{}, ",
             s.copy_format,
+            match s.copy_format {
+                "binary" | "text" => " COPY",
+                _ => "",
+            },
             s.connections,
             plural(s.connections)
         ));

@@ -1,0 +1,488 @@
+//! [`SqliteTarget`]: the pipeline's [`Target`] for a SQLite database file.
+
+use crate::catalog::{self, Table};
+use crate::value::{push_value, ColumnCheck, Kind};
+use crate::writer::{self, Conflict, InterruptWatch, RowWriter};
+use crate::{failed, quote};
+use inrush_core::catalog::{IndexInfo, TableSize};
+use inrush_core::{TargetColumn, ValueType};
+use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
+use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
+use rusqlite::Connection;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a load waits for another process's write transaction on the same file.
+const BUSY: Duration = Duration::from_secs(10);
+
+/// A SQLite database file as the target of loads.
+pub struct SqliteTarget {
+    path: PathBuf,
+    /// The table as [`Target::prepare`] found or designed it.
+    table: OnceLock<Design>,
+}
+
+/// The table, and how each of its columns' values are checked.
+struct Design {
+    table: Table,
+    checks: Vec<ColumnCheck>,
+}
+
+impl SqliteTarget {
+    pub fn new(path: PathBuf) -> Self {
+        SqliteTarget {
+            path,
+            table: OnceLock::new(),
+        }
+    }
+
+    fn design(&self) -> Result<&Design> {
+        self.table
+            .get()
+            .ok_or_else(|| Error::Internal("the SQLite table was not prepared".into()))
+    }
+
+    fn open(&self) -> Result<Connection> {
+        writer::open(&self.path, BUSY)
+    }
+}
+
+impl Target for SqliteTarget {
+    fn version(&self) -> String {
+        format!("SQLite {}", rusqlite::version())
+    }
+
+    fn refuse(&self, opts: &LoadOptions) -> Result<()> {
+        let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
+        if opts.resume {
+            return refuse("--resume", "not available for SQLite yet; a SQLite load is one transaction, so a failed or interrupted one leaves the file as it was and can simply be run again");
+        }
+        if opts.force_text {
+            return refuse("--text", "PostgreSQL's text COPY; SQLite is given bound values");
+        }
+        if opts.date_order.is_some() {
+            return refuse("--datestyle", "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set");
+        }
+        if opts.plan.disable_triggers {
+            return refuse("--disable-triggers", "SQLite cannot disable a table's triggers");
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        &self,
+        opts: &LoadOptions,
+        create: Option<&[(String, String)]>,
+    ) -> Result<target::Table> {
+        let conn = self.open()?;
+        let existing = catalog::read(&conn, &opts.table)?;
+        let (design, create_sql) = match (create, existing) {
+            (Some(_), Some(t)) => {
+                return Err(Error::Columns(format!(
+                    "--create: table {} exists already in {} (load into it without --create)",
+                    t.qualified(),
+                    self.path.display()
+                )))
+            }
+            (Some(columns), None) => {
+                let (design, sql) = designed(&opts.table, columns, &opts.create_types)?;
+                (design, Some(sql))
+            }
+            (None, Some(table)) => (read_design(table), None),
+            (None, None) => {
+                return Err(Error::Columns(format!(
+                    "table {} does not exist in {} (--create makes it from the input)",
+                    opts.table,
+                    self.path.display()
+                )))
+            }
+        };
+        if opts.on_conflict != OnConflict::Error && !design.table.has_unique_key() {
+            return Err(Error::Usage(format!(
+                "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
+                opts.on_conflict.name(),
+                design.table.qualified()
+            )));
+        }
+        let columns = design
+            .table
+            .columns
+            .iter()
+            .map(|c| TargetColumn {
+                name: c.name.clone(),
+                type_sql: c.declared.clone(),
+                typmod: -1,
+                value_type: ValueType::Unsupported,
+                not_null: c.not_null,
+                input_sql: String::new(),
+            })
+            .collect();
+        let bytes = match create_sql {
+            Some(_) => Some(0),
+            None => Some(catalog::database_bytes(&conn, &design.table.schema)?),
+        };
+        let table = target::Table {
+            name: design.table.qualified(),
+            columns,
+            bytes,
+            create_sql,
+        };
+        let _ = self.table.set(design);
+        Ok(table)
+    }
+
+    fn encoder(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Box<dyn RowEncoder>> {
+        let design = self.design()?;
+        let checks = columns
+            .iter()
+            .map(|c| {
+                let i = design
+                    .table
+                    .columns
+                    .iter()
+                    .position(|t| t.name == c.name)
+                    .ok_or_else(|| Error::Internal(format!("no column {}", c.name)))?;
+                Ok(design.checks[i].clone())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(Encoder { checks }))
+    }
+
+    fn plan(&self, table: &target::Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan> {
+        let design = self.design()?;
+        let empty = match table.create_sql {
+            Some(_) => true,
+            None => catalog::is_empty(&self.open()?, &design.table)?,
+        };
+        let indexes = design
+            .table
+            .indexes
+            .iter()
+            .map(|i| IndexInfo {
+                name: i.name.clone(),
+                definition: i.sql.clone().unwrap_or_default(),
+                unique: i.unique,
+                constraint: None,
+                constraint_kind: None,
+                deferrable: false,
+                referenced: false,
+                invalid: false,
+                bytes: 0,
+                leading_column: None,
+            })
+            .collect();
+        let size = TableSize {
+            table_bytes: table.bytes.unwrap_or(0) as i64,
+            index_bytes: 0,
+            rows_estimate: -1.0,
+            empty,
+        };
+        let mut plan = LoadPlan::decide(
+            &design.table.qualified(),
+            false,
+            indexes,
+            Vec::new(),
+            size,
+            load_bytes,
+            inrush_load::PlanOptions {
+                keep_keys: opts.keeps_keys(),
+                ..opts.plan
+            },
+        );
+        for decision in &mut plan.indexes {
+            if decision.index.definition.is_empty() {
+                decision.action = IndexAction::Keep;
+                decision.reason = "enforces the table's PRIMARY KEY or UNIQUE constraint, which SQLite cannot drop: maintained during the load".into();
+            }
+        }
+        // VACUUM would rewrite the whole database file: statistics are what queries need.
+        if plan.after != Maintenance::None {
+            plan.after = Maintenance::AnalyzeOnly;
+        }
+        plan.hidden.triggers = design
+            .table
+            .triggers
+            .iter()
+            .map(|t| (t.clone(), String::new(), "O".into()))
+            .collect();
+        Ok(plan)
+    }
+
+    fn writer(
+        &self,
+        table: &target::Table,
+        columns: &[TargetColumn],
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+    ) -> Result<Box<dyn Writer>> {
+        let design = self.design()?;
+        let conn = self.open()?;
+        let watch = InterruptWatch::start(&conn, opts.interrupt.clone());
+        let qualified = design.table.qualified();
+        // One transaction is the whole load; IMMEDIATE takes the write lock now, not at the
+        // first insert, so another writer is found before any work is done.
+        let mut begin = vec!["BEGIN IMMEDIATE".to_string()];
+        begin.extend(table.create_sql.clone());
+        if opts.truncate {
+            begin.push(format!("DELETE FROM {qualified}"));
+        }
+        let rebuilt: Vec<(String, String)> = plan
+            .rebuilt()
+            .into_iter()
+            .map(|i| (i.name, i.definition))
+            .collect();
+        begin.extend(
+            rebuilt
+                .iter()
+                .map(|(name, _)| format!("DROP INDEX {}.{}", quote(&design.table.schema), quote(name))),
+        );
+        conn.execute_batch(&begin.join(";\n"))
+            .map_err(failed(format!("starting the load of {qualified}")))?;
+        Ok(Box::new(SqliteWriter {
+            conn,
+            _watch: watch,
+            table: qualified,
+            columns: columns.iter().map(|c| c.name.clone()).collect(),
+            conflict: match opts.on_conflict {
+                OnConflict::Error => Conflict::Error,
+                OnConflict::Skip => Conflict::Skip,
+                OnConflict::Update => Conflict::Update,
+            },
+            rebuilt,
+            analyze: plan.after != Maintenance::None,
+            interrupt: opts.interrupt.clone(),
+            changed: 0,
+        }))
+    }
+}
+
+/// The table as the catalog has it: values checked by each column's declared type.
+fn read_design(table: Table) -> Design {
+    let rowid = table.rowid_column().map(|c| c.name.clone());
+    let checks = table
+        .columns
+        .iter()
+        .map(|c| {
+            let kind = Kind::of_declared(&c.declared, table.strict);
+            ColumnCheck {
+                qualified: format!("{}.{}", table.name, c.name),
+                kind,
+                strict: table.strict.then_some(kind),
+                not_null: c.not_null,
+                rowid: rowid.as_deref() == Some(&c.name),
+            }
+        })
+        .collect();
+    Design { table, checks }
+}
+
+/// `--create`: a STRICT table with a storage type per inferred column, its values checked by
+/// the type inferred (a boolean column is INTEGER holding 1 and 0, dates are TEXT in ISO 8601).
+/// `--types` names one of STRICT's types.
+fn designed(
+    name: &str,
+    columns: &[(String, String)],
+    overrides: &[(String, String)],
+) -> Result<(Design, String)> {
+    let (schema, table) = catalog::split_name(name);
+    let mut kinds: Vec<(String, Kind, Kind)> = columns
+        .iter()
+        .map(|(name, sql_type)| {
+            let (kind, storage) = inferred_kind(sql_type);
+            (name.clone(), kind, storage)
+        })
+        .collect();
+    for (column, sql_type) in overrides {
+        let Some(slot) = kinds.iter_mut().find(|(n, _, _)| n.eq_ignore_ascii_case(column)) else {
+            return Err(Error::Usage(format!(
+                "--types: the input has no column {column:?} (it has: {})",
+                kinds.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let storage = match sql_type.to_ascii_uppercase().as_str() {
+            "INT" | "INTEGER" => Kind::Integer,
+            "REAL" => Kind::Real,
+            "TEXT" => Kind::Text,
+            "BLOB" => Kind::Blob,
+            "ANY" => Kind::Any,
+            _ => {
+                return Err(Error::Usage(format!(
+                    "--types: {sql_type:?} (for column {column:?}) is not a type of a STRICT SQLite table (INTEGER, REAL, TEXT, BLOB, ANY)"
+                )))
+            }
+        };
+        slot.1 = storage;
+        slot.2 = storage;
+    }
+    let storage_name = |k: Kind| match k {
+        Kind::Integer => "INTEGER",
+        Kind::Real => "REAL",
+        Kind::Blob => "BLOB",
+        Kind::Any => "ANY",
+        _ => "TEXT",
+    };
+    let qualified = match &schema {
+        Some(s) => format!("{}.{}", quote(s), quote(&table)),
+        None => quote(&table),
+    };
+    let sql = format!(
+        "CREATE TABLE {qualified} ({}) STRICT",
+        kinds
+            .iter()
+            .map(|(n, _, s)| format!("{} {}", quote(n), storage_name(*s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let design = Design {
+        checks: kinds
+            .iter()
+            .map(|(n, kind, storage)| ColumnCheck {
+                qualified: format!("{table}.{n}"),
+                kind: *kind,
+                strict: Some(*storage),
+                not_null: false,
+                rowid: false,
+            })
+            .collect(),
+        table: Table {
+            schema: schema.unwrap_or_else(|| "main".into()),
+            name: table,
+            strict: true,
+            columns: kinds
+                .iter()
+                .map(|(n, _, s)| catalog::Column {
+                    name: n.clone(),
+                    declared: storage_name(*s).into(),
+                    not_null: false,
+                    pk: 0,
+                })
+                .collect(),
+            indexes: Vec::new(),
+            triggers: Vec::new(),
+        },
+    };
+    Ok((design, sql))
+}
+
+/// The check and STRICT storage type for a type `--create` inferred (named as PostgreSQL
+/// names it, the vocabulary of `inrush-load`'s inference).
+fn inferred_kind(sql_type: &str) -> (Kind, Kind) {
+    let t = sql_type.to_ascii_lowercase();
+    if t == "boolean" {
+        (Kind::Bool, Kind::Integer)
+    } else if t.starts_with("smallint") || t.starts_with("integer") || t.starts_with("bigint") {
+        (Kind::Integer, Kind::Integer)
+    } else if t.starts_with("real") || t.starts_with("double") || t.starts_with("numeric") {
+        (Kind::Real, Kind::Real)
+    } else if t == "date" {
+        (Kind::Date, Kind::Text)
+    } else if t.starts_with("timestamp") {
+        (Kind::DateTime, Kind::Text)
+    } else if t.starts_with("time") {
+        (Kind::Time, Kind::Text)
+    } else if t.starts_with("json") {
+        (Kind::Json, Kind::Text)
+    } else if t == "bytea" {
+        (Kind::Blob, Kind::Blob)
+    } else {
+        (Kind::Text, Kind::Text)
+    }
+}
+
+/// Checks and encodes the fields of a row, one [`ColumnCheck`] per column.
+struct Encoder {
+    checks: Vec<ColumnCheck>,
+}
+
+impl RowEncoder for Encoder {
+    fn encode(
+        &self,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), (usize, String)> {
+        let mark = out.len();
+        for (i, (check, field)) in self.checks.iter().zip(fields).enumerate() {
+            match check.value(field) {
+                Ok(value) => push_value(out, &value),
+                Err(reason) => {
+                    out.truncate(mark);
+                    return Err((i, reason));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The load's transaction on its own connection; dropped without [`Writer::commit`], it
+/// rolls back (rusqlite's connection closes, and SQLite rolls back an open transaction).
+struct SqliteWriter {
+    conn: Connection,
+    _watch: InterruptWatch,
+    table: String,
+    columns: Vec<String>,
+    conflict: Conflict,
+    /// (name, CREATE INDEX) of the indexes dropped for the load, built again before commit.
+    rebuilt: Vec<(String, String)>,
+    analyze: bool,
+    interrupt: Arc<inrush_load::Interrupt>,
+    changed: u64,
+}
+
+impl Writer for SqliteWriter {
+    fn write(
+        &mut self,
+        data: &[u8],
+        rows: u64,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64> {
+        let mut writer = RowWriter::new(&self.conn, &self.table, &self.columns, self.conflict);
+        let written = writer.write(data, rows, refused);
+        self.changed += writer.changed;
+        written
+    }
+
+    fn commit(self: Box<Self>) -> Result<Committed> {
+        let started = Instant::now();
+        let mut committed = Committed::default();
+        for (name, sql) in &self.rebuilt {
+            self.conn
+                .execute_batch(sql)
+                .map_err(|e| rebuild_failed(name, e, &self.table))?;
+            committed.steps.push(format!("index {name} built after the load"));
+        }
+        committed.rebuild_seconds = started.elapsed().as_secs_f64();
+        let analyzed = Instant::now();
+        if self.analyze {
+            let sql = format!("ANALYZE {}", self.table);
+            self.conn.execute_batch(&sql).map_err(failed(sql.clone()))?;
+            committed.steps.push(sql);
+        }
+        if self.conflict != Conflict::Error {
+            committed.notes.push(format!("{} rows inserted or updated", self.changed));
+        }
+        committed.maintain_seconds = analyzed.elapsed().as_secs_f64();
+        // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
+        if !self.interrupt.begin_commit() {
+            return Err(Error::Interrupted);
+        }
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(failed("committing the load"))?;
+        Ok(committed)
+    }
+}
+
+/// A unique index the loaded rows break: the whole load rolls back with the transaction.
+fn rebuild_failed(name: &str, e: rusqlite::Error, table: &str) -> Error {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::ConstraintViolation) => Error::KeyViolated {
+            constraint: name.to_string(),
+            table: table.to_string(),
+            message: e.to_string(),
+            rows_undone: 0,
+        },
+        _ => failed(format!("building index {name} again"))(e),
+    }
+}
