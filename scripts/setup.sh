@@ -31,6 +31,15 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+# The SQLite tests compare inrush's tables with what the sqlite3 shell's .import stores.
+if ! command -v sqlite3 >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3 >/dev/null
+  else
+    echo "setup: the sqlite3 shell is missing; the SQLite tests need it (Debian: apt-get install sqlite3)" >&2
+  fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi

@@ -66,7 +66,7 @@ mod tests {
     use super::*;
     use inrush_core::{ScalarType, ValueType};
 
-    fn table() -> TableInfo {
+    fn table() -> Vec<TargetColumn> {
         let col = |name: &str| TargetColumn {
             name: name.into(),
             type_sql: "integer".into(),
@@ -77,13 +77,7 @@ mod tests {
             not_null: false,
             input_sql: "SELECT int4in($1::text::cstring)".into(),
         };
-        TableInfo {
-            oid: 1,
-            schema: "public".into(),
-            name: "t".into(),
-            columns: vec![col("id"), col("Name"), col("qty")],
-            partitioned: false,
-        }
+        vec![col("id"), col("Name"), col("qty")]
     }
 
     fn names(cols: &[TargetColumn]) -> Vec<&str> {
@@ -94,7 +88,15 @@ mod tests {
     fn header_names_map_by_exact_then_folded_case() {
         let header = vec!["qty".to_string(), "name".to_string()];
         assert_eq!(
-            names(&map_columns(&table(), None, Some((&header, "the header of x.csv"))).unwrap()),
+            names(
+                &map_columns(
+                    &table(),
+                    "\"public\".\"t\"",
+                    None,
+                    Some((&header, "the header of x.csv"))
+                )
+                .unwrap()
+            ),
             ["qty", "Name"]
         );
     }
@@ -104,11 +106,19 @@ mod tests {
         let cols = vec!["id".to_string()];
         let header = vec!["zzz".to_string()];
         assert_eq!(
-            names(&map_columns(&table(), Some(&cols), Some((&header, "x"))).unwrap()),
+            names(
+                &map_columns(
+                    &table(),
+                    "\"public\".\"t\"",
+                    Some(&cols),
+                    Some((&header, "x"))
+                )
+                .unwrap()
+            ),
             ["id"]
         );
         assert_eq!(
-            names(&map_columns(&table(), None, None).unwrap()),
+            names(&map_columns(&table(), "\"public\".\"t\"", None, None).unwrap()),
             ["id", "Name", "qty"]
         );
     }
@@ -117,6 +127,7 @@ mod tests {
     fn unknown_and_duplicate_names_are_refused() {
         let err = map_columns(
             &table(),
+            "\"public\".\"t\"",
             None,
             Some((&["nope".to_string()], "the header of x.csv")),
         )
@@ -126,9 +137,14 @@ mod tests {
             err.contains("\"nope\" named by the header of x.csv is not a column"),
             "{err}"
         );
-        let err = map_columns(&table(), Some(&["id".into(), "ID".into()]), None)
-            .unwrap_err()
-            .to_string();
+        let err = map_columns(
+            &table(),
+            "\"public\".\"t\"",
+            Some(&["id".into(), "ID".into()]),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("named twice"), "{err}");
     }
 }

@@ -32,15 +32,15 @@ mod sink;
 mod sort;
 mod sources;
 mod staging;
-pub mod target;
 pub mod summary;
+pub mod target;
 mod watch;
 mod worker;
 
+pub use drive::{load_into, plan_into};
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, Signalled};
 pub use options::{LoadOptions, OnConflict, QuerySource};
 pub use pipeline::load;
 pub use plan::{IndexAction, LoadPlan, Maintenance, PlanOptions};
-pub use drive::{load_into, plan_into};
 pub use summary::LoadSummary;

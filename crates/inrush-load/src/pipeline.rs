@@ -528,14 +528,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                             let streamed = match resume {
                                 Some((identity, _, _)) => {
                                     sink::run_resumable(
-                                        client,
-                                        statement,
-                                        format,
-                                        chunks,
-                                        shared,
-                                        plan,
-                                        identity,
-                                        &opts.target,
+                                        client, statement, format, chunks, shared, plan, identity,
                                     )
                                     .await
                                 }

@@ -4,8 +4,8 @@
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
-use inrush_core::{ScalarType, TargetColumn, ValueType};
 use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
+use inrush_core::{ScalarType, TargetColumn, ValueType};
 use std::fmt;
 
 /// The user's say in the plan.

@@ -261,7 +261,6 @@ pub(crate) async fn run_resumable(
     shared: &Shared,
     plan: &WorkerPlan,
     input: &InputIdentity,
-    reconnect: &inrush_postgres::ConnectOptions,
 ) -> Result<Finished> {
     let mut client = client;
     let mut refused = 0;
@@ -310,7 +309,10 @@ pub(crate) async fn run_resumable(
                         input.input
                     );
                     tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
-                    let Ok(fresh) = reconnect.connect().await else {
+                    let Some(server) = plan.server() else {
+                        return Err(query_error("reconnecting", e));
+                    };
+                    let Ok(fresh) = server.connect().await else {
                         continue;
                     };
                     client = fresh;

@@ -5,12 +5,12 @@
 use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
 use crate::sources::{Source, Sources, Unit, Work};
+use crate::target::RowEncoder;
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
-use crate::target::RowEncoder;
 use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
 use inrush_postgres::copy::CopyFormat;
 use inrush_postgres::resolve::Resolver;
@@ -347,6 +347,14 @@ impl WorkerPlan {
             }
         }
         resolver.map_or(0, |r| r.round_trips)
+    }
+
+    /// The PostgreSQL server the rows go to, when they go to one.
+    pub fn server(&self) -> Option<&ConnectOptions> {
+        match &self.rows {
+            Rows::Copy { target, .. } => Some(target),
+            Rows::Target(_) => None,
+        }
     }
 
     fn source(&self, source: u32) -> &Source {

@@ -1,8 +1,8 @@
 //! What the catalog says about the target table and the session, read before a load.
 
 use crate::{quote_ident, Error, Result};
-use inrush_core::{ScalarType, TargetColumn, ValueType};
 pub use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
+use inrush_core::{ScalarType, TargetColumn, ValueType};
 use tokio_postgres::Client;
 
 /// Facts about the session that change how values must be read or what the load may do.
@@ -194,9 +194,6 @@ pub struct TableInfo {
     pub partitioned: bool,
 }
 
-
-
-
 impl TableInfo {
     /// `"schema"."table"`, safe to splice into SQL.
     pub fn qualified(&self) -> String {
@@ -372,7 +369,6 @@ async fn read_type(client: &Client, oid: u32) -> Result<TypeRow> {
         base_typmod: r.get(5),
     })
 }
-
 
 impl TableInfo {
     pub async fn hidden_work(&self, client: &Client) -> Result<HiddenWork> {

@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(split_name("t"), (None, "t".into()));
         assert_eq!(split_name("main.t"), (Some("main".into()), "t".into()));
         assert_eq!(split_name("\"a.b\""), (None, "a.b".into()));
-        assert_eq!(split_name("\"x\"\"y\".t"), (Some("x\"y".into()), "t".into()));
+        assert_eq!(
+            split_name("\"x\"\"y\".t"),
+            (Some("x\"y".into()), "t".into())
+        );
     }
 
     #[test]

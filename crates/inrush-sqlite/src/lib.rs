@@ -43,13 +43,19 @@ pub fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// A SQLite error as the load reports it: what was being done, and SQLite's message.
-pub(crate) fn failed(what: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> inrush_load::Error {
+/// A SQLite error as the load reports it: what was being done, and SQLite's message. A
+/// statement the load's interrupt stopped (see [`writer::InterruptWatch`]) is the interrupt.
+pub(crate) fn failed(
+    what: impl Into<String>,
+) -> impl FnOnce(rusqlite::Error) -> inrush_load::Error {
     let what = what.into();
-    move |cause| inrush_load::Error::Engine {
-        engine: "SQLite",
-        what,
-        message: cause.to_string(),
+    move |cause| match cause.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::OperationInterrupted) => inrush_load::Error::Interrupted,
+        _ => inrush_load::Error::Engine {
+            engine: "SQLite",
+            what,
+            message: cause.to_string(),
+        },
     }
 }
 

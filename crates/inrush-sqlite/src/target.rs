@@ -59,13 +59,22 @@ impl Target for SqliteTarget {
             return refuse("--resume", "not available for SQLite yet; a SQLite load is one transaction, so a failed or interrupted one leaves the file as it was and can simply be run again");
         }
         if opts.force_text {
-            return refuse("--text", "PostgreSQL's text COPY; SQLite is given bound values");
+            return refuse(
+                "--text",
+                "PostgreSQL's text COPY; SQLite is given bound values",
+            );
         }
         if opts.date_order.is_some() {
-            return refuse("--datestyle", "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set");
+            return refuse(
+                "--datestyle",
+                "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set",
+            );
         }
         if opts.plan.disable_triggers {
-            return refuse("--disable-triggers", "SQLite cannot disable a table's triggers");
+            return refuse(
+                "--disable-triggers",
+                "SQLite cannot disable a table's triggers",
+            );
         }
         Ok(())
     }
@@ -149,7 +158,12 @@ impl Target for SqliteTarget {
         Ok(Box::new(Encoder { checks }))
     }
 
-    fn plan(&self, table: &target::Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan> {
+    fn plan(
+        &self,
+        table: &target::Table,
+        opts: &LoadOptions,
+        load_bytes: Option<u64>,
+    ) -> Result<LoadPlan> {
         let design = self.design()?;
         let empty = match table.create_sql {
             Some(_) => true,
@@ -232,11 +246,9 @@ impl Target for SqliteTarget {
             .into_iter()
             .map(|i| (i.name, i.definition))
             .collect();
-        begin.extend(
-            rebuilt
-                .iter()
-                .map(|(name, _)| format!("DROP INDEX {}.{}", quote(&design.table.schema), quote(name))),
-        );
+        begin.extend(rebuilt.iter().map(|(name, _)| {
+            format!("DROP INDEX {}.{}", quote(&design.table.schema), quote(name))
+        }));
         conn.execute_batch(&begin.join(";\n"))
             .map_err(failed(format!("starting the load of {qualified}")))?;
         Ok(Box::new(SqliteWriter {
@@ -294,10 +306,17 @@ fn designed(
         })
         .collect();
     for (column, sql_type) in overrides {
-        let Some(slot) = kinds.iter_mut().find(|(n, _, _)| n.eq_ignore_ascii_case(column)) else {
+        let Some(slot) = kinds
+            .iter_mut()
+            .find(|(n, _, _)| n.eq_ignore_ascii_case(column))
+        else {
             return Err(Error::Usage(format!(
                 "--types: the input has no column {column:?} (it has: {})",
-                kinds.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                kinds
+                    .iter()
+                    .map(|(n, _, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         };
         let storage = match sql_type.to_ascii_uppercase().as_str() {
@@ -450,7 +469,9 @@ impl Writer for SqliteWriter {
             self.conn
                 .execute_batch(sql)
                 .map_err(|e| rebuild_failed(name, e, &self.table))?;
-            committed.steps.push(format!("index {name} built after the load"));
+            committed
+                .steps
+                .push(format!("index {name} built after the load"));
         }
         committed.rebuild_seconds = started.elapsed().as_secs_f64();
         let analyzed = Instant::now();
@@ -460,7 +481,9 @@ impl Writer for SqliteWriter {
             committed.steps.push(sql);
         }
         if self.conflict != Conflict::Error {
-            committed.notes.push(format!("{} rows inserted or updated", self.changed));
+            committed
+                .notes
+                .push(format!("{} rows inserted or updated", self.changed));
         }
         committed.maintain_seconds = analyzed.elapsed().as_secs_f64();
         // From here a signal no longer rolls back (see `inrush_load::Interrupt`).

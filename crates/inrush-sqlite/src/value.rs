@@ -7,10 +7,10 @@
 //! it accepts, and refuses the values the declared type says are wrong:
 //!
 //! - INTEGER, REAL and NUMERIC affinity: the value must be a number as SQLite reads one
-//!   (`sqlite3AtoF`: optional sign, digits, a point, an exponent, spaces around). It becomes an
-//!   integer or a real by SQLite's own rules (`applyNumericAffinity`: `3.0e2` is the integer
-//!   300; an integer too large for 64 bits is a real), computed here so the writer binds ready
-//!   values.
+//!   (`sqlite3AtoF`: optional sign, digits, a point, an exponent, spaces around). An integer
+//!   literal that fits 64 bits is bound as that integer; any other number is bound as its
+//!   text, which the column's affinity converts exactly as for `.import` (`3.0e2` becomes the
+//!   integer 300, `1.5` the nearest double by SQLite's own rounding).
 //! - NUMERIC affinity whose declared type names a convention: BOOL/BOOLEAN (true/false, yes/no,
 //!   on/off, t/f, y/n, 1/0, stored as 1 or 0, SQLite's own TRUE and FALSE), DATE
 //!   (`YYYY-MM-DD`), TIME (`HH:MM[:SS[.fff]]`), DATETIME and TIMESTAMP (a date, `T` or a space,
@@ -22,10 +22,8 @@
 //!   (`cannot store TEXT value in INTEGER column t.c`), so the row is refused before the insert.
 //!
 //! Values travel from the workers to the writer as a compact row format ([`push_row`],
-//! [`Values`]): per value a tag byte, then 8 bytes for numbers or a length and bytes for
+//! [`Values`]): per value a tag byte, then 8 bytes for an integer or a length and bytes for
 //! text and blobs.
-
-use std::fmt::Write as _;
 
 /// How SQLite treats values bound to a column (its declared type's affinity), and which
 /// convention inrush checks on top of it.
@@ -95,7 +93,11 @@ impl Kind {
 pub enum Value<'a> {
     Null,
     Integer(i64),
-    Real(f64),
+    /// A number that is not an integer literal, bound as its text: the column's affinity
+    /// converts it, so the value stored is exactly the one SQLite's own `sqlite3AtoF` reads
+    /// (whose rounding of long inputs differs from a correctly rounded parse, and between
+    /// versions), integer or real by SQLite's rule.
+    RealText(&'a str),
     Text(&'a str),
     Blob(Vec<u8>),
 }
@@ -105,7 +107,7 @@ impl Value<'_> {
         match self {
             Value::Null => "NULL",
             Value::Integer(_) => "INTEGER",
-            Value::Real(_) => "REAL",
+            Value::RealText(_) => "REAL",
             Value::Text(_) => "TEXT",
             Value::Blob(_) => "BLOB",
         }
@@ -166,7 +168,10 @@ impl ColumnCheck {
         };
         if let Some(storage) = self.strict {
             self.strict_check(storage, value, text)
-        } else if self.rowid && !matches!(value, Value::Integer(_)) {
+        } else if self.rowid
+            && !matches!(value, Value::Integer(_))
+            && !matches!(value, Value::RealText(t) if integral(t))
+        {
             Err("datatype mismatch (an INTEGER PRIMARY KEY holds integers only)".into())
         } else {
             Ok(value)
@@ -184,10 +189,11 @@ impl ColumnCheck {
         let fits = match (storage, &value) {
             (Kind::Any, _) | (_, Value::Null) => true,
             (Kind::Integer, Value::Integer(_)) => true,
-            (Kind::Real, Value::Integer(i)) => return Ok(Value::Real(*i as f64)),
-            (Kind::Real, Value::Real(_)) => true,
+            // SQLite makes the integer a real itself, as for the bound text.
+            (Kind::Real, Value::Integer(_) | Value::RealText(_)) => true,
+            (Kind::Integer, Value::RealText(t)) => integral(t),
             (Kind::Text, Value::Text(_)) => true,
-            (Kind::Text, Value::Integer(_) | Value::Real(_)) => return Ok(Value::Text(text)),
+            (Kind::Text, Value::Integer(_) | Value::RealText(_)) => return Ok(Value::Text(text)),
             (Kind::Blob, Value::Blob(_)) => true,
             _ => false,
         };
@@ -229,12 +235,11 @@ impl ColumnCheck {
     }
 }
 
-/// `text` as SQLite's numeric affinity converts it, or `None` when it is not a number.
+/// `text` as SQLite's numeric affinity takes it, or `None` when it is not a number.
 ///
-/// Follows `sqlite3AtoF`'s grammar and `applyNumericAffinity`: an integer literal that fits 64
-/// bits is that integer; any other number is the nearest double, which becomes an integer when
-/// it is one exactly and lies strictly inside the 64-bit range.
-pub fn numeric(text: &str) -> Option<Value<'static>> {
+/// Follows `sqlite3AtoF`'s grammar: an integer literal that fits 64 bits is that integer; any
+/// other number is left to SQLite to convert ([`Value::RealText`]).
+pub fn numeric(text: &str) -> Option<Value<'_>> {
     let s = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'));
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
@@ -278,7 +283,18 @@ pub fn numeric(text: &str) -> Option<Value<'static>> {
             return Some(Value::Integer(v));
         }
     }
-    let r: f64 = s.parse().ok()?;
+    Some(Value::RealText(text))
+}
+
+/// Whether SQLite's affinity makes a real literal an integer (`applyNumericAffinity`: the
+/// double is one exactly and lies strictly inside the 64-bit range), judged by a correctly
+/// rounded parse; in the rare case SQLite rounds otherwise, a STRICT table refuses the row
+/// at the insert, and it is reported then.
+fn integral(text: &str) -> bool {
+    let s = text.trim_matches(|c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r'));
+    let Ok(r) = s.parse::<f64>() else {
+        return false;
+    };
     // sqlite3VdbeIntegerAffinity: doubleToInt64 clamps, then the double must equal it.
     let ix = if r <= i64::MIN as f64 {
         i64::MIN
@@ -287,11 +303,7 @@ pub fn numeric(text: &str) -> Option<Value<'static>> {
     } else {
         r as i64
     };
-    if r == ix as f64 && ix > i64::MIN && ix < i64::MAX {
-        Some(Value::Integer(ix))
-    } else {
-        Some(Value::Real(r))
-    }
+    r == ix as f64 && ix > i64::MIN && ix < i64::MAX
 }
 
 fn boolean(text: &str) -> Option<bool> {
@@ -331,7 +343,20 @@ fn iso_date(b: &[u8]) -> Option<usize> {
         return None;
     }
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     (d <= days[m as usize - 1]).then_some(10)
 }
 
@@ -383,7 +408,6 @@ fn iso_datetime(b: &[u8]) -> bool {
 
 const NULL: u8 = 0;
 const INTEGER: u8 = 1;
-const REAL: u8 = 2;
 const TEXT: u8 = 3;
 const BLOB: u8 = 4;
 
@@ -395,11 +419,7 @@ pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
             out.push(INTEGER);
             out.extend_from_slice(&i.to_le_bytes());
         }
-        Value::Real(r) => {
-            out.push(REAL);
-            out.extend_from_slice(&r.to_le_bytes());
-        }
-        Value::Text(t) => push_bytes(out, TEXT, t.as_bytes()),
+        Value::Text(t) | Value::RealText(t) => push_bytes(out, TEXT, t.as_bytes()),
         Value::Blob(b) => push_bytes(out, BLOB, b),
     }
 }
@@ -415,7 +435,6 @@ fn push_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
 pub enum Bound<'a> {
     Null,
     Integer(i64),
-    Real(f64),
     /// UTF-8, checked by the worker that encoded it.
     Text(&'a [u8]),
     Blob(&'a [u8]),
@@ -442,10 +461,11 @@ impl<'a> Iterator for Values<'a> {
 
     fn next(&mut self) -> Option<Bound<'a>> {
         let (&tag, rest) = self.data.split_first()?;
-        let eight = |rest: &'a [u8]| -> [u8; 8] { rest[..8].try_into().unwrap_or_default() };
         let (value, rest) = match tag {
-            INTEGER => (Bound::Integer(i64::from_le_bytes(eight(rest))), &rest[8..]),
-            REAL => (Bound::Real(f64::from_le_bytes(eight(rest))), &rest[8..]),
+            INTEGER => {
+                let eight: [u8; 8] = rest[..8].try_into().unwrap_or_default();
+                (Bound::Integer(i64::from_le_bytes(eight)), &rest[8..])
+            }
             TEXT | BLOB => {
                 let len = u32::from_le_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
                 let bytes = &rest[4..4 + len];
@@ -460,24 +480,6 @@ impl<'a> Iterator for Values<'a> {
         self.data = rest;
         Some(value)
     }
-}
-
-/// A row's values as CSV-ish text, for messages about a row the writer cannot tell apart.
-pub fn describe_row(data: &[u8]) -> String {
-    let mut s = String::new();
-    for (i, v) in Values::new(data).enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = match v {
-            Bound::Null => Ok(()),
-            Bound::Integer(i) => write!(s, "{i}"),
-            Bound::Real(r) => write!(s, "{r}"),
-            Bound::Text(t) => write!(s, "{}", String::from_utf8_lossy(t)),
-            Bound::Blob(b) => write!(s, "<{} bytes>", b.len()),
-        };
-    }
-    s
 }
 
 #[cfg(test)]
@@ -525,50 +527,81 @@ mod tests {
         assert_eq!(n("42"), Some(Value::Integer(42)));
         assert_eq!(n(" -7 "), Some(Value::Integer(-7)));
         assert_eq!(n("+5"), Some(Value::Integer(5)));
-        assert_eq!(n("3.0e2"), Some(Value::Integer(300)));
-        assert_eq!(n("3.0"), Some(Value::Integer(3)));
-        assert_eq!(n("-0.0"), Some(Value::Integer(0)));
-        assert_eq!(n("1.5"), Some(Value::Real(1.5)));
-        assert_eq!(n(".5"), Some(Value::Real(0.5)));
-        assert_eq!(n("5."), Some(Value::Integer(5)));
+        assert_eq!(n("3.0e2"), Some(Value::RealText("3.0e2")));
+        assert_eq!(n("1.5"), Some(Value::RealText("1.5")));
+        assert_eq!(n(".5"), Some(Value::RealText(".5")));
+        assert_eq!(n("5."), Some(Value::RealText("5.")));
+        assert_eq!(n("9223372036854775807"), Some(Value::Integer(i64::MAX)));
         assert_eq!(
-            n("9223372036854775807"),
-            Some(Value::Integer(i64::MAX))
+            n("9223372036854775808"),
+            Some(Value::RealText("9223372036854775808"))
         );
-        assert_eq!(n("9223372036854775808"), Some(Value::Real(9.223372036854776e18)));
-        assert_eq!(n("1e19"), Some(Value::Real(1e19)));
-        for bad in ["", " ", "abc", "1e", "0x10", "1_000", "Inf", "NaN", "1.2.3", "--1", "."] {
+        for (real, is_integer) in [
+            ("3.0e2", true),
+            ("-0.0", true),
+            ("5.", true),
+            ("1.5", false),
+            ("1e19", false),
+            ("9.223372036854775807e18", false),
+        ] {
+            assert_eq!(integral(real), is_integer, "{real}");
+        }
+        for bad in [
+            "", " ", "abc", "1e", "0x10", "1_000", "Inf", "NaN", "1.2.3", "--1", ".",
+        ] {
             assert_eq!(n(bad), None, "{bad:?}");
         }
     }
 
     #[test]
     fn affinity_columns_refuse_what_is_not_their_type() {
-        assert_eq!(column("INTEGER", false).value(Some("12")), Ok(Value::Integer(12)));
+        assert_eq!(
+            column("INTEGER", false).value(Some("12")),
+            Ok(Value::Integer(12))
+        );
         assert!(column("INTEGER", false).value(Some("twelve")).is_err());
-        assert_eq!(column("TEXT", false).value(Some("007")), Ok(Value::Text("007")));
+        assert_eq!(
+            column("TEXT", false).value(Some("007")),
+            Ok(Value::Text("007"))
+        );
         assert_eq!(column("", false).value(Some("abc")), Ok(Value::Text("abc")));
         assert_eq!(
             column("BLOB", false).value(Some("\\x00ff")),
             Ok(Value::Blob(vec![0, 255]))
         );
-        assert_eq!(column("BOOLEAN", false).value(Some("Yes")), Ok(Value::Integer(1)));
+        assert_eq!(
+            column("BOOLEAN", false).value(Some("Yes")),
+            Ok(Value::Integer(1))
+        );
         assert!(column("BOOLEAN", false).value(Some("maybe")).is_err());
-        assert_eq!(column("DATE", false).value(Some("2024-02-29")), Ok(Value::Text("2024-02-29")));
+        assert_eq!(
+            column("DATE", false).value(Some("2024-02-29")),
+            Ok(Value::Text("2024-02-29"))
+        );
         assert!(column("DATE", false).value(Some("2023-02-29")).is_err());
         assert!(column("DATE", false).value(Some("01/02/2024")).is_err());
         assert_eq!(
             column("DATE", false).value(Some("2460000.5")),
-            Ok(Value::Real(2460000.5))
+            Ok(Value::RealText("2460000.5"))
         );
-        for ok in ["2024-01-05 10:11", "2024-01-05T10:11:12.345Z", "2024-01-05 10:11:12+02:00"] {
+        for ok in [
+            "2024-01-05 10:11",
+            "2024-01-05T10:11:12.345Z",
+            "2024-01-05 10:11:12+02:00",
+        ] {
             assert!(column("DATETIME", false).value(Some(ok)).is_ok(), "{ok}");
         }
         for bad in ["2024-01-05 25:00", "2024-01-05X10:11", "2024-01-05 10:11+2"] {
             assert!(column("DATETIME", false).value(Some(bad)).is_err(), "{bad}");
         }
-        assert_eq!(column("JSON", false).value(Some("12")), Ok(Value::Integer(12)));
-        assert_eq!(column("JSON", false).value(Some("{\"a\":1}")), Ok(Value::Text("{\"a\":1}")));
+        assert_eq!(
+            column("JSON", false).value(Some("12")),
+            Ok(Value::Integer(12))
+        );
+        assert_eq!(
+            column("JSON", false).value(Some("{\"a\":1}")),
+            Ok(Value::Text("{\"a\":1}"))
+        );
         assert!(column("JSON", false).value(Some("{a:1}")).is_err());
     }
 
@@ -582,7 +615,11 @@ mod tests {
             column("INTEGER", true).value(Some("x")),
             Err("cannot store TEXT value in INTEGER column t.c".into())
         );
-        assert_eq!(column("REAL", true).value(Some("2")), Ok(Value::Real(2.0)));
+        assert_eq!(column("REAL", true).value(Some("2")), Ok(Value::Integer(2)));
+        assert_eq!(
+            column("INTEGER", true).value(Some("2.0")),
+            Ok(Value::RealText("2.0"))
+        );
         assert_eq!(column("ANY", true).value(Some("2")), Ok(Value::Text("2")));
         assert!(column("BLOB", true).value(Some("abc")).is_err());
         let mut not_null = column("TEXT", true);
@@ -599,7 +636,6 @@ mod tests {
         for v in [
             Value::Null,
             Value::Integer(-3),
-            Value::Real(2.5),
             Value::Text("é"),
             Value::Blob(vec![1, 2]),
         ] {
@@ -611,7 +647,6 @@ mod tests {
             [
                 Bound::Null,
                 Bound::Integer(-3),
-                Bound::Real(2.5),
                 Bound::Text("é".as_bytes()),
                 Bound::Blob(&[1, 2])
             ]

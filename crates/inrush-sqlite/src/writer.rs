@@ -92,7 +92,9 @@ impl<'c> RowWriter<'c> {
             columns: columns.len(),
             head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
             tail,
-            batch: ROWS_PER_STATEMENT.min(MAX_VARIABLES / columns.len().max(1)).max(1),
+            batch: ROWS_PER_STATEMENT
+                .min(MAX_VARIABLES / columns.len().max(1))
+                .max(1),
             changed: 0,
         }
     }
@@ -177,7 +179,6 @@ fn bind(stmt: &mut rusqlite::Statement<'_>, values: &mut Values<'_>, count: usiz
         let value = match value {
             Bound::Null => ToSqlOutput::Borrowed(ValueRef::Null),
             Bound::Integer(v) => ToSqlOutput::Borrowed(ValueRef::Integer(v)),
-            Bound::Real(v) => ToSqlOutput::Borrowed(ValueRef::Real(v)),
             Bound::Text(t) => ToSqlOutput::Borrowed(ValueRef::Text(t)),
             Bound::Blob(b) => ToSqlOutput::Borrowed(ValueRef::Blob(b)),
         };

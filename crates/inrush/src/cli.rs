@@ -6,11 +6,11 @@ use clap::{Args, Parser, Subcommand};
 use inrush_encode::DateOrder;
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_postgres::ConnectOptions;
-use inrush_sqlite::SqliteTarget;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::generate::{self, Schema, TextFormat};
 use inrush_read::inputs::InputFormat;
+use inrush_sqlite::SqliteTarget;
 
 #[derive(Parser, Debug)]
 #[command(

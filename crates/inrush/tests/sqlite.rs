@@ -1,0 +1,610 @@
+//! Loads into SQLite, as a user runs them: the table's contents against what the `sqlite3`
+//! shell's `.import` stores for the same good rows (binding each field as text), bad rows reported and kept out, refused
+//! options, and a killed or interrupted load leaving the file as it was.
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inrush");
+
+fn inrush(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run inrush");
+    let printed = [out.stdout, out.stderr].concat();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&printed).into_owned(),
+    )
+}
+
+/// `inrush load CSV --header --to DB --table t` plus `extra`.
+fn load(csv: &Path, db: &Path, extra: &[&str]) -> (i32, String) {
+    let (csv, db) = (csv.to_str().unwrap(), db.to_str().unwrap());
+    let mut args = vec![
+        "load",
+        csv,
+        "--header",
+        "--to",
+        db,
+        "--table",
+        "t",
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    inrush(&args)
+}
+
+fn exec(db: &Path, sql: &str) {
+    Connection::open(db).unwrap().execute_batch(sql).unwrap();
+}
+
+/// Every row of `t` in rowid order, each value with its storage class.
+fn contents(db: &Path) -> Vec<String> {
+    let conn = Connection::open(db).unwrap();
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('t') ORDER BY cid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let select: Vec<String> = columns
+        .iter()
+        .map(|c| format!("typeof(\"{c}\") || ':' || quote(\"{c}\")"))
+        .collect();
+    let sql = format!(
+        "SELECT {} FROM t ORDER BY rowid",
+        select.join(" || ' | ' || ")
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
+/// What the `sqlite3` shell's `.import` of `csv` (header skipped) into `t` stores: it binds
+/// every field as text to an INSERT and lets the column's affinity convert it. Done here with
+/// the very SQLite library inrush links (the shell on a machine may be another version, whose
+/// text-to-double conversion rounds differently).
+fn shell_import(csv: &Path, db: &Path) {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut conn = Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    let mut lines = text.lines();
+    let width = lines.next().unwrap().split(',').count();
+    let sql = format!("INSERT INTO t VALUES ({})", vec!["?"; width].join(","));
+    for line in lines {
+        let fields = csv_fields(line);
+        tx.execute(&sql, rusqlite::params_from_iter(fields))
+            .unwrap();
+    }
+    tx.commit().unwrap();
+}
+
+/// The fields of one CSV line (quotes doubled inside quoted fields; no line breaks).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let (mut quoted, mut chars) = (false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Numbers in every form SQLite's numeric affinity reads: the loaded values and their types
+/// must be what `.import` stores, to the last bit of every double.
+fn numbers(rows: usize) -> String {
+    let mut seed = 0x2545F4914F6CDD1Du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut out = String::from("i,r,n,t\n");
+    let fixed = [
+        "0",
+        "-0",
+        "+7",
+        " 12 ",
+        "3.0",
+        "3.0e2",
+        "1e3",
+        "-0.0",
+        ".5",
+        "5.",
+        "1.5",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "100000000000000000000",
+        "1e19",
+        "2.5e-7",
+        "123456789012345678",
+        "0.1",
+        "1.7976931348623157e308",
+        "4.9e-324",
+        "9007199254740993",
+    ];
+    for (i, v) in fixed.iter().enumerate() {
+        out.push_str(&format!("{v},{v},{v},\"{i}, \"\"quoted\"\"\"\n"));
+    }
+    for i in 0..rows {
+        let mantissa = next() % 10u64.pow(1 + (next() % 18) as u32);
+        let point = next() % 20;
+        let digits = mantissa.to_string();
+        let number = match point as usize {
+            p if p < digits.len() => format!(
+                "{}.{}",
+                &digits[..digits.len() - p],
+                &digits[digits.len() - p..]
+            ),
+            _ => digits,
+        };
+        let sign = if next() % 3 == 0 { "-" } else { "" };
+        let exp = match next() % 4 {
+            0 => format!("e{}", (next() % 40) as i64 - 20),
+            _ => String::new(),
+        };
+        let v = format!("{sign}{number}{exp}");
+        out.push_str(&format!("{v},{v},{v},row {i} é\n"));
+    }
+    out
+}
+
+#[test]
+fn contents_equal_the_shells_import_into_the_same_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = write(dir.path(), "numbers.csv", &numbers(3000));
+    for ddl in [
+        "CREATE TABLE t (i INTEGER, r REAL, n NUMERIC, t TEXT)",
+        "CREATE TABLE t (i ANY, r REAL, n INTEGER, t TEXT) STRICT",
+        "CREATE TABLE t (i BIGINT, r DOUBLE PRECISION, n DECIMAL(10,2), t VARCHAR(5))",
+    ] {
+        let (ours, theirs) = (dir.path().join("ours.db"), dir.path().join("theirs.db"));
+        let _ = std::fs::remove_file(&ours);
+        let _ = std::fs::remove_file(&theirs);
+        exec(&ours, ddl);
+        exec(&theirs, ddl);
+        // STRICT INTEGER refuses reals: those rows are rejected by inrush and by the shell.
+        let (code, out) = load(&csv, &ours, &["--max-errors", "100000"]);
+        assert!(code == 0 || code == 6, "{ddl}: {out}");
+        let refused = dir.path().join("numbers.csv.rejects");
+        let good = match code {
+            6 => {
+                // The good rows are the input without the rejected lines.
+                let rejected: std::collections::HashSet<String> = std::fs::read_to_string(&refused)
+                    .unwrap()
+                    .lines()
+                    .skip(1)
+                    .map(str::to_string)
+                    .collect();
+                let text = std::fs::read_to_string(&csv).unwrap();
+                let kept: String = text
+                    .lines()
+                    .enumerate()
+                    .filter(|(i, l)| *i == 0 || !rejected.contains(*l))
+                    .map(|(_, l)| format!("{l}\n"))
+                    .collect();
+                write(dir.path(), "good.csv", &kept)
+            }
+            _ => csv.clone(),
+        };
+        shell_import(&good, &theirs);
+        let (a, b) = (contents(&ours), contents(&theirs));
+        assert_eq!(a.len(), b.len(), "{ddl}");
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y, "{ddl}");
+        }
+        let _ = std::fs::remove_file(refused);
+    }
+}
+
+#[test]
+fn bad_rows_are_reported_and_kept_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(
+        &db,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, score REAL CHECK (score >= 0), \
+           born DATE, ok BOOLEAN);
+         INSERT INTO t VALUES (100, 'kept', 1, '2000-01-01', 1);",
+    );
+    let csv = write(
+        dir.path(),
+        "in.csv",
+        "id,name,score,born,ok\n\
+         1,ann,1.5,2020-01-02,true\n\
+         2,bob,x,2020-01-03,false\n\
+         3,,2,2020-01-04,0\n\
+         4,dee,-1,2020-01-05,1\n\
+         5,eve,2,2020-02-30,1\n\
+         6,fay,2,2020-01-06,maybe\n\
+         100,dup,2,2020-01-07,1\n\
+         7,gus,3\n\
+         8,hal,4,2020-01-08,no\n",
+    );
+    // Without --max-errors: the first bad row ends the load, and nothing changed.
+    let (code, out) = load(&csv, &db, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("in.csv:3, column score, value \"x\": not a number"),
+        "{out}"
+    );
+    assert_eq!(contents(&db).len(), 1);
+
+    let (code, out) = load(&csv, &db, &["--max-errors", "10"]);
+    assert_eq!(code, 6, "{out}");
+    let rows = contents(&db);
+    assert_eq!(
+        rows,
+        [
+            "integer:1 | text:'ann' | real:1.5 | text:'2020-01-02' | integer:1",
+            "integer:8 | text:'hal' | real:4.0 | text:'2020-01-08' | integer:0",
+            "integer:100 | text:'kept' | real:1.0 | text:'2000-01-01' | integer:1",
+        ]
+    );
+    // The header, then the refused rows: those the workers refused as they read them, those
+    // SQLite refused as they were inserted.
+    let rejects = std::fs::read_to_string(dir.path().join("in.csv.rejects")).unwrap();
+    let mut lines: Vec<&str> = rejects.lines().collect();
+    assert_eq!(lines.remove(0), "id,name,score,born,ok");
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            "100,dup,2,2020-01-07,1",
+            "2,bob,x,2020-01-03,false",
+            "3,,2,2020-01-04,0",
+            "4,dee,-1,2020-01-05,1",
+            "5,eve,2,2020-02-30,1",
+            "6,fay,2,2020-01-06,maybe",
+            "7,gus,3",
+        ]
+    );
+    let log = std::fs::read_to_string(dir.path().join("in.csv.rejects.log")).unwrap();
+    for reason in [
+        "not a number",
+        "NOT NULL constraint failed: t.name",
+        "CHECK constraint failed",
+        "not a date (YYYY-MM-DD)",
+        "not a boolean",
+        "UNIQUE constraint failed: t.id",
+        "missing data for column",
+    ] {
+        assert!(log.contains(reason), "{reason} not in {log}");
+    }
+}
+
+#[test]
+fn create_makes_a_strict_typed_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("new.sqlite3");
+    let csv = write(
+        dir.path(),
+        "in.csv",
+        "id,price,day,flag,note\n1,2.50,2024-01-02,true,a\n2,3,2024-01-03,false,\"b, c\"\n",
+    );
+    let url = format!("sqlite://{}", db.display());
+    let (code, out) = inrush(&[
+        "load",
+        csv.to_str().unwrap(),
+        "--header",
+        "--to",
+        &url,
+        "--table",
+        "t",
+        "--create",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let conn = Connection::open(&db).unwrap();
+    let sql: String = conn
+        .query_row("SELECT sql FROM sqlite_schema WHERE name = 't'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(
+        sql,
+        "CREATE TABLE \"t\" (\"id\" INTEGER, \"price\" REAL, \"day\" TEXT, \"flag\" INTEGER, \"note\" TEXT) STRICT"
+    );
+    assert_eq!(
+        contents(&db),
+        [
+            "integer:1 | real:2.5 | text:'2024-01-02' | integer:1 | text:'a'",
+            "integer:2 | real:3.0 | text:'2024-01-03' | integer:0 | text:'b, c'",
+        ]
+    );
+    // Again: the table exists now.
+    let (code, out) = inrush(&[
+        "load",
+        csv.to_str().unwrap(),
+        "--header",
+        "--to",
+        &url,
+        "--table",
+        "t",
+        "--create",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("exists already"), "{out}");
+}
+
+#[test]
+fn options_sqlite_cannot_honour_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(&db, "CREATE TABLE t (a INTEGER)");
+    let csv = write(dir.path(), "in.csv", "a\n1\n");
+    for (flags, named) in [
+        (&["--resume"][..], "--resume"),
+        (&["--text"][..], "--text"),
+        (&["--datestyle", "dmy"][..], "--datestyle"),
+        (&["--disable-triggers"][..], "--disable-triggers"),
+        (&["--on-conflict", "skip"][..], "--on-conflict skip"),
+    ] {
+        let (code, out) = load(&csv, &db, flags);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(out.contains(named), "{flags:?}: {out}");
+    }
+    assert!(contents(&db).is_empty());
+}
+
+#[test]
+fn on_conflict_skip_keeps_the_first_and_update_the_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(
+        &db,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'old');",
+    );
+    let csv = write(dir.path(), "in.csv", "id,v\n1,a\n2,b\n2,c\n3,d\n");
+    let (code, out) = load(
+        &csv,
+        &db,
+        &[
+            "--on-conflict",
+            "skip",
+            "--workers",
+            "2",
+            "--block-size",
+            "8",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        contents(&db),
+        [
+            "integer:1 | text:'old'",
+            "integer:2 | text:'b'",
+            "integer:3 | text:'d'"
+        ]
+    );
+    let (code, out) = load(
+        &csv,
+        &db,
+        &[
+            "--on-conflict",
+            "update",
+            "--workers",
+            "2",
+            "--block-size",
+            "8",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        contents(&db),
+        [
+            "integer:1 | text:'a'",
+            "integer:2 | text:'c'",
+            "integer:3 | text:'d'"
+        ]
+    );
+}
+
+#[test]
+fn indexes_are_built_again_in_the_transaction_and_a_broken_one_undoes_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(
+        &db,
+        "CREATE TABLE t (a INTEGER, b TEXT); CREATE UNIQUE INDEX t_a ON t (a); CREATE INDEX t_b ON t (b);",
+    );
+    let good = write(dir.path(), "good.csv", "a,b\n1,x\n2,y\n");
+    let (code, out) = load(&good, &db, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("t_a") && out.contains("t_b"),
+        "the plan names both: {out}"
+    );
+    let (code, out) = inrush(&["plan", "--to", db.to_str().unwrap(), "--table", "t"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("t_b"), "{out}");
+
+    // Large next to the table: both indexes are dropped, and the unique one cannot be built
+    // again over the rows.
+    exec(&db, "DELETE FROM t");
+    let mut rows = String::from("a,b\n");
+    for i in 0..5000 {
+        rows.push_str(&format!("{i},row {i}\n"));
+    }
+    rows.push_str("17,again\n");
+    let dup = write(dir.path(), "dup.csv", &rows);
+    let (code, out) = load(&dup, &db, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("t_a of") && out.contains("UNIQUE"), "{out}");
+    let conn = Connection::open(&db).unwrap();
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(indexes, ["t_a", "t_b"]);
+    assert!(contents(&db).is_empty());
+}
+
+#[test]
+fn json_lines_and_parquet_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let parquet = dir.path().join("g.parquet");
+    let (code, out) = inrush(&[
+        "gen",
+        "--rows",
+        "5000",
+        "--format",
+        "parquet",
+        "--output",
+        parquet.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = inrush(&[
+        "load",
+        parquet.to_str().unwrap(),
+        "--to",
+        db.to_str().unwrap(),
+        "--table",
+        "t",
+        "--create",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(contents(&db).len(), 5000);
+
+    let jsonl = write(
+        dir.path(),
+        "in.jsonl",
+        "{\"a\": 1, \"b\": \"x\"}\n\n{\"b\": \"y\", \"a\": 2}\n",
+    );
+    exec(&db, "CREATE TABLE j (a INTEGER, b TEXT)");
+    let (code, out) = inrush(&[
+        "load",
+        jsonl.to_str().unwrap(),
+        "--to",
+        db.to_str().unwrap(),
+        "--table",
+        "j",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let n: i64 = Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT sum(a) FROM j WHERE b IN ('x', 'y')", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(n, 3);
+}
+
+/// A large input being loaded into a table that holds rows already.
+fn start_large_load(dir: &Path) -> (PathBuf, Child) {
+    let db = dir.join("t.db");
+    let csv = dir.join("big.csv");
+    let (code, out) = inrush(&[
+        "gen",
+        "--rows",
+        "600000",
+        "--header",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    exec(
+        &db,
+        "CREATE TABLE t (fieldint1 INTEGER, fieldint2 INTEGER, fieldint3 INTEGER, fieldchar1 TEXT, \
+           fieldchar2 TEXT, fieldchar3 TEXT);
+         CREATE INDEX t_2 ON t (fieldint2);
+         INSERT INTO t VALUES (1, 2, 3, 'a', 'b', 'c');",
+    );
+    let child = Command::new(BIN)
+        .args([
+            "load",
+            csv.to_str().unwrap(),
+            "--header",
+            "--to",
+            db.to_str().unwrap(),
+            "--table",
+            "t",
+            "--no-progress",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The rollback journal appears with the transaction's first write.
+    let journal = dir.join("t.db-journal");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !journal.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(journal.exists(), "the load never started writing");
+    std::thread::sleep(Duration::from_millis(100));
+    (db, child)
+}
+
+fn assert_as_before(db: &Path) {
+    let conn = Connection::open(db).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    assert_eq!(
+        contents(db),
+        ["integer:1 | integer:2 | integer:3 | text:'a' | text:'b' | text:'c'"]
+    );
+    let indexes: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE name = 't_2'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(indexes, 1);
+}
+
+#[test]
+fn a_killed_load_leaves_the_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut child) = start_large_load(dir.path());
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the load ended before the kill"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_as_before(&db);
+}
+
+#[test]
+fn sigterm_rolls_back_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, child) = start_large_load(dir.path());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{printed}");
+    assert!(printed.contains("rolled back"), "{printed}");
+    assert_as_before(&db);
+}
