@@ -8,10 +8,12 @@
 use crate::columns::map_columns;
 use crate::pipeline::{create_columns, reject_header, start_readers, Inputs, Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
+use crate::resume::{self, Resume};
 use crate::summary::Phases;
 use crate::target::{Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
 use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
+use inrush_core::ledger::Committed;
 use inrush_core::{Phase, Progress, Reporter};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
@@ -57,6 +59,16 @@ pub fn load_into(
         .zip(&sources.list)
         .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
         .collect::<Result<Vec<_>>>()?;
+    // --resume: which blocks this input already has in the table, and where to read on from.
+    let resume = match opts.resume {
+        false => None,
+        true => {
+            let file = resume::input_file(&sources, opts.block_size)?;
+            let committed = target.ledger(&table, &file)?;
+            let start = Resume::start(&committed, &sources, first.as_mut(), &progress)?;
+            Some((file, start))
+        }
+    };
     let rejects = match opts.max_errors {
         0 => None,
         limit => {
@@ -65,7 +77,12 @@ pub fn load_into(
                 .clone()
                 .unwrap_or_else(|| crate::pipeline::default_rejects_path(&sources));
             let header = reject_header(first.as_ref(), header_names.as_deref());
-            Some(Rejects::create(&path, limit, header.as_deref(), false)?)
+            Some(Rejects::create(
+                &path,
+                limit,
+                header.as_deref(),
+                opts.resume,
+            )?)
         }
     };
     let decode = match sources.format {
@@ -97,7 +114,13 @@ pub fn load_into(
     }
     let writer = match opts.check_only {
         true => None,
-        false => Some(target.writer(&table, &columns, &load_plan, opts)?),
+        false => Some(target.writer(
+            &table,
+            &columns,
+            &load_plan,
+            opts,
+            resume.as_ref().map(|(file, _)| file),
+        )?),
     };
     let inspected = Instant::now();
 
@@ -120,7 +143,10 @@ pub fn load_into(
         &sources,
         first,
         header_names.clone().filter(|_| sources.csv.header),
-        Default::default(),
+        resume
+            .as_ref()
+            .map(|(_, r)| r.skip.clone())
+            .unwrap_or_default(),
         if ordered { 1 } else { opts.workers.max(1) },
         &shared,
         block_tx,
@@ -158,12 +184,20 @@ pub fn load_into(
                 }
             })
             .map_err(spawn_error)?;
-        let written = write_all(writer.as_mut(), &chunk_rx, &plan, shared);
+        let by_block = resume.is_some();
+        let mut written = 0;
+        let wrote = write_all(
+            writer.as_mut(),
+            &chunk_rx,
+            &plan,
+            shared,
+            by_block,
+            &mut written,
+        );
         drop(chunk_rx);
-        let written = written.unwrap_or_else(|e| {
+        if let Err(e) = wrote {
             shared.fail(e);
-            0
-        });
+        }
         for worker in workers {
             worker
                 .join()
@@ -189,7 +223,11 @@ pub fn load_into(
     // The reject file is kept whatever happens: it describes the rows refused so far.
     let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
     if let Some(error) = shared.take_error() {
-        return Err(error);
+        // Under --resume a stop keeps every block that committed: say so, and how to go on.
+        return Err(match (error, &resume) {
+            (Error::Interrupted, Some(_)) => Error::InterruptedResumable { rows: written },
+            (error, _) => error,
+        });
     }
     flushed?;
     let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
@@ -197,7 +235,10 @@ pub fn load_into(
     let committed = match writer {
         Some(writer) => {
             if opts.interrupt.is_set() {
-                return Err(Error::Interrupted);
+                return Err(match resume {
+                    Some(_) => Error::InterruptedResumable { rows: written },
+                    None => Error::Interrupted,
+                });
             }
             reporter.phase(Phase::Commit);
             Some(writer.commit()?)
@@ -242,7 +283,7 @@ pub fn load_into(
             .as_ref()
             .map(|r| r.log_path.display().to_string()),
         loaded: !opts.check_only,
-        rows_resumed: 0,
+        rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
         plan: load_plan,
         phases: Phases {
             inspect: (inspected - started).as_secs_f64(),
@@ -256,26 +297,34 @@ pub fn load_into(
 }
 
 /// Hands every chunk to the writer (or, for `--check`, counts its rows) until the queue
-/// closes or the load is cancelled; returns the rows written.
+/// closes or the load is cancelled, counting the rows written.
 fn write_all(
     mut writer: Option<&mut Box<dyn Writer>>,
     chunks: &flume::Receiver<Chunk>,
     plan: &WorkerPlan,
     shared: &Shared,
-) -> Result<u64> {
-    let mut written = 0;
+    by_block: bool,
+    written: &mut u64,
+) -> Result<()> {
     loop {
         let chunk = match chunks.recv_timeout(CANCEL_POLL) {
             Ok(chunk) => chunk,
             Err(flume::RecvTimeoutError::Timeout) if !shared.is_cancelled() => continue,
-            Err(_) => return Ok(written),
+            Err(_) => return Ok(()),
         };
         if shared.is_cancelled() {
-            return Ok(written);
+            return Ok(());
         }
-        written += match writer.as_mut() {
+        let block = by_block.then(|| Committed {
+            offset: chunk.offset as i64,
+            len: chunk.len as i64,
+            first_line: chunk.first_line as i64,
+            next_line: chunk.next_line as i64,
+            rows: 0,
+        });
+        *written += match writer.as_mut() {
             None => chunk.rows,
-            Some(writer) => writer.write(&chunk.data, chunk.rows, &mut |i, reason| {
+            Some(writer) => writer.write(&chunk.data, chunk.rows, block, &mut |i, reason| {
                 refuse_row(&chunk, i, reason, plan, shared)
             })?,
         };

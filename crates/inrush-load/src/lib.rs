@@ -28,6 +28,7 @@ mod order;
 pub mod pipeline;
 pub mod plan;
 mod rejects;
+mod resume;
 mod sink;
 mod sort;
 mod sources;

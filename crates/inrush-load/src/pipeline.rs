@@ -15,6 +15,7 @@ use crate::claim::{self, Claim};
 use crate::columns::map_columns;
 use crate::plan::Maintenance;
 use crate::rejects::Rejects;
+use crate::resume::{self, Resume};
 use crate::sink::{self, Finished};
 use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
@@ -179,21 +180,11 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let resume = match opts.resume {
         false => None,
         true => {
-            let identity = input_identity(&sources, opts.block_size, table.oid)?;
+            let file = resume::input_file(&sources, opts.block_size)?;
+            let identity = ledger::InputIdentity::new(table.oid, file);
             let committed = runtime.block_on(ledger::open(&control, &identity))?;
-            let first = first.as_mut().ok_or_else(|| {
-                Error::Usage("--resume works on CSV and JSON lines, not columnar files".into())
-            })?;
-            let position = first.splitter.position();
-            let (offset, line) = ledger::resume_point(&committed, position);
-            if offset > position.0 {
-                first.splitter = sources.reopen_at(0, offset, line, progress.bytes_read.clone())?;
-                // The first JSON line is committed too: it lies before the resume point.
-                first.pending.clear();
-            }
-            let skip: std::collections::HashSet<u64> =
-                committed.iter().map(|c| c.offset as u64).collect();
-            let rows_before: u64 = committed.iter().map(|c| c.rows as u64).sum();
+            let Resume { skip, rows_before } =
+                Resume::start(&committed, &sources, first.as_mut(), &progress)?;
             Some((identity, skip, rows_before))
         }
     };
@@ -825,47 +816,6 @@ async fn drain(chunks: flume::Receiver<crate::worker::Chunk>, shared: &Shared) -
         rows += chunk.rows;
     }
     rows
-}
-
-/// What identifies an input for --resume: its canonical path, the block size, and its size,
-/// modification time and fingerprint. Standard input cannot be resumed.
-fn input_identity(
-    sources: &Sources,
-    block_size: usize,
-    table_oid: u32,
-) -> Result<ledger::InputIdentity> {
-    let input = match &sources.list[..] {
-        [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
-        [one] if one.name == "-" => {
-            return Err(Error::Usage(
-                "--resume needs a file: standard input cannot be read again".into(),
-            ))
-        }
-        _ => {
-            return Err(Error::Usage(
-                "--resume works on one input file at a time (standard input and queries cannot be read again)".into(),
-            ))
-        }
-    };
-    let open_error = |cause| inrush_read::Error::Open {
-        path: input.into(),
-        cause,
-    };
-    let path = std::fs::canonicalize(input).map_err(open_error)?;
-    let meta = std::fs::metadata(&path).map_err(open_error)?;
-    let mtime = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    Ok(ledger::InputIdentity {
-        table_oid,
-        input: path.display().to_string(),
-        block_size: block_size as i64,
-        size: meta.len() as i64,
-        mtime: mtime.to_string(),
-        fingerprint: ledger::fingerprint(&path).map_err(open_error)?,
-    })
 }
 
 /// Deletes the rows the load's transactions inserted (their `xmin`); returns how many.

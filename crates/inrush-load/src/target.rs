@@ -15,6 +15,7 @@
 //! being grown to carry (see docs/ARCHITECTURE.md).
 
 use crate::{LoadOptions, LoadPlan, Result};
+use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::TargetColumn;
 
 /// A target engine, opened on one database.
@@ -37,14 +38,21 @@ pub trait Target: Sync {
     /// `load_bytes` of input; `inrush plan` prints it, the writer carries it out.
     fn plan(&self, table: &Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan>;
 
+    /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
+    /// since) and returns the blocks of it already committed, by offset. A target without a
+    /// ledger refuses `--resume` in [`Target::refuse`].
+    fn ledger(&self, table: &Table, input: &InputFile) -> Result<Vec<Block>>;
+
     /// Starts the load: the transaction, the plan's steps before the rows. Rows come to the
-    /// writer in chunks of what the encoder wrote.
+    /// writer in chunks of what the encoder wrote. With `resume`, each chunk is a block of
+    /// that input, committed with its ledger row on its own.
     fn writer(
         &self,
         table: &Table,
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
+        resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>>;
 }
 
@@ -78,11 +86,14 @@ pub trait Writer: Send {
     /// Writes `rows` rows encoded in `data`. A row the engine refuses (a constraint) is passed
     /// to `refused` with its index in the chunk and the engine's message; when `refused`
     /// accepts it (the user allows rejects) the other rows are written, else the load ends
-    /// with its error. Returns how many rows were written.
+    /// with its error. `block` (under `--resume`): which block of the input the rows are; they
+    /// are committed with its ledger row (whose `rows` the writer fills in). Returns how many
+    /// rows were written.
     fn write(
         &mut self,
         data: &[u8],
         rows: u64,
+        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64>;
 

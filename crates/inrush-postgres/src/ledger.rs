@@ -6,6 +6,7 @@
 //! is refused instead of being mixed with the rows of its previous version.
 
 use crate::{query_error, Error, Result};
+pub use inrush_core::ledger::{resume_point, Committed, InputFile};
 use tokio_postgres::Client;
 
 const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
@@ -21,7 +22,7 @@ const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        committed_at timestamptz NOT NULL DEFAULT now(), \
        PRIMARY KEY (table_oid, input, block_size, block_offset))";
 
-/// Which input, cut how, and what it looked like.
+/// Which input, cut how, and what it looked like, loaded into which table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputIdentity {
     pub table_oid: u32,
@@ -31,16 +32,6 @@ pub struct InputIdentity {
     pub size: i64,
     pub mtime: String,
     pub fingerprint: String,
-}
-
-/// One block already committed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Committed {
-    pub offset: i64,
-    pub len: i64,
-    pub first_line: i64,
-    pub next_line: i64,
-    pub rows: i64,
 }
 
 /// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.
@@ -130,78 +121,15 @@ pub async fn record(
     Ok(())
 }
 
-/// Where a rerun can start reading: the end of the committed blocks that follow each other from
-/// `data_start` (offset, line); blocks committed past a gap are skipped as they come.
-pub fn resume_point(committed: &[Committed], data_start: (u64, u64)) -> (u64, u64) {
-    let (mut offset, mut line) = data_start;
-    for block in committed {
-        if block.offset as u64 == offset {
-            offset += block.len as u64;
-            line = block.next_line as u64;
+impl InputIdentity {
+    pub fn new(table_oid: u32, file: InputFile) -> Self {
+        InputIdentity {
+            table_oid,
+            input: file.input,
+            block_size: file.block_size,
+            size: file.size,
+            mtime: file.mtime,
+            fingerprint: file.fingerprint,
         }
-    }
-    (offset, line)
-}
-
-/// FNV-1a over the first and last 64 KiB: stable across platforms and versions, cheap on any
-/// size, and enough to notice a file replaced by another of the same size and time.
-pub fn fingerprint(path: &std::path::Path) -> std::io::Result<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    const SPAN: u64 = 64 * 1024;
-    let mut file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
-    let mut buf = vec![0; SPAN.min(size) as usize];
-    file.read_exact(&mut buf)?;
-    feed(&buf);
-    if size > SPAN {
-        let tail = SPAN.min(size - SPAN);
-        file.seek(SeekFrom::Start(size - tail))?;
-        let mut buf = vec![0; tail as usize];
-        file.read_exact(&mut buf)?;
-        feed(&buf);
-    }
-    Ok(format!("{hash:016x}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn block(offset: i64, len: i64, first_line: i64, next_line: i64) -> Committed {
-        Committed {
-            offset,
-            len,
-            first_line,
-            next_line,
-            rows: 1,
-        }
-    }
-
-    #[test]
-    fn resume_point_follows_the_contiguous_prefix() {
-        assert_eq!(resume_point(&[], (10, 2)), (10, 2));
-        let committed = [block(10, 5, 2, 4), block(15, 5, 4, 6), block(30, 5, 9, 11)];
-        assert_eq!(resume_point(&committed, (10, 2)), (20, 6));
-        assert_eq!(resume_point(&committed[1..], (10, 2)), (10, 2));
-    }
-
-    #[test]
-    fn fingerprints_see_head_and_tail() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a");
-        std::fs::write(&a, vec![b'x'; 200_000]).unwrap();
-        let first = fingerprint(&a).unwrap();
-        let mut changed = vec![b'x'; 200_000];
-        changed[199_999] = b'y';
-        std::fs::write(&a, &changed).unwrap();
-        assert_ne!(fingerprint(&a).unwrap(), first);
-        assert_eq!(fingerprint(&a).unwrap(), fingerprint(&a).unwrap());
     }
 }

@@ -3,17 +3,21 @@
 //! Owns: which `--to` names a database file ([`database_path`]), the catalog (a table's columns,
 //! declared types, STRICT, keys, indexes and triggers: [`catalog`]), how a field's text becomes
 //! the value SQLite stores, checked against the declared type ([`value`]), the one writer that
-//! binds ready values to a cached multi-row INSERT inside one transaction ([`writer`]), and the
-//! [`inrush_load::Target`] that puts them together ([`SqliteTarget`]).
+//! binds ready values to a cached multi-row INSERT inside one transaction ([`writer`]), the
+//! `--resume` ledger in the file ([`ledger`]), and the [`inrush_load::Target`] that puts them
+//! together ([`SqliteTarget`]).
 //!
 //! Atomic by construction: the whole load, the indexes dropped and built again, `--create` and
 //! `--truncate` included, is one SQLite transaction (SQLite's DDL is transactional), so a
 //! failed, interrupted or killed load leaves the file as it was, and no DDL journal is needed.
+//! Under `--resume` each block is a transaction of its own with its ledger row instead, and the
+//! indexes stay (dropping them would span transactions).
 //!
 //! Does not own: reading and parsing the input, the reject file, or the order of rows
 //! (`inrush-load`).
 
 pub mod catalog;
+pub mod ledger;
 mod target;
 pub mod value;
 pub mod writer;

@@ -5,6 +5,7 @@ use crate::value::{push_value, ColumnCheck, Kind};
 use crate::writer::{self, Conflict, InterruptWatch, RowWriter};
 use crate::{failed, quote};
 use inrush_core::catalog::{IndexInfo, TableSize};
+use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
@@ -55,9 +56,6 @@ impl Target for SqliteTarget {
 
     fn refuse(&self, opts: &LoadOptions) -> Result<()> {
         let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
-        if opts.resume {
-            return refuse("--resume", "not available for SQLite yet; a SQLite load is one transaction, so a failed or interrupted one leaves the file as it was and can simply be run again");
-        }
         if opts.force_text {
             return refuse(
                 "--text",
@@ -204,8 +202,14 @@ impl Target for SqliteTarget {
                 ..opts.plan
             },
         );
+        if opts.resume {
+            plan.rule = "indexes are kept: --resume commits block by block, and SQLite drops an index only for the length of one transaction here".into();
+        }
         for decision in &mut plan.indexes {
-            if decision.index.definition.is_empty() {
+            if opts.resume {
+                decision.action = IndexAction::Keep;
+                decision.reason = "maintained during the load (--resume)".into();
+            } else if decision.index.definition.is_empty() {
                 decision.action = IndexAction::Keep;
                 decision.reason = "enforces the table's PRIMARY KEY or UNIQUE constraint, which SQLite cannot drop: maintained during the load".into();
             }
@@ -229,14 +233,19 @@ impl Target for SqliteTarget {
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
+        resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
         let design = self.design()?;
         let conn = self.open()?;
         let watch = InterruptWatch::start(&conn, opts.interrupt.clone());
         let qualified = design.table.qualified();
-        // One transaction is the whole load; IMMEDIATE takes the write lock now, not at the
-        // first insert, so another writer is found before any work is done.
-        let mut begin = vec!["BEGIN IMMEDIATE".to_string()];
+        // One transaction is the whole load (under --resume, each block is one); IMMEDIATE
+        // takes the write lock now, not at the first insert, so another writer is found before
+        // any work is done.
+        let mut begin = match resume {
+            Some(_) => Vec::new(),
+            None => vec!["BEGIN IMMEDIATE".to_string()],
+        };
         begin.extend(table.create_sql.clone());
         if opts.truncate {
             begin.push(format!("DELETE FROM {qualified}"));
@@ -249,8 +258,10 @@ impl Target for SqliteTarget {
         begin.extend(rebuilt.iter().map(|(name, _)| {
             format!("DROP INDEX {}.{}", quote(&design.table.schema), quote(name))
         }));
-        conn.execute_batch(&begin.join(";\n"))
-            .map_err(failed(format!("starting the load of {qualified}")))?;
+        if !begin.is_empty() {
+            conn.execute_batch(&begin.join(";\n"))
+                .map_err(failed(format!("starting the load of {qualified}")))?;
+        }
         Ok(Box::new(SqliteWriter {
             conn,
             _watch: watch,
@@ -265,7 +276,13 @@ impl Target for SqliteTarget {
             analyze: plan.after != Maintenance::None,
             interrupt: opts.interrupt.clone(),
             changed: 0,
+            resume: resume.cloned(),
         }))
+    }
+
+    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
+        let design = self.design()?;
+        crate::ledger::open(&self.open()?, &design.table.qualified(), input)
     }
 }
 
@@ -447,6 +464,8 @@ struct SqliteWriter {
     analyze: bool,
     interrupt: Arc<inrush_load::Interrupt>,
     changed: u64,
+    /// `--resume`: the input each block is recorded for.
+    resume: Option<InputFile>,
 }
 
 impl Writer for SqliteWriter {
@@ -454,15 +473,36 @@ impl Writer for SqliteWriter {
         &mut self,
         data: &[u8],
         rows: u64,
+        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
-        let mut writer = RowWriter::new(&self.conn, &self.table, &self.columns, self.conflict);
-        let written = writer.write(data, rows, refused);
-        self.changed += writer.changed;
+        let (Some(block), Some(input)) = (block, self.resume.clone()) else {
+            return self.insert(data, rows, refused);
+        };
+        self.conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(failed("starting a block's transaction"))?;
+        let written = self.insert(data, rows, refused).and_then(|written| {
+            let block = Block {
+                rows: written as i64,
+                ..block
+            };
+            crate::ledger::record(&self.conn, &self.table, &input, block)?;
+            self.conn
+                .execute_batch("COMMIT")
+                .map_err(failed("committing a block"))?;
+            Ok(written)
+        });
+        if written.is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
         written
     }
 
     fn commit(self: Box<Self>) -> Result<Committed> {
+        if self.resume.is_some() {
+            return self.finish_resumed();
+        }
         let started = Instant::now();
         let mut committed = Committed::default();
         for (name, sql) in &self.rebuilt {
@@ -493,6 +533,36 @@ impl Writer for SqliteWriter {
         self.conn
             .execute_batch("COMMIT")
             .map_err(failed("committing the load"))?;
+        Ok(committed)
+    }
+}
+
+impl SqliteWriter {
+    fn insert(
+        &mut self,
+        data: &[u8],
+        rows: u64,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64> {
+        let mut writer = RowWriter::new(&self.conn, &self.table, &self.columns, self.conflict);
+        let written = writer.write(data, rows, refused);
+        self.changed += writer.changed;
+        written
+    }
+
+    /// Every block committed already: statistics, on their own.
+    fn finish_resumed(self: Box<Self>) -> Result<Committed> {
+        let started = Instant::now();
+        let mut committed = Committed::default();
+        if self.analyze {
+            let sql = format!("ANALYZE {}", self.table);
+            match self.conn.execute_batch(&sql) {
+                Ok(()) => committed.steps.push(sql),
+                // The rows are committed; only the statistics are missing.
+                Err(e) => committed.notes.push(format!("{sql} failed: {e}")),
+            }
+        }
+        committed.maintain_seconds = started.elapsed().as_secs_f64();
         Ok(committed)
     }
 }

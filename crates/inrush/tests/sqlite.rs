@@ -356,7 +356,6 @@ fn options_sqlite_cannot_honour_are_refused_by_name() {
     exec(&db, "CREATE TABLE t (a INTEGER)");
     let csv = write(dir.path(), "in.csv", "a\n1\n");
     for (flags, named) in [
-        (&["--resume"][..], "--resume"),
         (&["--text"][..], "--text"),
         (&["--datestyle", "dmy"][..], "--datestyle"),
         (&["--disable-triggers"][..], "--disable-triggers"),
@@ -607,4 +606,110 @@ fn sigterm_rolls_back_and_exits_130() {
     assert_eq!(out.status.code(), Some(130), "{printed}");
     assert!(printed.contains("rolled back"), "{printed}");
     assert_as_before(&db);
+}
+
+/// Count and sums over every column of `t`: equal for two tables holding the same rows.
+fn totals(db: &Path) -> (i64, i64, i64, i64, i64) {
+    Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT count(*), sum(fieldint1), sum(fieldint2), sum(fieldint3), \
+               sum(length(fieldchar1) + length(fieldchar2) + length(fieldchar3)) FROM t",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .unwrap()
+}
+
+#[test]
+fn resume_after_a_kill_loads_every_block_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("big.csv");
+    let (code, out) = inrush(&[
+        "gen",
+        "--rows",
+        "300000",
+        "--header",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let ddl = "CREATE TABLE t (fieldint1 INTEGER, fieldint2 INTEGER, fieldint3 INTEGER, \
+               fieldchar1 TEXT, fieldchar2 TEXT, fieldchar3 TEXT)";
+    let (once, resumed) = (dir.path().join("once.db"), dir.path().join("resumed.db"));
+    exec(&once, ddl);
+    exec(&resumed, ddl);
+    let (code, out) = load(&csv, &once, &[]);
+    assert_eq!(code, 0, "{out}");
+
+    let args = |db: &Path| -> Vec<String> {
+        [
+            "load",
+            csv.to_str().unwrap(),
+            "--header",
+            "--to",
+            db.to_str().unwrap(),
+            "--table",
+            "t",
+            "--no-progress",
+            "--resume",
+            "--block-size",
+            "65536",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let mut child = Command::new(BIN)
+        .args(args(&resumed))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once some blocks are committed.
+    let reader = Connection::open(&resumed).unwrap();
+    reader.busy_timeout(Duration::from_secs(5)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let committed: i64 = reader
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'inrush_load_ledger'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let blocks: i64 = match committed {
+            0 => 0,
+            _ => reader
+                .query_row("SELECT count(*) FROM inrush_load_ledger", [], |r| r.get(0))
+                .unwrap_or(0),
+        };
+        if blocks >= 3 || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the load ended before the kill"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = totals(&resumed).0;
+    assert!(
+        partial > 0 && partial < 300_000,
+        "{partial} rows after the kill"
+    );
+
+    let out = Command::new(BIN).args(args(&resumed)).output().unwrap();
+    let printed = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    assert!(
+        printed.contains("from earlier runs (--resume)"),
+        "{printed}"
+    );
+    assert_eq!(totals(&resumed), totals(&once));
+    let ledger: i64 = reader
+        .query_row("SELECT sum(rows) FROM inrush_load_ledger", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ledger, 300_000);
 }

@@ -1,0 +1,78 @@
+//! `--resume` on the pipeline's side, whatever the target: which input file a ledger names,
+//! and where a rerun reads on from given the blocks the target's ledger says are committed.
+
+use crate::sources::{Opened, Origin, Sources};
+use crate::{Error, Result};
+use inrush_core::ledger::{resume_point, Committed, InputFile};
+use inrush_core::Progress;
+use std::collections::HashSet;
+
+/// A rerun's starting point.
+pub(crate) struct Resume {
+    /// Offsets of blocks committed past a gap, skipped as they come.
+    pub skip: HashSet<u64>,
+    /// Rows earlier runs committed.
+    pub rows_before: u64,
+}
+
+impl Resume {
+    /// Moves the first input on past the committed blocks that follow each other from its
+    /// start.
+    pub fn start(
+        committed: &[Committed],
+        sources: &Sources,
+        first: Option<&mut Opened>,
+        progress: &Progress,
+    ) -> Result<Resume> {
+        let first = first.ok_or_else(|| {
+            Error::Usage("--resume works on CSV and JSON lines, not columnar files".into())
+        })?;
+        let position = first.splitter.position();
+        let (offset, line) = resume_point(committed, position);
+        if offset > position.0 {
+            first.splitter = sources.reopen_at(0, offset, line, progress.bytes_read.clone())?;
+            // The first JSON line is committed too: it lies before the resume point.
+            first.pending.clear();
+        }
+        Ok(Resume {
+            skip: committed.iter().map(|c| c.offset as u64).collect(),
+            rows_before: committed.iter().map(|c| c.rows as u64).sum(),
+        })
+    }
+}
+
+/// What identifies an input for --resume: its canonical path, the block size, and its size,
+/// modification time and fingerprint. Standard input cannot be resumed.
+pub(crate) fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
+    let input = match &sources.list[..] {
+        [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
+        [one] if one.name == "-" => {
+            return Err(Error::Usage(
+                "--resume needs a file: standard input cannot be read again".into(),
+            ))
+        }
+        _ => {
+            return Err(Error::Usage(
+                "--resume works on one input file at a time (standard input and queries cannot be read again)".into(),
+            ))
+        }
+    };
+    let open_error = |cause| inrush_read::Error::Open {
+        path: input.into(),
+        cause,
+    };
+    let path = std::fs::canonicalize(input).map_err(open_error)?;
+    let meta = std::fs::metadata(&path).map_err(open_error)?;
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    Ok(InputFile {
+        input: path.display().to_string(),
+        block_size: block_size as i64,
+        size: meta.len() as i64,
+        mtime: mtime.to_string(),
+        fingerprint: inrush_read::source::fingerprint(&path).map_err(open_error)?,
+    })
+}
