@@ -85,6 +85,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     opts.validate()?;
+    refuse_sqlite_only(&opts.plan)?;
     // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
     // that order, and the encoders learn it from the control session's DateStyle.
     let dated;
@@ -1174,6 +1175,7 @@ pub fn plan(
         ),
         None => None,
     };
+    refuse_sqlite_only(&opts)?;
     let runtime = runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
@@ -1183,6 +1185,14 @@ pub fn plan(
         plan.choose_sort(&table.columns, None);
         Ok::<_, inrush_postgres::Error>(plan)
     })?)
+}
+
+/// Options PostgreSQL has no use for.
+fn refuse_sqlite_only(plan: &crate::PlanOptions) -> Result<()> {
+    match plan.fast_unsafe {
+        true => Err(Error::Usage("--fast-unsafe: for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)".into())),
+        false => Ok(()),
+    }
 }
 
 /// What `inrush recover` did.

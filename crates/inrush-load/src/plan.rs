@@ -35,6 +35,9 @@ pub struct PlanOptions {
     /// Sort a small load by a kept index's leading key when that index is at least this large
     /// (a smaller one stays in memory and gains nothing); `u64::MAX` never sorts (`--no-sort`).
     pub sort_min_index_bytes: u64,
+    /// Trade the database file's crash safety for speed where the engine allows it
+    /// (`--fast-unsafe`; SQLite only).
+    pub fast_unsafe: bool,
 }
 
 impl Default for PlanOptions {
@@ -47,6 +50,7 @@ impl Default for PlanOptions {
             keep_keys: None,
             disable_triggers: false,
             sort_min_index_bytes: 64 << 20,
+            fast_unsafe: false,
         }
     }
 }

@@ -47,6 +47,39 @@ impl SqliteTarget {
     fn open(&self) -> Result<Connection> {
         writer::open(&self.path, BUSY)
     }
+
+    /// The pragmas the load runs with.
+    fn settings(&self, opts: &LoadOptions) -> Result<Vec<(String, String)>> {
+        let mut settings = vec![
+            (
+                "cache_size".to_string(),
+                format!("-{} (KiB)", writer::CACHE_KIB),
+            ),
+            ("temp_store".to_string(), "MEMORY".to_string()),
+        ];
+        if opts.plan.fast_unsafe {
+            settings.push(("journal_mode".into(), "MEMORY (--fast-unsafe)".into()));
+            settings.push(("synchronous".into(), "OFF (--fast-unsafe)".into()));
+            return Ok(settings);
+        }
+        let conn = self.open()?;
+        for pragma in ["journal_mode", "synchronous"] {
+            let value = conn
+                .query_row(&format!("SELECT * FROM pragma_{pragma}"), [], |r| {
+                    r.get::<_, rusqlite::types::Value>(0)
+                })
+                .map_err(failed(format!("reading PRAGMA {pragma}")))?;
+            let value = match value {
+                rusqlite::types::Value::Integer(i) => ["OFF", "NORMAL", "FULL", "EXTRA"]
+                    .get(i as usize)
+                    .map_or_else(|| i.to_string(), |s| s.to_string()),
+                rusqlite::types::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            };
+            settings.push((pragma.to_string(), value));
+        }
+        Ok(settings)
+    }
 }
 
 impl Target for SqliteTarget {
@@ -218,6 +251,7 @@ impl Target for SqliteTarget {
         if plan.after != Maintenance::None {
             plan.after = Maintenance::AnalyzeOnly;
         }
+        plan.hidden.settings = self.settings(opts)?;
         plan.hidden.triggers = design
             .table
             .triggers
@@ -237,6 +271,10 @@ impl Target for SqliteTarget {
     ) -> Result<Box<dyn Writer>> {
         let design = self.design()?;
         let conn = self.open()?;
+        if opts.plan.fast_unsafe {
+            conn.execute_batch(writer::FAST_UNSAFE)
+                .map_err(failed("setting --fast-unsafe's pragmas"))?;
+        }
         let watch = InterruptWatch::start(&conn, opts.interrupt.clone());
         let qualified = design.table.qualified();
         // One transaction is the whole load (under --resume, each block is one); IMMEDIATE
@@ -277,6 +315,7 @@ impl Target for SqliteTarget {
             interrupt: opts.interrupt.clone(),
             changed: 0,
             resume: resume.cloned(),
+            fast_unsafe: opts.plan.fast_unsafe,
         }))
     }
 
@@ -466,6 +505,7 @@ struct SqliteWriter {
     changed: u64,
     /// `--resume`: the input each block is recorded for.
     resume: Option<InputFile>,
+    fast_unsafe: bool,
 }
 
 impl Writer for SqliteWriter {
@@ -524,6 +564,9 @@ impl Writer for SqliteWriter {
             committed
                 .notes
                 .push(format!("{} rows inserted or updated", self.changed));
+        }
+        if self.fast_unsafe {
+            committed.notes.push(writer::FAST_UNSAFE_TRADE.into());
         }
         committed.maintain_seconds = analyzed.elapsed().as_secs_f64();
         // From here a signal no longer rolls back (see `inrush_load::Interrupt`).

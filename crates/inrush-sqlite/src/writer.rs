@@ -29,7 +29,14 @@ const MAX_VARIABLES: usize = 32766;
 
 /// Pages SQLite keeps in memory, in KiB when negative: enough that index rebuilds and inserts
 /// into a large table do not thrash, bounded so the load's memory stays flat.
-const CACHE_KIB: i64 = 64 * 1024;
+pub const CACHE_KIB: i64 = 64 * 1024;
+
+/// `--fast-unsafe`: the rollback journal in memory (a failed or interrupted load still rolls
+/// back) and no fsync; a crash during the load can corrupt the database file.
+pub const FAST_UNSAFE: &str = "PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF;";
+
+/// What `--fast-unsafe` costs, for the summary and the plan.
+pub const FAST_UNSAFE_TRADE: &str = "--fast-unsafe: journal in memory and no fsync during the load; a failed or interrupted load still rolls back, but a crash or power loss before the commit can corrupt the whole database file";
 
 /// Opens (creating when missing) the database file for a load: a bounded page cache, and
 /// temporary B-trees (index builds, sorts) in memory. Another writer holding the database

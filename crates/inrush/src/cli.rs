@@ -295,6 +295,11 @@ pub struct PlanFlags {
     /// input), so the index is filled in key order.
     #[arg(long)]
     pub no_sort: bool,
+    /// SQLite: keep the rollback journal in memory and never wait for the disk during the
+    /// load. A failed or interrupted load still rolls back, but a crash of the machine or of
+    /// inrush (SIGKILL) during the load can corrupt the whole database file.
+    #[arg(long)]
+    pub fast_unsafe: bool,
 }
 
 impl PlanFlags {
@@ -305,6 +310,7 @@ impl PlanFlags {
             maintain: !self.no_analyze,
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
+            fast_unsafe: self.fast_unsafe,
             keep_keys: None,
             sort_min_index_bytes: match self.no_sort {
                 true => u64::MAX,

@@ -713,3 +713,38 @@ fn resume_after_a_kill_loads_every_block_exactly_once() {
         .unwrap();
     assert_eq!(ledger, 300_000);
 }
+
+#[test]
+fn fast_unsafe_loads_says_what_it_risks_and_is_sqlite_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(&db, "CREATE TABLE t (a INTEGER, b TEXT)");
+    let csv = write(dir.path(), "in.csv", "a,b\n1,x\n2,y\n");
+    let (code, out) = load(&csv, &db, &["--fast-unsafe"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("can corrupt the whole database file"), "{out}");
+    assert_eq!(
+        contents(&db),
+        ["integer:1 | text:'x'", "integer:2 | text:'y'"]
+    );
+    let journal: String = Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(journal, "delete", "the file keeps its own journal mode");
+
+    let (code, out) = inrush(&[
+        "load",
+        csv.to_str().unwrap(),
+        "--to",
+        "postgresql://nowhere.invalid/x",
+        "--table",
+        "t",
+        "--fast-unsafe",
+    ]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("--fast-unsafe: for SQLite targets only"),
+        "{out}"
+    );
+}
