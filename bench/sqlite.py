@@ -177,6 +177,20 @@ def write_subset(ds: Dataset, rows: int, scratch: Path) -> None:
 # Loads
 # --------------------------------------------------------------------------------------------
 
+def timed(cmd: list[str]) -> tuple[run.Finished, float]:
+    """Runs one loading process to its exit: what it did and its wall time. Interrupted (Ctrl-C,
+    SIGTERM), it kills the process first, so no load goes on writing into the scratch."""
+    t = time.perf_counter()
+    child = run.Child(cmd)
+    try:
+        fin = child.wait()
+    except BaseException:
+        child.proc.kill()
+        child.proc.wait()
+        raise
+    return fin, time.perf_counter() - t
+
+
 class Bench:
     def __init__(self, ds: Dataset, inrush: Path, sqlite_utils: str | None, scratch: Path):
         self.ds, self.inrush, self.sqlite_utils, self.scratch = ds, inrush, sqlite_utils, scratch
@@ -234,18 +248,16 @@ class Bench:
         """Untimed .import of all rows (the row count and the fingerprint every load must match;
         it also brings the CSV into the page cache) and of the sqlite-utils rows."""
         db = self.new_db("reference")
-        t = time.perf_counter()
-        fin = run.Child(self.import_cmd(db, self.ds.csv, self.ds.header)).wait()
+        fin, seconds = timed(self.import_cmd(db, self.ds.csv, self.ds.header))
         self.check_quiet("reference .import", fin)
         self.reference = self.fingerprint(db)
         self.ds.rows = self.reference[0]
-        run.log(f"reference .import: {self.ds.rows:,} rows in {time.perf_counter() - t:.1f} s, "
+        run.log(f"reference .import: {self.ds.rows:,} rows in {seconds:.1f} s, "
                 f"{db.stat().st_size / 1e6:.0f} MB database")
         self.remove(db)
         if self.ds.subset:
             db = self.new_db("reference-subset")
-            self.check_quiet("reference .import (subset)",
-                             run.Child(self.import_cmd(db, self.ds.subset, True)).wait())
+            self.check_quiet("reference .import (subset)", timed(self.import_cmd(db, self.ds.subset, True))[0])
             self.subset_reference = self.fingerprint(db)
             if self.subset_reference[0] != self.ds.subset_rows:
                 raise run.BenchError(f"subset: {self.subset_reference[0]} rows imported, wrote {self.ds.subset_rows}")
@@ -265,15 +277,7 @@ class Bench:
 
     def measure(self, method: str) -> dict:
         db = self.new_db(method)
-        cmd = self.command(method, db)
-        t = time.perf_counter()
-        child = run.Child(cmd)
-        try:
-            fin = child.wait()
-        except BaseException:
-            child.proc.kill()
-            raise
-        seconds = time.perf_counter() - t
+        fin, seconds = timed(self.command(method, db))
         if method == "sqlite3_import":
             self.check_quiet(method, fin)
         else:

@@ -13,30 +13,7 @@ fn no_tweak(_: &mut LoadOptions) {}
 fn csv_syntax_corpus_matches_server_copy() {
     let mut db = fresh_db();
     let cols = "a text, b text, c text";
-    let corpus: &[&[u8]] = &[
-        b"1,2,3\n",
-        b"x,,\"\"\n",
-        b"\"a,b\",\"c\nd\",\"e\"\"f\"\n",
-        b"ab\"c,d\"e,x,y\n",
-        b"ab\"c,d\"e,x\n",
-        b"1,2,3\r\n4,5,6\r\n",
-        b"1,2,3\r\n4,5,6\n",
-        b"1,2,3\n4,5,6\r\n",
-        b"1,2,3",
-        b"1,2\n",
-        b"1,2,3,4\n",
-        b"\n",
-        b"\"unterminated,2,3\n",
-        b"\xEF\xBB\xBF1,2,3\n",
-        b"caf\xc3\xa9,\xe2\x82\xac,\xf0\x9f\x98\x80\n",
-        b"bad\xe9,2,3\n",
-        b"nul\0,2,3\n",
-        b" spaced , \" q \" ,\t\n",
-        b"\"multi\n\nline\",\"\"\"\",\"\"\n2,\"\n\",3\n",
-        b"a\rb,2,3\n",
-        b"\\N,\\.,x\n",
-    ];
-    for data in corpus {
+    for data in inrush_testkit::CSV_SYNTAX_CORPUS {
         // A byte order mark is the one deliberate difference: inrush drops it, COPY keeps it.
         if data.starts_with(b"\xEF\xBB\xBF") {
             continue;

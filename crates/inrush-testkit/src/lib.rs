@@ -43,6 +43,34 @@ pub fn server() -> &'static (ConnectOptions, String) {
     })
 }
 
+/// CSV inputs every target must read as PostgreSQL's `COPY ... (FORMAT csv)` reads them, or
+/// refuse where it refuses: quotes, embedded line breaks, every line ending, a missing or extra
+/// field, an unterminated quote, a byte order mark, multibyte and invalid UTF-8, NUL, `\N`
+/// and `\.`.
+pub const CSV_SYNTAX_CORPUS: &[&[u8]] = &[
+    b"1,2,3\n",
+    b"x,,\"\"\n",
+    b"\"a,b\",\"c\nd\",\"e\"\"f\"\n",
+    b"ab\"c,d\"e,x,y\n",
+    b"ab\"c,d\"e,x\n",
+    b"1,2,3\r\n4,5,6\r\n",
+    b"1,2,3\r\n4,5,6\n",
+    b"1,2,3\n4,5,6\r\n",
+    b"1,2,3",
+    b"1,2\n",
+    b"1,2,3,4\n",
+    b"\n",
+    b"\"unterminated,2,3\n",
+    b"\xEF\xBB\xBF1,2,3\n",
+    b"caf\xc3\xa9,\xe2\x82\xac,\xf0\x9f\x98\x80\n",
+    b"bad\xe9,2,3\n",
+    b"nul\0,2,3\n",
+    b" spaced , \" q \" ,\t\n",
+    b"\"multi\n\nline\",\"\"\"\",\"\"\n2,\"\n\",3\n",
+    b"a\rb,2,3\n",
+    b"\\N,\\.,x\n",
+];
+
 /// A database of its own for one test.
 pub struct Db {
     pub name: String,
@@ -129,14 +157,33 @@ impl Db {
     /// The server's own `COPY target FROM STDIN (FORMAT csv)` of `data`, committed: what every
     /// differential test compares inrush's table with.
     pub fn copy_csv(&self, target: &str, data: &[u8]) {
+        if let Err(e) = self.try_copy_csv(target, data) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`Db::copy_csv`], or the server's refusal.
+    pub fn try_copy_csv(&self, target: &str, data: &[u8]) -> Result<(), String> {
         use std::io::Write;
         let mut client = self.target.connect_blocking().expect("connect");
         let sql = format!("COPY {target} FROM STDIN (FORMAT csv)");
-        let mut writer = client
-            .copy_in(&sql)
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        writer.write_all(data).expect("COPY data");
-        writer.finish().unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let mut writer = client.copy_in(&sql).map_err(|e| format!("{sql}: {e}"))?;
+        writer.write_all(data).map_err(|e| format!("{sql}: {e}"))?;
+        writer
+            .finish()
+            .map(|_| ())
+            .map_err(|e| format!("{sql}: {e}"))
+    }
+
+    /// Every row of `sql`'s result, each value as text (`None` for NULL).
+    pub fn rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        let mut client = self.target.connect_blocking().expect("connect");
+        client
+            .query(sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .iter()
+            .map(|row| (0..row.len()).map(|i| row.get(i)).collect())
+            .collect()
     }
 }
 

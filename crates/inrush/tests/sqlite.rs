@@ -748,3 +748,53 @@ fn fast_unsafe_loads_says_what_it_risks_and_is_sqlite_only() {
         "{out}"
     );
 }
+
+/// The CSV syntax corpus, read into SQLite as PostgreSQL's COPY reads it into `text` columns
+/// (inrush reads COPY's CSV whatever the target), or refused where COPY refuses it.
+#[test]
+fn csv_syntax_corpus_reads_as_postgresql_copy_reads_it() {
+    let pg = inrush_testkit::Db::fresh("sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    for (i, data) in inrush_testkit::CSV_SYNTAX_CORPUS.iter().enumerate() {
+        // A byte order mark is the one deliberate difference: inrush drops it, COPY keeps it.
+        if data.starts_with(b"\xEF\xBB\xBF") {
+            continue;
+        }
+        pg.exec("DROP TABLE IF EXISTS theirs; CREATE TABLE theirs (a text, b text, c text)");
+        let theirs = pg
+            .try_copy_csv("theirs", data)
+            .map(|()| pg.rows("SELECT a, b, c FROM theirs ORDER BY ctid"));
+        let db = dir.path().join(format!("corpus{i}.db"));
+        exec(&db, "CREATE TABLE t (a TEXT, b TEXT, c TEXT)");
+        let input = dir.path().join(format!("corpus{i}.csv"));
+        std::fs::write(&input, data).unwrap();
+        let (code, out) = inrush(&[
+            "load",
+            input.to_str().unwrap(),
+            "--to",
+            db.to_str().unwrap(),
+            "--table",
+            "t",
+            "--no-progress",
+        ]);
+        let shown = String::from_utf8_lossy(data);
+        let ours: Vec<Vec<Option<String>>> = Connection::open(&db)
+            .unwrap()
+            .prepare("SELECT a, b, c FROM t ORDER BY rowid")
+            .unwrap()
+            .query_map([], |r| Ok(vec![r.get(0)?, r.get(1)?, r.get(2)?]))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        match theirs {
+            Ok(rows) => {
+                assert_eq!(code, 0, "{shown:?}: {out}");
+                assert_eq!(ours, rows, "{shown:?}");
+            }
+            Err(_) => {
+                assert_eq!(code, 4, "{shown:?}: COPY refuses it, inrush said {out}");
+                assert!(ours.is_empty(), "{shown:?}");
+            }
+        }
+    }
+}
