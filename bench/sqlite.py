@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the two imports below
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (children with wait4 rusage, datasets, column lists, machine facts)
 import parquet  # noqa: E402  (lineitem as Parquet and CSV from tpchgen-cli)
