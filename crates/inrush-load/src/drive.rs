@@ -10,10 +10,10 @@ use crate::pipeline::{create_columns, reject_header, start_readers, Inputs, Shar
 use crate::rejects::Rejects;
 use crate::resume::{self, Resume};
 use crate::summary::Phases;
-use crate::target::{Target, Writer};
+use crate::target::{Committed, Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
 use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
-use inrush_core::ledger::Committed;
+use inrush_core::ledger::Committed as Block;
 use inrush_core::{Phase, Progress, Reporter};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
@@ -112,21 +112,25 @@ pub fn load_into(
             false => format!("--create: {sql}, in the load's own transaction"),
         });
     }
-    let writer = match opts.check_only {
-        true => None,
-        false => Some(target.writer(
-            &table,
-            &columns,
-            &load_plan,
-            opts,
-            resume.as_ref().map(|(file, _)| file),
-        )?),
+    // Which row is refused and which key wins must not depend on which worker finished first.
+    let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
+    let writers = match opts.check_only {
+        true => Vec::new(),
+        false => (0..target.writers(opts, ordered).max(1))
+            .map(|_| {
+                target.writer(
+                    &table,
+                    &columns,
+                    &load_plan,
+                    opts,
+                    resume.as_ref().map(|(file, _)| file),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?,
     };
     let inspected = Instant::now();
 
     reporter.phase(Phase::Load);
-    // Which row is refused and which key wins must not depend on which worker finished first.
-    let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
     let shared = Arc::new(Shared::new(progress.clone(), rejects));
     let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
     let (chunk_tx, worker_chunks) = flume::bounded(opts.workers.max(1) * 2);
@@ -153,9 +157,9 @@ pub fn load_into(
     )
     .map_err(spawn_error)?;
     let done = AtomicBool::new(false);
-    let (written, writer) = std::thread::scope(|scope| -> Result<_> {
+    let writer_count = writers.len();
+    let (written, writers) = std::thread::scope(|scope| -> Result<_> {
         let shared = &*shared;
-        let mut writer = writer;
         let spawn = |name: String| std::thread::Builder::new().name(name);
         let mut workers = Vec::new();
         for i in 0..opts.workers.max(1) {
@@ -184,19 +188,40 @@ pub fn load_into(
                 }
             })
             .map_err(spawn_error)?;
+        // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
+        // none and counts the chunks' rows here.
         let by_block = resume.is_some();
+        let mut streams = Vec::new();
+        for (i, mut writer) in writers.into_iter().enumerate() {
+            let (chunks, plan) = (chunk_rx.clone(), &plan);
+            let handle = spawn(format!("inrush-write-{i}")).spawn_scoped(scope, move || {
+                let mut written = 0;
+                if let Err(e) = write_all(
+                    Some(&mut writer),
+                    &chunks,
+                    plan,
+                    shared,
+                    by_block,
+                    &mut written,
+                ) {
+                    shared.fail(e);
+                }
+                (writer, written)
+            });
+            streams.push(handle.map_err(spawn_error)?);
+        }
         let mut written = 0;
-        let wrote = write_all(
-            writer.as_mut(),
-            &chunk_rx,
-            &plan,
-            shared,
-            by_block,
-            &mut written,
-        );
+        if streams.is_empty() {
+            write_all(None, &chunk_rx, &plan, shared, by_block, &mut written)?;
+        }
         drop(chunk_rx);
-        if let Err(e) = wrote {
-            shared.fail(e);
+        let mut writers = Vec::new();
+        for stream in streams {
+            let (writer, rows) = stream
+                .join()
+                .map_err(|_| Error::Internal("a writer panicked".into()))?;
+            written += rows;
+            writers.push((writer, rows));
         }
         for worker in workers {
             worker
@@ -210,7 +235,7 @@ pub fn load_into(
         }
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
-        Ok((written, writer))
+        Ok((written, writers))
     })?;
     reporter.progress(progress.snapshot());
     if !shared.is_cancelled() {
@@ -232,8 +257,9 @@ pub fn load_into(
     flushed?;
     let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
     let loaded_at = Instant::now();
-    let committed = match writer {
-        Some(writer) => {
+    let committed = match writers.is_empty() {
+        true => None,
+        false => {
             if opts.interrupt.is_set() {
                 return Err(match resume {
                     Some(_) => Error::InterruptedResumable { rows: written },
@@ -241,9 +267,13 @@ pub fn load_into(
                 });
             }
             reporter.phase(Phase::Commit);
-            Some(writer.commit()?)
+            let mut committed = commit_all(writers)?;
+            let after = target.after(&table, &load_plan)?;
+            committed.steps.extend(after.steps);
+            committed.notes.extend(after.notes);
+            committed.maintain_seconds += after.maintain_seconds;
+            Some(committed)
         }
-        None => None,
     };
     let rows = written;
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
@@ -267,9 +297,9 @@ pub fn load_into(
         load_rows_per_second: rows as f64 / load_seconds.max(1e-9),
         load_megabytes_per_second: bytes as f64 / 1e6 / load_seconds.max(1e-9),
         wal_bytes: None,
-        connections: usize::from(!opts.check_only),
+        connections: writer_count,
         workers: opts.workers.max(1),
-        copy_format: "multi-row INSERT",
+        copy_format: target.method(),
         text_reason: None,
         values_resolved_by_server: 0,
         server_version: target.version(),
@@ -296,6 +326,35 @@ pub fn load_into(
     })
 }
 
+/// Commits every writer's transaction, one after the other: the load's commit window. A
+/// failure after the first commit leaves some writers' rows in and others' out, which is said.
+fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
+    let connections = writers.len();
+    let mut done = crate::target::Committed::default();
+    let mut rows_committed = 0;
+    for (i, (writer, rows)) in writers.into_iter().enumerate() {
+        match writer.commit() {
+            Ok(committed) => {
+                rows_committed += rows;
+                done.steps.extend(committed.steps);
+                done.notes.extend(committed.notes);
+                done.rebuild_seconds += committed.rebuild_seconds;
+                done.maintain_seconds += committed.maintain_seconds;
+            }
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => {
+                return Err(Error::PartialCommit {
+                    committed: i,
+                    connections,
+                    rows_committed,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(done)
+}
+
 /// Hands every chunk to the writer (or, for `--check`, counts its rows) until the queue
 /// closes or the load is cancelled, counting the rows written.
 fn write_all(
@@ -315,7 +374,7 @@ fn write_all(
         if shared.is_cancelled() {
             return Ok(());
         }
-        let block = by_block.then(|| Committed {
+        let block = by_block.then(|| Block {
             offset: chunk.offset as i64,
             len: chunk.len as i64,
             first_line: chunk.first_line as i64,

@@ -494,7 +494,7 @@ impl fmt::Display for LoadPlan {
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
             Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so first queries neither rewrite pages for hint bits nor plan without statistics"),
             Maintenance::AnalyzeFrozen => writeln!(f, "  after the load: ANALYZE only (TRUNCATE + COPY FREEZE in one transaction wrote the rows frozen and all-visible)"),
-            Maintenance::AnalyzeOnly => writeln!(f, "  after the load: ANALYZE, statistics for the query planner, in the load's transaction"),
+            Maintenance::AnalyzeOnly => writeln!(f, "  after the load: ANALYZE, statistics for the query planner"),
         }
     }
 }

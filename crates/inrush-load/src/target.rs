@@ -23,6 +23,9 @@ pub trait Target: Sync {
     /// The engine and its version, for the summary (`SQLite 3.50.4`).
     fn version(&self) -> String;
 
+    /// How rows are written, for the summary (`multi-row INSERT`).
+    fn method(&self) -> &'static str;
+
     /// Options this target cannot honour, refused with [`crate::Error::Usage`] (naming the
     /// option and why) before anything is read or changed.
     fn refuse(&self, opts: &LoadOptions) -> Result<()>;
@@ -37,6 +40,20 @@ pub trait Target: Sync {
     /// What the load does around the rows (indexes dropped and built after, statistics), for
     /// `load_bytes` of input; `inrush plan` prints it, the writer carries it out.
     fn plan(&self, table: &Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan>;
+
+    /// How many writers (connections, each with its own transaction) the load uses; `ordered`:
+    /// rows must reach the table in the input's order (one writer then).
+    fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
+        let _ = (opts, ordered);
+        1
+    }
+
+    /// After every writer committed: what the plan does outside the load's transactions
+    /// (statistics, where they cannot be taken inside).
+    fn after(&self, table: &Table, plan: &LoadPlan) -> Result<Committed> {
+        let _ = (table, plan);
+        Ok(Committed::default())
+    }
 
     /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
     /// since) and returns the blocks of it already committed, by offset. A target without a

@@ -87,6 +87,10 @@ impl Target for SqliteTarget {
         format!("SQLite {}", rusqlite::version())
     }
 
+    fn method(&self) -> &'static str {
+        "multi-row INSERT"
+    }
+
     fn refuse(&self, opts: &LoadOptions) -> Result<()> {
         let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
         if opts.force_text {

@@ -4,7 +4,8 @@
 //!   `INRUSH_TEST_URL` names; `INRUSH_PG_BIN` picks the binaries of the private one (an older
 //!   major version, say);
 //! - [`Db`]: a fresh database of its own for one test, with its conninfo for the CLI and
-//!   queries whose answers come back as text.
+//!   queries whose answers come back as text;
+//! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`).
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::process::{Child, Command, Stdio};
@@ -225,4 +226,121 @@ pub fn finish(mut child: Child) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&printed).into_owned(),
     )
+}
+
+/// The tests' private MariaDB: started once per test process with `scripts/mariadb.sh` (which
+/// unpacks Debian's packages and runs the server as an unprivileged user), stopped at exit.
+pub struct Mariadb {
+    dir: std::path::PathBuf,
+    /// `mysql://inrush:inrush@127.0.0.1:PORT/`, a database name to follow.
+    base_url: String,
+}
+
+static MARIADB: OnceLock<Mariadb> = OnceLock::new();
+
+fn mariadb_script() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb.sh")
+}
+
+extern "C" fn stop_mariadb() {
+    if let Some(server) = MARIADB.get() {
+        let _ = Command::new(mariadb_script())
+            .arg("stop")
+            .arg(&server.dir)
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&server.dir);
+    }
+}
+
+/// The tests' MariaDB server.
+pub fn mariadb() -> &'static Mariadb {
+    MARIADB.get_or_init(|| {
+        // A short path: the server's socket lives in it.
+        let dir = std::env::temp_dir().join(format!("inrush-mdb-{}", std::process::id()));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let out = Command::new(mariadb_script())
+            .arg("start")
+            .arg(&dir)
+            .arg(port.to_string())
+            .output()
+            .expect("running scripts/mariadb.sh");
+        assert!(
+            out.status.success(),
+            "starting the tests' MariaDB failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
+        unsafe { libc::atexit(stop_mariadb) };
+        Mariadb {
+            dir,
+            base_url: format!("mysql://inrush:inrush@127.0.0.1:{port}/"),
+        }
+    })
+}
+
+/// A database of its own on the tests' MariaDB for one test.
+pub struct MariaDb {
+    pub name: String,
+    /// For the CLI's `--to`.
+    pub url: String,
+}
+
+impl MariaDb {
+    pub fn fresh(prefix: &str) -> MariaDb {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let server = mariadb();
+        let name = format!(
+            "{prefix}_{}_{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let db = MariaDb {
+            url: format!("{}{name}", server.base_url),
+            name: name.clone(),
+        };
+        db.client(None, &format!("CREATE DATABASE {name}"))
+            .expect("CREATE DATABASE");
+        db
+    }
+
+    fn client(&self, database: Option<&str>, sql: &str) -> Result<String, String> {
+        let mut command = Command::new(mariadb_script());
+        command.arg("client").arg(&mariadb().dir).args(["-N", "-B"]);
+        if let Some(database) = database {
+            command.args(["-D", database]);
+        }
+        let out = command
+            .args(["-e", sql])
+            .output()
+            .map_err(|e| e.to_string())?;
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+        }
+    }
+
+    /// Runs `sql` in this database, or says the server's error.
+    pub fn try_exec(&self, sql: &str) -> Result<(), String> {
+        self.client(Some(&self.name), sql).map(|_| ())
+    }
+
+    pub fn exec(&self, sql: &str) {
+        if let Err(e) = self.try_exec(sql) {
+            panic!("{sql}: {e}");
+        }
+    }
+
+    /// Every row of `sql`'s result as the client prints it (values tab-separated, NULL as
+    /// `NULL`).
+    pub fn rows(&self, sql: &str) -> Vec<String> {
+        self.client(Some(&self.name), sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
 }

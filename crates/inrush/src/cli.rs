@@ -5,6 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use inrush_encode::DateOrder;
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
+use inrush_mysql::{MysqlOptions, MysqlTarget};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
@@ -477,6 +478,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     opts.plan = args.flags.options();
                     inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
                 }
+                Target::Mysql(options) => {
+                    let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                    opts.plan = args.flags.options();
+                    inrush_load::plan_into(
+                        &MysqlTarget::new(options),
+                        &opts,
+                        args.input.as_deref(),
+                    )?
+                }
             };
             if args.json {
                 println!("{}", serde_json::to_string(&plan)?);
@@ -490,6 +500,13 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 Target::Postgres(target) => target,
                 Target::Sqlite(path) => {
                     eprintln!("nothing to recover: a load into SQLite ({}) is one transaction, which a failure rolls back", path.display());
+                    return Ok(Outcome::Done);
+                }
+                Target::Mysql(options) => {
+                    eprintln!(
+                        "nothing to recover: a load into MariaDB ({}) changes no definition",
+                        options.describe()
+                    );
                     return Ok(Outcome::Done);
                 }
             };
@@ -558,7 +575,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     let target = match &to {
         Target::Postgres(target) => target.clone(),
         // Only a query source's server is PostgreSQL then.
-        Target::Sqlite(_) => ConnectOptions::parse("")?,
+        Target::Sqlite(_) | Target::Mysql(_) => ConnectOptions::parse("")?,
     };
     let mut opts = LoadOptions::new("", target, args.table);
     opts.inputs = args.inputs;
@@ -604,6 +621,9 @@ fn load(args: LoadArgs) -> Result<Outcome> {
     let summary = match to {
         Target::Postgres(_) => inrush_load::load(&opts, &reporter),
         Target::Sqlite(path) => inrush_load::load_into(&SqliteTarget::new(path), &opts, &reporter),
+        Target::Mysql(options) => {
+            inrush_load::load_into(&MysqlTarget::new(options), &opts, &reporter)
+        }
     };
     reporter.finish();
     let summary = summary?;
@@ -636,11 +656,16 @@ enum Target {
     Postgres(ConnectOptions),
     /// A database file (`sqlite:///path.db`, or a path ending in .db, .sqlite, .sqlite3).
     Sqlite(std::path::PathBuf),
+    /// `mysql://` or `mariadb://`.
+    Mysql(MysqlOptions),
 }
 
 impl Target {
     fn of(to: Option<&str>) -> Result<Target> {
         let to = to.unwrap_or("");
+        if inrush_mysql::is_mysql_url(to) {
+            return Ok(Target::Mysql(MysqlOptions::parse(to)?));
+        }
         Ok(match inrush_sqlite::database_path(to) {
             Some(path) => Target::Sqlite(path),
             None => Target::Postgres(ConnectOptions::parse(to)?),

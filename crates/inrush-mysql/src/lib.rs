@@ -1,0 +1,34 @@
+//! MariaDB and MySQL as a target of inrush: everything said to them.
+//!
+//! Owns: which `--to` names such a server and how to reach it ([`options`]), the catalog
+//! (`information_schema`: [`catalog`]), the checks of each value against its column's type and
+//! `LOAD DATA`'s escaping ([`value`]), one connection's `LOAD DATA LOCAL INFILE` streams with
+//! every warning turned into a bad row ([`writer`]), and the [`inrush_load::Target`] that puts
+//! them together ([`MysqlTarget`]).
+//!
+//! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
+//! commit together once every chunk is in; anything before that rolls everything back.
+//!
+//! Not built yet (refused by name): `--create`, `--resume`, `--table-lock`, dropping indexes for
+//! the load and building them after.
+
+pub mod catalog;
+pub mod options;
+mod target;
+pub mod value;
+pub mod writer;
+
+pub use options::{is_mysql_url, MysqlOptions};
+pub use target::MysqlTarget;
+
+/// A server error as the load reports it: what was being done, and the server's message.
+pub(crate) fn engine_error(
+    what: impl Into<String>,
+) -> impl FnOnce(mysql_async::Error) -> inrush_load::Error {
+    let what = what.into();
+    move |cause| inrush_load::Error::Engine {
+        engine: "MariaDB",
+        what,
+        message: cause.to_string(),
+    }
+}

@@ -1,0 +1,187 @@
+//! Which MariaDB or MySQL server a `--to` names, and how to reach it.
+//!
+//! `mysql://user:password@host:port/database` or `mariadb://...`, with `?socket=/path` for a
+//! Unix socket and `?ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY` as the
+//! `mysql` client spells it. PREFERRED, the default, connects without TLS (the driver cannot
+//! fall back from TLS to none): REQUIRED insists on TLS without checking the certificate,
+//! VERIFY_CA checks it, VERIFY_IDENTITY also checks the host name. A password missing from the
+//! URL comes from `MYSQL_PWD`, then from the `[client]` section of `~/.my.cnf`, as for the
+//! `mysql` client. The password is never printed.
+
+use inrush_load::{Error, Result};
+use mysql_async::{Opts, OptsBuilder, SslOpts};
+
+/// A server and database to load into.
+#[derive(Clone)]
+pub struct MysqlOptions {
+    pub(crate) opts: Opts,
+    /// The URL without its password, for messages.
+    shown: String,
+}
+
+impl std::fmt::Debug for MysqlOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+/// Whether `to` names a MariaDB or MySQL server.
+pub fn is_mysql_url(to: &str) -> bool {
+    to.starts_with("mysql://") || to.starts_with("mariadb://")
+}
+
+impl MysqlOptions {
+    pub fn parse(to: &str) -> Result<MysqlOptions> {
+        let usage = |why: String| Error::Usage(format!("--to {}: {why}", redact(to)));
+        let rest = to
+            .strip_prefix("mysql://")
+            .or_else(|| to.strip_prefix("mariadb://"))
+            .ok_or_else(|| usage("not a mysql:// or mariadb:// URL".into()))?;
+        let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let mut params = Vec::new();
+        let mut ssl_mode = "PREFERRED".to_string();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "ssl-mode" | "ssl_mode" | "sslmode" => ssl_mode = value.to_ascii_uppercase(),
+                "socket" => params.push(format!("socket={value}")),
+                other => {
+                    return Err(usage(format!(
+                        "unknown parameter {other:?} (known: socket, ssl-mode)"
+                    )))
+                }
+            }
+        }
+        let path_db = base.split_once('/').map(|(_, db)| db).unwrap_or("");
+        if path_db.is_empty() {
+            return Err(usage(
+                "name the database: mysql://user@host/DATABASE".into(),
+            ));
+        }
+        let url = match params.is_empty() {
+            true => format!("mysql://{base}"),
+            false => format!("mysql://{base}?{}", params.join("&")),
+        };
+        let opts = Opts::from_url(&url).map_err(|e| usage(e.to_string()))?;
+        let mut builder = OptsBuilder::from_opts(opts);
+        let has_password = base
+            .split_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'));
+        if !has_password {
+            if let Some(password) = std::env::var("MYSQL_PWD")
+                .ok()
+                .or_else(option_file_password)
+            {
+                builder = builder.pass(Some(password));
+            }
+        }
+        builder = match ssl_mode.as_str() {
+            "DISABLED" | "PREFERRED" => builder.ssl_opts(None::<SslOpts>),
+            "REQUIRED" => builder.ssl_opts(
+                SslOpts::default()
+                    .with_danger_accept_invalid_certs(true)
+                    .with_danger_skip_domain_validation(true),
+            ),
+            "VERIFY_CA" => {
+                builder.ssl_opts(SslOpts::default().with_danger_skip_domain_validation(true))
+            }
+            "VERIFY_IDENTITY" => builder.ssl_opts(SslOpts::default()),
+            other => {
+                return Err(usage(format!(
+                "ssl-mode {other:?}: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+            )))
+            }
+        };
+        // Every session of a load reads and writes UTF-8 and refuses what strict mode refuses.
+        builder = builder.setup(vec![
+            "SET NAMES utf8mb4",
+            "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_ALL_TABLES')",
+        ]);
+        Ok(MysqlOptions {
+            opts: builder.into(),
+            shown: redact(to),
+        })
+    }
+
+    /// The database the load goes into.
+    pub fn database(&self) -> &str {
+        self.opts.db_name().unwrap_or_default()
+    }
+
+    /// The URL as given, without its password.
+    pub fn describe(&self) -> &str {
+        &self.shown
+    }
+
+    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        mysql_async::Conn::new(self.opts.clone())
+            .await
+            .map_err(|e| Error::Engine {
+                engine: "MariaDB",
+                what: format!("connecting to {}", self.shown),
+                message: e.to_string(),
+            })
+    }
+}
+
+/// `user:secret@host` becomes `user:***@host`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+/// `password=` in the `[client]` section of `~/.my.cnf`.
+fn option_file_password() -> Option<String> {
+    let home = std::env::var_os("HOME")?;
+    let text = std::fs::read_to_string(std::path::Path::new(&home).join(".my.cnf")).ok()?;
+    let mut in_client = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_client = line == "[client]";
+        } else if in_client {
+            if let Some((key, value)) = line.split_once('=') {
+                if key.trim() == "password" {
+                    return Some(value.trim().trim_matches('"').to_string());
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_passwords_stay_hidden() {
+        let o = MysqlOptions::parse("mariadb://app:s3cret@127.0.0.1:3399/shop?ssl-mode=disabled")
+            .unwrap();
+        assert_eq!(o.database(), "shop");
+        assert_eq!(
+            o.describe(),
+            "mariadb://app:***@127.0.0.1:3399/shop?ssl-mode=disabled"
+        );
+        assert!(!format!("{o:?}").contains("s3cret"));
+        assert!(is_mysql_url("mysql://h/d") && !is_mysql_url("postgresql://h/d"));
+        let err = MysqlOptions::parse("mysql://app:pw@h")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("name the database") && !err.contains("pw@"),
+            "{err}"
+        );
+        let err = MysqlOptions::parse("mysql://h/d?ssl-mode=sometimes")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("VERIFY_IDENTITY"), "{err}");
+    }
+}

@@ -1,0 +1,375 @@
+//! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database.
+
+use crate::catalog::{self, Table};
+use crate::engine_error;
+use crate::options::MysqlOptions;
+use crate::value::ColumnCheck;
+use crate::writer::{ChunkWriter, Conflict};
+use inrush_core::catalog::{IndexInfo, TableSize};
+use inrush_core::ledger::{Committed as Block, InputFile};
+use inrush_core::{TargetColumn, ValueType};
+use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
+use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+/// A MariaDB or MySQL database as the target of loads.
+pub struct MysqlTarget {
+    options: MysqlOptions,
+    design: OnceLock<Design>,
+}
+
+struct Design {
+    table: Table,
+    checks: Vec<ColumnCheck>,
+    version: String,
+}
+
+impl MysqlTarget {
+    pub fn new(options: MysqlOptions) -> Self {
+        MysqlTarget {
+            options,
+            design: OnceLock::new(),
+        }
+    }
+
+    fn design(&self) -> Result<&Design> {
+        self.design
+            .get()
+            .ok_or_else(|| Error::Internal("the MariaDB table was not prepared".into()))
+    }
+}
+
+/// A runtime of its own for each caller: the pipeline's threads are plain threads, and each
+/// connection is used by one of them at a time.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("starting a runtime: {e}")))
+}
+
+impl Target for MysqlTarget {
+    fn version(&self) -> String {
+        self.design
+            .get()
+            .map_or_else(|| "MariaDB".into(), |d| d.version.clone())
+    }
+
+    fn method(&self) -> &'static str {
+        "LOAD DATA LOCAL"
+    }
+
+    fn refuse(&self, opts: &LoadOptions) -> Result<()> {
+        let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
+        let not_yet = "not available for MariaDB/MySQL yet";
+        if opts.create {
+            return refuse("--create", not_yet);
+        }
+        if opts.resume {
+            return refuse("--resume", not_yet);
+        }
+        if opts.table_lock {
+            return refuse("--table-lock", not_yet);
+        }
+        if opts.force_text {
+            return refuse(
+                "--text",
+                "PostgreSQL's text COPY; MariaDB is always given LOAD DATA's text",
+            );
+        }
+        if opts.date_order.is_some() {
+            return refuse(
+                "--datestyle",
+                "MariaDB reads dates as YYYY-MM-DD and has no date style to set",
+            );
+        }
+        if opts.plan.disable_triggers {
+            return refuse(
+                "--disable-triggers",
+                "MariaDB cannot disable a table's triggers",
+            );
+        }
+        if opts.plan.fast_unsafe {
+            return refuse("--fast-unsafe", "for SQLite targets only");
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, opts: &LoadOptions, _: Option<&[(String, String)]>) -> Result<target::Table> {
+        let rt = runtime()?;
+        let (table, version) = rt.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let table = catalog::read(&mut conn, &opts.table, self.options.database()).await?;
+            let version: Option<String> = conn
+                .query_first("SELECT VERSION()")
+                .await
+                .map_err(engine_error("reading the server's version"))?;
+            let _ = conn.disconnect().await;
+            Ok::<_, Error>((table, version.unwrap_or_default()))
+        })?;
+        if opts.on_conflict != OnConflict::Error && !table.has_unique_key() {
+            return Err(Error::Usage(format!(
+                "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
+                opts.on_conflict.name(),
+                table.qualified()
+            )));
+        }
+        let columns = table
+            .columns
+            .iter()
+            .map(|c| TargetColumn {
+                name: c.name.clone(),
+                type_sql: c.column_type.clone(),
+                typmod: -1,
+                value_type: ValueType::Unsupported,
+                // AUTO_INCREMENT fills a NULL.
+                not_null: c.not_null && !c.auto_increment,
+                input_sql: String::new(),
+            })
+            .collect();
+        let described = target::Table {
+            name: table.qualified(),
+            columns,
+            bytes: Some(table.bytes),
+            create_sql: None,
+        };
+        let engine = match version.to_ascii_lowercase().contains("mariadb") {
+            true => "MariaDB",
+            false => "MySQL",
+        };
+        let _ = self.design.set(Design {
+            checks: table.columns.iter().map(ColumnCheck::of).collect(),
+            table,
+            version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
+        });
+        Ok(described)
+    }
+
+    fn encoder(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Box<dyn RowEncoder>> {
+        let design = self.design()?;
+        let checks = columns
+            .iter()
+            .map(|c| {
+                design
+                    .table
+                    .columns
+                    .iter()
+                    .position(|t| t.name == c.name)
+                    .map(|i| design.checks[i].clone())
+                    .ok_or_else(|| Error::Internal(format!("no column {}", c.name)))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(Encoder { checks }))
+    }
+
+    fn plan(
+        &self,
+        table: &target::Table,
+        opts: &LoadOptions,
+        load_bytes: Option<u64>,
+    ) -> Result<LoadPlan> {
+        let design = self.design()?;
+        let indexes = design
+            .table
+            .indexes
+            .iter()
+            .map(|(name, unique)| IndexInfo {
+                name: name.clone(),
+                definition: String::new(),
+                unique: *unique,
+                constraint: None,
+                constraint_kind: None,
+                deferrable: false,
+                referenced: false,
+                invalid: false,
+                bytes: 0,
+                leading_column: None,
+            })
+            .collect();
+        let size = TableSize {
+            table_bytes: table.bytes.unwrap_or(0) as i64,
+            index_bytes: 0,
+            rows_estimate: -1.0,
+            empty: false,
+        };
+        let mut plan = LoadPlan::decide(
+            &design.table.qualified(),
+            false,
+            indexes,
+            Vec::new(),
+            size,
+            load_bytes,
+            PlanOptions {
+                rebuild_indexes: false,
+                keep_keys: opts.keeps_keys(),
+                ..opts.plan
+            },
+        );
+        plan.rule = "indexes are kept and maintained during the load (dropping them and building them once after is not built for MariaDB yet)".into();
+        for decision in &mut plan.indexes {
+            decision.reason = "maintained during the load".into();
+        }
+        if plan.after != Maintenance::None {
+            plan.after = Maintenance::AnalyzeOnly;
+        }
+        plan.hidden.triggers = design
+            .table
+            .triggers
+            .iter()
+            .map(|t| (t.clone(), String::new(), "O".into()))
+            .collect();
+        plan.hidden.settings = vec![("engine".into(), design.table.engine.clone())];
+        Ok(plan)
+    }
+
+    fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
+        match ordered || opts.truncate {
+            true => 1,
+            false => opts.connections.max(1),
+        }
+    }
+
+    fn writer(
+        &self,
+        _: &target::Table,
+        columns: &[TargetColumn],
+        _: &LoadPlan,
+        opts: &LoadOptions,
+        _: Option<&InputFile>,
+    ) -> Result<Box<dyn Writer>> {
+        let design = self.design()?;
+        let qualified = design.table.qualified();
+        let rt = runtime()?;
+        let conn = rt.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let mut begin = vec!["START TRANSACTION".to_string()];
+            if opts.truncate {
+                // TRUNCATE would commit at once: DELETE keeps a failed load's rows as they were.
+                begin.push(format!("DELETE FROM {qualified}"));
+            }
+            for sql in begin {
+                conn.query_drop(&sql)
+                    .await
+                    .map_err(engine_error(format!("starting the load of {qualified}")))?;
+            }
+            Ok::<_, Error>(conn)
+        })?;
+        let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        let conflict = match opts.on_conflict {
+            OnConflict::Error => Conflict::Error,
+            OnConflict::Skip => Conflict::Skip,
+            OnConflict::Update => Conflict::Replace,
+        };
+        Ok(Box::new(MysqlWriter {
+            conn: Some(conn),
+            chunks: ChunkWriter::new(&qualified, &names, conflict),
+            rt,
+        }))
+    }
+
+    fn ledger(&self, _: &target::Table, _: &InputFile) -> Result<Vec<Block>> {
+        Err(Error::Usage(
+            "--resume: not available for MariaDB/MySQL yet".into(),
+        ))
+    }
+
+    fn after(&self, _: &target::Table, plan: &LoadPlan) -> Result<Committed> {
+        let mut done = Committed::default();
+        if plan.after == Maintenance::None {
+            return Ok(done);
+        }
+        let design = self.design()?;
+        let started = Instant::now();
+        let sql = format!("ANALYZE TABLE {}", design.table.qualified());
+        let analyzed = runtime()?.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let result: Vec<(String, String, String, String)> =
+                conn.query(&sql).await.map_err(engine_error(sql.clone()))?;
+            let _ = conn.disconnect().await;
+            Ok::<_, Error>(result)
+        });
+        match analyzed {
+            Ok(_) => done.steps.push(sql),
+            // The rows are committed; only the statistics are missing.
+            Err(e) => done.notes.push(format!("{sql} failed: {e}")),
+        }
+        done.maintain_seconds = started.elapsed().as_secs_f64();
+        Ok(done)
+    }
+}
+
+/// Checks and writes the fields of a row as a `LOAD DATA` line.
+struct Encoder {
+    checks: Vec<ColumnCheck>,
+}
+
+impl RowEncoder for Encoder {
+    fn encode(
+        &self,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), (usize, String)> {
+        let mark = out.len();
+        for (i, (check, field)) in self.checks.iter().zip(fields).enumerate() {
+            if i > 0 {
+                out.push(b'\t');
+            }
+            if let Err(reason) = check.write(field, out) {
+                out.truncate(mark);
+                return Err((i, reason));
+            }
+        }
+        out.push(b'\n');
+        Ok(())
+    }
+}
+
+/// One connection's transaction; dropped without commit, it disconnects, which rolls back.
+struct MysqlWriter {
+    conn: Option<Conn>,
+    chunks: ChunkWriter,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Writer for MysqlWriter {
+    fn write(
+        &mut self,
+        data: &[u8],
+        rows: u64,
+        _: Option<Block>,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64> {
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        self.rt
+            .block_on(self.chunks.write(conn, data, rows, refused))
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<Committed> {
+        let mut conn = self
+            .conn
+            .take()
+            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        self.rt.block_on(async {
+            conn.query_drop("COMMIT")
+                .await
+                .map_err(engine_error("committing the load"))?;
+            let _ = conn.disconnect().await;
+            Ok(Committed::default())
+        })
+    }
+}
+
+impl Drop for MysqlWriter {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            // The server rolls back the open transaction of a closed connection.
+            let _ = self.rt.block_on(conn.disconnect());
+        }
+    }
+}

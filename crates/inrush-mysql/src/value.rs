@@ -1,0 +1,337 @@
+//! A field's text checked against its column's type and written as `LOAD DATA` reads it.
+//!
+//! The server has the last word: every row goes through `LOAD DATA LOCAL INFILE`, and any
+//! warning it raises for a row (a value converted, truncated, out of range, a duplicate key)
+//! makes that row a bad row (see `crate::writer`), so nothing changes silently. The checks here
+//! refuse on the client what the server is certain to refuse, with its wording, so the common
+//! bad values cost no round trip:
+//!
+//! - integers (`tinyint` to `bigint`, signed and UNSIGNED): a plain integer outside the type's
+//!   range (`Out of range value for column 'c'`);
+//! - `decimal(p,s)`: more than `p - s` digits before the point;
+//! - `char(n)`/`varchar(n)`: more than `n` characters (trailing spaces aside, which the server
+//!   trims with a note); `tinytext`...`longtext` and binary types by bytes;
+//! - `enum`: a value that is no member (members compare case-insensitively, trailing spaces
+//!   trimmed; a member's number is left to the server);
+//! - `json`: text that is not JSON;
+//! - NULL in a NOT NULL column that is not AUTO_INCREMENT.
+//!
+//! Everything else (dates and times, floats, bits, sets, other spellings of numbers) goes to
+//! the server as given.
+//!
+//! The form: `LOAD DATA`'s defaults, fields ended by a tab, lines by `\n`, `\` escaping tab,
+//! line feed, carriage return, NUL and itself, and `\N` for NULL.
+
+use crate::catalog::Column;
+
+/// One column's checks.
+#[derive(Debug, Clone)]
+pub struct ColumnCheck {
+    name: String,
+    kind: Kind,
+    /// NULL is refused (NOT NULL and no AUTO_INCREMENT to fill it).
+    refuse_null: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    Integer {
+        min: i128,
+        max: i128,
+    },
+    Decimal {
+        integer_digits: u64,
+    },
+    Chars(u64),
+    Bytes(u64),
+    Enum(Vec<String>),
+    Json,
+    /// Checked by the server alone.
+    Server,
+}
+
+impl ColumnCheck {
+    pub fn of(column: &Column) -> ColumnCheck {
+        let unsigned = column.column_type.to_ascii_lowercase().contains("unsigned");
+        let int = |bits: u32| match unsigned {
+            true => Kind::Integer {
+                min: 0,
+                max: (1i128 << bits) - 1,
+            },
+            false => Kind::Integer {
+                min: -(1i128 << (bits - 1)),
+                max: (1i128 << (bits - 1)) - 1,
+            },
+        };
+        let kind = match column.data_type.as_str() {
+            "tinyint" => int(8),
+            "smallint" => int(16),
+            "mediumint" => int(24),
+            "int" | "integer" => int(32),
+            "bigint" => int(64),
+            "decimal" | "numeric" => match (column.precision, column.scale) {
+                (Some(p), Some(s)) => Kind::Decimal {
+                    integer_digits: p - s,
+                },
+                _ => Kind::Server,
+            },
+            "char" | "varchar" => column.max_length.map_or(Kind::Server, Kind::Chars),
+            "tinytext" | "text" | "mediumtext" | "longtext" | "binary" | "varbinary"
+            | "tinyblob" | "blob" | "mediumblob" | "longblob" => {
+                column.max_length.map_or(Kind::Server, Kind::Bytes)
+            }
+            "enum" => Kind::Enum(enum_members(&column.column_type)),
+            "json" => Kind::Json,
+            _ => Kind::Server,
+        };
+        ColumnCheck {
+            name: column.name.clone(),
+            kind,
+            refuse_null: column.not_null && !column.auto_increment,
+        }
+    }
+
+    /// Appends `text` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
+    /// refuse it.
+    pub fn write(&self, text: Option<&str>, out: &mut Vec<u8>) -> Result<(), String> {
+        let Some(text) = text else {
+            if self.refuse_null {
+                return Err(format!("Column '{}' cannot be null", self.name));
+            }
+            out.extend_from_slice(b"\\N");
+            return Ok(());
+        };
+        self.check(text)?;
+        escape_into(text.as_bytes(), out);
+        Ok(())
+    }
+
+    fn check(&self, text: &str) -> Result<(), String> {
+        let out_of_range = || Err(format!("Out of range value for column '{}'", self.name));
+        let too_long = || Err(format!("Data too long for column '{}'", self.name));
+        match &self.kind {
+            Kind::Integer { min, max } => match plain_integer(text) {
+                Some(v) if v < *min || v > *max => out_of_range(),
+                // A 40-digit integer does not fit i128 either: out of every range.
+                None if is_plain_integer_form(text) => out_of_range(),
+                _ => Ok(()),
+            },
+            Kind::Decimal { integer_digits } => match decimal_integer_digits(text) {
+                Some(digits) if digits > *integer_digits => out_of_range(),
+                _ => Ok(()),
+            },
+            Kind::Chars(n) => match text.trim_end_matches(' ').chars().count() as u64 > *n {
+                true => too_long(),
+                false => Ok(()),
+            },
+            Kind::Bytes(n) => match text.len() as u64 > *n {
+                true => too_long(),
+                false => Ok(()),
+            },
+            Kind::Enum(members) => {
+                let value = text.trim_end_matches(' ');
+                let member = members.iter().any(|m| m.eq_ignore_ascii_case(value))
+                    || members
+                        .iter()
+                        .any(|m| m.to_lowercase() == value.to_lowercase());
+                match member || value.bytes().all(|b| b.is_ascii_digit()) {
+                    true => Ok(()),
+                    false => Err(format!(
+                        "Data truncated for column '{}' (not a member of its enum)",
+                        self.name
+                    )),
+                }
+            }
+            Kind::Json => serde_json::from_str::<serde_json::Value>(text)
+                .map(|_| ())
+                .map_err(|e| format!("Invalid JSON text in column '{}': {e}", self.name)),
+            Kind::Server => Ok(()),
+        }
+    }
+}
+
+/// `enum('a','b''c')` -> [a, b'c].
+fn enum_members(column_type: &str) -> Vec<String> {
+    let inner = column_type
+        .find('(')
+        .and_then(|start| {
+            column_type
+                .rfind(')')
+                .map(|end| &column_type[start + 1..end])
+        })
+        .unwrap_or("");
+    let mut members = Vec::new();
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut member = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    member.push('\'');
+                    chars.next();
+                }
+                '\'' => break,
+                '\\' => member.extend(chars.next()),
+                c => member.push(c),
+            }
+        }
+        members.push(member);
+    }
+    members
+}
+
+fn is_plain_integer_form(text: &str) -> bool {
+    let t = text.trim_matches(' ');
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `[spaces][+-]digits[spaces]` as a number, if it fits i128.
+fn plain_integer(text: &str) -> Option<i128> {
+    is_plain_integer_form(text)
+        .then(|| text.trim_matches(' ').parse().ok())
+        .flatten()
+}
+
+/// Digits before the point of a plain decimal (`-0012.50` has 2), if the text is one.
+fn decimal_integer_digits(text: &str) -> Option<u64> {
+    let t = text.trim_matches(' ');
+    let t = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    let plain = !(int.is_empty() && frac.is_empty())
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit());
+    plain.then(|| int.trim_start_matches('0').len() as u64)
+}
+
+/// A field's bytes as `LOAD DATA` reads them back.
+pub fn escape_into(bytes: &[u8], out: &mut Vec<u8>) {
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escaped: &[u8] = match b {
+            b'\\' => b"\\\\",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            0 => b"\\0",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(escaped);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+}
+
+/// The fields of one `LOAD DATA` line (without its `\n`), unescaped; `None` for `\N`.
+pub fn unescape_line(line: &[u8]) -> Vec<Option<Vec<u8>>> {
+    line.split(|&b| b == b'\t')
+        .map(|field| {
+            if field == b"\\N" {
+                return None;
+            }
+            let mut value = Vec::with_capacity(field.len());
+            let mut bytes = field.iter();
+            while let Some(&b) = bytes.next() {
+                if b != b'\\' {
+                    value.push(b);
+                    continue;
+                }
+                value.push(match bytes.next() {
+                    Some(b't') => b'\t',
+                    Some(b'n') => b'\n',
+                    Some(b'r') => b'\r',
+                    Some(b'0') => 0,
+                    Some(&other) => other,
+                    None => b'\\',
+                });
+            }
+            Some(value)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(data_type: &str, column_type: &str, max_length: Option<u64>) -> ColumnCheck {
+        ColumnCheck::of(&Column {
+            name: "c".into(),
+            data_type: data_type.into(),
+            column_type: column_type.into(),
+            not_null: true,
+            max_length,
+            precision: Some(5),
+            scale: Some(2),
+            auto_increment: false,
+            has_default: false,
+        })
+    }
+
+    fn written(check: &ColumnCheck, text: Option<&str>) -> Result<String, String> {
+        let mut out = Vec::new();
+        check
+            .write(text, &mut out)
+            .map(|()| String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn integers_by_range_and_sign() {
+        let tiny = column("tinyint", "tinyint(3) unsigned", None);
+        assert_eq!(written(&tiny, Some("255")), Ok("255".into()));
+        assert!(written(&tiny, Some("256"))
+            .unwrap_err()
+            .contains("Out of range"));
+        assert!(written(&tiny, Some("-1")).is_err());
+        let big = column("bigint", "bigint(20)", None);
+        assert!(written(&big, Some("9223372036854775807")).is_ok());
+        assert!(written(&big, Some("9223372036854775808")).is_err());
+        assert!(written(&big, Some("99999999999999999999999999999999999999999")).is_err());
+        // Other spellings are the server's to judge.
+        assert!(written(&big, Some("1e3")).is_ok());
+    }
+
+    #[test]
+    fn decimals_strings_enums_json_and_null() {
+        let dec = column("decimal", "decimal(5,2)", None);
+        assert!(written(&dec, Some("-123.456")).is_ok());
+        assert!(written(&dec, Some("1234.5")).is_err());
+        assert!(written(&dec, Some("000123.4")).is_ok());
+        let s = column("varchar", "varchar(3)", Some(3));
+        assert!(written(&s, Some("été")).is_ok());
+        assert!(written(&s, Some("abc   ")).is_ok());
+        assert!(written(&s, Some("abcd"))
+            .unwrap_err()
+            .contains("Data too long"));
+        let e = column("enum", "enum('a','b''c')", None);
+        assert!(written(&e, Some("B'C")).is_ok());
+        assert!(written(&e, Some("2")).is_ok());
+        assert!(written(&e, Some("d")).is_err());
+        let j = column("json", "json", None);
+        assert!(written(&j, Some("{\"a\": [1]}")).is_ok());
+        assert!(written(&j, Some("{a}"))
+            .unwrap_err()
+            .contains("Invalid JSON"));
+        assert_eq!(written(&j, None), Err("Column 'c' cannot be null".into()));
+    }
+
+    #[test]
+    fn escaping_round_trips() {
+        let mut out = Vec::new();
+        escape_into(b"a\tb\nc\\d\re\0f", &mut out);
+        assert_eq!(out, b"a\\tb\\nc\\\\d\\re\\0f");
+        let line = [out.as_slice(), b"\t\\N\tx"].concat();
+        assert_eq!(
+            unescape_line(&line),
+            [
+                Some(b"a\tb\nc\\d\re\0f".to_vec()),
+                None,
+                Some(b"x".to_vec())
+            ]
+        );
+    }
+}

@@ -1,0 +1,291 @@
+//! One connection's share of a load: each chunk streamed through `LOAD DATA LOCAL INFILE` from
+//! memory, inside the connection's transaction, and checked.
+//!
+//! `LOAD DATA LOCAL` behaves as if IGNORE were given: a bad value becomes a warning and is
+//! converted or truncated, a duplicate key skips the row. So every chunk runs under a
+//! savepoint, and when the server's warnings (level Warning or Error; Notes are what strict
+//! mode accepts, such as a decimal rounded to its scale) or its affected-row count say a row
+//! did not go in as given, the chunk is rolled back to the savepoint and its rows go in again
+//! without the bad ones: those the warnings name by row are left out and the rest loaded again
+//! in one statement; when a warning names no row (a duplicate key), the rows are inserted one by
+//! one with strict-mode INSERTs, whose errors name each bad row. Each bad row is reported to the
+//! pipeline, which rejects it or ends the load.
+
+use crate::catalog::quote;
+use crate::engine_error;
+use crate::value::unescape_line;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use inrush_load::Result;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Value};
+
+/// How rows whose key is in the table already are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// A bad row, like any other.
+    Error,
+    /// `IGNORE`: the row already in the table (or first in the input) wins.
+    Skip,
+    /// `REPLACE`: the last occurrence wins; the old row is deleted and the new one inserted.
+    Replace,
+}
+
+/// `ER_DUP_ENTRY`: expected, not a bad row, under `Conflict::Skip`.
+const DUPLICATE_KEY: u16 = 1062;
+
+pub struct ChunkWriter {
+    table: String,
+    columns: String,
+    conflict: Conflict,
+}
+
+/// A warning as `SHOW WARNINGS` gives it.
+struct Warning {
+    code: u16,
+    message: String,
+    /// The row of the statement's input it names (1-based), if it names one.
+    row: Option<usize>,
+}
+
+impl ChunkWriter {
+    pub fn new(table: &str, columns: &[String], conflict: Conflict) -> Self {
+        ChunkWriter {
+            table: table.to_string(),
+            columns: columns
+                .iter()
+                .map(|c| quote(c))
+                .collect::<Vec<_>>()
+                .join(", "),
+            conflict,
+        }
+    }
+
+    fn load_data_sql(&self) -> String {
+        let mode = match self.conflict {
+            Conflict::Error => "",
+            Conflict::Skip => "IGNORE ",
+            Conflict::Replace => "REPLACE ",
+        };
+        format!(
+            "LOAD DATA LOCAL INFILE 'inrush' {mode}INTO TABLE {} CHARACTER SET utf8mb4 ({})",
+            self.table, self.columns
+        )
+    }
+
+    /// Loads the `rows` lines of `data` in the connection's open transaction; see the module
+    /// documentation. Returns the rows written.
+    pub async fn write(
+        &self,
+        conn: &mut Conn,
+        data: &[u8],
+        rows: u64,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64> {
+        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
+        conn.query_drop("SAVEPOINT inrush_chunk")
+            .await
+            .map_err(fail("a savepoint before loading"))?;
+        let warnings = self.load(conn, data).await?;
+        let affected = conn.affected_rows();
+        let clean = warnings.is_empty()
+            && (self.conflict == Conflict::Replace
+                || affected == rows
+                || self.conflict == Conflict::Skip);
+        if clean {
+            return Ok(rows);
+        }
+        conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
+            .await
+            .map_err(fail("rolling back a chunk"))?;
+        let lines: Vec<&[u8]> = data
+            .strip_suffix(b"\n")
+            .unwrap_or(data)
+            .split(|&b| b == b'\n')
+            .collect();
+        let named: Vec<(usize, String)> = warnings
+            .iter()
+            .filter_map(|w| w.row.map(|r| (r - 1, without_row(w.message.clone()))))
+            .filter(|(r, _)| *r < lines.len())
+            .collect();
+        let every_warning_named = !warnings.is_empty() && warnings.iter().all(|w| w.row.is_some());
+        if every_warning_named {
+            let mut bad = vec![false; lines.len()];
+            for (row, message) in named {
+                if !bad[row] {
+                    bad[row] = true;
+                    refused(row, message)?;
+                }
+            }
+            let kept: Vec<usize> = (0..lines.len()).filter(|&i| !bad[i]).collect();
+            let mut again = Vec::with_capacity(data.len());
+            for &i in &kept {
+                again.extend_from_slice(lines[i]);
+                again.push(b'\n');
+            }
+            if self.load(conn, &again).await?.is_empty() {
+                return Ok(kept.len() as u64);
+            }
+            conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
+                .await
+                .map_err(fail("rolling back a chunk"))?;
+            return self.one_by_one(conn, &lines, &kept, refused).await;
+        }
+        let all: Vec<usize> = (0..lines.len()).collect();
+        self.one_by_one(conn, &lines, &all, refused).await
+    }
+
+    /// One `LOAD DATA LOCAL` of `data`; returns the warnings that make a row bad.
+    async fn load(&self, conn: &mut Conn, data: &[u8]) -> Result<Vec<Warning>> {
+        let bytes = Bytes::copy_from_slice(data);
+        conn.set_infile_handler(async move {
+            Ok(futures_util::stream::once(async move { Ok(bytes) }).boxed())
+        });
+        match conn.query_drop(self.load_data_sql()).await {
+            Ok(()) => {}
+            Err(mysql_async::Error::Server(e)) if !is_local_infile_refusal(e.code) => {
+                // A row the statement stopped at (a trigger's SIGNAL, a constraint): the rows
+                // go in one by one to find it.
+                return Ok(vec![Warning {
+                    code: e.code,
+                    row: None,
+                    message: e.message,
+                }]);
+            }
+            Err(e) => return Err(local_infile_refused(e, &self.table)),
+        }
+        if conn.get_warnings() == 0 {
+            return Ok(Vec::new());
+        }
+        let shown: Vec<(String, u16, String)> = conn
+            .query("SHOW WARNINGS")
+            .await
+            .map_err(engine_error("reading the load's warnings"))?;
+        Ok(shown
+            .into_iter()
+            .filter(|(level, code, _)| {
+                level != "Note" && !(self.conflict == Conflict::Skip && *code == DUPLICATE_KEY)
+            })
+            .map(|(_, code, message)| Warning {
+                code,
+                row: row_of(&message),
+                message,
+            })
+            .filter(|w| w.code != 0)
+            .collect())
+    }
+
+    /// Strict-mode INSERTs of the rows `which`, one by one under a savepoint each: an error or
+    /// a warning makes the row bad.
+    async fn one_by_one(
+        &self,
+        conn: &mut Conn,
+        lines: &[&[u8]],
+        which: &[usize],
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<u64> {
+        let verb = match self.conflict {
+            Conflict::Error => "INSERT",
+            Conflict::Skip => "INSERT IGNORE",
+            Conflict::Replace => "REPLACE",
+        };
+        let width = lines
+            .first()
+            .map_or(0, |l| l.split(|&b| b == b'\t').count());
+        let sql = format!(
+            "{verb} INTO {} ({}) VALUES ({})",
+            self.table,
+            self.columns,
+            vec!["?"; width].join(", ")
+        );
+        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
+        let stmt = conn.prep(&sql).await.map_err(fail("preparing an INSERT"))?;
+        let mut written = 0;
+        for &i in which {
+            let params: Vec<Value> = unescape_line(lines[i])
+                .into_iter()
+                .map(|f| f.map_or(Value::NULL, Value::Bytes))
+                .collect();
+            conn.query_drop("SAVEPOINT inrush_row")
+                .await
+                .map_err(fail("a savepoint before a row"))?;
+            let outcome = match conn.exec_drop(&stmt, params).await {
+                Err(mysql_async::Error::Server(e)) => Some(without_row(e.message)),
+                Err(e) => {
+                    return Err(engine_error(format!("inserting a row into {}", self.table))(e))
+                }
+                Ok(()) if conn.get_warnings() > 0 => {
+                    let shown: Vec<(String, u16, String)> = conn
+                        .query("SHOW WARNINGS")
+                        .await
+                        .map_err(fail("reading a row's warnings"))?;
+                    shown
+                        .into_iter()
+                        .find(|(level, code, _)| {
+                            level != "Note"
+                                && !(self.conflict == Conflict::Skip && *code == DUPLICATE_KEY)
+                        })
+                        .map(|(_, _, message)| without_row(message))
+                }
+                Ok(()) => None,
+            };
+            match outcome {
+                None => written += 1,
+                Some(message) => {
+                    conn.query_drop("ROLLBACK TO SAVEPOINT inrush_row")
+                        .await
+                        .map_err(fail("rolling back a row"))?;
+                    refused(i, message)?;
+                }
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// The server's message without its ` at row N`: the pipeline names the input's line.
+fn without_row(message: String) -> String {
+    match message.rfind(" at row ") {
+        Some(at) if message[at + 8..].trim().parse::<u64>().is_ok() => message[..at].to_string(),
+        _ => message,
+    }
+}
+
+/// `... at row 12` -> 12.
+fn row_of(message: &str) -> Option<usize> {
+    let at = message.rfind(" at row ")?;
+    message[at + 8..].trim().parse().ok()
+}
+
+/// `ER_NOT_ALLOWED_COMMAND` (MariaDB, MySQL 5.7), `ER_CLIENT_LOCAL_FILES_DISABLED` (MySQL 8).
+fn is_local_infile_refusal(code: u16) -> bool {
+    matches!(code, 1148 | 3948 | 2068)
+}
+
+/// A server that refuses `LOCAL INFILE` says why in an error; say what to do about it.
+fn local_infile_refused(e: mysql_async::Error, table: &str) -> inrush_load::Error {
+    let message = e.to_string();
+    let hint = match &e {
+        mysql_async::Error::Server(s) if is_local_infile_refusal(s.code) => " (the server must allow it: SET GLOBAL local_infile = 1, or local_infile=1 in its configuration)",
+        _ => "",
+    };
+    inrush_load::Error::Engine {
+        engine: "MariaDB",
+        what: format!("LOAD DATA LOCAL INFILE into {table}"),
+        message: format!("{message}{hint}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_name_their_row() {
+        assert_eq!(
+            row_of("Incorrect integer value: 'x' for column `d`.`t`.`a` at row 12"),
+            Some(12)
+        );
+        assert_eq!(row_of("Duplicate entry '1' for key 'PRIMARY'"), None);
+    }
+}
