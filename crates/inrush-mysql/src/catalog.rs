@@ -79,7 +79,8 @@ pub fn split_name(name: &str, database: &str) -> (String, String) {
 pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> {
     let (schema, table) = split_name(name, database);
     let reading = |what: &str| engine_error(format!("reading the {what} of {schema}.{table}"));
-    let found: Option<(String, String, Option<String>, Option<u64>, Option<u64>)> = conn
+    type TableRow = (String, String, Option<String>, Option<u64>, Option<u64>);
+    let found: Option<TableRow> = conn
         .exec_first(
             "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, DATA_LENGTH, INDEX_LENGTH \
              FROM information_schema.TABLES \

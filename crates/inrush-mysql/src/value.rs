@@ -130,10 +130,8 @@ impl ColumnCheck {
             },
             Kind::Enum(members) => {
                 let value = text.trim_end_matches(' ');
-                let member = members.iter().any(|m| m.eq_ignore_ascii_case(value))
-                    || members
-                        .iter()
-                        .any(|m| m.to_lowercase() == value.to_lowercase());
+                let folded = value.to_lowercase();
+                let member = members.iter().any(|m| m.to_lowercase() == folded);
                 match member || value.bytes().all(|b| b.is_ascii_digit()) {
                     true => Ok(()),
                     false => Err(format!(
