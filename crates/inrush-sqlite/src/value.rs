@@ -93,6 +93,10 @@ impl Kind {
 pub enum Value<'a> {
     Null,
     Integer(i64),
+    /// A decimal short enough that its double is one exact IEEE operation away (at most 15
+    /// significant digits, a power of ten up to 10^22): every correct parse, Rust's and
+    /// SQLite's, gives the same double, so the worker parses it and the writer binds it.
+    Real(f64),
     /// A number that is not an integer literal, bound as its text: the column's affinity
     /// converts it, so the value stored is exactly the one SQLite's own `sqlite3AtoF` reads
     /// (whose rounding of long inputs differs from a correctly rounded parse, and between
@@ -107,7 +111,7 @@ impl Value<'_> {
         match self {
             Value::Null => "NULL",
             Value::Integer(_) => "INTEGER",
-            Value::RealText(_) => "REAL",
+            Value::Real(_) | Value::RealText(_) => "REAL",
             Value::Text(_) => "TEXT",
             Value::Blob(_) => "BLOB",
         }
@@ -170,7 +174,7 @@ impl ColumnCheck {
             self.strict_check(storage, value, text)
         } else if self.rowid
             && !matches!(value, Value::Integer(_))
-            && !matches!(value, Value::RealText(t) if integral(t))
+            && !(matches!(value, Value::Real(_) | Value::RealText(_)) && integral(text))
         {
             Err("datatype mismatch (an INTEGER PRIMARY KEY holds integers only)".into())
         } else {
@@ -190,10 +194,12 @@ impl ColumnCheck {
             (Kind::Any, _) | (_, Value::Null) => true,
             (Kind::Integer, Value::Integer(_)) => true,
             // SQLite makes the integer a real itself, as for the bound text.
-            (Kind::Real, Value::Integer(_) | Value::RealText(_)) => true,
-            (Kind::Integer, Value::RealText(t)) => integral(t),
+            (Kind::Real, Value::Integer(_) | Value::Real(_) | Value::RealText(_)) => true,
+            (Kind::Integer, Value::Real(_) | Value::RealText(_)) => integral(text),
             (Kind::Text, Value::Text(_)) => true,
-            (Kind::Text, Value::Integer(_) | Value::RealText(_)) => return Ok(Value::Text(text)),
+            (Kind::Text, Value::Integer(_) | Value::Real(_) | Value::RealText(_)) => {
+                return Ok(Value::Text(text))
+            }
             (Kind::Blob, Value::Blob(_)) => true,
             _ => false,
         };
@@ -283,7 +289,46 @@ pub fn numeric(text: &str) -> Option<Value<'_>> {
             return Some(Value::Integer(v));
         }
     }
-    Some(Value::RealText(text))
+    match exact_decimal(b) {
+        true => s.parse().ok().map(Value::Real),
+        false => Some(Value::RealText(text)),
+    }
+}
+
+/// Whether a number (already known to be well formed) has at most 15 significant digits and
+/// a decimal exponent within ±22 once written as an integer significand: its double is then
+/// that integer times or divided by an exact power of ten, one correctly rounded operation.
+fn exact_decimal(b: &[u8]) -> bool {
+    let (mut digits, mut started, mut point_shift, mut exponent) = (0i32, false, 0i32, 0i32);
+    let mut in_fraction = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'0'..=b'9' => {
+                started |= b[i] != b'0';
+                if started {
+                    digits += 1;
+                }
+                if in_fraction {
+                    point_shift -= 1;
+                }
+            }
+            b'.' => in_fraction = true,
+            b'e' | b'E' => {
+                exponent = match std::str::from_utf8(&b[i + 1..])
+                    .ok()
+                    .and_then(|e| e.parse().ok())
+                {
+                    Some(e) => e,
+                    None => return false,
+                };
+                break;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    digits <= 15 && (point_shift + exponent).abs() <= 22
 }
 
 /// Whether SQLite's affinity makes a real literal an integer (`applyNumericAffinity`: the
@@ -408,6 +453,7 @@ fn iso_datetime(b: &[u8]) -> bool {
 
 const NULL: u8 = 0;
 const INTEGER: u8 = 1;
+const REAL: u8 = 2;
 const TEXT: u8 = 3;
 const BLOB: u8 = 4;
 
@@ -418,6 +464,10 @@ pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
         Value::Integer(i) => {
             out.push(INTEGER);
             out.extend_from_slice(&i.to_le_bytes());
+        }
+        Value::Real(r) => {
+            out.push(REAL);
+            out.extend_from_slice(&r.to_le_bytes());
         }
         Value::Text(t) | Value::RealText(t) => push_bytes(out, TEXT, t.as_bytes()),
         Value::Blob(b) => push_bytes(out, BLOB, b),
@@ -435,6 +485,7 @@ fn push_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
 pub enum Bound<'a> {
     Null,
     Integer(i64),
+    Real(f64),
     /// UTF-8, checked by the worker that encoded it.
     Text(&'a [u8]),
     Blob(&'a [u8]),
@@ -462,9 +513,13 @@ impl<'a> Iterator for Values<'a> {
     fn next(&mut self) -> Option<Bound<'a>> {
         let (&tag, rest) = self.data.split_first()?;
         let (value, rest) = match tag {
-            INTEGER => {
+            INTEGER | REAL => {
                 let eight: [u8; 8] = rest[..8].try_into().unwrap_or_default();
-                (Bound::Integer(i64::from_le_bytes(eight)), &rest[8..])
+                let value = match tag {
+                    INTEGER => Bound::Integer(i64::from_le_bytes(eight)),
+                    _ => Bound::Real(f64::from_le_bytes(eight)),
+                };
+                (value, &rest[8..])
             }
             TEXT | BLOB => {
                 let len = u32::from_le_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
@@ -527,10 +582,15 @@ mod tests {
         assert_eq!(n("42"), Some(Value::Integer(42)));
         assert_eq!(n(" -7 "), Some(Value::Integer(-7)));
         assert_eq!(n("+5"), Some(Value::Integer(5)));
-        assert_eq!(n("3.0e2"), Some(Value::RealText("3.0e2")));
-        assert_eq!(n("1.5"), Some(Value::RealText("1.5")));
-        assert_eq!(n(".5"), Some(Value::RealText(".5")));
-        assert_eq!(n("5."), Some(Value::RealText("5.")));
+        assert_eq!(n("3.0e2"), Some(Value::Real(300.0)));
+        assert_eq!(n("1.5"), Some(Value::Real(1.5)));
+        assert_eq!(
+            n("0.1234567890123456"),
+            Some(Value::RealText("0.1234567890123456"))
+        );
+        assert_eq!(n("1e23"), Some(Value::RealText("1e23")));
+        assert_eq!(n(".5"), Some(Value::Real(0.5)));
+        assert_eq!(n("5."), Some(Value::Real(5.0)));
         assert_eq!(n("9223372036854775807"), Some(Value::Integer(i64::MAX)));
         assert_eq!(
             n("9223372036854775808"),
@@ -582,7 +642,7 @@ mod tests {
         assert!(column("DATE", false).value(Some("01/02/2024")).is_err());
         assert_eq!(
             column("DATE", false).value(Some("2460000.5")),
-            Ok(Value::RealText("2460000.5"))
+            Ok(Value::Real(2460000.5))
         );
         for ok in [
             "2024-01-05 10:11",
@@ -618,7 +678,7 @@ mod tests {
         assert_eq!(column("REAL", true).value(Some("2")), Ok(Value::Integer(2)));
         assert_eq!(
             column("INTEGER", true).value(Some("2.0")),
-            Ok(Value::RealText("2.0"))
+            Ok(Value::Real(2.0))
         );
         assert_eq!(column("ANY", true).value(Some("2")), Ok(Value::Text("2")));
         assert!(column("BLOB", true).value(Some("abc")).is_err());
@@ -636,6 +696,7 @@ mod tests {
         for v in [
             Value::Null,
             Value::Integer(-3),
+            Value::Real(2.5),
             Value::Text("é"),
             Value::Blob(vec![1, 2]),
         ] {
@@ -647,6 +708,7 @@ mod tests {
             [
                 Bound::Null,
                 Bound::Integer(-3),
+                Bound::Real(2.5),
                 Bound::Text("é".as_bytes()),
                 Bound::Blob(&[1, 2])
             ]
