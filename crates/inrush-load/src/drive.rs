@@ -114,175 +114,221 @@ pub fn load_into(
     }
     // Which row is refused and which key wins must not depend on which worker finished first.
     let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
-    let writers = match opts.check_only {
-        true => Vec::new(),
-        false => (0..target.writers(opts, ordered).max(1))
-            .map(|_| {
-                target.writer(
-                    &table,
-                    &columns,
-                    &load_plan,
-                    opts,
-                    resume.as_ref().map(|(file, _)| file),
-                )
-            })
-            .collect::<Result<Vec<_>>>()?,
-    };
     let inspected = Instant::now();
-
-    reporter.phase(Phase::Load);
-    let shared = Arc::new(Shared::new(progress.clone(), rejects));
-    let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
-    let (chunk_tx, worker_chunks) = flume::bounded(opts.workers.max(1) * 2);
-    let (middle, chunk_rx) = match ordered {
-        false => (None, worker_chunks),
-        true => {
-            let (to_writer, chunk_rx) = flume::bounded(opts.workers.max(1) * 2);
-            (Some((worker_chunks, to_writer)), chunk_rx)
-        }
-    };
-    let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
-    // Not scoped: a read from a pipe that never ends cannot be interrupted (see `pipeline`).
-    let readers = start_readers(
-        &sources,
-        first,
-        header_names.clone().filter(|_| sources.csv.header),
-        resume
-            .as_ref()
-            .map(|(_, r)| r.skip.clone())
-            .unwrap_or_default(),
-        if ordered { 1 } else { opts.workers.max(1) },
-        &shared,
-        block_tx,
-    )
-    .map_err(spawn_error)?;
-    let done = AtomicBool::new(false);
-    let writer_count = writers.len();
-    let (written, writers) = std::thread::scope(|scope| -> Result<_> {
-        let shared = &*shared;
-        let spawn = |name: String| std::thread::Builder::new().name(name);
-        let mut workers = Vec::new();
-        for i in 0..opts.workers.max(1) {
-            let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
-            let handle = spawn(format!("inrush-encode-{i}"))
-                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
-            workers.push(handle.map_err(spawn_error)?);
-        }
-        drop((block_rx, chunk_tx));
-        let middle = match middle {
-            Some((from_workers, to_writer)) => Some(
-                spawn("inrush-order".into())
-                    .spawn_scoped(scope, move || order::run(from_workers, to_writer, shared))
-                    .map_err(spawn_error)?,
-            ),
-            None => None,
+    // What the plan changes outside the load's transactions (indexes dropped) is put back by
+    // `end` whatever happens in between.
+    if !opts.check_only {
+        target.begin(&table, &load_plan)?;
+    }
+    let dropped_at = Instant::now();
+    let streamed = (|| -> Result<Streamed> {
+        let writers = match opts.check_only {
+            true => Vec::new(),
+            false => (0..target.writers(opts, ordered).max(1))
+                .map(|_| {
+                    target.writer(
+                        &table,
+                        &columns,
+                        &load_plan,
+                        opts,
+                        resume.as_ref().map(|(file, _)| file),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?,
         };
-        let ticker = spawn("inrush-progress".into())
-            .spawn_scoped(scope, || {
-                while !done.load(Ordering::Relaxed) {
-                    if opts.interrupt.is_set() {
-                        shared.fail(Error::Interrupted);
-                    }
-                    reporter.progress(progress.snapshot());
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-            .map_err(spawn_error)?;
-        // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
-        // none and counts the chunks' rows here.
-        let by_block = resume.is_some();
-        let mut streams = Vec::new();
-        for (i, mut writer) in writers.into_iter().enumerate() {
-            let (chunks, plan) = (chunk_rx.clone(), &plan);
-            let handle = spawn(format!("inrush-write-{i}")).spawn_scoped(scope, move || {
-                let mut written = 0;
-                if let Err(e) = write_all(
-                    Some(&mut writer),
-                    &chunks,
-                    plan,
-                    shared,
-                    by_block,
-                    &mut written,
-                ) {
-                    shared.fail(e);
-                }
-                (writer, written)
-            });
-            streams.push(handle.map_err(spawn_error)?);
-        }
-        let mut written = 0;
-        if streams.is_empty() {
-            write_all(None, &chunk_rx, &plan, shared, by_block, &mut written)?;
-        }
-        drop(chunk_rx);
-        let mut writers = Vec::new();
-        for stream in streams {
-            let (writer, rows) = stream
-                .join()
-                .map_err(|_| Error::Internal("a writer panicked".into()))?;
-            written += rows;
-            writers.push((writer, rows));
-        }
-        for worker in workers {
-            worker
-                .join()
-                .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
-        }
-        if let Some(middle) = middle {
-            middle
-                .join()
-                .map_err(|_| Error::Internal("the order stage panicked".into()))?;
-        }
-        done.store(true, Ordering::Relaxed);
-        let _ = ticker.join();
-        Ok((written, writers))
-    })?;
-    reporter.progress(progress.snapshot());
-    if !shared.is_cancelled() {
-        for reader in readers {
-            reader
-                .join()
-                .map_err(|_| Error::Internal("an input reader panicked".into()))?;
-        }
-    }
-    // The reject file is kept whatever happens: it describes the rows refused so far.
-    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
-    if let Some(error) = shared.take_error() {
-        // Under --resume a stop keeps every block that committed: say so, and how to go on.
-        return Err(match (error, &resume) {
-            (Error::Interrupted, Some(_)) => Error::InterruptedResumable { rows: written },
-            (error, _) => error,
-        });
-    }
-    flushed?;
-    let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
-    let loaded_at = Instant::now();
-    let committed = match writers.is_empty() {
-        true => None,
-        false => {
-            if opts.interrupt.is_set() {
-                return Err(match resume {
-                    Some(_) => Error::InterruptedResumable { rows: written },
-                    None => Error::Interrupted,
-                });
+
+        reporter.phase(Phase::Load);
+        let shared = Arc::new(Shared::new(progress.clone(), rejects));
+        let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
+        let (chunk_tx, worker_chunks) = flume::bounded(opts.workers.max(1) * 2);
+        let (middle, chunk_rx) = match ordered {
+            false => (None, worker_chunks),
+            true => {
+                let (to_writer, chunk_rx) = flume::bounded(opts.workers.max(1) * 2);
+                (Some((worker_chunks, to_writer)), chunk_rx)
             }
-            reporter.phase(Phase::Commit);
-            let mut committed = commit_all(writers)?;
-            let after = target.after(&table, &load_plan)?;
-            committed.steps.extend(after.steps);
-            committed.notes.extend(after.notes);
-            committed.maintain_seconds += after.maintain_seconds;
-            Some(committed)
+        };
+        let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
+        // Not scoped: a read from a pipe that never ends cannot be interrupted (see `pipeline`).
+        let readers = start_readers(
+            &sources,
+            first,
+            header_names.clone().filter(|_| sources.csv.header),
+            resume
+                .as_ref()
+                .map(|(_, r)| r.skip.clone())
+                .unwrap_or_default(),
+            if ordered { 1 } else { opts.workers.max(1) },
+            &shared,
+            block_tx,
+        )
+        .map_err(spawn_error)?;
+        let done = AtomicBool::new(false);
+        let writer_count = writers.len();
+        let (written, writers) = std::thread::scope(|scope| -> Result<_> {
+            let shared = &*shared;
+            let spawn = |name: String| std::thread::Builder::new().name(name);
+            let mut workers = Vec::new();
+            for i in 0..opts.workers.max(1) {
+                let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
+                let handle = spawn(format!("inrush-encode-{i}"))
+                    .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
+                workers.push(handle.map_err(spawn_error)?);
+            }
+            drop((block_rx, chunk_tx));
+            let middle = match middle {
+                Some((from_workers, to_writer)) => Some(
+                    spawn("inrush-order".into())
+                        .spawn_scoped(scope, move || order::run(from_workers, to_writer, shared))
+                        .map_err(spawn_error)?,
+                ),
+                None => None,
+            };
+            let ticker = spawn("inrush-progress".into())
+                .spawn_scoped(scope, || {
+                    while !done.load(Ordering::Relaxed) {
+                        if opts.interrupt.is_set() {
+                            shared.fail(Error::Interrupted);
+                        }
+                        reporter.progress(progress.snapshot());
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                })
+                .map_err(spawn_error)?;
+            // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
+            // none and counts the chunks' rows here.
+            let by_block = resume.is_some();
+            let mut streams = Vec::new();
+            for (i, mut writer) in writers.into_iter().enumerate() {
+                let (chunks, plan) = (chunk_rx.clone(), &plan);
+                let handle = spawn(format!("inrush-write-{i}")).spawn_scoped(scope, move || {
+                    let mut written = 0;
+                    if let Err(e) = write_all(
+                        Some(&mut writer),
+                        &chunks,
+                        plan,
+                        shared,
+                        by_block,
+                        &mut written,
+                    ) {
+                        shared.fail(e);
+                    }
+                    (writer, written)
+                });
+                streams.push(handle.map_err(spawn_error)?);
+            }
+            let mut written = 0;
+            if streams.is_empty() {
+                write_all(None, &chunk_rx, &plan, shared, by_block, &mut written)?;
+            }
+            drop(chunk_rx);
+            let mut writers = Vec::new();
+            for stream in streams {
+                let (writer, rows) = stream
+                    .join()
+                    .map_err(|_| Error::Internal("a writer panicked".into()))?;
+                written += rows;
+                writers.push((writer, rows));
+            }
+            for worker in workers {
+                worker
+                    .join()
+                    .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+            }
+            if let Some(middle) = middle {
+                middle
+                    .join()
+                    .map_err(|_| Error::Internal("the order stage panicked".into()))?;
+            }
+            done.store(true, Ordering::Relaxed);
+            let _ = ticker.join();
+            Ok((written, writers))
+        })?;
+        reporter.progress(progress.snapshot());
+        if !shared.is_cancelled() {
+            for reader in readers {
+                reader
+                    .join()
+                    .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+            }
+        }
+        // The reject file is kept whatever happens: it describes the rows refused so far.
+        let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
+        if let Some(error) = shared.take_error() {
+            // Under --resume a stop keeps every block that committed: say so, and how to go on.
+            return Err(match (error, &resume) {
+                (Error::Interrupted, Some(_)) => Error::InterruptedResumable { rows: written },
+                (error, _) => error,
+            });
+        }
+        flushed?;
+        let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
+        let loaded_at = Instant::now();
+        let committed = match writers.is_empty() {
+            true => None,
+            false => {
+                if opts.interrupt.is_set() {
+                    return Err(match resume {
+                        Some(_) => Error::InterruptedResumable { rows: written },
+                        None => Error::Interrupted,
+                    });
+                }
+                reporter.phase(Phase::Commit);
+                Some(commit_all(writers)?)
+            }
+        };
+        Ok(Streamed {
+            written,
+            rejected,
+            loaded_at,
+            committed,
+            connections: writer_count,
+            rejects: shared.rejects.as_ref().map(|r| {
+                (
+                    r.path.display().to_string(),
+                    r.log_path.display().to_string(),
+                )
+            }),
+        })
+    })();
+    let ended = match opts.check_only {
+        true => Ok(Committed::default()),
+        false => target.end(&table, &load_plan, streamed.is_ok()),
+    };
+    let Streamed {
+        written,
+        rejected,
+        loaded_at,
+        mut committed,
+        connections,
+        rejects,
+    } = match (streamed, ended) {
+        (Ok(mut streamed), Ok(ended)) => {
+            streamed.committed = streamed.committed.map(|mut c| {
+                c.steps.extend(ended.steps);
+                c.notes.extend(ended.notes);
+                c.rebuild_seconds += ended.rebuild_seconds;
+                c.maintain_seconds += ended.maintain_seconds;
+                c
+            });
+            streamed
+        }
+        (Err(error), Ok(_)) => return Err(error),
+        (streamed, Err(e)) => {
+            return Err(Error::IndexesNotRestored {
+                load: streamed.err().map(|e| e.to_string()),
+                reason: e.to_string(),
+            })
         }
     };
     let rows = written;
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     let seconds = started.elapsed().as_secs_f64();
-    let load_seconds = (loaded_at - inspected).as_secs_f64();
+    let load_seconds = (loaded_at - dropped_at).as_secs_f64();
     let (rebuild, maintain) = committed
         .as_ref()
         .map_or((0.0, 0.0), |c| (c.rebuild_seconds, c.maintain_seconds));
-    if let Some(c) = committed {
+    if let Some(c) = committed.take() {
         notes.extend(c.notes);
     }
     reporter.phase(Phase::Done);
@@ -297,33 +343,39 @@ pub fn load_into(
         load_rows_per_second: rows as f64 / load_seconds.max(1e-9),
         load_megabytes_per_second: bytes as f64 / 1e6 / load_seconds.max(1e-9),
         wal_bytes: None,
-        connections: writer_count,
+        connections,
         workers: opts.workers.max(1),
         copy_format: target.method(),
         text_reason: None,
         values_resolved_by_server: 0,
         server_version: target.version(),
         rows_rejected: rejected,
-        rejects_file: shared
-            .rejects
-            .as_ref()
-            .map(|r| r.path.display().to_string()),
-        rejects_log: shared
-            .rejects
-            .as_ref()
-            .map(|r| r.log_path.display().to_string()),
+        rejects_log: rejects.as_ref().map(|(_, log)| log.clone()),
+        rejects_file: rejects.map(|(file, _)| file),
         loaded: !opts.check_only,
         rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
         plan: load_plan,
         phases: Phases {
             inspect: (inspected - started).as_secs_f64(),
-            drop_indexes: 0.0,
+            drop_indexes: (dropped_at - inspected).as_secs_f64(),
             load: load_seconds,
             rebuild_indexes: rebuild,
             maintain,
         },
         notes,
     })
+}
+
+/// What streaming the rows and committing them gave.
+struct Streamed {
+    written: u64,
+    rejected: u64,
+    loaded_at: Instant,
+    /// `None` for `--check`.
+    committed: Option<Committed>,
+    connections: usize,
+    /// The reject file and its log.
+    rejects: Option<(String, String)>,
 }
 
 /// Commits every writer's transaction, one after the other: the load's commit window. A

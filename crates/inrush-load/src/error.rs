@@ -50,7 +50,7 @@ pub enum Error {
     InterruptedResumable { rows: u64 },
     /// Indexes dropped for the load could not be recreated. Their definitions stay in the DDL
     /// journal (`inrush.ddl_journal`) until `inrush recover` (or the next load) recreates them.
-    #[error("{}indexes dropped for the load could not be recreated: {reason}; their definitions are kept in inrush.ddl_journal: run `inrush recover` to recreate them", load.as_ref().map_or(String::new(), |l| format!("{l}; and ")))]
+    #[error("{}indexes dropped for the load could not be recreated: {reason}; their definitions are kept in the DDL journal (PostgreSQL: inrush.ddl_journal, MariaDB: inrush_ddl_journal): run `inrush recover` to recreate them", load.as_ref().map_or(String::new(), |l| format!("{l}; and ")))]
     IndexesNotRestored {
         load: Option<String>,
         reason: String,

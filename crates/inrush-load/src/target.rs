@@ -48,10 +48,19 @@ pub trait Target: Sync {
         1
     }
 
-    /// After every writer committed: what the plan does outside the load's transactions
-    /// (statistics, where they cannot be taken inside).
-    fn after(&self, table: &Table, plan: &LoadPlan) -> Result<Committed> {
+    /// Before the writers start: what the plan changes outside the load's transactions
+    /// (indexes journaled and dropped, where DDL is not transactional). [`Target::end`] runs
+    /// whatever happens after this returns.
+    fn begin(&self, table: &Table, plan: &LoadPlan) -> Result<()> {
         let _ = (table, plan);
+        Ok(())
+    }
+
+    /// After the writers, committed (`committed`) or rolled back: what `begin` changed is put
+    /// back, then, for a committed load, what the plan does after it outside its transactions
+    /// (statistics). An error means the table could not be put back as it was.
+    fn end(&self, table: &Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
+        let _ = (table, plan, committed);
         Ok(Committed::default())
     }
 

@@ -18,6 +18,8 @@ pub struct Table {
     pub triggers: Vec<String>,
     /// Data plus index bytes (`information_schema.TABLES`, an estimate for InnoDB).
     pub bytes: u64,
+    /// The table holds no row (checked, not estimated).
+    pub empty: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -156,7 +158,13 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         )
         .await
         .map_err(reading("triggers"))?;
+    let qualified = format!("{}.{}", quote(&schema), quote(&name));
+    let any: Option<u8> = conn
+        .query_first(format!("SELECT 1 FROM {qualified} LIMIT 1"))
+        .await
+        .map_err(reading("rows"))?;
     Ok(Table {
+        empty: any.is_none(),
         schema,
         name,
         engine: engine.unwrap_or_default(),

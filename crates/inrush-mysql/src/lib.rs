@@ -9,17 +9,20 @@
 //! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
 //! commit together once every chunk is in; anything before that rolls everything back.
 //!
-//! Not built yet (refused by name): `--create`, `--resume`, `--table-lock`, dropping indexes for
-//! the load and building them after.
+//! Around it, the plan: secondary indexes journaled, dropped and built again after a large load
+//! in one `ALTER TABLE` ([`ddl`]), `ANALYZE TABLE` after.
+//!
+//! Not built yet (refused by name): `--create`, `--resume`, `--table-lock`.
 
 pub mod catalog;
+pub mod ddl;
 pub mod options;
 mod target;
 pub mod value;
 pub mod writer;
 
 pub use options::{is_mysql_url, MysqlOptions};
-pub use target::MysqlTarget;
+pub use target::{recover, MysqlTarget};
 
 /// A server error as the load reports it: what was being done, and the server's message.
 pub(crate) fn engine_error(

@@ -1,6 +1,7 @@
 //! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database.
 
 use crate::catalog::{self, Table};
+use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
@@ -12,13 +13,15 @@ use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// A MariaDB or MySQL database as the target of loads.
 pub struct MysqlTarget {
     options: MysqlOptions,
     design: OnceLock<Design>,
+    /// The indexes `begin` dropped, for `end` to put back.
+    dropped: Mutex<Vec<Dropped>>,
 }
 
 struct Design {
@@ -32,6 +35,7 @@ impl MysqlTarget {
         MysqlTarget {
             options,
             design: OnceLock::new(),
+            dropped: Mutex::new(Vec::new()),
         }
     }
 
@@ -102,6 +106,10 @@ impl Target for MysqlTarget {
         let rt = runtime()?;
         let (table, version) = rt.block_on(async {
             let mut conn = self.options.connect().await?;
+            // Indexes a load that died left dropped come back before anything else.
+            let (schema, name) = catalog::split_name(&opts.table, self.options.database());
+            let leftovers = ddl::pending(&mut conn, Some((&schema, &name))).await?;
+            ddl::restore(&mut conn, &leftovers).await?;
             let table = catalog::read(&mut conn, &opts.table, self.options.database()).await?;
             let version: Option<String> = conn
                 .query_first("SELECT VERSION()")
@@ -180,8 +188,8 @@ impl Target for MysqlTarget {
                 name: name.clone(),
                 definition: String::new(),
                 unique: *unique,
-                constraint: None,
-                constraint_kind: None,
+                constraint: (name == "PRIMARY").then(|| name.clone()),
+                constraint_kind: (name == "PRIMARY").then(|| "p".to_string()),
                 deferrable: false,
                 referenced: false,
                 invalid: false,
@@ -193,7 +201,7 @@ impl Target for MysqlTarget {
             table_bytes: table.bytes.unwrap_or(0) as i64,
             index_bytes: 0,
             rows_estimate: -1.0,
-            empty: false,
+            empty: design.table.empty,
         };
         let mut plan = LoadPlan::decide(
             &design.table.qualified(),
@@ -203,15 +211,14 @@ impl Target for MysqlTarget {
             size,
             load_bytes,
             PlanOptions {
-                rebuild_indexes: false,
-                keep_keys: opts.keeps_keys(),
+                // DDL commits at once: a unique key the rows broke could not be built again,
+                // and the load could not be undone.
+                keep_keys: Some(opts.keeps_keys().unwrap_or(
+                    "MariaDB's DDL cannot be rolled back, so keys that could fail to build again stay",
+                )),
                 ..opts.plan
             },
         );
-        plan.rule = "indexes are kept and maintained during the load (dropping them and building them once after is not built for MariaDB yet)".into();
-        for decision in &mut plan.indexes {
-            decision.reason = "maintained during the load".into();
-        }
         if plan.after != Maintenance::None {
             plan.after = Maintenance::AnalyzeOnly;
         }
@@ -276,9 +283,52 @@ impl Target for MysqlTarget {
         ))
     }
 
-    fn after(&self, _: &target::Table, plan: &LoadPlan) -> Result<Committed> {
+    fn begin(&self, _: &target::Table, plan: &LoadPlan) -> Result<()> {
+        let names: Vec<String> = plan.rebuilt().into_iter().map(|i| i.name).collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        let design = self.design()?;
+        runtime()?.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let dropped =
+                ddl::definitions(&mut conn, &design.table.schema, &design.table.name, &names)
+                    .await?;
+            ddl::journal_and_drop(&mut conn, &dropped).await?;
+            let _ = conn.disconnect().await;
+            if let Ok(mut slot) = self.dropped.lock() {
+                *slot = dropped;
+            }
+            Ok(())
+        })
+    }
+
+    fn end(&self, _: &target::Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
         let mut done = Committed::default();
-        if plan.after == Maintenance::None {
+        let dropped = self
+            .dropped
+            .lock()
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default();
+        if !dropped.is_empty() {
+            let started = Instant::now();
+            runtime()?.block_on(async {
+                let mut conn = self.options.connect().await?;
+                ddl::restore(&mut conn, &dropped).await?;
+                let _ = conn.disconnect().await;
+                Ok::<_, Error>(())
+            })?;
+            done.rebuild_seconds = started.elapsed().as_secs_f64();
+            done.steps.push(format!(
+                "indexes built again in one ALTER TABLE: {}",
+                dropped
+                    .iter()
+                    .map(|d| d.index.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !committed || plan.after == Maintenance::None {
             return Ok(done);
         }
         let design = self.design()?;
@@ -299,6 +349,23 @@ impl Target for MysqlTarget {
         done.maintain_seconds = started.elapsed().as_secs_f64();
         Ok(done)
     }
+}
+
+/// `inrush recover`: adds back what the DDL journal of the database holds (for one table, or
+/// all) and returns it.
+pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Vec<Dropped>> {
+    runtime()?.block_on(async {
+        let mut conn = options.connect().await?;
+        let named = table.map(|t| catalog::split_name(t, options.database()));
+        let pending = ddl::pending(
+            &mut conn,
+            named.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
+        )
+        .await?;
+        ddl::restore(&mut conn, &pending).await?;
+        let _ = conn.disconnect().await;
+        Ok(pending)
+    })
 }
 
 /// Checks and writes the fields of a row as a `LOAD DATA` line.

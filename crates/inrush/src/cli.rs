@@ -503,10 +503,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     return Ok(Outcome::Done);
                 }
                 Target::Mysql(options) => {
-                    eprintln!(
-                        "nothing to recover: a load into MariaDB ({}) changes no definition",
-                        options.describe()
-                    );
+                    let restored = inrush_mysql::recover(&options, args.table.as_deref())?;
+                    if restored.is_empty() {
+                        eprintln!(
+                            "nothing to recover: the DDL journal (inrush_ddl_journal) is empty"
+                        );
+                    }
+                    for d in &restored {
+                        eprintln!("recreated index {} on {}.{}", d.index, d.schema, d.table);
+                    }
                     return Ok(Outcome::Done);
                 }
             };

@@ -301,3 +301,56 @@ fn refusals_name_the_option_and_passwords_stay_hidden() {
     assert!(!out.contains("s3cret-pw"), "{out}");
     assert!(db.rows("SELECT * FROM t").is_empty());
 }
+
+/// `SHOW CREATE TABLE` without the AUTO_INCREMENT counter, which a load moves on.
+fn definition(db: &MariaDb, table: &str) -> String {
+    let shown = db.rows(&format!("SHOW CREATE TABLE {table}")).join("\n");
+    shown
+        .split(' ')
+        .filter(|word| !word.starts_with("AUTO_INCREMENT="))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
+    let db = MariaDb::fresh("indexes");
+    db.exec(
+        "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, a INT, b VARCHAR(20), \
+           UNIQUE KEY ua (a), KEY kb (b(10)), KEY kab (a DESC, b), FULLTEXT KEY ft (b))",
+    );
+    let before = definition(&db, "t");
+    let dir = shared_dir();
+    let mut rows = String::from("a,b\n");
+    for i in 0..5000 {
+        rows.push_str(&format!("{i},word{}\n", i % 97));
+    }
+    let good = write(dir.path(), "good.csv", &rows);
+    let (code, out) = load(&good, &db, "t", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("indexes rebuilt after the load"), "{out}");
+    assert_eq!(definition(&db, "t"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM t"), ["5000"]);
+
+    // A refused load puts them back too, and loads nothing.
+    db.exec("TRUNCATE t");
+    rows.push_str("x,bad\n");
+    let bad = write(dir.path(), "bad.csv", &rows);
+    let (code, out) = load(&bad, &db, "t", &[]);
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(definition(&db, "t"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM t"), ["0"]);
+
+    // What a load that died left in the journal, `recover` (or the next load) adds back.
+    db.exec(
+        "ALTER TABLE t DROP INDEX kb; \
+         INSERT INTO inrush_ddl_journal (table_schema, table_name, index_name, position, definition) \
+         VALUES (DATABASE(), 't', 'kb', 0, 'KEY `kb` (`b`(10))')",
+    );
+    let (code, out) = inrush(&["recover", "--to", &db.url]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("recreated index kb"), "{out}");
+    assert!(definition(&db, "t").contains("KEY `kb` (`b`(10))"));
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
