@@ -12,10 +12,13 @@
 //! Around it, the plan: secondary indexes journaled, dropped and built again after a large load
 //! in one `ALTER TABLE` ([`ddl`]), `ANALYZE TABLE` after.
 //!
-//! Not built yet (refused by name): `--create`, `--resume`, `--table-lock`.
+//! `--resume`: each block its own transaction with its row in `inrush_load_ledger` ([`ledger`]).
+//!
+//! Not built yet (refused by name): `--create`, `--table-lock`.
 
 pub mod catalog;
 pub mod ddl;
+pub mod ledger;
 pub mod options;
 mod target;
 pub mod value;

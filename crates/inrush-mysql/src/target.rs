@@ -72,9 +72,6 @@ impl Target for MysqlTarget {
         if opts.create {
             return refuse("--create", not_yet);
         }
-        if opts.resume {
-            return refuse("--resume", not_yet);
-        }
         if opts.table_lock {
             return refuse("--table-lock", not_yet);
         }
@@ -245,14 +242,18 @@ impl Target for MysqlTarget {
         columns: &[TargetColumn],
         _: &LoadPlan,
         opts: &LoadOptions,
-        _: Option<&InputFile>,
+        resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
         let design = self.design()?;
         let qualified = design.table.qualified();
         let rt = runtime()?;
         let conn = rt.block_on(async {
             let mut conn = self.options.connect().await?;
-            let mut begin = vec!["START TRANSACTION".to_string()];
+            // Under --resume each block is a transaction of its own.
+            let mut begin = match resume {
+                Some(_) => Vec::new(),
+                None => vec!["START TRANSACTION".to_string()],
+            };
             if opts.truncate {
                 // TRUNCATE would commit at once: DELETE keeps a failed load's rows as they were.
                 begin.push(format!("DELETE FROM {qualified}"));
@@ -274,13 +275,18 @@ impl Target for MysqlTarget {
             conn: Some(conn),
             chunks: ChunkWriter::new(&qualified, &names, conflict),
             rt,
+            resume: resume.map(|file| (qualified.clone(), file.clone())),
         }))
     }
 
-    fn ledger(&self, _: &target::Table, _: &InputFile) -> Result<Vec<Block>> {
-        Err(Error::Usage(
-            "--resume: not available for MariaDB/MySQL yet".into(),
-        ))
+    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
+        let design = self.design()?;
+        runtime()?.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let blocks = crate::ledger::open(&mut conn, &design.table.qualified(), input).await?;
+            let _ = conn.disconnect().await;
+            Ok(blocks)
+        })
     }
 
     fn begin(&self, _: &target::Table, plan: &LoadPlan) -> Result<()> {
@@ -399,6 +405,8 @@ struct MysqlWriter {
     conn: Option<Conn>,
     chunks: ChunkWriter,
     rt: tokio::runtime::Runtime,
+    /// `--resume`: the table and input each block is recorded for.
+    resume: Option<(String, InputFile)>,
 }
 
 impl Writer for MysqlWriter {
@@ -406,15 +414,41 @@ impl Writer for MysqlWriter {
         &mut self,
         data: &[u8],
         rows: u64,
-        _: Option<Block>,
+        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
         let conn = self
             .conn
             .as_mut()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
-        self.rt
-            .block_on(self.chunks.write(conn, data, rows, refused))
+        let (Some(block), Some((table, input))) = (block, &self.resume) else {
+            return self
+                .rt
+                .block_on(self.chunks.write(conn, data, rows, refused));
+        };
+        let chunks = &self.chunks;
+        self.rt.block_on(async {
+            conn.query_drop("START TRANSACTION")
+                .await
+                .map_err(engine_error("starting a block's transaction"))?;
+            let written = async {
+                let written = chunks.write(conn, data, rows, refused).await?;
+                let block = Block {
+                    rows: written as i64,
+                    ..block
+                };
+                crate::ledger::record(conn, table, input, block).await?;
+                conn.query_drop("COMMIT")
+                    .await
+                    .map_err(engine_error("committing a block"))?;
+                Ok::<_, Error>(written)
+            }
+            .await;
+            if written.is_err() {
+                let _ = conn.query_drop("ROLLBACK").await;
+            }
+            written
+        })
     }
 
     fn commit(mut self: Box<Self>) -> Result<Committed> {
@@ -422,10 +456,14 @@ impl Writer for MysqlWriter {
             .conn
             .take()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let resumed = self.resume.is_some();
         self.rt.block_on(async {
-            conn.query_drop("COMMIT")
-                .await
-                .map_err(engine_error("committing the load"))?;
+            // Under --resume every block committed already.
+            if !resumed {
+                conn.query_drop("COMMIT")
+                    .await
+                    .map_err(engine_error("committing the load"))?;
+            }
             let _ = conn.disconnect().await;
             Ok(Committed::default())
         })

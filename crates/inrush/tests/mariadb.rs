@@ -277,7 +277,6 @@ fn refusals_name_the_option_and_passwords_stay_hidden() {
     let dir = shared_dir();
     let csv = write(dir.path(), "in.csv", "id\n1\n");
     for (flags, named) in [
-        (&["--resume"][..], "--resume"),
         (&["--create"][..], "--create"),
         (&["--datestyle", "dmy"][..], "--datestyle"),
         (&["--fast-unsafe"][..], "--fast-unsafe"),
@@ -353,4 +352,88 @@ fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
     assert!(out.contains("recreated index kb"), "{out}");
     assert!(definition(&db, "t").contains("KEY `kb` (`b`(10))"));
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
+#[test]
+fn resume_after_a_kill_loads_every_block_exactly_once() {
+    let db = MariaDb::fresh("resume");
+    let ddl = "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
+               fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
+               fieldchar3 VARCHAR(100) NOT NULL)";
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
+    let dir = shared_dir();
+    let csv = dir.path().join("g.csv");
+    let (code, out) = inrush(&[
+        "gen",
+        "--rows",
+        "200000",
+        "--header",
+        "--output",
+        csv.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o644)).unwrap();
+    server_load(&db, &csv, "theirs").unwrap();
+    let args = [
+        "load",
+        csv.to_str().unwrap(),
+        "--header",
+        "--to",
+        &db.url,
+        "--table",
+        "ours",
+        "--no-progress",
+        "--resume",
+        "--block-size",
+        "65536",
+        "--connections",
+        "2",
+    ];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let blocks = db
+            .try_exec("SELECT 1 FROM inrush_load_ledger LIMIT 1")
+            .ok()
+            .map(|()| db.rows("SELECT COUNT(*) FROM inrush_load_ledger"));
+        let done = blocks.is_some_and(|b| b[0].parse::<u64>().unwrap() >= 3);
+        if done || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the load ended before the kill"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial: u64 = db.rows("SELECT COUNT(*) FROM ours")[0].parse().unwrap();
+    assert!(
+        partial > 0 && partial < 200_000,
+        "{partial} rows after the kill"
+    );
+
+    let (code, out) = inrush(&args);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("from earlier runs (--resume)"), "{out}");
+    let fingerprint = |t: &str| {
+        db.rows(&format!(
+            "SELECT COUNT(*), SUM(fieldint1), SUM(fieldint2), SUM(fieldint3), \
+               SUM(CRC32(CONCAT(fieldchar1, fieldchar2, fieldchar3))) FROM {t}"
+        ))
+    };
+    assert_eq!(fingerprint("ours"), fingerprint("theirs"));
+    assert_eq!(
+        db.rows("SELECT SUM(`rows`) FROM inrush_load_ledger"),
+        ["200000"]
+    );
 }

@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Benchmark inrush's MariaDB target against LOAD DATA [LOCAL] INFILE.
+
+Starts a private MariaDB 10.11 (scripts/mariadb.sh) in a scratch directory under /tmp on a free
+port, generates the sqlbulkcopy rows (`inrush gen --header`: 3 INT + 3 VARCHAR(100)), and loads
+them in interleaved rounds (the order rotates from round to round) in two scenarios:
+
+  plain    InnoDB table of the six columns, no key:
+             one_local_stream   mariadb client: LOAD DATA LOCAL INFILE of the whole CSV
+             two_local_streams  the CSV cut in two at a line boundary beforehand (untimed), two
+                                clients in parallel, each loading its half
+             server_ceiling     two server-side LOAD DATA INFILE (not LOCAL) of the halves in
+                                parallel: no client sends anything, the server parses the text
+             inrush             inrush load (default options)
+             inrush_c2          inrush load --connections 2
+  indexed  the same columns plus id INT AUTO_INCREMENT PRIMARY KEY and KEY (fieldint2),
+           KEY (fieldchar1), empty at the start:
+             load_data_indexed  one LOAD DATA LOCAL stream into the indexed table
+             load_then_alter    one LOAD DATA LOCAL stream into the table without the two
+                                secondary keys, then ALTER TABLE ... ADD INDEX, ADD INDEX (one
+                                client process, timed together)
+             inrush             inrush load (default: drops the secondary keys, adds them back
+                                in one ALTER TABLE)
+
+Each load goes into a table dropped and created again just before it, after InnoDB has flushed
+every dirty page (both untimed).  The time is the wall time of the loading process(es), start to
+exit; the mariadb client runs in autocommit mode, so each LOAD DATA commits before it exits, and
+inrush commits before it exits; both are in the time.  inrush's default ANALYZE TABLE is in its
+time too (LOAD DATA runs none).  Every method runs once untimed first (warm-up).
+
+After every load the table's COUNT(*), SUM of each INT column and SUM(CRC32(CONCAT(the VARCHAR
+columns))) must equal the same computed from the CSV in Python (so equal across methods), and in
+the indexed scenario SHOW CREATE TABLE must read as the freshly created indexed table's (both
+secondary keys and the primary key there; AUTO_INCREMENT=n aside); otherwise the script stops
+with an error.  Peak RSS is the loading process's own (wait4; for two processes the larger).
+Raw numbers go to bench/out/mariadb-<dataset>-<date>.json.  See bench/README.md.
+
+Standard library only (Python 3.11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import run  # noqa: E402  (children with wait4 rusage, column list, machine facts)
+
+MARIADB_SH = run.REPO / "scripts" / "mariadb.sh"
+MARIADB_ROOT = run.REPO / ".mariadb"
+
+COLUMNS = run.SQLBULKCOPY_COLUMNS
+INT_COLUMNS = [n for n, t in COLUMNS if t == "int"]
+CHAR_COLUMNS = [n for n, t in COLUMNS if t != "int"]
+COLUMN_LIST = "(" + ", ".join(n for n, _ in COLUMNS) + ")"
+SECONDARY = [("k_fieldint2", "fieldint2"), ("k_fieldchar1", "fieldchar1")]
+
+PLAIN_TABLE, INDEXED_TABLE = "sqlbulkcopy", "sqlbulkcopy_indexed"
+SCENARIOS = {
+    "plain": ("one_local_stream", "two_local_streams", "server_ceiling", "inrush", "inrush_c2"),
+    "indexed": ("load_data_indexed", "load_then_alter", "inrush"),
+}
+LABELS = {"one_local_stream": "one LOCAL stream", "two_local_streams": "two LOCAL streams",
+          "server_ceiling": "server ceiling (x2)", "inrush": "inrush",
+          "inrush_c2": "inrush --connections 2", "load_data_indexed": "LOAD DATA, indexed",
+          "load_then_alter": "LOAD DATA + ALTER"}
+
+FINGERPRINT_SQL = ("SELECT COUNT(*), " + ", ".join(f"SUM({c})" for c in INT_COLUMNS)
+                   + f", SUM(CRC32(CONCAT({', '.join(CHAR_COLUMNS)}))) FROM {{table}}")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --------------------------------------------------------------------------------------------
+# The private server
+# --------------------------------------------------------------------------------------------
+
+class Server:
+    """A throwaway MariaDB from scripts/mariadb.sh in a fresh directory:
+         ROOT/db     its data directory (socket, error.log, client.cnf; owned by the server user)
+         ROOT/files  the CSV and its halves (755, files 644: the server, running as another user
+                     when we are root, reads the halves itself for LOAD DATA INFILE)
+    The path stays short: the socket lives in ROOT/db."""
+
+    def __init__(self, parent: Path, port: int | None):
+        self.root = Path(tempfile.mkdtemp(prefix="inrush-mbench-", dir=parent))
+        self.data, self.files = self.root / "db", self.root / "files"
+        self.files.mkdir()
+        for d in (self.root, self.files):
+            d.chmod(0o755)
+        self.port = port or free_port()
+        self.url = ""
+        self.started = False
+
+    def start(self) -> None:
+        self.started = True  # from here on, always try to stop it (stop is idempotent)
+        p = run.run(["bash", str(MARIADB_SH), "start", str(self.data), str(self.port)])
+        self.url = p.stdout.strip().splitlines()[-1]
+        lib = (MARIADB_ROOT / ".ld_library_path").read_text().strip()
+        # The client binary itself (what `mariadb.sh client` execs), without the wrapper's bash.
+        self.client = ["env", f"LD_LIBRARY_PATH={lib}", str(MARIADB_ROOT / "usr/bin/mariadb"),
+                       f"--defaults-file={self.data / 'client.cnf'}"]
+
+    def stop(self) -> None:
+        if self.started:
+            p = run.run(["bash", str(MARIADB_SH), "stop", str(self.data)], check=False)
+            if p.returncode != 0:
+                run.log(f"warning: mariadb.sh stop failed: {p.stderr.strip()}")
+            self.started = False
+
+    def client_cmd(self, sql: str) -> list[str]:
+        """A client that runs `sql` and prints the warnings of each statement (there should be
+        none: the loads check that it printed nothing)."""
+        return [*self.client, "--batch", "--show-warnings", "-e", sql]
+
+    def sql(self, sql: str) -> list[list[str]]:
+        out = run.run([*self.client, "--batch", "--skip-column-names", "-e", sql]).stdout
+        return [line.split("\t") for line in out.splitlines()]
+
+    def value(self, sql: str) -> str:
+        return self.sql(sql)[0][0]
+
+    def quiesce(self, timeout: float = 120.0) -> None:
+        """Flush every dirty page of the buffer pool, so no load pays for writing out the pages of
+        the one before (PostgreSQL's CHECKPOINT in run.py): innodb_max_dirty_pages_pct = 0 until
+        none is left, then back to what it was."""
+        pct = self.value("SELECT @@GLOBAL.innodb_max_dirty_pages_pct")
+        self.sql("SET GLOBAL innodb_max_dirty_pages_pct = 0")
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                dirty = int(self.sql("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")[0][1])
+                if dirty == 0:
+                    return
+                if time.monotonic() > deadline:
+                    run.log(f"warning: {dirty} dirty pages left after {timeout:.0f} s of flushing")
+                    return
+                time.sleep(0.1)
+        finally:
+            self.sql(f"SET GLOBAL innodb_max_dirty_pages_pct = {pct}")
+
+    def facts(self) -> dict:
+        names = ("version", "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit",
+                 "innodb_log_file_size", "innodb_doublewrite", "innodb_autoinc_lock_mode",
+                 "innodb_max_dirty_pages_pct", "log_bin", "local_infile", "secure_file_priv",
+                 "sql_mode", "character_set_server", "max_allowed_packet")
+        row = self.sql("SELECT " + ", ".join(f"@@GLOBAL.{n}" for n in names))[0]
+        return dict(zip(names, row))
+
+
+# --------------------------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------------------------
+
+class Data:
+    def __init__(self, args, inrush: Path, files: Path):
+        # A header line, as `inrush load --header` and LOAD DATA ... IGNORE 1 LINES expect: it
+        # names the columns, so inrush leaves the indexed table's id to the server.
+        self.csv = files / "sqlbulkcopy.csv"
+        t = time.perf_counter()
+        run.run([str(inrush), "gen", "sqlbulkcopy", "-o", str(self.csv), "--rows", str(args.rows),
+                 "--seed", "42", "--header"])
+        self.csv.chmod(0o644)
+        run.log(f"generated {args.rows:,} rows ({self.csv.stat().st_size / 1e6:.1f} MB) "
+                f"in {time.perf_counter() - t:.1f} s")
+        self.halves = self.split(files)
+        self.rows = args.rows
+        self.fingerprint = self.csv_fingerprint()
+        if self.fingerprint[0] != args.rows:
+            raise run.BenchError(f"the CSV holds {self.fingerprint[0]} records, expected {args.rows}")
+
+    def split(self, files: Path) -> list[Path]:
+        """The records without the header, cut at the first line end after the middle (no field
+        of these rows holds a line break, so a line is a record)."""
+        body = self.csv.read_bytes()
+        body = body[body.index(b"\n") + 1:]
+        mid = body.find(b"\n", len(body) // 2) + 1 or len(body)
+        halves = []
+        for k, part in enumerate((body[:mid], body[mid:])):
+            p = files / f"half_{k}.csv"
+            p.write_bytes(part)
+            p.chmod(0o644)
+            halves.append(p)
+        self.half_rows = [part.count(b"\n") for part in (body[:mid], body[mid:])]
+        return halves
+
+    def csv_fingerprint(self) -> tuple[int, ...]:
+        """FINGERPRINT_SQL's numbers computed from the CSV itself (CRC32 of the UTF-8 bytes)."""
+        n, crc = 0, 0
+        sums = [0] * len(INT_COLUMNS)
+        names = [n for n, _ in COLUMNS]
+        ints = [names.index(c) for c in INT_COLUMNS]
+        chars = [names.index(c) for c in CHAR_COLUMNS]
+        with self.csv.open(newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            if next(reader) != names:
+                raise run.BenchError(f"{self.csv}: the header is not {','.join(names)}")
+            for rec in reader:
+                n += 1
+                for k, i in enumerate(ints):
+                    sums[k] += int(rec[i])
+                crc += zlib.crc32("".join(rec[i] for i in chars).encode())
+        return (n, *sums, crc)
+
+
+# --------------------------------------------------------------------------------------------
+# Loads
+# --------------------------------------------------------------------------------------------
+
+def load_sql(path: Path, table: str, *, local: bool, header: bool) -> str:
+    return (f"LOAD DATA {'LOCAL ' if local else ''}INFILE '{path}' INTO TABLE {table} "
+            f"CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' "
+            f"LINES TERMINATED BY '\\n' {'IGNORE 1 LINES ' if header else ''}{COLUMN_LIST}")
+
+
+def timed(cmds: list[list[str]]) -> tuple[list[run.Finished], float]:
+    """Runs the loading processes side by side to the exit of the last: what each did, and the
+    wall time from starting the first.  Interrupted (Ctrl-C, SIGTERM), it kills them first."""
+    t = time.perf_counter()
+    children: list[run.Child] = []
+    try:
+        for c in cmds:
+            children.append(run.Child(c))
+        finished = [c.wait() for c in children]  # all of them, before looking at any failure
+    except BaseException:
+        for c in children:
+            if c.proc.returncode is None:
+                c.proc.kill()
+                try:
+                    os.waitpid(c.proc.pid, 0)
+                except ChildProcessError:
+                    pass
+        raise
+    return finished, time.perf_counter() - t
+
+
+def plain_ddl(table: str) -> str:
+    cols = ", ".join(f"{n} {t.upper()} NOT NULL" for n, t in COLUMNS)
+    return f"CREATE TABLE {table} ({cols}) ENGINE=InnoDB"
+
+
+def indexed_ddl(table: str, secondary: bool) -> str:
+    cols = ", ".join(f"{n} {t.upper()} NOT NULL" for n, t in COLUMNS)
+    keys = "".join(f", KEY {k} ({c})" for k, c in SECONDARY) if secondary else ""
+    return f"CREATE TABLE {table} (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, {cols}{keys}) ENGINE=InnoDB"
+
+
+def add_indexes_sql(table: str) -> str:
+    return f"ALTER TABLE {table} " + ", ".join(f"ADD INDEX {k} ({c})" for k, c in SECONDARY)
+
+
+class Bench:
+    def __init__(self, server: Server, data: Data, inrush: Path):
+        self.server, self.data, self.inrush = server, data, inrush
+        self.indexed_reference = ""  # SHOW CREATE TABLE of the indexed table as created
+
+    def show_create(self, table: str) -> str:
+        return re.sub(r" AUTO_INCREMENT=\d+", "", self.server.sql(f"SHOW CREATE TABLE {table}")[0][1])
+
+    def reset(self, scenario: str, method: str) -> str:
+        """The method's table, dropped and made again (empty), then every dirty page flushed."""
+        if scenario == "plain":
+            table, ddl = PLAIN_TABLE, plain_ddl(PLAIN_TABLE)
+        else:
+            table = INDEXED_TABLE
+            ddl = indexed_ddl(table, secondary=method != "load_then_alter")
+        if scenario == "indexed" and not self.indexed_reference:
+            self.server.sql(f"DROP TABLE IF EXISTS {table}; {indexed_ddl(table, secondary=True)}")
+            self.indexed_reference = self.show_create(table)
+        self.server.sql(f"DROP TABLE IF EXISTS {table}; {ddl}")
+        self.server.quiesce()
+        return table
+
+    def commands(self, scenario: str, method: str, table: str) -> list[list[str]]:
+        s, d = self.server, self.data
+        if method in ("one_local_stream", "load_data_indexed"):
+            return [s.client_cmd(load_sql(d.csv, table, local=True, header=True))]
+        if method == "load_then_alter":
+            return [s.client_cmd(load_sql(d.csv, table, local=True, header=True) + "; "
+                                 + add_indexes_sql(table))]
+        if method == "two_local_streams":
+            return [s.client_cmd(load_sql(h, table, local=True, header=False)) for h in d.halves]
+        if method == "server_ceiling":
+            return [s.client_cmd(load_sql(h, table, local=False, header=False)) for h in d.halves]
+        if method in ("inrush", "inrush_c2"):
+            cmd = [str(self.inrush), "load", str(d.csv), "--header", "--to", s.url, "--table", table,
+                   "--json", "--no-progress"]
+            return [cmd + (["--connections", "2"] if method == "inrush_c2" else [])]
+        raise ValueError(method)
+
+    def measure(self, scenario: str, method: str) -> dict:
+        table = self.reset(scenario, method)
+        finished, seconds = timed(self.commands(scenario, method, table))
+        for f in finished:
+            f.check()
+        result = {"scenario": scenario, "method": method, "seconds": seconds,
+                  "peak_rss_kib": max(f.maxrss_kib for f in finished),
+                  "peak_rss_kib_each": [f.maxrss_kib for f in finished]}
+        if method.startswith("inrush"):
+            result.update(self.inrush_summary(method, finished[0]))
+        else:
+            for f in finished:  # --show-warnings: a clean load prints nothing at all
+                if f.stdout.strip() or f.stderr.strip():
+                    raise run.BenchError(f"{scenario}/{method}: the client printed\n"
+                                         f"{(f.stdout + f.stderr).strip()[:2000]}")
+        self.verify(scenario, method, table)
+        return result
+
+    def inrush_summary(self, method: str, fin: run.Finished) -> dict:
+        try:
+            summary = json.loads(fin.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError) as e:
+            raise run.BenchError(f"inrush --json printed no JSON object: {fin.stdout!r} {fin.stderr!r}") from e
+        if summary.get("rows") != self.data.rows or summary.get("rows_rejected"):
+            raise run.BenchError(f"{method}: inrush reports {summary.get('rows')} rows "
+                                 f"({summary.get('rows_rejected')} rejected), expected {self.data.rows}")
+        return {"json_seconds": summary.get("seconds"), "connections": summary.get("connections"),
+                "workers": summary.get("workers"), "phases": summary.get("phases"),
+                "notes": summary.get("notes"), "server_version": summary.get("server_version")}
+
+    def verify(self, scenario: str, method: str, table: str) -> None:
+        got = tuple(int(v) for v in self.server.sql(FINGERPRINT_SQL.format(table=table))[0])
+        want = self.data.fingerprint
+        if got[0] != want[0]:
+            raise run.BenchError(f"{scenario}/{method}: table holds {got[0]} rows after the load, expected {want[0]}")
+        if got != want:
+            raise run.BenchError(f"{scenario}/{method}: the table's fingerprint differs from the CSV's\n"
+                                 f"  {FINGERPRINT_SQL.format(table=table)}\n  CSV:   {want}\n  table: {got}")
+        if scenario == "indexed":
+            shown = self.show_create(table)
+            if shown != self.indexed_reference:
+                raise run.BenchError(f"{scenario}/{method}: SHOW CREATE TABLE after the load differs from "
+                                     f"the table as created\n  created: {self.indexed_reference}\n  now:     {shown}")
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+RATIOS = {"plain": (("one_local_stream", "one stream"), ("two_local_streams", "two streams"),
+                    ("server_ceiling", "server ceiling")),
+          "indexed": (("load_data_indexed", "LOAD DATA indexed"), ("load_then_alter", "LOAD DATA + ALTER"))}
+
+
+def summarize(results: list[dict], scenarios: list[str], rows: int) -> dict:
+    out: dict = {}
+    for sc in scenarios:
+        methods = {}
+        for m in SCENARIOS[sc]:
+            runs = [r for r in results if r["scenario"] == sc and r["method"] == m]
+            secs = [r["seconds"] for r in runs]
+            s = {"runs": len(runs), "best": min(secs), "median": statistics.median(secs),
+                 "rows_per_second_best": rows / min(secs),
+                 "rows_per_second_median": rows / statistics.median(secs),
+                 "peak_rss_kib_max": max(r["peak_rss_kib"] for r in runs)}
+            if runs[0].get("phases"):
+                s["phases_median"] = {k: statistics.median(r["phases"][k] for r in runs)
+                                      for k in runs[0]["phases"]}
+                s["connections"], s["workers"] = runs[0]["connections"], runs[0]["workers"]
+            methods[m] = s
+        # How many times faster inrush is: the other method's seconds / inrush's.
+        ratios = {}
+        for mine in (m for m in SCENARIOS[sc] if m.startswith("inrush")):
+            for other, name in RATIOS[sc]:
+                ratios[f"{LABELS[mine]} vs {name}"] = {
+                    stat: methods[other][stat] / methods[mine][stat] for stat in ("median", "best")}
+        out[sc] = {"methods": methods, "ratios": ratios}
+    return out
+
+
+def print_summary(summary: dict, data: Data, repeat: int) -> None:
+    print()
+    print(f"sqlbulkcopy: {data.rows:,} rows ({data.csv.stat().st_size / 1e6:.0f} MB CSV), {repeat} round(s); "
+          f"seconds are the wall time of the loading\nprocess(es), commit included (the mariadb client "
+          f"autocommits each LOAD DATA; inrush's time includes its ANALYZE TABLE)")
+    titles = {"plain": "plain InnoDB table, no key",
+              "indexed": "indexed: id AUTO_INCREMENT PRIMARY KEY, KEY (fieldint2), KEY (fieldchar1)"}
+    for sc, s in summary.items():
+        print()
+        print(titles[sc])
+        hdr = f"{'method':<26}{'best s':>9}{'median s':>10}{'rows/s (median)':>17}{'peak RSS MB':>13}"
+        print(hdr)
+        print("-" * len(hdr))
+        for m, r in s["methods"].items():
+            print(f"{LABELS[m]:<26}{r['best']:>9.3f}{r['median']:>10.3f}{r['rows_per_second_median']:>17,.0f}"
+                  f"{r['peak_rss_kib_max'] / 1024:>13.0f}")
+        for m, r in s["methods"].items():
+            if "phases_median" in r:
+                p = r["phases_median"]
+                print(f"  {LABELS[m]}: {r['connections']} connections, {r['workers']} workers; median phases: "
+                      f"load {p.get('load', 0):.3f} s, drop indexes {p.get('drop_indexes', 0):.3f} s, "
+                      f"rebuild {p.get('rebuild_indexes', 0):.3f} s, analyze {p.get('maintain', 0):.3f} s")
+        for name, r in s["ratios"].items():
+            print(f"{name:<50}{r['median']:>7.2f}x median, {r['best']:.2f}x best")
+    print("(the other method's seconds / inrush's: above 1, inrush is faster; against the server "
+          "ceiling, 1.0 means at it)")
+
+
+def versions(server: Server, inrush: Path) -> dict:
+    return {"server": server.value("SELECT VERSION()"),
+            "client": run.run([*server.client, "--version"], check=False).stdout.strip(),
+            "inrush": run.run([str(inrush), "--version"], check=False).stdout.strip()}
+
+
+# --------------------------------------------------------------------------------------------
+
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=500_000, help="rows of sqlbulkcopy (default 500,000)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
+    ap.add_argument("--scenario", choices=("both", "plain", "indexed"), default="both")
+    ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
+    ap.add_argument("--port", type=int, help="the server's TCP port (default: a free one)")
+    ap.add_argument("--scratch", type=Path, default=Path("/tmp"),
+                    help="where the scratch directory goes (default /tmp; keep the path short, the "
+                         "server's socket lives in it, and the server user must be able to enter it)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, CSV, error log)")
+    args = ap.parse_args()
+    if args.rows < 2 or args.repeat < 1:
+        ap.error("--rows must be at least 2 and --repeat at least 1")
+    return args
+
+
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    args = parse_args()
+    inrush = args.inrush.resolve()
+    if not os.access(inrush, os.X_OK):
+        raise run.BenchError(f"no inrush binary at {inrush}: cargo build --release -p inrush")
+    scenarios = list(SCENARIOS) if args.scenario == "both" else [args.scenario]
+    signal.signal(signal.SIGTERM, interrupt)  # the same way out as Ctrl-C: the server stops
+
+    server = Server(args.scratch, args.port)
+    try:
+        run.log(f"starting MariaDB in {server.data} on port {server.port}")
+        server.start()
+        facts = server.facts()
+        run.log(f"{server.url}  ({facts['version']})")
+        data = Data(args, inrush, server.files)
+        run.log(f"halves for two streams: {data.half_rows[0]:,} + {data.half_rows[1]:,} rows")
+        bench = Bench(server, data, inrush)
+
+        # Untimed warm-up of every method (each verified like the timed loads): the first loads
+        # of a new server grow its files and fill its caches, which would favour whatever ran later.
+        run.log("warm-up (untimed)")
+        for sc in scenarios:
+            for m in SCENARIOS[sc]:
+                bench.measure(sc, m)
+
+        results = []
+        for rnd in range(args.repeat):
+            for sc in scenarios:
+                methods = SCENARIOS[sc]
+                k = rnd % len(methods)  # rotate, so no method is always first or always after another
+                for m in methods[k:] + methods[:k]:
+                    r = bench.measure(sc, m)
+                    r["round"] = rnd + 1
+                    results.append(r)
+                    run.log(f"round {rnd + 1}/{args.repeat}  {sc:<8} {m:<18} {r['seconds']:8.3f} s  "
+                            f"{r['peak_rss_kib'] / 1024:6.0f} MB RSS")
+
+        summary = summarize(results, scenarios, data.rows)
+        print_summary(summary, data, args.repeat)
+
+        run.OUT_DIR.mkdir(parents=True, exist_ok=True)
+        now = dt.datetime.now()
+        out = run.OUT_DIR / f"mariadb-sqlbulkcopy-{now:%Y%m%d-%H%M%S}.json"
+        out.write_text(json.dumps({
+            "dataset": {"name": "sqlbulkcopy", "rows": data.rows, "csv_bytes": data.csv.stat().st_size,
+                        "generator": "inrush gen --header", "seed": 42, "half_rows": data.half_rows},
+            "tables": {"plain": plain_ddl(PLAIN_TABLE), "indexed": indexed_ddl(INDEXED_TABLE, True),
+                       "indexed_without_secondary": indexed_ddl(INDEXED_TABLE, False),
+                       "alter": add_indexes_sql(INDEXED_TABLE)},
+            "statements": {"local": load_sql(data.csv, "T", local=True, header=True),
+                           "server_side": load_sql(data.halves[0], "T", local=False, header=False)},
+            "when": now.isoformat(timespec="seconds"),
+            "settings": {"repeat": args.repeat, "scenarios": scenarios, "inrush": str(inrush)},
+            "versions": versions(server, inrush),
+            "machine": run.machine(),
+            "server": facts,
+            "fingerprint": {"sql": FINGERPRINT_SQL, "csv": list(data.fingerprint)},
+            "summary": summary,
+            "runs": results,
+        }, indent=2) + "\n")
+        print(f"\nraw results: {out}")
+        return 0
+    finally:
+        server.stop()
+        if args.keep:
+            run.log(f"kept {server.root}")
+        else:
+            shutil.rmtree(server.root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        run.log("interrupted; server stopped and scratch removed")
+        sys.exit(130)
+    except run.BenchError as e:
+        run.log(f"error: {e}")
+        sys.exit(1)
