@@ -32,7 +32,8 @@ After every load the table's COUNT(*), SUM of each INT column and SUM(CRC32(CONC
 columns))) must equal the same computed from the CSV in Python (so equal across methods), and in
 the indexed scenario SHOW CREATE TABLE must read as the freshly created indexed table's (both
 secondary keys and the primary key there; AUTO_INCREMENT=n aside); otherwise the script stops
-with an error.  Peak RSS is the loading process's own (wait4; for two processes the larger).
+with an error.  Peak RSS is the loading process's own, from GNU time when the machine has it
+(see timed(); for two processes the larger).
 Raw numbers go to bench/out/mariadb-<dataset>-<date>.json.  See bench/README.md.
 
 Standard library only (Python 3.11).
@@ -188,18 +189,22 @@ class Data:
             raise run.BenchError(f"the CSV holds {self.fingerprint[0]} records, expected {args.rows}")
 
     def split(self, files: Path) -> list[Path]:
-        """The records without the header, cut at the first line end after the middle (no field
-        of these rows holds a line break, so a line is a record)."""
-        body = self.csv.read_bytes()
-        body = body[body.index(b"\n") + 1:]
-        mid = body.find(b"\n", len(body) // 2) + 1 or len(body)
-        halves = []
-        for k, part in enumerate((body[:mid], body[mid:])):
-            p = files / f"half_{k}.csv"
-            p.write_bytes(part)
-            p.chmod(0o644)
-            halves.append(p)
-        self.half_rows = [part.count(b"\n") for part in (body[:mid], body[mid:])]
+        """The records without the header, cut at the first line end after the middle byte (no
+        field of these rows holds a line break, so a line is a record).  Streamed line by line:
+        this process's own peak RSS must stay small (see timed())."""
+        halves = [files / "half_0.csv", files / "half_1.csv"]
+        self.half_rows = [0, 0]
+        with self.csv.open("rb") as src:
+            pos = len(src.readline())  # where the line read next starts
+            middle = pos + (self.csv.stat().st_size - pos) // 2
+            with halves[0].open("wb") as a, halves[1].open("wb") as b:
+                for line in src:
+                    k = 0 if pos <= middle else 1
+                    (a, b)[k].write(line)
+                    self.half_rows[k] += 1
+                    pos += len(line)
+        for h in halves:
+            h.chmod(0o644)
         return halves
 
     def csv_fingerprint(self) -> tuple[int, ...]:
@@ -231,25 +236,75 @@ def load_sql(path: Path, table: str, *, local: bool, header: bool) -> str:
             f"LINES TERMINATED BY '\\n' {'IGNORE 1 LINES ' if header else ''}{COLUMN_LIST}")
 
 
+def gnu_time() -> str | None:
+    """GNU time, when the machine has it (Debian's package `time`)."""
+    exe = shutil.which("time", path="/usr/bin:/bin")
+    if exe and "GNU" in run.run([exe, "--version"], check=False).stdout:
+        return exe
+    return None
+
+
+GNU_TIME = gnu_time()
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL to a process and, first, to its children (GNU time does not pass signals on)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    for c in children:
+        kill_tree(int(c))
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def timed(cmds: list[list[str]]) -> tuple[list[run.Finished], float]:
     """Runs the loading processes side by side to the exit of the last: what each did, and the
-    wall time from starting the first.  Interrupted (Ctrl-C, SIGTERM), it kills them first."""
-    t = time.perf_counter()
+    wall time from starting the first.  Interrupted (Ctrl-C, SIGTERM), it kills them first.
+
+    Peak RSS: a child's wait4 ru_maxrss is at least the peak RSS of the process that spawned it
+    (exec folds the old address space's high-water mark into it, and Python's subprocess spawns
+    with vfork, whose old address space is ours), so run.Child's figure has this script's own
+    peak as a floor.  Each command therefore runs under GNU time (-f %M), which forks it from a
+    1-2 MB process; without GNU time the wait4 figure is kept (and marked in the output)."""
+    rss_files: list[Path] = []
+    wrapped = []
+    for c in cmds:
+        if GNU_TIME:
+            fd, name = tempfile.mkstemp(prefix="inrush-mbench-rss-")
+            os.close(fd)
+            rss_files.append(Path(name))
+            c = [GNU_TIME, "-f", "%M", "-o", name, *c]
+        wrapped.append(c)
     children: list[run.Child] = []
     try:
-        for c in cmds:
+        t = time.perf_counter()
+        for c in wrapped:
             children.append(run.Child(c))
         finished = [c.wait() for c in children]  # all of them, before looking at any failure
+        seconds = time.perf_counter() - t
+        for k, f in enumerate(finished):
+            f.cmd = cmds[k]
+            if rss_files:
+                # The last line; a failed command's report starts with "Command exited with ...".
+                lines = rss_files[k].read_text().split()
+                f.maxrss_kib = int(lines[-1]) if lines and lines[-1].isdigit() else 0
     except BaseException:
         for c in children:
             if c.proc.returncode is None:
-                c.proc.kill()
+                kill_tree(c.proc.pid)
                 try:
                     os.waitpid(c.proc.pid, 0)
                 except ChildProcessError:
                     pass
         raise
-    return finished, time.perf_counter() - t
+    finally:
+        for r in rss_files:
+            r.unlink(missing_ok=True)
+    return finished, seconds
 
 
 def plain_ddl(table: str) -> str:
@@ -410,6 +465,8 @@ def print_summary(summary: dict, data: Data, repeat: int) -> None:
                       f"rebuild {p.get('rebuild_indexes', 0):.3f} s, analyze {p.get('maintain', 0):.3f} s")
         for name, r in s["ratios"].items():
             print(f"{name:<50}{r['median']:>7.2f}x median, {r['best']:.2f}x best")
+    if not GNU_TIME:
+        print("(no GNU time here: peak RSS is wait4's, which is never below this script's own peak)")
     print("(the other method's seconds / inrush's: above 1, inrush is faster; against the server "
           "ceiling, 1.0 means at it)")
 
@@ -495,7 +552,8 @@ def main() -> int:
             "statements": {"local": load_sql(data.csv, "T", local=True, header=True),
                            "server_side": load_sql(data.halves[0], "T", local=False, header=False)},
             "when": now.isoformat(timespec="seconds"),
-            "settings": {"repeat": args.repeat, "scenarios": scenarios, "inrush": str(inrush)},
+            "settings": {"repeat": args.repeat, "scenarios": scenarios, "inrush": str(inrush),
+                         "peak_rss_from": "GNU time %M" if GNU_TIME else "wait4 (floor: this script's peak)"},
             "versions": versions(server, inrush),
             "machine": run.machine(),
             "server": facts,

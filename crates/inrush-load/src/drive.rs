@@ -109,7 +109,7 @@ pub fn load_into(
     if let Some(sql) = &table.create_sql {
         notes.push(match opts.check_only {
             true => format!("--create: would run {sql} (--check: nothing was created)"),
-            false => format!("--create: {sql}, in the load's own transaction"),
+            false => format!("--create: {sql} (a load that fails leaves no table)"),
         });
     }
     // Which row is refused and which key wins must not depend on which worker finished first.

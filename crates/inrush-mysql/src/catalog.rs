@@ -35,7 +35,6 @@ pub struct Column {
     pub precision: Option<u64>,
     pub scale: Option<u64>,
     pub auto_increment: bool,
-    pub has_default: bool,
 }
 
 impl Table {
@@ -107,13 +106,11 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         Option<u64>,
         Option<u64>,
         String,
-        Option<String>,
     );
     let rows: Vec<ColumnRow> = conn
         .exec(
             "SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, \
-               COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA, \
-               COLUMN_DEFAULT \
+               COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA \
              FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? \
              ORDER BY ORDINAL_POSITION",
             (&schema, &name),
@@ -139,7 +136,6 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             precision: r.5,
             scale: r.6,
             auto_increment: r.7.to_ascii_lowercase().contains("auto_increment"),
-            has_default: r.8.is_some(),
         })
         .collect();
     let indexes: Vec<(String, u64)> = conn

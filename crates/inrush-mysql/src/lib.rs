@@ -14,7 +14,10 @@
 //!
 //! `--resume`: each block its own transaction with its row in `inrush_load_ledger` ([`ledger`]).
 //!
-//! Not built yet (refused by name): `--create`, `--table-lock`.
+//! `--create`: the table typed from the inferred types, made before the writers start (DDL
+//! commits at once) and dropped again when the load does not commit.
+//!
+//! Not built yet (refused by name): `--table-lock`.
 
 pub mod catalog;
 pub mod ddl;

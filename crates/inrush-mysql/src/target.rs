@@ -69,9 +69,6 @@ impl Target for MysqlTarget {
     fn refuse(&self, opts: &LoadOptions) -> Result<()> {
         let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
         let not_yet = "not available for MariaDB/MySQL yet";
-        if opts.create {
-            return refuse("--create", not_yet);
-        }
         if opts.table_lock {
             return refuse("--table-lock", not_yet);
         }
@@ -99,15 +96,20 @@ impl Target for MysqlTarget {
         Ok(())
     }
 
-    fn prepare(&self, opts: &LoadOptions, _: Option<&[(String, String)]>) -> Result<target::Table> {
+    fn prepare(
+        &self,
+        opts: &LoadOptions,
+        create: Option<&[(String, String)]>,
+    ) -> Result<target::Table> {
         let rt = runtime()?;
-        let (table, version) = rt.block_on(async {
+        let database = self.options.database();
+        let (existing, version) = rt.block_on(async {
             let mut conn = self.options.connect().await?;
             // Indexes a load that died left dropped come back before anything else.
-            let (schema, name) = catalog::split_name(&opts.table, self.options.database());
+            let (schema, name) = catalog::split_name(&opts.table, database);
             let leftovers = ddl::pending(&mut conn, Some((&schema, &name))).await?;
             ddl::restore(&mut conn, &leftovers).await?;
-            let table = catalog::read(&mut conn, &opts.table, self.options.database()).await?;
+            let table = catalog::read(&mut conn, &opts.table, database).await;
             let version: Option<String> = conn
                 .query_first("SELECT VERSION()")
                 .await
@@ -115,6 +117,24 @@ impl Target for MysqlTarget {
             let _ = conn.disconnect().await;
             Ok::<_, Error>((table, version.unwrap_or_default()))
         })?;
+        let (table, checks, create_sql) = match (create, existing) {
+            (Some(_), Ok(t)) => {
+                return Err(Error::Columns(format!(
+                    "--create: table {} exists already (load into it without --create)",
+                    t.qualified()
+                )))
+            }
+            (Some(columns), Err(_)) => {
+                let (schema, name) = catalog::split_name(&opts.table, database);
+                let (table, checks, sql) = designed(schema, name, columns, &opts.create_types)?;
+                (table, checks, Some(sql))
+            }
+            (None, existing) => {
+                let table = existing?;
+                let checks = table.columns.iter().map(ColumnCheck::of).collect();
+                (table, checks, None)
+            }
+        };
         if opts.on_conflict != OnConflict::Error && !table.has_unique_key() {
             return Err(Error::Usage(format!(
                 "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
@@ -139,14 +159,14 @@ impl Target for MysqlTarget {
             name: table.qualified(),
             columns,
             bytes: Some(table.bytes),
-            create_sql: None,
+            create_sql,
         };
         let engine = match version.to_ascii_lowercase().contains("mariadb") {
             true => "MariaDB",
             false => "MySQL",
         };
         let _ = self.design.set(Design {
-            checks: table.columns.iter().map(ColumnCheck::of).collect(),
+            checks,
             table,
             version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
         });
@@ -289,7 +309,23 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn begin(&self, _: &target::Table, plan: &LoadPlan) -> Result<()> {
+    fn begin(&self, table: &target::Table, plan: &LoadPlan) -> Result<()> {
+        // DDL commits at once: --create's table is made here, and dropped again by `end` when
+        // the load does not commit.
+        if let Some(sql) = &table.create_sql {
+            runtime()?.block_on(async {
+                let mut conn = self.options.connect().await?;
+                conn.query_drop(sql).await.map_err(|e| match e {
+                    mysql_async::Error::Server(e) => Error::Usage(format!(
+                        "--create: the server refused {sql}: {} (a type given with --types?)",
+                        e.message
+                    )),
+                    e => engine_error("creating the table")(e),
+                })?;
+                let _ = conn.disconnect().await;
+                Ok::<_, Error>(())
+            })?;
+        }
         let names: Vec<String> = plan.rebuilt().into_iter().map(|i| i.name).collect();
         if names.is_empty() {
             return Ok(());
@@ -309,8 +345,20 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn end(&self, _: &target::Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
+    fn end(&self, table: &target::Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
         let mut done = Committed::default();
+        if let (Some(_), false) = (&table.create_sql, committed) {
+            let sql = format!("DROP TABLE IF EXISTS {}", table.name);
+            runtime()?.block_on(async {
+                let mut conn = self.options.connect().await?;
+                conn.query_drop(&sql)
+                    .await
+                    .map_err(engine_error(sql.clone()))?;
+                let _ = conn.disconnect().await;
+                Ok::<_, Error>(())
+            })?;
+            return Ok(done);
+        }
         let dropped = self
             .dropped
             .lock()
@@ -354,6 +402,134 @@ impl Target for MysqlTarget {
         }
         done.maintain_seconds = started.elapsed().as_secs_f64();
         Ok(done)
+    }
+}
+
+/// `--create`: the table for the columns `inrush-load` inferred (named as PostgreSQL names
+/// types), typed as a user moving data into MariaDB expects; `--types` gives MariaDB types.
+fn designed(
+    schema: String,
+    name: String,
+    columns: &[(String, String)],
+    overrides: &[(String, String)],
+) -> Result<(Table, Vec<ColumnCheck>, String)> {
+    for (column, _) in overrides {
+        if !columns.iter().any(|(n, _)| n.eq_ignore_ascii_case(column)) {
+            return Err(Error::Usage(format!(
+                "--types: the input has no column {column:?} (it has: {})",
+                columns
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let mut table_columns = Vec::new();
+    let mut checks = Vec::new();
+    let mut definitions = Vec::new();
+    for (column, inferred) in columns {
+        let given = overrides
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(column))
+            .map(|(_, t)| t.clone());
+        let (sql_type, convention) = match given {
+            Some(t) => (t, None),
+            None => mariadb_type(column, inferred)?,
+        };
+        let lower = sql_type.to_ascii_lowercase();
+        let data_type = lower
+            .split(|c: char| c == '(' || c == ' ')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let length = |s: &str| {
+            s.split_once('(')
+                .and_then(|(_, rest)| rest.split([',', ')']).next())
+                .and_then(|n| n.trim().parse().ok())
+        };
+        let numbers = lower
+            .split_once('(')
+            .map(|(_, rest)| {
+                rest.trim_end_matches(')')
+                    .split(',')
+                    .map(|n| n.trim().parse().ok())
+                    .collect::<Vec<Option<u64>>>()
+            })
+            .unwrap_or_default();
+        let c = catalog::Column {
+            name: column.clone(),
+            data_type: data_type.clone(),
+            column_type: sql_type.clone(),
+            not_null: false,
+            max_length: matches!(
+                data_type.as_str(),
+                "char" | "varchar" | "binary" | "varbinary"
+            )
+            .then(|| length(&lower))
+            .flatten(),
+            precision: numbers.first().copied().flatten(),
+            scale: numbers.get(1).copied().flatten(),
+            auto_increment: false,
+        };
+        checks.push(match convention {
+            Some(Convention::Boolean) => ColumnCheck::boolean(column),
+            Some(Convention::Hex) => ColumnCheck::hex(column),
+            None => ColumnCheck::of(&c),
+        });
+        definitions.push(format!("{} {sql_type}", catalog::quote(column)));
+        table_columns.push(c);
+    }
+    let table = Table {
+        schema,
+        name,
+        engine: "InnoDB".into(),
+        columns: table_columns,
+        indexes: Vec::new(),
+        triggers: Vec::new(),
+        bytes: 0,
+        empty: true,
+    };
+    let sql = format!(
+        "CREATE TABLE {} ({}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        table.qualified(),
+        definitions.join(", ")
+    );
+    Ok((table, checks, sql))
+}
+
+/// How a created column's text is read beyond what the server reads itself.
+enum Convention {
+    Boolean,
+    Hex,
+}
+
+/// The MariaDB type for a type `inrush-load` inferred.
+fn mariadb_type(column: &str, inferred: &str) -> Result<(String, Option<Convention>)> {
+    let t = inferred.to_ascii_lowercase();
+    let plain = |s: &str| Ok((s.to_string(), None));
+    match t.as_str() {
+        "smallint" => plain("SMALLINT"),
+        "integer" => plain("INT"),
+        "bigint" => plain("BIGINT"),
+        "real" => plain("FLOAT"),
+        "double precision" => plain("DOUBLE"),
+        // Unconstrained: the widest exact type, so no digit is lost.
+        "numeric" => plain("DECIMAL(65,30)"),
+        "boolean" => Ok(("BOOLEAN".into(), Some(Convention::Boolean))),
+        "date" => plain("DATE"),
+        "timestamp" => plain("DATETIME(6)"),
+        "time" => plain("TIME(6)"),
+        "uuid" => plain("CHAR(36)"),
+        "json" | "jsonb" => plain("JSON"),
+        "bytea" => Ok(("LONGBLOB".into(), Some(Convention::Hex))),
+        "timestamptz" => Err(Error::Usage(format!(
+            "--create: column {column:?} holds times with a zone, which MariaDB's DATETIME cannot take; give it a type with --types {column}=VARCHAR(40), or convert the input to UTC"
+        ))),
+        numeric if numeric.starts_with("numeric(") => {
+            plain(&numeric.replacen("numeric", "DECIMAL", 1))
+        }
+        _ => plain("LONGTEXT"),
     }
 }
 

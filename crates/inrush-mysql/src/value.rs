@@ -46,6 +46,11 @@ enum Kind {
     Bytes(u64),
     Enum(Vec<String>),
     Json,
+    /// `--create`'s boolean columns (TINYINT(1)): COPY's spellings of true and false, written
+    /// as 1 and 0.
+    Boolean,
+    /// `--create`'s binary columns: PostgreSQL's `\x` hex form, written as the bytes.
+    Hex,
     /// Checked by the server alone.
     Server,
 }
@@ -91,6 +96,24 @@ impl ColumnCheck {
         }
     }
 
+    /// A column `--create` made for booleans.
+    pub fn boolean(name: &str) -> ColumnCheck {
+        ColumnCheck {
+            name: name.to_string(),
+            kind: Kind::Boolean,
+            refuse_null: false,
+        }
+    }
+
+    /// A column `--create` made for binary values.
+    pub fn hex(name: &str) -> ColumnCheck {
+        ColumnCheck {
+            name: name.to_string(),
+            kind: Kind::Hex,
+            refuse_null: false,
+        }
+    }
+
     /// Appends `text` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
     /// refuse it.
     pub fn write(&self, text: Option<&str>, out: &mut Vec<u8>) -> Result<(), String> {
@@ -101,8 +124,30 @@ impl ColumnCheck {
             out.extend_from_slice(b"\\N");
             return Ok(());
         };
-        self.check(text)?;
-        escape_into(text.as_bytes(), out);
+        match &self.kind {
+            Kind::Boolean => match text.trim().to_ascii_lowercase().as_str() {
+                "t" | "true" | "y" | "yes" | "on" | "1" => out.push(b'1'),
+                "f" | "false" | "n" | "no" | "off" | "0" => out.push(b'0'),
+                _ => return Err(format!("not a boolean for column '{}'", self.name)),
+            },
+            Kind::Hex => {
+                let bytes = text
+                    .strip_prefix("\\x")
+                    .filter(|h| h.len() % 2 == 0)
+                    .and_then(|h| {
+                        (0..h.len())
+                            .step_by(2)
+                            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+                            .collect::<Option<Vec<u8>>>()
+                    })
+                    .ok_or_else(|| format!("not \\x and hex digits for column '{}'", self.name))?;
+                escape_into(&bytes, out);
+            }
+            _ => {
+                self.check(text)?;
+                escape_into(text.as_bytes(), out);
+            }
+        }
         Ok(())
     }
 
@@ -143,7 +188,7 @@ impl ColumnCheck {
             Kind::Json => serde_json::from_str::<serde_json::Value>(text)
                 .map(|_| ())
                 .map_err(|e| format!("Invalid JSON text in column '{}': {e}", self.name)),
-            Kind::Server => Ok(()),
+            Kind::Server | Kind::Boolean | Kind::Hex => Ok(()),
         }
     }
 }
@@ -266,7 +311,6 @@ mod tests {
             precision: Some(5),
             scale: Some(2),
             auto_increment: false,
-            has_default: false,
         })
     }
 

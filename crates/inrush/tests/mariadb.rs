@@ -277,7 +277,6 @@ fn refusals_name_the_option_and_passwords_stay_hidden() {
     let dir = shared_dir();
     let csv = write(dir.path(), "in.csv", "id\n1\n");
     for (flags, named) in [
-        (&["--create"][..], "--create"),
         (&["--datestyle", "dmy"][..], "--datestyle"),
         (&["--fast-unsafe"][..], "--fast-unsafe"),
         (&["--on-conflict", "skip"][..], "--on-conflict skip"),
@@ -436,4 +435,57 @@ fn resume_after_a_kill_loads_every_block_exactly_once() {
         db.rows("SELECT SUM(`rows`) FROM inrush_load_ledger"),
         ["200000"]
     );
+}
+
+#[test]
+fn create_types_the_table_as_a_migrating_user_expects() {
+    let db = MariaDb::fresh("create");
+    let dir = shared_dir();
+    let csv = write(
+        dir.path(),
+        "in.csv",
+        "id,price,ok,day,at,doc,note\n\
+         1,2.50,true,2024-01-02,2024-01-02 03:04:05,\"{\"\"a\"\": 1}\",hello\n\
+         2,3,f,2024-01-03,2024-01-03 00:00:00,[1],\"x, y\"\n",
+    );
+    let (code, out) = load(&csv, &db, "made", &["--create"]);
+    assert_eq!(code, 0, "{out}");
+    let shown = db.rows("SHOW CREATE TABLE made").join("\n");
+    for expected in [
+        "`id` int(11)",
+        "`price` decimal(65,30)",
+        "`ok` tinyint(1)",
+        "`day` date",
+        "`at` datetime(6)",
+        "`doc` longtext",
+        "CHECK (json_valid(`doc`))",
+        "`note` longtext",
+    ] {
+        assert!(shown.contains(expected), "{expected} not in {shown}");
+    }
+    assert_eq!(
+        db.rows("SELECT id, CAST(price AS DOUBLE), ok, day, at, doc, note FROM made ORDER BY id"),
+        [
+            "1\t2.5\t1\t2024-01-02\t2024-01-02 03:04:05.000000\t{\"a\": 1}\thello",
+            "2\t3\t0\t2024-01-03\t2024-01-03 00:00:00.000000\t[1]\tx, y",
+        ]
+    );
+
+    // A load that fails leaves no table; --types names MariaDB types.
+    let bad = write(dir.path(), "bad.csv", "id,v\n1,a\nx,b\n");
+    let (code, out) = load(&bad, &db, "gone", &["--create", "--types", "id=INT"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(db.rows("SHOW TABLES LIKE 'gone'").is_empty());
+    let zoned = write(dir.path(), "zoned.csv", "at\n2024-01-02 03:04:05+02\n");
+    let (code, out) = load(&zoned, &db, "zoned", &["--create"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--types at=VARCHAR(40)"), "{out}");
+    let (code, out) = load(
+        &zoned,
+        &db,
+        "zoned",
+        &["--create", "--types", "at=VARCHAR(40)"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(db.rows("SELECT at FROM zoned"), ["2024-01-02 03:04:05+02"]);
 }
