@@ -211,7 +211,7 @@ class Data:
         """FINGERPRINT_SQL's numbers computed from the CSV itself (CRC32 of the UTF-8 bytes)."""
         n, crc = 0, 0
         sums = [0] * len(INT_COLUMNS)
-        names = [n for n, _ in COLUMNS]
+        names = [name for name, _ in COLUMNS]
         ints = [names.index(c) for c in INT_COLUMNS]
         chars = [names.index(c) for c in CHAR_COLUMNS]
         with self.csv.open(newline="", encoding="utf-8") as f:
@@ -330,8 +330,9 @@ class Bench:
     def show_create(self, table: str) -> str:
         return re.sub(r" AUTO_INCREMENT=\d+", "", self.server.sql(f"SHOW CREATE TABLE {table}")[0][1])
 
-    def reset(self, scenario: str, method: str) -> str:
-        """The method's table, dropped and made again (empty), then every dirty page flushed."""
+    def reset(self, scenario: str, method: str) -> tuple[str, float]:
+        """The method's table, dropped and made again (empty), then every dirty page flushed;
+        returns the table and the seconds the flush took."""
         if scenario == "plain":
             table, ddl = PLAIN_TABLE, plain_ddl(PLAIN_TABLE)
         else:
@@ -341,8 +342,9 @@ class Bench:
             self.server.sql(f"DROP TABLE IF EXISTS {table}; {indexed_ddl(table, secondary=True)}")
             self.indexed_reference = self.show_create(table)
         self.server.sql(f"DROP TABLE IF EXISTS {table}; {ddl}")
+        t = time.perf_counter()
         self.server.quiesce()
-        return table
+        return table, time.perf_counter() - t
 
     def commands(self, scenario: str, method: str, table: str) -> list[list[str]]:
         s, d = self.server, self.data
@@ -362,13 +364,14 @@ class Bench:
         raise ValueError(method)
 
     def measure(self, scenario: str, method: str) -> dict:
-        table = self.reset(scenario, method)
+        table, flush_seconds = self.reset(scenario, method)
         finished, seconds = timed(self.commands(scenario, method, table))
         for f in finished:
             f.check()
         result = {"scenario": scenario, "method": method, "seconds": seconds,
                   "peak_rss_kib": max(f.maxrss_kib for f in finished),
-                  "peak_rss_kib_each": [f.maxrss_kib for f in finished]}
+                  "peak_rss_kib_each": [f.maxrss_kib for f in finished],
+                  "flush_before_seconds": flush_seconds}
         if method.startswith("inrush"):
             result.update(self.inrush_summary(method, finished[0]))
         else:
