@@ -28,6 +28,8 @@ struct Design {
     table: Table,
     checks: Vec<ColumnCheck>,
     version: String,
+    /// The server allows `LOAD DATA LOCAL INFILE`.
+    local_infile: bool,
 }
 
 impl MysqlTarget {
@@ -63,7 +65,10 @@ impl Target for MysqlTarget {
     }
 
     fn method(&self) -> &'static str {
-        "LOAD DATA LOCAL"
+        match self.design.get().is_none_or(|d| d.local_infile) {
+            true => "LOAD DATA LOCAL",
+            false => "multi-row INSERT",
+        }
     }
 
     fn refuse(&self, opts: &LoadOptions) -> Result<()> {
@@ -110,13 +115,14 @@ impl Target for MysqlTarget {
             let leftovers = ddl::pending(&mut conn, Some((&schema, &name))).await?;
             ddl::restore(&mut conn, &leftovers).await?;
             let table = catalog::read(&mut conn, &opts.table, database).await;
-            let version: Option<String> = conn
-                .query_first("SELECT VERSION()")
+            let server: Option<(String, i64)> = conn
+                .query_first("SELECT VERSION(), @@GLOBAL.local_infile")
                 .await
                 .map_err(engine_error("reading the server's version"))?;
             let _ = conn.disconnect().await;
-            Ok::<_, Error>((table, version.unwrap_or_default()))
+            Ok::<_, Error>((table, server.unwrap_or_default()))
         })?;
+        let (version, local_infile) = (version.0, version.1 != 0);
         let (table, checks, create_sql) = match (create, existing) {
             (Some(_), Ok(t)) => {
                 return Err(Error::Columns(format!(
@@ -169,6 +175,7 @@ impl Target for MysqlTarget {
             checks,
             table,
             version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
+            local_infile,
         });
         Ok(described)
     }
@@ -293,7 +300,7 @@ impl Target for MysqlTarget {
         };
         Ok(Box::new(MysqlWriter {
             conn: Some(conn),
-            chunks: ChunkWriter::new(&qualified, &names, conflict),
+            chunks: ChunkWriter::new(&qualified, &names, conflict, design.local_infile),
             rt,
             resume: resume.map(|file| (qualified.clone(), file.clone())),
         }))
@@ -347,6 +354,9 @@ impl Target for MysqlTarget {
 
     fn end(&self, table: &target::Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
         let mut done = Committed::default();
+        if self.design.get().is_some_and(|d| !d.local_infile) {
+            done.notes.push("the server does not allow LOAD DATA LOCAL INFILE (local_infile is OFF): rows went in as multi-row INSERTs, which are slower; SET GLOBAL local_infile = 1 (or local_infile=1 in its configuration) lets the load stream them".into());
+        }
         if let (Some(_), false) = (&table.create_sql, committed) {
             let sql = format!("DROP TABLE IF EXISTS {}", table.name);
             runtime()?.block_on(async {

@@ -10,6 +10,9 @@
 //! in one statement; when a warning names no row (a duplicate key), the rows are inserted one by
 //! one with strict-mode INSERTs, whose errors name each bad row. Each bad row is reported to the
 //! pipeline, which rejects it or ends the load.
+//!
+//! A server that does not allow `LOAD DATA LOCAL` gets the same rows as multi-row prepared
+//! INSERTs under the same savepoint and the same checks.
 
 use crate::catalog::quote;
 use crate::engine_error;
@@ -37,8 +40,15 @@ const DUPLICATE_KEY: u16 = 1062;
 pub struct ChunkWriter {
     table: String,
     columns: String,
+    width: usize,
     conflict: Conflict,
+    /// The server allows `LOAD DATA LOCAL`; else rows go in as multi-row INSERTs.
+    local_infile: bool,
 }
+
+/// Rows per INSERT when `LOAD DATA LOCAL` is not allowed (within the protocol's 65,535
+/// placeholders per statement).
+const ROWS_PER_INSERT: usize = 1000;
 
 /// A warning as `SHOW WARNINGS` gives it.
 struct Warning {
@@ -49,8 +59,10 @@ struct Warning {
 }
 
 impl ChunkWriter {
-    pub fn new(table: &str, columns: &[String], conflict: Conflict) -> Self {
+    pub fn new(table: &str, columns: &[String], conflict: Conflict, local_infile: bool) -> Self {
         ChunkWriter {
+            width: columns.len(),
+            local_infile,
             table: table.to_string(),
             columns: columns
                 .iter()
@@ -86,8 +98,10 @@ impl ChunkWriter {
         conn.query_drop("SAVEPOINT inrush_chunk")
             .await
             .map_err(fail("a savepoint before loading"))?;
-        let warnings = self.load(conn, data).await?;
-        let affected = conn.affected_rows();
+        let (warnings, affected) = match self.local_infile {
+            true => (self.load(conn, data).await?, conn.affected_rows()),
+            false => self.insert_all(conn, data).await?,
+        };
         let clean = warnings.is_empty()
             && (self.conflict == Conflict::Replace
                 || affected == rows
@@ -123,7 +137,7 @@ impl ChunkWriter {
                 again.extend_from_slice(lines[i]);
                 again.push(b'\n');
             }
-            if self.load(conn, &again).await?.is_empty() {
+            if self.local_infile && self.load(conn, &again).await?.is_empty() {
                 return Ok(kept.len() as u64);
             }
             conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
@@ -154,9 +168,76 @@ impl ChunkWriter {
             }
             Err(e) => return Err(local_infile_refused(e, &self.table)),
         }
-        if conn.get_warnings() == 0 {
-            return Ok(Vec::new());
+        match conn.get_warnings() {
+            0 => Ok(Vec::new()),
+            _ => self.bad_warnings(conn).await,
         }
+    }
+
+    /// The chunk's rows as multi-row INSERTs (when `LOAD DATA LOCAL` is not allowed); returns
+    /// what makes a row bad (no warning names its row here) and the rows affected.
+    async fn insert_all(&self, conn: &mut Conn, data: &[u8]) -> Result<(Vec<Warning>, u64)> {
+        let lines: Vec<&[u8]> = data
+            .strip_suffix(b"\n")
+            .unwrap_or(data)
+            .split(|&b| b == b'\n')
+            .collect();
+        let per = ROWS_PER_INSERT.min(65_535 / self.width.max(1)).max(1);
+        let mut affected = 0;
+        for batch in lines.chunks(per) {
+            let row = format!("({})", vec!["?"; self.width].join(", "));
+            let sql = format!(
+                "{} INTO {} ({}) VALUES {}",
+                self.verb(),
+                self.table,
+                self.columns,
+                vec![row; batch.len()].join(", ")
+            );
+            let params: Vec<Value> = batch
+                .iter()
+                .flat_map(|line| unescape_line(line))
+                .map(|f| f.map_or(Value::NULL, Value::Bytes))
+                .collect();
+            match conn.exec_drop(&sql, params).await {
+                Ok(()) => affected += conn.affected_rows(),
+                Err(mysql_async::Error::Server(e)) => {
+                    return Ok((
+                        vec![Warning {
+                            code: e.code,
+                            row: None,
+                            message: e.message,
+                        }],
+                        affected,
+                    ))
+                }
+                Err(e) => return Err(engine_error(format!("inserting into {}", self.table))(e)),
+            }
+            if conn.get_warnings() > 0 {
+                // Their rows are the statement's, not the chunk's: the rows go in one by one.
+                let warnings: Vec<Warning> = self
+                    .bad_warnings(conn)
+                    .await?
+                    .into_iter()
+                    .map(|w| Warning { row: None, ..w })
+                    .collect();
+                if !warnings.is_empty() {
+                    return Ok((warnings, affected));
+                }
+            }
+        }
+        Ok((Vec::new(), affected))
+    }
+
+    fn verb(&self) -> &'static str {
+        match self.conflict {
+            Conflict::Error => "INSERT",
+            Conflict::Skip => "INSERT IGNORE",
+            Conflict::Replace => "REPLACE",
+        }
+    }
+
+    /// `SHOW WARNINGS`, without Notes and, under `Conflict::Skip`, duplicate keys.
+    async fn bad_warnings(&self, conn: &mut Conn) -> Result<Vec<Warning>> {
         let shown: Vec<(String, u16, String)> = conn
             .query("SHOW WARNINGS")
             .await
@@ -184,19 +265,12 @@ impl ChunkWriter {
         which: &[usize],
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
-        let verb = match self.conflict {
-            Conflict::Error => "INSERT",
-            Conflict::Skip => "INSERT IGNORE",
-            Conflict::Replace => "REPLACE",
-        };
-        let width = lines
-            .first()
-            .map_or(0, |l| l.split(|&b| b == b'\t').count());
         let sql = format!(
-            "{verb} INTO {} ({}) VALUES ({})",
+            "{} INTO {} ({}) VALUES ({})",
+            self.verb(),
             self.table,
             self.columns,
-            vec!["?"; width].join(", ")
+            vec!["?"; self.width].join(", ")
         );
         let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
         let stmt = conn.prep(&sql).await.map_err(fail("preparing an INSERT"))?;
@@ -214,19 +288,12 @@ impl ChunkWriter {
                 Err(e) => {
                     return Err(engine_error(format!("inserting a row into {}", self.table))(e))
                 }
-                Ok(()) if conn.get_warnings() > 0 => {
-                    let shown: Vec<(String, u16, String)> = conn
-                        .query("SHOW WARNINGS")
-                        .await
-                        .map_err(fail("reading a row's warnings"))?;
-                    shown
-                        .into_iter()
-                        .find(|(level, code, _)| {
-                            level != "Note"
-                                && !(self.conflict == Conflict::Skip && *code == DUPLICATE_KEY)
-                        })
-                        .map(|(_, _, message)| without_row(message))
-                }
+                Ok(()) if conn.get_warnings() > 0 => self
+                    .bad_warnings(conn)
+                    .await?
+                    .into_iter()
+                    .next()
+                    .map(|w| without_row(w.message)),
                 Ok(()) => None,
             };
             match outcome {
