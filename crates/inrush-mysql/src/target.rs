@@ -30,6 +30,8 @@ struct Design {
     version: String,
     /// The server allows `LOAD DATA LOCAL INFILE`.
     local_infile: bool,
+    /// The server settings that matter for a bulk load, for the plan.
+    settings: Vec<(String, String)>,
 }
 
 impl MysqlTarget {
@@ -119,10 +121,20 @@ impl Target for MysqlTarget {
                 .query_first("SELECT VERSION(), @@GLOBAL.local_infile")
                 .await
                 .map_err(engine_error("reading the server's version"))?;
+            // What makes rows cost more or less, reported by the plan as it is.
+            let settings: Vec<(String, String)> = conn
+                .query(
+                    "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES \
+                     WHERE VARIABLE_NAME IN ('INNODB_AUTOINC_LOCK_MODE', 'INNODB_FLUSH_LOG_AT_TRX_COMMIT', \
+                       'INNODB_BUFFER_POOL_SIZE', 'LOCAL_INFILE', 'SQL_MODE') ORDER BY 1",
+                )
+                .await
+                .unwrap_or_default();
             let _ = conn.disconnect().await;
-            Ok::<_, Error>((table, server.unwrap_or_default()))
+            Ok::<_, Error>((table, (server.unwrap_or_default(), settings)))
         })?;
-        let (version, local_infile) = (version.0, version.1 != 0);
+        let ((version, local_infile), settings) = (version.0, version.1);
+        let local_infile = local_infile != 0;
         let (table, checks, create_sql) = match (create, existing) {
             (Some(_), Ok(t)) => {
                 return Err(Error::Columns(format!(
@@ -176,6 +188,7 @@ impl Target for MysqlTarget {
             table,
             version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
             local_infile,
+            settings,
         });
         Ok(described)
     }
@@ -252,7 +265,14 @@ impl Target for MysqlTarget {
             .iter()
             .map(|t| (t.clone(), String::new(), "O".into()))
             .collect();
-        plan.hidden.settings = vec![("engine".into(), design.table.engine.clone())];
+        plan.hidden.settings = std::iter::once(("engine".to_string(), design.table.engine.clone()))
+            .chain(
+                design
+                    .settings
+                    .iter()
+                    .map(|(k, v)| (k.to_ascii_lowercase(), v.clone())),
+            )
+            .collect();
         Ok(plan)
     }
 
