@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark inrush against `psql \\copy` and a server-side binary COPY ceiling.
+"""Benchmark inrush against `psql \\copy` and two binary COPY ceilings (server-side, and over the socket).
 
 Starts a private PostgreSQL (default durability: fsync and synchronous_commit on), loads the same
 rows with each method in interleaved rounds, verifies every load, prints a summary and writes the
@@ -30,7 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "bench" / "out"
 PORT = 5432
-METHODS = ("psql_copy", "server_binary_ceiling", "inrush")
+METHODS = ("psql_copy", "server_binary_ceiling", "socket_ceiling", "inrush")
+CEILINGS = ("server_binary_ceiling", "socket_ceiling")  # both run --streams sessions
 
 # (name, type) pairs; the DDL is built from them so the column list cannot drift from it.
 SQLBULKCOPY_COLUMNS = [
@@ -94,11 +95,15 @@ class Child:
     is reaped with os.wait4, which gives that process's own rusage.  RUSAGE_CHILDREN would only
     give the largest RSS of all children so far, psql and the initial loads included."""
 
-    def __init__(self, cmd: list[str]):
+    def __init__(self, cmd: list[str], stdin: Path | None = None):
         self.cmd = cmd
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, env=client_env(), stdout=self._out, stderr=self._err)
+        if stdin is None:
+            self.proc = subprocess.Popen(cmd, env=client_env(), stdout=self._out, stderr=self._err)
+        else:
+            with stdin.open("rb") as f:  # the child has its own copy of the descriptor
+                self.proc = subprocess.Popen(cmd, env=client_env(), stdin=f, stdout=self._out, stderr=self._err)
 
     def wait(self) -> Finished:
         _, status, usage = os.wait4(self.proc.pid, 0)
@@ -292,8 +297,10 @@ class Bench:
     def export_parts(self) -> None:
         """Splits the loaded table into P binary COPY files that hold every row exactly once: by
         heap page number (from the ctid) modulo P, which is one plain scan per part and needs no
-        window function or sort.  Only the real columns go in, in table order.  The count check
-        after every ceiling load (warm-up included) proves the parts add up to the table."""
+        window function or sort.  Only the real columns go in, in table order.  Each part is a
+        complete binary COPY stream (header, rows, trailer); both ceilings load the same files.
+        The count check after every ceiling load (warm-up included) proves the parts add up to
+        the table."""
         cols = ", ".join(name for name, _ in self.ds.columns)
         for k, part in enumerate(self.parts):
             self.server.sql(
@@ -335,6 +342,21 @@ class Bench:
             f.check()
         return seconds, {}
 
+    def socket_ceiling(self) -> tuple[float, dict]:
+        # The same binary parts sent by P psql processes in parallel, each with its part on
+        # stdin: `COPY T FROM STDIN (FORMAT binary)`.  The cheapest possible client: the bytes
+        # cross the socket as they are, with no parsing or encoding on the client side.
+        cmd = self.server.psql_cmd("-c", f"COPY {self.ds.table} FROM STDIN (FORMAT binary)")
+        t = time.perf_counter()
+        children = [Child(cmd, stdin=p) for p in self.parts]
+        finished = [c.wait() for c in children]  # all of them, before looking at any failure
+        seconds = time.perf_counter() - t
+        for f in finished:
+            f.check()
+        # No peak RSS: psql only relays the bytes, and a child's wait4 figure never falls below
+        # the peak of this Python process, which forked it.
+        return seconds, {}
+
     def inrush_load(self) -> tuple[float, dict]:
         # --no-analyze: psql \copy does no VACUUM/ANALYZE after the load either; the query-ready
         # comparison, which includes them, is bench/query_ready.py.
@@ -357,7 +379,7 @@ class Bench:
 
     def measure(self, method: str) -> dict:
         fn = {"psql_copy": self.psql_copy, "server_binary_ceiling": self.server_binary_ceiling,
-              "inrush": self.inrush_load}[method]
+              "socket_ceiling": self.socket_ceiling, "inrush": self.inrush_load}[method]
         lsn0 = self.reset()
         seconds, extra = fn()
         self.verify(method)
@@ -412,7 +434,8 @@ def summarize(results: list[dict], rows: int) -> dict:
     ratios = {}
     for stat in ("best", "median"):
         ratios[f"psql_copy/inrush ({stat})"] = out["psql_copy"][stat] / out["inrush"][stat]
-        ratios[f"inrush/server_binary_ceiling ({stat})"] = out["inrush"][stat] / out["server_binary_ceiling"][stat]
+        for c in CEILINGS:
+            ratios[f"inrush/{c} ({stat})"] = out["inrush"][stat] / out[c][stat]
     return {"methods": out, "ratios": ratios}
 
 
@@ -424,7 +447,7 @@ def print_table(summary: dict, rows: int, streams: int) -> None:
     print("-" * len(hdr))
     for m in METHODS:
         s = summary["methods"][m]
-        name = f"{m} (x{streams})" if m == "server_binary_ceiling" else m
+        name = f"{m} (x{streams})" if m in CEILINGS else m
         rss = f"{s['peak_rss_kib_max'] / 1024:.0f}" if s["peak_rss_kib_max"] else "-"
         print(f"{name:<28}{s['best']:>9.3f}{s['median']:>10.3f}{s['rows_per_second_best']:>15,.0f}"
               f"{s['wal_bytes_median'] / 1e6:>9.0f}{rss:>13}")
@@ -432,8 +455,9 @@ def print_table(summary: dict, rows: int, streams: int) -> None:
     print()
     print(f"psql_copy / inrush             {r['psql_copy/inrush (median)']:.2f}x median, "
           f"{r['psql_copy/inrush (best)']:.2f}x best   (how many times faster than psql \\copy)")
-    print(f"inrush / server_binary_ceiling {r['inrush/server_binary_ceiling (median)']:.2f} median, "
-          f"{r['inrush/server_binary_ceiling (best)']:.2f} best    (1.0 = at the ceiling)")
+    for c in CEILINGS:
+        print(f"{'inrush / ' + c:<31}{r[f'inrush/{c} (median)']:.2f} median, "
+              f"{r[f'inrush/{c} (best)']:.2f} best    (1.0 = at the ceiling)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,7 +468,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of sqlbulkcopy (default 1,000,000)")
     ap.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor for lineitem (default 1)")
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
-    ap.add_argument("--streams", type=int, default=2, help="sessions of the server-side ceiling (default 2)")
+    ap.add_argument("--streams", type=int, default=2, help="sessions of each ceiling (default 2)")
     ap.add_argument("--inrush", type=Path, default=REPO / "target/release/inrush")
     ap.add_argument("--pg-bin", help="directory with initdb, pg_ctl, psql, postgres")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, CSV, log)")
@@ -483,7 +507,7 @@ def main() -> int:
         bench.create_table()
 
         # One load with psql to learn the row count (lineitem) and to cut the binary parts.
-        log("initial load and export of the binary parts for the server-side ceiling")
+        log("initial load and export of the binary parts for the two ceilings")
         server.sql(f"\\copy {ds.table} FROM '{ds.csv}' ({bench.csv_options()})")
         loaded = int(server.sql(f"SELECT count(*) FROM {ds.table}"))
         if ds.expected_rows is None:
