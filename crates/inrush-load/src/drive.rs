@@ -6,7 +6,10 @@
 //! the user does not allow, or an interrupt before the commit drops it, which rolls back.
 
 use crate::columns::map_columns;
-use crate::pipeline::{create_columns, reject_header, start_readers, Inputs, Shared, CANCEL_POLL};
+use crate::pipeline::{
+    create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
+    start_readers, Inputs, Shared, CANCEL_POLL,
+};
 use crate::rejects::Rejects;
 use crate::resume::{self, Resume};
 use crate::summary::Phases;
@@ -19,7 +22,7 @@ use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Loads `opts`' inputs into `opts.table` of `target`.
 pub fn load_into(
@@ -148,7 +151,6 @@ pub fn load_into(
                 (Some((worker_chunks, to_writer)), chunk_rx)
             }
         };
-        let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
         // Not scoped: a read from a pipe that never ends cannot be interrupted (see `pipeline`).
         let readers = start_readers(
             &sources,
@@ -168,14 +170,7 @@ pub fn load_into(
         let (written, writers) = std::thread::scope(|scope| -> Result<_> {
             let shared = &*shared;
             let spawn = |name: String| std::thread::Builder::new().name(name);
-            let mut workers = Vec::new();
-            for i in 0..opts.workers.max(1) {
-                let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
-                let handle = spawn(format!("inrush-encode-{i}"))
-                    .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
-                workers.push(handle.map_err(spawn_error)?);
-            }
-            drop((block_rx, chunk_tx));
+            let workers = spawn_workers(scope, &plan, shared, opts.workers, block_rx, chunk_tx)?;
             let middle = match middle {
                 Some((from_workers, to_writer)) => Some(
                     spawn("inrush-order".into())
@@ -184,17 +179,7 @@ pub fn load_into(
                 ),
                 None => None,
             };
-            let ticker = spawn("inrush-progress".into())
-                .spawn_scoped(scope, || {
-                    while !done.load(Ordering::Relaxed) {
-                        if opts.interrupt.is_set() {
-                            shared.fail(Error::Interrupted);
-                        }
-                        reporter.progress(progress.snapshot());
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                })
-                .map_err(spawn_error)?;
+            let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, &progress)?;
             // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
             // none and counts the chunks' rows here.
             let by_block = resume.is_some();
@@ -230,11 +215,7 @@ pub fn load_into(
                 written += rows;
                 writers.push((writer, rows));
             }
-            for worker in workers {
-                worker
-                    .join()
-                    .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
-            }
+            join_workers(workers)?;
             if let Some(middle) = middle {
                 middle
                     .join()

@@ -447,7 +447,6 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             }
         };
         let done = AtomicBool::new(false);
-        let spawn_error = |e: std::io::Error| Error::Internal(format!("starting a thread: {e}"));
         // Readers are not scoped threads: a read from a pipe that never ends cannot be
         // interrupted, so a cancelled load leaves them behind instead of waiting for them.
         let readers = {
@@ -469,14 +468,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
                 let shared = &*shared;
                 let spawn = |name: String| std::thread::Builder::new().name(name);
-                let mut workers = Vec::new();
-                for i in 0..opts.workers.max(1) {
-                    let (blocks, chunks, plan) = (block_rx.clone(), chunk_tx.clone(), &plan);
-                    let handle = spawn(format!("inrush-encode-{i}"))
-                        .spawn_scoped(scope, move || plan.run(shared, blocks, chunks));
-                    workers.push(handle.map_err(spawn_error)?);
-                }
-                drop((block_rx, chunk_tx));
+                let workers =
+                    spawn_workers(scope, &plan, shared, opts.workers, block_rx, chunk_tx)?;
                 let middle = match middle {
                     Some((Some(key), from_workers, to_sinks)) => Some(
                         spawn("inrush-sort".into())
@@ -497,17 +490,8 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     ),
                     None => None,
                 };
-                let ticker = spawn("inrush-progress".into())
-                    .spawn_scoped(scope, || {
-                        while !done.load(Ordering::Relaxed) {
-                            if opts.interrupt.is_set() {
-                                shared.fail(Error::Interrupted);
-                            }
-                            reporter.progress(progress.snapshot());
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
-                    })
-                    .map_err(spawn_error)?;
+                let ticker =
+                    spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, &progress)?;
 
                 let (finished, checked) = runtime.block_on(async {
                     if opts.check_only {
@@ -552,12 +536,7 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
                     drop(chunk_rx);
                     (results.into_iter().flatten().collect::<Vec<_>>(), 0)
                 });
-                let mut resolved = 0;
-                for worker in workers {
-                    resolved += worker
-                        .join()
-                        .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
-                }
+                let resolved = join_workers(workers)?;
                 if let Some(middle) = middle {
                     middle
                         .join()
@@ -1121,6 +1100,66 @@ impl Inputs {
             projections,
         })
     }
+}
+
+/// Why a stage's thread did not start.
+pub(crate) fn spawn_error(e: std::io::Error) -> Error {
+    Error::Internal(format!("starting a thread: {e}"))
+}
+
+/// Starts `count` encode workers (at least one) taking blocks from `blocks` and sending chunks
+/// to `chunks`; the queues' own ends are dropped on return, so the workers alone hold them.
+pub(crate) fn spawn_workers<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &'env WorkerPlan,
+    shared: &'env Shared,
+    count: usize,
+    blocks: flume::Receiver<Work>,
+    chunks: flume::Sender<crate::worker::Chunk>,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, u64>>> {
+    (0..count.max(1))
+        .map(|i| {
+            let (blocks, chunks) = (blocks.clone(), chunks.clone());
+            std::thread::Builder::new()
+                .name(format!("inrush-encode-{i}"))
+                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks))
+                .map_err(spawn_error)
+        })
+        .collect()
+}
+
+/// Waits for the encode workers; the values the server resolved for them, in all.
+pub(crate) fn join_workers(workers: Vec<std::thread::ScopedJoinHandle<'_, u64>>) -> Result<u64> {
+    workers.into_iter().try_fold(0, |resolved, worker| {
+        let n = worker
+            .join()
+            .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+        Ok(resolved + n)
+    })
+}
+
+/// Starts the thread that reports progress every 100 ms and turns an interrupt into the
+/// load's failure, until `done` is set.
+pub(crate) fn spawn_ticker<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    done: &'env AtomicBool,
+    interrupt: &'env crate::Interrupt,
+    shared: &'env Shared,
+    reporter: &'env dyn Reporter,
+    progress: &'env Progress,
+) -> Result<std::thread::ScopedJoinHandle<'scope, ()>> {
+    std::thread::Builder::new()
+        .name("inrush-progress".into())
+        .spawn_scoped(scope, move || {
+            while !done.load(Ordering::Relaxed) {
+                if interrupt.is_set() {
+                    shared.fail(Error::Interrupted);
+                }
+                reporter.progress(progress.snapshot());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+        .map_err(spawn_error)
 }
 
 /// `--create`: the columns' names and types. A query's were read already; files are typed
