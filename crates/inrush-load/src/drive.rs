@@ -101,7 +101,7 @@ pub fn load_into(
         decode,
         sources: sources.clone(),
         columns: columns.clone(),
-        rows: Rows::Target(target.encoder(&table, &columns)?),
+        rows: Rows::Target(target.encoder(&table, &positions(&table, &columns)?)?),
         relation: table.name.clone(),
         ordinal: false,
         arrow,
@@ -345,6 +345,25 @@ pub fn load_into(
         },
         notes,
     })
+}
+
+/// Where each mapped column stands among the table's columns.
+fn positions(
+    table: &crate::target::Table,
+    columns: &[inrush_core::TargetColumn],
+) -> Result<Vec<usize>> {
+    columns
+        .iter()
+        .map(|c| {
+            table
+                .columns
+                .iter()
+                .position(|t| t.name == c.name)
+                .ok_or_else(|| {
+                    Error::Internal(format!("column {} is not in {}", c.name, table.name))
+                })
+        })
+        .collect()
 }
 
 /// What streaming the rows and committing them gave.

@@ -34,8 +34,9 @@ pub trait Target: Sync {
     /// with `--types` already applied; the table is made inside the load's own transaction).
     fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, String)]>) -> Result<Table>;
 
-    /// The values check and encoder for the columns the input feeds, shared by every worker.
-    fn encoder(&self, table: &Table, columns: &[TargetColumn]) -> Result<Box<dyn RowEncoder>>;
+    /// The values check and encoder for the columns the input feeds (their positions in
+    /// `table.columns`, in the input's order), shared by every worker.
+    fn encoder(&self, table: &Table, columns: &[usize]) -> Result<Box<dyn RowEncoder>>;
 
     /// What the load does around the rows (indexes dropped and built after, statistics), for
     /// `load_bytes` of input; `inrush plan` prints it, the writer carries it out.

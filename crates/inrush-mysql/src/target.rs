@@ -193,18 +193,14 @@ impl Target for MysqlTarget {
         Ok(described)
     }
 
-    fn encoder(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Box<dyn RowEncoder>> {
+    fn encoder(&self, _: &target::Table, columns: &[usize]) -> Result<Box<dyn RowEncoder>> {
         let design = self.design()?;
         let checks = columns
             .iter()
-            .map(|c| {
-                design
-                    .table
-                    .columns
-                    .iter()
-                    .position(|t| t.name == c.name)
-                    .map(|i| design.checks[i].clone())
-                    .ok_or_else(|| Error::Internal(format!("no column {}", c.name)))
+            .map(|&i| {
+                design.checks.get(i).cloned().ok_or_else(|| {
+                    Error::Internal(format!("no column {i} in {}", design.table.qualified()))
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Box::new(Encoder { checks }))
