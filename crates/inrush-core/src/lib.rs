@@ -8,6 +8,7 @@
 //! talking to a server (`inrush-postgres`) or the shape of the pipeline (`inrush-load`).
 
 pub mod catalog;
+pub mod ident;
 pub mod ledger;
 pub mod location;
 pub mod progress;

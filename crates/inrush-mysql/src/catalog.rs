@@ -55,22 +55,7 @@ pub fn quote(name: &str) -> String {
 
 /// `t`, `db.t`, `` `My Table` `` as SQL reads them; the schema defaults to `database`.
 pub fn split_name(name: &str, database: &str) -> (String, String) {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    let mut chars = name.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '`' if quoted && chars.peek() == Some(&'`') => {
-                current.push('`');
-                chars.next();
-            }
-            '`' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut current)),
-            c => current.push(c),
-        }
-    }
-    parts.push(current);
+    let mut parts = inrush_core::ident::name_parts(name, '`');
     let table = parts.pop().unwrap_or_default();
     let schema = parts.pop().unwrap_or_else(|| database.to_string());
     (schema, table)

@@ -60,22 +60,7 @@ impl Table {
 
 /// Splits a table name as SQL reads it: `t`, `main.t`, `"My Table"`, `"db"."t"`.
 pub fn split_name(name: &str) -> (Option<String>, String) {
-    let mut parts = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    let mut chars = name.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                current.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut current)),
-            c => current.push(c),
-        }
-    }
-    parts.push(current);
+    let mut parts = inrush_core::ident::name_parts(name, '"');
     match parts.len() {
         1 => (None, parts.remove(0)),
         _ => {
