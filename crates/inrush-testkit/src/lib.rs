@@ -228,6 +228,27 @@ pub fn finish(mut child: Child) -> (i32, String) {
     )
 }
 
+/// Runs `bin` (the calling test's `env!("CARGO_BIN_EXE_inrush")`) with `args` to its end, and
+/// reports it as [`finish`] does.
+pub fn run(bin: &str, args: &[&str]) -> (i32, String) {
+    let child = Command::new(bin)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run inrush");
+    finish(child)
+}
+
+/// `inrush gen` of `rows` seeded SqlBulkCopy rows, with a header, into `path`.
+pub fn generate(bin: &str, path: &std::path::Path, rows: u64) {
+    let rows = rows.to_string();
+    let path = path.to_str().expect("a UTF-8 path");
+    let (code, out) = run(bin, &["gen", "--rows", &rows, "--header", "--output", path]);
+    assert_eq!(code, 0, "{out}");
+}
+
 /// The tests' private MariaDB: started once per test process with `scripts/mariadb.sh` (which
 /// unpacks Debian's packages and runs the server as an unprivileged user), stopped at exit.
 pub struct Mariadb {

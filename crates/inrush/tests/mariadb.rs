@@ -7,6 +7,23 @@ use inrush_testkit::MariaDb;
 use mariadb_common::*;
 use std::process::Command;
 
+/// Seeded SqlBulkCopy rows with a header, in a file the server can read too.
+fn generated(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
+    let csv = dir.join("g.csv");
+    inrush_testkit::generate(BIN, &csv, rows);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o644)).unwrap();
+    csv
+}
+
+/// Count, sums and a checksum of a SqlBulkCopy table: equal for two tables of the same rows.
+fn fingerprint(db: &MariaDb, table: &str) -> Vec<String> {
+    db.rows(&format!(
+        "SELECT COUNT(*), SUM(fieldint1), SUM(fieldint2), SUM(fieldint3), \
+           SUM(CRC32(CONCAT(fieldchar1, fieldchar2, fieldchar3))) FROM {table}"
+    ))
+}
+
 #[test]
 fn good_rows_load_as_the_servers_load_data_reads_them() {
     typed_rows_load_as_the_server_reads_them(&MariaDb::fresh("types"), "LOAD DATA LOCAL");
@@ -27,18 +44,7 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
         "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
     ));
     let dir = shared_dir();
-    let csv = dir.path().join("g.csv");
-    let (code, out) = inrush(&[
-        "gen",
-        "--rows",
-        "60000",
-        "--header",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let csv = generated(dir.path(), 60_000);
     server_load(&db, &csv, "theirs").unwrap();
     let (code, out) = load(
         &csv,
@@ -47,13 +53,7 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
         &["--connections", "3", "--block-size", "65536"],
     );
     assert_eq!(code, 0, "{out}");
-    let fingerprint = |t: &str| {
-        db.rows(&format!(
-            "SELECT COUNT(*), SUM(fieldint1), SUM(fieldint2), SUM(fieldint3), \
-               SUM(CRC32(CONCAT(fieldchar1, fieldchar2, fieldchar3))) FROM {t}"
-        ))
-    };
-    assert_eq!(fingerprint("ours"), fingerprint("theirs"));
+    assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
 }
 
 #[test]
@@ -184,18 +184,7 @@ fn resume_after_a_kill_loads_every_block_exactly_once() {
         "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
     ));
     let dir = shared_dir();
-    let csv = dir.path().join("g.csv");
-    let (code, out) = inrush(&[
-        "gen",
-        "--rows",
-        "200000",
-        "--header",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let csv = generated(dir.path(), 200_000);
     server_load(&db, &csv, "theirs").unwrap();
     let args = [
         "load",
@@ -245,13 +234,7 @@ fn resume_after_a_kill_loads_every_block_exactly_once() {
     let (code, out) = inrush(&args);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("from earlier runs (--resume)"), "{out}");
-    let fingerprint = |t: &str| {
-        db.rows(&format!(
-            "SELECT COUNT(*), SUM(fieldint1), SUM(fieldint2), SUM(fieldint3), \
-               SUM(CRC32(CONCAT(fieldchar1, fieldchar2, fieldchar3))) FROM {t}"
-        ))
-    };
-    assert_eq!(fingerprint("ours"), fingerprint("theirs"));
+    assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
     assert_eq!(
         db.rows("SELECT SUM(`rows`) FROM inrush_load_ledger"),
         ["200000"]

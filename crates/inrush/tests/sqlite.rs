@@ -10,16 +10,7 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 
 fn inrush(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run inrush");
-    let printed = [out.stdout, out.stderr].concat();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&printed).into_owned(),
-    )
+    inrush_testkit::run(BIN, args)
 }
 
 /// `inrush load CSV --header --to DB --table t` plus `extra`.
@@ -521,15 +512,7 @@ fn json_lines_and_parquet_inputs() {
 fn start_large_load(dir: &Path) -> (PathBuf, Child) {
     let db = dir.join("t.db");
     let csv = dir.join("big.csv");
-    let (code, out) = inrush(&[
-        "gen",
-        "--rows",
-        "600000",
-        "--header",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}");
+    inrush_testkit::generate(BIN, &csv, 600_000);
     exec(
         &db,
         "CREATE TABLE t (fieldint1 INTEGER, fieldint2 INTEGER, fieldint3 INTEGER, fieldchar1 TEXT, \
@@ -625,15 +608,7 @@ fn totals(db: &Path) -> (i64, i64, i64, i64, i64) {
 fn resume_after_a_kill_loads_every_block_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("big.csv");
-    let (code, out) = inrush(&[
-        "gen",
-        "--rows",
-        "300000",
-        "--header",
-        "--output",
-        csv.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{out}");
+    inrush_testkit::generate(BIN, &csv, 300_000);
     let ddl = "CREATE TABLE t (fieldint1 INTEGER, fieldint2 INTEGER, fieldint3 INTEGER, \
                fieldchar1 TEXT, fieldchar2 TEXT, fieldchar3 TEXT)";
     let (once, resumed) = (dir.path().join("once.db"), dir.path().join("resumed.db"));

@@ -4,21 +4,11 @@
 
 use inrush_testkit::MariaDb;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 
 pub fn inrush(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run inrush");
-    let printed = [out.stdout, out.stderr].concat();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&printed).into_owned(),
-    )
+    inrush_testkit::run(BIN, args)
 }
 
 /// `inrush load CSV --header --to DB --table t` plus `extra`.
