@@ -499,17 +499,11 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main() -> int:
     args = parse_args()
-    inrush = args.inrush.resolve()
-    if not os.access(inrush, os.X_OK):
-        raise run.BenchError(f"no inrush binary at {inrush}: cargo build --release -p inrush")
+    inrush = run.inrush_binary(args.inrush)
     scenarios = list(SCENARIOS) if args.scenario == "both" else [args.scenario]
-    signal.signal(signal.SIGTERM, interrupt)  # the same way out as Ctrl-C: the server stops
+    signal.signal(signal.SIGTERM, run.interrupt)  # the same way out as Ctrl-C: the server stops
 
     server = Server(args.scratch, args.port)
     try:

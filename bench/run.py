@@ -482,14 +482,21 @@ def parse_args() -> argparse.Namespace:
 
 
 def interrupt(signum, frame):
+    """SIGTERM takes the same way out as Ctrl-C, so the scratch and any server are cleaned up."""
     raise KeyboardInterrupt
+
+
+def inrush_binary(path: Path) -> Path:
+    """The release binary to measure, or why there is none."""
+    inrush = path.resolve()
+    if not os.access(inrush, os.X_OK):
+        raise BenchError(f"no inrush binary at {inrush}: cargo build --release -p inrush")
+    return inrush
 
 
 def main() -> int:
     args = parse_args()
-    inrush = args.inrush.resolve()
-    if not os.access(inrush, os.X_OK):
-        raise BenchError(f"no inrush binary at {inrush}: cargo build --release -p inrush")
+    inrush = inrush_binary(args.inrush)
     pg_bin = find_pg_bin(args.pg_bin)
 
     # SIGTERM takes the same way out as Ctrl-C, so the finally below always stops the server.

@@ -400,19 +400,13 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main() -> int:
     args = parse_args()
-    inrush = args.inrush.resolve()
-    if not os.access(inrush, os.X_OK):
-        raise run.BenchError(f"no inrush binary at {inrush}: cargo build --release -p inrush")
+    inrush = run.inrush_binary(args.inrush)
     if not shutil.which("sqlite3"):
         raise run.BenchError("no sqlite3 shell on PATH (apt-get install sqlite3)")
     sqlite_utils = ensure_sqlite_utils() if args.sqlite_utils_rows else None
-    signal.signal(signal.SIGTERM, interrupt)  # the same way out as Ctrl-C: the scratch goes
+    signal.signal(signal.SIGTERM, run.interrupt)  # the same way out as Ctrl-C: the scratch goes
 
     scratch = Path(tempfile.mkdtemp(prefix="inrush-sqlite-bench-", dir=args.scratch))
     try:
