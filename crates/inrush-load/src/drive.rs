@@ -380,7 +380,11 @@ struct Streamed {
 
 /// Commits every writer's transaction, one after the other: the load's commit window. A
 /// failure after the first commit leaves some writers' rows in and others' out, which is said.
-fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
+/// Every writer's own checks pass first, so a failed one commits nothing.
+fn commit_all(mut writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
+    for (writer, _) in &mut writers {
+        writer.check()?;
+    }
     let connections = writers.len();
     let mut done = crate::target::Committed::default();
     let mut rows_committed = 0;

@@ -65,6 +65,16 @@ pub enum Error {
         message: String,
         rows_undone: u64,
     },
+    /// Loaded rows name no row of the parent table through a foreign key that was checked once
+    /// over the load's rows before the commit (instead of row by row): nothing was committed.
+    #[error("foreign key {constraint} of {table} does not hold for the input: {examples} not present in {parent} (at most five shown); nothing was committed")]
+    ForeignKeyBroken {
+        constraint: String,
+        table: String,
+        parent: String,
+        /// `(a, b)=(1, 2)`, for each example.
+        examples: String,
+    },
     /// Two connections of the load wait on each other (see `watch`): nothing was committed.
     #[error("connection {waiting} of {connections} waits for a row that connection {holding} of the same load wrote and has not committed (their transactions end together, so neither can finish): a key that occurs twice in the input while the table's unique index is kept, or a trigger that updates a shared row. Everything was rolled back. --max-errors sends each duplicate key to the reject file; --connections 1 loads in one transaction")]
     SelfBlocked {
@@ -91,6 +101,7 @@ impl Error {
             Error::BadRow { .. }
                 | Error::TooManyRejects { .. }
                 | Error::KeyViolated { .. }
+                | Error::ForeignKeyBroken { .. }
                 | Error::ServerRefused { .. }
                 | Error::SelfBlocked { .. }
                 | Error::Columns(_)

@@ -124,6 +124,13 @@ pub trait Writer: Send {
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64>;
 
+    /// After every chunk is written and before any writer commits: the checks the plan left
+    /// to the end of the load (foreign keys checked once over the rows). An error rolls back
+    /// every writer.
+    fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Finishes what the plan does after the rows (indexes back, ANALYZE) and commits.
     fn commit(self: Box<Self>) -> Result<Committed>;
 }
