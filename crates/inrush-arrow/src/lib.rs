@@ -24,17 +24,22 @@
 //!
 //! Does not own: threads, connections, resolving deferred values on the server, or the COPY
 //! framing (that is `inrush-load`, `inrush-postgres` and `inrush-encode`).
+//!
+//! A [`BatchStream`] (batches from memory, the Python module's DataFrames) is read like a
+//! file's parts, cut into slices of [`SLICE_ROWS`] rows by the one reader that takes it.
 
 mod coerce;
 mod file;
 pub mod generate;
 mod render;
+mod stream;
 mod time;
 
 pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
 pub use coerce::{Coercion, Prepared};
 pub use file::{ArrowFile, FileFormat, Part};
+pub use stream::{BatchStream, SLICE_ROWS};
 
 use std::path::PathBuf;
 
@@ -80,6 +85,11 @@ pub enum Error {
         index: usize,
         columns: usize,
     },
+    /// Reading the next batch of an in-memory stream failed (a Python producer raised, say).
+    #[error("{name}: {cause}")]
+    Stream { name: String, cause: String },
+    #[error("{name} was read already: a stream of batches can be loaded once")]
+    StreamTaken { name: String },
     /// No value of the Arrow type could ever go into the column.
     #[error("column \"{column}\": cannot load Arrow {arrow_type} into {target}")]
     Incompatible {

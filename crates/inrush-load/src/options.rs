@@ -14,6 +14,8 @@ pub struct LoadOptions {
     pub format: Option<InputFormat>,
     /// Load the rows of a query on another server instead of files.
     pub from_query: Option<QuerySource>,
+    /// Load record batches from memory instead of files (the Python module's DataFrames).
+    pub stream: Option<inrush_arrow::BatchStream>,
     pub target: ConnectOptions,
     /// As the user wrote it; resolved like SQL would (`orders`, `sales.orders`, `"Orders"`).
     pub table: String,
@@ -90,6 +92,7 @@ impl LoadOptions {
             create: false,
             create_types: Vec::new(),
             resume: false,
+            stream: None,
             on_conflict: OnConflict::Error,
             table_lock: false,
             plan: crate::PlanOptions::default(),
@@ -158,6 +161,13 @@ impl LoadOptions {
                     "a query cannot be read again from where it stopped",
                 );
             }
+            if self.stream.is_some() {
+                return conflict(
+                    "--resume",
+                    "a DataFrame or Arrow stream",
+                    "a stream cannot be read again from where it stopped (write it to a Parquet file and resume that)",
+                );
+            }
             if self.inputs.len() != 1 || self.inputs[0] == "-" {
                 return conflict(
                     "--resume",
@@ -171,6 +181,13 @@ impl LoadOptions {
                 &format!("--encoding {}", encoding.name()),
                 "--from-query",
                 "a query's rows come from the server in UTF-8",
+            );
+        }
+        if let (Some(encoding), Some(_)) = (self.encoding, &self.stream) {
+            return conflict(
+                &format!("--encoding {}", encoding.name()),
+                "a DataFrame or Arrow stream",
+                "Arrow strings are UTF-8",
             );
         }
         if on_conflict && self.truncate {

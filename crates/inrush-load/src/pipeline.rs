@@ -17,7 +17,7 @@ use crate::plan::Maintenance;
 use crate::rejects::Rejects;
 use crate::resume::{self, Resume};
 use crate::sink::{self, Finished};
-use crate::sources::{first_line_keys, Opened, Origin, Sources, Unit, Work};
+use crate::sources::{first_line_keys, Columnar, Opened, Origin, Sources, Unit, Work};
 use crate::staging::Staging;
 use crate::summary::Phases;
 use crate::worker::WorkerPlan;
@@ -943,11 +943,21 @@ fn source_units(
         let tuples = sources.open_tuples(index, columns, consumed)?;
         return Ok(Box::new(tuples.map(|t| Ok(Unit::Tuples(t?)))));
     }
-    if let Some(file) = &sources.list[index].arrow {
+    match &sources.list[index].arrow {
         // Columnar: the workers read the parts themselves.
-        return Ok(Box::new(
-            file.parts().into_iter().map(|p| Ok(Unit::Part(p))),
-        ));
+        Some(Columnar::File(file)) => {
+            return Ok(Box::new(
+                file.parts().into_iter().map(|p| Ok(Unit::Part(p))),
+            ))
+        }
+        // In memory: only this reader can take the batches, in their order.
+        Some(Columnar::Stream(stream)) => {
+            return Ok(Box::new(stream.slices()?.map(|slice| {
+                let (first_row, batch) = slice?;
+                Ok(Unit::Batch(first_row, batch))
+            })))
+        }
+        None => {}
     }
     let opened = match opened {
         Some(opened) => opened,

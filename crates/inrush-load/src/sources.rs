@@ -1,11 +1,12 @@
 //! The inputs of one load, and how each is opened and cut into blocks: files (CSV or JSON
-//! lines, plain or compressed), standard input, or a query streamed from another server.
+//! lines, plain or compressed), standard input, a query streamed from another server, or
+//! record batches handed over in memory.
 //! Every source has its own splitter, line ending and line numbers; all feed the same workers.
 
 use crate::columns::position_by_name;
 use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
-use inrush_arrow::{ArrowFile, Part};
+use inrush_arrow::{ArrowFile, BatchStream, Part, RecordBatch, SchemaRef};
 use inrush_postgres::ConnectOptions;
 use inrush_read::binary::TupleSplitter;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
@@ -24,6 +25,27 @@ pub(crate) enum Origin {
     Path(String),
     /// `COPY (sql) TO STDOUT` on another server.
     Query { from: ConnectOptions, sql: String },
+    /// Record batches from memory (see [`Columnar::Stream`]).
+    Stream,
+}
+
+/// Where a columnar source's batches come from.
+#[derive(Debug)]
+pub(crate) enum Columnar {
+    /// A Parquet or Arrow IPC file, opened (its footer read) when the load starts: workers
+    /// read its parts themselves.
+    File(ArrowFile),
+    /// Batches in memory, read in order by one reader and handed to workers in slices.
+    Stream(BatchStream),
+}
+
+impl Columnar {
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            Columnar::File(file) => file.schema(),
+            Columnar::Stream(stream) => stream.schema(),
+        }
+    }
 }
 
 /// One input of the load.
@@ -40,8 +62,8 @@ pub(crate) struct Source {
     parser: OnceLock<RecordParser>,
     /// Fixed when the source is opened (`--encoding`, or a UTF-16 byte order mark).
     encoding: OnceLock<Encoding>,
-    /// A Parquet or Arrow IPC file, opened (its footer read) when the load starts.
-    pub arrow: Option<ArrowFile>,
+    /// Set for Parquet and Arrow inputs.
+    pub arrow: Option<Columnar>,
 }
 
 /// A unit of work and the source it came from.
@@ -53,10 +75,13 @@ pub(crate) struct Work {
 }
 
 /// What a worker takes: a block of text records, a part (row group) of a columnar file, which
-/// the worker reads itself, or COPY BINARY tuples of a query, which go on as they are.
+/// the worker reads itself, a slice of a stream's batch, or COPY BINARY tuples of a query,
+/// which go on as they are.
 pub(crate) enum Unit {
     Block(Block),
     Part(Part),
+    /// A slice of a stream and the 0-based number of its first row.
+    Batch(u64, RecordBatch),
     Tuples(Block),
 }
 
@@ -107,9 +132,21 @@ impl Source {
     fn columnar(path: String) -> Result<Source> {
         let file = ArrowFile::open(std::path::Path::new(&path))?;
         Ok(Source {
-            arrow: Some(file),
+            arrow: Some(Columnar::File(file)),
             ..Source::file(path)
         })
+    }
+
+    fn stream(stream: BatchStream) -> Source {
+        Source {
+            name: stream.name().to_string(),
+            origin: Origin::Stream,
+            size: None,
+            seekable: false,
+            parser: OnceLock::new(),
+            encoding: OnceLock::new(),
+            arrow: Some(Columnar::Stream(stream)),
+        }
     }
 
     pub fn query(from: ConnectOptions, sql: String, name: String) -> Source {
@@ -180,6 +217,17 @@ impl Sources {
                     header: true,
                     ..CsvOptions::default()
                 },
+                block_size: opts.block_size,
+                encoding: None,
+                passthrough: OnceLock::new(),
+                skipped: Vec::new(),
+            });
+        }
+        if let Some(stream) = &opts.stream {
+            return Ok(Sources {
+                list: vec![Source::stream(stream.clone())],
+                format: InputFormat::Arrow,
+                csv: opts.csv.clone(),
                 block_size: opts.block_size,
                 encoding: None,
                 passthrough: OnceLock::new(),
@@ -280,7 +328,7 @@ impl Sources {
     pub fn query(&self) -> Option<(&ConnectOptions, &str)> {
         match &self.list.first()?.origin {
             Origin::Query { from, sql } => Some((from, sql)),
-            Origin::Path(_) => None,
+            Origin::Path(_) | Origin::Stream => None,
         }
     }
 
@@ -319,8 +367,9 @@ impl Sources {
         &self,
         explicit: Option<&[String]>,
     ) -> Result<(Vec<String>, Vec<Vec<usize>>)> {
-        let field_names = |file: &ArrowFile| -> Vec<String> {
-            file.schema()
+        let field_names = |columnar: &Columnar| -> Vec<String> {
+            columnar
+                .schema()
                 .fields()
                 .iter()
                 .map(|f| f.name().clone())
@@ -401,6 +450,7 @@ impl Sources {
             Origin::Path(path) => {
                 encoding::decoded(source::open(path, consumed)?.reader, self.encoding, path)?
             }
+            Origin::Stream => return Err(Error::Internal("a stream read as text".into())),
             // COPY TO writes in the session's client encoding, which is UTF-8.
             Origin::Query { from, sql } => (
                 source::counted(

@@ -4,11 +4,11 @@
 
 use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
-use crate::sources::{Source, Sources, Unit, Work};
+use crate::sources::{Columnar, Source, Sources, Unit, Work};
 use crate::target::RowEncoder;
 use crate::{Error, Result};
 use bytes::Bytes;
-use inrush_arrow::{Coercion, Part, Prepared};
+use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
 use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
@@ -70,7 +70,8 @@ struct ChunkRows {
     out: TupleWriter,
     rows: u64,
     source: u32,
-    part: usize,
+    /// The part's index, or a stream slice's first row: what the chunks' `offset` holds.
+    part: u64,
     /// The row number of the chunk's first row.
     first_row: Option<u64>,
     index: Option<PartIndex>,
@@ -88,13 +89,13 @@ struct PartIndex {
 }
 
 impl ChunkRows {
-    fn new(plan: &WorkerPlan, source: u32, part: &Part, indexed: bool) -> Self {
+    fn new(plan: &WorkerPlan, source: u32, part: u64, indexed: bool) -> Self {
         let capacity = plan.chunk_bytes + plan.chunk_bytes / 4;
         ChunkRows {
             out: TupleWriter::with_capacity(capacity),
             rows: 0,
             source,
-            part: part.index,
+            part,
             first_row: None,
             index: indexed.then(Default::default),
             capacity,
@@ -126,7 +127,7 @@ impl ChunkRows {
             located: true,
             first_line,
             next_line: next_row + 1,
-            offset: self.part as u64,
+            offset: self.part,
             len: 0,
             rows_index: index.map(|index| RowsIndex {
                 block: Bytes::from(index.block),
@@ -327,6 +328,14 @@ impl WorkerPlan {
                     },
                     true,
                 )),
+                Unit::Batch(first_row, batch) => self.encode_slice(
+                    work.source,
+                    *first_row,
+                    batch,
+                    &mut resolver,
+                    shared,
+                    &mut send,
+                ),
                 Unit::Part(part) => {
                     let sent =
                         self.encode_part(work.source, part, &mut resolver, shared, &mut send);
@@ -456,9 +465,7 @@ impl WorkerPlan {
         })
     }
 
-    /// Reads one part of a columnar file and encodes its rows, sending a chunk every
-    /// `chunk_bytes` and always a last one (empty if need be, so the part's end is known).
-    /// Returns false when the chunk queue closed.
+    /// Reads one part of a columnar file and encodes its rows (see [`Self::encode_batches`]).
     fn encode_part(
         &self,
         source: u32,
@@ -467,21 +474,68 @@ impl WorkerPlan {
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
-        let input = self.source(source);
-        let plan = self
-            .arrow
-            .get(source as usize)
-            .ok_or_else(|| Error::Internal("a part from a source with no columnar plan".into()))?;
-        let file = input
-            .arrow
-            .as_ref()
-            .ok_or_else(|| Error::Internal("a columnar source without its file".into()))?;
-        let rejects = shared.rejects.as_ref();
+        let plan = self.arrow_plan(source)?;
+        let Some(Columnar::File(file)) = &self.source(source).arrow else {
+            return Err(Error::Internal("a part from a source with no file".into()));
+        };
         let batches = file.read_part(part.index, &plan.projection)?;
-        let mut batch_rows = ChunkRows::new(self, source, part, rejects.is_some());
-        let mut row_number = part.first_row;
+        let (id, first_row) = (part.index as u64, part.first_row);
+        self.encode_batches(source, id, first_row, &batches, resolver, shared, send)
+    }
+
+    /// Encodes a slice of a stream's batch, its columns taken in the target's order.
+    fn encode_slice(
+        &self,
+        source: u32,
+        first_row: u64,
+        batch: &RecordBatch,
+        resolver: &mut Option<Resolver>,
+        shared: &Shared,
+        send: &mut dyn FnMut(Chunk, bool) -> bool,
+    ) -> Result<bool> {
+        let plan = self.arrow_plan(source)?;
+        let projected = batch
+            .project(&plan.projection)
+            .map_err(|e| Error::Internal(format!("projecting a stream's batch: {e}")))?;
+        self.encode_batches(
+            source,
+            first_row,
+            first_row,
+            &[projected],
+            resolver,
+            shared,
+            send,
+        )
+    }
+
+    fn arrow_plan(&self, source: u32) -> Result<&ArrowPlan> {
+        self.arrow
+            .get(source as usize)
+            .ok_or_else(|| Error::Internal("a part from a source with no columnar plan".into()))
+    }
+
+    /// Encodes the rows of columnar batches (`first_row`: the 0-based number of their first
+    /// row; `id`: what their chunks' offset holds), sending a chunk every `chunk_bytes` and
+    /// always a last one (empty if need be, so the unit's end is known). Returns false when
+    /// the chunk queue closed.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_batches(
+        &self,
+        source: u32,
+        id: u64,
+        first_row: u64,
+        batches: &[RecordBatch],
+        resolver: &mut Option<Resolver>,
+        shared: &Shared,
+        send: &mut dyn FnMut(Chunk, bool) -> bool,
+    ) -> Result<bool> {
+        let input = self.source(source);
+        let plan = self.arrow_plan(source)?;
+        let rejects = shared.rejects.as_ref();
+        let mut batch_rows = ChunkRows::new(self, source, id, rejects.is_some());
+        let mut row_number = first_row;
         let mut text = String::new();
-        for batch in &batches {
+        for batch in batches {
             if shared.is_cancelled() {
                 return Ok(false);
             }
