@@ -466,29 +466,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
         Command::Lab(args) => lab::run(args).map(|()| Outcome::Done),
         Command::Plan(args) => {
-            let plan = match Target::of(args.to.as_deref())? {
-                Target::Postgres(target) => inrush_load::pipeline::plan(
-                    &target,
-                    &args.table,
-                    args.input.as_deref(),
-                    args.flags.options(),
-                )?,
-                Target::Sqlite(path) => {
-                    let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
-                    opts.plan = args.flags.options();
-                    inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
-                }
-                Target::Mysql(options) => {
-                    let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
-                    opts.plan = args.flags.options();
-                    inrush_load::plan_into(
-                        &MysqlTarget::new(options),
-                        &opts,
-                        args.input.as_deref(),
-                    )?
-                }
-            };
-            if args.json {
+            let json = args.json;
+            let plan = args.plan()?;
+            if json {
                 println!("{}", serde_json::to_string(&plan)?);
             } else {
                 print!("{plan}");
@@ -568,76 +548,136 @@ pub fn run(cli: Cli) -> Result<Outcome> {
 }
 
 fn load(args: LoadArgs) -> Result<Outcome> {
-    let csv = CsvOptions {
-        delimiter: args.delimiter,
-        quote: args.quote,
-        escape: args.escape.unwrap_or(args.quote),
-        null: args.null.into_bytes(),
-        header: args.header,
-    };
-    csv.validate()?;
-    let to = Target::of(args.to.as_deref())?;
-    let target = match &to {
-        Target::Postgres(target) => target.clone(),
-        // Only a query source's server is PostgreSQL then.
-        Target::Sqlite(_) | Target::Mysql(_) => ConnectOptions::parse("")?,
-    };
-    let mut opts = LoadOptions::new("", target, args.table);
-    opts.inputs = args.inputs;
-    opts.format = args.format.map(FormatArg::format);
-    if let Some(sql) = args.from_query {
-        let from = ConnectOptions::parse(args.from.as_deref().unwrap_or(""))?;
-        opts.from_query = Some(QuerySource {
-            from,
-            sql,
-            split_by: args.split_by,
-        });
-    }
-    opts.csv = csv;
-    opts.encoding = args.encoding;
-    opts.date_order = args.datestyle.map(DateStyleArg::order);
-    opts.columns = args.columns;
-    if let Some(w) = args.workers {
-        opts.workers = w;
-    }
-    if let Some(c) = args.connections {
-        opts.connections = c;
-    }
-    opts.block_size = args.block_size.max(1);
-    opts.force_text = args.text;
-    opts.max_errors = args.max_errors;
-    opts.check_only = args.check;
-    opts.plan = args.plan.options();
-    opts.truncate = args.truncate;
-    opts.create = args.create;
-    opts.create_types = args.types.map(|t| t.0).unwrap_or_default();
-    opts.resume = args.resume;
-    opts.on_conflict = match args.on_conflict {
-        OnConflictArg::Error => OnConflict::Error,
-        OnConflictArg::Skip => OnConflict::Skip,
-        OnConflictArg::Update => OnConflict::Update,
-    };
-    opts.table_lock = args.table_lock;
-    opts.rejects = args.rejects;
-    // Conflicting options are refused (exit 2) before a connection is opened.
-    opts.validate()?;
-    stop_on_signal(&opts.interrupt)?;
-    let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
-    let summary = match to {
-        Target::Postgres(_) => inrush_load::load(&opts, &reporter),
-        Target::Sqlite(path) => inrush_load::load_into(&SqliteTarget::new(path), &opts, &reporter),
-        Target::Mysql(options) => {
-            inrush_load::load_into(&MysqlTarget::new(options), &opts, &reporter)
-        }
-    };
+    let (json, progress) = (
+        args.output.json,
+        !args.output.no_progress && !args.output.json,
+    );
+    let load = args.prepare()?;
+    stop_on_signal(&load.opts.interrupt)?;
+    let reporter = report::ProgressReporter::new(progress);
+    let summary = load.run(&reporter);
     reporter.finish();
     let summary = summary?;
-    report::print_summary(&summary, args.output.json)?;
+    report::print_summary(&summary, json)?;
     Ok(if summary.rows_rejected > 0 {
         Outcome::CompletedWithRejects
     } else {
         Outcome::Done
     })
+}
+
+impl PlanArgs {
+    /// What a load with these options would do, from the target's catalog.
+    pub fn plan(self) -> Result<inrush_load::LoadPlan> {
+        let args = self;
+        Ok(match Target::of(args.to.as_deref())? {
+            Target::Postgres(target) => inrush_load::pipeline::plan(
+                &target,
+                &args.table,
+                args.input.as_deref(),
+                args.flags.options(),
+            )?,
+            Target::Sqlite(path) => {
+                let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                opts.plan = args.flags.options();
+                inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
+            }
+            Target::Mysql(options) => {
+                let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                opts.plan = args.flags.options();
+                inrush_load::plan_into(&MysqlTarget::new(options), &opts, args.input.as_deref())?
+            }
+        })
+    }
+}
+
+/// A load as its arguments describe it, checked and ready to run.
+pub struct PreparedLoad {
+    /// What the library is given; a front end may add to it (the Python module's `stream`).
+    pub opts: LoadOptions,
+    to: Target,
+}
+
+impl PreparedLoad {
+    /// Runs the load into the engine `--to` names; progress goes to `reporter`.
+    pub fn run(
+        &self,
+        reporter: &dyn inrush_core::progress::Reporter,
+    ) -> Result<inrush_load::LoadSummary> {
+        // Options a front end added are checked again with the rest.
+        self.opts.validate()?;
+        let opts = &self.opts;
+        Ok(match &self.to {
+            Target::Postgres(_) => inrush_load::load(opts, reporter),
+            Target::Sqlite(path) => {
+                inrush_load::load_into(&SqliteTarget::new(path.clone()), opts, reporter)
+            }
+            Target::Mysql(options) => {
+                inrush_load::load_into(&MysqlTarget::new(options.clone()), opts, reporter)
+            }
+        }?)
+    }
+}
+
+impl LoadArgs {
+    /// The load's options, with conflicting ones refused (exit 2) before a connection is
+    /// opened.
+    pub fn prepare(self) -> Result<PreparedLoad> {
+        let args = self;
+        let csv = CsvOptions {
+            delimiter: args.delimiter,
+            quote: args.quote,
+            escape: args.escape.unwrap_or(args.quote),
+            null: args.null.into_bytes(),
+            header: args.header,
+        };
+        csv.validate()?;
+        let to = Target::of(args.to.as_deref())?;
+        let target = match &to {
+            Target::Postgres(target) => target.clone(),
+            // Only a query source's server is PostgreSQL then.
+            Target::Sqlite(_) | Target::Mysql(_) => ConnectOptions::parse("")?,
+        };
+        let mut opts = LoadOptions::new("", target, args.table);
+        opts.inputs = args.inputs;
+        opts.format = args.format.map(FormatArg::format);
+        if let Some(sql) = args.from_query {
+            let from = ConnectOptions::parse(args.from.as_deref().unwrap_or(""))?;
+            opts.from_query = Some(QuerySource {
+                from,
+                sql,
+                split_by: args.split_by,
+            });
+        }
+        opts.csv = csv;
+        opts.encoding = args.encoding;
+        opts.date_order = args.datestyle.map(DateStyleArg::order);
+        opts.columns = args.columns;
+        if let Some(w) = args.workers {
+            opts.workers = w;
+        }
+        if let Some(c) = args.connections {
+            opts.connections = c;
+        }
+        opts.block_size = args.block_size.max(1);
+        opts.force_text = args.text;
+        opts.max_errors = args.max_errors;
+        opts.check_only = args.check;
+        opts.plan = args.plan.options();
+        opts.truncate = args.truncate;
+        opts.create = args.create;
+        opts.create_types = args.types.map(|t| t.0).unwrap_or_default();
+        opts.resume = args.resume;
+        opts.on_conflict = match args.on_conflict {
+            OnConflictArg::Error => OnConflict::Error,
+            OnConflictArg::Skip => OnConflict::Skip,
+            OnConflictArg::Update => OnConflict::Update,
+        };
+        opts.table_lock = args.table_lock;
+        opts.rejects = args.rejects;
+        opts.validate()?;
+        Ok(PreparedLoad { opts, to })
+    }
 }
 
 /// Ctrl-C or SIGTERM asks the load to stop; what that means depends on the phase it is in, and

@@ -1,0 +1,117 @@
+//! `inrush`: the command line over the library crates. Owns argument parsing, settings, the
+//! progress display, the human and JSON summaries, and exit codes; nothing else. A library so
+//! that other front ends (the Python module) run the very same commands: [`main`] is the whole
+//! program, [`cli::LoadArgs::prepare`] a load as the command line describes it.
+//!
+//! Exit codes: 0 loaded; 1 unexpected error; 2 usage (also: an input that cannot be opened); 3
+//! connection, server or permission problem; 4 input refused (bad row or malformed CSV: nothing
+//! committed; for `recover`, rows that break a key it recreates); 5 partial commit (a
+//! connection failed during the final COMMIT: see the message); 6 loaded and committed, with
+//! rows refused into the reject file (`--max-errors`); 7 loaded and committed, but a foreign key
+//! dropped for the load does not hold (added back NOT VALID); 130 interrupted (Ctrl-C or SIGTERM:
+//! everything rolled back).
+
+pub mod cli;
+mod demo;
+mod lab;
+pub mod report;
+
+use clap::Parser;
+use std::io::IsTerminal;
+
+/// Runs the command line `args` (the program name first) and returns its exit code.
+pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let args = match cli::Cli::try_parse_from(args) {
+        Ok(args) => args,
+        // --help and --version are errors to clap, with exit code 0.
+        Err(e) => {
+            let _ = e.print();
+            return e.exit_code() as u8;
+        }
+    };
+    let json = args.wants_json();
+    // Already set when a host process (Python) runs a second command: keep the first.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("INRUSH_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .without_time()
+        // Colour codes only for a terminal, and never when NO_COLOR is set (no-color.org).
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .try_init();
+    match cli::run(args) {
+        Ok(cli::Outcome::Done) => 0,
+        Ok(cli::Outcome::CompletedWithRejects) => 6,
+        Err(e) => {
+            let code = exit_code(&e);
+            eprintln!("error: {e:#}");
+            if json {
+                // Scripts reading --json get the failure in the same channel as a success.
+                println!(
+                    "{}",
+                    serde_json::json!({ "error": format!("{e:#}"), "exit_code": code })
+                );
+            }
+            code
+        }
+    }
+}
+
+/// Maps an error to the documented exit codes.
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    use inrush_load::Error as L;
+    match e.downcast_ref::<L>() {
+        Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
+        // A foreign key `recover` (or a load, for a dead load's leftovers) put back NOT VALID.
+        Some(L::Postgres(inrush_postgres::Error::ForeignKeyViolated { .. })) => 7,
+        Some(L::PartialCommit { .. }) => 5,
+        // An input that is not there (or cannot be opened) is a mistake in the arguments.
+        Some(
+            L::Usage(_)
+            | L::Read(
+                inrush_read::Error::Open { .. }
+                | inrush_read::Error::Inputs(_)
+                | inrush_read::Error::Options(_),
+            )
+            | L::Arrow(inrush_arrow::Error::Open { .. }),
+        ) => 2,
+        Some(err) if err.is_bad_input() => 4,
+        // Rows already in the table break a key `recover` recreates: the data, not the server.
+        Some(L::Postgres(inrush_postgres::Error::UniqueViolated { .. })) => 4,
+        Some(L::Postgres(_) | L::Engine { .. }) => 3,
+        Some(L::Read(_)) => 4,
+        Some(_) => 1,
+        None if matches!(
+            e.downcast_ref::<inrush_read::Error>(),
+            Some(inrush_read::Error::Options(_))
+        ) =>
+        {
+            2
+        }
+        None if matches!(
+            e.downcast_ref::<inrush_postgres::Error>(),
+            Some(inrush_postgres::Error::Config(_))
+        ) =>
+        {
+            2
+        }
+        None if e.downcast_ref::<inrush_postgres::Error>().is_some() => 3,
+        None if matches!(
+            e.downcast_ref::<inrush_lab::Error>(),
+            Some(inrush_lab::Error::Interrupted)
+        ) =>
+        {
+            130
+        }
+        None if matches!(
+            e.downcast_ref::<inrush_lab::Error>(),
+            Some(inrush_lab::Error::Postgres(_) | inrush_lab::Error::Query { .. })
+        ) =>
+        {
+            3
+        }
+        None => 1,
+    }
+}
