@@ -11,15 +11,92 @@ pub struct Table {
     pub name: String,
     /// InnoDB, Aria, MyISAM...
     pub engine: String,
+    /// The engine has transactions (InnoDB); MyISAM, Aria, MEMORY... keep every row they are
+    /// given at once, whatever the load does after.
+    pub transactional: bool,
     /// Columns that take values (generated columns left out), in table order.
     pub columns: Vec<Column>,
-    /// (name, unique) of each index; PRIMARY is the primary key.
-    pub indexes: Vec<(String, bool)>,
+    /// Each index, by name; PRIMARY is the primary key.
+    pub indexes: Vec<Index>,
+    /// The keys through which the table references other tables (or itself).
+    pub foreign_keys: Vec<ForeignKey>,
     pub triggers: Vec<String>,
     /// Data plus index bytes (`information_schema.TABLES`, an estimate for InnoDB).
     pub bytes: u64,
     /// The table holds no row (checked, not estimated).
     pub empty: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Index {
+    pub name: String,
+    pub unique: bool,
+    /// In key order; an expression's part is left out.
+    pub columns: Vec<String>,
+}
+
+/// A foreign key of the table: its `columns` name a row of `parent` by `parent_columns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub parent_schema: String,
+    pub parent_table: String,
+    pub parent_columns: Vec<String>,
+}
+
+impl ForeignKey {
+    /// `` `schema`.`parent` ``.
+    pub fn parent(&self) -> String {
+        format!(
+            "{}.{}",
+            quote(&self.parent_schema),
+            quote(&self.parent_table)
+        )
+    }
+
+    /// `` FOREIGN KEY (`a`) REFERENCES `db`.`p` (`id`) ``, for the plan.
+    pub fn definition(&self) -> String {
+        let list = |c: &[String]| c.iter().map(|c| quote(c)).collect::<Vec<_>>().join(", ");
+        format!(
+            "FOREIGN KEY ({}) REFERENCES {} ({})",
+            list(&self.columns),
+            self.parent(),
+            list(&self.parent_columns)
+        )
+    }
+
+    /// Up to five rows of `child` whose key names no row of the parent: an anti-join through
+    /// the parent's index, the check `foreign_key_checks` would have made row by row. A key
+    /// with a NULL part references nothing, as for the server's own check.
+    ///
+    /// A plain read, not a locking one: that would wait on the rows other connections of the
+    /// load wrote and have not committed, and they wait for this check to pass. It is the
+    /// transaction's first plain read, so it sees every parent row deleted before it; a parent
+    /// row deleted after it cannot go, since the DELETE's own check waits on the loaded rows.
+    pub fn orphans_sql(&self, child: &str) -> String {
+        let c = |column: &String| format!("`c`.{}", quote(column));
+        let on: Vec<String> = self
+            .columns
+            .iter()
+            .zip(&self.parent_columns)
+            .map(|(column, parent)| format!("`p`.{} = {}", quote(parent), c(column)))
+            .collect();
+        let present: Vec<String> = self
+            .columns
+            .iter()
+            .map(|column| format!("{} IS NOT NULL", c(column)))
+            .collect();
+        format!(
+            "SELECT {} FROM {child} `c` LEFT JOIN {} `p` ON {} WHERE `p`.{} IS NULL AND {} \
+             LIMIT 5",
+            self.columns.iter().map(c).collect::<Vec<_>>().join(", "),
+            self.parent(),
+            on.join(" AND "),
+            quote(&self.parent_columns[0]),
+            present.join(" AND ")
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -44,7 +121,13 @@ impl Table {
     }
 
     pub fn has_unique_key(&self) -> bool {
-        self.indexes.iter().any(|(_, unique)| *unique)
+        self.indexes.iter().any(|i| i.unique)
+    }
+
+    /// MyISAM and Aria: `ALTER TABLE ... DISABLE KEYS` stops the upkeep of non-unique indexes,
+    /// and `ENABLE KEYS` builds them again by sorting.
+    pub fn disables_keys(&self) -> bool {
+        ["myisam", "aria"].contains(&self.engine.to_ascii_lowercase().as_str())
     }
 }
 
@@ -65,17 +148,26 @@ pub fn split_name(name: &str, database: &str) -> (String, String) {
 pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> {
     let (schema, table) = split_name(name, database);
     let reading = |what: &str| engine_error(format!("reading the {what} of {schema}.{table}"));
-    type TableRow = (String, String, Option<String>, Option<u64>, Option<u64>);
+    type TableRow = (
+        String,
+        String,
+        Option<String>,
+        Option<u64>,
+        Option<u64>,
+        Option<String>,
+    );
     let found: Option<TableRow> = conn
         .exec_first(
-            "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, DATA_LENGTH, INDEX_LENGTH \
-             FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND TABLE_TYPE = 'BASE TABLE'",
+            "SELECT t.TABLE_SCHEMA, t.TABLE_NAME, t.ENGINE, t.DATA_LENGTH, t.INDEX_LENGTH, \
+               e.TRANSACTIONS \
+             FROM information_schema.TABLES t \
+             LEFT JOIN information_schema.ENGINES e ON e.ENGINE = t.ENGINE \
+             WHERE t.TABLE_SCHEMA = ? AND t.TABLE_NAME = ? AND t.TABLE_TYPE = 'BASE TABLE'",
             (&schema, &table),
         )
         .await
         .map_err(reading("definition"))?;
-    let Some((schema, name, engine, data, index)) = found else {
+    let Some((schema, name, engine, data, index, transactions)) = found else {
         return Err(Error::Columns(format!(
             "table {} does not exist in database {}",
             quote(&table),
@@ -123,14 +215,54 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             auto_increment: r.7.to_ascii_lowercase().contains("auto_increment"),
         })
         .collect();
-    let indexes: Vec<(String, u64)> = conn
+    let parts: Vec<(String, u64, Option<String>)> = conn
         .exec(
-            "SELECT INDEX_NAME, MIN(NON_UNIQUE) FROM information_schema.STATISTICS \
-             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? GROUP BY INDEX_NAME ORDER BY INDEX_NAME",
+            "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
             (&schema, &name),
         )
         .await
         .map_err(reading("indexes"))?;
+    let mut indexes: Vec<Index> = Vec::new();
+    for (index, non_unique, column) in parts {
+        if indexes.last().is_none_or(|i| i.name != index) {
+            indexes.push(Index {
+                name: index,
+                unique: non_unique == 0,
+                columns: Vec::new(),
+            });
+        }
+        if let (Some(last), Some(column)) = (indexes.last_mut(), column) {
+            last.columns.push(column);
+        }
+    }
+    type KeyPart = (String, String, String, String, String);
+    let parts: Vec<KeyPart> = conn
+        .exec(
+            "SELECT CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME, \
+               REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND REFERENCED_TABLE_NAME IS NOT NULL \
+             ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION",
+            (&schema, &name),
+        )
+        .await
+        .map_err(reading("foreign keys"))?;
+    let mut foreign_keys: Vec<ForeignKey> = Vec::new();
+    for (key, column, parent_schema, parent_table, parent_column) in parts {
+        if foreign_keys.last().is_none_or(|k| k.name != key) {
+            foreign_keys.push(ForeignKey {
+                name: key,
+                columns: Vec::new(),
+                parent_schema,
+                parent_table,
+                parent_columns: Vec::new(),
+            });
+        }
+        if let Some(last) = foreign_keys.last_mut() {
+            last.columns.push(column);
+            last.parent_columns.push(parent_column);
+        }
+    }
     let triggers: Vec<String> = conn
         .exec(
             "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS \
@@ -149,11 +281,10 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         schema,
         name,
         engine: engine.unwrap_or_default(),
+        transactional: transactions.as_deref() != Some("NO"),
         columns,
-        indexes: indexes
-            .into_iter()
-            .map(|(n, non_unique)| (n, non_unique == 0))
-            .collect(),
+        indexes,
+        foreign_keys,
         triggers,
         bytes: data.unwrap_or(0) + index.unwrap_or(0),
     })
@@ -169,5 +300,26 @@ mod tests {
         assert_eq!(split_name("s.t", "db"), ("s".into(), "t".into()));
         assert_eq!(split_name("`a.b`", "db"), ("db".into(), "a.b".into()));
         assert_eq!(split_name("`x``y`.t", "db"), ("x`y".into(), "t".into()));
+    }
+
+    #[test]
+    fn orphans_are_found_by_an_anti_join_on_every_column_of_the_key() {
+        let key = ForeignKey {
+            name: "fk".into(),
+            columns: vec!["a".into(), "b`".into()],
+            parent_schema: "db".into(),
+            parent_table: "p".into(),
+            parent_columns: vec!["x".into(), "y".into()],
+        };
+        assert_eq!(
+            key.orphans_sql("`db`.`c`"),
+            "SELECT `c`.`a`, `c`.`b``` FROM `db`.`c` `c` LEFT JOIN `db`.`p` `p` \
+             ON `p`.`x` = `c`.`a` AND `p`.`y` = `c`.`b``` WHERE `p`.`x` IS NULL \
+             AND `c`.`a` IS NOT NULL AND `c`.`b``` IS NOT NULL LIMIT 5"
+        );
+        assert_eq!(
+            key.definition(),
+            "FOREIGN KEY (`a`, `b```) REFERENCES `db`.`p` (`x`, `y`)"
+        );
     }
 }

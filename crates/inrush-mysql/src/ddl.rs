@@ -10,6 +10,11 @@
 //!
 //! Each definition is the index's own line of `SHOW CREATE TABLE` (`KEY`, `FULLTEXT KEY`,
 //! `SPATIAL KEY`, with prefix lengths, order and options exactly as the server prints them).
+//!
+//! MyISAM and Aria do the same without dropping anything: `ALTER TABLE ... DISABLE KEYS`
+//! stops the upkeep of the non-unique indexes and `ENABLE KEYS` builds them again by sorting.
+//! It is journaled the same way, as the entry [`KEYS_DISABLED`], so a load that dies leaves
+//! the keys to be enabled again by the next load or `inrush recover`.
 
 use crate::catalog::quote;
 use crate::engine_error;
@@ -22,6 +27,10 @@ const CREATE_JOURNAL: &str = "CREATE TABLE IF NOT EXISTS inrush_ddl_journal ( \
     index_name VARCHAR(64) NOT NULL, position INT NOT NULL, definition TEXT NOT NULL, \
     dropped_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
     PRIMARY KEY (table_schema, table_name, index_name)) ENGINE=InnoDB";
+
+/// The journal's index name for a table whose non-unique keys are disabled (MyISAM, Aria);
+/// restoring it is `ENABLE KEYS`.
+pub const KEYS_DISABLED: &str = "(non-unique keys)";
 
 /// An index as the journal keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +98,49 @@ pub async fn journal_and_drop(conn: &mut Conn, indexes: &[Dropped]) -> Result<()
     let Some(first) = indexes.first() else {
         return Ok(());
     };
+    journal(conn, indexes).await?;
+    let drops: Vec<String> = indexes
+        .iter()
+        .map(|d| format!("DROP INDEX {}", quote(&d.index)))
+        .collect();
+    let sql = format!(
+        "ALTER TABLE {}.{} {}",
+        quote(&first.schema),
+        quote(&first.table),
+        drops.join(", ")
+    );
+    conn.query_drop(&sql)
+        .await
+        .map_err(engine_error(sql.clone()))
+}
+
+/// MyISAM, Aria: journals [`KEYS_DISABLED`] for the table (committed), then disables its
+/// non-unique keys. Returns the journal's entry, for [`restore`].
+pub async fn journal_and_disable_keys(
+    conn: &mut Conn,
+    schema: &str,
+    table: &str,
+) -> Result<Dropped> {
+    let entry = Dropped {
+        schema: schema.to_string(),
+        table: table.to_string(),
+        index: KEYS_DISABLED.to_string(),
+        definition: "DISABLE KEYS".to_string(),
+    };
+    journal(conn, std::slice::from_ref(&entry)).await?;
+    let sql = format!(
+        "ALTER TABLE {}.{} DISABLE KEYS",
+        quote(schema),
+        quote(table)
+    );
+    conn.query_drop(&sql)
+        .await
+        .map_err(engine_error(sql.clone()))?;
+    Ok(entry)
+}
+
+/// Writes the entries to the journal (autocommit: they are there before anything changes).
+async fn journal(conn: &mut Conn, indexes: &[Dropped]) -> Result<()> {
     conn.query_drop(CREATE_JOURNAL)
         .await
         .map_err(engine_error("creating the inrush_ddl_journal table"))?;
@@ -107,19 +159,7 @@ pub async fn journal_and_drop(conn: &mut Conn, indexes: &[Dropped]) -> Result<()
         .await
         .map_err(engine_error("journaling an index before dropping it"))?;
     }
-    let drops: Vec<String> = indexes
-        .iter()
-        .map(|d| format!("DROP INDEX {}", quote(&d.index)))
-        .collect();
-    let sql = format!(
-        "ALTER TABLE {}.{} {}",
-        quote(&first.schema),
-        quote(&first.table),
-        drops.join(", ")
-    );
-    conn.query_drop(&sql)
-        .await
-        .map_err(engine_error(sql.clone()))
+    Ok(())
 }
 
 /// The journal's entries for one table (all tables: `None`), oldest first.
@@ -165,7 +205,7 @@ pub async fn pending(conn: &mut Conn, table: Option<(&str, &str)>) -> Result<Vec
 
 /// Adds journaled indexes back, one `ALTER TABLE` per table, and clears their journal rows.
 /// An index that exists already (a restore that finished before its journal row was deleted)
-/// is only cleared.
+/// is only cleared. Disabled keys are enabled again (which does nothing when they are).
 pub async fn restore(conn: &mut Conn, indexes: &[Dropped]) -> Result<()> {
     let mut tables: Vec<(&str, &str)> = indexes
         .iter()
@@ -181,9 +221,21 @@ pub async fn restore(conn: &mut Conn, indexes: &[Dropped]) -> Result<()> {
             )
             .await
             .map_err(engine_error("reading the table's indexes"))?;
+        let ours = |d: &&Dropped| d.schema == schema && d.table == table;
+        if indexes
+            .iter()
+            .filter(ours)
+            .any(|d| d.index == KEYS_DISABLED)
+        {
+            let sql = format!("ALTER TABLE {}.{} ENABLE KEYS", quote(schema), quote(table));
+            conn.query_drop(&sql)
+                .await
+                .map_err(engine_error(sql.clone()))?;
+        }
         let adds: Vec<String> = indexes
             .iter()
-            .filter(|d| d.schema == schema && d.table == table && !existing.contains(&d.index))
+            .filter(ours)
+            .filter(|d| d.index != KEYS_DISABLED && !existing.contains(&d.index))
             .map(|d| format!("ADD {}", d.definition))
             .collect();
         if !adds.is_empty() {

@@ -7,17 +7,27 @@
 //! them together ([`MysqlTarget`]).
 //!
 //! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
-//! commit together once every chunk is in; anything before that rolls everything back.
+//! commit together once every chunk is in and every connection's checks passed; anything
+//! before that rolls everything back. Not for an engine without transactions (MyISAM, Aria,
+//! MEMORY): what it was given stays, which the plan and the summary say; `--max-errors` and
+//! `--resume`, which rely on rolling back, are refused for it.
 //!
 //! Around it, the plan: secondary indexes journaled, dropped and built again after a large load
-//! in one `ALTER TABLE` ([`ddl`]), `ANALYZE TABLE` after.
+//! in one `ALTER TABLE` ([`ddl`]; MyISAM and Aria: `DISABLE KEYS`, `ENABLE KEYS`), `ANALYZE
+//! TABLE` after.
 //!
 //! `--resume`: each block its own transaction with its row in `inrush_load_ledger` ([`ledger`]).
 //!
 //! `--create`: the table typed from the inferred types, made before the writers start (DDL
 //! commits at once) and dropped again when the load does not commit.
 //!
-//! Not built yet (refused by name): `--table-lock`.
+//! Foreign keys: into an empty table, written with `foreign_key_checks = 0` and checked once
+//! before the commit by an anti-join of each connection's rows against the parent (MariaDB
+//! never checks them again itself); otherwise row by row, as the plan says.
+//!
+//! `--table-lock`: one connection, `SET autocommit = 0` then `LOCK TABLES ... WRITE`, the
+//! load, `COMMIT`, `UNLOCK TABLES` (LOCK TABLES commits the open transaction and START
+//! TRANSACTION releases the lock, so this is the only order that keeps both).
 
 pub mod catalog;
 pub mod ddl;

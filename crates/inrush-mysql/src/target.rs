@@ -1,14 +1,15 @@
 //! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database.
 
-use crate::catalog::{self, Table};
+use crate::catalog::{self, ForeignKey, Table};
 use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
 use crate::writer::{ChunkWriter, Conflict};
-use inrush_core::catalog::{IndexInfo, TableSize};
+use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
+use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
@@ -75,10 +76,6 @@ impl Target for MysqlTarget {
 
     fn refuse(&self, opts: &LoadOptions) -> Result<()> {
         let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
-        let not_yet = "not available for MariaDB/MySQL yet";
-        if opts.table_lock {
-            return refuse("--table-lock", not_yet);
-        }
         if opts.force_text {
             return refuse(
                 "--text",
@@ -153,6 +150,23 @@ impl Target for MysqlTarget {
                 (table, checks, None)
             }
         };
+        if !table.transactional {
+            // What the engine wrote stays written: a chunk cannot go back to its savepoint to
+            // set a bad row aside, and a block cannot commit together with its ledger row.
+            let cannot = |option: &str, why: &str| {
+                Err(Error::Usage(format!(
+                    "{option}: {} is {}, which is not transactional: {why}",
+                    table.qualified(),
+                    table.engine
+                )))
+            };
+            if opts.max_errors > 0 {
+                return cannot("--max-errors", "the rows around a refused row could not be taken back to load them again without it");
+            }
+            if opts.resume {
+                return cannot("--resume", "a block's rows would stay in the table without its ledger row after a crash, and be loaded twice");
+            }
+        }
         if opts.on_conflict != OnConflict::Error && !table.has_unique_key() {
             return Err(Error::Usage(format!(
                 "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
@@ -217,12 +231,12 @@ impl Target for MysqlTarget {
             .table
             .indexes
             .iter()
-            .map(|(name, unique)| IndexInfo {
-                name: name.clone(),
+            .map(|index| IndexInfo {
+                name: index.name.clone(),
                 definition: String::new(),
-                unique: *unique,
-                constraint: (name == "PRIMARY").then(|| name.clone()),
-                constraint_kind: (name == "PRIMARY").then(|| "p".to_string()),
+                unique: index.unique,
+                constraint: (index.name == "PRIMARY").then(|| index.name.clone()),
+                constraint_kind: (index.name == "PRIMARY").then(|| "p".to_string()),
                 deferrable: false,
                 referenced: false,
                 invalid: false,
@@ -255,6 +269,48 @@ impl Target for MysqlTarget {
         if plan.after != Maintenance::None {
             plan.after = Maintenance::AnalyzeOnly;
         }
+        let keys = &design.table.foreign_keys;
+        for decision in &mut plan.indexes {
+            let index = design
+                .table
+                .indexes
+                .iter()
+                .find(|i| i.name == decision.name);
+            let needed =
+                index.is_some_and(|i| keys.iter().any(|k| i.columns.starts_with(&k.columns)));
+            if decision.action == IndexAction::Rebuild && needed {
+                decision.action = IndexAction::Keep;
+                decision.reason = "a foreign key of the table needs it (MariaDB refuses to drop it): maintained during the load".into();
+            } else if decision.action == IndexAction::Rebuild && design.table.disables_keys() {
+                decision.reason = format!("secondary index: ALTER TABLE ... DISABLE KEYS during the load, ENABLE KEYS builds it once after ({})", design.table.engine);
+            }
+        }
+        let checked_after = foreign_keys_checked_after(&design.table, opts);
+        plan.foreign_keys = keys
+            .iter()
+            .map(|key| {
+                let (action, reason) = match &checked_after {
+                    Ok(()) => (IndexAction::Rebuild, format!("checked once after the load, not row by row: foreign_key_checks=0 while the rows go in, then one anti-join of the loaded rows against {} before COMMIT (a row without its parent fails the load, nothing committed)", key.parent())),
+                    Err(why) => (IndexAction::Keep, format!("checked row by row during the load ({why})")),
+                };
+                ForeignKeyDecision {
+                    name: key.name.clone(),
+                    action,
+                    reason,
+                    foreign_key: ForeignKeyInfo {
+                        name: key.name.clone(),
+                        definition: key.definition(),
+                        validated: true,
+                    },
+                }
+            })
+            .collect();
+        if !design.table.transactional {
+            plan.rule = format!(
+                "{}; {} is not transactional: a load that fails leaves the rows it wrote before the failure (no rollback)",
+                plan.rule, design.table.engine
+            );
+        }
         plan.hidden.triggers = design
             .table
             .triggers
@@ -273,7 +329,8 @@ impl Target for MysqlTarget {
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
-        match ordered || opts.truncate {
+        // A table lock belongs to one session.
+        match ordered || opts.truncate || opts.table_lock {
             true => 1,
             false => opts.connections.max(1),
         }
@@ -283,23 +340,45 @@ impl Target for MysqlTarget {
         &self,
         _: &target::Table,
         columns: &[TargetColumn],
-        _: &LoadPlan,
+        plan: &LoadPlan,
         opts: &LoadOptions,
         resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
         let design = self.design()?;
         let qualified = design.table.qualified();
+        // Keys the plan checks after the load, once over the rows, instead of row by row.
+        let deferred: Vec<ForeignKey> = design
+            .table
+            .foreign_keys
+            .iter()
+            .filter(|k| {
+                plan.foreign_keys
+                    .iter()
+                    .any(|d| d.name == k.name && d.action == IndexAction::Rebuild)
+            })
+            .cloned()
+            .collect();
         let rt = runtime()?;
         let conn = rt.block_on(async {
             let mut conn = self.options.connect().await?;
-            // Under --resume each block is a transaction of its own.
-            let mut begin = match resume {
-                Some(_) => Vec::new(),
-                None => vec!["START TRANSACTION".to_string()],
+            // Under --resume each block is a transaction of its own. LOCK TABLES commits the
+            // open transaction and START TRANSACTION releases the lock, so a locked load's
+            // transaction is the one autocommit=0 opens, as the manual prescribes for InnoDB.
+            let mut begin = match (resume, opts.table_lock) {
+                (Some(_), _) => Vec::new(),
+                (None, true) => vec![
+                    "SET SESSION autocommit = 0".to_string(),
+                    format!("LOCK TABLES {qualified} WRITE"),
+                ],
+                (None, false) => vec!["START TRANSACTION".to_string()],
             };
             if opts.truncate {
                 // TRUNCATE would commit at once: DELETE keeps a failed load's rows as they were.
                 begin.push(format!("DELETE FROM {qualified}"));
+            }
+            // After the DELETE, which must still honour the keys that reference this table.
+            if !deferred.is_empty() {
+                begin.push("SET SESSION foreign_key_checks = 0".into());
             }
             for sql in begin {
                 conn.query_drop(&sql)
@@ -316,9 +395,17 @@ impl Target for MysqlTarget {
         };
         Ok(Box::new(MysqlWriter {
             conn: Some(conn),
-            chunks: ChunkWriter::new(&qualified, &names, conflict, design.local_infile),
+            chunks: ChunkWriter::new(
+                &qualified,
+                &names,
+                conflict,
+                design.local_infile,
+                (!design.table.transactional).then(|| design.table.engine.clone()),
+            ),
             rt,
             resume: resume.map(|file| (qualified.clone(), file.clone())),
+            deferred,
+            locked: opts.table_lock,
         }))
     }
 
@@ -354,12 +441,17 @@ impl Target for MysqlTarget {
             return Ok(());
         }
         let design = self.design()?;
+        let (schema, name) = (&design.table.schema, &design.table.name);
         runtime()?.block_on(async {
             let mut conn = self.options.connect().await?;
-            let dropped =
-                ddl::definitions(&mut conn, &design.table.schema, &design.table.name, &names)
-                    .await?;
-            ddl::journal_and_drop(&mut conn, &dropped).await?;
+            let dropped = match design.table.disables_keys() {
+                true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
+                false => {
+                    let dropped = ddl::definitions(&mut conn, schema, name, &names).await?;
+                    ddl::journal_and_drop(&mut conn, &dropped).await?;
+                    dropped
+                }
+            };
             let _ = conn.disconnect().await;
             if let Ok(mut slot) = self.dropped.lock() {
                 *slot = dropped;
@@ -399,19 +491,34 @@ impl Target for MysqlTarget {
                 Ok::<_, Error>(())
             })?;
             done.rebuild_seconds = started.elapsed().as_secs_f64();
-            done.steps.push(format!(
-                "indexes built again in one ALTER TABLE: {}",
-                dropped
-                    .iter()
-                    .map(|d| d.index.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            done.steps.push(
+                match dropped.iter().any(|d| d.index == ddl::KEYS_DISABLED) {
+                    true => "non-unique indexes built again by ALTER TABLE ... ENABLE KEYS".into(),
+                    false => format!(
+                        "indexes built again in one ALTER TABLE: {}",
+                        dropped
+                            .iter()
+                            .map(|d| d.index.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
+            );
         }
-        if !committed || plan.after == Maintenance::None {
+        if !committed {
             return Ok(done);
         }
         let design = self.design()?;
+        if !design.table.transactional {
+            done.notes.push(format!(
+                "{} is {}, which is not transactional: its rows went in without a transaction, so a load into it that fails keeps the rows written before the failure",
+                design.table.qualified(),
+                design.table.engine
+            ));
+        }
+        if plan.after == Maintenance::None {
+            return Ok(done);
+        }
         let started = Instant::now();
         let sql = format!("ANALYZE TABLE {}", design.table.qualified());
         let analyzed = runtime()?.block_on(async {
@@ -465,7 +572,7 @@ fn designed(
         };
         let lower = sql_type.to_ascii_lowercase();
         let data_type = lower
-            .split(|c: char| c == '(' || c == ' ')
+            .split(['(', ' '])
             .next()
             .unwrap_or_default()
             .to_string();
@@ -510,8 +617,10 @@ fn designed(
         schema,
         name,
         engine: "InnoDB".into(),
+        transactional: true,
         columns: table_columns,
         indexes: Vec::new(),
+        foreign_keys: Vec::new(),
         triggers: Vec::new(),
         bytes: 0,
         empty: true,
@@ -609,6 +718,10 @@ struct MysqlWriter {
     rt: tokio::runtime::Runtime,
     /// `--resume`: the table and input each block is recorded for.
     resume: Option<(String, InputFile)>,
+    /// The foreign keys written unchecked (`foreign_key_checks = 0`), checked before the commit.
+    deferred: Vec<ForeignKey>,
+    /// `--table-lock`: the session holds `LOCK TABLES ... WRITE` until after its COMMIT.
+    locked: bool,
 }
 
 impl Writer for MysqlWriter {
@@ -653,12 +766,56 @@ impl Writer for MysqlWriter {
         })
     }
 
+    fn check(&mut self) -> Result<()> {
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let table = self.chunks.table();
+        for key in &self.deferred {
+            // The connection's open transaction: it sees its own rows, uncommitted, and no
+            // other writer's, which check their own.
+            let orphans: Vec<mysql_async::Row> = self
+                .rt
+                .block_on(conn.query(key.orphans_sql(table)))
+                .map_err(engine_error(format!(
+                    "checking foreign key {} of {table}",
+                    catalog::quote(&key.name)
+                )))?;
+            if orphans.is_empty() {
+                continue;
+            }
+            let columns = key
+                .columns
+                .iter()
+                .map(|c| catalog::quote(c))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let examples = orphans
+                .into_iter()
+                .map(|row| {
+                    let values: Vec<String> = row.unwrap().into_iter().map(shown).collect();
+                    format!("({columns})=({})", values.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Error::ForeignKeyBroken {
+                constraint: catalog::quote(&key.name),
+                table: table.to_string(),
+                parent: key.parent(),
+                examples,
+            });
+        }
+        Ok(())
+    }
+
     fn commit(mut self: Box<Self>) -> Result<Committed> {
         let mut conn = self
             .conn
             .take()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
         let resumed = self.resume.is_some();
+        let locked = self.locked;
         self.rt.block_on(async {
             // Under --resume every block committed already.
             if !resumed {
@@ -666,10 +823,60 @@ impl Writer for MysqlWriter {
                     .await
                     .map_err(engine_error("committing the load"))?;
             }
+            let mut done = Committed::default();
+            if locked {
+                conn.query_drop("UNLOCK TABLES")
+                    .await
+                    .map_err(engine_error("unlocking the table"))?;
+                done.notes.push("--table-lock: the load held LOCK TABLES ... WRITE until its COMMIT, so other sessions could neither write nor read the table meanwhile (MariaDB has no lock that lets others read while one session writes)".into());
+            }
             let _ = conn.disconnect().await;
-            Ok(Committed::default())
+            Ok(done)
         })
     }
+}
+
+/// A value of a text-protocol row as the user wrote it.
+fn shown(value: mysql_async::Value) -> String {
+    match value {
+        mysql_async::Value::Bytes(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        mysql_async::Value::NULL => "NULL".into(),
+        other => other.as_sql(true),
+    }
+}
+
+/// Whether the table's foreign keys can be checked once after the load, over its rows, rather
+/// than row by row as they come; if not, why. `foreign_key_checks` is one switch for the
+/// session, so it is every key or none.
+fn foreign_keys_checked_after(table: &Table, opts: &LoadOptions) -> Result<(), String> {
+    if opts.max_errors > 0 {
+        return Err("--max-errors: the server names each row whose parent is missing, which goes to the reject file".into());
+    }
+    if opts.resume {
+        return Err("--resume commits block by block: each block would have to be checked against the whole table".into());
+    }
+    if opts.table_lock {
+        return Err("--table-lock: under LOCK TABLES the session reads only the table it locked, not the parent tables a check after the load reads".into());
+    }
+    if opts.on_conflict == OnConflict::Update {
+        return Err("--on-conflict update: REPLACE deletes rows, whose cascades would not fire with the checks off".into());
+    }
+    if let Some(key) = table.foreign_keys.iter().find(|k| {
+        (k.parent_schema.as_str(), k.parent_table.as_str())
+            == (table.schema.as_str(), table.name.as_str())
+    }) {
+        return Err(format!(
+            "{} references the table itself: a connection's rows may name rows another connection has not committed, which its check cannot see",
+            catalog::quote(&key.name)
+        ));
+    }
+    if !table.triggers.is_empty() {
+        return Err("the table's triggers write in the load's sessions, and with the checks off their rows would go unchecked".into());
+    }
+    if !table.empty && !opts.truncate {
+        return Err("the table has rows: a check after the load would read them all again".into());
+    }
+    Ok(())
 }
 
 impl Drop for MysqlWriter {

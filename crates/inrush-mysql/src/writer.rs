@@ -13,6 +13,11 @@
 //!
 //! A server that does not allow `LOAD DATA LOCAL` gets the same rows as multi-row prepared
 //! INSERTs under the same savepoint and the same checks.
+//!
+//! A table whose engine is not transactional (MyISAM, Aria, MEMORY) keeps what a statement
+//! wrote: going back to the savepoint does nothing, so a chunk with a bad row is not loaded
+//! again (its rows would go in twice); the load ends there, naming the row, and says that the
+//! rows written so far stay.
 
 use crate::catalog::quote;
 use crate::engine_error;
@@ -44,6 +49,8 @@ pub struct ChunkWriter {
     conflict: Conflict,
     /// The server allows `LOAD DATA LOCAL`; else rows go in as multi-row INSERTs.
     local_infile: bool,
+    /// The table's engine when it is not transactional.
+    non_transactional: Option<String>,
 }
 
 /// Rows per INSERT when `LOAD DATA LOCAL` is not allowed (within the protocol's 65,535
@@ -59,10 +66,17 @@ struct Warning {
 }
 
 impl ChunkWriter {
-    pub fn new(table: &str, columns: &[String], conflict: Conflict, local_infile: bool) -> Self {
+    pub fn new(
+        table: &str,
+        columns: &[String],
+        conflict: Conflict,
+        local_infile: bool,
+        non_transactional: Option<String>,
+    ) -> Self {
         ChunkWriter {
             width: columns.len(),
             local_infile,
+            non_transactional,
             table: table.to_string(),
             columns: columns
                 .iter()
@@ -71,6 +85,11 @@ impl ChunkWriter {
                 .join(", "),
             conflict,
         }
+    }
+
+    /// The table, quoted and qualified.
+    pub fn table(&self) -> &str {
+        &self.table
     }
 
     fn load_data_sql(&self) -> String {
@@ -108,6 +127,22 @@ impl ChunkWriter {
                 || self.conflict == Conflict::Skip);
         if clean {
             return Ok(rows);
+        }
+        if let Some(engine) = &self.non_transactional {
+            let kept = format!("; {} is {engine}, which cannot roll back: the rows written so far stay in the table, this chunk's included", self.table);
+            return match warnings.iter().find_map(|w| w.row.map(|r| (r, &w.message))) {
+                Some((row, message)) => {
+                    refused(row - 1, without_row(message.clone()) + &kept).map(|()| affected)
+                }
+                None => Err(inrush_load::Error::ServerRefused {
+                    location: None,
+                    message: match warnings.first() {
+                        Some(w) => w.message.clone(),
+                        None => format!("{affected} of {rows} rows went in"),
+                    } + &kept,
+                    sqlstate: None,
+                }),
+            };
         }
         conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
             .await

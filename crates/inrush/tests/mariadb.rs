@@ -293,3 +293,336 @@ fn create_types_the_table_as_a_migrating_user_expects() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(db.rows("SELECT at FROM zoned"), ["2024-01-02 03:04:05+02"]);
 }
+
+/// `inrush plan --to DB --table t --input FILE`.
+fn plan(db: &MariaDb, table: &str, input: &std::path::Path) -> String {
+    let (code, out) = inrush(&[
+        "plan",
+        "--to",
+        &db.url,
+        "--table",
+        table,
+        "--input",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    out
+}
+
+/// A parent `p` with ids 1..=100 and codes `c1`..`c100`, and a child of it named `table`
+/// whose keys are named after it.
+fn parent_and_child(db: &MariaDb, table: &str) {
+    db.exec(&format!(
+        "CREATE TABLE IF NOT EXISTS p (id INT PRIMARY KEY, code VARCHAR(5) NOT NULL UNIQUE); \
+         INSERT IGNORE INTO p SELECT seq, CONCAT('c', seq) FROM seq_1_to_100; \
+         CREATE TABLE {table} (id INT PRIMARY KEY, pid INT, pcode VARCHAR(5), note VARCHAR(10), \
+           CONSTRAINT {table}_pid FOREIGN KEY (pid) REFERENCES p (id), \
+           CONSTRAINT {table}_pcode FOREIGN KEY (pcode) REFERENCES p (code))"
+    ));
+}
+
+#[test]
+fn foreign_keys_are_checked_once_after_a_load_into_an_empty_table() {
+    let db = MariaDb::fresh("fk");
+    parent_and_child(&db, "ours");
+    parent_and_child(&db, "theirs");
+    let dir = shared_dir();
+    let mut rows = String::from("id,pid,pcode,note\n");
+    for i in 0..3000 {
+        let pid = match i % 7 {
+            0 => "NULL".to_string(),
+            _ => (i % 100 + 1).to_string(),
+        };
+        let pcode = match i % 5 {
+            0 => "NULL".to_string(),
+            _ => format!("c{}", i % 100 + 1),
+        };
+        rows.push_str(&format!("{i},{pid},{pcode},n{i}\n"));
+    }
+    let good = write(dir.path(), "good.csv", &rows);
+    let planned = plan(&db, "ours", &good);
+    assert!(
+        planned.contains("foreign key ours_pid")
+            && planned.contains("foreign_key_checks=0 while the rows go in")
+            && planned.contains("index ours_pcode")
+            && planned.contains("a foreign key of the table needs it"),
+        "{planned}"
+    );
+    server_load(&db, &good, "theirs").unwrap();
+    let (code, out) = load(
+        &good,
+        &db,
+        "ours",
+        &[
+            "--null",
+            "NULL",
+            "--connections",
+            "2",
+            "--block-size",
+            "16384",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("over 2 connections"), "{out}");
+    assert!(out.contains("checked once after the load"), "{out}");
+    let all = "SELECT * FROM {} ORDER BY id";
+    assert_eq!(
+        db.rows(&all.replace("{}", "ours")),
+        db.rows(&all.replace("{}", "theirs"))
+    );
+
+    // A table with rows: checked row by row; --truncate empties it first, so once after.
+    let planned = plan(&db, "ours", &good);
+    assert!(
+        planned.contains("checked row by row during the load (the table has rows"),
+        "{planned}"
+    );
+    let (code, out) = load(&good, &db, "ours", &["--null", "NULL", "--truncate"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("checked once after the load"), "{out}");
+    assert_eq!(
+        db.rows(&all.replace("{}", "ours")),
+        db.rows(&all.replace("{}", "theirs"))
+    );
+
+    // A row whose parent is missing fails the load, naming the key and the values; nothing
+    // of any connection is committed.
+    let before = db.rows(&all.replace("{}", "ours"));
+    rows.push_str("5000,7,c999,orphan\n5001,999,c1,orphan\n");
+    let bad = write(dir.path(), "bad.csv", &rows);
+    let (code, out) = load(
+        &bad,
+        &db,
+        "ours",
+        &["--null", "NULL", "--truncate", "--block-size", "16384"],
+    );
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("foreign key `ours_pcode` of `")
+            && out.contains("(`pcode`)=(c999) not present in `")
+            && out.contains("`.`p`"),
+        "{out}"
+    );
+    assert_eq!(db.rows(&all.replace("{}", "ours")), before);
+    db.exec("DELETE FROM ours");
+    let (code, out) = load(&bad, &db, "ours", &["--null", "NULL", "--connections", "2"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("nothing was committed"), "{out}");
+    assert_eq!(db.rows("SELECT COUNT(*) FROM ours"), ["0"]);
+
+    // --max-errors keeps the checks on: the server names each orphan, which is rejected.
+    let (code, out) = load(&bad, &db, "ours", &["--null", "NULL", "--max-errors", "5"]);
+    assert_eq!(code, 6, "{out}");
+    assert!(
+        out.contains("checked row by row during the load (--max-errors"),
+        "{out}"
+    );
+    assert_eq!(
+        db.rows(&all.replace("{}", "ours")),
+        db.rows(&all.replace("{}", "theirs"))
+    );
+    let rejects = std::fs::read_to_string(dir.path().join("bad.csv.rejects")).unwrap();
+    assert_eq!(
+        rejects.lines().skip(1).collect::<Vec<_>>(),
+        ["5000,7,c999,orphan", "5001,999,c1,orphan"]
+    );
+    let log = std::fs::read_to_string(dir.path().join("bad.csv.rejects.log")).unwrap();
+    assert!(log.contains("a foreign key constraint fails"), "{log}");
+}
+
+#[test]
+fn keys_stay_checked_row_by_row_where_a_check_after_would_miss_rows() {
+    let db = MariaDb::fresh("fkkeep");
+    db.exec(
+        "CREATE TABLE tree (id INT PRIMARY KEY, up INT, \
+           CONSTRAINT tree_up FOREIGN KEY (up) REFERENCES tree (id)); \
+         CREATE TABLE log (id INT); \
+         CREATE TABLE p (id INT PRIMARY KEY); \
+         CREATE TABLE c (id INT, pid INT, CONSTRAINT c_pid FOREIGN KEY (pid) REFERENCES p (id)); \
+         CREATE TRIGGER c_log AFTER INSERT ON c FOR EACH ROW INSERT INTO log VALUES (NEW.id)",
+    );
+    let dir = shared_dir();
+    let csv = write(dir.path(), "in.csv", "id,up\n1,\n2,1\n");
+    let planned = plan(&db, "tree", &csv);
+    assert!(
+        planned.contains("foreign key tree_up  keep    checked row by row during the load (`tree_up` references the table itself"),
+        "{planned}"
+    );
+    let planned = plan(&db, "c", &csv);
+    assert!(
+        planned.contains(
+            "foreign key c_pid  keep    checked row by row during the load (the table's triggers"
+        ),
+        "{planned}"
+    );
+}
+
+#[test]
+fn truncate_of_a_referenced_parent_fails_and_orphans_nothing() {
+    let db = MariaDb::fresh("fkparent");
+    parent_and_child(&db, "c");
+    db.exec("INSERT INTO c VALUES (1, 5, 'c5', 'x')");
+    let dir = shared_dir();
+    let csv = write(dir.path(), "p.csv", "id,code\n1,c1\n2,c2\n");
+    let (code, out) = load(&csv, &db, "p", &["--truncate"]);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("a foreign key constraint fails"), "{out}");
+    assert_eq!(db.rows("SELECT COUNT(*) FROM p"), ["100"]);
+    assert_eq!(
+        db.rows("SELECT c.id, p.code FROM c JOIN p ON p.id = c.pid"),
+        ["1\tc5"]
+    );
+}
+
+#[test]
+fn myisam_disables_its_keys_and_says_it_cannot_roll_back() {
+    let db = MariaDb::fresh("myisam");
+    let ddl = "(id INT PRIMARY KEY, v INT, w VARCHAR(10), KEY kv (v), KEY kw (w)) ENGINE=MyISAM";
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
+    let disabled = || {
+        db.rows(
+            "SELECT COUNT(*) FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'ours' AND COMMENT = 'disabled'",
+        )
+    };
+    let dir = shared_dir();
+    let mut rows = String::from("id,v,w\n");
+    for i in 0..5000 {
+        rows.push_str(&format!("{i},{},w{}\n", i % 31, i % 97));
+    }
+    let good = write(dir.path(), "good.csv", &rows);
+    let planned = plan(&db, "ours", &good);
+    assert!(
+        planned.contains("DISABLE KEYS during the load")
+            && planned.contains("MyISAM is not transactional"),
+        "{planned}"
+    );
+    server_load(&db, &good, "theirs").unwrap();
+    let (code, out) = load(&good, &db, "ours", &["--connections", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("ENABLE KEYS") && out.contains("which is not transactional"),
+        "{out}"
+    );
+    let all = "SELECT * FROM {} ORDER BY id";
+    assert_eq!(
+        db.rows(&all.replace("{}", "ours")),
+        db.rows(&all.replace("{}", "theirs"))
+    );
+    assert_eq!(disabled(), ["0"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+
+    // A load the server refuses a row of ends there, says what stays, and enables the keys.
+    db.exec("TRUNCATE ours");
+    let dup = write(dir.path(), "dup.csv", &format!("{rows}7,1,dup\n"));
+    let (code, out) = load(&dup, &db, "ours", &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("Duplicate entry '7'") && out.contains("is MyISAM, which cannot roll back"),
+        "{out}"
+    );
+    assert_eq!(disabled(), ["0"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+    // The rows written before it stay, never twice.
+    assert_eq!(
+        db.rows("SELECT COUNT(*), COUNT(DISTINCT id) FROM ours"),
+        ["5000\t5000"]
+    );
+
+    // Keys a load that died left disabled, `recover` (or the next load) enables again.
+    db.exec(
+        "ALTER TABLE ours DISABLE KEYS; \
+         INSERT INTO inrush_ddl_journal (table_schema, table_name, index_name, position, definition) \
+         VALUES (DATABASE(), 'ours', '(non-unique keys)', 0, 'DISABLE KEYS')",
+    );
+    assert_eq!(disabled(), ["2"]);
+    let (code, out) = inrush(&["recover", "--to", &db.url]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(disabled(), ["0"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+
+    // What the engine cannot take back is refused up front.
+    for (flags, named) in [
+        (&["--max-errors", "5"][..], "--max-errors"),
+        (&["--resume"][..], "--resume"),
+    ] {
+        let (code, out) = load(&good, &db, "ours", flags);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(
+            out.contains(named) && out.contains("MyISAM, which is not transactional"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn table_lock_holds_the_table_until_the_commit() {
+    let db = MariaDb::fresh("lock");
+    let ddl = "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
+               fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
+               fieldchar3 VARCHAR(100) NOT NULL)";
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
+    let dir = shared_dir();
+    let csv = generated(dir.path(), 300_000);
+    server_load(&db, &csv, "theirs").unwrap();
+    let args = [
+        "load",
+        csv.to_str().unwrap(),
+        "--header",
+        "--to",
+        &db.url,
+        "--table",
+        "ours",
+        "--no-progress",
+        "--table-lock",
+    ];
+    let child = Command::new(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While the load writes, another session can neither write nor read the table.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let loading =
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND INFO LIKE 'LOAD DATA%'";
+    while db.rows(loading) == ["0"] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for sql in [
+        "INSERT INTO ours VALUES (-1, 0, 0, '', '', '')",
+        "SELECT COUNT(*) FROM ours",
+    ] {
+        let err = db
+            .try_exec(&format!("SET SESSION lock_wait_timeout = 1; {sql}"))
+            .unwrap_err();
+        assert!(err.contains("Lock wait timeout exceeded"), "{sql}: {err}");
+    }
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("over 1 connection")
+            && text.contains("LOCK TABLES ... WRITE until its COMMIT"),
+        "{text}"
+    );
+    assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
+
+    // A refused row rolls the locked load back, and the lock goes with it.
+    db.exec("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1)");
+    let bad = write(dir.path(), "bad.csv", "id\n5\n6\n5\n");
+    let (code, out) = load(&bad, &db, "t", &["--table-lock", "--truncate"]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("Duplicate entry '5'"), "{out}");
+    assert_eq!(db.rows("SELECT id FROM t"), ["1"]);
+    db.exec("INSERT INTO t VALUES (2)");
+}
