@@ -69,7 +69,7 @@ def test_pandas_types_as_copy_reads_their_text(db, server, table):
 def arrow_text(array: pa.Array):
     """Each value as COPY's CSV reads it: Arrow's own rendering, hex for bytes, a literal for
     lists; None for NULL."""
-    if pa.types.is_binary(array.type) or pa.types.is_fixed_size_binary(array.type):
+    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type) or pa.types.is_fixed_size_binary(array.type):
         values = ["\\x" + v.hex() if v is not None else None for v in array.to_pylist()]
         if pa.types.is_fixed_size_binary(array.type):
             return [None if v is None else v[2:] for v in values]
@@ -104,6 +104,9 @@ ARROW_COLUMNS = [
     ("ls", pa.array(["x", None, "y", "z"], pa.large_string()), "varchar(5)"),
     ("sv", pa.array(["x", None, "y", "z"], pa.string_view()), "text"),
     ("bin", pa.array([b"\x00\xff", None, b"", b"abc"]), "bytea"),
+    ("lbin", pa.array([b"\x01", None, b"", b"\\"], pa.large_binary()), "bytea"),
+    ("d64", pa.array([dt.date(2024, 1, 31), None, dt.date(1970, 1, 1), dt.date(1969, 12, 31)], pa.date64()), "date"),
+    ("t32", pa.array([dt.time(10, 0, 1), None, dt.time(0, 0), dt.time(23, 59, 59)], pa.time32("s")), "time"),
     ("d", pa.array([dt.date(2024, 2, 29), None, dt.date(1, 1, 1), dt.date(9999, 12, 31)]), "date"),
     (
         "ts",
