@@ -244,6 +244,12 @@ pub fn load_into(
         }
         flushed?;
         let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
+        // Every writer's own checks pass before any commits (a failed one commits nothing);
+        // they count as loading, as the row-by-row checks they replace would.
+        let mut writers = writers;
+        for (writer, _) in &mut writers {
+            writer.check()?;
+        }
         let loaded_at = Instant::now();
         let committed = match writers.is_empty() {
             true => None,
@@ -380,11 +386,7 @@ struct Streamed {
 
 /// Commits every writer's transaction, one after the other: the load's commit window. A
 /// failure after the first commit leaves some writers' rows in and others' out, which is said.
-/// Every writer's own checks pass first, so a failed one commits nothing.
-fn commit_all(mut writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
-    for (writer, _) in &mut writers {
-        writer.check()?;
-    }
+fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
     let connections = writers.len();
     let mut done = crate::target::Committed::default();
     let mut rows_committed = 0;
