@@ -84,9 +84,14 @@ fn load(
         })
     });
     match (outcome, keyboard) {
-        // Ctrl-C after the commit: the rows stay, so the summary is still the truth.
         (Ok(summary), None) => Ok(serde_json::to_string(&summary).map_err(to_runtime)?),
-        (Ok(_), Some(keyboard)) | (Err(_), Some(keyboard)) => Err(keyboard),
+        // Ctrl-C after the commit: the rows stay (as for the command), and the exception
+        // must not let anyone think otherwise.
+        (Ok(summary), Some(_)) => Err(PyKeyboardInterrupt::new_err(format!(
+            "interrupted after the commit: the {} rows are in {}; what was left after the load (ANALYZE) was skipped",
+            summary.rows, summary.table
+        ))),
+        (Err(_), Some(keyboard)) => Err(keyboard),
         (Err(e), None) => Err(failure(py, &e)),
     }
 }
