@@ -45,22 +45,26 @@ pub(crate) async fn watch(
     const CHECK_EVERY: u32 = 20;
     let pids: Vec<i32> = sessions.iter().map(|s| s.pid).collect();
     let mut ticks = 0u32;
+    // A wait counts when two checks in a row see it: one that ends by itself is not failed on.
+    let mut seen: Vec<(i32, i32)> = Vec::new();
     while !shared.is_cancelled() {
         tokio::time::sleep(CANCEL_POLL).await;
         ticks += 1;
         if !find_deadlocks || ticks % CHECK_EVERY != 0 {
             continue;
         }
-        if let Ok(waits) = activity::waits_among(control, &pids).await {
-            if let Some(&(waiting, holding)) = waits.first() {
-                let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
-                shared.fail(Error::SelfBlocked {
-                    waiting: number(waiting),
-                    holding: number(holding),
-                    connections: pids.len(),
-                });
-            }
+        let Ok(waits) = activity::waits_among(control, &pids).await else {
+            continue;
+        };
+        if let Some(&(waiting, holding)) = waits.iter().find(|w| seen.contains(w)) {
+            let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
+            shared.fail(Error::SelfBlocked {
+                waiting: number(waiting),
+                holding: number(holding),
+                connections: pids.len(),
+            });
         }
+        seen = waits;
     }
     for session in sessions {
         // Best effort: a session that is gone or idle has nothing to cancel.

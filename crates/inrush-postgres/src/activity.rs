@@ -15,10 +15,15 @@ pub async fn backend_pid(client: &Client) -> Result<i32> {
         .get(0))
 }
 
-/// Pairs `(waiting, holding)` among `pids`: a session waiting on a lock another of them holds.
+/// Pairs `(waiting, holding)` among `pids`: a session waiting for another one's transaction
+/// to end (a key it wrote, a row it locked). Only those waits cannot end while the load runs:
+/// sessions COPYing into one table also wait on each other for a moment to extend it (a
+/// relation extension lock), which `pg_blocking_pids` reports too.
 pub async fn waits_among(client: &Client, pids: &[i32]) -> Result<Vec<(i32, i32)>> {
     let sql = "SELECT w.pid, h.pid FROM unnest($1::int[]) AS w(pid), \
-               unnest(pg_blocking_pids(w.pid)) AS h(pid) WHERE h.pid = ANY($1)";
+               unnest(pg_blocking_pids(w.pid)) AS h(pid) WHERE h.pid = ANY($1) \
+               AND EXISTS (SELECT FROM pg_locks l WHERE l.pid = w.pid AND NOT l.granted \
+                           AND l.locktype IN ('transactionid', 'tuple'))";
     Ok(client
         .query(sql, &[&pids])
         .await

@@ -1,0 +1,80 @@
+//! Which waits between a load's own sessions fail the load (`watch`): a wait for another
+//! session's transaction, which stays open until every COPY is done, never ends; a wait for a
+//! lock the holder gives back by itself (as sessions extending the same table do) must not
+//! fail a load.
+
+mod support;
+
+use inrush_postgres::activity::{backend_pid, waits_among};
+use std::time::{Duration, Instant};
+
+/// Runs `sql` on a new session in a thread (it may wait), returning once the server sees that
+/// session blocked by `holder`, with its pid.
+fn blocked_by(
+    db: &support::TestDb,
+    rt: &tokio::runtime::Runtime,
+    control: &tokio_postgres::Client,
+    holder: i32,
+    sql: &'static str,
+) -> (i32, std::thread::JoinHandle<()>) {
+    let mut waiter = db.target.connect_blocking().expect("connect");
+    let pid: i32 = waiter
+        .query_one("SELECT pg_backend_pid()", &[])
+        .expect("pid")
+        .get(0);
+    let handle = std::thread::spawn(move || {
+        let _ = waiter.batch_execute(sql);
+    });
+    let started = Instant::now();
+    loop {
+        let blocked: bool = rt
+            .block_on(control.query_one("SELECT $1 = ANY(pg_blocking_pids($2))", &[&holder, &pid]))
+            .expect("pg_blocking_pids")
+            .get(0);
+        if blocked {
+            return (pid, handle);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{sql} never waited"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn only_a_wait_for_another_sessions_transaction_counts() {
+    let mut db = support::fresh_db();
+    db.exec("CREATE TABLE k (id int PRIMARY KEY)");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let control = rt.block_on(db.target.connect()).expect("control");
+    let holder = rt.block_on(db.target.connect()).expect("holder");
+    let holder_pid = rt.block_on(backend_pid(&holder)).expect("pid");
+
+    // A table lock: released by itself when the holder's statement or transaction ends.
+    rt.block_on(holder.batch_execute("BEGIN; LOCK TABLE k IN ACCESS EXCLUSIVE MODE"))
+        .expect("lock");
+    let (waiter, done) = blocked_by(&db, &rt, &control, holder_pid, "SELECT * FROM k");
+    let waits = rt
+        .block_on(waits_among(&control, &[holder_pid, waiter]))
+        .expect("waits");
+    assert_eq!(waits, vec![]);
+    rt.block_on(holder.batch_execute("ROLLBACK"))
+        .expect("rollback");
+    done.join().expect("waiter");
+
+    // A key another session wrote and has not committed: waits for its transaction.
+    rt.block_on(holder.batch_execute("BEGIN; INSERT INTO k VALUES (1)"))
+        .expect("insert");
+    let (waiter, done) = blocked_by(&db, &rt, &control, holder_pid, "INSERT INTO k VALUES (1)");
+    let waits = rt
+        .block_on(waits_among(&control, &[holder_pid, waiter]))
+        .expect("waits");
+    assert_eq!(waits, vec![(waiter, holder_pid)]);
+    rt.block_on(holder.batch_execute("ROLLBACK"))
+        .expect("rollback");
+    done.join().expect("waiter");
+}
