@@ -234,3 +234,16 @@ def test_a_frame_into_sqlite_as_import_reads_its_csv(tmp_path):
             "SELECT id, nullif(price, ''), nullif(name, ''), nullif(day, '') FROM t_import ORDER BY id"
         ).fetchall()
     assert ours == theirs
+
+
+def test_a_producer_that_raises_fails_the_load_with_its_error(db, server, table):
+    db.execute(f"CREATE TABLE {table} (a bigint)")
+
+    def batches():
+        for _ in range(5):
+            yield pa.record_batch({"a": pa.array(range(1000), pa.int64())})
+        raise ValueError("the producer broke")
+
+    with pytest.raises(inrush.InrushError, match="the producer broke"):
+        inrush.load(batches(), to=server, table=table)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
