@@ -22,7 +22,7 @@ servers="PostgreSQL 18"
 finish() {
   local status=$? passed failed
   # cargo's "test result: ok. N passed; M failed" and pytest's "N failed, M passed in 9.1s".
-  read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 }
+  read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6; next }
     / passed in [0-9.]+s|[0-9]+ failed/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
     END { print p + 0, f + 0 }' "$log")
   rm -f "$log"
