@@ -639,7 +639,19 @@ impl LoadArgs {
         opts.inputs = args.inputs;
         opts.format = args.format.map(FormatArg::format);
         if let Some(sql) = args.from_query {
-            let from = ConnectOptions::parse(args.from.as_deref().unwrap_or(""))?;
+            let from = args.from.as_deref().unwrap_or("");
+            // Named by engine, not echoed: the URL may hold a password.
+            let engine = match Target::of(Some(from))? {
+                Target::Postgres(_) => None,
+                Target::Mysql(_) => Some("a MariaDB/MySQL server"),
+                Target::Sqlite(_) => Some("a SQLite file"),
+            };
+            if let Some(engine) = engine {
+                anyhow::bail!(inrush_load::Error::Usage(format!(
+                    "--from names {engine}: --from-query reads from PostgreSQL only, for now"
+                )));
+            }
+            let from = ConnectOptions::parse(from)?;
             opts.from_query = Some(QuerySource {
                 from,
                 sql,

@@ -35,6 +35,34 @@ fn usage_errors_exit_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a single one-byte character"));
 }
 
+/// A query source other than PostgreSQL is refused by name, and its URL (which may hold a
+/// password) is not printed.
+#[test]
+fn from_query_on_another_engine_is_refused_without_echoing_the_url() {
+    for (from, engine) in [
+        ("mysql://app:secret@db/shop", "MariaDB/MySQL"),
+        ("sqlite:///tmp/source.db", "SQLite"),
+    ] {
+        let args = [
+            "load",
+            "--from-query",
+            "SELECT 1",
+            "--from",
+            from,
+            "--table",
+            "t",
+        ];
+        let out = inrush(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(engine) && stderr.contains("PostgreSQL only"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
+}
+
 #[test]
 fn encoding_and_datestyle_are_checked_by_the_argument_parser() {
     let out = inrush(&["load", "x.csv", "--table", "t", "--encoding", "ebcdic"]);
