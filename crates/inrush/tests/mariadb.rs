@@ -16,6 +16,27 @@ fn generated(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
     csv
 }
 
+/// Two SqlBulkCopy tables, `ours` and `theirs` (with `keys` added to their definition), and
+/// `rows` generated rows in `theirs` by the server's own LOAD DATA; the rows' file.
+fn sqlbulkcopy_twins(
+    db: &MariaDb,
+    dir: &std::path::Path,
+    keys: &str,
+    rows: u64,
+) -> std::path::PathBuf {
+    let ddl = format!(
+        "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
+         fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
+         fieldchar3 VARCHAR(100) NOT NULL{keys})"
+    );
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
+    let csv = generated(dir, rows);
+    server_load(db, &csv, "theirs").unwrap();
+    csv
+}
+
 /// Count, sums and a checksum of a SqlBulkCopy table: equal for two tables of the same rows.
 fn fingerprint(db: &MariaDb, table: &str) -> Vec<String> {
     db.rows(&format!(
@@ -37,15 +58,8 @@ fn bad_rows_are_reported_and_nothing_changes_silently() {
 #[test]
 fn many_rows_over_several_connections_equal_the_servers_load() {
     let db = MariaDb::fresh("many");
-    let ddl = "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
-               fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
-               fieldchar3 VARCHAR(100) NOT NULL, KEY (fieldint2))";
-    db.exec(&format!(
-        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
-    ));
     let dir = shared_dir();
-    let csv = generated(dir.path(), 60_000);
-    server_load(&db, &csv, "theirs").unwrap();
+    let csv = sqlbulkcopy_twins(&db, dir.path(), ", KEY (fieldint2)", 60_000);
     let (code, out) = load(
         &csv,
         &db,
@@ -177,32 +191,16 @@ fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
 #[test]
 fn resume_after_a_kill_loads_every_block_exactly_once() {
     let db = MariaDb::fresh("resume");
-    let ddl = "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
-               fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
-               fieldchar3 VARCHAR(100) NOT NULL)";
-    db.exec(&format!(
-        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
-    ));
     let dir = shared_dir();
-    let csv = generated(dir.path(), 200_000);
-    server_load(&db, &csv, "theirs").unwrap();
-    let args = [
-        "load",
-        csv.to_str().unwrap(),
-        "--header",
-        "--to",
-        &db.url,
-        "--table",
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 200_000);
+    let args = load_args(
+        &csv,
+        &db,
         "ours",
-        "--no-progress",
-        "--resume",
-        "--block-size",
-        "65536",
-        "--connections",
-        "2",
-    ];
+        &["--resume", "--block-size", "65536", "--connections", "2"],
+    );
     let mut child = Command::new(BIN)
-        .args(args)
+        .args(&args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -560,28 +558,11 @@ fn myisam_disables_its_keys_and_says_it_cannot_roll_back() {
 #[test]
 fn table_lock_holds_the_table_until_the_commit() {
     let db = MariaDb::fresh("lock");
-    let ddl = "(fieldint1 INT NOT NULL, fieldint2 INT NOT NULL, fieldint3 INT NOT NULL, \
-               fieldchar1 VARCHAR(100) NOT NULL, fieldchar2 VARCHAR(100) NOT NULL, \
-               fieldchar3 VARCHAR(100) NOT NULL)";
-    db.exec(&format!(
-        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
-    ));
     let dir = shared_dir();
-    let csv = generated(dir.path(), 300_000);
-    server_load(&db, &csv, "theirs").unwrap();
-    let args = [
-        "load",
-        csv.to_str().unwrap(),
-        "--header",
-        "--to",
-        &db.url,
-        "--table",
-        "ours",
-        "--no-progress",
-        "--table-lock",
-    ];
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 300_000);
+    let args = load_args(&csv, &db, "ours", &["--table-lock"]);
     let child = Command::new(BIN)
-        .args(args)
+        .args(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

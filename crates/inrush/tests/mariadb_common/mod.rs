@@ -13,6 +13,16 @@ pub fn inrush(args: &[&str]) -> (i32, String) {
 
 /// `inrush load CSV --header --to DB --table t` plus `extra`.
 pub fn load(csv: &Path, db: &MariaDb, table: &str, extra: &[&str]) -> (i32, String) {
+    inrush(&load_args(csv, db, table, extra))
+}
+
+/// The arguments [`load`] runs, for tests that start the load themselves (to kill or watch it).
+pub fn load_args<'a>(
+    csv: &'a Path,
+    db: &'a MariaDb,
+    table: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
     let mut args = vec![
         "load",
         csv.to_str().unwrap(),
@@ -24,7 +34,7 @@ pub fn load(csv: &Path, db: &MariaDb, table: &str, extra: &[&str]) -> (i32, Stri
         "--no-progress",
     ];
     args.extend_from_slice(extra);
-    inrush(&args)
+    args
 }
 
 /// A directory the server (another user) can read the test's files in.
