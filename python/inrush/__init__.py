@@ -182,22 +182,17 @@ def load(
     argv += _flag("rejects", os.fspath(rejects) if rejects is not None else None)
     argv += _flag("workers", workers)
     argv += _flag("connections", connections)
-    argv += _flag("index-threshold", index_threshold)
-    switches = {
-        "header": header,
-        "create": create,
-        "truncate": truncate,
-        "resume": resume,
-        "check": check,
-        "table-lock": table_lock,
-        "keep-indexes": keep_indexes,
-        "no-analyze": no_analyze,
-        "rebuild-unique": rebuild_unique,
-        "disable-triggers": disable_triggers,
-        "no-sort": no_sort,
-        "fast-unsafe": fast_unsafe,
-    }
-    argv += [f"--{flag}" for flag, on in switches.items() if on]
+    argv += _switches(
+        header=header,
+        create=create,
+        truncate=truncate,
+        resume=resume,
+        check=check,
+        table_lock=table_lock,
+    )
+    argv += _plan_flags(
+        keep_indexes, index_threshold, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+    )
     callback, close = _progress(progress)
     log.info("loading %s into %s", kind, table)
     try:
@@ -232,21 +227,39 @@ def plan(
     argv: List[str] = ["--table", table]
     argv += _flag("to", to)
     argv += _flag("input", os.fspath(source) if source is not None else None)
-    argv += _flag("index-threshold", index_threshold)
-    switches = {
-        "keep-indexes": keep_indexes,
-        "no-analyze": no_analyze,
-        "rebuild-unique": rebuild_unique,
-        "disable-triggers": disable_triggers,
-        "no-sort": no_sort,
-        "fast-unsafe": fast_unsafe,
-    }
-    argv += [f"--{flag}" for flag, on in switches.items() if on]
+    argv += _plan_flags(
+        keep_indexes, index_threshold, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+    )
     return json.loads(_inrush.plan(argv))
 
 
 def _flag(name: str, value: Any) -> List[str]:
     return [] if value is None else [f"--{name}", str(value)]
+
+
+def _switches(**on: bool) -> List[str]:
+    """``--flag-name`` for each keyword that is true (underscores become dashes)."""
+    return [f"--{name.replace('_', '-')}" for name, value in on.items() if value]
+
+
+def _plan_flags(
+    keep_indexes: bool,
+    index_threshold: Optional[float],
+    no_analyze: bool,
+    rebuild_unique: bool,
+    disable_triggers: bool,
+    no_sort: bool,
+    fast_unsafe: bool,
+) -> List[str]:
+    """The flags ``load`` and ``plan`` share (the command's PlanFlags)."""
+    return _flag("index-threshold", index_threshold) + _switches(
+        keep_indexes=keep_indexes,
+        no_analyze=no_analyze,
+        rebuild_unique=rebuild_unique,
+        disable_triggers=disable_triggers,
+        no_sort=no_sort,
+        fast_unsafe=fast_unsafe,
+    )
 
 
 def _split_source(source: Any):
