@@ -1,8 +1,8 @@
 //! Vocabulary shared by every inrush crate, with no I/O of its own.
 //!
 //! Owns: the description of a target column and its value type ([`schema`]), where a value came
-//! from ([`location`]), and how a running load tells the outside world about itself
-//! ([`progress`]).
+//! from ([`location`]), how a running load tells the outside world about itself
+//! ([`progress`]), and what a load asks of a server it reads a query from ([`query`]).
 //!
 //! Does not own: reading input (`inrush-read`), turning values into wire bytes (`inrush-encode`),
 //! talking to a server (`inrush-postgres`) or the shape of the pipeline (`inrush-load`).
@@ -12,6 +12,7 @@ pub mod ident;
 pub mod ledger;
 pub mod location;
 pub mod progress;
+pub mod query;
 pub mod schema;
 
 pub use location::Location;

@@ -80,7 +80,7 @@ pub(crate) async fn table_ddl(
 }
 
 /// Each column's name and type for an input file (a query's come from the source server, see
-/// `inrush_postgres::copy_out::column_types`).
+/// `QueryServer::columns`).
 pub(crate) fn column_types(
     sources: &Sources,
     names: Option<&[String]>,

@@ -7,6 +7,9 @@ pub enum Error {
     Read(#[from] inrush_read::Error),
     #[error(transparent)]
     Postgres(#[from] inrush_postgres::Error),
+    /// The server of `--from-query` could not be reached, or refused or failed the query.
+    #[error(transparent)]
+    Source(#[from] inrush_core::query::QueryError),
     /// A Parquet or Arrow input could not be read, or a column cannot take its Arrow type.
     #[error(transparent)]
     Arrow(#[from] inrush_arrow::Error),

@@ -261,10 +261,11 @@ impl OnConflict {
     }
 }
 
-/// `--from-query`: rows streamed from a source server (`COPY (query) TO STDOUT`).
+/// `--from-query`: rows streamed from a source server (PostgreSQL's `COPY (query) TO STDOUT`,
+/// or another engine's result set as CSV).
 #[derive(Debug, Clone)]
 pub struct QuerySource {
-    pub from: ConnectOptions,
+    pub from: std::sync::Arc<dyn inrush_core::query::QueryServer>,
     pub sql: String,
     /// An integer column to cut the query into key ranges, one stream each.
     pub split_by: Option<String>,

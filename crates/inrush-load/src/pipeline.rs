@@ -236,7 +236,12 @@ pub fn load(opts: &LoadOptions, reporter: &dyn Reporter) -> Result<LoadSummary> 
             };
             oid_free && types.iter().any(|(n, t)| *n == c.name && *t == c.type_sql)
         });
-        let how = if !same_types {
+        let binary = sources
+            .query()
+            .is_some_and(|(from, _)| from.speaks_copy_binary());
+        let how = if !binary {
+            "as CSV, read by the target's input functions"
+        } else if !same_types {
             "as CSV, read by the target's input functions (the column types differ)"
         } else if format != CopyFormat::Binary || staging.is_some() || opts.max_errors > 0 {
             "as CSV (--max-errors and --on-conflict need each row parsed)"
@@ -1084,7 +1089,7 @@ impl Inputs {
         // A query names its columns (and types) itself: nothing is opened before the target is
         // known, which decides whether its rows come as CSV or as binary tuples.
         let query_types = match sources.query() {
-            Some((from, sql)) => Some(inrush_postgres::copy_out::column_types(from, sql)?),
+            Some((from, sql)) => Some(from.columns(sql)?),
             None => None,
         };
         let (first, header_names, projections) = if sources.columnar() {

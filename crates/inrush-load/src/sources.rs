@@ -7,7 +7,7 @@ use crate::columns::position_by_name;
 use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
 use inrush_arrow::{ArrowFile, BatchStream, Part, RecordBatch, SchemaRef};
-use inrush_postgres::ConnectOptions;
+use inrush_core::query::QueryServer;
 use inrush_read::binary::TupleSplitter;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
 use inrush_read::encoding::{self, Encoding};
@@ -23,8 +23,11 @@ use std::sync::{Arc, OnceLock};
 pub(crate) enum Origin {
     /// A file path, or `-` for standard input.
     Path(String),
-    /// `COPY (sql) TO STDOUT` on another server.
-    Query { from: ConnectOptions, sql: String },
+    /// A query's result on another server.
+    Query {
+        from: Arc<dyn QueryServer>,
+        sql: String,
+    },
     /// Record batches from memory (see [`Columnar::Stream`]).
     Stream,
 }
@@ -149,7 +152,7 @@ impl Source {
         }
     }
 
-    pub fn query(from: ConnectOptions, sql: String, name: String) -> Source {
+    pub fn query(from: Arc<dyn QueryServer>, sql: String, name: String) -> Source {
         Source {
             name,
             origin: Origin::Query { from, sql },
@@ -189,12 +192,9 @@ impl Sources {
     pub fn from_options(opts: &LoadOptions) -> Result<Sources> {
         if let Some(query) = &opts.from_query {
             let parts = match &query.split_by {
-                Some(column) => inrush_postgres::copy_out::split_by(
-                    &query.from,
-                    &query.sql,
-                    column,
-                    opts.connections.max(1),
-                )?,
+                Some(column) => query
+                    .from
+                    .split(&query.sql, column, opts.connections.max(1))?,
                 None => vec![query.sql.clone()],
             };
             let count = parts.len();
@@ -325,9 +325,9 @@ impl Sources {
     }
 
     /// The query of a `--from-query` load (its first part's, when split), and its server.
-    pub fn query(&self) -> Option<(&ConnectOptions, &str)> {
+    pub fn query(&self) -> Option<(&dyn QueryServer, &str)> {
         match &self.list.first()?.origin {
-            Origin::Query { from, sql } => Some((from, sql)),
+            Origin::Query { from, sql } => Some((from.as_ref(), sql)),
             Origin::Path(_) | Origin::Stream => None,
         }
     }
@@ -343,12 +343,7 @@ impl Sources {
         let Origin::Query { from, sql } = &source.origin else {
             return Err(Error::Internal("binary tuples from a file".into()));
         };
-        let names: Vec<String> = columns
-            .iter()
-            .map(|c| inrush_postgres::quote_ident(c))
-            .collect();
-        let select = format!("SELECT {} FROM ({sql}) AS q", names.join(", "));
-        let reader = inrush_postgres::copy_out::reader(from, &select, true)?;
+        let reader = from.copy_binary(sql, columns)?;
         Ok(TupleSplitter::new(
             source::counted(reader, consumed),
             source.name.clone(),
@@ -451,14 +446,10 @@ impl Sources {
                 encoding::decoded(source::open(path, consumed)?.reader, self.encoding, path)?
             }
             Origin::Stream => return Err(Error::Internal("a stream read as text".into())),
-            // COPY TO writes in the session's client encoding, which is UTF-8.
-            Origin::Query { from, sql } => (
-                source::counted(
-                    inrush_postgres::copy_out::reader(from, sql, false)?,
-                    consumed,
-                ),
-                Encoding::Utf8,
-            ),
+            // A query source writes UTF-8 (see `QueryServer::csv`).
+            Origin::Query { from, sql } => {
+                (source::counted(from.csv(sql)?, consumed), Encoding::Utf8)
+            }
         };
         let _ = source.encoding.set(encoding);
         Ok(reader)

@@ -294,7 +294,7 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
         let mut opts = db.load_options(std::path::Path::new("unused"), "t");
         opts.connections = 3;
         opts.from_query = Some(QuerySource {
-            from: source.target.clone(),
+            from: std::sync::Arc::new(source.target.clone()),
             sql: "SELECT * FROM src WHERE name IS DISTINCT FROM 'plain'".into(),
             split_by: split_by.clone(),
         });
@@ -329,7 +329,7 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
         let mut opts = db.load_options(std::path::Path::new("unused"), "same");
         opts.connections = 3;
         opts.from_query = Some(QuerySource {
-            from: source.target.clone(),
+            from: std::sync::Arc::new(source.target.clone()),
             sql: "SELECT note, id, name, amount, flag, tags, doc FROM src".into(),
             split_by: split_by.clone(),
         });
@@ -354,7 +354,7 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
     db.exec("TRUNCATE same; ALTER TABLE same ADD CHECK (id <> 1234)");
     let mut opts = db.load_options(std::path::Path::new("unused"), "same");
     opts.from_query = Some(QuerySource {
-        from: source.target.clone(),
+        from: std::sync::Arc::new(source.target.clone()),
         sql: "SELECT * FROM src ORDER BY id NULLS FIRST".into(),
         split_by: None,
     });
@@ -544,7 +544,7 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
         ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc jsonb, note text"),
         ("from_jsonl", Box::new(|o| o.inputs = vec![jsonl_path.display().to_string()]), "amount numeric, doc jsonb, flag boolean, id integer, name text, note text, tags jsonb"),
         ("from_parquet", Box::new(|o| o.inputs = vec![parquet_path.display().to_string()]), "id bigint, name text, amount numeric(12,2), flag boolean, tags text[], doc text, note text"),
-        ("from_query", Box::new(|o| o.from_query = Some(QuerySource { from: source.target.clone(), sql: "SELECT * FROM src".into(), split_by: None })), "id integer, name text, amount numeric(12,2), flag boolean, tags text[], doc jsonb, note character varying(20)"),
+        ("from_query", Box::new(|o| o.from_query = Some(QuerySource { from: std::sync::Arc::new(source.target.clone()), sql: "SELECT * FROM src".into(), split_by: None })), "id integer, name text, amount numeric(12,2), flag boolean, tags text[], doc jsonb, note character varying(20)"),
     ];
     // (The JSON lines were written with their keys sorted: the first line's order is the
     // table's.)

@@ -2,13 +2,55 @@
 //! the "load from cursor" path. When every column has the very type of its target column the
 //! stream is COPY BINARY and its tuples go to the target as they are; otherwise it is CSV with
 //! a header, which goes through the same parse, check and encode as a file, so every value is
-//! read by the target's own rules.
+//! read by the target's own rules. [`ConnectOptions`] is PostgreSQL's [`QueryServer`].
 
 use crate::{query_error, quote_ident, ConnectOptions, Result};
+use inrush_core::query::{key_ranges, ChunkReader, QueryError, QueryServer};
 use std::io::{self, Read};
 
+impl QueryServer for ConnectOptions {
+    fn engine(&self) -> &'static str {
+        "PostgreSQL"
+    }
+
+    fn columns(&self, sql: &str) -> Result<Vec<(String, String)>, QueryError> {
+        column_types(self, sql).map_err(source_error)
+    }
+
+    fn split(&self, sql: &str, column: &str, parts: usize) -> Result<Vec<String>, QueryError> {
+        split_by(self, sql, column, parts).map_err(source_error)
+    }
+
+    fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
+        reader(self, sql, false).map_err(source_error)
+    }
+
+    fn speaks_copy_binary(&self) -> bool {
+        true
+    }
+
+    fn copy_binary(
+        &self,
+        sql: &str,
+        columns: &[String],
+    ) -> Result<Box<dyn Read + Send>, QueryError> {
+        let names: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+        let select = format!("SELECT {} FROM ({sql}) AS q", names.join(", "));
+        reader(self, &select, true).map_err(source_error)
+    }
+}
+
+/// The error's own message says what was done (`connecting to ...`, the statement).
+fn source_error(e: crate::Error) -> QueryError {
+    QueryError {
+        engine: "PostgreSQL",
+        what: "reading the query".into(),
+        message: e.to_string(),
+    }
+}
+
 /// The statement that streams `query`'s rows: COPY BINARY, or CSV with a header line.
-pub fn copy_out_statement(query: &str, binary: bool) -> String {
+fn copy_out_statement(query: &str, binary: bool) -> String {
     match binary {
         true => format!("COPY ({query}) TO STDOUT (FORMAT binary)"),
         false => format!("COPY ({query}) TO STDOUT (FORMAT csv, HEADER true)"),
@@ -18,7 +60,7 @@ pub fn copy_out_statement(query: &str, binary: bool) -> String {
 /// Runs `COPY (query) TO STDOUT` on its own connection and thread; the returned reader yields
 /// the bytes as they arrive. A failure after the start (the query errs midway, the connection
 /// drops) comes out of `read` as an error naming the query.
-pub fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Read + Send>> {
+fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Read + Send>> {
     let mut client = from.connect_blocking()?;
     let statement = copy_out_statement(query, binary);
     // Fail here, with the server's message, when the query does not parse or plan.
@@ -27,7 +69,7 @@ pub fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dy
             "BEGIN READ ONLY; DECLARE inrush_probe CURSOR FOR {query}; ROLLBACK"
         ))
         .map_err(query_error(statement.as_str()))?;
-    let (tx, rx) = flume::bounded::<io::Result<Vec<u8>>>(8);
+    let (tx, rx) = ChunkReader::channel(8);
     std::thread::Builder::new()
         .name("inrush-query-out".into())
         .spawn(move || {
@@ -73,21 +115,12 @@ pub fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dy
             }
         })
         .map_err(|e| crate::Error::Config(format!("starting a thread: {e}")))?;
-    Ok(Box::new(ChannelReader {
-        rx,
-        current: Vec::new(),
-        at: 0,
-    }))
+    Ok(Box::new(rx))
 }
 
 /// `query` cut into `parts` queries over ranges of the integer column `column` (its minimum
 /// to its maximum, rows with NULL in the first part), for parallel streams.
-pub fn split_by(
-    from: &ConnectOptions,
-    query: &str,
-    column: &str,
-    parts: usize,
-) -> Result<Vec<String>> {
+fn split_by(from: &ConnectOptions, query: &str, column: &str, parts: usize) -> Result<Vec<String>> {
     let col = quote_ident(column);
     let sql = format!("SELECT min({col})::bigint, max({col})::bigint FROM ({query}) AS q");
     let mut client = from.connect_blocking()?;
@@ -98,16 +131,8 @@ pub fn split_by(
     let (Some(min), Some(max)) = (min, max) else {
         return Ok(vec![query.to_string()]);
     };
-    let span = (max as i128 - min as i128 + 1) as u128;
-    let parts = (parts.max(1) as u128).min(span);
-    let step = span.div_ceil(parts);
     let mut queries = Vec::new();
-    for i in 0..parts {
-        let lo = min as i128 + (i * step) as i128;
-        let hi = (lo + step as i128).min(max as i128 + 1);
-        if lo > max as i128 {
-            break;
-        }
+    for (i, (lo, hi)) in key_ranges(min, max, parts).into_iter().enumerate() {
         let nulls = if i == 0 {
             format!(" OR {col} IS NULL")
         } else {
@@ -120,34 +145,10 @@ pub fn split_by(
     Ok(queries)
 }
 
-struct ChannelReader {
-    rx: flume::Receiver<io::Result<Vec<u8>>>,
-    current: Vec<u8>,
-    at: usize,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.current.len() {
-            match self.rx.recv() {
-                Ok(chunk) => {
-                    self.current = chunk?;
-                    self.at = 0;
-                }
-                Err(_) => return Ok(0), // the stream ended
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
 /// The names and types (as `format_type` spells them, typmods included) of `query`'s result
 /// columns on the source server, for `--create`. Read from a temporary view in a transaction
 /// that is rolled back, so nothing is left on the source.
-pub fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, String)>> {
+fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, String)>> {
     let mut client = from.connect_blocking()?;
     let mut tx = client.transaction().map_err(query_error("BEGIN"))?;
     let view = format!("CREATE TEMPORARY VIEW inrush_query_columns AS {query}");
