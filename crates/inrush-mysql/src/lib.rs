@@ -4,7 +4,8 @@
 //! (`information_schema`: [`catalog`]), the checks of each value against its column's type and
 //! `LOAD DATA`'s escaping ([`value`]), one connection's `LOAD DATA LOCAL INFILE` streams with
 //! every warning turned into a bad row ([`writer`]), and the [`inrush_load::Target`] that puts
-//! them together ([`MysqlTarget`]).
+//! them together ([`MysqlTarget`]); and a query's rows read from such a server for
+//! `--from-query` ([`source`]).
 //!
 //! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
 //! commit together once every chunk is in and every connection's checks passed; anything
@@ -33,11 +34,13 @@ pub mod catalog;
 pub mod ddl;
 pub mod ledger;
 pub mod options;
+pub mod source;
 mod target;
 pub mod value;
 pub mod writer;
 
 pub use options::{is_mysql_url, MysqlOptions};
+pub use source::MysqlSource;
 pub use target::{recover, MysqlTarget};
 
 /// A server error as the load reports it: what was being done, and the server's message.

@@ -31,8 +31,14 @@ pub fn is_mysql_url(to: &str) -> bool {
 }
 
 impl MysqlOptions {
+    /// The server `--to` names.
     pub fn parse(to: &str) -> Result<MysqlOptions> {
-        let usage = |why: String| Error::Usage(format!("--to {}: {why}", redact(to)));
+        Self::parse_option("--to", to)
+    }
+
+    /// The server the option `flag` (`--to`, `--from`) names.
+    pub fn parse_option(flag: &str, to: &str) -> Result<MysqlOptions> {
+        let usage = |why: String| Error::Usage(format!("{flag} {}: {why}", redact(to)));
         let rest = to
             .strip_prefix("mysql://")
             .or_else(|| to.strip_prefix("mariadb://"))

@@ -639,11 +639,35 @@ enum Convention {
     Hex,
 }
 
-/// The MariaDB type for a type `inrush-load` inferred.
+/// The MariaDB type for a type `inrush-load` inferred, or a query's column type as
+/// PostgreSQL's `format_type` spells it (`character varying(20)`, `timestamp(3) without time
+/// zone`).
 fn mariadb_type(column: &str, inferred: &str) -> Result<(String, Option<Convention>)> {
     let t = inferred.to_ascii_lowercase();
     let plain = |s: &str| Ok((s.to_string(), None));
+    // A typmod in parentheses, as in `character varying(20)` or `timestamp(3) ...`.
+    let typmod = t
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(n, _)| n);
+    let fraction = typmod.unwrap_or("6");
     match t.as_str() {
+        _ if t.starts_with("character varying(") => plain(&format!("VARCHAR({})", typmod.unwrap_or_default())),
+        // MariaDB's CHAR holds at most 255 characters.
+        _ if t.starts_with("character(") => match typmod.and_then(|n| n.parse::<u32>().ok()) {
+            Some(n) if n <= 255 => plain(&format!("CHAR({n})")),
+            Some(n) => plain(&format!("VARCHAR({n})")),
+            None => plain("LONGTEXT"),
+        },
+        _ if t.starts_with("timestamp") && t.ends_with("without time zone") => {
+            plain(&format!("DATETIME({fraction})"))
+        }
+        _ if t.starts_with("time") && t.ends_with("without time zone") => {
+            plain(&format!("TIME({fraction})"))
+        }
+        _ if t.starts_with("timestamp") && t.ends_with("with time zone") => {
+            mariadb_type(column, "timestamptz")
+        }
         "smallint" => plain("SMALLINT"),
         "integer" => plain("INT"),
         "bigint" => plain("BIGINT"),

@@ -3,15 +3,17 @@
 use crate::{demo, lab, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use inrush_core::query::QueryServer;
 use inrush_encode::DateOrder;
 use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
-use inrush_mysql::{MysqlOptions, MysqlTarget};
+use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::generate::{self, Schema, TextFormat};
 use inrush_read::inputs::InputFormat;
 use inrush_sqlite::SqliteTarget;
+use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -136,9 +138,14 @@ pub struct LoadArgs {
     /// Load the rows of this query, run on the --from server, instead of files.
     #[arg(long, requires = "from", conflicts_with = "inputs")]
     pub from_query: Option<String>,
-    /// The server --from-query runs on (a libpq URI or key=value string).
+    /// The server --from-query runs on: a libpq URI or key=value string (PostgreSQL), or
+    /// mysql://user@host/database (MariaDB, MySQL; as for --to).
     #[arg(long)]
     pub from: Option<String>,
+    /// --from a MariaDB/MySQL server: load its zero dates (0000-00-00, and dates with a zero
+    /// month or day) as NULL; without it they are bad rows, since no other engine has them.
+    #[arg(long, requires = "from_query")]
+    pub zero_dates_null: bool,
     /// Cut --from-query into ranges of this integer column, one stream per connection.
     #[arg(long, requires = "from_query")]
     pub split_by: Option<String>,
@@ -640,18 +647,21 @@ impl LoadArgs {
         opts.format = args.format.map(FormatArg::format);
         if let Some(sql) = args.from_query {
             let from = args.from.as_deref().unwrap_or("");
-            // Named by engine, not echoed: the URL may hold a password.
-            let engine = match Target::of(Some(from))? {
-                Target::Postgres(_) => None,
-                Target::Mysql(_) => Some("a MariaDB/MySQL server"),
-                Target::Sqlite(_) => Some("a SQLite file"),
+            let from: Arc<dyn QueryServer> = if inrush_mysql::is_mysql_url(from) {
+                let options = MysqlOptions::parse_option("--from", from)?;
+                Arc::new(MysqlSource::new(options, args.zero_dates_null))
+            } else if inrush_sqlite::database_path(from).is_some() {
+                // Named by engine, not echoed: the URL may hold a password.
+                anyhow::bail!(inrush_load::Error::Usage(
+                    "--from names a SQLite file: --from-query reads from PostgreSQL, MariaDB or MySQL".into()
+                ));
+            } else if args.zero_dates_null {
+                anyhow::bail!(inrush_load::Error::Usage(
+                    "--zero-dates-null: only a MariaDB/MySQL --from has zero dates".into()
+                ));
+            } else {
+                Arc::new(ConnectOptions::parse(from)?)
             };
-            if let Some(engine) = engine {
-                anyhow::bail!(inrush_load::Error::Usage(format!(
-                    "--from names {engine}: --from-query reads from PostgreSQL only, for now"
-                )));
-            }
-            let from = ConnectOptions::parse(from)?;
             opts.from_query = Some(QuerySource {
                 from,
                 sql,

@@ -80,7 +80,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         Some(err) if err.is_bad_input() => 4,
         // Rows already in the table break a key `recover` recreates: the data, not the server.
         Some(L::Postgres(inrush_postgres::Error::UniqueViolated { .. })) => 4,
-        Some(L::Postgres(_) | L::Engine { .. }) => 3,
+        Some(L::Postgres(_) | L::Engine { .. } | L::Source(_)) => 3,
         Some(L::Read(_)) => 4,
         Some(_) => 1,
         None if matches!(
