@@ -55,7 +55,7 @@ pub trait QueryServer: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueryError {
     pub engine: &'static str,
-    /// What was being done (`connecting`, the statement).
+    /// What was being done (`connecting`, the statement); empty when the message says it.
     pub what: String,
     /// The server's (or driver's) message.
     pub message: String,
@@ -63,7 +63,10 @@ pub struct QueryError {
 
 impl std::fmt::Display for QueryError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} source: {}: {}", self.engine, self.what, self.message)
+        match self.what.is_empty() {
+            true => write!(f, "{} source: {}", self.engine, self.message),
+            false => write!(f, "{} source: {}: {}", self.engine, self.what, self.message),
+        }
     }
 }
 

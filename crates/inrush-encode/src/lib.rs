@@ -2,7 +2,8 @@
 //!
 //! Owns: the COPY BINARY framing ([`binary_copy`]), one encoder per supported type that turns a
 //! field's text into that type's binary send format exactly as the server's own input function
-//! would have read it ([`types`]), and the escaping for the text COPY fallback ([`text_copy`]).
+//! would have read it ([`types`]), the escaping for the text COPY fallback ([`text_copy`]), and
+//! what asks the server for a deferred value ([`Resolve`]).
 //!
 //! The rule every encoder follows: answer `Ok` only when certain the server's text input would
 //! accept the value and produce these bytes; answer [`EncodeError::Refused`] only when certain it
@@ -31,3 +32,39 @@ pub enum EncodeError {
 }
 
 pub type Result<T, E = EncodeError> = std::result::Result<T, E>;
+
+/// The wire format of a COPY stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyFormat {
+    /// Values already in each type's binary form: the server does no parsing.
+    Binary,
+    /// Tab-separated text: the fallback for tables with a type inrush cannot encode.
+    Text,
+}
+
+impl CopyFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyFormat::Binary => "binary",
+            CopyFormat::Text => "text",
+        }
+    }
+}
+
+/// Reads the values an encoder answered [`EncodeError::Deferred`] for with the server's own
+/// input function (one per encoding thread; `inrush-postgres`'s resolver is the one there is).
+pub trait Resolve: Send {
+    /// The binary form of `text` read as column `column`'s type, or the server's reason for
+    /// refusing it; `Err` when the server could not be asked.
+    fn resolve(
+        &mut self,
+        column: usize,
+        text: &str,
+    ) -> std::result::Result<std::result::Result<Vec<u8>, String>, ResolveError>;
+
+    /// Values sent to the server so far.
+    fn round_trips(&self) -> u64;
+}
+
+/// Why the server could not be asked (the driver's own error, whole).
+pub type ResolveError = Box<dyn std::error::Error + Send + Sync>;

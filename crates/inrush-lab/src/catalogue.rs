@@ -674,7 +674,7 @@ fn group_d() -> Vec<ExperimentDef> {
     }
     let pk = "ALTER TABLE {t} ADD PRIMARY KEY (fieldint1)";
     vec![
-        d1.rule(Rule::new(0, 2, "4 parallel streams beat 1")).note("Each stream is its own connection running COPY binary over a contiguous share of the rows (the lab's own streams); the last variation is inrush's own load (inrush_load::load) from a CSV file of the same rows written before timing, so it also parses the CSV.").done(),
+        d1.rule(Rule::new(0, 2, "4 parallel streams beat 1")).note("Each stream is its own connection running COPY binary over a contiguous share of the rows (the lab's own streams); the last variation is inrush's own load (inrush_postgres::load) from a CSV file of the same rows written before timing, so it also parses the CSV.").done(),
         d2.rule(Rule::new(0, 4, "one COPY per stream beats 500-row batches")).note("Each batch is its own COPY statement and transaction (SqlBulkCopy's BatchSize).").done(),
         exp("D3", "Table lock with parallel streams", "002 (TABLOCK)", "With parallel streams, take the table lock (bulk update lock): without it the load took 69.6 s instead of 19.3 s")
             .v(base(var("4 streams, no lock", Some(("no TABLOCK: 69.6 s (log 2.4 GB)", 69.6)), RunPlan::new(D_ROWS, streams(4)))))

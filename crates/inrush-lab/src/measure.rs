@@ -82,7 +82,7 @@ impl inrush_core::Reporter for RateReporter {
     }
 }
 
-/// Runs `inrush_load::load` (which has its own runtime) on a thread of its own.
+/// Runs `inrush_postgres::load::run` (which has its own runtime) on a thread of its own.
 fn inrush_load(
     ctx: &RunContext,
     csv: &std::path::Path,
@@ -90,14 +90,16 @@ fn inrush_load(
     connections: usize,
     sampler: &methods::SharedSampler,
 ) -> Result<()> {
-    let mut opts = inrush_load::LoadOptions::new(csv.to_string_lossy(), ctx.target.clone(), table);
+    let mut opts = inrush_load::LoadOptions::new(csv.to_string_lossy(), table);
     opts.connections = connections.max(1);
     opts.plan.maintain = false;
     let reporter = RateReporter(sampler.clone());
     let summary = std::thread::scope(|s| {
-        s.spawn(|| inrush_load::load(&opts, &reporter).map_err(|e| e.to_string()))
-            .join()
-            .map_err(|_| Error::Task("inrush's load panicked".into()))
+        s.spawn(|| {
+            inrush_postgres::load::run(&ctx.target, &opts, &reporter).map_err(|e| e.to_string())
+        })
+        .join()
+        .map_err(|_| Error::Task("inrush's load panicked".into()))
     })?
     .map_err(|e| Error::Task(format!("inrush load: {e}")))?;
     if let Ok(mut sampler) = sampler.lock() {

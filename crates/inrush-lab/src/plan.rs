@@ -44,7 +44,7 @@ pub enum Method {
     Produce { streams: usize, overlap: bool },
     /// `INSERT INTO t SELECT * FROM staging` (the staging table is filled before timing).
     InsertSelect,
-    /// inrush's own load (`inrush_load::load`: parse/encode workers, binary COPY over
+    /// inrush's own load (`inrush_postgres::load::run`: parse/encode workers, binary COPY over
     /// `connections`) from a CSV file of the rows written before timing; no ANALYZE after.
     InrushLoad { connections: usize },
     /// `COPY staging TO STDOUT (FORMAT binary)` piped into `COPY t FROM STDIN` on a second

@@ -46,7 +46,7 @@ pub fn map_columns(
 
 /// Where `name` is among `names`: an exact match, else the one case-insensitive match (none
 /// when several differ only in case).
-pub(crate) fn position_by_name<'n>(
+pub fn position_by_name<'n>(
     names: impl Iterator<Item = &'n str> + Clone,
     name: &str,
 ) -> Option<usize> {

@@ -3,85 +3,16 @@
 //! first block, where a later value that does not fit is a bad row like any other. (A query's
 //! names and types are its own, read by the pipeline.)
 
-use crate::columns::position_by_name;
 use crate::sources::{Opened, Sources};
 use crate::{Error, Result};
 use inrush_arrow::DataType;
 use inrush_read::csv::Record;
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
-use tokio_postgres::Client;
-
-/// `CREATE TABLE` for `table` (as the user wrote it, parsed by the server), refused when the
-/// table exists already. `overrides` (`--types`) replace the types of the columns they name;
-/// each must name a column and a type the server knows.
-pub(crate) async fn table_ddl(
-    control: &Client,
-    table: &str,
-    columns: &[(String, String)],
-    overrides: &[(String, String)],
-) -> Result<String> {
-    let mut columns = columns.to_vec();
-    for (name, sql_type) in overrides {
-        let Some(i) = position_by_name(columns.iter().map(|(n, _)| n.as_str()), name) else {
-            return Err(Error::Usage(format!(
-                "--types: the input has no column {name:?} (it has: {})",
-                columns
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        };
-        // The type goes into the DDL as written: only a name the server reads as a type.
-        let known = control
-            .query_one("SELECT to_regtype($1) IS NOT NULL", &[sql_type])
-            .await
-            .map(|row| row.get::<_, bool>(0));
-        match known {
-            Ok(true) => columns[i].1 = sql_type.clone(),
-            Ok(false) => {
-                return Err(Error::Usage(format!(
-                "--types: {sql_type:?} (for column {name:?}) is not a type of the target database"
-            )))
-            }
-            Err(e) => {
-                return Err(Error::Usage(format!(
-                    "--types: {sql_type:?} (for column {name:?}) is not a type: {}",
-                    inrush_postgres::describe_pg_error(&e)
-                )))
-            }
-        }
-    }
-    let sql = "SELECT to_regclass($1)::text, parse_ident($1)";
-    let row = control
-        .query_one(sql, &[&table])
-        .await
-        .map_err(inrush_postgres::query_error(sql))?;
-    if let Some(existing) = row.get::<_, Option<String>>(0) {
-        return Err(Error::Columns(format!(
-            "--create: table {existing} exists already (load into it without --create)"
-        )));
-    }
-    let parts: Vec<String> = row.get(1);
-    let qualified: Vec<String> = parts
-        .iter()
-        .map(|p| inrush_postgres::quote_ident(p))
-        .collect();
-    let columns: Vec<String> = columns
-        .iter()
-        .map(|(name, sql_type)| format!("{} {sql_type}", inrush_postgres::quote_ident(name)))
-        .collect();
-    Ok(format!(
-        "CREATE TABLE {} ({})",
-        qualified.join("."),
-        columns.join(", ")
-    ))
-}
 
 /// Each column's name and type for an input file (a query's come from the source server, see
 /// `QueryServer::columns`).
-pub(crate) fn column_types(
+pub fn column_types(
     sources: &Sources,
     names: Option<&[String]>,
     projections: &[Vec<usize>],

@@ -6,12 +6,12 @@
 //! the user does not allow, or an interrupt before the commit drops it, which rolls back.
 
 use crate::columns::map_columns;
-use crate::pipeline::{
+use crate::rejects::Rejects;
+use crate::resume::{self, Resume};
+use crate::stages::{
     create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
     start_readers, Inputs, Shared, CANCEL_POLL,
 };
-use crate::rejects::Rejects;
-use crate::resume::{self, Resume};
 use crate::summary::Phases;
 use crate::target::{Committed, Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
@@ -78,7 +78,7 @@ pub fn load_into(
             let path = opts
                 .rejects
                 .clone()
-                .unwrap_or_else(|| crate::pipeline::default_rejects_path(&sources));
+                .unwrap_or_else(|| crate::stages::default_rejects_path(&sources));
             let header = reject_header(first.as_ref(), header_names.as_deref());
             Some(Rejects::create(
                 &path,

@@ -5,8 +5,10 @@ use inrush_core::Location;
 pub enum Error {
     #[error(transparent)]
     Read(#[from] inrush_read::Error),
+    /// The target engine's driver failed (a connection, a statement); its own error, whole, so
+    /// the binary can tell its kinds apart.
     #[error(transparent)]
-    Postgres(#[from] inrush_postgres::Error),
+    Driver(Box<dyn std::error::Error + Send + Sync>),
     /// The server of `--from-query` could not be reached, or refused or failed the query.
     #[error(transparent)]
     Source(#[from] inrush_core::query::QueryError),

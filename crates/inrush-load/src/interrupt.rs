@@ -107,11 +107,11 @@ impl Interrupt {
         self.0.load(Ordering::SeqCst) & STOP != 0
     }
 
-    pub(crate) fn resumable(&self) {
+    pub fn resumable(&self) {
         self.0.fetch_or(RESUMABLE, Ordering::SeqCst);
     }
 
-    pub(crate) fn dropped(&self, dropped: bool) {
+    pub fn dropped(&self, dropped: bool) {
         match dropped {
             true => self.0.fetch_or(DROPPED, Ordering::SeqCst),
             false => self.0.fetch_and(!DROPPED, Ordering::SeqCst),

@@ -1,47 +1,42 @@
-//! The load pipeline and its policy.
+//! The load pipeline and its policy, for every target.
 //!
-//! Owns: [`LoadOptions`] (validated settings), the mapping of input fields to table columns
-//! ([`columns`]), the inputs of a load (`sources`: files, directories, globs, standard input, a
-//! query on another server), the shape of the pipeline ([`pipeline`]: reader threads,
-//! parse/encode workers, bounded queues, COPY sinks), what a worker does with a block
-//! ([`worker`]), what a
-//! sink does with a connection ([`sink`]), and the [`LoadSummary`].
+//! Owns: [`LoadOptions`] (validated settings), the inputs of a load ([`sources`]: files,
+//! directories, globs, standard input, a query on another server, batches in memory), the
+//! mapping of input fields to table columns ([`columns`]), the pipeline's stages ([`stages`]:
+//! reader threads, parse/encode workers on every core, bounded queues, progress), what a worker
+//! does with a block ([`worker`]), the reject file ([`rejects`]), `--resume`'s bookkeeping
+//! ([`resume`]), the input's order ([`order`], [`sort`]), the plan around the rows ([`plan`]),
+//! interrupts, and the [`LoadSummary`].
 //!
-//! Commit policy: every connection loads inside its own transaction; only when every COPY has
-//! finished without error are the transactions committed, together. A failure anywhere before
-//! that rolls everything back: nothing of a failed load is visible. The remaining window is the
-//! commit itself (milliseconds): if the server or network fails between the first and the last
-//! COMMIT, some connections' rows are committed and others' are not; inrush reports exactly that
-//! as [`Error::PartialCommit`] and exits with a distinct code.
+//! A target is driven in one of two ways: through the [`target::Target`] interface, which
+//! [`load_into`] drives (SQLite, MariaDB), or by an engine crate that drives the stages itself
+//! (PostgreSQL's parallel COPY streams: `inrush-postgres`'s `load`). Either way the target's
+//! crate owns everything said to its engine; this crate says nothing to any server.
 //!
-//! Does not own: how bytes become records (`inrush-read`), values become wire bytes
-//! (`inrush-encode`) or what is said to the server (`inrush-postgres`); nor printing anything.
+//! Does not own: how bytes become records (`inrush-read`), values become PostgreSQL's wire
+//! bytes (`inrush-encode`), or any engine's catalog, statements or commit; nor printing
+//! anything.
 
-mod claim;
 pub mod columns;
-mod create;
+pub mod create;
 mod drive;
 mod error;
 mod interrupt;
 mod options;
-mod order;
-pub mod pipeline;
+pub mod order;
 pub mod plan;
-mod rejects;
-mod resume;
-mod sink;
-mod sort;
-mod sources;
-mod staging;
+pub mod rejects;
+pub mod resume;
+pub mod sort;
+pub mod sources;
+pub mod stages;
 pub mod summary;
 pub mod target;
-mod watch;
-mod worker;
+pub mod worker;
 
 pub use drive::{load_into, plan_into};
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, Signalled};
 pub use options::{LoadOptions, OnConflict, QuerySource};
-pub use pipeline::load;
 pub use plan::{IndexAction, LoadPlan, Maintenance, PlanOptions};
 pub use summary::LoadSummary;

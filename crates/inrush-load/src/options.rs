@@ -1,5 +1,4 @@
 use inrush_encode::DateOrder;
-use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::inputs::InputFormat;
@@ -16,7 +15,6 @@ pub struct LoadOptions {
     pub from_query: Option<QuerySource>,
     /// Load record batches from memory instead of files (the Python module's DataFrames).
     pub stream: Option<inrush_arrow::BatchStream>,
-    pub target: ConnectOptions,
     /// As the user wrote it; resolved like SQL would (`orders`, `sales.orders`, `"Orders"`).
     pub table: String,
     pub csv: CsvOptions,
@@ -68,13 +66,12 @@ pub struct LoadOptions {
 
 impl LoadOptions {
     /// Defaults sized for this machine: one worker per core, up to four connections; one input.
-    pub fn new(input: impl Into<String>, target: ConnectOptions, table: impl Into<String>) -> Self {
+    pub fn new(input: impl Into<String>, table: impl Into<String>) -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         LoadOptions {
             inputs: vec![input.into()],
             format: None,
             from_query: None,
-            target,
             table: table.into(),
             csv: CsvOptions::default(),
             encoding: None,

@@ -10,13 +10,13 @@
 //! Memory stays bounded: the one reader is at most the work queue's depth plus one unit per
 //! worker ahead of the sink, so at most that many units wait here.
 
-use crate::pipeline::{Shared, CANCEL_POLL};
+use crate::stages::{Shared, CANCEL_POLL};
 use crate::worker::Chunk;
 use std::collections::BTreeMap;
 
 /// Sends `input`'s chunks to `output` in `(unit, piece)` order until `input` closes; stops early
 /// when the load is cancelled or the sink went away.
-pub(crate) fn run(input: flume::Receiver<Chunk>, output: flume::Sender<Chunk>, shared: &Shared) {
+pub fn run(input: flume::Receiver<Chunk>, output: flume::Sender<Chunk>, shared: &Shared) {
     let mut early: BTreeMap<(u64, u32), Chunk> = BTreeMap::new();
     let mut next = (0u64, 0u32);
     loop {

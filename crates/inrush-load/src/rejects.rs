@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-pub(crate) struct Rejects {
+pub struct Rejects {
     writers: Mutex<Writers>,
     count: AtomicU64,
     limit: u64,

@@ -8,7 +8,7 @@ use inrush_core::Progress;
 use std::collections::HashSet;
 
 /// A rerun's starting point.
-pub(crate) struct Resume {
+pub struct Resume {
     /// Offsets of blocks committed past a gap, skipped as they come.
     pub skip: HashSet<u64>,
     /// Rows earlier runs committed.
@@ -43,7 +43,7 @@ impl Resume {
 
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
 /// modification time and fingerprint. Standard input cannot be resumed.
-pub(crate) fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
+pub fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
     let input = match &sources.list[..] {
         [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
         [one] if one.name == "-" => {

@@ -2,8 +2,8 @@
 //! [`crate::plan::SortKey`]): the index then takes its new entries leaf by leaf. The rows are
 //! held in memory, which the plan bounds ([`crate::plan::SORT_BUDGET`]).
 
-use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::plan::SortKey;
+use crate::stages::{Shared, CANCEL_POLL};
 use crate::worker::Chunk;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -19,7 +19,7 @@ struct Row {
 
 /// Takes every chunk the workers encode, then sends the rows on sorted, in chunks of about
 /// `chunk_bytes`. Returns false when the load was cancelled or the sinks went away.
-pub(crate) fn run(
+pub fn run(
     key: &SortKey,
     input: flume::Receiver<Chunk>,
     output: flume::Sender<Chunk>,

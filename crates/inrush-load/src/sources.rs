@@ -20,7 +20,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Where a source's bytes come from.
 #[derive(Debug, Clone)]
-pub(crate) enum Origin {
+pub enum Origin {
     /// A file path, or `-` for standard input.
     Path(String),
     /// A query's result on another server.
@@ -34,7 +34,7 @@ pub(crate) enum Origin {
 
 /// Where a columnar source's batches come from.
 #[derive(Debug)]
-pub(crate) enum Columnar {
+pub enum Columnar {
     /// A Parquet or Arrow IPC file, opened (its footer read) when the load starts: workers
     /// read its parts themselves.
     File(ArrowFile),
@@ -53,7 +53,7 @@ impl Columnar {
 
 /// One input of the load.
 #[derive(Debug)]
-pub(crate) struct Source {
+pub struct Source {
     /// How messages and the reject log name it: the path, `-`, or `query`/`query part 2 of 4`.
     pub name: String,
     pub origin: Origin,
@@ -70,7 +70,7 @@ pub(crate) struct Source {
 }
 
 /// A unit of work and the source it came from.
-pub(crate) struct Work {
+pub struct Work {
     pub source: u32,
     /// The unit's number in the order the readers sent them (see `worker::Order`).
     pub seq: u64,
@@ -80,7 +80,7 @@ pub(crate) struct Work {
 /// What a worker takes: a block of text records, a part (row group) of a columnar file, which
 /// the worker reads itself, a slice of a stream's batch, or COPY BINARY tuples of a query,
 /// which go on as they are.
-pub(crate) enum Unit {
+pub enum Unit {
     Block(Block),
     Part(Part),
     /// A slice of a stream and the 0-based number of its first row.
@@ -89,7 +89,7 @@ pub(crate) enum Unit {
 }
 
 /// A source opened and positioned at its first data record.
-pub(crate) struct Opened {
+pub struct Opened {
     pub splitter: Splitter<Box<dyn Read + Send>>,
     /// CSV with a header: its names and raw bytes.
     pub header: Option<(Vec<String>, Bytes)>,
@@ -100,7 +100,7 @@ pub(crate) struct Opened {
 
 /// All the inputs, with how they are written.
 #[derive(Debug)]
-pub(crate) struct Sources {
+pub struct Sources {
     pub list: Vec<Source>,
     pub format: InputFormat,
     pub csv: CsvOptions,
@@ -500,7 +500,7 @@ impl Sources {
 }
 
 /// The column names a JSON line's keys give, for mapping like a header.
-pub(crate) fn first_line_keys(first: &Block, source: &Source) -> Result<Vec<String>> {
+pub fn first_line_keys(first: &Block, source: &Source) -> Result<Vec<String>> {
     let name = source.name.as_str();
     let data = source.encoding().to_utf8(&first.data);
     let text = std::str::from_utf8(&data).map_err(|e| Error::BadRow {

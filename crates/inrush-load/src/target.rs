@@ -11,8 +11,8 @@
 //! encoded rows go in chunks to one [`Writer`] on a thread of its own; when every chunk is
 //! written, [`Writer::commit`] makes the load visible, all or nothing.
 //!
-//! PostgreSQL still runs through its own pipeline (`crate::pipeline`), which this interface is
-//! being grown to carry (see docs/ARCHITECTURE.md).
+//! PostgreSQL drives the pipeline's stages itself (`inrush-postgres`'s `load`: M parallel COPY
+//! streams beside a control connection), with the same stages from [`crate::stages`].
 
 use crate::{LoadOptions, LoadPlan, Result};
 use inrush_core::ledger::{Committed as Block, InputFile};

@@ -2,19 +2,18 @@
 //! and encode every field into a COPY chunk, and say exactly where and why when a row cannot be
 //! loaded.
 
-use crate::pipeline::{Shared, CANCEL_POLL};
 use crate::rejects::Rejects;
 use crate::sources::{Columnar, Source, Sources, Unit, Work};
+use crate::stages::{Shared, CANCEL_POLL};
 use crate::target::RowEncoder;
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
-use inrush_encode::{encode_value, text_copy, EncodeContext, EncodeError};
-use inrush_postgres::copy::CopyFormat;
-use inrush_postgres::resolve::Resolver;
-use inrush_postgres::ConnectOptions;
+use inrush_encode::{
+    encode_value, text_copy, CopyFormat, EncodeContext, EncodeError, Resolve, ResolveError,
+};
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
 use inrush_read::encoding::Encoding;
 use inrush_read::jsonl::{JsonFields, JsonLineParser};
@@ -24,7 +23,7 @@ use std::sync::Arc;
 
 /// Encoded rows of one block, ready for any COPY stream, with what is needed to find a row
 /// again if the server refuses it.
-pub(crate) struct Chunk {
+pub struct Chunk {
     pub data: Bytes,
     pub rows: u64,
     /// The source the block came from (an index into the load's sources).
@@ -48,7 +47,7 @@ pub(crate) struct Chunk {
 /// unit's chunks. With one reader thread this is the input's order, which `crate::order`
 /// restores for a load whose outcome depends on it (the first occurrence of a key wins).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Order {
+pub struct Order {
     pub unit: u64,
     pub piece: u32,
     /// The unit's last chunk: every unit ends with one, empty if need be.
@@ -57,7 +56,7 @@ pub(crate) struct Order {
 
 /// Row `i` of a chunk is `data[tuples[i]..tuples[i + 1]]` (the last one runs to the end), and
 /// came from `block[records[i].0..records[i].1]`.
-pub(crate) struct RowsIndex {
+pub struct RowsIndex {
     pub block: Bytes,
     pub tuples: Vec<u32>,
     pub records: Vec<(u32, u32)>,
@@ -142,7 +141,7 @@ impl ChunkRows {
 
 /// Asks the server for a value the client deferred, appending its binary form.
 fn resolve_into(
-    resolver: &mut Option<Resolver>,
+    resolver: &mut Option<Box<dyn Resolve>>,
     column: usize,
     text: &str,
     buf: &mut Vec<u8>,
@@ -163,7 +162,7 @@ fn resolve_into(
 }
 
 /// How records are read out of a block.
-pub(crate) enum Decode {
+pub enum Decode {
     /// COPY's CSV, with each source's own parser (line endings differ between files).
     Csv,
     /// One JSON object per line.
@@ -171,20 +170,23 @@ pub(crate) enum Decode {
 }
 
 /// What a worker makes of a record's values.
-pub(crate) enum Rows {
+pub enum Rows {
     /// PostgreSQL's COPY tuples (binary, or text lines); values the client defers are read by
-    /// the server's own input functions, through a connection to `target`.
+    /// the server's own input functions, through a resolver `resolver` makes for each worker.
     Copy {
         format: CopyFormat,
         ctx: EncodeContext,
-        target: ConnectOptions,
+        resolver: ResolverFactory,
     },
     /// Another target's rows, made by its encoder (see [`crate::target`]).
     Target(Box<dyn RowEncoder>),
 }
 
+/// Makes each worker's resolver for the load's columns.
+pub type ResolverFactory = Box<dyn Fn(&[TargetColumn]) -> Box<dyn Resolve> + Send + Sync>;
+
 /// Everything a worker needs, shared read-only by all workers.
-pub(crate) struct WorkerPlan {
+pub struct WorkerPlan {
     pub decode: Decode,
     pub sources: Arc<Sources>,
     pub columns: Vec<TargetColumn>,
@@ -202,7 +204,7 @@ pub(crate) struct WorkerPlan {
 }
 
 /// How the fields of one columnar file go into the columns.
-pub(crate) struct ArrowPlan {
+pub struct ArrowPlan {
     pub projection: Vec<usize>,
     pub coercions: Vec<Coercion>,
 }
@@ -229,7 +231,7 @@ impl ArrowPlan {
 
 /// One CSV line (quoted fields, `None` as an empty unquoted field), for reject files of
 /// columnar inputs and their header.
-pub(crate) fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec<u8> {
+pub fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec<u8> {
     let mut line = Vec::new();
     for (i, value) in values.enumerate() {
         if i > 0 {
@@ -248,7 +250,7 @@ pub(crate) fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec
 /// Why one field failed: the server's wording, or a resolver that could not reach the server.
 enum FieldError {
     Refused(String),
-    Resolver(inrush_postgres::Error),
+    Resolver(ResolveError),
 }
 
 /// A record read out of a block: CSV fields in the block, or a JSON line's values.
@@ -283,7 +285,7 @@ impl WorkerPlan {
         chunks: flume::Sender<Chunk>,
     ) -> u64 {
         let mut resolver = match &self.rows {
-            Rows::Copy { target, .. } => Some(Resolver::new(target.clone(), self.columns.clone())),
+            Rows::Copy { resolver, .. } => Some(resolver(&self.columns)),
             Rows::Target(_) => None,
         };
         loop {
@@ -355,15 +357,7 @@ impl WorkerPlan {
                 }
             }
         }
-        resolver.map_or(0, |r| r.round_trips)
-    }
-
-    /// The PostgreSQL server the rows go to, when they go to one.
-    pub fn server(&self) -> Option<&ConnectOptions> {
-        match &self.rows {
-            Rows::Copy { target, .. } => Some(target),
-            Rows::Target(_) => None,
-        }
+        resolver.map_or(0, |r| r.round_trips())
     }
 
     fn source(&self, source: u32) -> &Source {
@@ -376,7 +370,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         block: &Block,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
         // Single-byte encodings become UTF-8 here, on every core; the rest of the block's way
@@ -470,7 +464,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         part: &Part,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -489,7 +483,7 @@ impl WorkerPlan {
         source: u32,
         first_row: u64,
         batch: &RecordBatch,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -525,7 +519,7 @@ impl WorkerPlan {
         id: u64,
         first_row: u64,
         batches: &[RecordBatch],
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -554,7 +548,7 @@ impl WorkerPlan {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
                     }
-                    Err((_, FieldError::Resolver(e))) => return Err(Error::Postgres(e)),
+                    Err((_, FieldError::Resolver(e))) => return Err(Error::Driver(e)),
                     Err((col, FieldError::Refused(reason))) => {
                         text.clear();
                         columns[col].text(row, &mut text);
@@ -591,7 +585,7 @@ impl WorkerPlan {
         columns: &[Prepared],
         row: usize,
         out: &mut TupleWriter,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         text: &mut String,
     ) -> Result<(), (usize, FieldError)> {
         let no_server = EncodeContext::default();
@@ -676,7 +670,7 @@ impl WorkerPlan {
         start: usize,
         fields: &Fields<'_>,
         out: &mut TupleWriter,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
     ) -> Result<()> {
         let data = &block.data[..];
         if fields.len() != self.columns.len() {
@@ -700,7 +694,7 @@ impl WorkerPlan {
             Rows::Target(encoder) => encode_target_row(encoder.as_ref(), values, out),
         }
         .map_err(|(col, e)| match e {
-            FieldError::Resolver(e) => Error::Postgres(e),
+            FieldError::Resolver(e) => Error::Driver(e),
             FieldError::Refused(reason) => Error::BadRow {
                 location: self
                     .locate(source, block, start)
@@ -714,7 +708,7 @@ impl WorkerPlan {
         &self,
         fields: impl Iterator<Item = Option<&'f [u8]>>,
         out: &mut TupleWriter,
-        resolver: &mut Option<Resolver>,
+        resolver: &mut Option<Box<dyn Resolve>>,
         ctx: &EncodeContext,
         ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {

@@ -7,7 +7,7 @@ mod support;
 
 use inrush_core::Silent;
 use inrush_encode::DateOrder;
-use inrush_load::{load, Error, LoadOptions};
+use inrush_load::{Error, LoadOptions};
 use inrush_read::encoding::Encoding;
 use std::io::Write;
 use support::{fresh_db, write_input, TestDb};
@@ -69,7 +69,7 @@ fn single_byte_encodings_match_server_copy_with_that_encoding() {
             let (_dir, path) = write_input(&bytes, "csv");
             let mut opts = options(&db, &path, "ours", block_size);
             opts.encoding = Some(encoding);
-            let summary = load(&opts, &Silent).expect("inrush loads");
+            let summary = db.load(&opts, &Silent).expect("inrush loads");
             let copied = server_copy(
                 &mut db,
                 "theirs",
@@ -106,7 +106,7 @@ fn header_names_in_latin1_pick_their_columns() {
     let (_dir, path) = write_input(b"gr\xf6\xdfe,pr\xe9nom\n180,Ren\xe9e\n", "csv");
     let mut opts = options(&db, &path, "ours", 1 << 20);
     opts.encoding = Some(Encoding::Latin1);
-    load(&opts, &Silent).expect("loads");
+    db.load(&opts, &Silent).expect("loads");
     assert_eq!(db.rows_as_text("ours"), vec!["(Renée,180)".to_string()]);
 }
 
@@ -139,7 +139,7 @@ fn bytes_with_no_character_are_bad_rows_with_the_servers_reason() {
             "",
         )
         .expect_err("COPY refuses");
-        match load(&opts, &Silent) {
+        match db.load(&opts, &Silent) {
             Err(Error::BadRow { location, reason }) => {
                 assert_eq!(reason, theirs, "{name}");
                 assert_eq!(location.line, 3, "{name}");
@@ -149,7 +149,7 @@ fn bytes_with_no_character_are_bad_rows_with_the_servers_reason() {
         }
         // With rejects allowed, the row goes to the reject file and the others load.
         opts.max_errors = 1;
-        let summary = load(&opts, &Silent).expect("loads the good rows");
+        let summary = db.load(&opts, &Silent).expect("loads the good rows");
         assert_eq!((summary.rows, summary.rows_rejected), (2, 1), "{name}");
         assert_eq!(
             db.rows_as_text("ours"),
@@ -214,7 +214,9 @@ fn utf16_matches_server_copy_of_the_same_text_in_utf8() {
             let (_dir, path) = write_input(&data, "csv");
             let mut opts = options(&db, &path, "ours", block_size);
             opts.encoding = declared;
-            let summary = load(&opts, &Silent).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let summary = db
+                .load(&opts, &Silent)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(summary.rows, copied, "{what}");
             assert_eq!(
                 db.rows_as_text("ours"),
@@ -232,7 +234,8 @@ fn utf16_problems_are_named() {
     let (_dir, path) = write_input(&utf16("id,name,note\n1,a,b\n", false, false), "csv");
     let mut opts = options(&db, &path, "ours", 1 << 20);
     opts.encoding = Some(Encoding::Utf16);
-    let error = load(&opts, &Silent)
+    let error = db
+        .load(&opts, &Silent)
         .expect_err("no byte order mark")
         .to_string();
     assert!(error.contains("UTF16 without a byte order mark"), "{error}");
@@ -243,7 +246,7 @@ fn utf16_problems_are_named() {
     data.extend(utf16("x\n3,d,e\n", false, false));
     let (_dir, path) = write_input(&data, "csv");
     let opts = options(&db, &path, "ours", 1 << 20);
-    match load(&opts, &Silent) {
+    match db.load(&opts, &Silent) {
         Err(Error::BadRow { location, reason }) => {
             assert_eq!(
                 (location.line, location.column.as_deref()),
@@ -313,7 +316,9 @@ fn datestyle_matches_server_copy_in_a_session_with_that_datestyle() {
         let (_dir, path) = write_input(data.as_bytes(), "csv");
         let mut opts = db.load_options(&path, "ours");
         opts.date_order = Some(order);
-        let summary = load(&opts, &Silent).unwrap_or_else(|e| panic!("{order:?}: {e}"));
+        let summary = db
+            .load(&opts, &Silent)
+            .unwrap_or_else(|e| panic!("{order:?}: {e}"));
         let setup = format!("SET DateStyle = '{}'", order.date_style());
         let copied = server_copy(&mut db, "theirs", data.as_bytes(), "", &setup)
             .unwrap_or_else(|e| panic!("{order:?}: {e}"));
@@ -336,7 +341,7 @@ fn a_date_the_order_refuses_is_refused_as_copy_refuses_it() {
     opts.date_order = Some(DateOrder::Dmy);
     let theirs = server_copy(&mut db, "theirs", data, "", "SET DateStyle = 'ISO, DMY'")
         .expect_err("COPY refuses");
-    match load(&opts, &Silent) {
+    match db.load(&opts, &Silent) {
         Err(Error::BadRow { location, reason }) => {
             assert_eq!(location.line, 2);
             assert_eq!(reason, theirs);
@@ -345,7 +350,7 @@ fn a_date_the_order_refuses_is_refused_as_copy_refuses_it() {
     }
     // The server's own DateStyle (MDY here) reads the other one.
     opts.date_order = None;
-    let error = load(&opts, &Silent).expect_err("MDY refuses 31/12/2024");
+    let error = db.load(&opts, &Silent).expect_err("MDY refuses 31/12/2024");
     assert!(error.to_string().contains("input.csv:1"), "{error}");
 }
 
@@ -365,7 +370,7 @@ fn day_first_timestamps_are_read_on_the_client() {
     let (_dir, path) = write_input(data.as_bytes(), "csv");
     let mut opts = db.load_options(&path, "ours");
     opts.date_order = Some(DateOrder::Dmy);
-    let summary = load(&opts, &Silent).expect("loads");
+    let summary = db.load(&opts, &Silent).expect("loads");
     assert_eq!(summary.rows, 5000);
     assert_eq!(summary.values_resolved_by_server, 0);
     assert_eq!(

@@ -6,7 +6,8 @@ mod support;
 
 use inrush_core::Silent;
 use inrush_load::plan::IndexAction;
-use inrush_load::{load, pipeline, Error};
+use inrush_load::Error;
+use inrush_postgres::load as pipeline;
 
 use inrush_postgres::ddl;
 use support::{fresh_db, write_input, TestDb};
@@ -95,7 +96,7 @@ fn secondary_indexes_are_rebuilt_identically_and_constraints_kept() {
     db.exec(TABLE);
     let before = definitions(&mut db);
     let (_dir, path) = write_input(&rows(5000, None), "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     let actions: Vec<(&str, IndexAction)> = summary
         .plan
         .indexes
@@ -134,7 +135,7 @@ fn a_failed_load_restores_every_index_and_commits_nothing() {
     db.exec(TABLE);
     let before = definitions(&mut db);
     let (_dir, path) = write_input(&rows(5000, Some(4000)), "csv");
-    let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
+    let err = db.load(&db.load_options(&path, "t"), &Silent).unwrap_err();
     assert!(err.is_bad_input(), "{err}");
     assert_eq!(definitions(&mut db), before);
     assert_eq!(journal_len(&mut db), 0);
@@ -157,7 +158,7 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let (_dir, path) = write_input(b"7,c7,x,1,2024-01-01\n", "csv");
     let mut opts = db.load_options(&path, "t");
     opts.plan.rebuild_indexes = false;
-    load(&opts, &Silent).unwrap();
+    db.load(&opts, &Silent).unwrap();
     assert_eq!(
         definitions(&mut db),
         before,
@@ -172,7 +173,7 @@ fn small_loads_and_keep_indexes_touch_nothing() {
     db.exec(TABLE);
     db.exec("INSERT INTO t SELECT g, 'k' || g, 'n' || g, g % 5, '2024-01-01' FROM generate_series(1, 20000) g");
     let (_dir, path) = write_input(b"30001,c,x,1,2024-01-01\n", "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert!(
         summary
             .plan
@@ -223,7 +224,7 @@ fn foreign_keys_come_back_validated_after_a_load() {
     db.exec(WITH_FOREIGN_KEY);
     let before = (constraints(&mut db), definitions(&mut db));
     let (_dir, path) = write_input(&orders(3000, None), "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.plan.foreign_keys.len(), 1);
     assert_eq!(summary.plan.foreign_keys[0].action, IndexAction::Rebuild);
     assert_eq!((constraints(&mut db), definitions(&mut db)), before);
@@ -236,7 +237,7 @@ fn a_violated_foreign_key_undoes_the_load_and_comes_back_valid() {
     db.exec(WITH_FOREIGN_KEY);
     let before = (constraints(&mut db), definitions(&mut db));
     let (_dir, path) = write_input(&orders(3000, Some(1234)), "csv");
-    let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
+    let err = db.load(&db.load_options(&path, "t"), &Silent).unwrap_err();
     let Error::KeyViolated {
         constraint,
         message,
@@ -284,7 +285,7 @@ fn an_empty_tables_keys_are_built_after_the_load() {
     db.exec(EMPTY_WITH_KEYS);
     let before = (definitions(&mut db), constraints(&mut db));
     let (_dir, path) = write_input(&rows(4000, None), "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert!(
         summary
             .plan
@@ -307,7 +308,7 @@ fn a_duplicate_key_undoes_the_load_and_names_the_key() {
     let mut data = rows(4000, None);
     data.extend_from_slice(b"17,c-dup,again,1,2024-03-01\n");
     let (_dir, path) = write_input(&data, "csv");
-    let err = load(&db.load_options(&path, "t"), &Silent).unwrap_err();
+    let err = db.load(&db.load_options(&path, "t"), &Silent).unwrap_err();
     let Error::KeyViolated {
         constraint,
         message,
@@ -364,7 +365,7 @@ fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
     let (_d1, bad) = write_input(&rows(3000, Some(2500)), "csv");
     let mut opts = db.load_options(&bad, "t");
     opts.truncate = true;
-    assert!(load(&opts, &Silent).is_err());
+    assert!(db.load(&opts, &Silent).is_err());
     assert_eq!(
         db.count("t WHERE name = 'seed'"),
         1,
@@ -374,7 +375,7 @@ fn truncate_replaces_the_rows_atomically_and_writes_them_frozen() {
 
     let (_d2, good) = write_input(&rows(3000, None), "csv");
     opts.inputs = vec![good.to_string_lossy().into_owned()];
-    let summary = load(&opts, &Silent).unwrap();
+    let summary = db.load(&opts, &Silent).unwrap();
     assert_eq!((summary.rows, summary.connections), (3000, 1));
     assert_eq!(db.count("t"), 3000, "the old row is gone");
     assert_eq!(
@@ -425,10 +426,10 @@ fn disabled_triggers_come_back_in_their_own_mode() {
         .collect();
     let (_d2, path) = write_input(&csv, "csv");
     let mut opts = db.load_options(&path, "t");
-    load(&opts, &Silent).unwrap();
+    db.load(&opts, &Silent).unwrap();
     assert_eq!(db.count("audit"), 500);
     opts.plan.disable_triggers = true;
-    load(&opts, &Silent).unwrap();
+    db.load(&opts, &Silent).unwrap();
     assert_eq!(db.count("audit"), 500, "disabled during the load");
     assert_eq!(db.count("t"), 1000);
     assert_eq!(
@@ -489,7 +490,7 @@ fn partitioned_indexes_are_rebuilt_partition_by_partition_under_their_names() {
         })
         .collect();
     let (_dir, path) = write_input(&data, "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.rows, 2000);
     let rebuilt: Vec<String> = summary.plan.rebuilt().into_iter().map(|i| i.name).collect();
     assert_eq!(rebuilt, ["t_name_idx", "t_qty_idx"]);
@@ -538,7 +539,7 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
         "{plan}"
     );
     opts.plan.sort_min_index_bytes = 0;
-    let summary = load(&opts, &Silent).unwrap();
+    let summary = db.load(&opts, &Silent).unwrap();
     assert_eq!(summary.rows, 3000);
     let sort = summary.plan.sort.as_ref().expect("sorted");
     assert_eq!(
@@ -559,11 +560,11 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
     let (_dir2, dup) = write_input(b"7,x,2025-01-01\n4,y,2025-01-01\n", "csv");
     let mut opts = db.load_options(&dup, "t");
     opts.plan.sort_min_index_bytes = 0;
-    let e = load(&opts, &Silent).unwrap_err().to_string();
+    let e = db.load(&opts, &Silent).unwrap_err().to_string();
     assert!(e.contains("Key (id)=(4) already exists"), "{e}");
     // With --max-errors the rows keep their order (refused rows are found by their line).
     opts.max_errors = 5;
-    let summary = load(&opts, &Silent).unwrap();
+    let summary = db.load(&opts, &Silent).unwrap();
     assert!(summary.plan.sort.is_none());
     assert_eq!(summary.rows_rejected, 2);
 }

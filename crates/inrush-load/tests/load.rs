@@ -3,7 +3,7 @@
 mod support;
 
 use inrush_core::Silent;
-use inrush_load::{load, Error, LoadOptions};
+use inrush_load::{Error, LoadOptions};
 use inrush_read::csv::CsvOptions;
 use support::{assert_same_as_copy, fresh_db, write_input};
 
@@ -27,7 +27,7 @@ fn byte_order_mark_is_dropped() {
     let mut db = fresh_db();
     db.exec("CREATE TABLE t (a int, b text)");
     let (_dir, path) = write_input(b"\xEF\xBB\xBF1,x\n", "csv");
-    load(&db.load_options(&path, "t"), &Silent).unwrap();
+    db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(db.rows_as_text("t"), ["(1,x)"]);
 }
 
@@ -308,7 +308,7 @@ fn header_picks_columns_and_others_take_defaults() {
     let (_dir, path) = write_input(b"qty,ID,name\n5,1,a\n6,2,b\n", "csv");
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
-    assert_eq!(load(&opts, &Silent).unwrap().rows, 2);
+    assert_eq!(db.load(&opts, &Silent).unwrap().rows, 2);
     assert_eq!(
         db.rows_as_text("t"),
         ["(1,a,2000-01-01,5)", "(2,b,2000-01-01,6)"]
@@ -317,7 +317,7 @@ fn header_picks_columns_and_others_take_defaults() {
     let (_dir2, path2) = write_input(b"7,c\n", "csv");
     let mut opts = db.load_options(&path2, "t");
     opts.columns = Some(vec!["qty".into(), "name".into()]);
-    load(&opts, &Silent).unwrap();
+    db.load(&opts, &Silent).unwrap();
     assert_eq!(db.count("t WHERE name = 'c' AND qty = 7 AND id IS NULL"), 1);
 }
 
@@ -332,11 +332,13 @@ fn compressed_inputs_load() {
     let (_d1, gz_path) = write_input(&gz.finish().unwrap(), "csv.gz");
     let (_d2, zst_path) = write_input(&zstd::encode_all(&plain[..], 3).unwrap(), "csv.zst");
     assert_eq!(
-        load(&db.load_options(&gz_path, "t"), &Silent).unwrap().rows,
+        db.load(&db.load_options(&gz_path, "t"), &Silent)
+            .unwrap()
+            .rows,
         2
     );
     assert_eq!(
-        load(&db.load_options(&zst_path, "t"), &Silent)
+        db.load(&db.load_options(&zst_path, "t"), &Silent)
             .unwrap()
             .rows,
         2
@@ -349,7 +351,7 @@ fn unsupported_types_fall_back_to_text_copy() {
     let mut db = fresh_db();
     db.exec("CREATE TABLE t (a int, net inet, p point)");
     let (_dir, path) = write_input(b"1,10.0.0.1,\"(1,2)\"\n2,,\n", "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.copy_format, "text");
     assert!(
         summary
@@ -373,7 +375,9 @@ fn refusal(columns: &str, data: &[u8]) -> String {
     }
     good.extend_from_slice(data);
     let (_dir, path) = write_input(&good, "csv");
-    let err = load(&db.load_options(&path, "t"), &Silent).expect_err("the load must fail");
+    let err = db
+        .load(&db.load_options(&path, "t"), &Silent)
+        .expect_err("the load must fail");
     assert_eq!(db.count("t"), 0, "nothing may be committed after {err}");
     assert!(err.is_bad_input(), "{err:?}");
     let message = err
@@ -429,15 +433,17 @@ fn missing_table_and_unknown_header_column_are_clear() {
     let mut db = fresh_db();
     db.exec("CREATE TABLE t (a int)");
     let (_dir, path) = write_input(b"b\n1\n", "csv");
-    let err = load(&db.load_options(&path, "nope"), &Silent).unwrap_err();
-    assert!(matches!(err, Error::Postgres(_)), "{err:?}");
+    let err = db
+        .load(&db.load_options(&path, "nope"), &Silent)
+        .unwrap_err();
+    assert!(matches!(err, Error::Driver(_)), "{err:?}");
     assert!(
         err.to_string().contains("table nope does not exist"),
         "{err}"
     );
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
-    let err = load(&opts, &Silent).unwrap_err().to_string();
+    let err = db.load(&opts, &Silent).unwrap_err().to_string();
     let expected = format!(
         "column \"b\" named by the header of {} is not a column of \"public\".\"t\"",
         path.display()
@@ -453,7 +459,7 @@ fn summary_counts_rows_bytes_and_wal() {
         .flat_map(|i| format!("{i},row {i}\n").into_bytes())
         .collect();
     let (_dir, path) = write_input(&data, "csv");
-    let summary = load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
     assert_eq!(summary.rows, 1000);
     assert_eq!(summary.bytes, data.len() as u64);
     assert_eq!(summary.connections, 2);
@@ -511,7 +517,9 @@ fn rejects_hold_exactly_the_bad_rows_and_the_table_exactly_the_good_ones() {
         opts.max_errors = 100;
         opts.block_size = block_size;
         opts.workers = workers;
-        let summary = load(&opts, &Silent).expect("a load with rejects completes");
+        let summary = db
+            .load(&opts, &Silent)
+            .expect("a load with rejects completes");
         assert_eq!(summary.rows, good.len() as u64);
         assert_eq!(summary.rows_rejected, bad.len() as u64);
         assert_eq!(db.count("t"), good.len() as i64);
@@ -584,7 +592,7 @@ fn more_rejects_than_allowed_stop_the_load_and_commit_nothing() {
     let mut opts = db.load_options(&path, "t");
     opts.csv.header = true;
     opts.max_errors = 3;
-    let err = load(&opts, &Silent).expect_err("too many rejects");
+    let err = db.load(&opts, &Silent).expect_err("too many rejects");
     assert!(
         matches!(err, Error::TooManyRejects { limit: 3, .. }),
         "{err:?}"
@@ -604,13 +612,15 @@ fn check_reads_and_judges_every_row_but_writes_none() {
     opts.check_only = true;
     // Without --max-errors the first bad row found fails the check (with several workers it
     // need not be the earliest in the file).
-    let err = load(&opts, &Silent).expect_err("a bad row fails the check");
+    let err = db
+        .load(&opts, &Silent)
+        .expect_err("a bad row fails the check");
     assert!(
         matches!(err, Error::BadRow { .. }) && err.to_string().contains("input.csv:"),
         "{err}"
     );
     opts.max_errors = 100;
-    let summary = load(&opts, &Silent).expect("check with rejects");
+    let summary = db.load(&opts, &Silent).expect("check with rejects");
     assert!(!summary.loaded);
     assert_eq!(
         (summary.rows, summary.rows_rejected),
@@ -645,7 +655,7 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
         support::wait_for_committed_rows(&mut watcher.connect_blocking().unwrap(), "t");
         interrupt.signal();
     });
-    let first = load(&opts, &Silent);
+    let first = db.load(&opts, &Silent);
     stopper.join().unwrap();
     let after_first = db.count("t");
     eprintln!("first run committed {after_first} rows");
@@ -665,7 +675,7 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
     assert!(after_first > 0 && after_first < 600_000, "{after_first}");
 
     opts.interrupt = Default::default();
-    let second = load(&opts, &Silent).unwrap();
+    let second = db.load(&opts, &Silent).unwrap();
     assert_eq!(second.rows_resumed as i64, after_first);
     assert_eq!(second.rows as i64 + after_first, 600_000);
     assert_eq!(db.count("t"), 600_000);
@@ -675,7 +685,7 @@ fn resume_is_idempotent_and_finishes_an_interrupted_load_exactly_once() {
         "no row twice"
     );
 
-    let third = load(&opts, &Silent).unwrap();
+    let third = db.load(&opts, &Silent).unwrap();
     assert_eq!((third.rows, third.rows_resumed), (0, 600_000));
     assert_eq!(db.count("t"), 600_000);
 }
@@ -687,9 +697,9 @@ fn resume_refuses_a_changed_input() {
     let (_dir, path) = write_input(&numbered_rows(1000), "csv");
     let mut opts = db.load_options(&path, "t");
     opts.resume = true;
-    load(&opts, &Silent).unwrap();
+    db.load(&opts, &Silent).unwrap();
     std::fs::write(&path, numbered_rows(1001)).unwrap();
-    let err = load(&opts, &Silent).unwrap_err();
+    let err = db.load(&opts, &Silent).unwrap_err();
     assert!(
         err.to_string()
             .contains("changed since the load it would resume"),
@@ -732,7 +742,9 @@ fn resume_retries_a_terminated_connection_without_loading_a_block_twice() {
         }
         0
     });
-    let summary = load(&opts, &Silent).expect("a terminated connection is retried with --resume");
+    let summary = db
+        .load(&opts, &Silent)
+        .expect("a terminated connection is retried with --resume");
     assert!(
         killer.join().unwrap() >= 1,
         "no COPY backend was terminated"
@@ -779,7 +791,9 @@ fn rows_the_server_refuses_are_isolated_into_the_reject_file() {
     opts.max_errors = 10;
     opts.block_size = 8 * 1024;
     opts.plan.rebuild_indexes = false;
-    let summary = load(&opts, &Silent).expect("server refusals are rejects");
+    let summary = db
+        .load(&opts, &Silent)
+        .expect("server refusals are rejects");
     assert_eq!((summary.rows, summary.rows_rejected), (3000, 4));
     assert_eq!(db.count("t"), 3001);
     let rejected = std::fs::read_to_string(dir.path().join("input.csv.rejects")).unwrap();
@@ -803,9 +817,9 @@ fn a_resumed_load_keeps_the_rejects_of_earlier_runs() {
     opts.resume = true;
     opts.max_errors = 5;
     opts.csv.header = true;
-    assert_eq!(load(&opts, &Silent).unwrap().rows_rejected, 1);
+    assert_eq!(db.load(&opts, &Silent).unwrap().rows_rejected, 1);
     assert_eq!(
-        load(&opts, &Silent).unwrap().rows,
+        db.load(&opts, &Silent).unwrap().rows,
         0,
         "everything was committed already"
     );
@@ -825,7 +839,7 @@ fn on_conflict_skip_and_update_merge_into_existing_rows() {
     opts.connections = 2;
     opts.block_size = 8;
     opts.on_conflict = OnConflict::Skip;
-    let skipped = load(&opts, &Silent).unwrap();
+    let skipped = db.load(&opts, &Silent).unwrap();
     assert_eq!(skipped.rows, 2, "{:?}", skipped.notes);
     assert_eq!(
         db.rows_as_text("t"),
@@ -834,7 +848,7 @@ fn on_conflict_skip_and_update_merge_into_existing_rows() {
 
     db.exec("DELETE FROM t WHERE id > 2");
     opts.on_conflict = OnConflict::Update;
-    let updated = load(&opts, &Silent).unwrap();
+    let updated = db.load(&opts, &Silent).unwrap();
     assert_eq!(updated.rows, 3, "{:?}", updated.notes);
     assert_eq!(
         db.rows_as_text("t"),
@@ -873,9 +887,9 @@ fn resume_and_server_side_rejects_work_together() {
     opts.max_errors = 5;
     opts.block_size = 4096;
     opts.plan.rebuild_indexes = false;
-    let first = load(&opts, &Silent).unwrap();
+    let first = db.load(&opts, &Silent).unwrap();
     assert_eq!((first.rows, first.rows_rejected), (2000, 2));
-    let second = load(&opts, &Silent).unwrap();
+    let second = db.load(&opts, &Silent).unwrap();
     assert_eq!((second.rows, second.rows_resumed), (0, 2000));
     assert_eq!(db.count("t"), 2001);
     let rejected = std::fs::read_to_string(dir.path().join("input.csv.rejects")).unwrap();
@@ -898,19 +912,20 @@ fn resume_survives_a_server_restart_mid_load() {
         .execute_blocking("CREATE TABLE t (id int, note text)")
         .unwrap();
     let (_dir, path) = write_input(&numbered_rows(600_000), "csv");
-    let mut opts = LoadOptions::new(path.to_string_lossy(), target.clone(), "t");
+    let mut opts = LoadOptions::new(path.to_string_lossy(), "t");
     opts.resume = true;
     opts.block_size = 64 * 1024;
     opts.workers = 1;
     opts.connections = 1;
-    let first_opts = opts.clone();
-    let loader = std::thread::spawn(move || load(&first_opts, &Silent));
+    let (first_opts, first_target) = (opts.clone(), target.clone());
+    let loader =
+        std::thread::spawn(move || inrush_postgres::load::run(&first_target, &first_opts, &Silent));
     support::wait_for_committed_rows(&mut target.connect_blocking().unwrap(), "t");
     server.restart().expect("restarting the server mid-load");
     let first = loader.join().unwrap();
     // The sink retries through the restart; whatever stopped is picked up by the same command.
     if first.is_err() {
-        load(&opts, &Silent).expect("the rerun completes");
+        inrush_postgres::load::run(&target, &opts, &Silent).expect("the rerun completes");
     }
     let count = |sql: &str| target.query_text_blocking(sql).unwrap().unwrap_or_default();
     assert_eq!(

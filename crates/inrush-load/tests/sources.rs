@@ -4,7 +4,7 @@
 
 mod support;
 
-use inrush_load::{load, QuerySource};
+use inrush_load::QuerySource;
 use inrush_read::csv::CsvOptions;
 use inrush_read::generate::Rng;
 use std::io::Write;
@@ -179,7 +179,7 @@ fn a_directory_of_mixed_files_loads_like_copy_of_each() {
     let mut opts = db.load_options(dir.path(), "t");
     opts.csv = csv.clone();
     small_blocks(&mut opts);
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(summary.rows, 750);
     assert!(summary.input.starts_with("3 files"), "{}", summary.input);
     assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
@@ -187,11 +187,14 @@ fn a_directory_of_mixed_files_loads_like_copy_of_each() {
     // A glob picks the same files; a file whose header differs is refused, naming both.
     db.exec("TRUNCATE t");
     opts.inputs = vec![format!("{}/part-*", dir.path().display())];
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
     std::fs::write(dir.path().join("part-9.csv"), "id,name\n1,x\n").unwrap();
     db.exec("TRUNCATE t");
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("part-9.csv: the header names id,name"), "{e}");
     assert_eq!(db.count("t"), 0, "a refused load leaves nothing");
 }
@@ -205,7 +208,7 @@ fn json_lines_load_like_copy_of_the_same_rows_as_csv() {
     let (_dir, path) = write_input(&to_jsonl(&rows), "jsonl");
     let mut opts = db.load_options(&path, "t");
     small_blocks(&mut opts);
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(summary.rows, 2000);
     assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
 }
@@ -228,7 +231,7 @@ fn bad_json_lines_go_to_the_reject_file_with_their_line() {
     opts.max_errors = 10;
     let rejects = dir.path().join("bad.jsonl");
     opts.rejects = Some(rejects.clone());
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(summary.rows, 2);
     assert_eq!(summary.rows_rejected, 5);
     assert_eq!(db.rows_as_text("t"), vec!["(1,ok)", "(7,)"]);
@@ -299,7 +302,7 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
             split_by: split_by.clone(),
         });
         small_blocks(&mut opts);
-        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        let summary = db.load(&opts, &inrush_core::Silent).unwrap();
         let expected = source
             .client
             .query(
@@ -334,7 +337,7 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
             split_by: split_by.clone(),
         });
         small_blocks(&mut opts);
-        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        let summary = db.load(&opts, &inrush_core::Silent).unwrap();
         assert!(
             summary
                 .notes
@@ -360,7 +363,10 @@ fn a_query_on_another_server_loads_like_copy_of_its_rows() {
     });
     small_blocks(&mut opts);
     let row = source.count("src WHERE id IS NULL OR id < 1234") + 1;
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with(&format!("query, row {row}")), "{e}");
     assert!(e.contains("violates check constraint"), "{e}");
 }
@@ -440,14 +446,14 @@ fn parquet_loads_like_copy_of_the_same_rows_as_csv() {
     to_parquet(&rows[1800..], 500, &dir.path().join("b.parquet"));
     let mut opts = db.load_options(dir.path(), "t");
     opts.block_size = 16 * 1024;
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(summary.rows, 3000);
     assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
 
     // --columns picks fields by name, in any order; the others take their defaults.
     db.exec("TRUNCATE t");
     opts.columns = Some(vec!["note".into(), "id".into()]);
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(
         db.rows_as_text("t")[..2],
         db.client
@@ -492,7 +498,10 @@ fn parquet_values_out_of_range_are_bad_rows_with_their_row_number() {
     writer.close().unwrap();
 
     let mut opts = db.load_options(&path, "t");
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("in.parquet, row 2, column id, value \"3000000000\": value \"3000000000\" is out of range for type integer"),
         "{e}"
@@ -502,7 +511,7 @@ fn parquet_values_out_of_range_are_bad_rows_with_their_row_number() {
     opts.max_errors = 5;
     let rejects = dir.path().join("in.rejects");
     opts.rejects = Some(rejects.clone());
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!((summary.rows, summary.rows_rejected), (2, 3));
     assert_eq!(db.rows_as_text("t"), vec!["(1,a)", "(5,\"e,\"\"\")"]);
     // The reject file is CSV that loads again once fixed: a header, then the rows' texts.
@@ -517,7 +526,8 @@ fn parquet_values_out_of_range_are_bad_rows_with_their_row_number() {
 
     // A column that no value could fit is refused before any row is read.
     db.exec("CREATE TABLE d (id date, code text)");
-    let e = load(&db.load_options(&path, "d"), &inrush_core::Silent)
+    let e = db
+        .load(&db.load_options(&path, "d"), &inrush_core::Silent)
         .unwrap_err()
         .to_string();
     assert!(
@@ -552,7 +562,7 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
         let mut opts = db.load_options(&csv_path, table);
         opts.create = true;
         setup(&mut opts);
-        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        let summary = db.load(&opts, &inrush_core::Silent).unwrap();
         assert_eq!(summary.rows, 1500, "{table}");
         assert_eq!(column_types(&mut db, table), expected_types, "{table}");
         assert!(
@@ -582,7 +592,10 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
     let mut opts = db.load_options(&csv_path, "from_csv");
     opts.csv.header = true;
     opts.create = true;
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("exists already"), "{e}");
     // A failed load leaves no table behind.
     std::fs::write(&csv_path, format!("id,n\n{}x,3\n", "1,2\n".repeat(1000))).unwrap();
@@ -590,7 +603,10 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
     opts.csv.header = true;
     opts.create = true;
     opts.block_size = 64; // the bad row lies beyond the sampled block
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("invalid input syntax for type integer"), "{e}");
     let missing: Option<String> = db
         .client
@@ -635,7 +651,7 @@ fn create_keeps_every_value_as_written() {
     let mut opts = db.load_options(&csv_path, "from_csv");
     opts.csv.header = true;
     opts.create = true;
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(
         column_types(&mut db, "from_csv"),
         "zip text, flag boolean, ratio double precision, doc jsonb, n numeric, id integer"
@@ -658,7 +674,7 @@ fn create_keeps_every_value_as_written() {
     .unwrap();
     let mut opts = db.load_options(&jsonl_path, "from_jsonl");
     opts.create = true;
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(
         column_types(&mut db, "from_jsonl"),
         "zip text, n integer, s text, b text"
@@ -676,7 +692,7 @@ fn create_keeps_every_value_as_written() {
         ("N".into(), "numeric(5,2)".into()),
         ("zip".into(), "varchar(5)".into()),
     ];
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(
         column_types(&mut db, "typed"),
         "zip character varying(5), flag boolean, ratio double precision, doc jsonb, \
@@ -697,7 +713,7 @@ fn create_keeps_every_value_as_written() {
     ] {
         opts.table = "never".into();
         opts.create_types = vec![(column.into(), sql_type.into())];
-        let e = load(&opts, &inrush_core::Silent).unwrap_err();
+        let e = db.load(&opts, &inrush_core::Silent).unwrap_err();
         assert!(matches!(e, inrush_load::Error::Usage(_)), "{e:?}");
         assert!(e.to_string().starts_with(expected), "{e}");
     }
@@ -707,7 +723,7 @@ fn create_keeps_every_value_as_written() {
     opts.csv.header = true;
     opts.create = true;
     opts.check_only = true;
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(summary.rows, 3);
     assert!(
         summary.notes.iter().any(|n| n.contains(
@@ -746,7 +762,7 @@ fn tsv_files_are_read_tab_delimited() {
         db.exec("TRUNCATE t");
         let mut opts = db.load_options(path, "t");
         opts.csv.header = true;
-        let summary = load(&opts, &inrush_core::Silent).unwrap();
+        let summary = db.load(&opts, &inrush_core::Silent).unwrap();
         assert_eq!(summary.rows, 3, "{}", path.display());
         assert_eq!(db.rows_as_text("t"), db.rows_as_text("expected"));
     }
@@ -755,7 +771,7 @@ fn tsv_files_are_read_tab_delimited() {
     let mut opts = db.load_options(&plain, "t");
     opts.csv.header = true;
     opts.csv.delimiter = b'|';
-    load(&opts, &inrush_core::Silent).unwrap();
+    db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(db.rows_as_text("t"), ["(1,\"a\tb\")"]);
 }
 
@@ -773,7 +789,7 @@ fn a_directory_loads_only_files_named_as_inputs() {
     std::fs::write(dir.path().join("config.json"), "{\"id\": 4}\n").unwrap();
     let mut opts = db.load_options(dir.path(), "t");
     opts.csv.header = true;
-    let summary = load(&opts, &inrush_core::Silent).unwrap();
+    let summary = db.load(&opts, &inrush_core::Silent).unwrap();
     assert_eq!(db.rows_as_text("t"), ["(1,x)"]);
     let d = dir.path().display();
     assert!(
@@ -785,7 +801,10 @@ fn a_directory_loads_only_files_named_as_inputs() {
     );
 
     std::fs::write(dir.path().join("a.csv"), "id;name\n1;x\n").unwrap();
-    let e = load(&opts, &inrush_core::Silent).unwrap_err().to_string();
+    let e = db
+        .load(&opts, &inrush_core::Silent)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with(&format!(
             "column \"id;name\" named by the header of {d}/a.csv is not a column of"

@@ -4,23 +4,7 @@ use crate::quote_ident;
 #[cfg(test)]
 use crate::TableInfo;
 
-/// The wire format of a COPY stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CopyFormat {
-    /// Values already in each type's binary form: the server does no parsing.
-    Binary,
-    /// Tab-separated text: the fallback for tables with a type inrush cannot encode.
-    Text,
-}
-
-impl CopyFormat {
-    pub fn name(self) -> &'static str {
-        match self {
-            CopyFormat::Binary => "binary",
-            CopyFormat::Text => "text",
-        }
-    }
-}
+pub use inrush_encode::CopyFormat;
 
 /// `COPY "s"."t" ("a", "b") FROM STDIN (FORMAT ...)`. `target` is an already quoted, qualified
 /// name (a table's `qualified()`). With `freeze`, rows are written frozen: only allowed in the

@@ -40,11 +40,11 @@ impl QueryServer for ConnectOptions {
     }
 }
 
-/// The error's own message says what was done (`connecting to ...`, the statement).
+/// The error's own message says what was done (`cannot connect to ...`, the statement).
 fn source_error(e: crate::Error) -> QueryError {
     QueryError {
         engine: "PostgreSQL",
-        what: "reading the query".into(),
+        what: String::new(),
         message: e.to_string(),
     }
 }

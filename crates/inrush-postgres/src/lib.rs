@@ -2,12 +2,15 @@
 //!
 //! Owns: connection settings as libpq reads them ([`options`]: URIs, key=value strings, `PG*`
 //! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
-//! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream: [`copy_out`]), asking the server to parse values the
-//! client defers ([`resolve`]), and a private throwaway server for the demo and tests
-//! ([`server`]), and the journal of dropped definitions ([`ddl`]). Identifiers are always quoted ([`quote_ident`]); passwords never appear in any
-//! message this crate builds.
+//! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream:
+//! [`copy_out`]), asking the server to parse values the client defers ([`resolve`]), the
+//! journal of dropped definitions ([`ddl`]), the `--resume` ledger ([`ledger`]), a private
+//! throwaway server for the demo and tests ([`server`]), and the load itself ([`load`]: the
+//! pipeline's stages from `inrush-load` driven into parallel COPY streams, and the plan, the
+//! staging, the claims and the commit around them). Identifiers are always quoted
+//! ([`quote_ident`]); passwords never appear in any message this crate builds.
 //!
-//! Does not own: reading input, encoding values, or the pipeline's threads.
+//! Does not own: reading input, encoding values, or the pipeline's stages (`inrush-load`).
 
 pub mod activity;
 pub mod catalog;
@@ -15,12 +18,20 @@ pub mod copy;
 pub mod copy_out;
 pub mod ddl;
 pub mod ledger;
+pub mod load;
 pub mod options;
 pub mod resolve;
 pub mod server;
 
 pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;
+
+/// A load's errors carry this crate's whole: the binary tells them apart by downcasting.
+impl From<Error> for inrush_load::Error {
+    fn from(e: Error) -> Self {
+        inrush_load::Error::Driver(Box::new(e))
+    }
+}
 pub use server::{PrivateServer, ServerOptions};
 
 /// Everything that can go wrong talking to PostgreSQL. Each message says its cause in full,

@@ -502,7 +502,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     return Ok(Outcome::Done);
                 }
             };
-            let recovered = inrush_load::pipeline::recover(&target, args.table.as_deref())?;
+            let recovered = inrush_postgres::load::recover(&target, args.table.as_deref())?;
             if recovered.restored.is_empty() && recovered.busy.is_empty() {
                 eprintln!("nothing to recover: the DDL journal is empty");
             }
@@ -578,19 +578,19 @@ impl PlanArgs {
     pub fn plan(self) -> Result<inrush_load::LoadPlan> {
         let args = self;
         Ok(match Target::of(args.to.as_deref())? {
-            Target::Postgres(target) => inrush_load::pipeline::plan(
+            Target::Postgres(target) => inrush_postgres::load::plan(
                 &target,
                 &args.table,
                 args.input.as_deref(),
                 args.flags.options(),
             )?,
             Target::Sqlite(path) => {
-                let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                let mut opts = LoadOptions::new("", args.table);
                 opts.plan = args.flags.options();
                 inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
             }
             Target::Mysql(options) => {
-                let mut opts = LoadOptions::new("", ConnectOptions::parse("")?, args.table);
+                let mut opts = LoadOptions::new("", args.table);
                 opts.plan = args.flags.options();
                 inrush_load::plan_into(&MysqlTarget::new(options), &opts, args.input.as_deref())?
             }
@@ -612,7 +612,7 @@ impl PreparedLoad {
     ) -> Result<inrush_load::LoadSummary> {
         let opts = &self.opts;
         Ok(match &self.to {
-            Target::Postgres(_) => inrush_load::load(opts, reporter),
+            Target::Postgres(target) => inrush_postgres::load::run(target, opts, reporter),
             Target::Sqlite(path) => {
                 inrush_load::load_into(&SqliteTarget::new(path.clone()), opts, reporter)
             }
@@ -637,12 +637,7 @@ impl LoadArgs {
         };
         csv.validate()?;
         let to = Target::of(args.to.as_deref())?;
-        let target = match &to {
-            Target::Postgres(target) => target.clone(),
-            // Only a query source's server is PostgreSQL then.
-            Target::Sqlite(_) | Target::Mysql(_) => ConnectOptions::parse("")?,
-        };
-        let mut opts = LoadOptions::new("", target, args.table);
+        let mut opts = LoadOptions::new("", args.table);
         opts.inputs = args.inputs;
         opts.format = args.format.map(FormatArg::format);
         if let Some(sql) = args.from_query {

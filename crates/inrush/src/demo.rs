@@ -77,14 +77,14 @@ pub fn run(args: DemoArgs) -> Result<()> {
 
     // Two interleaved rounds, best of each: on a fresh cluster whichever load runs first pays
     // for creating WAL segments that later loads reuse.
-    let mut opts = LoadOptions::new(csv.to_string_lossy(), target.clone(), "inrush_demo");
+    let mut opts = LoadOptions::new(csv.to_string_lossy(), "inrush_demo");
     // Like with like: psql \copy does no VACUUM (ANALYZE) afterwards either.
     opts.plan.maintain = false;
     let (mut best, mut psql_seconds) = (None::<inrush_load::LoadSummary>, f64::INFINITY);
     for round in 1..=ROUNDS {
         target.execute_blocking("TRUNCATE inrush_demo; CHECKPOINT")?;
         let reporter = report::ProgressReporter::new(!args.output.no_progress && !args.output.json);
-        let summary = inrush_load::load(&opts, &reporter);
+        let summary = inrush_postgres::load::run(&target, &opts, &reporter);
         reporter.finish();
         let summary = summary?;
         target.execute_blocking("TRUNCATE inrush_demo_psql; CHECKPOINT")?;

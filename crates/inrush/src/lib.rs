@@ -65,7 +65,14 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     match e.downcast_ref::<L>() {
         Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
         // A foreign key `recover` (or a load, for a dead load's leftovers) put back NOT VALID.
-        Some(L::Postgres(inrush_postgres::Error::ForeignKeyViolated { .. })) => 7,
+        Some(L::Driver(e))
+            if matches!(
+                e.downcast_ref(),
+                Some(inrush_postgres::Error::ForeignKeyViolated { .. })
+            ) =>
+        {
+            7
+        }
         Some(L::PartialCommit { .. }) => 5,
         // An input that is not there (or cannot be opened) is a mistake in the arguments.
         Some(
@@ -79,8 +86,15 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         ) => 2,
         Some(err) if err.is_bad_input() => 4,
         // Rows already in the table break a key `recover` recreates: the data, not the server.
-        Some(L::Postgres(inrush_postgres::Error::UniqueViolated { .. })) => 4,
-        Some(L::Postgres(_) | L::Engine { .. } | L::Source(_)) => 3,
+        Some(L::Driver(e))
+            if matches!(
+                e.downcast_ref(),
+                Some(inrush_postgres::Error::UniqueViolated { .. })
+            ) =>
+        {
+            4
+        }
+        Some(L::Driver(_) | L::Engine { .. } | L::Source(_)) => 3,
         Some(L::Read(_)) => 4,
         Some(_) => 1,
         None if matches!(

@@ -2,10 +2,11 @@
 //! is used for) and PostgreSQL into MariaDB, with `--create` typing the new table as a
 //! migrating user expects, on real servers. Every value is compared with what it was.
 
-mod mariadb_common;
-
 use inrush_testkit::{Db, MariaDb};
-use mariadb_common::inrush;
+
+fn inrush(args: &[&str]) -> (i32, String) {
+    inrush_testkit::run(env!("CARGO_BIN_EXE_inrush"), args)
+}
 
 /// One column of every kind MariaDB has, its values at their edges.
 const MARIADB_SOURCE: &str = "CREATE TABLE src (
@@ -94,6 +95,151 @@ fn a_mariadb_table_moves_into_postgresql_with_the_types_a_migrating_user_expects
              1000-01-01 00:00:00.000001|1970-01-01 00:00:01|00:00:00|1901|   |||red||null|\
              \\x|\\x41|f|0000000000",
             "3|-",
+        ]
+    );
+}
+
+/// What PostgreSQL cannot hold is a bad row, reported with its reason, never changed: zero
+/// dates (unless `--zero-dates-null` asks for NULL) and times past 24 hours.
+#[test]
+fn zero_dates_are_bad_rows_unless_asked_to_be_null() {
+    let source = MariaDb::fresh("migrate_zero");
+    source.exec(
+        "CREATE TABLE z (id INT, day DATE, at DATETIME, t TIME); SET sql_mode = ''; \
+         INSERT INTO z VALUES (1, '2024-01-01', '2024-01-01 10:00:00', '10:00:00'), \
+         (2, '0000-00-00', '0000-00-00 00:00:00', '10:00:00'), \
+         (3, '2024-05-00', '2024-01-01 10:00:00', '10:00:00'), \
+         (4, '2024-01-01', '2024-01-01 10:00:00', '838:59:59')",
+    );
+    for (flag, loaded) in [
+        (None, "1|2024-01-01|2024-01-01 10:00:00"),
+        (
+            Some("--zero-dates-null"),
+            "1|2024-01-01|2024-01-01 10:00:00\n2|-|-\n3|-|2024-01-01 10:00:00",
+        ),
+    ] {
+        let target = Db::fresh("migrate_zero");
+        let dir = tempfile::tempdir().unwrap();
+        let rejects = dir.path().join("z.rejects");
+        let mut extra = vec![
+            "--create",
+            "--max-errors",
+            "10",
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ];
+        extra.extend(flag);
+        let sql = "SELECT * FROM z ORDER BY id";
+        let (code, out) = migrate(sql, &source.url, &target.conninfo, "z", &extra);
+        assert_eq!(code, 6, "{flag:?}: {out}");
+        let rows = target.text(
+            "SELECT string_agg(concat_ws('|', id, coalesce(day::text, '-'), coalesce(at::text, '-')), \
+             E'\\n' ORDER BY id) FROM z",
+        );
+        assert_eq!(rows, loaded, "{flag:?}");
+        let log = std::fs::read_to_string(dir.path().join("z.rejects.log")).unwrap();
+        assert!(log.contains("838:59:59"), "{log}");
+        if flag.is_none() {
+            assert!(
+                log.contains("0000-00-00") && log.contains("2024-05-00"),
+                "{log}"
+            );
+        }
+    }
+}
+
+/// `--split-by` cuts the query into key ranges, one MariaDB stream per connection; every row
+/// arrives once.
+#[test]
+fn a_split_mariadb_query_arrives_whole_over_several_connections() {
+    let source = MariaDb::fresh("migrate_split");
+    source.exec(
+        "CREATE TABLE big (id BIGINT PRIMARY KEY, n INT, s VARCHAR(20)); \
+         INSERT INTO big SELECT seq, seq * 7 % 1000, CONCAT('row ', seq) FROM seq_1_to_30000; \
+         INSERT INTO big VALUES (-5, NULL, NULL)",
+    );
+    let target = Db::fresh("migrate_split");
+    target.exec("CREATE TABLE big (id bigint, n integer, s text)");
+    let (code, out) = migrate(
+        "SELECT * FROM big",
+        &source.url,
+        &target.conninfo,
+        "big",
+        &["--split-by", "id", "--connections", "3"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        target.text("SELECT concat_ws(' ', count(*), count(DISTINCT id), sum(id), sum(n), count(s)) FROM big"),
+        source.rows("SELECT CONCAT_WS(' ', COUNT(*), COUNT(DISTINCT id), SUM(id), SUM(n), COUNT(s)) FROM big")[0]
+    );
+}
+
+/// A query the source refuses fails the load as a server error (exit 3) with the server's
+/// message, before anything is made.
+#[test]
+fn a_query_mariadb_refuses_fails_with_its_message() {
+    let source = MariaDb::fresh("migrate_bad");
+    let target = Db::fresh("migrate_bad");
+    let (code, out) = migrate(
+        "SELECT * FROM missing",
+        &source.url,
+        &target.conninfo,
+        "t",
+        &["--create"],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("missing' doesn't exist"), "{out}");
+    assert_eq!(target.text("SELECT to_regclass('t') IS NULL"), "t");
+}
+
+/// A PostgreSQL table moves into MariaDB: `--create` types it in MariaDB's terms and every
+/// value arrives as it was.
+#[test]
+fn a_postgresql_table_moves_into_mariadb() {
+    let source = Db::fresh("migrate_pg");
+    source.exec(
+        "CREATE TABLE src (id integer, big bigint, amount numeric(10,2), body text, \
+           name varchar(20), code char(3), flag boolean, day date, at timestamp(3), t time, \
+           bytes bytea, doc jsonb, u uuid); \
+         INSERT INTO src VALUES \
+           (1, -9223372036854775808, -12345678.90, E'a,\"b\"\\n\\tc', 'ünïcödé', 'ab', true, \
+            '2024-02-29', '2024-01-02 03:04:05.678', '23:59:59', '\\x00ff', '{\"k\": [1]}', \
+            'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'), \
+           (2, 0, 0, '', '', '', false, '1000-01-01', '1970-01-01 00:00:00', '00:00:00', '\\x', \
+            'null', NULL), \
+           (3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+    );
+    let target = MariaDb::fresh("migrate_pg");
+    let (code, out) = migrate(
+        "SELECT * FROM src",
+        &source.conninfo,
+        &target.url,
+        "dst",
+        &["--create"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        target.rows(
+            "SELECT GROUP_CONCAT(CONCAT(COLUMN_NAME, ' ', COLUMN_TYPE) ORDER BY ORDINAL_POSITION \
+             SEPARATOR ', ') FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() \
+             AND TABLE_NAME = 'dst'"
+        ),
+        [
+            "id int(11), big bigint(20), amount decimal(10,2), body longtext, name varchar(20), \
+          code char(3), flag tinyint(1), day date, at datetime(3), t time(6), bytes longblob, \
+          doc longtext, u char(36)"
+        ]
+    );
+    assert_eq!(
+        target.rows(
+            "SELECT CONCAT_WS('|', id, big, amount, REPLACE(REPLACE(body, '\\n', '<nl>'), '\\t', '<tab>'), \
+             name, code, flag, day, at, t, HEX(bytes), doc, u) FROM dst ORDER BY id"
+        ),
+        [
+            "1|-9223372036854775808|-12345678.90|a,\"b\"<nl><tab>c|ünïcödé|ab|1|2024-02-29|\
+             2024-01-02 03:04:05.678|23:59:59.000000|00FF|{\"k\": [1]}|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            "2|0|0.00||||0|1000-01-01|1970-01-01 00:00:00.000|00:00:00.000000||null",
+            "3",
         ]
     );
 }

@@ -5,8 +5,9 @@
 
 #![allow(dead_code)]
 
+use inrush_core::Reporter;
 use inrush_core::Silent;
-use inrush_load::{load, LoadOptions};
+use inrush_load::{LoadOptions, LoadSummary};
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use inrush_read::csv::CsvOptions;
 use std::io::Write;
@@ -137,9 +138,18 @@ impl TestDb {
         }
     }
 
+    /// Runs the load `opts` describes into this database.
+    pub fn load(
+        &self,
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+    ) -> inrush_load::Result<LoadSummary> {
+        inrush_postgres::load::run(&self.target, opts, reporter)
+    }
+
     /// Load options for `path` into `table` of this database.
     pub fn load_options(&self, path: &std::path::Path, table: &str) -> LoadOptions {
-        let mut opts = LoadOptions::new(path.to_string_lossy(), self.target.clone(), table);
+        let mut opts = LoadOptions::new(path.to_string_lossy(), table);
         opts.workers = 2;
         opts.connections = 2;
         opts
@@ -185,7 +195,7 @@ pub fn assert_same_as_copy(
     let theirs = db.server_copy("theirs", data, &opts.csv, col_list.as_deref());
     // The options are checked first, as the CLI does.
     let ours = match opts.csv.validate() {
-        Ok(()) => load(&opts, &Silent),
+        Ok(()) => db.load(&opts, &Silent),
         Err(e) => Err(e.into()),
     };
     match (&ours, &theirs) {

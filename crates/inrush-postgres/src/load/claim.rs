@@ -4,11 +4,11 @@
 //! LOCK TABLE) runs alone; others run beside each other and change nothing. Two loads that both
 //! rebuilt one index collided (`pg_class_relname_nsp_index`), and DDL waiting on one load's open
 //! COPY while that load's next COPY queued behind the DDL hung both. The claim is an advisory
-//! lock per table held by the control connection (`inrush_postgres::ddl::claim`).
+//! lock per table held by the control connection (`crate::ddl::claim`).
 
-use crate::pipeline::until_interrupted;
-use crate::{Error, LoadOptions, Result};
-use inrush_postgres::ddl;
+use super::until_interrupted;
+use crate::{ddl, ConnectOptions};
+use inrush_load::{Error, LoadOptions, Result};
 use tokio_postgres::Client;
 
 /// How this load holds the table's definitions.
@@ -28,6 +28,7 @@ pub(crate) async fn take(
     table_oid: u32,
     table: &str,
     must_be_alone: bool,
+    target: &ConnectOptions,
     opts: &LoadOptions,
 ) -> Result<Claim> {
     if ddl::claim(control, table_oid).await? {
@@ -46,6 +47,7 @@ pub(crate) async fn take(
     let waited = until_interrupted(
         ddl::wait_for_claim(control, table_oid, must_be_alone),
         control,
+        target,
         opts,
     )
     .await;

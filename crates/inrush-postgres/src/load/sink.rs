@@ -1,19 +1,20 @@
 //! What one COPY connection does: open a transaction, stream chunks from the shared queue until
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
-use crate::pipeline::{Shared, CANCEL_POLL};
-use crate::rejects::Rejects;
-use crate::worker::{Chunk, WorkerPlan};
-use crate::{Error, Result};
+use crate::copy::{row_in_error_context, CopyFormat};
+use crate::ledger::{self, Committed, InputIdentity};
+use crate::ConnectOptions;
 use bytes::Bytes;
 use futures_util::SinkExt;
 use inrush_encode::binary_copy;
-use inrush_postgres::copy::{row_in_error_context, CopyFormat};
-use inrush_postgres::ledger::{self, Committed, InputIdentity};
+use inrush_load::rejects::Rejects;
+use inrush_load::stages::{Shared, CANCEL_POLL};
+use inrush_load::worker::{Chunk, WorkerPlan};
+use inrush_load::{Error, Result};
 use tokio_postgres::Client;
 
 fn query_error(what: &str, cause: tokio_postgres::Error) -> Error {
-    Error::Postgres(inrush_postgres::Error::Query {
+    Error::from(crate::Error::Query {
         what: what.into(),
         cause,
     })
@@ -163,7 +164,7 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
         .as_db_error()
         .filter(|db| is_about_a_row(db.code().code()))
     else {
-        return Error::Postgres(inrush_postgres::Error::Query {
+        return Error::from(crate::Error::Query {
             what: "COPY".into(),
             cause: e,
         });
@@ -261,6 +262,7 @@ pub(crate) async fn run_resumable(
     shared: &Shared,
     plan: &WorkerPlan,
     input: &InputIdentity,
+    server: &ConnectOptions,
 ) -> Result<Finished> {
     let mut client = client;
     let mut refused = 0;
@@ -309,9 +311,6 @@ pub(crate) async fn run_resumable(
                         input.input
                     );
                     tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
-                    let Some(server) = plan.server() else {
-                        return Err(query_error("reconnecting", e));
-                    };
                     let Ok(fresh) = server.connect().await else {
                         continue;
                     };

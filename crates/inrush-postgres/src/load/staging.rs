@@ -4,9 +4,9 @@
 //! transaction, so the load stays all or nothing; merging from several open transactions
 //! instead would make them wait on each other's row locks until a commit that never comes.
 
-use crate::{OnConflict, Result};
+use crate::{quote_ident, Error, TableInfo};
 use inrush_core::TargetColumn;
-use inrush_postgres::{quote_ident, Error, TableInfo};
+use inrush_load::{OnConflict, Result};
 use tokio_postgres::Client;
 
 pub(crate) struct Staging {
@@ -24,18 +24,18 @@ impl Staging {
         table: &TableInfo,
         columns: &[TargetColumn],
         mode: OnConflict,
-    ) -> crate::Result<Staging> {
+    ) -> inrush_load::Result<Staging> {
         // Refused before anything is made: a key to conflict on, and for update the one to
         // update by.
         let target = table.qualified();
         let key = primary_key(client, table).await?;
         if mode == OnConflict::Update && key.is_empty() {
-            return Err(crate::Error::Usage(format!(
+            return Err(inrush_load::Error::Usage(format!(
                 "--on-conflict update needs a primary key on {target}: it says which row a row replaces"
             )));
         }
         if !table.indexes(client).await?.iter().any(|i| i.unique) {
-            return Err(crate::Error::Usage(format!(
+            return Err(inrush_load::Error::Usage(format!(
                 "--on-conflict needs a primary key or unique constraint on {target}: without one no row conflicts with another"
             )));
         }
@@ -109,9 +109,9 @@ impl Staging {
                 // the whole merge fails, naming the row's values.
                 match e
                     .as_db_error()
-                    .filter(|db| crate::sink::is_about_a_row(db.code().code()))
+                    .filter(|db| super::sink::is_about_a_row(db.code().code()))
                 {
-                    Some(db) => Err(crate::Error::ServerRefused {
+                    Some(db) => Err(inrush_load::Error::ServerRefused {
                         location: None,
                         message: format!(
                             "merging the input into the table: {}{}",

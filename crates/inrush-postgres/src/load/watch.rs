@@ -8,9 +8,9 @@
 //! updating a shared row does the same). Polling `pg_blocking_pids` from the control connection
 //! finds that and fails the load instead of hanging.
 
-use crate::pipeline::{Shared, CANCEL_POLL};
-use crate::Error;
-use inrush_postgres::{activity, ConnectOptions};
+use crate::{activity, ConnectOptions};
+use inrush_load::stages::{Shared, CANCEL_POLL};
+use inrush_load::Error;
 use std::convert::Infallible;
 use tokio_postgres::{CancelToken, Client};
 
@@ -21,7 +21,7 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub async fn of(client: &Client) -> inrush_postgres::Result<Session> {
+    pub async fn of(client: &Client) -> crate::Result<Session> {
         Ok(Session {
             pid: activity::backend_pid(client).await?,
             token: client.cancel_token(),

@@ -1,0 +1,383 @@
+//! The pipeline's stages, shared by every target: the inputs opened far enough to name their
+//! columns ([`Inputs`]), reader threads cutting them into units of work, encode workers on
+//! every core, the progress ticker, and the state they share ([`Shared`]).
+//!
+//! ```text
+//! inputs ─▶ reader threads ─▶ [work: bounded] ─▶ N worker threads ─▶ [chunks: bounded] ─▶ the target's writers
+//!          (one source each at a                 (parse, check, encode)
+//!           time; quote-aware cuts)
+//! ```
+//!
+//! Memory is bounded by the two queue depths times the block size, whatever the input size.
+//! The first error anywhere is kept, sets the cancel flag, and every stage stops: the readers and
+//! workers check the flag between blocks, writers stop taking chunks, dropped queues unblock
+//! whoever waits on them. [`crate::load_into`] drives these stages into a [`crate::target::Target`];
+//! PostgreSQL's COPY streams drive them from `inrush-postgres`.
+
+use crate::rejects::Rejects;
+use crate::sources::{first_line_keys, Columnar, Opened, Origin, Sources, Unit, Work};
+use crate::worker::{csv_line, WorkerPlan};
+use crate::{Error, LoadOptions, Result};
+use inrush_core::{Progress, Reporter, ScalarType, ValueType};
+use inrush_read::jsonl::ColumnForm;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often a waiting stage looks at the cancel flag.
+pub const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// State every stage of one load shares.
+pub struct Shared {
+    cancelled: AtomicBool,
+    first_error: Mutex<Option<Error>>,
+    pub progress: Arc<Progress>,
+    /// Where refused rows go, when the user allows some.
+    pub rejects: Option<Rejects>,
+}
+
+impl Shared {
+    pub fn new(progress: Arc<Progress>, rejects: Option<Rejects>) -> Self {
+        Shared {
+            cancelled: AtomicBool::new(false),
+            first_error: Mutex::new(None),
+            progress,
+            rejects,
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    /// Keeps the first error only (later ones are consequences) and stops everyone.
+    pub fn fail(&self, error: Error) {
+        if let Ok(mut slot) = self.first_error.lock() {
+            if slot.is_none() {
+                *slot = Some(error);
+            }
+        }
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn take_error(&self) -> Option<Error> {
+        self.first_error
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take())
+    }
+}
+
+/// `data.csv` → `data.csv.rejects`; standard input, a query or several inputs →
+/// `inrush.rejects` here.
+pub fn default_rejects_path(sources: &Sources) -> PathBuf {
+    match &sources.list[..] {
+        [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => {
+            PathBuf::from(format!("{}.rejects", one.name))
+        }
+        _ => PathBuf::from("inrush.rejects"),
+    }
+}
+
+/// How a JSON value goes into a column of this type.
+pub fn json_form(value_type: &ValueType) -> ColumnForm {
+    match value_type {
+        ValueType::Scalar {
+            scalar: ScalarType::Json | ScalarType::Jsonb,
+        } => ColumnForm::Json,
+        ValueType::Array { .. } => ColumnForm::Array,
+        _ => ColumnForm::Plain,
+    }
+}
+
+/// Starts the reader threads: each takes the next unread source, cuts it into blocks and
+/// sends them on. The first source comes already opened; every other CSV source's header
+/// must name the same columns as the first one's.
+pub fn start_readers(
+    sources: &Arc<Sources>,
+    first: Option<Opened>,
+    first_header: Option<Vec<String>>,
+    skip: std::collections::HashSet<u64>,
+    threads: usize,
+    shared: &Arc<Shared>,
+    work: flume::Sender<Work>,
+) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
+    // Source 0 comes opened (text inputs) or is taken like any other (columnar ones).
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(usize::from(
+        first.is_some(),
+    )));
+    let first = Arc::new(Mutex::new(first));
+    let first_header = Arc::new(first_header);
+    let skip = Arc::new(skip);
+    // Units are numbered as they are sent: with one reader, in the input's order.
+    let sequence = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    (0..threads.min(sources.list.len()))
+        .map(|i| {
+            let (sources, shared, work) = (sources.clone(), shared.clone(), work.clone());
+            let (next, first, first_header, skip, sequence) = (
+                next.clone(),
+                first.clone(),
+                first_header.clone(),
+                skip.clone(),
+                sequence.clone(),
+            );
+            std::thread::Builder::new()
+                .name(format!("inrush-read-{i}"))
+                .spawn(move || {
+                    let mut pending = first.lock().ok().and_then(|mut f| f.take());
+                    let mut index = 0;
+                    loop {
+                        let opened = pending.take();
+                        if opened.is_none() {
+                            index = next.fetch_add(1, Ordering::Relaxed);
+                            if index >= sources.list.len() || shared.is_cancelled() {
+                                return;
+                            }
+                        }
+                        let consumed = shared.progress.bytes_read.clone();
+                        let skip = skip.clone();
+                        let units =
+                            source_units(&sources, index, opened, &first_header, skip, consumed);
+                        let fed = match units {
+                            Ok(units) => feed(index as u32, units, &sequence, &shared, &work),
+                            Err(e) => return shared.fail(e),
+                        };
+                        if !fed {
+                            return;
+                        }
+                    }
+                })
+        })
+        .collect()
+}
+
+/// The units of work of source `index` (`opened` when it was opened already): a query's
+/// binary tuples, a columnar file's parts, or a text source's blocks, without the blocks an
+/// earlier run committed (`skip`, for source 0 under --resume).
+fn source_units(
+    sources: &Sources,
+    index: usize,
+    opened: Option<Opened>,
+    first_header: &Option<Vec<String>>,
+    skip: Arc<std::collections::HashSet<u64>>,
+    consumed: Arc<std::sync::atomic::AtomicU64>,
+) -> Result<Box<dyn Iterator<Item = Result<Unit>> + Send>> {
+    if let Some(columns) = sources.passthrough.get() {
+        let tuples = sources.open_tuples(index, columns, consumed)?;
+        return Ok(Box::new(tuples.map(|t| Ok(Unit::Tuples(t?)))));
+    }
+    match &sources.list[index].arrow {
+        // Columnar: the workers read the parts themselves.
+        Some(Columnar::File(file)) => {
+            return Ok(Box::new(
+                file.parts().into_iter().map(|p| Ok(Unit::Part(p))),
+            ))
+        }
+        // In memory: only this reader can take the batches, in their order.
+        Some(Columnar::Stream(stream)) => {
+            return Ok(Box::new(stream.slices()?.map(|slice| {
+                let (first_row, batch) = slice?;
+                Ok(Unit::Batch(first_row, batch))
+            })))
+        }
+        None => {}
+    }
+    let opened = match opened {
+        Some(opened) => opened,
+        None => sources.open(index, consumed)?,
+    };
+    check_header(sources, index, &opened, first_header)?;
+    let blocks = opened.pending.into_iter().map(Ok).chain(opened.splitter);
+    let uncommitted = move |block: &inrush_read::Result<inrush_read::csv::Block>| !matches!(block, Ok(b) if index == 0 && skip.contains(&b.offset));
+    Ok(Box::new(
+        blocks.filter(uncommitted).map(|b| Ok(Unit::Block(b?))),
+    ))
+}
+
+/// Sends a source's units to the workers; false when the load stops (cancelled, failed, or
+/// the workers gone).
+fn feed(
+    source: u32,
+    units: impl Iterator<Item = Result<Unit>>,
+    sequence: &std::sync::atomic::AtomicU64,
+    shared: &Shared,
+    work: &flume::Sender<Work>,
+) -> bool {
+    for unit in units {
+        let sent = match unit {
+            Ok(unit) => {
+                let seq = sequence.fetch_add(1, Ordering::Relaxed);
+                !shared.is_cancelled() && work.send(Work { source, seq, unit }).is_ok()
+            }
+            Err(e) => {
+                shared.fail(e);
+                false
+            }
+        };
+        if !sent {
+            return false;
+        }
+    }
+    true
+}
+
+/// Every CSV source of a load with headers must name the same columns as the first.
+fn check_header(
+    sources: &Sources,
+    index: usize,
+    opened: &Opened,
+    first: &Option<Vec<String>>,
+) -> Result<()> {
+    let (Some(expected), Some((names, _))) = (first, &opened.header) else {
+        return Ok(());
+    };
+    if names == expected {
+        return Ok(());
+    }
+    Err(Error::Columns(format!(
+        "{}: the header names {} but {} names {}; load them separately or pass --columns",
+        sources.list[index].name,
+        names.join(","),
+        sources.list[0].name,
+        expected.join(",")
+    )))
+}
+
+/// The inputs of a load, opened far enough to name their columns.
+pub struct Inputs {
+    pub sources: Arc<Sources>,
+    /// A query's column names and types, read from its server.
+    pub query_types: Option<Vec<(String, String)>>,
+    /// The first text source, opened: its header (or first JSON line) names the columns.
+    pub first: Option<Opened>,
+    pub header_names: Option<Vec<String>>,
+    /// Columnar files: per source, the fields that feed the columns.
+    pub projections: Vec<Vec<usize>>,
+}
+
+impl Inputs {
+    pub fn open(opts: &LoadOptions, progress: &Progress) -> Result<Inputs> {
+        let sources = Arc::new(Sources::from_options(opts)?);
+        progress
+            .bytes_total
+            .store(sources.size().unwrap_or(0), Ordering::Relaxed);
+        // The first text source is opened here: its header (or first JSON line) names the
+        // columns. Columnar files name them in their schema.
+        // A query names its columns (and types) itself: nothing is opened before the target is
+        // known, which decides whether its rows come as CSV or as binary tuples.
+        let query_types = match sources.query() {
+            Some((from, sql)) => Some(from.columns(sql)?),
+            None => None,
+        };
+        let (first, header_names, projections) = if sources.columnar() {
+            let (names, projections) = sources.columnar_projection(opts.columns.as_deref())?;
+            (None, Some(names), projections)
+        } else if let Some(types) = &query_types {
+            let names = types.iter().map(|(name, _)| name.clone()).collect();
+            (None, Some(names), Vec::new())
+        } else {
+            let first = sources.open(0, progress.bytes_read.clone())?;
+            let names = match (&first.header, first.pending.first()) {
+                (Some((names, _)), _) => Some(names.clone()),
+                (None, Some(line)) => Some(first_line_keys(line, &sources.list[0])?),
+                (None, None) => None,
+            };
+            (Some(first), names, Vec::new())
+        };
+        Ok(Inputs {
+            sources,
+            query_types,
+            first,
+            header_names,
+            projections,
+        })
+    }
+}
+
+/// Why a stage's thread did not start.
+pub fn spawn_error(e: std::io::Error) -> Error {
+    Error::Internal(format!("starting a thread: {e}"))
+}
+
+/// Starts `count` encode workers (at least one) taking blocks from `blocks` and sending chunks
+/// to `chunks`; the queues' own ends are dropped on return, so the workers alone hold them.
+pub fn spawn_workers<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &'env WorkerPlan,
+    shared: &'env Shared,
+    count: usize,
+    blocks: flume::Receiver<Work>,
+    chunks: flume::Sender<crate::worker::Chunk>,
+) -> Result<Vec<std::thread::ScopedJoinHandle<'scope, u64>>> {
+    (0..count.max(1))
+        .map(|i| {
+            let (blocks, chunks) = (blocks.clone(), chunks.clone());
+            std::thread::Builder::new()
+                .name(format!("inrush-encode-{i}"))
+                .spawn_scoped(scope, move || plan.run(shared, blocks, chunks))
+                .map_err(spawn_error)
+        })
+        .collect()
+}
+
+/// Waits for the encode workers; the values the server resolved for them, in all.
+pub fn join_workers(workers: Vec<std::thread::ScopedJoinHandle<'_, u64>>) -> Result<u64> {
+    workers.into_iter().try_fold(0, |resolved, worker| {
+        let n = worker
+            .join()
+            .map_err(|_| Error::Internal("an encode worker panicked".into()))?;
+        Ok(resolved + n)
+    })
+}
+
+/// Starts the thread that reports progress every 100 ms and turns an interrupt into the
+/// load's failure, until `done` is set.
+pub fn spawn_ticker<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    done: &'env AtomicBool,
+    interrupt: &'env crate::Interrupt,
+    shared: &'env Shared,
+    reporter: &'env dyn Reporter,
+    progress: &'env Progress,
+) -> Result<std::thread::ScopedJoinHandle<'scope, ()>> {
+    std::thread::Builder::new()
+        .name("inrush-progress".into())
+        .spawn_scoped(scope, move || {
+            while !done.load(Ordering::Relaxed) {
+                if interrupt.is_set() {
+                    shared.fail(Error::Interrupted);
+                }
+                reporter.progress(progress.snapshot());
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+        .map_err(spawn_error)
+}
+
+/// `--create`: the columns' names and types. A query's were read already; files are typed
+/// from themselves.
+pub fn create_columns(
+    sources: &Sources,
+    query_types: &Option<Vec<(String, String)>>,
+    header_names: Option<&[String]>,
+    projections: &[Vec<usize>],
+    first: Option<&mut Opened>,
+) -> Result<Vec<(String, String)>> {
+    match query_types {
+        Some(types) => Ok(types.clone()),
+        None => crate::create::column_types(sources, header_names, projections, first),
+    }
+}
+
+/// What the reject file starts with: the CSV header, or a columnar file's column names.
+pub fn reject_header(
+    first: Option<&Opened>,
+    header_names: Option<&[String]>,
+) -> Option<bytes::Bytes> {
+    match (first, header_names) {
+        (Some(first), _) => first.header.as_ref().map(|(_, raw)| raw.clone()),
+        (None, Some(names)) => Some(csv_line(names.iter().map(|n| Some(n.as_str()))).into()),
+        (None, None) => None,
+    }
+}

@@ -1,0 +1,70 @@
+//! `--create` on PostgreSQL: the `CREATE TABLE` for the columns the pipeline inferred (see
+//! `inrush_load::create`), with `--types` checked against the server's own types.
+
+use inrush_load::columns::position_by_name;
+use inrush_load::{Error, Result};
+use tokio_postgres::Client;
+
+/// `CREATE TABLE` for `table` (as the user wrote it, parsed by the server), refused when the
+/// table exists already. `overrides` (`--types`) replace the types of the columns they name;
+/// each must name a column and a type the server knows.
+pub(crate) async fn table_ddl(
+    control: &Client,
+    table: &str,
+    columns: &[(String, String)],
+    overrides: &[(String, String)],
+) -> Result<String> {
+    let mut columns = columns.to_vec();
+    for (name, sql_type) in overrides {
+        let Some(i) = position_by_name(columns.iter().map(|(n, _)| n.as_str()), name) else {
+            return Err(Error::Usage(format!(
+                "--types: the input has no column {name:?} (it has: {})",
+                columns
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        // The type goes into the DDL as written: only a name the server reads as a type.
+        let known = control
+            .query_one("SELECT to_regtype($1) IS NOT NULL", &[sql_type])
+            .await
+            .map(|row| row.get::<_, bool>(0));
+        match known {
+            Ok(true) => columns[i].1 = sql_type.clone(),
+            Ok(false) => {
+                return Err(Error::Usage(format!(
+                "--types: {sql_type:?} (for column {name:?}) is not a type of the target database"
+            )))
+            }
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "--types: {sql_type:?} (for column {name:?}) is not a type: {}",
+                    crate::describe_pg_error(&e)
+                )))
+            }
+        }
+    }
+    let sql = "SELECT to_regclass($1)::text, parse_ident($1)";
+    let row = control
+        .query_one(sql, &[&table])
+        .await
+        .map_err(crate::query_error(sql))?;
+    if let Some(existing) = row.get::<_, Option<String>>(0) {
+        return Err(Error::Columns(format!(
+            "--create: table {existing} exists already (load into it without --create)"
+        )));
+    }
+    let parts: Vec<String> = row.get(1);
+    let qualified: Vec<String> = parts.iter().map(|p| crate::quote_ident(p)).collect();
+    let columns: Vec<String> = columns
+        .iter()
+        .map(|(name, sql_type)| format!("{} {sql_type}", crate::quote_ident(name)))
+        .collect();
+    Ok(format!(
+        "CREATE TABLE {} ({})",
+        qualified.join("."),
+        columns.join(", ")
+    ))
+}
