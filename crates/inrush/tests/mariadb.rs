@@ -559,7 +559,9 @@ fn myisam_disables_its_keys_and_says_it_cannot_roll_back() {
 fn table_lock_holds_the_table_until_the_commit() {
     let db = MariaDb::fresh("lock");
     let dir = shared_dir();
-    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 300_000);
+    // Long enough that the two probes below (each waits out a 1 s lock timeout) both run
+    // while the load holds the lock.
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 1_000_000);
     let args = load_args(&csv, &db, "ours", &["--table-lock"]);
     let child = Command::new(BIN)
         .args(&args)

@@ -84,6 +84,13 @@ impl Staging {
         Ok(Staging { name, merge })
     }
 
+    /// Drops the staging table (gone already after a merge; a failed load leaves it).
+    pub async fn drop(&self, client: &Client) -> Result<(), tokio_postgres::Error> {
+        client
+            .batch_execute(&format!("DROP TABLE IF EXISTS {}", self.name))
+            .await
+    }
+
     /// Merges and drops the staging table in one transaction; returns the rows inserted or
     /// updated.
     pub async fn merge(&self, client: &Client) -> Result<u64> {

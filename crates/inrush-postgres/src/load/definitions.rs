@@ -1,0 +1,188 @@
+//! What the plan takes off the table for the load and puts back after it: indexes, keys and
+//! foreign keys journaled and dropped (triggers disabled), then restored whatever happened, and
+//! a load undone when the rows break a key put back after its commit; `inrush recover` for a
+//! load that died in between.
+
+use super::claim::Claim;
+use super::prepare::Prepared;
+use crate::{ddl, ConnectOptions, TableInfo};
+use inrush_core::{Phase, Reporter};
+use inrush_load::{Error, LoadOptions, LoadSummary, Result};
+use tokio::runtime::Runtime;
+
+/// Journals and drops what the plan rebuilds after the load (nothing under `--check`); when it
+/// may drop nothing, lets other loads of the table run beside this one.
+pub(super) fn drop(
+    load: &mut Prepared,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+) -> Result<Vec<ddl::JournalEntry>> {
+    let Prepared {
+        control,
+        table,
+        plan: load_plan,
+        claim,
+        create_sql,
+        notes,
+        ..
+    } = load;
+    let claim = *claim;
+    let (to_rebuild, to_readd, to_disable) = match opts.check_only {
+        true => (Vec::new(), Vec::new(), Vec::new()),
+        false => (
+            load_plan.rebuilt(),
+            load_plan.readded_foreign_keys(),
+            load_plan.disabled_triggers(),
+        ),
+    };
+    let changes_nothing = to_rebuild.is_empty() && to_readd.is_empty() && to_disable.is_empty();
+    if changes_nothing
+        && claim == Claim::Alone
+        && create_sql.is_none()
+        && !opts.truncate
+        && !opts.table_lock
+    {
+        // Other loads of the table may run beside this one after all.
+        runtime.block_on(ddl::share_own_claim(control, table.oid))?;
+    }
+    Ok(match changes_nothing {
+        true => Vec::new(),
+        false => match runtime.block_on(ddl::journal_and_drop(
+            control,
+            table,
+            &to_rebuild,
+            &to_readd,
+            &to_disable,
+        )) {
+            Ok(dropped) => {
+                opts.interrupt.dropped(!dropped.is_empty());
+                dropped
+            }
+            Err(e) => {
+                // Nothing was dropped: load with the indexes in place, and say why.
+                notes.push(format!("indexes and foreign keys kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
+                Vec::new()
+            }
+        },
+    })
+}
+
+/// Puts back what [`drop`] dropped, whatever happened to the load, and answers for the load:
+/// its summary, or why it failed. When the rows break a key put back after the commit, they
+/// are deleted again first (see [`undo`]).
+pub(super) fn restore(
+    streamed: Result<(LoadSummary, Vec<i64>)>,
+    load: &Prepared,
+    dropped: &[ddl::JournalEntry],
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+    reporter: &dyn Reporter,
+) -> Result<LoadSummary> {
+    let (control, table) = (&load.control, &load.table);
+    let rebuilt = if dropped.is_empty() {
+        Ok(())
+    } else {
+        reporter.phase(Phase::Indexes);
+        runtime.block_on(ddl::restore(target, dropped, opts.connections.max(1)))
+    };
+    match (streamed, rebuilt) {
+        (Ok((summary, _)), Ok(())) => Ok(summary),
+        (Ok((_, txids)), Err(broken)) if broken.is_broken_key() => {
+            // The rows break a key put back after the commit (a unique index that cannot be
+            // built, a foreign key added back NOT VALID that does not validate): take exactly
+            // them out again, then put back every journaled definition and validate what was
+            // valid, so the table is as it was. Such keys are dropped only for loads whose rows
+            // all carry their transactions' ids (see `LoadOptions::keeps_keys`).
+            let (constraint, name, message) = broken.broken_key();
+            let undone = runtime.block_on(async {
+                let deleted = undo(control, table, &txids).await?;
+                let pending = ddl::pending(control, Some(table.oid)).await?;
+                ddl::restore(target, &pending, opts.connections.max(1)).await?;
+                if matches!(broken, crate::Error::ForeignKeyViolated { .. }) {
+                    ddl::validate_foreign_key(control, &name, &constraint)
+                        .await
+                        .map_err(crate::query_error("validating the foreign key again"))?;
+                }
+                Ok::<_, crate::Error>(deleted)
+            });
+            Err(match undone {
+                Ok(deleted) => Error::KeyViolated {
+                    constraint,
+                    table: name,
+                    message,
+                    rows_undone: deleted,
+                },
+                Err(e) => Error::IndexesNotRestored {
+                    load: Some(format!("{constraint}: {message}")),
+                    reason: e.to_string(),
+                },
+            })
+        }
+        (Err(error), Ok(())) => Err(error),
+        (streamed, Err(e)) => Err(Error::IndexesNotRestored {
+            load: streamed.err().map(|e| e.to_string()),
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Deletes the rows the load's transactions inserted (their `xmin`); returns how many.
+async fn undo(
+    control: &tokio_postgres::Client,
+    table: &TableInfo,
+    txids: &[i64],
+) -> crate::Result<u64> {
+    // xmin is the 32-bit transaction id: the low half of txid_current()'s epoch-extended id.
+    let xids: Vec<i64> = txids.iter().map(|t| t & 0xFFFF_FFFF).collect();
+    let sql = format!(
+        "DELETE FROM {} WHERE xmin::text::bigint = ANY($1)",
+        table.qualified()
+    );
+    control
+        .execute(&sql, &[&xids])
+        .await
+        .map_err(|cause| crate::Error::Query { what: sql, cause })
+}
+
+/// What `inrush recover` did.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// The definitions recreated.
+    pub restored: Vec<ddl::JournalEntry>,
+    /// Tables left alone: a running load (or another recover) holds their definitions and puts
+    /// them back itself.
+    pub busy: Vec<String>,
+}
+
+/// `inrush recover`: recreates what the DDL journal holds (for one table, or all), except the
+/// definitions of a table another inrush session is loading or recovering.
+pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered> {
+    let runtime = super::runtime()?;
+    Ok(runtime.block_on(async {
+        let client = target.connect().await?;
+        let oid = match table {
+            Some(name) => Some(TableInfo::read(&client, name).await?.oid),
+            None => None,
+        };
+        let mut recovered = Recovered::default();
+        let entries = ddl::pending(&client, oid).await?;
+        let mut tables: Vec<u32> = entries.iter().map(|e| e.table_oid).collect();
+        tables.sort_unstable();
+        tables.dedup();
+        for table_oid in tables {
+            let of_table = entries.iter().filter(|e| e.table_oid == table_oid);
+            // The claim lasts as long as `client`'s session, so until this recover ends.
+            if !ddl::claim(&client, table_oid).await? {
+                recovered
+                    .busy
+                    .extend(of_table.take(1).map(|e| e.table_name.clone()));
+                continue;
+            }
+            let of_table: Vec<ddl::JournalEntry> = of_table.cloned().collect();
+            ddl::restore(target, &of_table, 4).await?;
+            recovered.restored.extend(of_table);
+        }
+        Ok::<_, crate::Error>(recovered)
+    })?)
+}

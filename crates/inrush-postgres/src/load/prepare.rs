@@ -1,0 +1,456 @@
+//! Before anything changes: the inputs opened far enough to name their columns, the table read
+//! (made, for `--create`, in a transaction rolled back at once), the claim on it, the encoding,
+//! the COPY statement and what each transaction runs first, the plan, and how many connections.
+
+use super::claim::{self, Claim};
+use super::create;
+use super::staging::Staging;
+use crate::copy::{copy_from_stdin, CopyFormat};
+use crate::ledger::{self, InputIdentity};
+use crate::resolve::Resolver;
+use crate::{ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
+use inrush_core::{Progress, TargetColumn, ValueType};
+use inrush_encode::{DateOrder, EncodeContext};
+use inrush_load::columns::map_columns;
+use inrush_load::rejects::Rejects;
+use inrush_load::resume::{self, Resume};
+use inrush_load::sources::{Opened, Sources};
+use inrush_load::stages::{create_columns, default_rejects_path, json_form, reject_header, Inputs};
+use inrush_load::worker::{ArrowPlan, Decode, Rows, WorkerPlan};
+use inrush_load::{LoadOptions, LoadPlan, OnConflict, Result};
+use inrush_read::inputs::InputFormat;
+use inrush_read::jsonl::JsonLineParser;
+use std::collections::HashSet;
+use std::sync::Arc;
+use tokio::runtime::Runtime;
+use tokio_postgres::Client;
+
+/// Everything the load decided before it changes anything.
+pub(super) struct Prepared {
+    /// The session that reads the catalog, holds the claim, drops and restores definitions.
+    pub control: Client,
+    pub progress: Arc<Progress>,
+    pub sources: Arc<Sources>,
+    /// The first text source, opened (its header read); the readers take it.
+    pub first: Option<Opened>,
+    pub header_names: Option<Vec<String>>,
+    pub input_name: String,
+    pub session: SessionInfo,
+    pub table: TableInfo,
+    pub claim: Claim,
+    /// `--create`: the table's DDL, run first by the load's transaction.
+    pub create_sql: Option<String>,
+    /// `--resume`: the input's identity in the ledger, the blocks to skip, the rows loaded
+    /// before.
+    pub resume: Option<(InputIdentity, HashSet<u64>, u64)>,
+    /// The reject file, when rows may be refused; the stages take it.
+    pub rejects: Option<Rejects>,
+    pub format: CopyFormat,
+    /// Why the load goes as text COPY.
+    pub text_reason: Option<String>,
+    pub staging: Option<Staging>,
+    /// `COPY ... FROM STDIN`, and what each COPY transaction runs before it.
+    pub statement: String,
+    pub prelude: Vec<String>,
+    pub workers: WorkerPlan,
+    pub plan: LoadPlan,
+    pub notes: Vec<String>,
+    pub connections: usize,
+    /// Rows reach the table in the input's order (one reader, the order stage).
+    pub ordered: bool,
+}
+
+/// Reads, opens and decides (see the module documentation).
+pub(super) fn prepare(
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+) -> Result<Prepared> {
+    let progress = Arc::new(Progress::default());
+    let Inputs {
+        sources,
+        query_types,
+        mut first,
+        header_names,
+        projections,
+    } = Inputs::open(opts, &progress)?;
+    let input_name = sources.describe();
+    let input_size = sources.size();
+    let control = runtime.block_on(target.connect())?;
+    // --create: the table is made in a transaction on the control connection only to read it
+    // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
+    // applies and a failed load leaves no table behind.
+    let create_sql = match opts.create {
+        false => None,
+        true => {
+            let columns = create_columns(
+                &sources,
+                &query_types,
+                header_names.as_deref(),
+                &projections,
+                first.as_mut(),
+            )?;
+            Some(runtime.block_on(create::table_ddl(
+                &control,
+                &opts.table,
+                &columns,
+                &opts.create_types,
+            ))?)
+        }
+    };
+    let (session, table, claim) =
+        runtime.block_on(open_table(&control, target, opts, &create_sql))?;
+
+    let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
+    let origin = sources.names_origin();
+    let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
+    let columns = map_columns(&table.columns, &table.qualified(), explicit, header_origin)?;
+    let header = reject_header(first.as_ref(), header_names.as_deref());
+    let arrow = projections
+        .into_iter()
+        .zip(&sources.list)
+        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
+        .collect::<Result<Vec<_>>>()?;
+    // --resume: which blocks this input already has in the table, and where to read on from.
+    let resume = match opts.resume {
+        false => None,
+        true => {
+            let file = resume::input_file(&sources, opts.block_size)?;
+            let identity = ledger::InputIdentity::new(table.oid, file);
+            let committed = runtime.block_on(ledger::open(&control, &identity))?;
+            let Resume { skip, rows_before } =
+                Resume::start(&committed, &sources, first.as_mut(), &progress)?;
+            Some((identity, skip, rows_before))
+        }
+    };
+    let rejects = match opts.max_errors {
+        0 => None,
+        limit => {
+            let path = opts
+                .rejects
+                .clone()
+                .unwrap_or_else(|| default_rejects_path(&sources));
+            Some(Rejects::create(
+                &path,
+                limit,
+                header.as_deref(),
+                opts.resume,
+            )?)
+        }
+    };
+    let (format, text_reason) = copy_format(opts, &columns);
+    // --on-conflict skip|update: the connections COPY into an unlogged staging table (their
+    // commits touch only it), then one transaction merges it into the table and drops it.
+    let staging = match opts.on_conflict {
+        OnConflict::Error => None,
+        mode => Some(runtime.block_on(Staging::create(&control, &table, &columns, mode))?),
+    };
+    let query_note = query_types
+        .as_ref()
+        .map(|types| passthrough(&sources, types, &columns, format, opts, staging.is_some()));
+    let mut copy_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    if staging.is_some() {
+        copy_columns.push(Staging::ORDINAL.into());
+    }
+    // COPY FREEZE needs the table made or emptied in the same subtransaction: not under the
+    // savepoints --max-errors loads each chunk in.
+    // Nor on a partitioned table, which the server refuses to freeze.
+    let frozen = (opts.truncate || opts.create) && opts.max_errors == 0 && !table.partitioned;
+    let statement = copy_from_stdin(
+        staging
+            .as_ref()
+            .map_or(table.qualified(), |st| st.name.clone())
+            .as_str(),
+        &copy_columns,
+        format,
+        frozen,
+    );
+    let prelude = prelude(opts, &create_sql, &table);
+    let decode = match sources.format {
+        InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
+            &columns
+                .iter()
+                .map(|c| (c.name.clone(), json_form(&c.value_type)))
+                .collect::<Vec<_>>(),
+        )),
+        _ => Decode::Csv,
+    };
+    let resolving = target.clone();
+    let workers = WorkerPlan {
+        decode,
+        sources: sources.clone(),
+        columns,
+        rows: Rows::Copy {
+            format,
+            ctx: EncodeContext {
+                server_version_num: session.server_version_num,
+                session_time_zone_is_utc: session.time_zone_is_utc(),
+                date_order: DateOrder::of_date_style(&session.date_style),
+            },
+            resolver: Box::new(move |columns| {
+                Box::new(Resolver::new(resolving.clone(), columns.to_vec()))
+            }),
+        },
+        relation: table.name.clone(),
+        ordinal: staging.is_some(),
+        arrow,
+        chunk_bytes: opts.block_size.max(64 * 1024),
+    };
+
+    let plan_options = inrush_load::PlanOptions {
+        keep_keys: opts.keeps_keys(),
+        // Other loads of the table run beside this one: it changes no definition.
+        rebuild_indexes: opts.plan.rebuild_indexes && claim == Claim::Alone,
+        ..opts.plan
+    };
+    let mut load_plan = runtime.block_on(decide_plan(
+        &control,
+        &table,
+        input_size,
+        plan_options,
+        opts.truncate || opts.create,
+        frozen,
+    ))?;
+    if claim == Claim::Shared {
+        load_plan.rule = format!(
+            "indexes and keys are kept: another inrush load of {} was running when this one started, and only a load that runs alone changes them",
+            table.qualified()
+        );
+    }
+    if create_sql.is_some() {
+        runtime
+            .block_on(control.batch_execute("ROLLBACK"))
+            .map_err(crate::query_error("ROLLBACK"))?;
+    }
+    if !opts.check_only {
+        let blocked = if opts.max_errors > 0 {
+            Some("--max-errors finds refused rows by their place in the input")
+        } else if opts.resume {
+            Some("--resume commits the input block by block, in order")
+        } else if staging.is_some() {
+            Some("--on-conflict keeps the input's order")
+        } else if format == CopyFormat::Text {
+            Some("text COPY (a column with no binary encoder)")
+        } else {
+            None
+        };
+        load_plan.choose_sort(&workers.columns, blocked);
+    }
+    let mut notes: Vec<String> = query_note
+        .into_iter()
+        .chain(sources.skipped_note())
+        .collect();
+    if let Some(sql) = &create_sql {
+        notes.push(match opts.check_only {
+            true => format!("--create: would run {sql} (--check: nothing was created)"),
+            false => format!(
+                "--create: {sql}, in the load's own transaction{}",
+                match frozen {
+                    true => " (rows written frozen: COPY FREEZE)",
+                    false => "",
+                }
+            ),
+        });
+    }
+    // One transaction per connection: a load that must be one transaction has one.
+    let mut connections = match (
+        opts.check_only,
+        opts.truncate || opts.table_lock || opts.create,
+    ) {
+        (true, _) => 0,
+        (false, true) => 1,
+        (false, false) => opts.connections.max(1),
+    };
+    // With rejects allowed, the server refuses the second occurrence of a key: which one that
+    // is must not depend on which connection got there first, and two connections holding the
+    // same key would wait on each other. One connection then, fed in the input's order.
+    if opts.max_errors > 0 && connections > 1 && load_plan.checks_keys_during_load() {
+        connections = 1;
+        notes.push("--max-errors with a unique key: one connection, rows in input order, so every occurrence of a key after the first goes to the reject file".into());
+    }
+    let ordered = opts.max_errors > 0 && connections == 1;
+    Ok(Prepared {
+        control,
+        progress,
+        sources,
+        first,
+        header_names,
+        input_name,
+        session,
+        table,
+        claim,
+        create_sql,
+        resume,
+        rejects,
+        format,
+        text_reason,
+        staging,
+        statement,
+        prelude,
+        workers,
+        plan: load_plan,
+        notes,
+        connections,
+        ordered,
+    })
+}
+
+/// Reads the table (made first, for `--create`, in a transaction the caller rolls back), takes
+/// the claim on it, and puts back what a load that died left dropped.
+async fn open_table(
+    control: &Client,
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    create_sql: &Option<String>,
+) -> Result<(SessionInfo, TableInfo, Claim)> {
+    let session = SessionInfo::read(control).await?;
+    if let Some(sql) = &create_sql {
+        control
+            .batch_execute(&format!("BEGIN; {sql}"))
+            .await
+            .map_err(crate::query_error(sql.as_str()))?;
+    }
+    let table = TableInfo::read(control, &opts.table).await?;
+    // A new table is this load's alone; another table's definitions may be another load's.
+    let claim = match create_sql {
+        Some(_) => Claim::Alone,
+        None => {
+            let must_be_alone = opts.truncate || opts.table_lock || opts.plan.disable_triggers;
+            claim::take(
+                control,
+                table.oid,
+                &table.qualified(),
+                must_be_alone,
+                target,
+                opts,
+            )
+            .await?
+        }
+    };
+    // Definitions a load that died left in the journal come back before anything else
+    // (a live load's are its own business).
+    let leftovers = match (&create_sql, claim) {
+        (None, Claim::Alone) => ddl::pending(control, Some(table.oid)).await?,
+        _ => Vec::new(),
+    };
+    if !leftovers.is_empty() {
+        tracing::warn!(
+            "recreating {} index(es) an earlier load of {} left dropped",
+            leftovers.len(),
+            table.qualified()
+        );
+        ddl::restore(target, &leftovers, opts.connections.max(1)).await?;
+    }
+    Ok((session, table, claim))
+}
+
+/// Binary COPY, unless asked for text or a column has no binary encoder.
+fn copy_format(opts: &LoadOptions, columns: &[TargetColumn]) -> (CopyFormat, Option<String>) {
+    let unsupported: Vec<String> = columns
+        .iter()
+        .filter(|c| c.value_type == ValueType::Unsupported)
+        .map(|c| format!("{} ({})", c.name, c.type_sql))
+        .collect();
+    if opts.force_text {
+        (CopyFormat::Text, Some("requested".to_string()))
+    } else if !unsupported.is_empty() {
+        (
+            CopyFormat::Text,
+            Some(format!("no binary encoder for {}", unsupported.join(", "))),
+        )
+    } else {
+        (CopyFormat::Binary, None)
+    }
+}
+
+/// A query whose columns have the very types of the target's (and no OIDs in their binary
+/// form) is streamed as COPY BINARY and its tuples go on untouched; says how the rows go.
+fn passthrough(
+    sources: &Sources,
+    types: &[(String, String)],
+    columns: &[TargetColumn],
+    format: CopyFormat,
+    opts: &LoadOptions,
+    staged: bool,
+) -> String {
+    let same_types = columns.iter().all(|c| {
+        let oid_free = match &c.value_type {
+            ValueType::Scalar { .. } => true,
+            ValueType::Array { elem_oid, .. } => *elem_oid < 16384,
+            ValueType::Unsupported => false,
+        };
+        oid_free && types.iter().any(|(n, t)| *n == c.name && *t == c.type_sql)
+    });
+    let binary = sources
+        .query()
+        .is_some_and(|(from, _)| from.speaks_copy_binary());
+    let how = if !binary {
+        "as CSV, read by the target's input functions"
+    } else if !same_types {
+        "as CSV, read by the target's input functions (the column types differ)"
+    } else if format != CopyFormat::Binary || staged || opts.max_errors > 0 {
+        "as CSV (--max-errors and --on-conflict need each row parsed)"
+    } else {
+        let _ = sources
+            .passthrough
+            .set(columns.iter().map(|c| c.name.clone()).collect());
+        "as COPY BINARY tuples, untouched (every column has the target's type)"
+    };
+    format!("--from-query: rows streamed {how}")
+}
+
+/// Statements each COPY transaction runs first; each makes the load one transaction.
+fn prelude(opts: &LoadOptions, create_sql: &Option<String>, table: &TableInfo) -> Vec<String> {
+    let mut prelude = Vec::new();
+    prelude.extend(create_sql.clone());
+    if opts.truncate {
+        prelude.push(format!("TRUNCATE {}", table.qualified()));
+    }
+    if opts.table_lock {
+        prelude.push(format!(
+            "LOCK TABLE {} IN EXCLUSIVE MODE",
+            table.qualified()
+        ));
+    }
+    prelude
+}
+
+/// Reads what the plan weighs (indexes, keys, size, per-row work) and decides. `emptied`: the
+/// table counts as empty (`--truncate` empties it in the load's own transaction).
+pub(super) async fn decide_plan(
+    client: &tokio_postgres::Client,
+    table: &TableInfo,
+    input_size: Option<u64>,
+    opts: inrush_load::PlanOptions,
+    emptied: bool,
+    frozen: bool,
+) -> crate::Result<LoadPlan> {
+    let indexes = table.indexes(client).await?;
+    let foreign_keys = table.foreign_keys(client).await?;
+    let mut size = table.size(client).await?;
+    let mut opts = opts;
+    if emptied {
+        // A key built after the load that fails undoes the load's rows, but not the TRUNCATE
+        // of the rows that were there: those keys stay.
+        if !size.empty && opts.keep_keys.is_none() {
+            opts.keep_keys = Some("--truncate of a table with rows: if a key put back after the load failed, the emptied rows could not come back");
+        }
+        size = TableSize {
+            table_bytes: 0,
+            index_bytes: 0,
+            rows_estimate: 0.0,
+            empty: true,
+        };
+    }
+    let hidden = table.hidden_work(client).await?;
+    let plan = LoadPlan::decide(
+        &table.qualified(),
+        table.partitioned,
+        indexes,
+        foreign_keys,
+        size,
+        input_size,
+        opts,
+    );
+    Ok(plan.with_hidden_work(hidden).loaded_frozen(frozen))
+}

@@ -1,0 +1,329 @@
+//! The rows: readers, encode workers, the sort or order stage, and one COPY stream per
+//! connection, each in its own transaction, with the watch beside them; then every transaction
+//! committed together (or, under `--resume`, block by block already), or all rolled back.
+
+use super::prepare::Prepared;
+use super::sink::{self, Finished};
+use super::watch;
+use crate::{ConnectOptions, SessionInfo};
+use inrush_core::{Phase, Reporter};
+use inrush_load::rejects::Rejects;
+use inrush_load::stages::{
+    join_workers, spawn_error, spawn_ticker, spawn_workers, start_readers, Shared,
+};
+use inrush_load::summary::Phases;
+use inrush_load::{order, sort, Error, LoadOptions, LoadSummary, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::runtime::Runtime;
+
+/// Streams the rows and commits; the summary, and the transactions' ids (to undo the load if a
+/// key put back after it does not hold).
+pub(super) fn stream(
+    load: &mut Prepared,
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+    reporter: &dyn Reporter,
+    started: Instant,
+) -> Result<(LoadSummary, Vec<i64>)> {
+    let (first, rejects) = (load.first.take(), load.rejects.take());
+    let Prepared {
+        control,
+        progress,
+        sources,
+        header_names,
+        input_name,
+        session,
+        table,
+        resume,
+        format,
+        text_reason,
+        staging,
+        statement,
+        prelude,
+        workers: plan,
+        plan: load_plan,
+        connections,
+        ordered,
+        ..
+    } = &*load;
+    let (format, connections, ordered) = (*format, *connections, *ordered);
+    let wal_before = runtime.block_on(SessionInfo::wal_lsn(control));
+    let (sinks, sessions) = runtime.block_on(async {
+        let connects = (0..connections).map(|_| async {
+            let client = target.connect().await?;
+            let session = watch::Session::of(&client).await?;
+            Ok::<_, crate::Error>((client, session))
+        });
+        let connected = futures_util::future::try_join_all(connects).await?;
+        Ok::<_, crate::Error>(connected.into_iter().unzip::<_, _, Vec<_>, Vec<_>>())
+    })?;
+    if resume.is_some() {
+        opts.interrupt.resumable();
+    }
+
+    reporter.phase(Phase::Load);
+    let shared = Arc::new(Shared::new(progress.clone(), rejects));
+    let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
+    let (chunk_tx, worker_chunks) = flume::bounded(opts.connections.max(1) * 2);
+    // With a sort key, a sorter stands between the workers and the sinks; for an ordered
+    // load, a stage that puts the chunks back in input order.
+    let (middle, chunk_rx) = match (&load_plan.sort, ordered) {
+        (None, false) => (None, worker_chunks),
+        (key, _) => {
+            let (to_sinks, chunk_rx) = flume::bounded(opts.connections.max(1) * 2);
+            (Some((key, worker_chunks, to_sinks)), chunk_rx)
+        }
+    };
+    let done = AtomicBool::new(false);
+    // Readers are not scoped threads: a read from a pipe that never ends cannot be
+    // interrupted, so a cancelled load leaves them behind instead of waiting for them.
+    let readers = {
+        let skip = resume.as_ref().map(|r| r.1.clone()).unwrap_or_default();
+        let first_header = header_names.clone().filter(|_| sources.csv.header);
+        start_readers(
+            sources,
+            first,
+            first_header,
+            skip,
+            // One reader numbers the units in the input's order.
+            if ordered { 1 } else { opts.workers.max(1) },
+            &shared,
+            block_tx,
+        )
+        .map_err(spawn_error)?
+    };
+    let (finished, resolved, checked) =
+        std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
+            let shared = &*shared;
+            let spawn = |name: String| std::thread::Builder::new().name(name);
+            let workers = spawn_workers(scope, plan, shared, opts.workers, block_rx, chunk_tx)?;
+            let middle = match middle {
+                Some((Some(key), from_workers, to_sinks)) => Some(
+                    spawn("inrush-sort".into())
+                        .spawn_scoped(scope, move || {
+                            let chunk_bytes = plan.chunk_bytes;
+                            if let Err(e) =
+                                sort::run(key, from_workers, to_sinks, shared, chunk_bytes)
+                            {
+                                shared.fail(e);
+                            }
+                        })
+                        .map_err(spawn_error)?,
+                ),
+                Some((None, from_workers, to_sinks)) => Some(
+                    spawn("inrush-order".into())
+                        .spawn_scoped(scope, move || order::run(from_workers, to_sinks, shared))
+                        .map_err(spawn_error)?,
+                ),
+                None => None,
+            };
+            let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
+
+            let (finished, checked) = runtime.block_on(async {
+                if opts.check_only {
+                    return (Vec::new(), drain(chunk_rx, shared).await);
+                }
+                let streams = sinks.into_iter().map(|client| {
+                    let (chunks, plan, statement, prelude, resume) =
+                        (chunk_rx.clone(), &plan, &statement, &prelude, &resume);
+                    async move {
+                        let streamed = match resume {
+                            Some((identity, _, _)) => {
+                                sink::run_resumable(
+                                    client, statement, format, chunks, shared, plan, identity,
+                                    target,
+                                )
+                                .await
+                            }
+                            None => {
+                                sink::run(client, prelude, statement, format, chunks, shared, plan)
+                                    .await
+                            }
+                        };
+                        match streamed {
+                            Ok(finished) => Some(finished),
+                            Err(e) => {
+                                shared.fail(e);
+                                None
+                            }
+                        }
+                    }
+                });
+                // Two connections' transactions wait on each other only when both stay open
+                // to the end (not under --resume, which commits block by block).
+                let find_deadlocks = resume.is_none() && sessions.len() > 1;
+                let watched = watch::watch(control, target, &sessions, shared, find_deadlocks);
+                let results = tokio::select! {
+                    results = futures_util::future::join_all(streams) => results,
+                    never = watched => match never {},
+                };
+                drop(chunk_rx);
+                (results.into_iter().flatten().collect::<Vec<_>>(), 0)
+            });
+            let resolved = join_workers(workers)?;
+            if let Some(middle) = middle {
+                middle
+                    .join()
+                    .map_err(|_| Error::Internal("the sort or order stage panicked".into()))?;
+            }
+            done.store(true, Ordering::Relaxed);
+            let _ = ticker.join();
+            Ok((finished, resolved, checked))
+        })?;
+    reporter.progress(progress.snapshot());
+    if !shared.is_cancelled() {
+        // Every block was taken, so the readers have finished or are about to.
+        for reader in readers {
+            reader
+                .join()
+                .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+        }
+    }
+
+    // The reject file is kept whatever happens: it describes the rows refused so far.
+    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
+    if let Some(error) = shared.take_error() {
+        // Under --resume a stop keeps every block that committed: say so, and how to go on.
+        let error = match (error, &resume) {
+            (Error::Interrupted, Some(_)) => Error::InterruptedResumable {
+                rows: finished.iter().map(|f| f.rows).sum(),
+            },
+            (error, _) => error,
+        };
+        runtime.block_on(rollback(&finished));
+        return Err(error);
+    }
+    if let Err(error) = flushed {
+        runtime.block_on(rollback(&finished));
+        return Err(error);
+    }
+    let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
+    let sent = progress.rows_sent.load(Ordering::Relaxed);
+    let refused: u64 = finished.iter().map(|f| f.refused).sum();
+    if rows + refused != sent || finished.len() != connections {
+        runtime.block_on(rollback(&finished));
+        return Err(Error::Internal(format!(
+            "the server counted {rows} rows but {sent} were sent; rolled back"
+        )));
+    }
+
+    // From here on a signal no longer rolls back: the commit and a stop agree on which
+    // came first (see `Interrupt`).
+    let stopped = match opts.check_only {
+        true => opts.interrupt.is_set(),
+        false => !opts.interrupt.begin_commit(),
+    };
+    if stopped {
+        runtime.block_on(rollback(&finished));
+        return Err(match resume {
+            Some(_) => Error::InterruptedResumable {
+                rows: finished.iter().map(|f| f.rows).sum(),
+            },
+            None => Error::Interrupted,
+        });
+    }
+    // With --resume every chunk committed on its own already.
+    if !opts.check_only && resume.is_none() {
+        reporter.phase(Phase::Commit);
+        runtime.block_on(commit(&finished))?;
+    }
+    let merged = match &staging {
+        Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control))?),
+        _ => None,
+    };
+    let wal_after = runtime.block_on(SessionInfo::wal_lsn(control));
+    let seconds = started.elapsed().as_secs_f64();
+    let bytes = progress.bytes_read.load(Ordering::Relaxed);
+    let txids = finished.iter().map(|f| f.txid).collect();
+    // Merged: the rows that reached the table, and what happened to the others.
+    let (rows, merge_note) = match merged {
+        Some(affected) => (
+            affected,
+            Some(format!(
+                "--on-conflict {}: {rows} input rows, {affected} inserted or updated, {} skipped",
+                opts.on_conflict.name(),
+                rows - affected.min(rows)
+            )),
+        ),
+        None => (rows, None),
+    };
+    Ok((
+        LoadSummary {
+            input: input_name.clone(),
+            table: table.qualified(),
+            rows,
+            bytes,
+            seconds,
+            rows_per_second: rows as f64 / seconds.max(1e-9),
+            megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+            load_rows_per_second: rows as f64 / seconds.max(1e-9),
+            load_megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+            wal_bytes: wal_before
+                .zip(wal_after)
+                .map(|(before, after)| after.saturating_sub(before)),
+            connections: finished.len(),
+            workers: opts.workers.max(1),
+            copy_format: format.name(),
+            text_reason: text_reason.clone(),
+            values_resolved_by_server: resolved,
+            rows_rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
+            rejects_file: shared
+                .rejects
+                .as_ref()
+                .map(|r| r.path.display().to_string()),
+            rejects_log: shared
+                .rejects
+                .as_ref()
+                .map(|r| r.log_path.display().to_string()),
+            server_version: session.server_version.clone(),
+            loaded: !opts.check_only,
+            rows_resumed: resume.as_ref().map_or(0, |r| r.2),
+            plan: load_plan.clone(),
+            phases: Phases::default(),
+            notes: merge_note.into_iter().collect(),
+        },
+        txids,
+    ))
+}
+
+/// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
+async fn drain(chunks: flume::Receiver<inrush_load::worker::Chunk>, shared: &Shared) -> u64 {
+    let mut rows = 0;
+    while let Some(chunk) = sink::next_chunk(&chunks, shared).await {
+        rows += chunk.rows;
+    }
+    rows
+}
+
+/// Best effort: a connection that cannot roll back is closed, which rolls back too.
+async fn rollback(finished: &[Finished]) {
+    let rollbacks = finished.iter().map(|f| f.client.batch_execute("ROLLBACK"));
+    futures_util::future::join_all(rollbacks).await;
+}
+
+/// Commits every connection at once; reports exactly how many made it if not all did.
+async fn commit(finished: &[Finished]) -> Result<()> {
+    let commits = finished.iter().map(|f| f.client.batch_execute("COMMIT"));
+    let results = futures_util::future::join_all(commits).await;
+    let committed = results.iter().filter(|r| r.is_ok()).count();
+    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else {
+        return Ok(());
+    };
+    if committed == 0 {
+        return Err(crate::Error::Query {
+            what: "COMMIT".into(),
+            cause: first_error,
+        }
+        .into());
+    }
+    let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
+    Err(Error::PartialCommit {
+        committed,
+        connections: finished.len(),
+        rows_committed,
+        reason: crate::describe_pg_error(&first_error),
+    })
+}
