@@ -444,10 +444,12 @@ impl fmt::Display for LoadPlan {
             };
             writeln!(f, "  index {:<width$}  {action}  {}", d.name, d.reason)?;
         }
+        // "after": the key is enforced once over the loaded rows (PostgreSQL re-adds it NOT
+        // VALID and validates it, MariaDB anti-joins the rows); the reason says which.
         for d in &self.foreign_keys {
             let action = match d.action {
-                IndexAction::Keep => "keep  ",
-                IndexAction::Rebuild => "re-add",
+                IndexAction::Keep => "keep ",
+                IndexAction::Rebuild => "after",
             };
             writeln!(f, "  foreign key {}  {action}  {}", d.name, d.reason)?;
         }
