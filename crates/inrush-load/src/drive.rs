@@ -432,7 +432,7 @@ fn write_all(
         if shared.is_cancelled() {
             return Ok(());
         }
-        let block = by_block.then(|| Block {
+        let block = by_block.then_some(Block {
             offset: chunk.offset as i64,
             len: chunk.len as i64,
             first_line: chunk.first_line as i64,
@@ -471,7 +471,7 @@ fn refuse_row(
         )
         .unwrap_or_else(|| plan.chunk_location(chunk.source, chunk.first_line));
     Err(Error::ServerRefused {
-        location: Some(location),
+        location: Some(Box::new(location)),
         message: reason,
         sqlstate: None,
     })

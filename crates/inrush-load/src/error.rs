@@ -28,7 +28,8 @@ pub enum Error {
     /// The server refused a row during COPY (a constraint, a trigger...); nothing was committed.
     #[error("{}: {message}", location.as_ref().map_or_else(|| "server".to_string(), |l| l.to_string()))]
     ServerRefused {
-        location: Option<Location>,
+        /// Boxed: the variant would otherwise make every `Result` of the crate 136 bytes.
+        location: Option<Box<Location>>,
         message: String,
         sqlstate: Option<String>,
     },

@@ -52,7 +52,7 @@ fn drop_like_a_dead_loader(
             .await
             .unwrap()
             .into_iter()
-            .filter(|i| pick(i))
+            .filter(&pick)
             .collect();
         let fks = if foreign_keys {
             table.foreign_keys(&client).await.unwrap()

@@ -134,7 +134,7 @@ fn failure(py: Python<'_>, e: &anyhow::Error) -> PyErr {
         Some(inrush_load::Error::BadRow { location, reason }) => Some((Some(location), reason)),
         Some(inrush_load::Error::ServerRefused {
             location, message, ..
-        }) => Some((location.as_ref(), message)),
+        }) => Some((location.as_deref(), message)),
         _ => None,
     };
     let details = location.map(|(location, reason)| {

@@ -178,10 +178,10 @@ fn server_refusal(e: tokio_postgres::Error, ledger: &Ledger, plan: &WorkerPlan) 
         let location = plan
             .locate_row(e.source, e.first_line, e.offset, e.len, index)
             .unwrap_or_else(|| plan.chunk_location(e.source, e.first_line));
-        match &column {
+        Box::new(match &column {
             Some(c) => location.field(c.clone(), None),
             None => location,
-        }
+        })
     });
     let mut message = db.message().to_string();
     if let Some(detail) = db.detail() {
@@ -204,52 +204,6 @@ pub(crate) fn is_about_a_row(code: &str) -> bool {
 fn column_in_error_context(context: &str) -> Option<String> {
     let after = context.split(", column ").nth(1)?;
     Some(after.split(':').next()?.trim().to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ledger_finds_the_chunk_of_a_row() {
-        let mut ledger = Ledger {
-            entries: Vec::new(),
-            rows: 0,
-        };
-        for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
-            ledger.record(&Chunk {
-                data: Bytes::new(),
-                rows,
-                source: 0,
-                located: true,
-                first_line: line,
-                next_line: line,
-                offset: 0,
-                len: 0,
-                rows_index: None,
-                order: Default::default(),
-            });
-        }
-        assert_eq!(ledger.find(1).map(|(e, i)| (e.first_line, i)), Some((1, 0)));
-        assert_eq!(
-            ledger.find(4).map(|(e, i)| (e.first_line, i)),
-            Some((10, 0))
-        );
-        assert_eq!(
-            ledger.find(9).map(|(e, i)| (e.first_line, i)),
-            Some((20, 3))
-        );
-        assert_eq!(ledger.find(0), None);
-    }
-
-    #[test]
-    fn column_from_context() {
-        assert_eq!(
-            column_in_error_context("COPY t, line 3, column qty: \"x\"").as_deref(),
-            Some("qty")
-        );
-        assert_eq!(column_in_error_context("COPY t, line 3"), None);
-    }
 }
 
 /// `--resume`: every chunk is its own COPY and its own transaction, with its row in the load
@@ -560,4 +514,50 @@ async fn load_isolating(
         }
     }
     Ok(loaded)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_finds_the_chunk_of_a_row() {
+        let mut ledger = Ledger {
+            entries: Vec::new(),
+            rows: 0,
+        };
+        for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
+            ledger.record(&Chunk {
+                data: Bytes::new(),
+                rows,
+                source: 0,
+                located: true,
+                first_line: line,
+                next_line: line,
+                offset: 0,
+                len: 0,
+                rows_index: None,
+                order: Default::default(),
+            });
+        }
+        assert_eq!(ledger.find(1).map(|(e, i)| (e.first_line, i)), Some((1, 0)));
+        assert_eq!(
+            ledger.find(4).map(|(e, i)| (e.first_line, i)),
+            Some((10, 0))
+        );
+        assert_eq!(
+            ledger.find(9).map(|(e, i)| (e.first_line, i)),
+            Some((20, 3))
+        );
+        assert_eq!(ledger.find(0), None);
+    }
+
+    #[test]
+    fn column_from_context() {
+        assert_eq!(
+            column_in_error_context("COPY t, line 3, column qty: \"x\"").as_deref(),
+            Some("qty")
+        );
+        assert_eq!(column_in_error_context("COPY t, line 3"), None);
+    }
 }

@@ -50,7 +50,7 @@ pub(crate) async fn watch(
     while !shared.is_cancelled() {
         tokio::time::sleep(CANCEL_POLL).await;
         ticks += 1;
-        if !find_deadlocks || ticks % CHECK_EVERY != 0 {
+        if !find_deadlocks || !ticks.is_multiple_of(CHECK_EVERY) {
             continue;
         }
         let Ok(waits) = activity::waits_among(control, &pids).await else {

@@ -365,7 +365,7 @@ mod tests {
         let mut data = Vec::new();
         for _ in 0..40 {
             for f in 0..3 {
-                let quoted = rng.next_u64() % 2 == 0;
+                let quoted = rng.next_u64().is_multiple_of(2);
                 if quoted {
                     data.push(b'"');
                 }

@@ -116,8 +116,8 @@ pub fn typed_rows_load_as_the_server_reads_them(db: &MariaDb, method: &str) {
         ));
     }
     let csv = write(dir.path(), "good.csv", &csv);
-    server_load(&db, &csv, "theirs").expect("the server loads every row");
-    let (code, out) = load(&csv, &db, "ours", &["--null", "NULL", "--connections", "2"]);
+    server_load(db, &csv, "theirs").expect("the server loads every row");
+    let (code, out) = load(&csv, db, "ours", &["--null", "NULL", "--connections", "2"]);
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(&format!("{method} over 2 connections")),
@@ -154,7 +154,7 @@ pub fn bad_rows_are_reported_and_kept_out(db: &MariaDb) {
          8,hal,8,2020-01-09,b\n",
     );
     let before = db.rows("SELECT * FROM t ORDER BY id");
-    let (code, out) = load(&csv, &db, "t", &[]);
+    let (code, out) = load(&csv, db, "t", &[]);
     assert_eq!(code, 4, "{out}");
     assert!(
         out.contains("in.csv:3, column name, value \"bobbybob\": Data too long"),
@@ -162,7 +162,7 @@ pub fn bad_rows_are_reported_and_kept_out(db: &MariaDb) {
     );
     assert_eq!(db.rows("SELECT * FROM t ORDER BY id"), before);
 
-    let (code, out) = load(&csv, &db, "t", &["--max-errors", "10"]);
+    let (code, out) = load(&csv, db, "t", &["--max-errors", "10"]);
     assert_eq!(code, 6, "{out}");
     assert_eq!(
         db.rows("SELECT * FROM t ORDER BY id"),
