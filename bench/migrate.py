@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import shlex
 import shutil
 import signal
 import statistics
@@ -59,7 +60,7 @@ def fingerprint_pg(pg: run.Server) -> list[str]:
 
 def fingerprint_mariadb(db: mariadb.Server) -> list[str]:
     return db.sql("SELECT COUNT(*), SUM(fieldint1), SUM(fieldint2), SUM(fieldint3), "
-                  "SUM(CONV(LEFT(MD5(CONCAT(fieldchar1, fieldchar2, fieldchar3)), 8), 16, 10)) "
+                  "SUM(CAST(CONV(LEFT(MD5(CONCAT(fieldchar1, fieldchar2, fieldchar3)), 8), 16, 10) AS UNSIGNED)) "
                   "FROM src")[0]
 
 
@@ -72,10 +73,9 @@ class Bench:
 
     def command(self, method: str) -> list[str]:
         if method == "client_pipe":
-            mariadb_cmd = " ".join([*self.db.client, "--batch", "--quick", "--skip-column-names",
-                                    "-e", f"'{SELECT}'"])
-            psql_cmd = " ".join(f"'{a}'" for a in self.pg.psql_cmd(
-                "-c", "\\copy dst FROM STDIN (NULL 'NULL')"))
+            mariadb_cmd = shlex.join([*self.db.client, "--batch", "--quick", "--skip-column-names",
+                                      "-e", SELECT])
+            psql_cmd = shlex.join(self.pg.psql_cmd("-c", "\\copy dst FROM STDIN (NULL 'NULL')"))
             return ["bash", "-o", "pipefail", "-c", f"{mariadb_cmd} | {psql_cmd}"]
         cmd = [str(self.inrush), "load", "--from-query", SELECT, "--from", self.db.url,
                "--to", self.pg.conninfo, "--table", "dst", "--no-analyze", "--no-progress", "--json"]
