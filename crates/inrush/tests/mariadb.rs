@@ -443,13 +443,13 @@ fn keys_stay_checked_row_by_row_where_a_check_after_would_miss_rows() {
     let csv = write(dir.path(), "in.csv", "id,up\n1,\n2,1\n");
     let planned = plan(&db, "tree", &csv);
     assert!(
-        planned.contains("foreign key tree_up  keep    checked row by row during the load (`tree_up` references the table itself"),
+        planned.contains("foreign key tree_up  keep   checked row by row during the load (`tree_up` references the table itself"),
         "{planned}"
     );
     let planned = plan(&db, "c", &csv);
     assert!(
         planned.contains(
-            "foreign key c_pid  keep    checked row by row during the load (the table's triggers"
+            "foreign key c_pid  keep   checked row by row during the load (the table's triggers"
         ),
         "{planned}"
     );
