@@ -139,6 +139,7 @@ def load(
     table_lock: bool = False,
     keep_indexes: bool = False,
     index_threshold: Optional[float] = None,
+    after: Optional[str] = None,
     no_analyze: bool = False,
     rebuild_unique: bool = False,
     disable_triggers: bool = False,
@@ -191,7 +192,7 @@ def load(
         table_lock=table_lock,
     )
     argv += _plan_flags(
-        keep_indexes, index_threshold, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
     )
     callback, close = _progress(progress)
     log.info("loading %s into %s", kind, table)
@@ -215,6 +216,7 @@ def plan(
     source: Optional[PathLike] = None,
     keep_indexes: bool = False,
     index_threshold: Optional[float] = None,
+    after: Optional[str] = None,
     no_analyze: bool = False,
     rebuild_unique: bool = False,
     disable_triggers: bool = False,
@@ -228,7 +230,7 @@ def plan(
     argv += _flag("to", to)
     argv += _flag("input", os.fspath(source) if source is not None else None)
     argv += _plan_flags(
-        keep_indexes, index_threshold, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
     )
     return json.loads(_inrush.plan(argv))
 
@@ -245,6 +247,7 @@ def _switches(**on: bool) -> List[str]:
 def _plan_flags(
     keep_indexes: bool,
     index_threshold: Optional[float],
+    after: Optional[str],
     no_analyze: bool,
     rebuild_unique: bool,
     disable_triggers: bool,
@@ -252,7 +255,7 @@ def _plan_flags(
     fast_unsafe: bool,
 ) -> List[str]:
     """The flags ``load`` and ``plan`` share (the command's PlanFlags)."""
-    return _flag("index-threshold", index_threshold) + _switches(
+    return _flag("index-threshold", index_threshold) + _flag("after", after) + _switches(
         keep_indexes=keep_indexes,
         no_analyze=no_analyze,
         rebuild_unique=rebuild_unique,

@@ -92,7 +92,7 @@ fn inrush_load(
 ) -> Result<()> {
     let mut opts = inrush_load::LoadOptions::new(csv.to_string_lossy(), table);
     opts.connections = connections.max(1);
-    opts.plan.maintain = false;
+    opts.plan.after = inrush_load::AfterLoad::Nothing;
     let reporter = RateReporter(sampler.clone());
     let summary = std::thread::scope(|s| {
         s.spawn(|| {

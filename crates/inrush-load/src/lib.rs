@@ -38,5 +38,5 @@ pub use drive::{load_into, plan_into};
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, Signalled};
 pub use options::{LoadOptions, OnConflict, QuerySource};
-pub use plan::{IndexAction, LoadPlan, Maintenance, PlanOptions};
+pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};
 pub use summary::LoadSummary;

@@ -29,9 +29,9 @@ pub struct PlanOptions {
     /// (`--disable-triggers`; needs ownership of the table). Off by default: triggers are the
     /// user's logic.
     pub disable_triggers: bool,
-    /// Make the table query-ready after the load: ANALYZE, and VACUUM when the load dominates
-    /// (`--no-analyze` turns both off).
-    pub maintain: bool,
+    /// What makes the table query-ready after the load (`--after`; `--no-analyze` is
+    /// `AfterLoad::Nothing`).
+    pub after: AfterLoad,
     /// Sort a small load by a kept index's leading key when that index is at least this large
     /// (a smaller one stays in memory and gains nothing); `u64::MAX` never sorts (`--no-sort`).
     pub sort_min_index_bytes: u64,
@@ -45,7 +45,7 @@ impl Default for PlanOptions {
         PlanOptions {
             rebuild_indexes: true,
             threshold: 0.2,
-            maintain: true,
+            after: AfterLoad::Auto,
             rebuild_unique: false,
             keep_keys: None,
             disable_triggers: false,
@@ -82,16 +82,29 @@ pub struct ForeignKeyDecision {
     pub foreign_key: ForeignKeyInfo,
 }
 
+/// The user's choice of what runs after the load (`--after`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterLoad {
+    /// The plan chooses (see `LoadPlan::decide`).
+    Auto,
+    VacuumAnalyze,
+    Analyze,
+    /// Nothing: statistics and the visibility map are left to autovacuum.
+    Nothing,
+}
+
 /// What runs after the load so the first queries need not pay for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Maintenance {
     None,
-    /// Statistics for the planner.
+    /// Statistics for the planner; hint bits are set by the first reads and the visibility
+    /// map by autovacuum. The default: measured from the load's start to the first queries'
+    /// answers (a scan, an index-only scan, a join), a VACUUM now costs more than it saves
+    /// them (docs/BENCHMARKS.md, `bench/query_ready.py`).
     Analyze,
-    /// Statistics, plus hint bits and the visibility map set once now instead of by the first
-    /// scans (measured here: the first SELECT after a plain load rewrote every page, 0.79 s for
-    /// 1M rows).
+    /// Statistics, plus hint bits and the visibility map set once now (`--after
+    /// vacuum-analyze`): worth it when many index-only scans follow before autovacuum comes.
     VacuumAnalyze,
     /// Statistics only: COPY FREEZE wrote the rows frozen and all-visible already.
     AnalyzeFrozen,
@@ -242,10 +255,10 @@ impl LoadPlan {
                 }
             })
             .collect();
-        let after = match (opts.maintain, large || current == 0.0) {
-            (false, _) => Maintenance::None,
-            (true, true) => Maintenance::VacuumAnalyze,
-            (true, false) => Maintenance::Analyze,
+        let after = match opts.after {
+            AfterLoad::Nothing => Maintenance::None,
+            AfterLoad::VacuumAnalyze => Maintenance::VacuumAnalyze,
+            AfterLoad::Auto | AfterLoad::Analyze => Maintenance::Analyze,
         };
         LoadPlan {
             table: table.to_string(),
@@ -384,7 +397,12 @@ impl LoadPlan {
 
     /// The rows will be written frozen (COPY FREEZE after TRUNCATE): nothing for VACUUM to do.
     pub fn loaded_frozen(mut self, frozen: bool) -> Self {
-        if frozen && self.after == Maintenance::VacuumAnalyze {
+        if frozen
+            && matches!(
+                self.after,
+                Maintenance::VacuumAnalyze | Maintenance::Analyze
+            )
+        {
             self.after = Maintenance::AnalyzeFrozen;
         }
         self
@@ -492,8 +510,8 @@ impl fmt::Display for LoadPlan {
             writeln!(f, "  sort: {why}")?;
         }
         match self.after {
-            Maintenance::None => writeln!(f, "  after the load: nothing (--no-analyze)"),
-            Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE (the load is small next to the table: autovacuum sets the visibility map)"),
+            Maintenance::None => writeln!(f, "  after the load: nothing (--after none)"),
+            Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE, statistics for the planner (hint bits and the visibility map are left to the first reads and autovacuum; --after vacuum-analyze sets them now)"),
             Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so first queries neither rewrite pages for hint bits nor plan without statistics"),
             Maintenance::AnalyzeFrozen => writeln!(f, "  after the load: ANALYZE only (TRUNCATE + COPY FREEZE in one transaction wrote the rows frozen and all-visible)"),
             Maintenance::AnalyzeOnly => writeln!(f, "  after the load: ANALYZE, statistics for the query planner"),
@@ -631,34 +649,21 @@ mod tests {
             rebuild_indexes: false,
             ..Default::default()
         };
-        assert_eq!(
-            LoadPlan::decide(
-                "t",
-                false,
-                indexes(),
-                fks(),
-                size(0),
-                Some(1 << 30),
-                PlanOptions::default()
-            )
-            .after,
-            Maintenance::VacuumAnalyze
-        );
-        assert_eq!(
-            LoadPlan::decide(
-                "t",
-                false,
-                indexes(),
-                fks(),
-                size(1 << 40),
-                Some(1),
-                PlanOptions::default()
-            )
-            .after,
-            Maintenance::Analyze
-        );
+        // ANALYZE alone whatever the sizes, unless asked for more (measured: the VACUUM costs
+        // more than it saves the first queries).
+        for (table, load) in [(0, 1 << 30), (1 << 40, 1)] {
+            let after = |after| {
+                let opts = PlanOptions {
+                    after,
+                    ..Default::default()
+                };
+                LoadPlan::decide("t", false, indexes(), fks(), size(table), Some(load), opts).after
+            };
+            assert_eq!(after(AfterLoad::Auto), Maintenance::Analyze);
+            assert_eq!(after(AfterLoad::VacuumAnalyze), Maintenance::VacuumAnalyze);
+        }
         let quiet = PlanOptions {
-            maintain: false,
+            after: AfterLoad::Nothing,
             ..Default::default()
         };
         assert_eq!(

@@ -188,9 +188,9 @@ impl Db {
     }
 }
 
-/// `inrush load INPUT --to DB --table TABLE --no-progress`, started with its output piped;
-/// `bin` is the calling test's `env!("CARGO_BIN_EXE_inrush")`.
-pub fn spawn_load(bin: &str, db: &Db, input: &str, table: &str) -> Child {
+/// `inrush load INPUT --to DB --table TABLE --no-progress EXTRA...`, started with its output
+/// piped; `bin` is the calling test's `env!("CARGO_BIN_EXE_inrush")`.
+pub fn spawn_load(bin: &str, db: &Db, input: &str, table: &str, extra: &[&str]) -> Child {
     Command::new(bin)
         .args([
             "load",
@@ -201,6 +201,7 @@ pub fn spawn_load(bin: &str, db: &Db, input: &str, table: &str) -> Child {
             table,
             "--no-progress",
         ])
+        .args(extra)
         .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use inrush_core::query::QueryServer;
 use inrush_encode::DateOrder;
-use inrush_load::{LoadOptions, OnConflict, PlanOptions, QuerySource};
+use inrush_load::{AfterLoad, LoadOptions, OnConflict, PlanOptions, QuerySource};
 use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
@@ -276,6 +276,14 @@ pub enum OnConflictArg {
     Update,
 }
 
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterArg {
+    Auto,
+    VacuumAnalyze,
+    Analyze,
+    None,
+}
+
 /// How the load treats indexes (shared by `load` and `plan`).
 #[derive(Args, Debug, Clone, Copy)]
 pub struct PlanFlags {
@@ -286,8 +294,13 @@ pub struct PlanFlags {
     /// table's current size (table plus indexes).
     #[arg(long, default_value_t = 0.2)]
     pub index_threshold: f64,
-    /// Skip ANALYZE / VACUUM after the load (leave the table to autovacuum).
-    #[arg(long)]
+    /// What makes the table query-ready after the load: `auto` lets the plan choose (see
+    /// `inrush plan`), or `vacuum-analyze`, `analyze`, `none` (statistics and the visibility
+    /// map left to autovacuum).
+    #[arg(long, value_enum, default_value_t = AfterArg::Auto)]
+    pub after: AfterArg,
+    /// The same as `--after none`.
+    #[arg(long, conflicts_with = "after")]
     pub no_analyze: bool,
     /// Build primary keys and unique constraints after the load even when the table is not
     /// empty (by default only for empty tables). Rows that break one undo the load; meanwhile
@@ -315,7 +328,12 @@ impl PlanFlags {
         PlanOptions {
             rebuild_indexes: !self.keep_indexes,
             threshold: self.index_threshold,
-            maintain: !self.no_analyze,
+            after: match (self.no_analyze, self.after) {
+                (true, _) | (_, AfterArg::None) => AfterLoad::Nothing,
+                (_, AfterArg::Auto) => AfterLoad::Auto,
+                (_, AfterArg::VacuumAnalyze) => AfterLoad::VacuumAnalyze,
+                (_, AfterArg::Analyze) => AfterLoad::Analyze,
+            },
             rebuild_unique: self.rebuild_unique,
             disable_triggers: self.disable_triggers,
             fast_unsafe: self.fast_unsafe,

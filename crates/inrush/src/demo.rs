@@ -79,7 +79,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
     // for creating WAL segments that later loads reuse.
     let mut opts = LoadOptions::new(csv.to_string_lossy(), "inrush_demo");
     // Like with like: psql \copy does no VACUUM (ANALYZE) afterwards either.
-    opts.plan.maintain = false;
+    opts.plan.after = inrush_load::AfterLoad::Nothing;
     let (mut best, mut psql_seconds) = (None::<inrush_load::LoadSummary>, f64::INFINITY);
     for round in 1..=ROUNDS {
         target.execute_blocking("TRUNCATE inrush_demo; CHECKPOINT")?;

@@ -703,6 +703,7 @@ fn loads_of_one_table_at_once_all_succeed() {
             &db,
             file.to_str().unwrap(),
             "t",
+            &[],
         )
     };
     let loads = [load(), load(), load()];
