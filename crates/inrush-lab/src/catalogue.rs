@@ -20,6 +20,8 @@ pub struct ExperimentDef {
     /// Tried in order; the first whose two variations ran gives the verdict.
     pub rules: Vec<Rule>,
     pub notes: Vec<String>,
+    /// Why the whole experiment does not apply to the engine (not run; the report says why).
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct VariationDef {
     pub seed_figure: Option<String>,
     pub seed_seconds: Option<f64>,
     pub plan: RunPlan,
+    /// Why this variation does not apply to the engine (not run; the report says why).
+    pub unavailable: Option<String>,
 }
 
 fn var(label: impl Into<String>, seed: Option<(&str, f64)>, plan: RunPlan) -> VariationDef {
@@ -38,6 +42,7 @@ fn var(label: impl Into<String>, seed: Option<(&str, f64)>, plan: RunPlan) -> Va
         seed_figure: seed.map(|(f, _)| f.to_string()),
         seed_seconds: seed.map(|(_, s)| s),
         plan,
+        unavailable: None,
     }
 }
 
@@ -49,6 +54,7 @@ fn note_var(label: impl Into<String>, figure: &str, plan: RunPlan) -> VariationD
         seed_figure: Some(figure.to_string()),
         seed_seconds: None,
         plan,
+        unavailable: None,
     }
 }
 
@@ -76,6 +82,7 @@ fn exp(
             variations: Vec::new(),
             rules: Vec::new(),
             notes: Vec::new(),
+            unavailable: None,
         },
     }
 }

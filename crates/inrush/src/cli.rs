@@ -68,9 +68,12 @@ pub enum LabCommand {
 pub struct LabRunArgs {
     /// Experiment ids (A1 ... D8), group letters (A, B, C, D) or `all` [default: all].
     pub ids: Vec<String>,
-    /// The server to measure; without it the lab starts a private server with durable settings
-    /// (and may restart it for wal_buffers and wal_level experiments). With it, settings that
-    /// need a restart are skipped, and ALTER SYSTEM settings need superuser (restored after).
+    /// The server to measure; without it the lab starts a private PostgreSQL with durable
+    /// settings (and may restart it for wal_buffers and wal_level experiments). With it,
+    /// settings that need a restart are skipped, and ALTER SYSTEM settings need superuser
+    /// (restored after). A mysql:// or mariadb:// URL runs the experiments that apply to
+    /// MariaDB (groups A, B, D and C3; the rest listed as not applicable, with the reason);
+    /// the lab starts no MariaDB of its own.
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with

@@ -6,7 +6,7 @@ use crate::report::group;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_lab::results::{ExperimentResult, LabResults, Status};
-use inrush_lab::{LabOptions, Progress, ProgressInfo};
+use inrush_lab::{LabOptions, LabTarget, Progress, ProgressInfo};
 use inrush_postgres::ConnectOptions;
 use std::time::Instant;
 
@@ -41,8 +41,11 @@ fn run_lab(args: LabRunArgs) -> Result<()> {
     opts.ids = args.ids.clone();
     opts.repeat = args.repeat;
     opts.target = match &args.to {
-        Some(url) => Some(ConnectOptions::parse(url)?),
-        None => None,
+        Some(url) if inrush_mysql::is_mysql_url(url) => {
+            LabTarget::Mariadb(inrush_mysql::MysqlOptions::parse(url)?)
+        }
+        Some(url) => LabTarget::Postgres(ConnectOptions::parse(url)?),
+        None => LabTarget::PrivatePostgres,
     };
     stop_on_signal(&opts.interrupt)?;
     let display = Display::new(!args.no_progress && !args.json, !args.json);
