@@ -714,15 +714,24 @@ fn group_d() -> Vec<ExperimentDef> {
     ]
 }
 
-/// `inrush lab list`: every experiment with its variations and the seed's figures.
-pub fn list_text() -> String {
+/// `inrush lab list`: every experiment of `all` with its variations and the seed's figures,
+/// and why what does not apply to the engine does not.
+pub fn list_text(all: Vec<ExperimentDef>) -> String {
     let mut out = String::new();
-    for e in catalogue() {
+    for e in all {
         out.push_str(&format!(
             "{}  {}\n    seed: {}\n    advice: {}\n",
             e.id, e.title, e.seed_source, e.advice
         ));
+        if let Some(reason) = &e.unavailable {
+            out.push_str(&format!("    {reason}\n"));
+            continue;
+        }
         for v in &e.variations {
+            if let Some(reason) = &v.unavailable {
+                out.push_str(&format!("    x {}: {reason}\n", v.label));
+                continue;
+            }
             out.push_str(&format!(
                 "    {} {} ({} rows){}\n",
                 if v.baseline { "*" } else { "-" },

@@ -121,6 +121,8 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
     if opts.repeat == 0 {
         return Err(Error::Usage("--repeat must be at least 1".into()));
     }
+    // Every engine's catalogue has the same ids: an unknown one is refused before connecting.
+    select(crate::catalogue::catalogue(), &opts.ids)?;
     let started_at = rfc3339_now();
     let (engine, environment): (Box<dyn Engine>, Environment) = match &opts.target {
         LabTarget::PrivatePostgres => boxed(crate::postgres::Postgres::open(None, progress)?),

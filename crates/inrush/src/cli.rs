@@ -54,7 +54,12 @@ pub struct LabArgs {
 #[derive(Subcommand, Debug)]
 pub enum LabCommand {
     /// List the experiments, their variations and the seeds' figures.
-    List,
+    List {
+        /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
+        /// variation becomes, and why what does not apply does not.
+        #[arg(long)]
+        mariadb: bool,
+    },
     /// Run experiments and write a report folder (results.json, report.md, report.html).
     Run(LabRunArgs),
     /// Re-render a report folder from its results.json.

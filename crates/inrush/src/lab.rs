@@ -12,8 +12,12 @@ use std::time::Instant;
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.command {
-        LabCommand::List => {
-            print!("{}", inrush_lab::catalogue::list_text());
+        LabCommand::List { mariadb } => {
+            let all = match mariadb {
+                true => inrush_lab::mariadb::catalogue::catalogue(),
+                false => inrush_lab::catalogue::catalogue(),
+            };
+            print!("{}", inrush_lab::catalogue::list_text(all));
             Ok(())
         }
         LabCommand::Report { dir } => {

@@ -41,9 +41,12 @@ fn experiment(mut e: ExperimentDef) -> ExperimentDef {
             b'C' => group_c(i, base),
             _ => group_d(e.id, i, base),
         };
-        v.label = relabel(e.id, i, &v.label);
+        // What does not apply keeps PostgreSQL's label: that is what the reader misses.
         match mapped {
-            Ok(plan) => v.plan = plan,
+            Ok(plan) => {
+                v.label = relabel(e.id, i, &v.label);
+                v.plan = plan;
+            }
             Err(reason) => v.unavailable = Some(reason.to_string()),
         }
     }
