@@ -515,7 +515,7 @@ pub(crate) fn producers(
         }));
     }
     if !overlap {
-        join(producers.drain(..).collect())?;
+        join(std::mem::take(&mut producers))?;
     }
     Ok((receivers, producers))
 }

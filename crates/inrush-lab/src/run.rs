@@ -47,6 +47,7 @@ impl LabOptions {
 
 /// The server the lab measures.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per lab run
 pub enum LabTarget {
     /// A private, durable PostgreSQL the lab starts (and may restart).
     PrivatePostgres,

@@ -146,10 +146,6 @@ pub fn half_deleted() -> [String; 2] {
     ]
 }
 
-/// C5's first steps after a load: statistics and a first scan.
-pub const ANALYZE: &str = "ANALYZE TABLE {t}";
-pub const FIRST_SCAN: &str = "SELECT COUNT(*) FROM {t} WHERE fieldint1 = 0";
-
 /// The settings the lab records (those that matter for inserts).
 const SETTINGS: &[&str] = &[
     "innodb_buffer_pool_size",

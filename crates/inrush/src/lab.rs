@@ -84,7 +84,7 @@ fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> 
     let interrupt = interrupt.clone();
     ctrlc::set_handler(move || {
         if interrupt.swap(true, Ordering::Relaxed) {
-            eprintln!("\ninterrupted again: exiting; a server setting the current run changed may still be set (check ALTER SYSTEM)");
+            eprintln!("\ninterrupted again: exiting; a server setting the current run changed may still be set (check ALTER SYSTEM; on MariaDB, SET GLOBAL)");
             std::process::exit(130);
         }
         eprintln!("\ninterrupted: stopping after the current run (settings are restored; again to exit at once)");

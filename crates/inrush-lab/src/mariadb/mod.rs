@@ -68,7 +68,7 @@ impl Mariadb {
         let rights = Rights {
             settings_refused: (!info.set_global).then(|| "needs SUPER to SET GLOBAL".into()),
             restart: false,
-            note: None,
+            note: Some("MariaDB has no CHECKPOINT statement: runs start with whatever pages InnoDB has not yet flushed in the background.".into()),
         };
         Ok((
             Mariadb {
