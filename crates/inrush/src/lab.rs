@@ -52,7 +52,11 @@ fn run_lab(args: LabRunArgs) -> Result<()> {
         None => LabTarget::PrivatePostgres,
     };
     stop_on_signal(&opts.interrupt)?;
-    let display = Display::new(!args.no_progress && !args.json, !args.json);
+    let log = match opts.target {
+        LabTarget::Mariadb(_) => "redo",
+        _ => "WAL",
+    };
+    let display = Display::new(!args.no_progress && !args.json, !args.json, log);
     let started = Instant::now();
     let results = inrush_lab::run(&opts, &display);
     display.finish();
@@ -96,13 +100,15 @@ fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> 
 struct Display {
     bar: Option<ProgressBar>,
     tables: bool,
+    /// What the engine calls its log: "WAL", "redo".
+    log: &'static str,
     /// When the previous experiment finished (or the lab started): each table says how long
-    /// its experiment took, setup and CHECKPOINTs included.
+    /// its experiment took, setup (and PostgreSQL's CHECKPOINTs) included.
     last: std::sync::Mutex<Instant>,
 }
 
 impl Display {
-    fn new(progress: bool, tables: bool) -> Self {
+    fn new(progress: bool, tables: bool, log: &'static str) -> Self {
         let bar = progress.then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr_with_hz(4));
@@ -116,6 +122,7 @@ impl Display {
         Display {
             bar,
             tables,
+            log,
             last: std::sync::Mutex::new(Instant::now()),
         }
     }
@@ -181,8 +188,8 @@ impl Progress for Display {
         if self.tables {
             self.say(
                 &format!(
-                    "{}\n  took {} (setup and CHECKPOINTs included)",
-                    experiment_table(e).trim_end(),
+                    "{}\n  took {} (setup included)",
+                    experiment_table(e, self.log).trim_end(),
                     duration(took)
                 ),
                 true,
@@ -201,7 +208,7 @@ fn duration(s: f64) -> String {
 }
 
 /// One experiment as a table: our figures beside the seed's, then the verdict and the notes.
-pub fn experiment_table(e: &ExperimentResult) -> String {
+pub fn experiment_table(e: &ExperimentResult, log: &str) -> String {
     let mut out = format!(
         "\n{}  {}  ({})\n  advice: {}\n",
         e.id, e.title, e.seed_source, e.advice
@@ -229,7 +236,13 @@ pub fn experiment_table(e: &ExperimentResult) -> String {
         .min(72);
     out.push_str(&format!(
         "    {:width$}  {:>9} {:>9} {:>10} {:>8} {:>9} {:>6}  seed\n",
-        "variation", "rows", "seconds", "rows/s", "WAL B/r", "WAL rec/r", "x base"
+        "variation",
+        "rows",
+        "seconds",
+        "rows/s",
+        format!("{log} B/r"),
+        format!("{log} rec/r"),
+        "x base"
     ));
     for v in &e.variations {
         let mark = if v.baseline { "*" } else { " " };
@@ -343,7 +356,7 @@ mod tests {
             verdict: None,
             notes: Vec::new(),
         };
-        let table = experiment_table(&e);
+        let table = experiment_table(&e, "WAL");
         let row = table.lines().find(|l| l.contains(" v ")).unwrap();
         assert!(row.contains("2.000") && row.contains(" 500 "), "{row}");
     }
