@@ -20,6 +20,8 @@ pub struct ExperimentDef {
     /// Tried in order; the first whose two variations ran gives the verdict.
     pub rules: Vec<Rule>,
     pub notes: Vec<String>,
+    /// Why the whole experiment does not apply to the engine (not run; the report says why).
+    pub unavailable: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct VariationDef {
     pub seed_figure: Option<String>,
     pub seed_seconds: Option<f64>,
     pub plan: RunPlan,
+    /// Why this variation does not apply to the engine (not run; the report says why).
+    pub unavailable: Option<String>,
 }
 
 fn var(label: impl Into<String>, seed: Option<(&str, f64)>, plan: RunPlan) -> VariationDef {
@@ -38,6 +42,7 @@ fn var(label: impl Into<String>, seed: Option<(&str, f64)>, plan: RunPlan) -> Va
         seed_figure: seed.map(|(f, _)| f.to_string()),
         seed_seconds: seed.map(|(_, s)| s),
         plan,
+        unavailable: None,
     }
 }
 
@@ -49,6 +54,7 @@ fn note_var(label: impl Into<String>, figure: &str, plan: RunPlan) -> VariationD
         seed_figure: Some(figure.to_string()),
         seed_seconds: None,
         plan,
+        unavailable: None,
     }
 }
 
@@ -76,6 +82,7 @@ fn exp(
             variations: Vec::new(),
             rules: Vec::new(),
             notes: Vec::new(),
+            unavailable: None,
         },
     }
 }
@@ -707,15 +714,24 @@ fn group_d() -> Vec<ExperimentDef> {
     ]
 }
 
-/// `inrush lab list`: every experiment with its variations and the seed's figures.
-pub fn list_text() -> String {
+/// `inrush lab list`: every experiment of `all` with its variations and the seed's figures,
+/// and why what does not apply to the engine does not.
+pub fn list_text(all: Vec<ExperimentDef>) -> String {
     let mut out = String::new();
-    for e in catalogue() {
+    for e in all {
         out.push_str(&format!(
             "{}  {}\n    seed: {}\n    advice: {}\n",
             e.id, e.title, e.seed_source, e.advice
         ));
+        if let Some(reason) = &e.unavailable {
+            out.push_str(&format!("    {reason}\n"));
+            continue;
+        }
         for v in &e.variations {
+            if let Some(reason) = &v.unavailable {
+                out.push_str(&format!("    x {}: {reason}\n", v.label));
+                continue;
+            }
             out.push_str(&format!(
                 "    {} {} ({} rows){}\n",
                 if v.baseline { "*" } else { "-" },

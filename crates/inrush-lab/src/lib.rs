@@ -1,26 +1,34 @@
 //! The insert-performance lab: the experiments of `../shared/LAB.md` (A1-D8), run against the
-//! user's own PostgreSQL, each figure printed beside the seed's published one.
+//! user's own PostgreSQL or MariaDB, each figure printed beside the seed's published one.
 //!
 //! Owns: the catalogue of experiments, running them (fresh table, seeded data, CHECKPOINT,
 //! timing that includes COMMIT, WAL per row, insert rate over time, client CPU), restoring any
 //! server setting an experiment changed, and the report folder (`results.json`, `report.md`,
 //! `report.html`) rendered from [`results::LabResults`].
 //!
+//! One runner and one report for every engine: what is engine-specific sits behind
+//! [`engine::Engine`], implemented for PostgreSQL ([`postgres`], [`measure`], [`methods`]) and
+//! MariaDB ([`mariadb`], with its catalogue mapping each experiment onto InnoDB or saying why it
+//! does not apply).
+//!
 //! Does not own: parsing or encoding input for real loads (`inrush-load` does; the lab calls it
 //! for the methods that are inrush's own), connection options or the private server
-//! (`inrush-postgres`), or the command line (`inrush`).
+//! (`inrush-postgres`), MariaDB's SQL (`inrush_mysql::lab`), or the command line (`inrush`).
 
 pub mod catalogue;
 pub mod data;
+pub mod engine;
+pub mod mariadb;
 pub mod measure;
 pub mod methods;
 pub mod plan;
+pub mod postgres;
 pub mod report;
 pub mod results;
 pub mod run;
 pub mod verdict;
 
-pub use run::{run, LabOptions, Progress, ProgressInfo};
+pub use run::{run, LabOptions, LabTarget, Progress, ProgressInfo};
 
 use std::path::PathBuf;
 
@@ -49,6 +57,10 @@ pub enum Error {
     /// Connecting, or the private server, failed.
     #[error(transparent)]
     Postgres(#[from] inrush_postgres::Error),
+    /// MariaDB refused a statement or a connection, or inrush's own load into it failed (the
+    /// message names the statement).
+    #[error(transparent)]
+    Mariadb(#[from] inrush_load::Error),
     /// The table holds a different number of rows than the run loaded.
     #[error("{table}: {found} rows after the run, {asked} asked for")]
     RowCount {

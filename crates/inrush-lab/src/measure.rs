@@ -27,12 +27,12 @@ pub struct RunContext {
 }
 
 /// The rows as a CSV file for inrush's own load; deleted on drop.
-struct CsvFile {
-    path: std::path::PathBuf,
+pub(crate) struct CsvFile {
+    pub path: std::path::PathBuf,
 }
 
 impl CsvFile {
-    fn write(rows: &[data::Row], run_id: u32) -> Result<CsvFile> {
+    pub fn write(rows: &[data::Row], run_id: u32) -> Result<CsvFile> {
         use std::io::Write;
         let path =
             std::env::temp_dir().join(format!("inrush-lab-{}-{run_id}.csv", std::process::id()));
@@ -82,9 +82,18 @@ impl inrush_core::Reporter for RateReporter {
     }
 }
 
-/// Runs `inrush_postgres::load::run` (which has its own runtime) on a thread of its own.
-fn inrush_load(
-    ctx: &RunContext,
+/// The load function of an engine: `inrush_postgres::load::run`, or `inrush_load::load_into`
+/// with MariaDB's target.
+pub(crate) type LoadFn<'a> = &'a (dyn Fn(
+    &inrush_load::LoadOptions,
+    &dyn inrush_core::Reporter,
+) -> std::result::Result<inrush_load::LoadSummary, String>
+         + Sync);
+
+/// Runs inrush's own load (which has its own runtime) of `csv` into `table` on a thread of its
+/// own; its progress becomes the run's rate samples.
+pub(crate) fn inrush_load(
+    load: LoadFn,
     csv: &std::path::Path,
     table: &str,
     connections: usize,
@@ -95,9 +104,7 @@ fn inrush_load(
     opts.plan.after = inrush_load::AfterLoad::Nothing;
     let reporter = RateReporter(sampler.clone());
     let summary = std::thread::scope(|s| {
-        s.spawn(|| {
-            inrush_postgres::load::run(&ctx.target, &opts, &reporter).map_err(|e| e.to_string())
-        })
+        s.spawn(|| load(&opts, &reporter))
         .join()
         .map_err(|_| Error::Task("inrush's load panicked".into()))
     })?
@@ -242,7 +249,10 @@ async fn timed(
     }
     match (&plan.method, &csv) {
         (Method::InrushLoad { connections }, Some(csv)) => {
-            inrush_load(ctx, &csv.path, &table, *connections, &sampler)?
+            let load = |opts: &inrush_load::LoadOptions, reporter: &dyn inrush_core::Reporter| {
+                inrush_postgres::load::run(&ctx.target, opts, reporter).map_err(|e| e.to_string())
+            };
+            inrush_load(&load, &csv.path, &table, *connections, &sampler)?
         }
         _ => {
             methods::run(

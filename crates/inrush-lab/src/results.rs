@@ -24,13 +24,17 @@ pub struct LabResults {
 /// The machine and server the figures belong to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
+    /// "PostgreSQL" or "MariaDB" (results written before MariaDB: PostgreSQL).
+    #[serde(default = "postgresql")]
+    pub engine: String,
     /// `version()` of the server.
     pub server_version: String,
     pub server_version_num: u32,
     /// Whether the lab started its own private server (no `--to`).
     pub private_server: bool,
-    /// The settings that matter for inserts (wal_level, synchronous_commit, max_wal_size,
-    /// shared_buffers, wal_buffers, fsync, ...), as the server reported them before the run.
+    /// The settings that matter for inserts (PostgreSQL: wal_level, synchronous_commit,
+    /// shared_buffers, ...; MariaDB: innodb_buffer_pool_size, innodb_flush_log_at_trx_commit,
+    /// innodb_autoinc_lock_mode, ...), as the server reported them before the run.
     pub settings: BTreeMap<String, String>,
     /// The client machine: logical cores and memory.
     pub client_cores: usize,
@@ -39,6 +43,20 @@ pub struct Environment {
     /// /dev/vda"); free text.
     pub os: String,
     pub disk: String,
+}
+
+fn postgresql() -> String {
+    "PostgreSQL".into()
+}
+
+impl Environment {
+    /// What the engine calls its log, as the report's columns and charts name it.
+    pub fn log_name(&self) -> &'static str {
+        match self.engine.as_str() {
+            "MariaDB" => "redo",
+            _ => "WAL",
+        }
+    }
 }
 
 /// One experiment of the catalogue (e.g. "B4") and what happened to it.
@@ -94,7 +112,8 @@ pub struct Measurement {
     pub seconds: f64,
     #[serde(deserialize_with = "lenient::f64")]
     pub rows_per_second: f64,
-    /// WAL written during the run (LSN difference).
+    /// Log written during the run: PostgreSQL's WAL (LSN difference), MariaDB's redo
+    /// (`Innodb_lsn_current` difference).
     pub wal_bytes: u64,
     /// WAL records, where the server reports them (pg_stat_wal.wal_records).
     pub wal_records: Option<u64>,

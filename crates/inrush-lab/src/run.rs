@@ -1,13 +1,14 @@
-//! Running the lab: the server (the user's, or a private durable one), the rights and settings
-//! it has, every selected experiment's variations with their server settings applied and
-//! restored, progress with the time left, and the results.
+//! Running the lab: the engine the target names ([`crate::postgres`], [`crate::mariadb`]),
+//! every selected experiment's variations with their server settings applied and restored
+//! (what does not apply to the engine, or needs a right the user lacks, skipped with the
+//! reason), progress with the time left, and the results.
 
-use crate::catalogue::{catalogue, ExperimentDef};
-use crate::measure::{measure, RunContext};
+use crate::catalogue::{ExperimentDef, VariationDef};
+use crate::engine::{Engine, RunSpec};
 use crate::results::*;
 use crate::{verdict, Error, Result};
-use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
-use std::collections::BTreeMap;
+use inrush_mysql::MysqlOptions;
+use inrush_postgres::ConnectOptions;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,8 +26,7 @@ pub struct LabOptions {
     /// Runs per variation: tables show the median, verdicts weigh the difference against the
     /// runs' spread.
     pub repeat: u32,
-    /// `None`: start a private, durable server for the lab.
-    pub target: Option<ConnectOptions>,
+    pub target: LabTarget,
     /// Set (by a Ctrl-C handler) to stop after the current run; settings are restored.
     pub interrupt: Arc<AtomicBool>,
     pub seed: u64,
@@ -38,11 +38,23 @@ impl LabOptions {
             ids: Vec::new(),
             scale,
             repeat: DEFAULT_REPEAT,
-            target: None,
+            target: LabTarget::PrivatePostgres,
             interrupt: Arc::default(),
             seed: 42,
         }
     }
+}
+
+/// The server the lab measures.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per lab run
+pub enum LabTarget {
+    /// A private, durable PostgreSQL the lab starts (and may restart).
+    PrivatePostgres,
+    /// The user's PostgreSQL.
+    Postgres(ConnectOptions),
+    /// The user's MariaDB (`mysql://` or `mariadb://`).
+    Mariadb(MysqlOptions),
 }
 
 /// Where the lab is, for a progress display.
@@ -76,27 +88,8 @@ impl Progress for Silent {
     fn running(&self, _: &ProgressInfo) {}
 }
 
-/// The settings recorded in the environment.
-const SETTINGS: &[&str] = &[
-    "wal_level",
-    "synchronous_commit",
-    "fsync",
-    "full_page_writes",
-    "wal_compression",
-    "wal_buffers",
-    "max_wal_size",
-    "checkpoint_timeout",
-    "shared_buffers",
-    "max_wal_senders",
-    "autovacuum",
-    "data_checksums",
-    "wal_log_hints",
-    "commit_delay",
-];
-
 /// The experiments `ids` selects, in catalogue order.
-pub fn select(ids: &[String]) -> Result<Vec<ExperimentDef>> {
-    let all = catalogue();
+pub fn select(all: Vec<ExperimentDef>, ids: &[String]) -> Result<Vec<ExperimentDef>> {
     if ids.is_empty() || ids.iter().any(|i| i.eq_ignore_ascii_case("all")) {
         return Ok(all);
     }
@@ -118,13 +111,6 @@ pub fn select(ids: &[String]) -> Result<Vec<ExperimentDef>> {
     Ok(all.into_iter().filter(|e| wanted.contains(&e.id)).collect())
 }
 
-/// What the connected user may do.
-#[derive(Debug, Clone, Copy)]
-struct Rights {
-    superuser: bool,
-    checkpoint: bool,
-}
-
 /// Runs the selected experiments and returns every figure.
 pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
     if !(opts.scale > 0.0 && opts.scale.is_finite()) {
@@ -136,23 +122,15 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
     if opts.repeat == 0 {
         return Err(Error::Usage("--repeat must be at least 1".into()));
     }
-    let experiments = select(&opts.ids)?;
+    // Every engine's catalogue has the same ids: an unknown one is refused before connecting.
+    select(crate::catalogue::catalogue(), &opts.ids)?;
     let started_at = rfc3339_now();
-    let server = match &opts.target {
-        Some(_) => None,
-        None => {
-            progress.message(
-                "starting a private PostgreSQL (durable settings: fsync on, synchronous_commit on)",
-            );
-            Some(PrivateServer::start(&ServerOptions::default())?)
-        }
+    let (engine, environment): (Box<dyn Engine>, Environment) = match &opts.target {
+        LabTarget::PrivatePostgres => boxed(crate::postgres::Postgres::open(None, progress)?),
+        LabTarget::Postgres(t) => boxed(crate::postgres::Postgres::open(Some(t), progress)?),
+        LabTarget::Mariadb(t) => boxed(crate::mariadb::Mariadb::open(t)?),
     };
-    let target = match (&opts.target, &server) {
-        (Some(t), _) => t.clone(),
-        (None, Some(s)) => s.connect_options("postgres"),
-        (None, None) => return Err(Error::Usage("no server".into())),
-    };
-    let (environment, rights) = environment(&target, server.is_some())?;
+    let experiments = select(engine.catalogue(), &opts.ids)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(environment.client_cores.clamp(2, 8))
         .enable_all()
@@ -161,137 +139,26 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
             path: "tokio runtime".into(),
             cause,
         })?;
-
-    let weight = |p: &crate::plan::RunPlan| {
-        p.rows_at(opts.scale) as f64 * p.method.micros_per_row() / 1e6 + 0.3
+    let mut lab = Runner {
+        opts,
+        progress,
+        engine: engine.as_ref(),
+        runtime: &runtime,
+        total_weight: 0.0,
+        done_weight: 0.0,
+        started: Instant::now(),
+        run_id: 0,
     };
-    let total_weight: f64 = experiments
+    lab.total_weight = experiments
         .iter()
+        .filter(|e| e.unavailable.is_none())
         .flat_map(|e| e.variations.iter())
-        .map(|v| weight(&v.plan) * opts.repeat as f64)
+        .map(|v| lab.weight(v) * opts.repeat as f64)
         .sum();
-    let mut done_weight = 0.0;
-    let started = Instant::now();
-    let mut run_id = 0u32;
-    let mut results = Vec::new();
     let n = experiments.len();
+    let mut results = Vec::new();
     for (i, def) in experiments.iter().enumerate() {
-        let mut exp = ExperimentResult {
-            id: def.id.to_string(),
-            title: def.title.to_string(),
-            seed_source: def.seed_source.to_string(),
-            advice: def.advice.to_string(),
-            status: Status::Ran,
-            variations: Vec::new(),
-            verdict: None,
-            notes: def.notes.clone(),
-        };
-        if opts.interrupt.load(Ordering::Relaxed) {
-            exp.status = Status::Skipped("interrupted before it ran".into());
-            results.push(exp);
-            continue;
-        }
-        if !rights.checkpoint {
-            exp.notes.push("The user may not CHECKPOINT (needs superuser or pg_checkpoint): runs start without one.".into());
-        }
-        let mut skipped = Vec::new();
-        let mut row_counts = Vec::new();
-        for v in &def.variations {
-            let mut variation = Variation {
-                label: v.label.clone(),
-                baseline: v.baseline,
-                seed_figure: v.seed_figure.clone(),
-                seed_seconds: v.seed_seconds,
-                runs: Vec::new(),
-            };
-            let rows = v.plan.rows_at(opts.scale);
-            let skip = if v.plan.restart && server.is_none() {
-                Some(format!(
-                    "{}: needs a server restart ({}), done only on the lab's private server (run without --to)",
-                    v.label,
-                    setting_list(&v.plan.server)
-                ))
-            } else if !v.plan.server.is_empty() && !rights.superuser {
-                Some(format!(
-                    "{}: needs superuser to ALTER SYSTEM {}",
-                    v.label,
-                    setting_list(&v.plan.server)
-                ))
-            } else {
-                None
-            };
-            if let Some(reason) = skip {
-                exp.notes.push(format!("Skipped {reason}."));
-                skipped.push(reason);
-                done_weight += weight(&v.plan) * opts.repeat as f64;
-                exp.variations.push(variation);
-                continue;
-            }
-            row_counts.push(rows);
-            for r in 1..=opts.repeat {
-                if opts.interrupt.load(Ordering::Relaxed) {
-                    break;
-                }
-                let elapsed = started.elapsed().as_secs_f64();
-                progress.running(&ProgressInfo {
-                    experiment: def.id.to_string(),
-                    title: def.title.to_string(),
-                    index: i + 1,
-                    experiments: n,
-                    variation: format!("{} ({} rows)", v.label, rows),
-                    run: r,
-                    repeat: opts.repeat,
-                    elapsed_seconds: elapsed,
-                    remaining_seconds: (done_weight > 0.0)
-                        .then(|| elapsed / done_weight * (total_weight - done_weight).max(0.0)),
-                    fraction: (done_weight / total_weight).min(1.0),
-                });
-                run_id += 1;
-                let ctx = RunContext {
-                    target: target.clone(),
-                    rows,
-                    run_id,
-                    checkpoint: rights.checkpoint,
-                    seed: opts.seed,
-                };
-                let saved = apply_server_settings(
-                    &target,
-                    &v.plan.server,
-                    v.plan.restart,
-                    server.as_ref(),
-                )?;
-                let measured = runtime.block_on(measure(&v.plan, &ctx));
-                restore_server_settings(&target, &saved, v.plan.restart, server.as_ref())?;
-                done_weight += weight(&v.plan);
-                match measured {
-                    Ok(m) => variation.runs.push(m),
-                    Err(e) => {
-                        exp.status = Status::Failed(format!("{}: {e}", v.label));
-                        break;
-                    }
-                }
-            }
-            exp.variations.push(variation);
-            if matches!(exp.status, Status::Failed(_)) {
-                break;
-            }
-        }
-        if opts.interrupt.load(Ordering::Relaxed) && exp.status == Status::Ran {
-            exp.notes.push("Interrupted: some runs are missing.".into());
-        }
-        if skipped.len() == def.variations.len() {
-            exp.status = Status::Skipped(skipped.join("; "));
-        }
-        if exp.status == Status::Ran {
-            exp.verdict = verdict::judge(&def.rules, &exp.variations);
-            let distinct: std::collections::BTreeSet<u64> = row_counts.iter().copied().collect();
-            if distinct.len() > 1 {
-                exp.notes.push(format!(
-                    "Variations loaded different row counts ({}); compare rows per second, not seconds.",
-                    distinct.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
-                ));
-            }
-        }
+        let exp = lab.experiment(def, i, n)?;
         progress.experiment_done(&exp);
         results.push(exp);
     }
@@ -305,6 +172,183 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
     })
 }
 
+fn boxed<E: Engine + 'static>((engine, env): (E, Environment)) -> (Box<dyn Engine>, Environment) {
+    (Box::new(engine), env)
+}
+
+/// The state of one lab run across experiments: where it is, for progress and run ids.
+struct Runner<'a> {
+    opts: &'a LabOptions,
+    progress: &'a dyn Progress,
+    engine: &'a dyn Engine,
+    runtime: &'a tokio::runtime::Runtime,
+    total_weight: f64,
+    done_weight: f64,
+    started: Instant,
+    run_id: u32,
+}
+
+impl Runner<'_> {
+    /// A variation's estimated cost, for the time left.
+    fn weight(&self, v: &VariationDef) -> f64 {
+        match v.unavailable {
+            Some(_) => 0.0,
+            None => {
+                v.plan.rows_at(self.opts.scale) as f64 * v.plan.method.micros_per_row() / 1e6 + 0.3
+            }
+        }
+    }
+
+    fn interrupted(&self) -> bool {
+        self.opts.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// One experiment's variations and verdict; an error only when a server setting could not
+    /// be changed or put back (the lab stops there).
+    fn experiment(
+        &mut self,
+        def: &ExperimentDef,
+        index: usize,
+        count: usize,
+    ) -> Result<ExperimentResult> {
+        let mut exp = ExperimentResult {
+            id: def.id.to_string(),
+            title: def.title.to_string(),
+            seed_source: def.seed_source.to_string(),
+            advice: def.advice.to_string(),
+            status: Status::Ran,
+            variations: Vec::new(),
+            verdict: None,
+            notes: def.notes.clone(),
+        };
+        if let Some(reason) = &def.unavailable {
+            exp.status = Status::Skipped(reason.clone());
+            return Ok(exp);
+        }
+        if self.interrupted() {
+            exp.status = Status::Skipped("interrupted before it ran".into());
+            return Ok(exp);
+        }
+        if let Some(note) = &self.engine.rights().note {
+            exp.notes.push(note.clone());
+        }
+        let mut skipped = Vec::new();
+        let mut row_counts = Vec::new();
+        for v in &def.variations {
+            let mut variation = Variation {
+                label: v.label.clone(),
+                baseline: v.baseline,
+                seed_figure: v.seed_figure.clone(),
+                seed_seconds: v.seed_seconds,
+                runs: Vec::new(),
+            };
+            if let Some(reason) = self.skip(v) {
+                exp.notes.push(format!("Skipped {reason}."));
+                skipped.push(reason);
+                self.done_weight += self.weight(v) * self.opts.repeat as f64;
+                exp.variations.push(variation);
+                continue;
+            }
+            row_counts.push(v.plan.rows_at(self.opts.scale));
+            let failed = self.runs(def, v, index, count, &mut variation)?;
+            exp.variations.push(variation);
+            if let Some(e) = failed {
+                exp.status = Status::Failed(format!("{}: {e}", v.label));
+                break;
+            }
+        }
+        if self.interrupted() && exp.status == Status::Ran {
+            exp.notes.push("Interrupted: some runs are missing.".into());
+        }
+        if skipped.len() == def.variations.len() {
+            exp.status = Status::Skipped(skipped.join("; "));
+        }
+        if exp.status == Status::Ran {
+            exp.verdict = verdict::judge(&def.rules, &exp.variations).map(|mut v| {
+                // The verdicts speak of PostgreSQL's WAL; other engines name their own log.
+                v.text = v.text.replace("WAL ", &format!("{} ", self.engine.log_name()));
+                v
+            });
+            let distinct: std::collections::BTreeSet<u64> = row_counts.iter().copied().collect();
+            if distinct.len() > 1 {
+                exp.notes.push(format!(
+                    "Variations loaded different row counts ({}); compare rows per second, not seconds.",
+                    distinct.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(exp)
+    }
+
+    /// Why a variation is not run here: it does not apply to the engine, or needs a right or
+    /// a restart the lab does not have.
+    fn skip(&self, v: &VariationDef) -> Option<String> {
+        let rights = self.engine.rights();
+        if let Some(reason) = &v.unavailable {
+            Some(format!("{}: {reason}", v.label))
+        } else if v.plan.restart && !rights.restart {
+            Some(format!(
+                "{}: needs a server restart ({}), done only on the lab's private server (run without --to)",
+                v.label,
+                setting_list(&v.plan.server)
+            ))
+        } else if v.plan.server.is_empty() {
+            None
+        } else {
+            rights.settings_refused.as_ref().map(|why| {
+                format!("{}: {why} {}", v.label, setting_list(&v.plan.server))
+            })
+        }
+    }
+
+    /// The variation's runs, each with its server settings applied and restored; the error of
+    /// the run that failed, if one did.
+    fn runs(
+        &mut self,
+        def: &ExperimentDef,
+        v: &VariationDef,
+        index: usize,
+        count: usize,
+        variation: &mut Variation,
+    ) -> Result<Option<Error>> {
+        let rows = v.plan.rows_at(self.opts.scale);
+        for r in 1..=self.opts.repeat {
+            if self.interrupted() {
+                break;
+            }
+            let elapsed = self.started.elapsed().as_secs_f64();
+            let (done, total) = (self.done_weight, self.total_weight);
+            self.progress.running(&ProgressInfo {
+                experiment: def.id.to_string(),
+                title: def.title.to_string(),
+                index: index + 1,
+                experiments: count,
+                variation: format!("{} ({} rows)", v.label, rows),
+                run: r,
+                repeat: self.opts.repeat,
+                elapsed_seconds: elapsed,
+                remaining_seconds: (done > 0.0).then(|| elapsed / done * (total - done).max(0.0)),
+                fraction: (done / total).min(1.0),
+            });
+            self.run_id += 1;
+            let spec = RunSpec {
+                rows,
+                run_id: self.run_id,
+                seed: self.opts.seed,
+            };
+            let saved = self.engine.apply(&v.plan)?;
+            let measured = self.engine.measure(self.runtime, &v.plan, spec);
+            self.engine.restore(&v.plan, &saved)?;
+            self.done_weight += self.weight(v);
+            match measured {
+                Ok(m) => variation.runs.push(m),
+                Err(e) => return Ok(Some(e)),
+            }
+        }
+        Ok(None)
+    }
+}
+
 fn setting_list(settings: &[(String, String)]) -> String {
     settings
         .iter()
@@ -313,161 +357,7 @@ fn setting_list(settings: &[(String, String)]) -> String {
         .join(", ")
 }
 
-fn pg(what: &str) -> impl FnOnce(postgres::Error) -> Error + '_ {
-    move |cause| Error::Query {
-        what: what.to_string(),
-        cause,
-    }
-}
-
-fn environment(target: &ConnectOptions, private: bool) -> Result<(Environment, Rights)> {
-    let mut client = target.connect_blocking()?;
-    let row = client
-        .query_one(
-            "SELECT version(), current_setting('server_version_num')::int, r.rolsuper, \
-             r.rolsuper OR EXISTS (SELECT 1 FROM pg_roles c WHERE c.rolname = 'pg_checkpoint' \
-                                   AND pg_has_role(current_user, c.oid, 'MEMBER')) \
-             FROM pg_roles r WHERE r.rolname = current_user",
-            &[],
-        )
-        .map_err(pg("reading the server's version and the user's rights"))?;
-    let can_create: bool = client
-        .query_one(
-            "SELECT has_database_privilege(current_database(), 'CREATE')",
-            &[],
-        )
-        .map_err(pg("checking the CREATE privilege"))?
-        .get(0);
-    if !can_create {
-        return Err(Error::Usage(format!(
-            "{} may not create schemas in its database; every lab run uses a scratch schema of its own (GRANT CREATE ON DATABASE ... TO ...), or run without --to for a private server",
-            target.describe()
-        )));
-    }
-    let mut settings = BTreeMap::new();
-    for name in SETTINGS {
-        let rows = client
-            .query(
-                "SELECT setting || coalesce(unit, '') FROM pg_settings WHERE name = $1",
-                &[name],
-            )
-            .map_err(pg("reading pg_settings"))?;
-        if let Some(r) = rows.first() {
-            settings.insert(name.to_string(), r.get::<_, String>(0));
-        }
-    }
-    let env = Environment {
-        server_version: row.get(0),
-        server_version_num: row.get::<_, i32>(1) as u32,
-        private_server: private,
-        settings,
-        client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        client_memory_bytes: memory_bytes(),
-        os: os_text(),
-        disk: if private {
-            disk_text(&std::env::temp_dir())
-        } else {
-            "the server's disk (not visible from the client)".into()
-        },
-    };
-    Ok((
-        env,
-        Rights {
-            superuser: row.get(2),
-            checkpoint: row.get(3),
-        },
-    ))
-}
-
-/// A setting changed with ALTER SYSTEM, and what postgresql.auto.conf held before.
-struct Saved {
-    name: String,
-    previous: Option<String>,
-}
-
-fn apply_server_settings(
-    target: &ConnectOptions,
-    settings: &[(String, String)],
-    restart: bool,
-    server: Option<&PrivateServer>,
-) -> Result<Vec<Saved>> {
-    if settings.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut client = target.connect_blocking()?;
-    let mut saved = Vec::new();
-    for (name, value) in settings {
-        let previous = client
-            .query(
-                "SELECT setting FROM pg_file_settings WHERE name = $1 AND sourcefile LIKE '%postgresql.auto.conf' ORDER BY seqno DESC LIMIT 1",
-                &[name],
-            )
-            .map_err(pg("reading postgresql.auto.conf"))?
-            .first()
-            .map(|r| r.get::<_, String>(0));
-        saved.push(Saved {
-            name: name.clone(),
-            previous,
-        });
-        let sql = format!("ALTER SYSTEM SET {name} = '{}'", value.replace('\'', "''"));
-        if let Err(e) = client.batch_execute(&sql) {
-            drop(client);
-            let _ = restore_server_settings(target, &saved, false, None);
-            return Err(pg("ALTER SYSTEM")(e));
-        }
-    }
-    drop(client);
-    reload_or_restart(target, restart, server)?;
-    Ok(saved)
-}
-
-fn restore_server_settings(
-    target: &ConnectOptions,
-    saved: &[Saved],
-    restart: bool,
-    server: Option<&PrivateServer>,
-) -> Result<()> {
-    if saved.is_empty() {
-        return Ok(());
-    }
-    let fail = |name: &str, message: String| Error::Restore {
-        name: name.to_string(),
-        message,
-    };
-    let mut client = target
-        .connect_blocking()
-        .map_err(|e| fail(&saved[0].name, e.to_string()))?;
-    for s in saved {
-        let sql = match &s.previous {
-            Some(v) => format!("ALTER SYSTEM SET {} = '{}'", s.name, v.replace('\'', "''")),
-            None => format!("ALTER SYSTEM RESET {}", s.name),
-        };
-        client
-            .batch_execute(&sql)
-            .map_err(|e| fail(&s.name, e.to_string()))?;
-    }
-    drop(client);
-    reload_or_restart(target, restart, server).map_err(|e| fail(&saved[0].name, e.to_string()))
-}
-
-fn reload_or_restart(
-    target: &ConnectOptions,
-    restart: bool,
-    server: Option<&PrivateServer>,
-) -> Result<()> {
-    match (restart, server) {
-        (true, Some(server)) => Ok(server.restart()?),
-        (true, None) => Err(Error::Usage(
-            "a restart is only possible on the lab's private server".into(),
-        )),
-        (false, _) => {
-            target.execute_blocking("SELECT pg_reload_conf()")?;
-            Ok(())
-        }
-    }
-}
-
-fn memory_bytes() -> u64 {
+pub(crate) fn memory_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
@@ -479,7 +369,7 @@ fn memory_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-fn os_text() -> String {
+pub(crate) fn os_text() -> String {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!("{} {}", std::env::consts::OS, release.trim())
         .trim()
@@ -487,7 +377,7 @@ fn os_text() -> String {
 }
 
 /// The filesystem holding `path`, from /proc/mounts (the longest matching mount point).
-fn disk_text(path: &std::path::Path) -> String {
+pub(crate) fn disk_text(path: &std::path::Path) -> String {
     let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     mounts
@@ -535,9 +425,10 @@ mod tests {
 
     #[test]
     fn selection_by_id_group_and_all() {
-        assert_eq!(select(&[]).unwrap().len(), 28);
-        assert_eq!(select(&["all".into()]).unwrap().len(), 28);
-        let ids: Vec<&str> = select(&["b".into(), "a2,D8".into()])
+        let all = crate::catalogue::catalogue;
+        assert_eq!(select(all(), &[]).unwrap().len(), 28);
+        assert_eq!(select(all(), &["all".into()]).unwrap().len(), 28);
+        let ids: Vec<&str> = select(all(), &["b".into(), "a2,D8".into()])
             .unwrap()
             .iter()
             .map(|e| e.id)
@@ -545,7 +436,7 @@ mod tests {
         assert_eq!(ids.len(), 11);
         assert_eq!(ids[0], "A2");
         assert!(matches!(
-            select(&["Z9".into()]),
+            select(all(), &["Z9".into()]),
             Err(Error::UnknownExperiment(_))
         ));
     }

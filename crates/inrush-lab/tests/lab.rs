@@ -1,8 +1,9 @@
 //! Every experiment at a tiny scale against a real PostgreSQL (the lab's own private server, so
-//! the experiments that restart it run too): the figures must be positive and consistent.
+//! the experiments that restart it run too), and against the tests' MariaDB: the figures must be
+//! positive and consistent, and what does not apply to MariaDB says why.
 
 use inrush_lab::results::{Holds, LabResults, Status};
-use inrush_lab::{LabOptions, Progress, ProgressInfo};
+use inrush_lab::{LabOptions, LabTarget, Progress, ProgressInfo};
 use std::sync::Mutex;
 
 struct Record(Mutex<Vec<String>>);
@@ -39,6 +40,14 @@ fn check(results: &LabResults) {
         }
     }
     for e in &results.experiments {
+        if let Status::Skipped(reason) = &e.status {
+            assert!(
+                reason.starts_with("not applicable on MariaDB: "),
+                "{}: {reason}",
+                e.id
+            );
+            continue;
+        }
         assert_eq!(e.status, Status::Ran, "{}: {:?}", e.id, e.status);
         assert!(e.verdict.is_some(), "{}: no verdict", e.id);
         assert_eq!(
@@ -166,7 +175,7 @@ fn missing_rights_skip_with_the_reason() {
         .replace("user=postgres", "user=labuser");
     let mut opts = LabOptions::new(0.01);
     opts.ids = vec!["C2".into(), "C3".into()];
-    opts.target = Some(inrush_postgres::ConnectOptions::parse(&conninfo).unwrap());
+    opts.target = LabTarget::Postgres(inrush_postgres::ConnectOptions::parse(&conninfo).unwrap());
     let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
     assert!(!results.environment.private_server);
     check(&results);
@@ -193,4 +202,73 @@ fn missing_rights_skip_with_the_reason() {
         .unwrap()
         .text
         .contains("synchronous_commit"));
+}
+
+/// Every experiment against the tests' MariaDB, one run each: what applies runs (each run's row
+/// count checked in the table), what does not is listed with the reason; the setting C3
+/// changes with SET GLOBAL is put back; the report speaks of redo, not WAL.
+#[test]
+fn mariadb_runs_what_applies_and_says_why_not_the_rest() {
+    let db = inrush_testkit::MariaDb::fresh("lab");
+    let flush = "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit";
+    let flush_before = db.rows(flush);
+    let mut opts = LabOptions::new(0.01);
+    opts.repeat = 1;
+    opts.target = LabTarget::Mariadb(inrush_mysql::MysqlOptions::parse(&db.url).unwrap());
+    let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
+    let env = &results.environment;
+    assert_eq!(env.engine, "MariaDB");
+    assert!(env.server_version.contains("MariaDB"), "{}", env.server_version);
+    for setting in [
+        "innodb_buffer_pool_size",
+        "innodb_flush_log_at_trx_commit",
+        "innodb_autoinc_lock_mode",
+    ] {
+        assert!(env.settings.contains_key(setting), "{setting}");
+    }
+    check(&results);
+    assert_eq!(db.rows(flush), flush_before, "SET GLOBAL put back");
+
+    let catalogue = inrush_lab::mariadb::catalogue::catalogue();
+    let mut measured = 0;
+    for (e, def) in results.experiments.iter().zip(&catalogue) {
+        assert_eq!(e.id, def.id);
+        if e.id.starts_with('C') && e.id != "C3" {
+            assert!(matches!(e.status, Status::Skipped(_)), "{}", e.id);
+            continue;
+        }
+        for (v, d) in e.variations.iter().zip(&def.variations) {
+            let not_applicable = format!("Skipped {}: not applicable on MariaDB: ", v.label);
+            match &d.unavailable {
+                Some(_) => assert!(
+                    v.runs.is_empty() && e.notes.iter().any(|n| n.starts_with(&not_applicable)),
+                    "{} {}: {:?}",
+                    e.id,
+                    v.label,
+                    e.notes
+                ),
+                None => {
+                    assert_eq!(v.runs.len(), 1, "{} {}", e.id, v.label);
+                    assert_eq!(v.runs[0].rows, d.plan.rows_at(opts.scale));
+                    measured += 1;
+                }
+            }
+        }
+    }
+    assert!(measured > 70, "{measured} variations measured");
+    let c3 = results.experiments.iter().find(|e| e.id == "C3").unwrap();
+    assert_eq!(
+        c3.variations[3].runs[0]
+            .settings_changed
+            .get("innodb_flush_log_at_trx_commit")
+            .map(String::as_str),
+        Some("2")
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let files = inrush_lab::report::write(&results, dir.path()).expect("write the report");
+    let md = std::fs::read_to_string(&files.markdown).unwrap();
+    assert!(md.contains("redo bytes/row") && !md.contains("WAL bytes/row"));
+    assert!(md.contains("not applicable on MariaDB"));
+    inrush_lab::report::rerender(dir.path()).expect("re-render it");
 }

@@ -5,7 +5,8 @@
 //! `LOAD DATA`'s escaping ([`value`]), one connection's `LOAD DATA LOCAL INFILE` streams with
 //! every warning turned into a bad row ([`writer`]), and the [`inrush_load::Target`] that puts
 //! them together ([`MysqlTarget`]); and a query's rows read from such a server for
-//! `--from-query` ([`source`]).
+//! `--from-query` ([`source`]); and the SQL and connection of `inrush lab`'s experiments on
+//! MariaDB ([`lab`]).
 //!
 //! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
 //! commit together once every chunk is in and every connection's checks passed; anything
@@ -32,6 +33,7 @@
 
 pub mod catalog;
 pub mod ddl;
+pub mod lab;
 pub mod ledger;
 pub mod options;
 pub mod source;

@@ -54,7 +54,12 @@ pub struct LabArgs {
 #[derive(Subcommand, Debug)]
 pub enum LabCommand {
     /// List the experiments, their variations and the seeds' figures.
-    List,
+    List {
+        /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
+        /// variation becomes, and why what does not apply does not.
+        #[arg(long)]
+        mariadb: bool,
+    },
     /// Run experiments and write a report folder (results.json, report.md, report.html).
     Run(LabRunArgs),
     /// Re-render a report folder from its results.json.
@@ -68,9 +73,12 @@ pub enum LabCommand {
 pub struct LabRunArgs {
     /// Experiment ids (A1 ... D8), group letters (A, B, C, D) or `all` [default: all].
     pub ids: Vec<String>,
-    /// The server to measure; without it the lab starts a private server with durable settings
-    /// (and may restart it for wal_buffers and wal_level experiments). With it, settings that
-    /// need a restart are skipped, and ALTER SYSTEM settings need superuser (restored after).
+    /// The server to measure; without it the lab starts a private PostgreSQL with durable
+    /// settings (and may restart it for wal_buffers and wal_level experiments). With it,
+    /// settings that need a restart are skipped, and ALTER SYSTEM settings need superuser
+    /// (restored after). A mysql:// or mariadb:// URL runs the experiments that apply to
+    /// MariaDB (groups A, B, D and C3; the rest listed as not applicable, with the reason);
+    /// the lab starts no MariaDB of its own.
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with

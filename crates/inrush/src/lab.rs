@@ -6,14 +6,18 @@ use crate::report::group;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_lab::results::{ExperimentResult, LabResults, Status};
-use inrush_lab::{LabOptions, Progress, ProgressInfo};
+use inrush_lab::{LabOptions, LabTarget, Progress, ProgressInfo};
 use inrush_postgres::ConnectOptions;
 use std::time::Instant;
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.command {
-        LabCommand::List => {
-            print!("{}", inrush_lab::catalogue::list_text());
+        LabCommand::List { mariadb } => {
+            let all = match mariadb {
+                true => inrush_lab::mariadb::catalogue::catalogue(),
+                false => inrush_lab::catalogue::catalogue(),
+            };
+            print!("{}", inrush_lab::catalogue::list_text(all));
             Ok(())
         }
         LabCommand::Report { dir } => {
@@ -41,11 +45,18 @@ fn run_lab(args: LabRunArgs) -> Result<()> {
     opts.ids = args.ids.clone();
     opts.repeat = args.repeat;
     opts.target = match &args.to {
-        Some(url) => Some(ConnectOptions::parse(url)?),
-        None => None,
+        Some(url) if inrush_mysql::is_mysql_url(url) => {
+            LabTarget::Mariadb(inrush_mysql::MysqlOptions::parse(url)?)
+        }
+        Some(url) => LabTarget::Postgres(ConnectOptions::parse(url)?),
+        None => LabTarget::PrivatePostgres,
     };
     stop_on_signal(&opts.interrupt)?;
-    let display = Display::new(!args.no_progress && !args.json, !args.json);
+    let log = match opts.target {
+        LabTarget::Mariadb(_) => "redo",
+        _ => "WAL",
+    };
+    let display = Display::new(!args.no_progress && !args.json, !args.json, log);
     let started = Instant::now();
     let results = inrush_lab::run(&opts, &display);
     display.finish();
@@ -77,7 +88,7 @@ fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> 
     let interrupt = interrupt.clone();
     ctrlc::set_handler(move || {
         if interrupt.swap(true, Ordering::Relaxed) {
-            eprintln!("\ninterrupted again: exiting; a server setting the current run changed may still be set (check ALTER SYSTEM)");
+            eprintln!("\ninterrupted again: exiting; a server setting the current run changed may still be set (check ALTER SYSTEM; on MariaDB, SET GLOBAL)");
             std::process::exit(130);
         }
         eprintln!("\ninterrupted: stopping after the current run (settings are restored; again to exit at once)");
@@ -89,13 +100,15 @@ fn stop_on_signal(interrupt: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> 
 struct Display {
     bar: Option<ProgressBar>,
     tables: bool,
+    /// What the engine calls its log: "WAL", "redo".
+    log: &'static str,
     /// When the previous experiment finished (or the lab started): each table says how long
-    /// its experiment took, setup and CHECKPOINTs included.
+    /// its experiment took, setup (and PostgreSQL's CHECKPOINTs) included.
     last: std::sync::Mutex<Instant>,
 }
 
 impl Display {
-    fn new(progress: bool, tables: bool) -> Self {
+    fn new(progress: bool, tables: bool, log: &'static str) -> Self {
         let bar = progress.then(|| {
             let bar =
                 ProgressBar::with_draw_target(Some(1000), ProgressDrawTarget::stderr_with_hz(4));
@@ -109,6 +122,7 @@ impl Display {
         Display {
             bar,
             tables,
+            log,
             last: std::sync::Mutex::new(Instant::now()),
         }
     }
@@ -174,8 +188,8 @@ impl Progress for Display {
         if self.tables {
             self.say(
                 &format!(
-                    "{}\n  took {} (setup and CHECKPOINTs included)",
-                    experiment_table(e).trim_end(),
+                    "{}\n  took {} (setup included)",
+                    experiment_table(e, self.log).trim_end(),
                     duration(took)
                 ),
                 true,
@@ -194,7 +208,7 @@ fn duration(s: f64) -> String {
 }
 
 /// One experiment as a table: our figures beside the seed's, then the verdict and the notes.
-pub fn experiment_table(e: &ExperimentResult) -> String {
+pub fn experiment_table(e: &ExperimentResult, log: &str) -> String {
     let mut out = format!(
         "\n{}  {}  ({})\n  advice: {}\n",
         e.id, e.title, e.seed_source, e.advice
@@ -222,7 +236,13 @@ pub fn experiment_table(e: &ExperimentResult) -> String {
         .min(72);
     out.push_str(&format!(
         "    {:width$}  {:>9} {:>9} {:>10} {:>8} {:>9} {:>6}  seed\n",
-        "variation", "rows", "seconds", "rows/s", "WAL B/r", "WAL rec/r", "x base"
+        "variation",
+        "rows",
+        "seconds",
+        "rows/s",
+        format!("{log} B/r"),
+        format!("{log} rec/r"),
+        "x base"
     ));
     for v in &e.variations {
         let mark = if v.baseline { "*" } else { " " };
@@ -336,7 +356,7 @@ mod tests {
             verdict: None,
             notes: Vec::new(),
         };
-        let table = experiment_table(&e);
+        let table = experiment_table(&e, "WAL");
         let row = table.lines().find(|l| l.contains(" v ")).unwrap();
         assert!(row.contains("2.000") && row.contains(" 500 "), "{row}");
     }

@@ -121,7 +121,11 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         }
         None if matches!(
             e.downcast_ref::<inrush_lab::Error>(),
-            Some(inrush_lab::Error::Postgres(_) | inrush_lab::Error::Query { .. })
+            Some(
+                inrush_lab::Error::Postgres(_)
+                    | inrush_lab::Error::Query { .. }
+                    | inrush_lab::Error::Mariadb(_)
+            )
         ) =>
         {
             3

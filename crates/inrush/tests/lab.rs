@@ -19,6 +19,17 @@ fn lab_list_prints_the_catalogue() {
 }
 
 #[test]
+fn lab_list_mariadb_says_what_does_not_apply() {
+    let out = inrush(&["lab", "list", "--mariadb"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("LOAD DATA LOCAL INFILE, one stream"), "{stdout}");
+    assert!(stdout.contains("x COPY binary, one stream: not applicable on MariaDB: "), "{stdout}");
+    assert!(stdout.contains("C2  ") && stdout.contains("    not applicable on MariaDB: InnoDB"), "{stdout}");
+    assert!(!stdout.contains("NOT VALID"), "{stdout}");
+}
+
+#[test]
 fn lab_run_refuses_unknown_ids_and_bad_scales() {
     let out = inrush(&["lab", "run", "Z9", "--to", "host=/nonexistent"]);
     assert_ne!(out.status.code(), Some(0));

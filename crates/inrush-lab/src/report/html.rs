@@ -96,7 +96,7 @@ pub fn render(lab: &LabResults) -> String {
     out.push_str("</tbody></table>\n");
 
     for e in &lab.experiments {
-        experiment(&mut out, e);
+        experiment(&mut out, e, lab.environment.log_name());
     }
     out.push_str("</main>\n</body>\n</html>\n");
     out
@@ -129,7 +129,7 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-fn experiment(out: &mut String, e: &ExperimentResult) {
+fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     let _ = writeln!(
         out,
         "<section class=\"exp\" id=\"{}\">\n<h2>{}: {} {}</h2>",
@@ -154,7 +154,7 @@ fn experiment(out: &mut String, e: &ExperimentResult) {
     }
     let rows = rows(e);
     if !rows.is_empty() {
-        out.push_str("<table class=\"figures\"><thead><tr><th>variation</th><th>our median time</th><th>rows</th><th>rows/s</th><th>ratio to our baseline</th><th>WAL bytes/row</th><th>WAL records/row</th><th>seed figure</th><th>seed ratio to seed baseline</th></tr></thead><tbody>\n");
+        let _ = writeln!(out, "<table class=\"figures\"><thead><tr><th>variation</th><th>our median time</th><th>rows</th><th>rows/s</th><th>ratio to our baseline</th><th>{log} bytes/row</th><th>{log} records/row</th><th>seed figure</th><th>seed ratio to seed baseline</th></tr></thead><tbody>");
         for r in &rows {
             table_row(out, r);
         }
@@ -169,7 +169,7 @@ fn experiment(out: &mut String, e: &ExperimentResult) {
         );
     }
     if rows.iter().any(|r| r.median.is_some()) {
-        charts(out, e, &rows);
+        charts(out, e, &rows, log);
     }
     let extras = extras(&rows);
     if !extras.is_empty() {
@@ -214,7 +214,7 @@ fn table_row(out: &mut String, r: &Row) {
     );
 }
 
-fn charts(out: &mut String, e: &ExperimentResult, rows: &[Row]) {
+fn charts(out: &mut String, e: &ExperimentResult, rows: &[Row], log: &str) {
     out.push_str("<div class=\"charts\">\n");
     let ratio_rows: Vec<BarRow> = rows
         .iter()
@@ -247,9 +247,9 @@ fn charts(out: &mut String, e: &ExperimentResult, rows: &[Row]) {
         })
         .collect();
     out.push_str(&svg::bar_chart(
-        &format!("{}: WAL bytes per row", e.id),
+        &format!("{}: {log} bytes per row", e.id),
         &[Series {
-            name: "WAL bytes/row",
+            name: &format!("{log} bytes/row"),
             colour: svg::WAL,
         }],
         &wal_rows,

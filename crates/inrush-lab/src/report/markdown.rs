@@ -61,7 +61,7 @@ pub fn render(lab: &LabResults) -> String {
     }
 
     for e in &lab.experiments {
-        experiment(&mut out, e);
+        experiment(&mut out, e, lab.environment.log_name());
     }
     out
 }
@@ -89,7 +89,7 @@ pub(super) fn environment(lab: &LabResults) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn experiment(out: &mut String, e: &ExperimentResult) {
+fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     let _ = writeln!(out, "\n<a id=\"{}\"></a>\n", anchor(&e.id));
     let _ = writeln!(out, "## {}: {}\n", md(&e.id), md(&e.title));
     let _ = writeln!(
@@ -111,7 +111,7 @@ fn experiment(out: &mut String, e: &ExperimentResult) {
     }
     let rows = rows(e);
     if !rows.is_empty() {
-        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | WAL bytes/row | WAL records/row | seed figure | seed ratio to seed baseline |");
+        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | {log} bytes/row | {log} records/row | seed figure | seed ratio to seed baseline |");
         let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|---|--:|");
         for r in &rows {
             table_row(out, r);

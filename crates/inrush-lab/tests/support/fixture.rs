@@ -446,6 +446,7 @@ pub fn sample() -> LabResults {
         scale: 1.0,
         repeat: 3,
         environment: Environment {
+            engine: "PostgreSQL".into(),
             server_version: "PostgreSQL 18.1 on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit".into(),
             server_version_num: 180001,
             private_server: true,
