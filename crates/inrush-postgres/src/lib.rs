@@ -21,6 +21,7 @@ pub mod ledger;
 pub mod load;
 pub mod options;
 pub mod resolve;
+pub mod route;
 pub mod server;
 
 pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
