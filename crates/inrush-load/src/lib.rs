@@ -4,9 +4,9 @@
 //! directories, globs, standard input, a query on another server, batches in memory), the
 //! mapping of input fields to table columns ([`columns`]), the pipeline's stages ([`stages`]:
 //! reader threads, parse/encode workers on every core, bounded queues, progress), what a worker
-//! does with a block ([`worker`]), the reject file ([`rejects`]), `--resume`'s bookkeeping
-//! ([`resume`]), the input's order ([`order`], [`sort`]), the plan around the rows ([`plan`]),
-//! interrupts, and the [`LoadSummary`].
+//! does with a block ([`worker`]), chunks split by destination ([`route`]), the reject file
+//! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), the input's order ([`order`],
+//! [`sort`]), the plan around the rows ([`plan`]), interrupts, and the [`LoadSummary`].
 //!
 //! A target is driven in one of two ways: through the [`target::Target`] interface, which
 //! [`load_into`] drives (SQLite, MariaDB), or by an engine crate that drives the stages itself

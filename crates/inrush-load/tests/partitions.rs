@@ -333,3 +333,32 @@ fn keys_inrush_cannot_route_go_through_the_server_and_the_plan_says_why() {
         .unwrap()
         .starts_with("by the server"));
 }
+
+#[test]
+fn a_row_a_leaf_refuses_is_named_by_its_line_or_rejected_alone() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    db.exec("ALTER TABLE t ADD CHECK (id <> 7)");
+    let data: Vec<u8> = (1..=40)
+        .flat_map(|i| format!("{i},{}-03-{:02},x\n", 2023 + i % 2, i % 28 + 1).into_bytes())
+        .collect();
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.block_size = 64;
+    let err = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap_err();
+    let Error::ServerRefused { location, message, .. } = &err else {
+        panic!("not refused by the server: {err}");
+    };
+    assert!(message.contains("violates check constraint"), "{message}");
+    assert_eq!(location.as_ref().map(|l| l.line), Some(7), "{err}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0);
+
+    let rejects = tempfile::tempdir().unwrap();
+    opts.max_errors = 1;
+    opts.rejects = Some(rejects.path().join("rejects.csv"));
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    assert_eq!((summary.rows, summary.rows_rejected), (39, 1));
+    let rejected = std::fs::read_to_string(rejects.path().join("rejects.csv")).unwrap();
+    assert_eq!(rejected, "7,2024-03-08,x\n");
+}
