@@ -347,7 +347,10 @@ fn a_row_a_leaf_refuses_is_named_by_its_line_or_rejected_alone() {
     opts.routing = PartitionRouting::Client;
     opts.block_size = 64;
     let err = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap_err();
-    let Error::ServerRefused { location, message, .. } = &err else {
+    let Error::ServerRefused {
+        location, message, ..
+    } = &err
+    else {
         panic!("not refused by the server: {err}");
     };
     assert!(message.contains("violates check constraint"), "{message}");

@@ -52,8 +52,13 @@ pub async fn routing(
         Err(reason) => return Ok(Routing::Server(reason)),
     };
     let mut leaves = Vec::new();
-    let root = build(&mut all, table.oid, &mut leaves);
-    Ok(Routing::Client(Router { root, leaves }))
+    Ok(match build(&mut all, table.oid, &mut leaves) {
+        Some(root) => Routing::Client(Router { root, leaves }),
+        None => Routing::Server(format!(
+            "the partition tree of {} changed while it was read",
+            table.qualified()
+        )),
+    })
 }
 
 async fn read_tree(client: &Client, oid: u32) -> Result<Vec<Relation>> {
@@ -238,12 +243,9 @@ async fn parted<'t>(
 }
 
 /// The routing node of partitioned table `oid` and, recursively, of its partitions; each
-/// leaf is numbered as it is met.
-fn build(all: &mut Vec<Parted>, oid: u32, leaves: &mut Vec<Leaf>) -> Node {
-    let at = all
-        .iter()
-        .position(|p| p.relation.oid == oid)
-        .expect("every partitioned table of the tree was read");
+/// leaf is numbered as it is met. `None` if one of them was not read (the tree changed).
+fn build(all: &mut Vec<Parted>, oid: u32, leaves: &mut Vec<Leaf>) -> Option<Node> {
+    let at = all.iter().position(|p| p.relation.oid == oid)?;
     let parted = all.swap_remove(at);
     let mut node = Node {
         name: parted.relation.name.clone(),
@@ -268,7 +270,7 @@ fn build(all: &mut Vec<Parted>, oid: u32, leaves: &mut Vec<Leaf>) -> Node {
     };
     for (child, text) in parted.children {
         let target = match child.kind.as_str() {
-            "p" => Target::Node(Box::new(build(all, child.oid, leaves))),
+            "p" => Target::Node(Box::new(build(all, child.oid, leaves)?)),
             _ => {
                 leaves.push(Leaf {
                     oid: child.oid,
@@ -303,7 +305,7 @@ fn build(all: &mut Vec<Parted>, oid: u32, leaves: &mut Vec<Leaf>) -> Node {
         };
         node.children.push((bound, target));
     }
-    node
+    Some(node)
 }
 
 /// The key's columns, or why inrush cannot route on them.
