@@ -365,3 +365,37 @@ fn a_row_a_leaf_refuses_is_named_by_its_line_or_rejected_alone() {
     let rejected = std::fs::read_to_string(rejects.path().join("rejects.csv")).unwrap();
     assert_eq!(rejected, "7,2024-03-08,x\n");
 }
+
+#[test]
+fn inrush_plan_says_who_routes() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    let plan = |routing| {
+        inrush_postgres::load::plan(&db.target, "t", None, Default::default(), routing).unwrap()
+    };
+    let client = plan(PartitionRouting::Client);
+    assert_eq!(
+        client.routing.as_deref(),
+        Some("by inrush: each row's leaf found on the client, 2 leaf partitions each loaded by its own COPY")
+    );
+    assert!(
+        client.to_string().contains("\n  routing: by inrush"),
+        "{client}"
+    );
+    let server = plan(PartitionRouting::Server);
+    assert!(server
+        .routing
+        .as_deref()
+        .unwrap()
+        .starts_with("by the server"));
+    db.exec("CREATE TABLE plain (a int)");
+    let plain = inrush_postgres::load::plan(
+        &db.target,
+        "plain",
+        None,
+        Default::default(),
+        PartitionRouting::Client,
+    )
+    .unwrap();
+    assert_eq!(plain.routing, None);
+}
