@@ -53,8 +53,7 @@ class Bench:
         self.want: list[str] = []
 
     def per_leaf(self) -> list[str]:
-        return self.server.sql("SELECT tableoid::regclass::text || '=' || count(*) FROM t "
-                               "GROUP BY 1 ORDER BY 1").split("\n")
+        return self.server.sql("SELECT tableoid::regclass::text, count(*) FROM t GROUP BY 1 ORDER BY 1").split("\n")
 
     def command(self, method: str) -> list[str]:
         if method == "psql_copy":

@@ -399,3 +399,26 @@ fn inrush_plan_says_who_routes() {
     .unwrap();
     assert_eq!(plain.routing, None);
 }
+
+#[test]
+fn truncate_writes_each_leaf_frozen() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    db.exec("INSERT INTO t VALUES (0, '2023-01-01', 'old')");
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| format!("{i},{}-03-{:02},x\n", 2023 + i % 2, i % 28 + 1).into_bytes())
+        .collect();
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.truncate = true;
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!(summary.plan.after, inrush_load::Maintenance::AnalyzeFrozen);
+    assert_eq!(db.int("SELECT count(*) FROM t"), 2000);
+    // Written frozen, so all-visible without a VACUUM: ANALYZE finds every page so.
+    assert_eq!(
+        db.text("SELECT bool_and(relallvisible = relpages AND relpages > 0) FROM pg_class WHERE relname IN ('t_2023', 't_2024')"),
+        "t"
+    );
+}

@@ -245,10 +245,14 @@ pub(super) fn prepare(
     load_plan.routing = routing;
     let statements = match router {
         Some(router) => {
+            // --truncate empties every leaf in the load's own transaction: each leaf can then
+            // be written frozen, which COPY into the partitioned table cannot do.
+            let frozen_leaves = opts.truncate && opts.max_errors == 0;
+            load_plan = load_plan.loaded_frozen(frozen_leaves);
             let statements = router
                 .leaves
                 .iter()
-                .map(|leaf| copy_from_stdin(&leaf.qualified, &copy_columns, format, false))
+                .map(|leaf| copy_from_stdin(&leaf.qualified, &copy_columns, format, frozen_leaves))
                 .collect();
             workers.route = Some(Box::new(router));
             statements
