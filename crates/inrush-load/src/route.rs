@@ -8,7 +8,6 @@ use crate::rejects::Rejects;
 use crate::worker::{Chunk, RowsIndex, WorkerPlan};
 use crate::{Error, Result};
 use bytes::Bytes;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Where a row goes.
@@ -36,7 +35,8 @@ pub fn split(
     plan: &WorkerPlan,
     rejects: Option<&Rejects>,
 ) -> Result<Vec<Chunk>> {
-    let mut pieces: BTreeMap<u32, Piece> = BTreeMap::new();
+    // Indexed by destination: a map lookup per row cost more than the routing itself.
+    let mut pieces: Vec<Piece> = Vec::new();
     let mut fields = Vec::new();
     let mut pos = 0;
     for row in 0..chunk.rows as usize {
@@ -44,7 +44,11 @@ pub fn split(
             .ok_or_else(|| Error::Internal("a malformed COPY BINARY tuple to route".into()))?;
         match route.route(&fields) {
             Ok(dest) => {
-                let piece = pieces.entry(dest).or_default();
+                let dest = dest as usize;
+                if pieces.len() <= dest {
+                    pieces.resize_with(dest + 1, Piece::default);
+                }
+                let piece = &mut pieces[dest];
                 piece.tuples.push(piece.data.len() as u32);
                 piece.data.extend_from_slice(&chunk.data[pos..end]);
                 piece.picked.push(row as u32);
@@ -61,7 +65,9 @@ pub fn split(
     }
     Ok(pieces
         .into_iter()
-        .map(|(dest, piece)| piece_chunk(&chunk, dest, piece))
+        .enumerate()
+        .filter(|(_, piece)| !piece.picked.is_empty())
+        .map(|(dest, piece)| piece_chunk(&chunk, dest as u32, piece))
         .collect())
 }
 

@@ -16,7 +16,7 @@ pub mod hash;
 
 pub use catalog::routing;
 
-use hash::{KeyKind, Ordered};
+use hash::KeyKind;
 use std::cmp::Ordering;
 
 /// How the rows of a partitioned table find their partition.
@@ -109,70 +109,74 @@ enum Datum {
 }
 
 impl Node {
+    /// Key column `i`'s value in the row (`None` for NULL).
+    fn value<'v>(&self, i: usize, fields: &[Option<&'v [u8]>]) -> Option<&'v [u8]> {
+        fields.get(self.key[i].position).copied().flatten()
+    }
+
     fn route(&self, fields: &[Option<&[u8]>]) -> Result<u32, String> {
-        let values: Vec<Option<&[u8]>> = self
-            .key
-            .iter()
-            .map(|k| fields.get(k.position).copied().flatten())
-            .collect();
         let found = match self.strategy {
-            Strategy::Hash => self.by_hash(&values)?,
-            Strategy::List => self.children.iter().find(|(bound, _)| {
-                matches!(bound, Bound::List(list) if list.iter().any(|v| v.as_deref() == values[0]))
-            }),
+            Strategy::Hash => self.by_hash(fields)?,
+            Strategy::List => {
+                let value = self.value(0, fields);
+                self.children.iter().find(|(bound, _)| {
+                    matches!(bound, Bound::List(list) if list.iter().any(|v| v.as_deref() == value))
+                })
+            }
             // A NULL in a range key fits only the default partition.
-            Strategy::Range => match self.ordered(&values)? {
-                Some(key) => self.children.iter().find(|(bound, _)| {
-                    let Bound::Range { from, to } = bound else {
-                        return false;
+            Strategy::Range if (0..self.key.len()).any(|i| self.value(i, fields).is_none()) => None,
+            Strategy::Range => {
+                let mut found = None;
+                for child in &self.children {
+                    let Bound::Range { from, to } = &child.0 else {
+                        continue;
                     };
-                    self.compare(from, &key) != Ordering::Greater
-                        && self.compare(to, &key) == Ordering::Greater
-                }),
-                None => None,
-            },
+                    if self.compare(from, fields)? != Ordering::Greater
+                        && self.compare(to, fields)? == Ordering::Greater
+                    {
+                        found = Some(child);
+                        break;
+                    }
+                }
+                found
+            }
         };
         match found.map(|(_, target)| target).or(self.default.as_ref()) {
             Some(Target::Leaf(leaf)) => Ok(*leaf),
             Some(Target::Node(node)) => node.route(fields),
-            None => Err(self.no_partition(&values)),
+            None => Err(self.no_partition(fields)),
         }
     }
 
     /// `rowHash % greatest_modulus` picks the one partition whose remainder it has.
-    fn by_hash(&self, values: &[Option<&[u8]>]) -> Result<Option<&(Bound, Target)>, String> {
-        let kinds = self.key.iter().map(|k| k.kind);
-        let hash =
-            hash::row_hash(kinds.zip(values.iter().copied())).ok_or_else(|| self.malformed())?;
+    fn by_hash(&self, fields: &[Option<&[u8]>]) -> Result<Option<&(Bound, Target)>, String> {
+        let columns = (0..self.key.len()).map(|i| (self.key[i].kind, self.value(i, fields)));
+        let hash = hash::row_hash(columns).ok_or_else(|| self.malformed())?;
         let remainder = hash % self.greatest_modulus.max(1);
         Ok(self.children.iter().find(|(bound, _)| {
             matches!(bound, Bound::Hash { modulus, remainder: r } if remainder % modulus == *r)
         }))
     }
 
-    /// The key as its types order it; `None` if a column is NULL.
-    fn ordered<'v>(&self, values: &[Option<&'v [u8]>]) -> Result<Option<Vec<Ordered<'v>>>, String> {
-        let mut key = Vec::with_capacity(values.len());
-        for (column, value) in self.key.iter().zip(values) {
-            let Some(value) = value else { return Ok(None) };
-            key.push(column.kind.ordered(value).ok_or_else(|| self.malformed())?);
-        }
-        Ok(Some(key))
-    }
-
-    /// A range bound against a key, as `partition_rbound_datum_cmp` compares them.
-    fn compare(&self, bound: &[Datum], key: &[Ordered]) -> Ordering {
-        for ((datum, value), column) in bound.iter().zip(key).zip(&self.key) {
+    /// A range bound against the row's key (no NULL in it), as `partition_rbound_datum_cmp`
+    /// compares them.
+    fn compare(&self, bound: &[Datum], fields: &[Option<&[u8]>]) -> Result<Ordering, String> {
+        for (i, datum) in bound.iter().enumerate() {
+            let kind = self.key[i].kind;
             let order = match datum {
-                Datum::Min => return Ordering::Less,
-                Datum::Max => return Ordering::Greater,
-                Datum::Value(bytes) => column.kind.ordered(bytes).as_ref().cmp(&Some(value)),
+                Datum::Min => return Ok(Ordering::Less),
+                Datum::Max => return Ok(Ordering::Greater),
+                Datum::Value(bytes) => {
+                    let value = self.value(i, fields).and_then(|v| kind.ordered(v));
+                    let value = value.ok_or_else(|| self.malformed())?;
+                    kind.ordered(bytes).as_ref().cmp(&Some(&value))
+                }
             };
             if order != Ordering::Equal {
-                return order;
+                return Ok(order);
             }
         }
-        Ordering::Equal
+        Ok(Ordering::Equal)
     }
 
     fn malformed(&self) -> String {
@@ -183,13 +187,13 @@ impl Node {
     }
 
     /// COPY's message and detail for a row no partition takes.
-    fn no_partition(&self, values: &[Option<&[u8]>]) -> String {
+    fn no_partition(&self, fields: &[Option<&[u8]>]) -> String {
         let message = format!("no partition of relation \"{}\" found for row", self.name);
         let printed: Option<Vec<String>> = self
             .key
             .iter()
-            .zip(values)
-            .map(|(column, value)| match value {
+            .enumerate()
+            .map(|(i, column)| match self.value(i, fields) {
                 None => Some("null".to_string()),
                 Some(v) => print_value(&column.type_name, v),
             })
