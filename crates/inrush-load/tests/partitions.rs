@@ -45,7 +45,7 @@ fn values(type_sql: &str, rng: &mut Rng, n: usize) -> Vec<String> {
                 "smallint" => (r as i16).to_string(),
                 "integer" => (r as i32).to_string(),
                 "bigint" => (r as i64).to_string(),
-                "boolean" => (r % 2 == 0).to_string(),
+                "boolean" => r.is_multiple_of(2).to_string(),
                 "date" => format!(
                     "{:04}-{:02}-{:02}",
                     1 + r % 4000,
