@@ -77,12 +77,13 @@ def run(cmd: list[str], *, check: bool = True, cwd: str | None = None) -> subpro
 
 @dataclass
 class Finished:
-    """One timed child process: its exit code, output and peak RSS (KiB)."""
+    """One timed child process: its exit code, output, peak RSS (KiB) and CPU (user + sys)."""
     cmd: list[str]
     returncode: int
     stdout: str
     stderr: str
     maxrss_kib: int
+    cpu_seconds: float = 0.0
 
     def check(self) -> "Finished":
         if self.returncode != 0:
@@ -109,7 +110,8 @@ class Child:
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
         out, err = (self._read(f) for f in (self._out, self._err))
-        return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss)  # KiB on Linux
+        return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss,  # KiB on Linux
+                        usage.ru_utime + usage.ru_stime)
 
     @staticmethod
     def _read(f) -> str:

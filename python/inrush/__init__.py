@@ -145,6 +145,7 @@ def load(
     disable_triggers: bool = False,
     no_sort: bool = False,
     fast_unsafe: bool = False,
+    route: str = "server",
     name: Optional[str] = None,
     progress: Union[bool, Callable[[Optional[str], int, int, Optional[int]], None]] = False,
 ) -> LoadResult:
@@ -158,7 +159,8 @@ def load(
     ``to``: ``postgresql://...`` (or a libpq key=value string; PG* variables and .pgpass fill
     the gaps), ``mysql://``/``mariadb://...``, or ``sqlite:///path.db``; default: the
     ``INRUSH_TO`` variable. Every other option is the ``inrush load`` flag of the same name
-    (``inrush load --help``): ``on_conflict`` is "error", "skip" or "update"; ``types`` maps
+    (``inrush load --help``): ``on_conflict`` is "error", "skip" or "update"; ``route`` (a
+    partitioned table) is "server" or "client"; ``types`` maps
     column names to SQL types for ``create``. ``name`` names a DataFrame in messages and the
     reject log (default "DataFrame"). ``progress``: True draws a tqdm bar when tqdm is
     installed; a callable gets ``(phase, rows, bytes_read, bytes_total)``; default: silent.
@@ -192,7 +194,8 @@ def load(
         table_lock=table_lock,
     )
     argv += _plan_flags(
-        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe,
+        route,
     )
     callback, close = _progress(progress)
     log.info("loading %s into %s", kind, table)
@@ -222,6 +225,7 @@ def plan(
     disable_triggers: bool = False,
     no_sort: bool = False,
     fast_unsafe: bool = False,
+    route: str = "server",
 ) -> Dict[str, Any]:
     """What a load into ``table`` would do around its rows (indexes dropped and rebuilt, keys,
     triggers, settings, maintenance) and why, read from the server's catalog; ``source``, a
@@ -230,7 +234,8 @@ def plan(
     argv += _flag("to", to)
     argv += _flag("input", os.fspath(source) if source is not None else None)
     argv += _plan_flags(
-        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe
+        keep_indexes, index_threshold, after, no_analyze, rebuild_unique, disable_triggers, no_sort, fast_unsafe,
+        route,
     )
     return json.loads(_inrush.plan(argv))
 
@@ -253,9 +258,10 @@ def _plan_flags(
     disable_triggers: bool,
     no_sort: bool,
     fast_unsafe: bool,
+    route: str,
 ) -> List[str]:
     """The flags ``load`` and ``plan`` share (the command's PlanFlags)."""
-    return _flag("index-threshold", index_threshold) + _flag("after", after) + _switches(
+    return _flag("index-threshold", index_threshold) + _flag("after", after) + _flag("route", route) + _switches(
         keep_indexes=keep_indexes,
         no_analyze=no_analyze,
         rebuild_unique=rebuild_unique,

@@ -4,9 +4,9 @@
 //! directories, globs, standard input, a query on another server, batches in memory), the
 //! mapping of input fields to table columns ([`columns`]), the pipeline's stages ([`stages`]:
 //! reader threads, parse/encode workers on every core, bounded queues, progress), what a worker
-//! does with a block ([`worker`]), the reject file ([`rejects`]), `--resume`'s bookkeeping
-//! ([`resume`]), the input's order ([`order`], [`sort`]), the plan around the rows ([`plan`]),
-//! interrupts, and the [`LoadSummary`].
+//! does with a block ([`worker`]), chunks split by destination ([`route`]), the reject file
+//! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), the input's order ([`order`],
+//! [`sort`]), the plan around the rows ([`plan`]), interrupts, and the [`LoadSummary`].
 //!
 //! A target is driven in one of two ways: through the [`target::Target`] interface, which
 //! [`load_into`] drives (SQLite, MariaDB), or by an engine crate that drives the stages itself
@@ -27,6 +27,7 @@ pub mod order;
 pub mod plan;
 pub mod rejects;
 pub mod resume;
+pub mod route;
 pub mod sort;
 pub mod sources;
 pub mod stages;
@@ -37,6 +38,6 @@ pub mod worker;
 pub use drive::{load_into, plan_into};
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, Signalled};
-pub use options::{LoadOptions, OnConflict, QuerySource};
+pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource};
 pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};
 pub use summary::LoadSummary;

@@ -3,6 +3,17 @@ use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::inputs::InputFormat;
 
+/// Who routes the rows of a partitioned table to its partitions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PartitionRouting {
+    /// inrush, when it can reproduce the server's choice exactly (else the server, and the
+    /// plan says why): each leaf's rows are COPYed straight into the leaf.
+    Client,
+    /// The server: COPY into the partitioned table.
+    #[default]
+    Server,
+}
+
 /// Everything a load needs, already validated by whoever built it (the CLI, a test).
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -35,6 +46,8 @@ pub struct LoadOptions {
     pub block_size: usize,
     /// Load through text COPY even when binary is possible (for comparisons).
     pub force_text: bool,
+    /// Who finds a partitioned table's partition for each row.
+    pub routing: PartitionRouting,
     /// Rows that may be refused (written to `rejects`) before the load stops; 0: stop at the
     /// first bad row.
     pub max_errors: u64,
@@ -81,6 +94,7 @@ impl LoadOptions {
             connections: cores.clamp(1, 4),
             block_size: 1 << 20,
             force_text: false,
+            routing: PartitionRouting::default(),
             max_errors: 0,
             rejects: None,
             interrupt: Default::default(),

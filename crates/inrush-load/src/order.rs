@@ -45,16 +45,10 @@ mod tests {
 
     fn chunk(unit: u64, piece: u32, last: bool) -> Chunk {
         Chunk {
-            data: bytes::Bytes::new(),
-            rows: 0,
-            source: 0,
             located: true,
             first_line: unit,
-            next_line: 0,
-            offset: 0,
-            len: 0,
-            rows_index: None,
             order: Order { unit, piece, last },
+            ..Chunk::empty()
         }
     }
 

@@ -132,6 +132,8 @@ pub struct LoadPlan {
     /// The key the rows are sorted by before they are sent, and why (or why not).
     pub sort: Option<SortKey>,
     pub sort_reason: Option<String>,
+    /// A partitioned table: who routes its rows, and why.
+    pub routing: Option<String>,
     #[serde(skip)]
     sort_min_index_bytes: u64,
 }
@@ -273,6 +275,7 @@ impl LoadPlan {
             disable_triggers: opts.disable_triggers,
             sort: None,
             sort_reason: None,
+            routing: None,
             sort_min_index_bytes: opts.sort_min_index_bytes,
         }
     }
@@ -508,6 +511,9 @@ impl fmt::Display for LoadPlan {
         }
         if let Some(why) = &self.sort_reason {
             writeln!(f, "  sort: {why}")?;
+        }
+        if let Some(routing) = &self.routing {
+            writeln!(f, "  routing: {routing}")?;
         }
         match self.after {
             Maintenance::None => writeln!(f, "  after the load: nothing (--after none)"),

@@ -55,14 +55,7 @@ pub fn run(
             .send(Chunk {
                 data: Bytes::from(data),
                 rows,
-                source: 0,
-                located: false,
-                first_line: 0,
-                next_line: 0,
-                offset: 0,
-                len: 0,
-                rows_index: None,
-                order: Default::default(),
+                ..Chunk::empty()
             })
             .is_ok()
     };

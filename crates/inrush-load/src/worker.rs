@@ -3,6 +3,7 @@
 //! loaded.
 
 use crate::rejects::Rejects;
+use crate::route::{self, Route};
 use crate::sources::{Columnar, Source, Sources, Unit, Work};
 use crate::stages::{Shared, CANCEL_POLL};
 use crate::target::RowEncoder;
@@ -40,6 +41,31 @@ pub struct Chunk {
     pub rows_index: Option<RowsIndex>,
     /// Where the chunk stands in the input (see [`Order`]).
     pub order: Order,
+    /// Where its rows go (a partition's index; 0 when rows are not routed).
+    pub dest: u32,
+    /// For a chunk split by destination ([`crate::route`]): each row's index in the chunk it
+    /// was taken from, which is what finds the row in the input again.
+    pub picked: Option<Arc<[u32]>>,
+}
+
+impl Chunk {
+    /// A chunk of no rows: a unit whose rows were all refused still ends with one.
+    pub fn empty() -> Chunk {
+        Chunk {
+            data: Bytes::new(),
+            rows: 0,
+            source: 0,
+            located: false,
+            first_line: 0,
+            next_line: 0,
+            offset: 0,
+            len: 0,
+            rows_index: None,
+            order: Order::default(),
+            dest: 0,
+            picked: None,
+        }
+    }
 }
 
 /// Where a chunk stands in the input: the unit it came from (a block, a columnar part, a run
@@ -135,6 +161,8 @@ impl ChunkRows {
                 row_numbers: Some(index.numbers),
             }),
             order: Order::default(),
+            dest: 0,
+            picked: None,
         }
     }
 }
@@ -201,6 +229,8 @@ pub struct WorkerPlan {
     /// Encoded bytes after which a columnar part's rows go out as a chunk (memory stays
     /// bounded whatever the row group's size).
     pub chunk_bytes: usize,
+    /// Rows split by destination before they are sent ([`crate::route`]).
+    pub route: Option<Box<dyn Route>>,
 }
 
 /// How the fields of one columnar file go into the columns.
@@ -298,7 +328,7 @@ impl WorkerPlan {
                 break;
             }
             let mut piece = 0;
-            let mut send = |mut chunk: Chunk, last: bool| {
+            let mut send_one = |mut chunk: Chunk, last: bool| {
                 chunk.order = Order {
                     unit: work.seq,
                     piece,
@@ -309,6 +339,26 @@ impl WorkerPlan {
                 let sent = chunks.send(chunk).is_ok();
                 shared.progress.rows_sent.fetch_add(rows, Ordering::Relaxed);
                 sent
+            };
+            // Routed, a chunk goes out as its pieces; the unit still ends with a last one.
+            let mut send = |chunk: Chunk, last: bool| match &self.route {
+                None => send_one(chunk, last),
+                Some(route) => {
+                    match route::split(chunk, route.as_ref(), self, shared.rejects.as_ref()) {
+                        Ok(pieces) if pieces.is_empty() => send_one(Chunk::empty(), last),
+                        Ok(pieces) => {
+                            let n = pieces.len();
+                            pieces
+                                .into_iter()
+                                .enumerate()
+                                .all(|(i, p)| send_one(p, last && i + 1 == n))
+                        }
+                        Err(e) => {
+                            shared.fail(e);
+                            false
+                        }
+                    }
+                }
             };
             let done = match &work.unit {
                 Unit::Block(block) => self
@@ -327,6 +377,8 @@ impl WorkerPlan {
                         len: block.data.len(),
                         rows_index: None,
                         order: Order::default(),
+                        dest: 0,
+                        picked: None,
                     },
                     true,
                 )),
@@ -456,6 +508,8 @@ impl WorkerPlan {
                 row_numbers: None,
             }),
             order: Order::default(),
+            dest: 0,
+            picked: None,
         })
     }
 

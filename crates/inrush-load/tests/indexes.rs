@@ -372,7 +372,14 @@ fn plan_reports_every_kind_of_hidden_work() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("big.csv");
     std::fs::write(&input, vec![b'x'; 1 << 20]).unwrap();
-    let plan = pipeline::plan(&db.target, "t", input.to_str(), Default::default()).unwrap();
+    let plan = pipeline::plan(
+        &db.target,
+        "t",
+        input.to_str(),
+        Default::default(),
+        Default::default(),
+    )
+    .unwrap();
     let text: String = plan
         .to_string()
         .lines()
@@ -553,7 +560,14 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
     let mut opts = db.load_options(&path, "t");
     opts.block_size = 4096;
     // By default only an index past 64 MiB is worth it; this one is 1.3 MiB.
-    let plan = pipeline::plan(&db.target, "t", path.to_str(), Default::default()).unwrap();
+    let plan = pipeline::plan(
+        &db.target,
+        "t",
+        path.to_str(),
+        Default::default(),
+        Default::default(),
+    )
+    .unwrap();
     assert!(plan.sort.is_none());
     assert!(
         plan.to_string()

@@ -3,7 +3,8 @@
 //! Owns: connection settings as libpq reads them ([`options`]: URIs, key=value strings, `PG*`
 //! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
 //! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream:
-//! [`copy_out`]), asking the server to parse values the client defers ([`resolve`]), the
+//! [`copy_out`]), asking the server to parse values the client defers ([`resolve`]), routing
+//! a partitioned table's rows to its leaves ([`route`]), the
 //! journal of dropped definitions ([`ddl`]), the `--resume` ledger ([`ledger`]), a private
 //! throwaway server for the demo and tests ([`server`]), and the load itself ([`load`]: the
 //! pipeline's stages from `inrush-load` driven into parallel COPY streams, and the plan, the
@@ -21,6 +22,7 @@ pub mod ledger;
 pub mod load;
 pub mod options;
 pub mod resolve;
+pub mod route;
 pub mod server;
 
 pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use inrush_core::query::QueryServer;
 use inrush_encode::DateOrder;
-use inrush_load::{AfterLoad, LoadOptions, OnConflict, PlanOptions, QuerySource};
+use inrush_load::{AfterLoad, LoadOptions, OnConflict, PartitionRouting, PlanOptions, QuerySource};
 use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
 use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
@@ -329,6 +329,27 @@ pub struct PlanFlags {
     /// inrush (SIGKILL) during the load can corrupt the whole database file.
     #[arg(long)]
     pub fast_unsafe: bool,
+    /// PostgreSQL, a partitioned table: who finds each row's partition. `client`: inrush,
+    /// which COPYs each leaf's rows straight into the leaf (when it can reproduce the
+    /// server's choice exactly; `inrush plan` says when not and why); `server`: COPY into the
+    /// partitioned table.
+    #[arg(long, value_enum, default_value = "server")]
+    pub route: RouteArg,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+pub enum RouteArg {
+    Client,
+    Server,
+}
+
+impl RouteArg {
+    fn routing(self) -> PartitionRouting {
+        match self {
+            RouteArg::Client => PartitionRouting::Client,
+            RouteArg::Server => PartitionRouting::Server,
+        }
+    }
 }
 
 impl PlanFlags {
@@ -609,6 +630,7 @@ impl PlanArgs {
                 &args.table,
                 args.input.as_deref(),
                 args.flags.options(),
+                args.flags.route.routing(),
             )?,
             Target::Sqlite(path) => {
                 let mut opts = LoadOptions::new("", args.table);
@@ -704,6 +726,7 @@ impl LoadArgs {
         opts.max_errors = args.max_errors;
         opts.check_only = args.check;
         opts.plan = args.plan.options();
+        opts.routing = args.plan.route.routing();
         opts.truncate = args.truncate;
         opts.create = args.create;
         opts.create_types = args.types.map(|t| t.0).unwrap_or_default();

@@ -266,11 +266,11 @@ pub fn human_summary(s: &LoadSummary) -> String {
         ));
     }
     let plan = &s.plan;
-    if s.loaded
+    let plan_printed = s.loaded
         && (!plan.indexes.is_empty()
             || !plan.foreign_keys.is_empty()
-            || !plan.hidden.triggers.is_empty())
-    {
+            || !plan.hidden.triggers.is_empty());
+    if plan_printed {
         for line in plan
             .to_string()
             .lines()
@@ -284,6 +284,10 @@ pub fn human_summary(s: &LoadSummary) -> String {
     }
     if let Some(reason) = &s.text_reason {
         out.push_str(&format!("\n  text COPY because: {reason}"));
+    }
+    // Printed with the plan above when that is; a partitioned table's routing always is.
+    if let (Some(routing), false) = (&plan.routing, plan_printed) {
+        out.push_str(&format!("\n  routing: {routing}"));
     }
     if let (true, Some(file), Some(log)) = (s.rows_rejected > 0, &s.rejects_file, &s.rejects_log) {
         out.push_str(&format!(

@@ -188,6 +188,8 @@ enum Flag {
     Several,
     Stdin,
     Create,
+    /// `--route client`: a partitioned table's rows routed by inrush (other tables ignore it).
+    RouteClient,
 }
 
 const FLAGS: [Flag; 12] = [
@@ -219,6 +221,11 @@ fn flag_sets() -> Vec<Vec<Flag>> {
     sets.push(vec![Flag::Resume, Flag::KeepIndexes]);
     sets.push(vec![Flag::Several, Flag::Truncate]);
     sets.push(vec![Flag::Stdin, Flag::DisableTriggers]);
+    sets.push(vec![Flag::RouteClient]);
+    for f in FLAGS {
+        sets.push(vec![Flag::RouteClient, f]);
+    }
+    sets.push(vec![Flag::RouteClient, Flag::MaxErrors, Flag::Several]);
     sets
 }
 
@@ -452,6 +459,7 @@ fn run_cell(
                 Flag::Update => vec!["--on-conflict", "update"],
                 Flag::Truncate => vec!["--truncate"],
                 Flag::TableLock => vec!["--table-lock"],
+                Flag::RouteClient => vec!["--route", "client"],
                 Flag::KeepIndexes => vec!["--keep-indexes"],
                 Flag::RebuildUnique => vec!["--rebuild-unique"],
                 Flag::DisableTriggers => vec!["--disable-triggers"],
@@ -587,11 +595,17 @@ fn run_shape(shape: Shape) {
     let dir = tempfile::tempdir().unwrap();
     let sets = flag_sets();
     let quick_sets: Vec<Vec<Flag>> = match shape {
-        Shape::Keyed => sets.clone(),
+        // --route changes nothing for a table that is not partitioned.
+        Shape::Keyed => sets
+            .iter()
+            .filter(|s| !has(s, Flag::RouteClient))
+            .cloned()
+            .collect(),
         _ => sets
             .iter()
             .filter(|s| {
                 s.is_empty()
+                    || (shape == Shape::Partitioned && has(s, Flag::RouteClient))
                     || *s == &vec![Flag::MaxErrors]
                     || *s == &vec![Flag::Skip]
                     || *s == &vec![Flag::Truncate]

@@ -30,7 +30,7 @@ pub use definitions::{recover, Recovered};
 use crate::{ConnectOptions, TableInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::summary::Phases;
-use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, Result};
+use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, PartitionRouting, Result};
 use std::time::Instant;
 
 /// Loads `opts`' inputs into `opts.table` of `target`; all or nothing (see the module
@@ -107,6 +107,7 @@ pub fn plan(
     table: &str,
     input: Option<&str>,
     opts: inrush_load::PlanOptions,
+    routing: PartitionRouting,
 ) -> Result<LoadPlan> {
     let input_size = match input {
         Some(path) => Some(
@@ -128,6 +129,16 @@ pub fn plan(
             prepare::decide_plan(&client, &table, input_size, opts, false, false).await?;
         // As if the input fed every column, in binary, with nothing that keeps its order.
         plan.choose_sort(&table.columns, None);
+        let blocked = match routing {
+            PartitionRouting::Server => Some("the default (--route client routes on the client)"),
+            PartitionRouting::Client if plan.sort.is_some() => {
+                Some("the rows are sorted by a kept index's key first")
+            }
+            PartitionRouting::Client => None,
+        };
+        plan.routing = prepare::routing(&client, &table, &table.columns, blocked)
+            .await?
+            .1;
         Ok::<_, crate::Error>(plan)
     })?)
 }

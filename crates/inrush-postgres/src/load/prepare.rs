@@ -8,6 +8,7 @@ use super::staging::Staging;
 use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::{self, InputIdentity};
 use crate::resolve::Resolver;
+use crate::route::{self, Router, Routing};
 use crate::{ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
 use inrush_core::{Progress, TargetColumn, ValueType};
 use inrush_encode::{DateOrder, EncodeContext};
@@ -17,7 +18,7 @@ use inrush_load::resume::{self, Resume};
 use inrush_load::sources::{Opened, Sources};
 use inrush_load::stages::{create_columns, default_rejects_path, json_form, reject_header, Inputs};
 use inrush_load::worker::{ArrowPlan, Decode, Rows, WorkerPlan};
-use inrush_load::{LoadOptions, LoadPlan, OnConflict, Result};
+use inrush_load::{LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::JsonLineParser;
 use std::collections::HashSet;
@@ -49,8 +50,9 @@ pub(super) struct Prepared {
     /// Why the load goes as text COPY.
     pub text_reason: Option<String>,
     pub staging: Option<Staging>,
-    /// `COPY ... FROM STDIN`, and what each COPY transaction runs before it.
-    pub statement: String,
+    /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
+    /// routed to on the client), and what each COPY transaction runs before it.
+    pub statements: Vec<String>,
     pub prelude: Vec<String>,
     pub workers: WorkerPlan,
     pub plan: LoadPlan,
@@ -176,7 +178,7 @@ pub(super) fn prepare(
         _ => Decode::Csv,
     };
     let resolving = target.clone();
-    let workers = WorkerPlan {
+    let mut workers = WorkerPlan {
         decode,
         sources: sources.clone(),
         columns,
@@ -195,6 +197,7 @@ pub(super) fn prepare(
         ordinal: staging.is_some(),
         arrow,
         chunk_bytes: opts.block_size.max(64 * 1024),
+        route: None,
     };
 
     let plan_options = inrush_load::PlanOptions {
@@ -236,6 +239,26 @@ pub(super) fn prepare(
         };
         load_plan.choose_sort(&workers.columns, blocked);
     }
+    let blocked = routing_blocked(opts, format, staging.is_some(), &load_plan);
+    let (router, routing) =
+        runtime.block_on(routing(&control, &table, &workers.columns, blocked))?;
+    load_plan.routing = routing;
+    let statements = match router {
+        Some(router) => {
+            // --truncate empties every leaf in the load's own transaction: each leaf can then
+            // be written frozen, which COPY into the partitioned table cannot do.
+            let frozen_leaves = opts.truncate && opts.max_errors == 0;
+            load_plan = load_plan.loaded_frozen(frozen_leaves);
+            let statements = router
+                .leaves
+                .iter()
+                .map(|leaf| copy_from_stdin(&leaf.qualified, &copy_columns, format, frozen_leaves))
+                .collect();
+            workers.route = Some(Box::new(router));
+            statements
+        }
+        None => vec![statement],
+    };
     let mut notes: Vec<String> = query_note
         .into_iter()
         .chain(sources.skipped_note())
@@ -285,7 +308,7 @@ pub(super) fn prepare(
         format,
         text_reason,
         staging,
-        statement,
+        statements,
         prelude,
         workers,
         plan: load_plan,
@@ -342,6 +365,61 @@ async fn open_table(
         ddl::restore(target, &leftovers, opts.connections.max(1)).await?;
     }
     Ok((session, table, claim))
+}
+
+/// Why a partitioned table's rows cannot be routed on the client in this load, if not.
+fn routing_blocked(
+    opts: &LoadOptions,
+    format: CopyFormat,
+    staged: bool,
+    plan: &LoadPlan,
+) -> Option<&'static str> {
+    if opts.routing == PartitionRouting::Server {
+        Some("the default (--route client routes on the client)")
+    } else if opts.resume {
+        Some("--resume commits block by block through its ledger, which routing does not split yet")
+    } else if staged {
+        Some("--on-conflict merges its staging table into the partitioned table")
+    } else if format != CopyFormat::Binary {
+        Some("text COPY: inrush routes on the binary values")
+    } else if plan.sort.is_some() {
+        Some("the rows are sorted by a kept index's key first")
+    } else {
+        None
+    }
+}
+
+/// How a partitioned table's rows find their partitions (see [`crate::route`]): the router
+/// when inrush routes them, and the plan's sentence either way.
+pub(super) async fn routing(
+    client: &Client,
+    table: &TableInfo,
+    columns: &[TargetColumn],
+    blocked: Option<&str>,
+) -> crate::Result<(Option<Router>, Option<String>)> {
+    if !table.partitioned {
+        return Ok((None, None));
+    }
+    let routing = match blocked {
+        Some(why) => Routing::Server(why.to_string()),
+        None => route::routing(client, table, columns).await?,
+    };
+    Ok(match routing {
+        Routing::Client(router) => {
+            let sentence = format!(
+                "by inrush: each row's leaf found on the client, {} leaf partitions each loaded by its own COPY",
+                router.leaves.len()
+            );
+            (Some(router), Some(sentence))
+        }
+        Routing::Server(why) => (
+            None,
+            Some(format!(
+                "by the server (COPY into {}): {why}",
+                table.qualified()
+            )),
+        ),
+    })
 }
 
 /// Binary COPY, unless asked for text or a column has no binary encoder.

@@ -11,6 +11,7 @@ use inrush_load::rejects::Rejects;
 use inrush_load::stages::{Shared, CANCEL_POLL};
 use inrush_load::worker::{Chunk, WorkerPlan};
 use inrush_load::{Error, Result};
+use std::sync::Arc;
 use tokio_postgres::Client;
 
 fn query_error(what: &str, cause: tokio_postgres::Error) -> Error {
@@ -59,7 +60,7 @@ struct Ledger {
 }
 
 /// One chunk sent: its first row in the COPY stream, and where its rows came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct LedgerEntry {
     first_row: u64,
     source: u32,
@@ -68,6 +69,8 @@ struct LedgerEntry {
     len: usize,
     /// False for a chunk of sorted rows, which no longer knows where its rows came from.
     located: bool,
+    /// A routed chunk's rows' indexes in the chunk they were taken from.
+    picked: Option<Arc<[u32]>>,
 }
 
 impl Ledger {
@@ -79,6 +82,7 @@ impl Ledger {
             offset: chunk.offset,
             len: chunk.len,
             located: chunk.located,
+            picked: chunk.picked.clone(),
         });
         self.rows += chunk.rows;
     }
@@ -90,8 +94,13 @@ impl Ledger {
             .entries
             .partition_point(|e| e.first_row <= row)
             .checked_sub(1)?;
-        let entry = self.entries[at];
-        entry.located.then_some((entry, row - entry.first_row))
+        let entry = &self.entries[at];
+        let index = row - entry.first_row;
+        let index = match &entry.picked {
+            Some(picked) => *picked.get(index as usize)? as u64,
+            None => index,
+        };
+        entry.located.then(|| (entry.clone(), index))
     }
 }
 
@@ -106,10 +115,12 @@ pub(crate) struct Finished {
     pub refused: u64,
 }
 
+/// Streams the chunks into `statements[chunk.dest]` (one COPY per destination: the table, or
+/// each leaf partition of a load routed on the client) in one transaction.
 pub(crate) async fn run(
     client: Client,
     prelude: &[String],
-    statement: &str,
+    statements: &[String],
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
     shared: &Shared,
@@ -117,10 +128,14 @@ pub(crate) async fn run(
 ) -> Result<Finished> {
     if let Some(rejects) = &shared.rejects {
         return run_isolating(
-            client, prelude, statement, format, chunks, shared, plan, rejects,
+            client, prelude, statements, format, chunks, shared, plan, rejects,
         )
         .await;
     }
+    if statements.len() > 1 {
+        return run_routed(client, prelude, statements, format, chunks, shared, plan).await;
+    }
+    let statement = &statements[0];
     let txid = open_transaction(&client, prelude).await?;
     let sink = client
         .copy_in::<_, Bytes>(statement)
@@ -156,6 +171,85 @@ pub(crate) async fn run(
         }),
         Err(e) => Err(server_refusal(e, &ledger, plan)),
     }
+}
+
+/// Bytes of one destination's rows gathered before they go in as one COPY: few COPY
+/// statements per partition, while memory stays bounded by partitions x this.
+const ROUTED_FLUSH: usize = 1 << 20;
+
+/// Routed on the client: each destination's chunks are gathered and COPYed into it in runs of
+/// [`ROUTED_FLUSH`] bytes, all in the one transaction.
+async fn run_routed(
+    client: Client,
+    prelude: &[String],
+    statements: &[String],
+    format: CopyFormat,
+    chunks: flume::Receiver<Chunk>,
+    shared: &Shared,
+    plan: &WorkerPlan,
+) -> Result<Finished> {
+    let txid = open_transaction(&client, prelude).await?;
+    let mut pending: Vec<(Vec<Chunk>, usize)> =
+        statements.iter().map(|_| (Vec::new(), 0)).collect();
+    let mut rows = 0;
+    while let Some(chunk) = next_chunk(&chunks, shared).await {
+        let dest = chunk.dest as usize;
+        let Some((gathered, bytes)) = pending.get_mut(dest).filter(|_| chunk.rows > 0) else {
+            continue;
+        };
+        *bytes += chunk.data.len();
+        gathered.push(chunk);
+        if *bytes >= ROUTED_FLUSH {
+            let run = std::mem::take(gathered);
+            *bytes = 0;
+            rows += copy_run(&client, &statements[dest], format, run, plan).await?;
+        }
+    }
+    drop(chunks);
+    if !shared.is_cancelled() {
+        for ((gathered, _), statement) in pending.into_iter().zip(statements) {
+            if !gathered.is_empty() {
+                rows += copy_run(&client, statement, format, gathered, plan).await?;
+            }
+        }
+    }
+    Ok(Finished {
+        client,
+        rows,
+        txid,
+        refused: 0,
+    })
+}
+
+/// One COPY of a run of chunks; a refused row is named by its input line.
+async fn copy_run(
+    client: &Client,
+    statement: &str,
+    format: CopyFormat,
+    run: Vec<Chunk>,
+    plan: &WorkerPlan,
+) -> Result<u64> {
+    let mut ledger = Ledger {
+        entries: Vec::new(),
+        rows: 0,
+    };
+    let copied: Result<u64, tokio_postgres::Error> = async {
+        let sink = client.copy_in::<_, Bytes>(statement).await?;
+        futures_util::pin_mut!(sink);
+        if format == CopyFormat::Binary {
+            sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
+        }
+        for chunk in run {
+            ledger.record(&chunk);
+            sink.send(chunk.data).await?;
+        }
+        if format == CopyFormat::Binary {
+            sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
+        }
+        sink.as_mut().finish().await
+    }
+    .await;
+    copied.map_err(|e| server_refusal(e, &ledger, plan))
 }
 
 /// Turns a COPY failure into an error naming the input line when the server named a row.
@@ -390,7 +484,7 @@ async fn copy_one(
 async fn run_isolating(
     client: Client,
     prelude: &[String],
-    statement: &str,
+    statements: &[String],
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
     shared: &Shared,
@@ -403,6 +497,7 @@ async fn run_isolating(
         let Some(chunk) = next_chunk(&chunks, shared).await else {
             break;
         };
+        let statement = &statements[chunk.dest as usize];
         let loaded = load_isolating(&client, statement, format, &chunk, plan, rejects).await?;
         rows += loaded;
         refused += chunk.rows - loaded;
@@ -528,16 +623,11 @@ mod tests {
         };
         for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
             ledger.record(&Chunk {
-                data: Bytes::new(),
                 rows,
-                source: 0,
                 located: true,
                 first_line: line,
                 next_line: line,
-                offset: 0,
-                len: 0,
-                rows_index: None,
-                order: Default::default(),
+                ..Chunk::empty()
             });
         }
         assert_eq!(ledger.find(1).map(|(e, i)| (e.first_line, i)), Some((1, 0)));

@@ -41,7 +41,7 @@ pub(super) fn stream(
         format,
         text_reason,
         staging,
-        statement,
+        statements,
         prelude,
         workers: plan,
         plan: load_plan,
@@ -127,19 +127,25 @@ pub(super) fn stream(
                     return (Vec::new(), drain(chunk_rx, shared).await);
                 }
                 let streams = sinks.into_iter().map(|client| {
-                    let (chunks, plan, statement, prelude, resume) =
-                        (chunk_rx.clone(), &plan, &statement, &prelude, &resume);
+                    let (chunks, plan, statements, prelude, resume) =
+                        (chunk_rx.clone(), &plan, &statements, &prelude, &resume);
                     async move {
                         let streamed = match resume {
                             Some((identity, _, _)) => {
                                 sink::run_resumable(
-                                    client, statement, format, chunks, shared, plan, identity,
+                                    client,
+                                    &statements[0],
+                                    format,
+                                    chunks,
+                                    shared,
+                                    plan,
+                                    identity,
                                     target,
                                 )
                                 .await
                             }
                             None => {
-                                sink::run(client, prelude, statement, format, chunks, shared, plan)
+                                sink::run(client, prelude, statements, format, chunks, shared, plan)
                                     .await
                             }
                         };

@@ -1,0 +1,165 @@
+//! Rows split by destination between the workers and the sinks: each chunk of COPY BINARY
+//! tuples becomes one chunk per destination (a partition, for PostgreSQL), the rows of each in
+//! the input's order. A row with no destination is a bad row, refused as COPY would refuse it.
+//! Which destination a row has is the target's business ([`Route`]); this module only walks
+//! the tuples and keeps every chunk able to find its rows in the input again.
+
+use crate::rejects::Rejects;
+use crate::worker::{Chunk, RowsIndex, WorkerPlan};
+use crate::{Error, Result};
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// Where a row goes.
+pub trait Route: Send + Sync {
+    /// The destination of a row from its COPY BINARY fields in the load's column order
+    /// (`None` for NULL), or the reason it has none, in COPY's words.
+    fn route(&self, fields: &[Option<&[u8]>]) -> Result<u32, String>;
+}
+
+/// The rows of one destination taken out of a chunk so far.
+#[derive(Default)]
+struct Piece {
+    data: Vec<u8>,
+    picked: Vec<u32>,
+    tuples: Vec<u32>,
+    records: Vec<(u32, u32)>,
+    numbers: Vec<u64>,
+}
+
+/// Splits `chunk` by destination (see the module documentation); a row with none goes to
+/// `rejects`, or ends the load when rejects are not allowed.
+pub fn split(
+    chunk: Chunk,
+    route: &dyn Route,
+    plan: &WorkerPlan,
+    rejects: Option<&Rejects>,
+) -> Result<Vec<Chunk>> {
+    // Indexed by destination: a map lookup per row cost more than the routing itself.
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut fields = Vec::new();
+    let mut pos = 0;
+    for row in 0..chunk.rows as usize {
+        let end = tuple_fields(&chunk.data, pos, &mut fields)
+            .ok_or_else(|| Error::Internal("a malformed COPY BINARY tuple to route".into()))?;
+        match route.route(&fields) {
+            Ok(dest) => {
+                let dest = dest as usize;
+                if pieces.len() <= dest {
+                    pieces.resize_with(dest + 1, Piece::default);
+                }
+                let piece = &mut pieces[dest];
+                piece.tuples.push(piece.data.len() as u32);
+                piece.data.extend_from_slice(&chunk.data[pos..end]);
+                piece.picked.push(row as u32);
+                if let Some(index) = &chunk.rows_index {
+                    piece.records.push(index.records[row]);
+                    if let Some(numbers) = &index.row_numbers {
+                        piece.numbers.push(numbers[row]);
+                    }
+                }
+            }
+            Err(reason) => refuse(&chunk, row, reason, plan, rejects)?,
+        }
+        pos = end;
+    }
+    Ok(pieces
+        .into_iter()
+        .enumerate()
+        .filter(|(_, piece)| !piece.picked.is_empty())
+        .map(|(dest, piece)| piece_chunk(&chunk, dest as u32, piece))
+        .collect())
+}
+
+/// A row no destination takes: to the reject file, or the load's error.
+fn refuse(
+    chunk: &Chunk,
+    row: usize,
+    reason: String,
+    plan: &WorkerPlan,
+    rejects: Option<&Rejects>,
+) -> Result<()> {
+    match (rejects, &chunk.rows_index) {
+        (Some(rejects), Some(index)) => {
+            let (raw, location) = plan.row_source(chunk, index, row);
+            // 23514, check_violation: what the server says of a row no partition takes.
+            rejects.reject(raw, false, &location, &reason, Some("23514"))
+        }
+        _ => {
+            let location = plan
+                .locate_row(
+                    chunk.source,
+                    chunk.first_line,
+                    chunk.offset,
+                    chunk.len,
+                    row as u64,
+                )
+                .unwrap_or_else(|| plan.chunk_location(chunk.source, chunk.first_line));
+            Err(Error::BadRow { location, reason })
+        }
+    }
+}
+
+fn piece_chunk(chunk: &Chunk, dest: u32, piece: Piece) -> Chunk {
+    Chunk {
+        data: Bytes::from(piece.data),
+        rows: piece.picked.len() as u64,
+        source: chunk.source,
+        located: chunk.located,
+        first_line: chunk.first_line,
+        next_line: chunk.next_line,
+        offset: chunk.offset,
+        len: chunk.len,
+        rows_index: chunk.rows_index.as_ref().map(|index| RowsIndex {
+            block: index.block.clone(),
+            tuples: piece.tuples,
+            records: piece.records,
+            row_numbers: index.row_numbers.as_ref().map(|_| piece.numbers),
+        }),
+        order: chunk.order,
+        dest,
+        picked: Some(Arc::from(piece.picked)),
+    }
+}
+
+/// The fields of the tuple at `pos` (a field count, then each field's length, -1 for NULL,
+/// and bytes) into `fields`; where the tuple ends, or `None` if it is cut short.
+fn tuple_fields<'d>(
+    data: &'d [u8],
+    pos: usize,
+    fields: &mut Vec<Option<&'d [u8]>>,
+) -> Option<usize> {
+    fields.clear();
+    let count = i16::from_be_bytes(data.get(pos..pos + 2)?.try_into().ok()?);
+    let mut at = pos + 2;
+    for _ in 0..count.max(0) {
+        let len = i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            fields.push(None);
+        } else {
+            let end = at + len as usize;
+            fields.push(Some(data.get(at..end)?));
+            at = end;
+        }
+    }
+    Some(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_fields_and_nulls_of_a_tuple() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&2i16.to_be_bytes());
+        data.extend_from_slice(&3i32.to_be_bytes());
+        data.extend_from_slice(b"abc");
+        data.extend_from_slice(&(-1i32).to_be_bytes());
+        let mut fields = Vec::new();
+        assert_eq!(tuple_fields(&data, 0, &mut fields), Some(data.len()));
+        assert_eq!(fields, vec![Some(&b"abc"[..]), None]);
+        assert_eq!(tuple_fields(&data[..6], 0, &mut fields), None);
+    }
+}

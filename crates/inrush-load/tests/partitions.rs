@@ -1,0 +1,424 @@
+//! Partitioned tables routed on the client (`--route client`), against the server's own
+//! routing: the partition hash against `satisfies_hash_partition` over many random keys of
+//! every supported type, and loads whose every row lands in the leaf where the server's COPY
+//! into the parent puts it, compared leaf by leaf (`tableoid`) with that COPY in a database of
+//! its own.
+
+use inrush_core::Silent;
+use inrush_load::{Error, LoadOptions, PartitionRouting};
+use inrush_postgres::route::hash::{self, KeyKind};
+use inrush_testkit::Db;
+use postgres::types::{FromSql, Type};
+use std::io::Write;
+
+/// Any value in its binary form.
+struct Raw(Vec<u8>);
+
+impl<'a> FromSql<'a> for Raw {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(raw.to_vec()))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// A small seeded generator (xorshift), so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Random values of `type_sql` as text.
+fn values(type_sql: &str, rng: &mut Rng, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let r = rng.next();
+            match type_sql {
+                "smallint" => (r as i16).to_string(),
+                "integer" => (r as i32).to_string(),
+                "bigint" => (r as i64).to_string(),
+                "boolean" => r.is_multiple_of(2).to_string(),
+                "date" => format!(
+                    "{:04}-{:02}-{:02}",
+                    1 + r % 4000,
+                    1 + (r >> 12) % 12,
+                    1 + (r >> 20) % 28
+                ),
+                "timestamp" | "timestamptz" => format!(
+                    "{}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+                    1900 + r % 300,
+                    1 + (r >> 12) % 12,
+                    1 + (r >> 20) % 28,
+                    (r >> 25) % 24,
+                    (r >> 30) % 60,
+                    (r >> 36) % 60,
+                    (r >> 42) % 1_000_000
+                ),
+                "uuid" => format!("{:016x}{:016x}", r, rng.next()),
+                // Every length from 0 to 40, multibyte characters too.
+                _ => (0..r % 41)
+                    .map(|i| ['a', 'Z', '7', 'é', '€', ' '][((r >> (i % 60)) % 6) as usize])
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn partition_hash_matches_the_servers() {
+    let db = Db::fresh("partitions");
+    let mut client = db.target.connect_blocking().unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let types = [
+        ("smallint", KeyKind::Int2),
+        ("integer", KeyKind::Int4),
+        ("bigint", KeyKind::Int8),
+        ("boolean", KeyKind::Bool),
+        ("date", KeyKind::Int4),
+        ("timestamp", KeyKind::Int8),
+        ("timestamptz", KeyKind::Int8),
+        ("uuid", KeyKind::Bytes),
+        ("text", KeyKind::Bytes),
+        ("varchar(60)", KeyKind::Bytes),
+    ];
+    for (i, (type_sql, kind)) in types.iter().enumerate() {
+        // Two key columns: the combination of column hashes is checked too.
+        db.exec(&format!(
+            "CREATE TABLE h{i} (a {type_sql}, b {type_sql}) PARTITION BY HASH (a, b)"
+        ));
+        let (a, b) = (
+            values(type_sql, &mut rng, 2000),
+            values(type_sql, &mut rng, 2000),
+        );
+        let sql = format!(
+            "SELECT CAST(a AS {type_sql}), CAST(b AS {type_sql}) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS u(a, b, i) ORDER BY i"
+        );
+        let binary: Vec<(Raw, Raw)> = client
+            .query(&sql, &[&a, &b])
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let mut remainders = Vec::new();
+        for (n, (x, y)) in binary.iter().enumerate() {
+            // Every tenth row has a NULL, which contributes nothing.
+            let y = (n % 10 != 0).then_some(&y.0[..]);
+            let row = hash::row_hash([(*kind, Some(&x.0[..])), (*kind, y)].into_iter()).unwrap();
+            remainders.push((row % 13) as i32);
+        }
+        let check = format!(
+            "SELECT count(*) FILTER (WHERE NOT satisfies_hash_partition('h{i}'::regclass, 13, r, CAST(a AS {type_sql}), CAST(CASE WHEN i % 10 <> 1 THEN b END AS {type_sql}))) \
+             FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS u(a, b, r, i)"
+        );
+        let wrong: i64 = client
+            .query_one(&check, &[&a, &b, &remainders])
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            wrong, 0,
+            "{type_sql}: {wrong} of 2000 keys hashed otherwise than the server"
+        );
+    }
+}
+
+/// Loads `data` into `table` of `schema` with inrush routing on the client, and with the
+/// server's COPY into the parent in a database of its own; every row's leaf must agree.
+fn same_leaves_as_copy(
+    schema: &str,
+    data: &[u8],
+    tweak: impl Fn(&mut LoadOptions),
+) -> inrush_load::LoadSummary {
+    let (ours, model) = (Db::fresh("partitions"), Db::fresh("partitions"));
+    ours.exec(schema);
+    model.exec(schema);
+    model.copy_csv("t", data);
+    let (_dir, path) = input(data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    tweak(&mut opts);
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    let by_leaf = "SELECT tableoid::regclass::text, t::text FROM t ORDER BY 1, 2";
+    assert_eq!(ours.rows(by_leaf), model.rows(by_leaf));
+    summary
+}
+
+fn input(data: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input.csv");
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(data)
+        .unwrap();
+    (dir, path)
+}
+
+fn routed_by_inrush(summary: &inrush_load::LoadSummary) {
+    let routing = summary.plan.routing.as_deref().unwrap_or_default();
+    assert!(routing.starts_with("by inrush"), "{routing}");
+}
+
+/// Rows of `(id, day, code)`: ids both sides of zero, days over three years, codes from a
+/// small set and NULL.
+fn rows(n: i64) -> Vec<u8> {
+    (0..n)
+        .flat_map(|i| {
+            let id = (i * 7919) % 20_011 - 10_000;
+            let day = format!("{}-{:02}-{:02}", 2023 + i % 3, 1 + i % 12, 1 + i % 28);
+            let code = ["a", "b", "c", "it's", "z", ""][(i % 6) as usize];
+            format!("{id},{day},{code}\n").into_bytes()
+        })
+        .collect()
+}
+
+#[test]
+fn range_on_two_columns_with_minvalue_maxvalue_and_a_default() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY RANGE (id, day);
+         CREATE TABLE t_low PARTITION OF t FOR VALUES FROM (MINVALUE, MINVALUE) TO (-5000, '2024-01-01');
+         CREATE TABLE t_mid PARTITION OF t FOR VALUES FROM (-5000, '2024-01-01') TO (0, MINVALUE);
+         CREATE TABLE t_zero PARTITION OF t FOR VALUES FROM (0, MINVALUE) TO (0, MAXVALUE);
+         CREATE TABLE t_high PARTITION OF t FOR VALUES FROM (5000, '2023-06-01') TO (MAXVALUE, MAXVALUE);
+         CREATE TABLE t_rest PARTITION OF t DEFAULT;",
+        &rows(20_000),
+        |_| {},
+    );
+    routed_by_inrush(&summary);
+    assert_eq!(summary.rows, 20_000);
+}
+
+#[test]
+fn list_with_null_and_default() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY LIST (code);
+         CREATE TABLE t_ab PARTITION OF t FOR VALUES IN ('a', 'b');
+         CREATE TABLE t_quote PARTITION OF t FOR VALUES IN ('it''s', NULL);
+         CREATE TABLE t_rest PARTITION OF t DEFAULT;",
+        &rows(5_000),
+        |_| {},
+    );
+    routed_by_inrush(&summary);
+}
+
+#[test]
+fn hash_on_two_columns_with_mixed_moduli() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY HASH (code, id);
+         CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 0);
+         CREATE TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 1);
+         CREATE TABLE t_3 PARTITION OF t FOR VALUES WITH (modulus 8, remainder 3);
+         CREATE TABLE t_7 PARTITION OF t FOR VALUES WITH (modulus 8, remainder 7);",
+        &rows(20_000),
+        |o| o.connections = 3,
+    );
+    routed_by_inrush(&summary);
+}
+
+#[test]
+fn two_levels_range_then_hash_and_list() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id bigint, day date, code varchar(10)) PARTITION BY RANGE (day);
+         CREATE TABLE t_2023 PARTITION OF t FOR VALUES FROM ('2023-01-01') TO ('2024-01-01') PARTITION BY HASH (id);
+         CREATE TABLE t_2023_0 PARTITION OF t_2023 FOR VALUES WITH (modulus 3, remainder 0);
+         CREATE TABLE t_2023_1 PARTITION OF t_2023 FOR VALUES WITH (modulus 3, remainder 1);
+         CREATE TABLE t_2023_2 PARTITION OF t_2023 FOR VALUES WITH (modulus 3, remainder 2);
+         CREATE TABLE t_2024 PARTITION OF t FOR VALUES FROM ('2024-01-01') TO ('2025-01-01') PARTITION BY LIST (code);
+         CREATE TABLE t_2024_a PARTITION OF t_2024 FOR VALUES IN ('a', 'z');
+         CREATE TABLE t_2024_rest PARTITION OF t_2024 DEFAULT;
+         CREATE TABLE t_later PARTITION OF t DEFAULT;",
+        &rows(20_000),
+        |_| {},
+    );
+    routed_by_inrush(&summary);
+    assert!(summary
+        .plan
+        .routing
+        .as_deref()
+        .unwrap()
+        .contains("6 leaf partitions"));
+}
+
+const NO_DEFAULT: &str = "CREATE TABLE t (id int, day date, code text) PARTITION BY RANGE (day);
+     CREATE TABLE t_2023 PARTITION OF t FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
+     CREATE TABLE t_2024 PARTITION OF t FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');";
+
+#[test]
+fn a_row_no_partition_takes_is_a_bad_row_named_by_its_line() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    let data = b"1,2023-05-01,a\n2,2024-05-01,b\n3,2025-05-01,c\n4,2023-05-02,d\n";
+    let (_dir, path) = input(data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    let err = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap_err();
+    let Error::BadRow { location, reason } = &err else {
+        panic!("not a bad row: {err}");
+    };
+    assert_eq!(
+        reason,
+        "no partition of relation \"t\" found for row (Partition key of the failing row contains (day) = (2025-05-01).)"
+    );
+    assert!(location.to_string().contains(":3"), "{location}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "nothing is loaded");
+    // The server refuses the same row in the same words.
+    let mut client = db.target.connect_blocking().unwrap();
+    let refused = client
+        .batch_execute("INSERT INTO t VALUES (3, '2025-05-01', 'c')")
+        .unwrap_err();
+    let refused = refused.as_db_error().unwrap();
+    assert_eq!(
+        format!(
+            "{} ({})",
+            refused.message(),
+            refused.detail().unwrap_or_default()
+        ),
+        *reason
+    );
+}
+
+#[test]
+fn with_max_errors_rows_no_partition_takes_and_bad_values_go_to_the_reject_file() {
+    let data =
+        b"1,2023-05-01,a\nx,2024-05-01,b\n3,2025-05-01,c\n4,2023-05-02,d\n5,,e\n6,2024-12-31,f\n";
+    let (ours, dir) = (Db::fresh("partitions"), tempfile::tempdir().unwrap());
+    ours.exec(NO_DEFAULT);
+    let (_input, path) = input(data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.max_errors = 10;
+    opts.rejects = Some(dir.path().join("rejects.csv"));
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!((summary.rows, summary.rows_rejected), (3, 3));
+    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    assert_eq!(rejected, "x,2024-05-01,b\n3,2025-05-01,c\n5,,e\n");
+    assert_eq!(
+        ours.rows("SELECT tableoid::regclass::text, id::text FROM t ORDER BY 2"),
+        [["t_2023", "1"], ["t_2023", "4"], ["t_2024", "6"]]
+            .map(|r| r.map(|v| Some(v.to_string())).to_vec())
+    );
+}
+
+#[test]
+fn keys_inrush_cannot_route_go_through_the_server_and_the_plan_says_why() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY RANGE ((id + 1));
+         CREATE TABLE t_neg PARTITION OF t FOR VALUES FROM (MINVALUE) TO (0);
+         CREATE TABLE t_pos PARTITION OF t FOR VALUES FROM (0) TO (MAXVALUE);",
+        &rows(1_000),
+        |_| {},
+    );
+    assert_eq!(
+        summary.plan.routing.as_deref(),
+        Some("by the server (COPY into \"public\".\"t\"): the partition key of \"public\".\"t\" is an expression, which inrush does not evaluate")
+    );
+    // By default the server routes.
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY LIST (code);
+         CREATE TABLE t_all PARTITION OF t DEFAULT;",
+        &rows(100),
+        |o| o.routing = PartitionRouting::Server,
+    );
+    assert!(summary
+        .plan
+        .routing
+        .as_deref()
+        .unwrap()
+        .starts_with("by the server"));
+}
+
+#[test]
+fn a_row_a_leaf_refuses_is_named_by_its_line_or_rejected_alone() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    db.exec("ALTER TABLE t ADD CHECK (id <> 7)");
+    let data: Vec<u8> = (1..=40)
+        .flat_map(|i| format!("{i},{}-03-{:02},x\n", 2023 + i % 2, i % 28 + 1).into_bytes())
+        .collect();
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.block_size = 64;
+    let err = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap_err();
+    let Error::ServerRefused {
+        location, message, ..
+    } = &err
+    else {
+        panic!("not refused by the server: {err}");
+    };
+    assert!(message.contains("violates check constraint"), "{message}");
+    assert_eq!(location.as_ref().map(|l| l.line), Some(7), "{err}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0);
+
+    let rejects = tempfile::tempdir().unwrap();
+    opts.max_errors = 1;
+    opts.rejects = Some(rejects.path().join("rejects.csv"));
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    assert_eq!((summary.rows, summary.rows_rejected), (39, 1));
+    let rejected = std::fs::read_to_string(rejects.path().join("rejects.csv")).unwrap();
+    assert_eq!(rejected, "7,2024-03-08,x\n");
+}
+
+#[test]
+fn inrush_plan_says_who_routes() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    let plan = |routing| {
+        inrush_postgres::load::plan(&db.target, "t", None, Default::default(), routing).unwrap()
+    };
+    let client = plan(PartitionRouting::Client);
+    assert_eq!(
+        client.routing.as_deref(),
+        Some("by inrush: each row's leaf found on the client, 2 leaf partitions each loaded by its own COPY")
+    );
+    assert!(
+        client.to_string().contains("\n  routing: by inrush"),
+        "{client}"
+    );
+    let server = plan(PartitionRouting::Server);
+    assert!(server
+        .routing
+        .as_deref()
+        .unwrap()
+        .starts_with("by the server"));
+    db.exec("CREATE TABLE plain (a int)");
+    let plain = inrush_postgres::load::plan(
+        &db.target,
+        "plain",
+        None,
+        Default::default(),
+        PartitionRouting::Client,
+    )
+    .unwrap();
+    assert_eq!(plain.routing, None);
+}
+
+#[test]
+fn truncate_writes_each_leaf_frozen() {
+    let db = Db::fresh("partitions");
+    db.exec(NO_DEFAULT);
+    db.exec("INSERT INTO t VALUES (0, '2023-01-01', 'old')");
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| format!("{i},{}-03-{:02},x\n", 2023 + i % 2, i % 28 + 1).into_bytes())
+        .collect();
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.truncate = true;
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!(summary.plan.after, inrush_load::Maintenance::AnalyzeFrozen);
+    assert_eq!(db.int("SELECT count(*) FROM t"), 2000);
+    // Written frozen, so all-visible without a VACUUM: ANALYZE finds every page so.
+    assert_eq!(
+        db.text("SELECT bool_and(relallvisible = relpages AND relpages > 0) FROM pg_class WHERE relname IN ('t_2023', 't_2024')"),
+        "t"
+    );
+}
