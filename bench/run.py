@@ -83,6 +83,12 @@ class Finished:
     stdout: str
     stderr: str
     maxrss_kib: int
+    user_seconds: float = 0.0
+    sys_seconds: float = 0.0
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.user_seconds + self.sys_seconds
 
     def check(self) -> "Finished":
         if self.returncode != 0:
@@ -109,7 +115,8 @@ class Child:
         _, status, usage = os.wait4(self.proc.pid, 0)
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
         out, err = (self._read(f) for f in (self._out, self._err))
-        return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss)  # KiB on Linux
+        return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss,  # KiB on Linux
+                        usage.ru_utime, usage.ru_stime)
 
     @staticmethod
     def _read(f) -> str:
