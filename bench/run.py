@@ -77,13 +77,18 @@ def run(cmd: list[str], *, check: bool = True, cwd: str | None = None) -> subpro
 
 @dataclass
 class Finished:
-    """One timed child process: its exit code, output, peak RSS (KiB) and CPU (user + sys)."""
+    """One timed child process: its exit code, output and peak RSS (KiB)."""
     cmd: list[str]
     returncode: int
     stdout: str
     stderr: str
     maxrss_kib: int
-    cpu_seconds: float = 0.0
+    user_seconds: float = 0.0
+    sys_seconds: float = 0.0
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.user_seconds + self.sys_seconds
 
     def check(self) -> "Finished":
         if self.returncode != 0:
@@ -111,7 +116,7 @@ class Child:
         self.proc.returncode = os.waitstatus_to_exitcode(status)  # we reaped it, not Popen
         out, err = (self._read(f) for f in (self._out, self._err))
         return Finished(self.cmd, self.proc.returncode, out, err, usage.ru_maxrss,  # KiB on Linux
-                        usage.ru_utime + usage.ru_stime)
+                        usage.ru_utime, usage.ru_stime)
 
     @staticmethod
     def _read(f) -> str:

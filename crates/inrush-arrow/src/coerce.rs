@@ -10,7 +10,7 @@ use crate::{Error, Result};
 use arrow_array::Array;
 use arrow_schema::{DataType, Field, TimeUnit};
 use inrush_core::{ScalarType, TargetColumn, ValueType};
-use inrush_encode::{encode_value, EncodeContext, EncodeError};
+use inrush_encode::{encode_value, ColumnEncoder, EncodeContext, EncodeError};
 use std::cell::RefCell;
 
 /// How one Arrow column goes into one target column; decided once, before any row is read.
@@ -18,6 +18,8 @@ use std::cell::RefCell;
 pub struct Coercion {
     value_type: ValueType,
     typmod: i32,
+    /// The target type's text reader, chosen once (strings may hold a NUL: it checks).
+    encoder: ColumnEncoder,
     path: Path,
     style: Style,
 }
@@ -122,6 +124,7 @@ impl Coercion {
         Ok(Coercion {
             value_type: column.value_type.clone(),
             typmod: column.typmod,
+            encoder: ColumnEncoder::new(&column.value_type, column.typmod, false),
             path,
             style,
         })

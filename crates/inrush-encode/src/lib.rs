@@ -18,7 +18,7 @@ pub mod binary_copy;
 pub mod text_copy;
 pub mod types;
 
-pub use types::{encode_value, push_array_element, DateOrder, EncodeContext};
+pub use types::{encode_value, push_array_element, ColumnEncoder, DateOrder, EncodeContext};
 
 /// Why a value could not be encoded on the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

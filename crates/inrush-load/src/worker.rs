@@ -13,7 +13,7 @@ use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
 use inrush_core::{Location, TargetColumn};
 use inrush_encode::binary_copy::TupleWriter;
 use inrush_encode::{
-    encode_value, text_copy, CopyFormat, EncodeContext, EncodeError, Resolve, ResolveError,
+    text_copy, ColumnEncoder, CopyFormat, EncodeContext, EncodeError, Resolve, ResolveError,
 };
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
 use inrush_read::encoding::Encoding;
@@ -443,6 +443,7 @@ impl WorkerPlan {
         let mut rows = 0u64;
         let mut index = rejects.map(|_| (Vec::new(), Vec::new()));
         let mut reader = RecordReader::new(self, source, data)?;
+        let encoders = self.encoders();
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
@@ -451,7 +452,10 @@ impl WorkerPlan {
                 // A blank line in JSON lines: no record.
                 Ok(None) => None,
                 Ok(Some(fields)) => {
-                    Some(self.encode_fields(source, block, start, &fields, &mut out, resolver))
+                    let encoded = self.encode_fields(
+                        source, block, start, &fields, &encoders, &mut out, resolver,
+                    );
+                    Some(encoded)
                 }
                 Err(reason) => {
                     let mut location = self.locate(source, block, start);
@@ -716,13 +720,24 @@ impl WorkerPlan {
         csv_line(texts.iter().map(|t| t.as_deref()))
     }
 
+    /// Each column's encoder. A CSV field comes from a block checked to hold no NUL byte (or
+    /// a record checked on its own), so its text needs no second look; a JSON string can
+    /// decode to one.
+    fn encoders(&self) -> Vec<ColumnEncoder> {
+        let nul_free = matches!(self.decode, Decode::Csv);
+        let encoder = |c: &TargetColumn| ColumnEncoder::new(&c.value_type, c.typmod, nul_free);
+        self.columns.iter().map(encoder).collect()
+    }
+
     /// Checks the field count and encodes the fields of the record at `start`.
+    #[allow(clippy::too_many_arguments)]
     fn encode_fields(
         &self,
         source: u32,
         block: &Block,
         start: usize,
         fields: &Fields<'_>,
+        encoders: &[ColumnEncoder],
         out: &mut TupleWriter,
         resolver: &mut Option<Box<dyn Resolve>>,
     ) -> Result<()> {
@@ -740,7 +755,7 @@ impl WorkerPlan {
                 format: CopyFormat::Binary,
                 ctx,
                 ..
-            } => self.encode_binary_row(values, out, resolver, ctx, ordinal),
+            } => self.encode_binary_row(values, encoders, out, resolver, ctx, ordinal),
             Rows::Copy {
                 format: CopyFormat::Text,
                 ..
@@ -761,13 +776,15 @@ impl WorkerPlan {
     fn encode_binary_row<'f>(
         &self,
         fields: impl Iterator<Item = Option<&'f [u8]>>,
+        encoders: &[ColumnEncoder],
         out: &mut TupleWriter,
         resolver: &mut Option<Box<dyn Resolve>>,
         ctx: &EncodeContext,
         ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
-        for (i, (column, field)) in self.columns.iter().zip(fields).enumerate() {
+        let columns = self.columns.iter().zip(encoders);
+        for (i, ((column, encoder), field)) in columns.zip(fields).enumerate() {
             let Some(bytes) = field else {
                 if column.not_null {
                     out.rewind(mark);
@@ -781,7 +798,7 @@ impl WorkerPlan {
             let text = unsafe { std::str::from_utf8_unchecked(bytes) };
             let written = out.field(|buf| {
                 let start = buf.len();
-                match encode_value(&column.value_type, column.typmod, text, ctx, buf) {
+                match encoder.encode(text, ctx, buf) {
                     Ok(()) => Ok(()),
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {

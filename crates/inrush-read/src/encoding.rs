@@ -90,8 +90,12 @@ impl Encoding {
     /// ASCII-only data, the common case, is returned as it is. Undecodable bytes are kept as
     /// they are (see the module documentation).
     pub fn to_utf8(self, data: &[u8]) -> Cow<'_, [u8]> {
+        // UTF-8 first: scanning its blocks for ASCII would be a pass over the data for nothing.
+        if !matches!(self, Encoding::Latin1 | Encoding::Win1252) {
+            return Cow::Borrowed(data);
+        }
         let ascii = encoding_rs::Encoding::ascii_valid_up_to(data);
-        if ascii == data.len() || !matches!(self, Encoding::Latin1 | Encoding::Win1252) {
+        if ascii == data.len() {
             return Cow::Borrowed(data);
         }
         let mut out = Vec::with_capacity(data.len() + data.len() / 4 + 16);

@@ -10,7 +10,7 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
-use inrush_encode::{encode_value, EncodeContext, EncodeError};
+use inrush_encode::{EncodeContext, EncodeError};
 
 /// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
 pub struct Prepared<'a> {
@@ -175,13 +175,11 @@ impl Prepared<'_> {
                 out.extend_from_slice(&bits.to_be_bytes());
                 Ok(())
             }
-            (Path::Str, Values::Strings(s)) => {
-                encode_value(&c.value_type, c.typmod, s.get(index), ctx, out)
-            }
+            (Path::Str, Values::Strings(s)) => c.encoder.encode(s.get(index), ctx, out),
             (Path::BinaryText, Values::Binaries(b)) => {
                 let b = b.get(index);
                 let s = std::str::from_utf8(b).map_err(|e| invalid_utf8(&b[e.valid_up_to()..]))?;
-                encode_value(&c.value_type, c.typmod, s, ctx, out)
+                c.encoder.encode(s, ctx, out)
             }
             (Path::Bool, Values::Bool(b)) => {
                 out.push(u8::from(b.value(index)));

@@ -40,6 +40,10 @@ const UNIX_TO_PG_DAYS: i64 = 10_957;
 const MAX_OFFSET_HOUR: u64 = 14;
 
 pub(crate) fn encode_date(text: &str, ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+    if let Some(days) = iso_date(text.as_bytes()) {
+        out.extend_from_slice(&(days as i32).to_be_bytes());
+        return Ok(());
+    }
     let s = trim_pg_space(text).as_bytes();
     if let Some(special) = special(s) {
         let v = match special {
@@ -215,6 +219,26 @@ fn days_in_month(y: u32, m: u32) -> u32 {
         2 => 28,
         _ => 0,
     }
+}
+
+/// Exactly `YYYY-MM-DD` with a valid date, the form nearly every file writes: its days since
+/// 2000-01-01 without the general parser's trimming and cursor (anything else: `None`, and the
+/// general path decides).
+#[inline]
+fn iso_date(s: &[u8]) -> Option<i64> {
+    let &[y0, y1, y2, y3, b'-', m0, m1, b'-', d0, d1] = s else {
+        return None;
+    };
+    let digit = |c: u8| {
+        let d = c.wrapping_sub(b'0');
+        (d <= 9).then_some(u32::from(d))
+    };
+    let y = digit(y0)? * 1000 + digit(y1)? * 100 + digit(y2)? * 10 + digit(y3)?;
+    let (m, d) = (digit(m0)? * 10 + digit(m1)?, digit(d0)? * 10 + digit(d1)?);
+    if y == 0 || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+        return None;
+    }
+    Some(pg_days((y, m, d)))
 }
 
 /// `YYYY-M[M]-D[D]` or `YYYYMMDD`, or in `order` `D[D]/M[M]/YYYY` (DMY) or `M[M]/D[D]/YYYY`
@@ -420,6 +444,36 @@ mod tests {
         assert_eq!(date("2024-01-02 10:00+05"), ok("0000223f"));
         assert_eq!(date("2024-01-02 23:59:59.999999-11"), ok("0000223f"));
         assert_eq!(date("2024-01-02T10:00:00Z"), ok("0000223f"));
+    }
+
+    #[test]
+    fn iso_fast_path_agrees_with_the_general_parser() {
+        // Every day and impossible day of years at the edges of the calendar's rules.
+        for y in [
+            1, 4, 100, 400, 1899, 1900, 1970, 1999, 2000, 2024, 2100, 9999,
+        ] {
+            for m in 0..=13 {
+                for d in 0..=32 {
+                    let s = format!("{y:04}-{m:02}-{d:02}");
+                    let general = date_part(&mut Cursor::new(s.as_bytes()), DateOrder::Mdy);
+                    assert_eq!(iso_date(s.as_bytes()), general.map(pg_days), "{s}");
+                }
+            }
+        }
+        // Not its shape: the general path decides.
+        for s in [
+            "2024-1-02",
+            "2024-01-2",
+            " 2024-01-02",
+            "2024-01-02 ",
+            "2024/01/02",
+            "2024-0a-02",
+            "+024-01-02",
+            "0000-01-01",
+            "20240102",
+        ] {
+            assert_eq!(iso_date(s.as_bytes()), None, "{s}");
+        }
     }
 
     #[test]

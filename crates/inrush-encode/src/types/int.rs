@@ -36,6 +36,16 @@ fn parse(text: &str) -> Parsed {
     }
     let start = i;
     let mut magnitude: u64 = 0;
+    // The first 19 digits cannot overflow a u64: no check per digit for any real integer.
+    let unchecked_end = n.min(start + 19);
+    while i < unchecked_end {
+        let d = b[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        magnitude = magnitude * 10 + u64::from(d);
+        i += 1;
+    }
     let mut overflow = false;
     while i < n {
         let d = b[i].wrapping_sub(b'0');
@@ -196,6 +206,35 @@ mod tests {
         assert_eq!(hex(e8("-9223372036854775808").unwrap()), "8000000000000000");
         assert_eq!(hex(e8("9223372036854775807").unwrap()), "7fffffffffffffff");
         assert_eq!(hex(e8("\x0b\x0c1\r").unwrap()), "0000000000000001");
+    }
+
+    #[test]
+    fn digits_either_side_of_the_unchecked_run() {
+        // 19 digits are read without overflow checks, the rest with them.
+        assert_eq!(hex(e8("1000000000000000000").unwrap()), "0de0b6b3a7640000");
+        assert_eq!(
+            hex(e8("0000000000000000000009223372036854775807").unwrap()),
+            "7fffffffffffffff"
+        );
+        assert_eq!(
+            hex(e8("-00000000000000000009223372036854775808").unwrap()),
+            "8000000000000000"
+        );
+        for t in [
+            "9999999999999999999",
+            "18446744073709551615",
+            "18446744073709551616",
+            "-99999999999999999999",
+        ] {
+            assert_eq!(
+                refused(e8(t)),
+                format!("value \"{t}\" is out of range for type bigint")
+            );
+        }
+        assert_eq!(
+            refused(e4("00000000000000000002147483648")),
+            "value \"00000000000000000002147483648\" is out of range for type integer"
+        );
     }
 
     #[test]

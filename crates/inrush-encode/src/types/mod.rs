@@ -104,26 +104,72 @@ pub(crate) fn encode_scalar(
     ctx: &EncodeContext,
     out: &mut Vec<u8>,
 ) -> Result<()> {
+    scalar_encoder(scalar, false)(text, typmod, ctx, out)
+}
+
+/// A scalar type's encoder: text, typmod, session, output.
+type ScalarFn = fn(&str, i32, &EncodeContext, &mut Vec<u8>) -> Result<()>;
+
+/// The encoder of `scalar`; with `nul_free`, the text types skip their NUL check (the caller
+/// vouches that no value holds one).
+fn scalar_encoder(scalar: ScalarType, nul_free: bool) -> ScalarFn {
     match scalar {
-        ScalarType::Bool => boolean::encode(text, out),
-        ScalarType::Int2 => int::encode_int2(text, out),
-        ScalarType::Int4 => int::encode_int4(text, out),
-        ScalarType::Int8 => int::encode_int8(text, out),
-        ScalarType::Float4 => float::encode_float4(text, out),
-        ScalarType::Float8 => float::encode_float8(text, out),
-        ScalarType::Numeric => numeric::encode(text, typmod, ctx, out),
-        ScalarType::Text => text::encode_text(text, out),
-        ScalarType::Varchar => text::encode_varchar(text, typmod, out),
-        ScalarType::Bpchar => text::encode_bpchar(text, typmod, out),
-        ScalarType::Bytea => bytea::encode(text, out),
-        ScalarType::Date => datetime::encode_date(text, ctx, out),
-        ScalarType::Time => datetime::encode_time(text, typmod, ctx, out),
-        ScalarType::Timestamp => datetime::encode_timestamp(text, typmod, ctx, out),
-        ScalarType::Timestamptz => datetime::encode_timestamptz(text, typmod, ctx, out),
-        ScalarType::Interval => interval::encode(text, typmod, ctx, out),
-        ScalarType::Uuid => uuid::encode(text, out),
-        ScalarType::Json => json::encode_json(text, out),
-        ScalarType::Jsonb => json::encode_jsonb(text, out),
+        ScalarType::Bool => |t, _, _, out| boolean::encode(t, out),
+        ScalarType::Int2 => |t, _, _, out| int::encode_int2(t, out),
+        ScalarType::Int4 => |t, _, _, out| int::encode_int4(t, out),
+        ScalarType::Int8 => |t, _, _, out| int::encode_int8(t, out),
+        ScalarType::Float4 => |t, _, _, out| float::encode_float4(t, out),
+        ScalarType::Float8 => |t, _, _, out| float::encode_float8(t, out),
+        ScalarType::Numeric => numeric::encode,
+        ScalarType::Text if nul_free => |t, _, _, out| text::text(t, out),
+        ScalarType::Text => |t, _, _, out| text::encode_text(t, out),
+        ScalarType::Varchar if nul_free => |t, typmod, _, out| text::varchar(t, typmod, out),
+        ScalarType::Varchar => |t, typmod, _, out| text::encode_varchar(t, typmod, out),
+        ScalarType::Bpchar if nul_free => |t, typmod, _, out| text::bpchar(t, typmod, out),
+        ScalarType::Bpchar => |t, typmod, _, out| text::encode_bpchar(t, typmod, out),
+        ScalarType::Bytea => |t, _, _, out| bytea::encode(t, out),
+        ScalarType::Date => |t, _, ctx, out| datetime::encode_date(t, ctx, out),
+        ScalarType::Time => datetime::encode_time,
+        ScalarType::Timestamp => datetime::encode_timestamp,
+        ScalarType::Timestamptz => datetime::encode_timestamptz,
+        ScalarType::Interval => interval::encode,
+        ScalarType::Uuid => |t, _, _, out| uuid::encode(t, out),
+        ScalarType::Json => |t, _, _, out| json::encode_json(t, out),
+        ScalarType::Jsonb => |t, _, _, out| json::encode_jsonb(t, out),
+    }
+}
+
+/// One column's encoder, chosen once: a scalar costs one indirect call per value instead of
+/// [`encode_value`]'s two `match`es. Same bytes and answers as [`encode_value`].
+#[derive(Debug, Clone)]
+pub struct ColumnEncoder {
+    value_type: ValueType,
+    typmod: i32,
+    scalar: Option<ScalarFn>,
+}
+
+impl ColumnEncoder {
+    /// `nul_free`: the caller has checked that no value it passes holds a NUL byte (CSV fields
+    /// of a block checked whole), so text types need not look again.
+    pub fn new(value_type: &ValueType, typmod: i32, nul_free: bool) -> Self {
+        let scalar = match value_type {
+            ValueType::Scalar { scalar } => Some(scalar_encoder(*scalar, nul_free)),
+            ValueType::Array { .. } | ValueType::Unsupported => None,
+        };
+        ColumnEncoder {
+            value_type: value_type.clone(),
+            typmod,
+            scalar,
+        }
+    }
+
+    /// As [`encode_value`] for this column's type and typmod.
+    #[inline]
+    pub fn encode(&self, text: &str, ctx: &EncodeContext, out: &mut Vec<u8>) -> Result<()> {
+        match self.scalar {
+            Some(encode) => encode(text, self.typmod, ctx, out),
+            None => encode_value(&self.value_type, self.typmod, text, ctx, out),
+        }
     }
 }
 
@@ -171,4 +217,84 @@ pub(crate) fn random_texts(
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EncodeError;
+    use ScalarType::*;
+
+    #[test]
+    fn column_encoders_answer_as_encode_value() {
+        let scalars = [
+            Bool,
+            Int2,
+            Int4,
+            Int8,
+            Float4,
+            Float8,
+            Numeric,
+            Text,
+            Varchar,
+            Bpchar,
+            Bytea,
+            Date,
+            Time,
+            Timestamp,
+            Timestamptz,
+            Interval,
+            Uuid,
+            Json,
+            Jsonb,
+        ];
+        let texts = [
+            "",
+            " 42 ",
+            "-7",
+            "1.5",
+            "t",
+            "abc",
+            "abc  ",
+            "a\0b",
+            "\0",
+            "2024-01-02",
+            "2024-02-30",
+            "10:00:01.5",
+            "2024-01-02 10:00+05",
+            "1 day",
+            "{\"a\": 1}",
+            "0123456789abcdef0123456789abcdef",
+            "\\x00ff",
+            "héllo wörld",
+            "{1,2}",
+        ];
+        // -1, varchar/char(4), numeric(15,2), and a time precision.
+        let typmods = [-1, 8, (15 << 16 | 2) + 4, 3];
+        let ctx = EncodeContext::default();
+        let run = |f: &dyn Fn(&mut Vec<u8>) -> Result<()>| {
+            let mut out = Vec::new();
+            f(&mut out).map(|()| out)
+        };
+        for scalar in scalars {
+            let value_type = ValueType::Scalar { scalar };
+            for typmod in typmods {
+                for nul_free in [false, true] {
+                    let encoder = ColumnEncoder::new(&value_type, typmod, nul_free);
+                    for text in texts.iter().filter(|t| !nul_free || !t.contains('\0')) {
+                        let reference =
+                            run(&|out| encode_value(&value_type, typmod, text, &ctx, out));
+                        let column = run(&|out| encoder.encode(text, &ctx, out));
+                        assert_eq!(column, reference, "{scalar:?}({typmod}) {text:?}");
+                    }
+                }
+            }
+        }
+        // Without the caller's word, a NUL still defers.
+        let text = ColumnEncoder::new(&ValueType::Scalar { scalar: Text }, -1, false);
+        assert_eq!(
+            text.encode("a\0b", &ctx, &mut Vec::new()),
+            Err(EncodeError::Deferred)
+        );
+    }
 }

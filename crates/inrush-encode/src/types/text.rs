@@ -35,12 +35,22 @@ fn no_nul(text: &str) -> Result<()> {
 
 pub(crate) fn encode_text(text: &str, out: &mut Vec<u8>) -> Result<()> {
     no_nul(text)?;
+    self::text(text, out)
+}
+
+/// `text` of a value known to hold no NUL byte.
+pub(crate) fn text(text: &str, out: &mut Vec<u8>) -> Result<()> {
     out.extend_from_slice(text.as_bytes());
     Ok(())
 }
 
 pub(crate) fn encode_varchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
     no_nul(text)?;
+    varchar(text, typmod, out)
+}
+
+/// `varchar(n)` of a value known to hold no NUL byte.
+pub(crate) fn varchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
     if typmod < VARHDRSZ {
         out.extend_from_slice(text.as_bytes());
         return Ok(());
@@ -59,6 +69,11 @@ pub(crate) fn encode_varchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Resu
 
 pub(crate) fn encode_bpchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
     no_nul(text)?;
+    bpchar(text, typmod, out)
+}
+
+/// `char(n)` of a value known to hold no NUL byte.
+pub(crate) fn bpchar(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
     if typmod < VARHDRSZ {
         out.extend_from_slice(text.as_bytes());
         return Ok(());

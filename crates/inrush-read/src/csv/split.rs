@@ -17,6 +17,9 @@ use std::io::Read;
 /// The longest record accepted: COPY's own limit on a field is 1 GB.
 pub const MAX_RECORD_BYTES: usize = 1 << 30;
 
+/// Reads of a block's size that fit in one buffer allocation (see `Splitter::fill`).
+const READS_PER_ALLOCATION: usize = 4;
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// A run of whole records.
@@ -239,6 +242,13 @@ impl<R: Read> Splitter<R> {
     /// Reads more input into the buffer; sets `eof` when there is none.
     fn fill(&mut self) -> Result<()> {
         let want = self.block_size.clamp(64 * 1024, 8 * 1024 * 1024);
+        // Emitted blocks share the buffer's allocation, so it never grows in place: `reserve`
+        // copies the unread tail into a new one. Room for several reads at once makes that
+        // copy happen once per few blocks instead of on every read (it was a copy of the
+        // whole input).
+        if self.buf.capacity() - self.buf.len() < want {
+            self.buf.reserve(want * READS_PER_ALLOCATION);
+        }
         let read = crate::source::read_more(&mut self.reader, &mut self.buf, want, &self.name)?;
         if read == 0 {
             self.eof = true;
