@@ -313,32 +313,72 @@ async fn timed(
     }
 
     let after = count(control, &table).await?;
-    let loaded = after.saturating_sub(before);
-    if loaded != ctx.rows || after < before {
-        return Err(Error::RowCount {
-            table,
-            asked: ctx.rows,
-            found: loaded,
-        });
-    }
-    let rate = sampler.lock().map(|s| s.samples()).unwrap_or_default();
-    let mut settings_changed: BTreeMap<String, String> = plan.session.iter().cloned().collect();
-    settings_changed.extend(plan.server.iter().cloned());
-    Ok(Measurement {
-        rows: loaded,
+    RunEnd {
+        plan,
+        table,
+        asked: ctx.rows,
+        counts: (before, after),
         seconds,
-        rows_per_second: loaded as f64 / seconds.max(1e-9),
-        wal_bytes: match (lsn0, lsn1) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        },
-        wal_records: match (records0, records1) {
+        log: (lsn0, lsn1),
+        client_cpu_seconds,
+        sampler: &sampler,
+    }
+    .measurement(
+        match (records0, records1) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         },
-        client_cpu_seconds,
-        rate,
-        settings_changed,
         extra,
-    })
+    )
+}
+
+/// How every engine's run ends: the figures it took, made one measurement once the table is
+/// seen to hold exactly the rows the run was asked to add.
+pub(crate) struct RunEnd<'a> {
+    pub plan: &'a RunPlan,
+    pub table: String,
+    pub asked: u64,
+    /// The table's rows before and after the run.
+    pub counts: (u64, u64),
+    pub seconds: f64,
+    /// The engine's log position (WAL LSN, InnoDB's LSN) before and after, where it has one.
+    pub log: (Option<u64>, Option<u64>),
+    pub client_cpu_seconds: f64,
+    pub sampler: &'a methods::SharedSampler,
+}
+
+impl RunEnd<'_> {
+    pub(crate) fn measurement(
+        self,
+        wal_records: Option<u64>,
+        extra: BTreeMap<String, f64>,
+    ) -> Result<Measurement> {
+        let (before, after) = self.counts;
+        let loaded = after.saturating_sub(before);
+        if loaded != self.asked || after < before {
+            return Err(Error::RowCount {
+                table: self.table,
+                asked: self.asked,
+                found: loaded,
+            });
+        }
+        let plan = self.plan;
+        let mut settings_changed: BTreeMap<String, String> =
+            plan.session.iter().cloned().collect();
+        settings_changed.extend(plan.server.iter().cloned());
+        Ok(Measurement {
+            rows: loaded,
+            seconds: self.seconds,
+            rows_per_second: loaded as f64 / self.seconds.max(1e-9),
+            wal_bytes: match self.log {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
+            wal_records,
+            client_cpu_seconds: self.client_cpu_seconds,
+            rate: self.sampler.lock().map(|s| s.samples()).unwrap_or_default(),
+            settings_changed,
+            extra,
+        })
+    }
 }

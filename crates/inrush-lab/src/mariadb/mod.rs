@@ -10,7 +10,7 @@ pub mod catalogue;
 
 use crate::data::{self, Row};
 use crate::engine::{Engine, Rights, RunSpec, Saved};
-use crate::measure::{cpu_seconds, inrush_load, CsvFile};
+use crate::measure::{cpu_seconds, inrush_load, CsvFile, RunEnd};
 use crate::methods::{self, share, tick, Sampler, SharedSampler};
 use crate::plan::{expand, Method, RunPlan};
 use crate::results::{Environment, Measurement};
@@ -238,31 +238,17 @@ async fn timed(
     let redo1 = control.redo_position().await;
 
     let after = control.count(&table).await?;
-    let loaded = after.saturating_sub(before);
-    if loaded != run.rows || after < before {
-        return Err(Error::RowCount {
-            table,
-            asked: run.rows,
-            found: loaded,
-        });
-    }
-    let rate = sampler.lock().map(|s| s.samples()).unwrap_or_default();
-    let mut settings_changed: BTreeMap<String, String> = plan.session.iter().cloned().collect();
-    settings_changed.extend(plan.server.iter().cloned());
-    Ok(Measurement {
-        rows: loaded,
+    RunEnd {
+        plan,
+        table,
+        asked: run.rows,
+        counts: (before, after),
         seconds,
-        rows_per_second: loaded as f64 / seconds.max(1e-9),
-        wal_bytes: match (redo0, redo1) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        },
-        wal_records: None,
+        log: (redo0, redo1),
         client_cpu_seconds,
-        rate,
-        settings_changed,
-        extra,
-    })
+        sampler: &sampler,
+    }
+    .measurement(None, extra)
 }
 
 /// Sends the rows the way `method` says, over `loaders` (as many as it has connections).
