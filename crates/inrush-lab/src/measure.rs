@@ -105,8 +105,8 @@ pub(crate) fn inrush_load(
     let reporter = RateReporter(sampler.clone());
     let summary = std::thread::scope(|s| {
         s.spawn(|| load(&opts, &reporter))
-        .join()
-        .map_err(|_| Error::Task("inrush's load panicked".into()))
+            .join()
+            .map_err(|_| Error::Task("inrush's load panicked".into()))
     })?
     .map_err(|e| Error::Task(format!("inrush load: {e}")))?;
     if let Ok(mut sampler) = sampler.lock() {
@@ -363,8 +363,7 @@ impl RunEnd<'_> {
             });
         }
         let plan = self.plan;
-        let mut settings_changed: BTreeMap<String, String> =
-            plan.session.iter().cloned().collect();
+        let mut settings_changed: BTreeMap<String, String> = plan.session.iter().cloned().collect();
         settings_changed.extend(plan.server.iter().cloned());
         Ok(Measurement {
             rows: loaded,

@@ -74,7 +74,12 @@ impl Engine for Postgres {
     }
 
     fn apply(&self, plan: &RunPlan) -> Result<Vec<Saved>> {
-        apply_server_settings(&self.target, &plan.server, plan.restart, self.server.as_ref())
+        apply_server_settings(
+            &self.target,
+            &plan.server,
+            plan.restart,
+            self.server.as_ref(),
+        )
     }
 
     fn restore(&self, plan: &RunPlan, saved: &[Saved]) -> Result<()> {
@@ -258,4 +263,3 @@ fn reload_or_restart(
         }
     }
 }
-

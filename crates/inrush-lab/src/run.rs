@@ -266,7 +266,9 @@ impl Runner<'_> {
         if exp.status == Status::Ran {
             exp.verdict = verdict::judge(&def.rules, &exp.variations).map(|mut v| {
                 // The verdicts speak of PostgreSQL's WAL; other engines name their own log.
-                v.text = v.text.replace("WAL ", &format!("{} ", self.engine.log_name()));
+                v.text = v
+                    .text
+                    .replace("WAL ", &format!("{} ", self.engine.log_name()));
                 v
             });
             let distinct: std::collections::BTreeSet<u64> = row_counts.iter().copied().collect();
@@ -295,9 +297,10 @@ impl Runner<'_> {
         } else if v.plan.server.is_empty() {
             None
         } else {
-            rights.settings_refused.as_ref().map(|why| {
-                format!("{}: {why} {}", v.label, setting_list(&v.plan.server))
-            })
+            rights
+                .settings_refused
+                .as_ref()
+                .map(|why| format!("{}: {why} {}", v.label, setting_list(&v.plan.server)))
         }
     }
 

@@ -218,7 +218,11 @@ fn mariadb_runs_what_applies_and_says_why_not_the_rest() {
     let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
     let env = &results.environment;
     assert_eq!(env.engine, "MariaDB");
-    assert!(env.server_version.contains("MariaDB"), "{}", env.server_version);
+    assert!(
+        env.server_version.contains("MariaDB"),
+        "{}",
+        env.server_version
+    );
     for setting in [
         "innodb_buffer_pool_size",
         "innodb_flush_log_at_trx_commit",

@@ -293,8 +293,7 @@ impl LabConn {
 
     /// The first column of the first row of `sql`, as text.
     async fn text(&mut self, sql: &str) -> Result<Option<String>> {
-        let row: Option<Option<String>> =
-            self.conn.query_first(sql).await.map_err(fail(sql))?;
+        let row: Option<Option<String>> = self.conn.query_first(sql).await.map_err(fail(sql))?;
         Ok(row.flatten())
     }
 
@@ -327,7 +326,10 @@ impl LabConn {
             .await?
             .is_some_and(|n| n != "0");
         let probe = format!("inrush_lab_probe_{}", std::process::id());
-        if let Err(e) = self.exec(&format!("CREATE DATABASE IF NOT EXISTS {probe}")).await {
+        if let Err(e) = self
+            .exec(&format!("CREATE DATABASE IF NOT EXISTS {probe}"))
+            .await
+        {
             return Err(Error::Usage(format!("every lab run uses a scratch database of its own, and this user may not create one (GRANT CREATE, DROP ON *.* TO ...): {e}")));
         }
         self.exec(&format!("DROP DATABASE {probe}")).await?;
@@ -365,7 +367,11 @@ impl LabConn {
 
     /// `SET SESSION name = value`.
     pub async fn set_session(&mut self, name: &str, value: &str) -> Result<()> {
-        let sql = format!("SET SESSION {} = {}", setting_name(name)?, setting_value(value));
+        let sql = format!(
+            "SET SESSION {} = {}",
+            setting_name(name)?,
+            setting_value(value)
+        );
         self.exec(&sql).await
     }
 

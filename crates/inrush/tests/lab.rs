@@ -23,9 +23,18 @@ fn lab_list_mariadb_says_what_does_not_apply() {
     let out = inrush(&["lab", "list", "--mariadb"]);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("LOAD DATA LOCAL INFILE, one stream"), "{stdout}");
-    assert!(stdout.contains("x COPY binary, one stream: not applicable on MariaDB: "), "{stdout}");
-    assert!(stdout.contains("C2  ") && stdout.contains("    not applicable on MariaDB: InnoDB"), "{stdout}");
+    assert!(
+        stdout.contains("LOAD DATA LOCAL INFILE, one stream"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("x COPY binary, one stream: not applicable on MariaDB: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("C2  ") && stdout.contains("    not applicable on MariaDB: InnoDB"),
+        "{stdout}"
+    );
     assert!(!stdout.contains("NOT VALID"), "{stdout}");
 }
 

@@ -53,8 +53,11 @@ fn experiment(mut e: ExperimentDef) -> ExperimentDef {
     match e.id {
         "A5" => extra.push(new_variation(
             "inrush load: CSV parsed by the pipeline, LOAD DATA LOCAL over 1 connection",
-            RunPlan::new(e.variations[2].plan.rows, Method::InrushLoad { connections: 1 })
-                .create(lab::table("")),
+            RunPlan::new(
+                e.variations[2].plan.rows,
+                Method::InrushLoad { connections: 1 },
+            )
+            .create(lab::table("")),
         )),
         "B6" => extra.push(new_variation(
             "AUTO_INCREMENT column (InnoDB's counter)",
@@ -124,11 +127,13 @@ fn group_b(id: &str, i: usize, base: RunPlan) -> Mapped {
     let fk_table = || setup(base.clone(), lab::parent_table());
     let checked_after = |plan: RunPlan, n: u32| {
         let mut plan = plan.session("foreign_key_checks", "OFF");
-        for (k, col) in [(1, "fieldint1"), (2, "fieldint2")].into_iter().take(n as usize) {
-            plan = plan.setup(lab::foreign_key(k, col)).after(
-                &format!("check_fk{k}"),
-                lab::orphans(col),
-            );
+        for (k, col) in [(1, "fieldint1"), (2, "fieldint2")]
+            .into_iter()
+            .take(n as usize)
+        {
+            plan = plan
+                .setup(lab::foreign_key(k, col))
+                .after(&format!("check_fk{k}"), lab::orphans(col));
         }
         plan
     };
@@ -270,14 +275,22 @@ fn rules(id: &str) -> Option<Vec<Rule>> {
             4,
             "checking 2 foreign keys after the load beats checking them during it",
         )],
-        "B6" => vec![Rule::new(0, 4, "a sequence cache of 1000 beats a cache of 1")],
+        "B6" => vec![Rule::new(
+            0,
+            4,
+            "a sequence cache of 1000 beats a cache of 1",
+        )],
         "C3" => vec![Rule::new(
             2,
             3,
             "innodb_flush_log_at_trx_commit=2 speeds up small commits",
         )
         .seed(SeedFactor::None)],
-        "D2" => vec![Rule::new(0, 4, "one LOAD DATA per stream beats 500-row batches")],
+        "D2" => vec![Rule::new(
+            0,
+            4,
+            "one LOAD DATA per stream beats 500-row batches",
+        )],
         _ => return None,
     })
 }
@@ -321,7 +334,9 @@ mod tests {
             for v in &e.variations {
                 let what = format!("{} {}", e.id, v.label);
                 match &v.unavailable {
-                    Some(reason) => assert!(reason.starts_with("not applicable on MariaDB: "), "{what}"),
+                    Some(reason) => {
+                        assert!(reason.starts_with("not applicable on MariaDB: "), "{what}")
+                    }
                     None => {
                         let sql: Vec<&String> = std::iter::once(&v.plan.create)
                             .chain(&v.plan.setup)
@@ -329,19 +344,40 @@ mod tests {
                             .collect();
                         assert!(sql.iter().any(|s| s.ends_with("ENGINE=InnoDB")), "{what}");
                         for s in sql {
-                            for pg in ["generate_series", "NOT VALID", "autovacuum", "plpgsql", "VACUUM"] {
+                            for pg in [
+                                "generate_series",
+                                "NOT VALID",
+                                "autovacuum",
+                                "plpgsql",
+                                "VACUUM",
+                            ] {
                                 assert!(!s.contains(pg), "{what}: {s}");
                             }
                         }
-                        assert!(!matches!(v.plan.method, Method::Pipelined { .. } | Method::InsertSelect | Method::CopyPipe), "{what}");
+                        assert!(
+                            !matches!(
+                                v.plan.method,
+                                Method::Pipelined { .. } | Method::InsertSelect | Method::CopyPipe
+                            ),
+                            "{what}"
+                        );
                         assert!(!v.label.contains("COPY"), "{what}");
                     }
                 }
             }
             for r in &e.rules {
-                assert!(r.fast < e.variations.len() && r.slow < e.variations.len(), "{}", e.id);
+                assert!(
+                    r.fast < e.variations.len() && r.slow < e.variations.len(),
+                    "{}",
+                    e.id
+                );
             }
-            assert_eq!(e.variations.iter().filter(|v| v.baseline).count(), 1, "{}", e.id);
+            assert_eq!(
+                e.variations.iter().filter(|v| v.baseline).count(),
+                1,
+                "{}",
+                e.id
+            );
         }
     }
 }

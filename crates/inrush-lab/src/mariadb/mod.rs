@@ -273,7 +273,9 @@ async fn load(
                 every: *commit_every,
                 lock: *lock,
             };
-            first.insert_prepared(table, rows, 1, commits, &on_rows).await?
+            first
+                .insert_prepared(table, rows, 1, commits, &on_rows)
+                .await?
         }
         Method::MultiRow {
             rows_per_statement,
