@@ -99,12 +99,13 @@ pub enum AfterLoad {
 pub enum Maintenance {
     None,
     /// Statistics for the planner; hint bits are set by the first reads and the visibility
-    /// map by autovacuum. The default: measured from the load's start to the first queries'
-    /// answers (a scan, an index-only scan, a join), a VACUUM now costs more than it saves
-    /// them (docs/BENCHMARKS.md, `bench/query_ready.py`).
+    /// map by autovacuum. The default for a table without indexes, or a load that is small
+    /// next to the table: measured from the load's start to the first queries' answers, a
+    /// VACUUM there costs more than it saves them (docs/BENCHMARKS.md, `bench/query_ready.py`).
     Analyze,
-    /// Statistics, plus hint bits and the visibility map set once now (`--after
-    /// vacuum-analyze`): worth it when many index-only scans follow before autovacuum comes.
+    /// Statistics, plus hint bits and the visibility map set once now: the default when an
+    /// indexed table is mostly new rows, since without the map every index-only scan (and a
+    /// join that uses one) reads the heap until autovacuum comes.
     VacuumAnalyze,
     /// Statistics only: COPY FREEZE wrote the rows frozen and all-visible already.
     AnalyzeFrozen,
@@ -167,6 +168,7 @@ impl LoadPlan {
         opts: PlanOptions,
     ) -> LoadPlan {
         let current = (size.table_bytes + size.index_bytes).max(0) as f64;
+        let indexed = !indexes.is_empty();
         let (large, rule) = match (opts.rebuild_indexes, partitioned, load_bytes) {
             (false, _, _) => (false, "indexes are kept: --keep-indexes".to_string()),
             (_, _, Some(load)) if load as f64 >= opts.threshold * current => (
@@ -260,6 +262,9 @@ impl LoadPlan {
         let after = match opts.after {
             AfterLoad::Nothing => Maintenance::None,
             AfterLoad::VacuumAnalyze => Maintenance::VacuumAnalyze,
+            // The visibility map pays for a VACUUM only through index-only scans, and only
+            // when the load is most of the table (measured: bench/query_ready.py).
+            AfterLoad::Auto if indexed && (large || current == 0.0) => Maintenance::VacuumAnalyze,
             AfterLoad::Auto | AfterLoad::Analyze => Maintenance::Analyze,
         };
         LoadPlan {
@@ -518,7 +523,7 @@ impl fmt::Display for LoadPlan {
         match self.after {
             Maintenance::None => writeln!(f, "  after the load: nothing (--after none)"),
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE, statistics for the planner (hint bits and the visibility map are left to the first reads and autovacuum; --after vacuum-analyze sets them now)"),
-            Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so first queries neither rewrite pages for hint bits nor plan without statistics"),
+            Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so index-only scans need not visit the heap and first reads rewrite no pages for hint bits (--after analyze leaves that to autovacuum)"),
             Maintenance::AnalyzeFrozen => writeln!(f, "  after the load: ANALYZE only (TRUNCATE + COPY FREEZE in one transaction wrote the rows frozen and all-visible)"),
             Maintenance::AnalyzeOnly => writeln!(f, "  after the load: ANALYZE, statistics for the query planner"),
         }
@@ -655,17 +660,22 @@ mod tests {
             rebuild_indexes: false,
             ..Default::default()
         };
-        // ANALYZE alone whatever the sizes, unless asked for more (measured: the VACUUM costs
-        // more than it saves the first queries).
-        for (table, load) in [(0, 1 << 30), (1 << 40, 1)] {
+        // VACUUM (ANALYZE) only for an indexed table that is mostly new rows, unless asked.
+        for (indexes, table, load, auto) in [
+            (indexes(), 0, 1 << 30, Maintenance::VacuumAnalyze),
+            (indexes(), 1 << 40, 1, Maintenance::Analyze),
+            (Vec::new(), 0, 1 << 30, Maintenance::Analyze),
+        ] {
             let after = |after| {
                 let opts = PlanOptions {
                     after,
                     ..Default::default()
                 };
-                LoadPlan::decide("t", false, indexes(), fks(), size(table), Some(load), opts).after
+                let (size, load) = (size(table), Some(load));
+                LoadPlan::decide("t", false, indexes.clone(), fks(), size, load, opts).after
             };
-            assert_eq!(after(AfterLoad::Auto), Maintenance::Analyze);
+            assert_eq!(after(AfterLoad::Auto), auto);
+            assert_eq!(after(AfterLoad::Analyze), Maintenance::Analyze);
             assert_eq!(after(AfterLoad::VacuumAnalyze), Maintenance::VacuumAnalyze);
         }
         let quiet = PlanOptions {

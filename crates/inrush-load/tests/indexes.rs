@@ -116,11 +116,12 @@ fn secondary_indexes_are_rebuilt_identically_and_constraints_kept() {
     assert_eq!(definitions(&mut db), before);
     assert_eq!(journal_len(&mut db), 0);
     assert_eq!(db.count("t"), 5001);
-    // The rebuilt indexes are valid, and ANALYZE ran (the default; no VACUUM).
+    // The rebuilt indexes are valid, and VACUUM (ANALYZE) ran: the default for an indexed
+    // table that is mostly new rows.
     assert_eq!(db.count("pg_index i JOIN pg_class c ON c.oid = i.indrelid WHERE c.relname = 't' AND NOT i.indisvalid"), 0);
     assert_eq!(
         db.count(
-            "pg_stat_user_tables WHERE relname = 't' AND vacuum_count = 0 AND analyze_count = 1"
+            "pg_stat_user_tables WHERE relname = 't' AND vacuum_count = 1 AND analyze_count = 1"
         ),
         1
     );

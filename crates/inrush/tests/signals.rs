@@ -2,8 +2,8 @@
 //! in that phase, the exit code matches it, and no exit leaves a definition dropped.
 //!
 //! The load goes into an empty table with a primary key and a secondary index, so both are
-//! dropped before the COPY and rebuilt after it, and VACUUM (ANALYZE) runs last (asked for:
-//! the default ANALYZE alone is over too soon to be caught running). The test
+//! dropped before the COPY and rebuilt after it, and VACUUM (ANALYZE) runs last (asked for,
+//! so the test does not hang on the default's choice). The test
 //! watches `pg_stat_activity` for the phase's statement and signals the loader then.
 
 use inrush_testkit::Db;
