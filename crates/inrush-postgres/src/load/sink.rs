@@ -5,7 +5,7 @@ use crate::copy::{row_in_error_context, CopyFormat};
 use crate::ledger::{self, Committed, InputIdentity};
 use crate::ConnectOptions;
 use bytes::Bytes;
-use futures_util::SinkExt;
+use futures_util::{SinkExt, StreamExt};
 use inrush_encode::binary_copy;
 use inrush_load::rejects::Rejects;
 use inrush_load::stages::{Shared, CANCEL_POLL};
@@ -146,20 +146,10 @@ pub(crate) async fn run(
         entries: Vec::new(),
         rows: 0,
     };
-    let streamed: Result<u64, tokio_postgres::Error> = async {
-        if format == CopyFormat::Binary {
-            sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
-        }
-        while let Some(chunk) = next_chunk(&chunks, shared).await {
-            ledger.record(&chunk);
-            sink.send(chunk.data).await?;
-        }
-        if format == CopyFormat::Binary {
-            sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
-        }
-        sink.as_mut().finish().await
-    }
-    .await;
+    let from_queue = futures_util::stream::unfold((), |()| async {
+        next_chunk(&chunks, shared).await.map(|chunk| (chunk, ()))
+    });
+    let streamed = send_copy(sink, format, from_queue, &mut ledger).await;
     // Stop taking chunks at once on failure, so workers stop too.
     drop(chunks);
     match streamed {
@@ -233,23 +223,35 @@ async fn copy_run(
         entries: Vec::new(),
         rows: 0,
     };
-    let copied: Result<u64, tokio_postgres::Error> = async {
+    let copied = async {
         let sink = client.copy_in::<_, Bytes>(statement).await?;
         futures_util::pin_mut!(sink);
-        if format == CopyFormat::Binary {
-            sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
-        }
-        for chunk in run {
-            ledger.record(&chunk);
-            sink.send(chunk.data).await?;
-        }
-        if format == CopyFormat::Binary {
-            sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
-        }
-        sink.as_mut().finish().await
+        send_copy(sink, format, futures_util::stream::iter(run), &mut ledger).await
     }
     .await;
     copied.map_err(|e| server_refusal(e, &ledger, plan))
+}
+
+/// Sends `chunks` through one COPY (binary: between its header and trailer), each recorded in
+/// `ledger` so a refused row can be traced to its input; the server's row count.
+async fn send_copy(
+    mut sink: std::pin::Pin<&mut tokio_postgres::CopyInSink<Bytes>>,
+    format: CopyFormat,
+    chunks: impl futures_util::Stream<Item = Chunk>,
+    ledger: &mut Ledger,
+) -> Result<u64, tokio_postgres::Error> {
+    futures_util::pin_mut!(chunks);
+    if format == CopyFormat::Binary {
+        sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
+    }
+    while let Some(chunk) = chunks.next().await {
+        ledger.record(&chunk);
+        sink.send(chunk.data).await?;
+    }
+    if format == CopyFormat::Binary {
+        sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
+    }
+    sink.as_mut().finish().await
 }
 
 /// Turns a COPY failure into an error naming the input line when the server named a row.
