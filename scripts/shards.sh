@@ -210,6 +210,9 @@ CREATE USER MAPPING IF NOT EXISTS FOR PUBLIC SERVER $name
 
 start() {
   local dir=$1 want=$2 n name
+  # DIR is chowned and chmodded below: never someone's directory that happens to exist.
+  [ ! -d "$dir" ] || [ -f "$dir/shards" ] || [ -z "$(ls -A "$dir")" ] ||
+    die "$dir is neither empty nor a directory of scripts/shards.sh"
   mkdir -p "$dir"
   ROOT=$(cd "$dir" && pwd)
   # Unix socket paths are limited to 107 bytes: DIR/.s.PGSQL.NNNNN.lock must fit.
