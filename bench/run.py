@@ -157,7 +157,25 @@ def server_user() -> str | None:
     raise BenchError("running as root and neither user 'inrush' nor 'nobody' exists")
 
 
-class Server:
+class Psql:
+    """psql against one server: the directory holding psql, and a conninfo."""
+
+    def __init__(self, bin_dir: Path, conninfo: str):
+        self.bin, self.conninfo = bin_dir, conninfo
+
+    def psql_cmd(self, *args: str) -> list[str]:
+        return [str(self.bin / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.conninfo, *args]
+
+    def sql(self, *statements: str) -> str:
+        """Runs each statement as its own command (so CHECKPOINT is never inside a transaction
+        block) and returns the unaligned output of the last."""
+        args = ["-At"]
+        for s in statements:
+            args += ["-c", s]
+        return run(self.psql_cmd(*args)).stdout.strip()
+
+
+class Server(Psql):
     """A throwaway cluster in a fresh directory under /tmp:
          ROOT/data     the cluster            ROOT/sock     the Unix socket (no TCP at all)
          ROOT/scratch  CSV and binary parts   ROOT/server.log
@@ -165,7 +183,6 @@ class Server:
     reach the socket and the server can read and write the files of server-side COPY."""
 
     def __init__(self, bin_dir: Path):
-        self.bin = bin_dir
         self.user = server_user()
         self.root = Path(tempfile.mkdtemp(prefix="inrush-bench-", dir="/tmp"))
         self.data, self.sock, self.scratch = (self.root / d for d in ("data", "sock", "scratch"))
@@ -179,7 +196,7 @@ class Server:
             pw = pwd.getpwnam(self.user)
             for p in (self.root, self.sock, self.scratch):
                 os.chown(p, pw.pw_uid, pw.pw_gid)
-        self.conninfo = f"host={self.sock} port={PORT} user=postgres dbname=postgres"
+        super().__init__(bin_dir, f"host={self.sock} port={PORT} user=postgres dbname=postgres")
 
     def as_server_user(self, cmd: list[str]) -> list[str]:
         return ["runuser", "-u", self.user, "--", *cmd] if self.user else cmd
@@ -202,17 +219,6 @@ class Server:
             if p.returncode != 0:
                 log(f"warning: pg_ctl stop failed: {p.stderr.strip()}")
             self.started = False
-
-    def psql_cmd(self, *args: str) -> list[str]:
-        return [str(self.bin / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", self.conninfo, *args]
-
-    def sql(self, *statements: str) -> str:
-        """Runs each statement as its own command (so CHECKPOINT is never inside a transaction
-        block) and returns the unaligned output of the last."""
-        args = ["-At"]
-        for s in statements:
-            args += ["-c", s]
-        return run(self.psql_cmd(*args)).stdout.strip()
 
     def give_to_server(self, path: Path) -> None:
         """Makes a file we wrote readable by the server user (for server-side COPY)."""
@@ -415,7 +421,7 @@ def machine() -> dict:
     return info
 
 
-def server_facts(server: Server) -> dict:
+def server_facts(server: Psql) -> dict:
     facts = {"version": server.sql("SELECT version()")}
     for name in ("max_wal_size", "shared_buffers", "wal_level", "synchronous_commit", "fsync",
                  "full_page_writes", "wal_compression"):
