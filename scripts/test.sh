@@ -37,7 +37,8 @@ trap finish EXIT
 
 scripts/setup.sh
 
-cargo test --workspace --locked 2>&1 | tee -a "$log"
+# --no-fail-fast: one failing test binary must not hide what the others would say.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee -a "$log"
 
 pg15=/usr/lib/postgresql/15/bin
 if [ ! -x "$pg15/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
