@@ -241,18 +241,14 @@ async fn timed(
     let records0 = wal_records(control).await;
     let lsn0 = SessionInfo::wal_lsn(control).await;
 
-    let sampler = Sampler::new(ctx.rows);
-    let cpu0 = cpu_seconds();
-    let start = Instant::now();
-    if let Ok(mut s) = sampler.lock() {
-        s.start_at(start);
-    }
+    let clock = RunClock::start(ctx.rows);
+    let sampler = &clock.sampler;
     match (&plan.method, &csv) {
         (Method::InrushLoad { connections }, Some(csv)) => {
             let load = |opts: &inrush_load::LoadOptions, reporter: &dyn inrush_core::Reporter| {
                 inrush_postgres::load::run(&ctx.target, opts, reporter).map_err(|e| e.to_string())
             };
-            inrush_load(&load, &csv.path, &table, *connections, &sampler)?
+            inrush_load(&load, &csv.path, &table, *connections, sampler)?
         }
         _ => {
             methods::run(
@@ -262,7 +258,7 @@ async fn timed(
                 &staging,
                 &rows,
                 ctx.rows,
-                &sampler,
+                sampler,
                 ctx.seed,
             )
             .await?
@@ -274,8 +270,7 @@ async fn timed(
         exec(control, &expand(sql, schema, ctx.rows)).await?;
         extra.insert(format!("{label}_seconds"), t.elapsed().as_secs_f64());
     }
-    let seconds = start.elapsed().as_secs_f64();
-    let client_cpu_seconds = cpu_seconds() - cpu0;
+    let (seconds, client_cpu_seconds) = clock.read();
 
     // Loading sessions flush their WAL statistics when they end.
     drop(loaders);
@@ -321,7 +316,7 @@ async fn timed(
         seconds,
         log: (lsn0, lsn1),
         client_cpu_seconds,
-        sampler: &sampler,
+        sampler,
     }
     .measurement(
         match (records0, records1) {
@@ -330,6 +325,37 @@ async fn timed(
         },
         extra,
     )
+}
+
+/// A run's clocks, started at once for every engine: wall time, the client's CPU time, and
+/// the insert-rate sampler its loaders tick.
+pub(crate) struct RunClock {
+    pub sampler: methods::SharedSampler,
+    start: Instant,
+    cpu0: f64,
+}
+
+impl RunClock {
+    pub(crate) fn start(rows: u64) -> RunClock {
+        let sampler = Sampler::new(rows);
+        let (cpu0, start) = (cpu_seconds(), Instant::now());
+        if let Ok(mut s) = sampler.lock() {
+            s.start_at(start);
+        }
+        RunClock {
+            sampler,
+            start,
+            cpu0,
+        }
+    }
+
+    /// Wall seconds and client CPU seconds since the start.
+    pub(crate) fn read(&self) -> (f64, f64) {
+        (
+            self.start.elapsed().as_secs_f64(),
+            cpu_seconds() - self.cpu0,
+        )
+    }
 }
 
 /// How every engine's run ends: the figures it took, made one measurement once the table is

@@ -10,8 +10,8 @@ pub mod catalogue;
 
 use crate::data::{self, Row};
 use crate::engine::{Engine, Rights, RunSpec, Saved};
-use crate::measure::{cpu_seconds, inrush_load, CsvFile, RunEnd};
-use crate::methods::{self, share, tick, Sampler, SharedSampler};
+use crate::measure::{inrush_load, CsvFile, RunClock, RunEnd};
+use crate::methods::{self, share, tick, SharedSampler};
 use crate::plan::{expand, Method, RunPlan};
 use crate::results::{Environment, Measurement};
 use crate::{Error, Result};
@@ -210,21 +210,17 @@ async fn timed(
     let before = control.count(&table).await?;
     let redo0 = control.redo_position().await;
 
-    let sampler = Sampler::new(run.rows);
-    let cpu0 = cpu_seconds();
-    let start = Instant::now();
-    if let Ok(mut s) = sampler.lock() {
-        s.start_at(start);
-    }
+    let clock = RunClock::start(run.rows);
+    let sampler = &clock.sampler;
     match (&plan.method, &csv) {
         (Method::InrushLoad { connections }, Some(csv)) => {
             let load = |opts: &inrush_load::LoadOptions, reporter: &dyn inrush_core::Reporter| {
                 inrush_load::load_into(&MysqlTarget::new(options.clone()), opts, reporter)
                     .map_err(|e| e.to_string())
             };
-            inrush_load(&load, &csv.path, &table, *connections, &sampler)?
+            inrush_load(&load, &csv.path, &table, *connections, sampler)?
         }
-        _ => load(&plan.method, &mut loaders, &table, &rows, run, &sampler).await?,
+        _ => load(&plan.method, &mut loaders, &table, &rows, run, sampler).await?,
     }
     let mut extra = BTreeMap::new();
     for (label, sql) in &plan.after {
@@ -232,8 +228,7 @@ async fn timed(
         step(control, &expand(sql, db, run.rows)).await?;
         extra.insert(format!("{label}_seconds"), t.elapsed().as_secs_f64());
     }
-    let seconds = start.elapsed().as_secs_f64();
-    let client_cpu_seconds = cpu_seconds() - cpu0;
+    let (seconds, client_cpu_seconds) = clock.read();
     drop(loaders);
     let redo1 = control.redo_position().await;
 
@@ -246,7 +241,7 @@ async fn timed(
         seconds,
         log: (redo0, redo1),
         client_cpu_seconds,
-        sampler: &sampler,
+        sampler,
     }
     .measurement(None, extra)
 }
