@@ -422,3 +422,158 @@ fn truncate_writes_each_leaf_frozen() {
         "t"
     );
 }
+
+/// A hash-partitioned `t` with two local leaves and two foreign ones, each on a shard database
+/// of its own (one named otherwise there, its columns too), made in `db`.
+fn sharded(db: &Db, remote_extra: &str) -> (Db, Db) {
+    let shards = (Db::fresh("shard"), Db::fresh("shard"));
+    shards
+        .0
+        .exec("CREATE TABLE t_2 (id int, day date, code text)");
+    shards.1.exec(&format!(
+        "CREATE SCHEMA far; CREATE TABLE far.rows_3 (ident int, day date, label text{remote_extra})"
+    ));
+    db.add_foreign_server("shard_a", &shards.0);
+    db.add_foreign_server("shard_b", &shards.1);
+    db.exec(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY HASH (id);
+         CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 0);
+         CREATE TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 1);
+         CREATE FOREIGN TABLE t_2 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 2) SERVER shard_a;
+         CREATE FOREIGN TABLE t_3 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 3) SERVER shard_b
+           OPTIONS (schema_name 'far', table_name 'rows_3');
+         ALTER FOREIGN TABLE t_3 ALTER COLUMN id OPTIONS (column_name 'ident'),
+           ALTER COLUMN code OPTIONS (column_name 'label');",
+    );
+    shards
+}
+
+const BY_LEAF: &str = "SELECT tableoid::regclass::text, t::text FROM t ORDER BY 1, 2";
+
+#[test]
+fn foreign_leaves_are_loaded_straight_into_their_remote_tables() {
+    let (ours, model) = (Db::fresh("partitions"), Db::fresh("partitions"));
+    let (our_a, our_b) = sharded(&ours, "");
+    let _model_shards = sharded(&model, "");
+    let data = rows(20_000);
+    // The server's own routing: COPY into the parent, the foreign rows through postgres_fdw.
+    model.copy_csv("t", &data);
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.connections = 2;
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    let routing = summary.plan.routing.unwrap();
+    assert!(
+        routing.contains("2 of them foreign: COPY straight into their remote tables on 2 foreign servers (shard_a, shard_b)"),
+        "{routing}"
+    );
+    assert!(
+        summary
+            .notes
+            .iter()
+            .any(|n| n.contains("with two-phase commit")),
+        "{:?}",
+        summary.notes
+    );
+    assert_eq!(ours.rows(BY_LEAF), model.rows(BY_LEAF));
+    // The rows are in the shards' own tables, and no transaction was left prepared.
+    assert_eq!(
+        our_a.int("SELECT count(*) FROM t_2") + our_b.int("SELECT count(*) FROM far.rows_3"),
+        model.int("SELECT count(*) FROM t_2") + model.int("SELECT count(*) FROM t_3")
+    );
+    assert_eq!(ours.int("SELECT count(*) FROM pg_prepared_xacts"), 0);
+    // Each shard's table was analyzed on its own server.
+    assert_eq!(
+        our_b.text(
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'rows_3'"
+        ),
+        "t"
+    );
+}
+
+#[test]
+fn a_remote_table_that_differs_goes_through_the_coordinator_and_the_plan_says_why() {
+    let db = Db::fresh("partitions");
+    let (_a, b) = sharded(&db, ", extra int DEFAULT 7");
+    let data = rows(1_000);
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    // A column the foreign table lacks takes its remote default either way: loaded straight.
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!(b.int("SELECT count(*) FROM far.rows_3 WHERE extra <> 7"), 0);
+    // A remote type other than the coordinator's: binary COPY cannot go straight.
+    b.exec("ALTER TABLE far.rows_3 ALTER COLUMN ident TYPE bigint");
+    db.exec("TRUNCATE t");
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    let routing = summary.plan.routing.unwrap();
+    assert!(
+        routing.starts_with("by the server")
+            && routing.contains(
+                "column ident of \"far\".\"rows_3\" is bigint there but integer on the coordinator"
+            ),
+        "{routing}"
+    );
+    assert_eq!(db.int("SELECT count(*) FROM t"), 1_000);
+    // --truncate empties the foreign leaves through the coordinator: routed by the server.
+    opts.truncate = true;
+    b.exec("ALTER TABLE far.rows_3 ALTER COLUMN ident TYPE int");
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    assert!(summary.plan.routing.unwrap().contains("--truncate"));
+    assert_eq!(db.int("SELECT count(*) FROM t"), 1_000);
+}
+
+#[test]
+fn with_max_errors_a_row_a_shard_refuses_goes_to_the_reject_file() {
+    let db = Db::fresh("partitions");
+    let (a, _b) = sharded(&db, "");
+    a.exec("ALTER TABLE t_2 ADD CHECK (code <> 'z')");
+    let data = rows(600);
+    let dir = tempfile::tempdir().unwrap();
+    let (_input, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.max_errors = 1_000;
+    opts.rejects = Some(dir.path().join("rejects.csv"));
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!(summary.rows, db.int("SELECT count(*) FROM t") as u64);
+    assert!(summary.rows_rejected > 0);
+    assert_eq!(summary.rows + summary.rows_rejected, 600);
+    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    assert!(rejected.lines().all(|l| l.ends_with(",z")), "{rejected}");
+    assert_eq!(a.int("SELECT count(*) FROM t_2 WHERE code = 'z'"), 0);
+}
+
+#[test]
+fn a_shard_lost_mid_load_fails_the_load_and_commits_nothing_anywhere() {
+    let db = Db::fresh("partitions");
+    let (a, b) = sharded(&db, "");
+    // The shard's session ends in the middle of the COPY, as when its server goes away: at a
+    // row far into the input that goes to that shard.
+    let victim = db.int("SELECT min(i) FROM generate_series(5000, 6000) i WHERE satisfies_hash_partition('t'::regclass, 4, 2, i)");
+    a.exec(&format!(
+        "CREATE FUNCTION vanish() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.id = {victim} THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER vanish BEFORE INSERT ON t_2 FOR EACH ROW EXECUTE FUNCTION vanish()"
+    ));
+    let data: Vec<u8> = (0..10_000)
+        .flat_map(|i| format!("{i},2024-01-01,x\n").into_bytes())
+        .collect();
+    let (_dir, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.routing = PartitionRouting::Client;
+    opts.connections = 2;
+    let err = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap_err();
+    assert!(err.to_string().contains("terminat"), "{err}");
+    assert_eq!(
+        db.int("SELECT count(*) FROM ONLY t_0") + db.int("SELECT count(*) FROM ONLY t_1"),
+        0
+    );
+    assert_eq!(a.int("SELECT count(*) FROM t_2"), 0);
+    assert_eq!(b.int("SELECT count(*) FROM far.rows_3"), 0);
+    assert_eq!(db.int("SELECT count(*) FROM pg_prepared_xacts"), 0);
+}

@@ -30,6 +30,8 @@ pub fn server() -> &'static (ConnectOptions, String) {
         }
         let server = PrivateServer::start(&ServerOptions {
             unsafe_fast: true,
+            // Loads into foreign partitions commit with two-phase commit when they can.
+            settings: vec![("max_prepared_transactions".into(), "16".into())],
             ..Default::default()
         })
         .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
@@ -174,6 +176,28 @@ impl Db {
             .finish()
             .map(|_| ())
             .map_err(|e| format!("{sql}: {e}"))
+    }
+
+    /// Makes `shard`'s database the foreign server `name` of this one: postgres_fdw, reached
+    /// through the tests' server again, with a user mapping for the current user. Foreign
+    /// partitions made on it live in `shard`, as on a shard server of their own.
+    pub fn add_foreign_server(&self, name: &str, shard: &Db) {
+        use postgres::config::Host;
+        let config = self.target.config();
+        let host = match config.get_hosts().first() {
+            Some(Host::Unix(path)) => path.display().to_string(),
+            Some(Host::Tcp(host)) => host.clone(),
+            None => panic!("the tests' server has no host"),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let user = config.get_user().unwrap_or("postgres");
+        self.exec(&format!(
+            "CREATE EXTENSION IF NOT EXISTS postgres_fdw; \
+             CREATE SERVER {name} FOREIGN DATA WRAPPER postgres_fdw \
+               OPTIONS (host '{host}', port '{port}', dbname '{}'); \
+             CREATE USER MAPPING FOR CURRENT_USER SERVER {name} OPTIONS (user '{user}')",
+            shard.name
+        ));
     }
 
     /// Every row of `sql`'s result, each value as text (`None` for NULL).

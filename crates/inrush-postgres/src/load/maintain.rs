@@ -22,25 +22,45 @@ pub(super) fn maintain(
         table,
         plan: load_plan,
         notes,
+        shards,
         ..
     } = load;
-    let sql = match load_plan.after {
+    let statement = |table: &str| match load_plan.after {
         Maintenance::None => None,
         Maintenance::Analyze | Maintenance::AnalyzeFrozen | Maintenance::AnalyzeOnly => {
-            Some(format!("ANALYZE {}", table.qualified()))
+            Some(format!("ANALYZE {table}"))
         }
-        Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {}", table.qualified())),
+        Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {table}")),
     };
-    if let Some(sql) = sql {
-        reporter.phase(Phase::Maintain {
-            vacuum: load_plan.after == Maintenance::VacuumAnalyze,
-        });
-        let upkeep = control.batch_execute(&sql);
-        let done = runtime.block_on(until_interrupted(upkeep, control, target, opts));
+    if statement("").is_none() {
+        return;
+    }
+    reporter.phase(Phase::Maintain {
+        vacuum: load_plan.after == Maintenance::VacuumAnalyze,
+    });
+    // The target's table, then each remote table a routed load wrote to on its own server
+    // (the coordinator's ANALYZE samples foreign partitions, but leaves the shards' own
+    // statistics and visibility maps as they were).
+    let mut work: Vec<(&tokio_postgres::Client, &ConnectOptions, String)> =
+        vec![(&*control, target, table.qualified())];
+    for shard in shards.iter() {
+        for remote in &shard.tables {
+            work.push((&shard.control, &shard.options, remote.clone()));
+        }
+    }
+    for (client, server, table) in work {
+        let Some(sql) = statement(&table) else {
+            continue;
+        };
+        let upkeep = client.batch_execute(&sql);
+        let done = runtime.block_on(until_interrupted(upkeep, client, server, opts));
         match done {
-            _ if opts.interrupt.is_set() => notes.push(format!(
-                "{sql} skipped: interrupted (the rows are committed)"
-            )),
+            _ if opts.interrupt.is_set() => {
+                notes.push(format!(
+                    "{sql} skipped: interrupted (the rows are committed)"
+                ));
+                return;
+            }
             // The rows are committed; only the upkeep failed (usually: not the table's owner).
             Err(e) => notes.push(format!("{sql} failed: {}", crate::describe_pg_error(&e))),
             Ok(()) => {}

@@ -136,7 +136,7 @@ pub fn plan(
             }
             PartitionRouting::Client => None,
         };
-        plan.routing = prepare::routing(&client, &table, &table.columns, blocked)
+        plan.routing = prepare::routing(&client, &table, &table.columns, blocked, target, false)
             .await?
             .1;
         Ok::<_, crate::Error>(plan)

@@ -4,11 +4,12 @@
 
 use super::claim::{self, Claim};
 use super::create;
+use super::sink::Destination;
 use super::staging::Staging;
 use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::{self, InputIdentity};
 use crate::resolve::Resolver;
-use crate::route::{self, Router, Routing};
+use crate::route::{self, Router, Routing, ShardServer};
 use crate::{ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
 use inrush_core::{Progress, TargetColumn, ValueType};
 use inrush_encode::{DateOrder, EncodeContext};
@@ -52,8 +53,10 @@ pub(super) struct Prepared {
     pub staging: Option<Staging>,
     /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
     /// routed to on the client), and what each COPY transaction runs before it.
-    pub statements: Vec<String>,
+    pub destinations: Vec<Destination>,
     pub prelude: Vec<String>,
+    /// The foreign servers of a load routed to foreign partitions, connected.
+    pub shards: Vec<ShardServer>,
     pub workers: WorkerPlan,
     pub plan: LoadPlan,
     pub notes: Vec<String>,
@@ -240,24 +243,55 @@ pub(super) fn prepare(
         load_plan.choose_sort(&workers.columns, blocked);
     }
     let blocked = routing_blocked(opts, format, staging.is_some(), &load_plan);
-    let (router, routing) =
-        runtime.block_on(routing(&control, &table, &workers.columns, blocked))?;
+    let (routed, routing) = runtime.block_on(routing(
+        &control,
+        &table,
+        &workers.columns,
+        blocked,
+        target,
+        opts.truncate,
+    ))?;
     load_plan.routing = routing;
-    let statements = match router {
-        Some(router) => {
+    let (destinations, shards) = match routed {
+        Some(Routed { router, shards }) => {
             // --truncate empties every leaf in the load's own transaction: each leaf can then
             // be written frozen, which COPY into the partitioned table cannot do.
             let frozen_leaves = opts.truncate && opts.max_errors == 0;
             load_plan = load_plan.loaded_frozen(frozen_leaves);
-            let statements = router
+            let destinations = router
                 .leaves
                 .iter()
-                .map(|leaf| copy_from_stdin(&leaf.qualified, &copy_columns, format, frozen_leaves))
+                .map(|leaf| match &leaf.remote {
+                    Some(remote) => Destination {
+                        statement: copy_from_stdin(
+                            &remote.qualified,
+                            &remote.columns,
+                            format,
+                            false,
+                        ),
+                        server: remote.shard + 1,
+                    },
+                    None => Destination {
+                        statement: copy_from_stdin(
+                            &leaf.qualified,
+                            &copy_columns,
+                            format,
+                            frozen_leaves,
+                        ),
+                        server: 0,
+                    },
+                })
                 .collect();
             workers.route = Some(Box::new(router));
-            statements
+            (destinations, shards)
         }
-        None => vec![statement],
+        None => (
+            vec![Destination {
+                statement,
+                server: 0,
+            }],
+            Vec::new(),
+        ),
     };
     let mut notes: Vec<String> = query_note
         .into_iter()
@@ -308,8 +342,9 @@ pub(super) fn prepare(
         format,
         text_reason,
         staging,
-        statements,
+        destinations,
         prelude,
+        shards,
         workers,
         plan: load_plan,
         notes,
@@ -389,30 +424,60 @@ fn routing_blocked(
     }
 }
 
+/// A partitioned table's rows routed by inrush: the router, and the foreign servers its
+/// foreign leaves live on, connected.
+pub(super) struct Routed {
+    pub router: Router,
+    pub shards: Vec<ShardServer>,
+}
+
 /// How a partitioned table's rows find their partitions (see [`crate::route`]): the router
-/// when inrush routes them, and the plan's sentence either way.
+/// when inrush routes them, and the plan's sentence either way. `truncates`: the load empties
+/// the table first, which the coordinator does to foreign leaves through postgres_fdw, in a
+/// transaction a COPY straight into the shard would wait on.
 pub(super) async fn routing(
     client: &Client,
     table: &TableInfo,
     columns: &[TargetColumn],
     blocked: Option<&str>,
-) -> crate::Result<(Option<Router>, Option<String>)> {
+    target: &ConnectOptions,
+    truncates: bool,
+) -> crate::Result<(Option<Routed>, Option<String>)> {
     if !table.partitioned {
         return Ok((None, None));
     }
     let routing = match blocked {
         Some(why) => Routing::Server(why.to_string()),
-        None => route::routing(client, table, columns).await?,
+        None => route::routing(client, table, columns, target).await?,
     };
-    Ok(match routing {
+    let routed = match routing {
+        Routing::Client(router) if router.shards.is_empty() => Ok((router, Vec::new())),
+        Routing::Client(_) if truncates => Err("--truncate empties the foreign partitions through the coordinator's postgres_fdw, in a transaction a COPY on the shard would wait on".to_string()),
         Routing::Client(router) => {
-            let sentence = format!(
+            let remotes: Vec<_> = router.leaves.iter().filter_map(|l| l.remote.clone()).collect();
+            route::shard::open(&router.shards, &remotes)
+                .await?
+                .map(|shards| (router, shards))
+        }
+        Routing::Server(why) => Err(why),
+    };
+    Ok(match routed {
+        Ok((router, shards)) => {
+            let mut sentence = format!(
                 "by inrush: each row's leaf found on the client, {} leaf partitions each loaded by its own COPY",
                 router.leaves.len()
             );
-            (Some(router), Some(sentence))
+            if !shards.is_empty() {
+                let foreign = router.leaves.iter().filter(|l| l.remote.is_some()).count();
+                sentence.push_str(&format!(
+                    ", {foreign} of them foreign: COPY straight into their remote tables on {} ({}), whose indexes stay in place",
+                    match shards.len() { 1 => "1 foreign server".to_string(), n => format!("{n} foreign servers") },
+                    shards.iter().map(|s| s.shard.server.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            (Some(Routed { router, shards }), Some(sentence))
         }
-        Routing::Server(why) => (
+        Err(why) => (
             None,
             Some(format!(
                 "by the server (COPY into {}): {why}",

@@ -21,12 +21,15 @@ fn query_error(what: &str, cause: tokio_postgres::Error) -> Error {
     })
 }
 
-/// BEGIN, the prelude (TRUNCATE, LOCK), and the transaction's id.
-async fn open_transaction(client: &Client, prelude: &[String]) -> Result<i64> {
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|e| query_error("BEGIN", e))?;
+/// BEGIN on the target and every shard, the prelude (TRUNCATE, LOCK) on the target, and the
+/// target's transaction id.
+async fn open_transaction(client: &Client, shards: &[Client], prelude: &[String]) -> Result<i64> {
+    for session in std::iter::once(client).chain(shards) {
+        session
+            .batch_execute("BEGIN")
+            .await
+            .map_err(|e| query_error("BEGIN", e))?;
+    }
     for sql in prelude {
         client
             .batch_execute(sql)
@@ -104,9 +107,18 @@ impl Ledger {
     }
 }
 
+/// Where one destination's rows go: a COPY statement, run on the target (`server` 0) or on
+/// shard `server - 1` of a load routed to foreign partitions.
+pub(crate) struct Destination {
+    pub statement: String,
+    pub server: usize,
+}
+
 /// An open transaction whose COPY finished; committed or rolled back by the pipeline.
 pub(crate) struct Finished {
     pub client: Client,
+    /// The transactions of the same sink on each shard, open too.
+    pub shards: Vec<Client>,
     pub rows: u64,
     /// The transaction's id (`txid_current()`): its rows carry it as `xmin`, which is how a
     /// load is undone after its commit when a key rebuilt after it does not hold.
@@ -115,28 +127,62 @@ pub(crate) struct Finished {
     pub refused: u64,
 }
 
-/// Streams the chunks into `statements[chunk.dest]` (one COPY per destination: the table, or
-/// each leaf partition of a load routed on the client) in one transaction.
+/// One sink's sessions: on the target, and on each shard a routed load writes to.
+pub(crate) struct Sessions {
+    pub client: Client,
+    pub shards: Vec<Client>,
+}
+
+impl Sessions {
+    /// The session of a destination's server.
+    fn of(&self, destination: &Destination) -> &Client {
+        match destination.server {
+            0 => &self.client,
+            shard => &self.shards[shard - 1],
+        }
+    }
+
+    fn finished(self, rows: u64, txid: i64, refused: u64) -> Finished {
+        Finished {
+            client: self.client,
+            shards: self.shards,
+            rows,
+            txid,
+            refused,
+        }
+    }
+}
+
+/// Streams the chunks into `destinations[chunk.dest]` (one COPY per destination: the table,
+/// or each leaf partition of a load routed on the client) in one transaction per server.
 pub(crate) async fn run(
-    client: Client,
+    sessions: Sessions,
     prelude: &[String],
-    statements: &[String],
+    destinations: &[Destination],
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
+    let txid = open_transaction(&sessions.client, &sessions.shards, prelude).await?;
     if let Some(rejects) = &shared.rejects {
         return run_isolating(
-            client, prelude, statements, format, chunks, shared, plan, rejects,
+            sessions,
+            txid,
+            destinations,
+            format,
+            chunks,
+            shared,
+            plan,
+            rejects,
         )
         .await;
     }
-    if statements.len() > 1 {
-        return run_routed(client, prelude, statements, format, chunks, shared, plan).await;
+    if destinations.len() > 1 {
+        return run_routed(sessions, txid, destinations, format, chunks, shared, plan).await;
     }
-    let statement = &statements[0];
-    let txid = open_transaction(&client, prelude).await?;
+    let statement = &destinations[0].statement;
+    let client = &sessions.client;
     let sink = client
         .copy_in::<_, Bytes>(statement)
         .await
@@ -153,12 +199,7 @@ pub(crate) async fn run(
     // Stop taking chunks at once on failure, so workers stop too.
     drop(chunks);
     match streamed {
-        Ok(rows) => Ok(Finished {
-            client,
-            rows,
-            txid,
-            refused: 0,
-        }),
+        Ok(rows) => Ok(sessions.finished(rows, txid, 0)),
         Err(e) => Err(server_refusal(e, &ledger, plan)),
     }
 }
@@ -168,19 +209,18 @@ pub(crate) async fn run(
 const ROUTED_FLUSH: usize = 1 << 20;
 
 /// Routed on the client: each destination's chunks are gathered and COPYed into it in runs of
-/// [`ROUTED_FLUSH`] bytes, all in the one transaction.
+/// [`ROUTED_FLUSH`] bytes, all in the one transaction per server.
 async fn run_routed(
-    client: Client,
-    prelude: &[String],
-    statements: &[String],
+    sessions: Sessions,
+    txid: i64,
+    destinations: &[Destination],
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
-    let txid = open_transaction(&client, prelude).await?;
     let mut pending: Vec<(Vec<Chunk>, usize)> =
-        statements.iter().map(|_| (Vec::new(), 0)).collect();
+        destinations.iter().map(|_| (Vec::new(), 0)).collect();
     let mut rows = 0;
     while let Some(chunk) = next_chunk(&chunks, shared).await {
         let dest = chunk.dest as usize;
@@ -192,23 +232,19 @@ async fn run_routed(
         if *bytes >= ROUTED_FLUSH {
             let run = std::mem::take(gathered);
             *bytes = 0;
-            rows += copy_run(&client, &statements[dest], format, run, plan).await?;
+            let to = &destinations[dest];
+            rows += copy_run(sessions.of(to), &to.statement, format, run, plan).await?;
         }
     }
     drop(chunks);
     if !shared.is_cancelled() {
-        for ((gathered, _), statement) in pending.into_iter().zip(statements) {
+        for ((gathered, _), to) in pending.into_iter().zip(destinations) {
             if !gathered.is_empty() {
-                rows += copy_run(&client, statement, format, gathered, plan).await?;
+                rows += copy_run(sessions.of(to), &to.statement, format, gathered, plan).await?;
             }
         }
     }
-    Ok(Finished {
-        client,
-        rows,
-        txid,
-        refused: 0,
-    })
+    Ok(sessions.finished(rows, txid, 0))
 }
 
 /// One COPY of a run of chunks; a refused row is named by its input line.
@@ -379,6 +415,7 @@ pub(crate) async fn run_resumable(
     drop(chunks);
     Ok(Finished {
         client,
+        shards: Vec::new(),
         rows,
         txid: 0,
         refused,
@@ -484,33 +521,35 @@ async fn copy_one(
 /// which is why the fast path above streams one COPY instead.
 #[allow(clippy::too_many_arguments)]
 async fn run_isolating(
-    client: Client,
-    prelude: &[String],
-    statements: &[String],
+    sessions: Sessions,
+    txid: i64,
+    destinations: &[Destination],
     format: CopyFormat,
     chunks: flume::Receiver<Chunk>,
     shared: &Shared,
     plan: &WorkerPlan,
     rejects: &Rejects,
 ) -> Result<Finished> {
-    let txid = open_transaction(&client, prelude).await?;
     let (mut rows, mut refused) = (0, 0);
     loop {
         let Some(chunk) = next_chunk(&chunks, shared).await else {
             break;
         };
-        let statement = &statements[chunk.dest as usize];
-        let loaded = load_isolating(&client, statement, format, &chunk, plan, rejects).await?;
+        let to = &destinations[chunk.dest as usize];
+        let loaded = load_isolating(
+            sessions.of(to),
+            &to.statement,
+            format,
+            &chunk,
+            plan,
+            rejects,
+        )
+        .await?;
         rows += loaded;
         refused += chunk.rows - loaded;
     }
     drop(chunks);
-    Ok(Finished {
-        client,
-        rows,
-        txid,
-        refused,
-    })
+    Ok(sessions.finished(rows, txid, refused))
 }
 
 /// COPYs a chunk; when the server refuses a row, rolls back to before the attempt, puts the

@@ -3,8 +3,9 @@
 //! committed together (or, under `--resume`, block by block already), or all rolled back.
 
 use super::prepare::Prepared;
-use super::sink::{self, Finished};
+use super::sink::{self, Finished, Sessions};
 use super::watch;
+use crate::route::ShardServer;
 use crate::{ConnectOptions, SessionInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::rejects::Rejects;
@@ -41,8 +42,9 @@ pub(super) fn stream(
         format,
         text_reason,
         staging,
-        statements,
+        destinations,
         prelude,
+        shards,
         workers: plan,
         plan: load_plan,
         connections,
@@ -51,15 +53,8 @@ pub(super) fn stream(
     } = &*load;
     let (format, connections, ordered) = (*format, *connections, *ordered);
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(control));
-    let (sinks, sessions) = runtime.block_on(async {
-        let connects = (0..connections).map(|_| async {
-            let client = target.connect().await?;
-            let session = watch::Session::of(&client).await?;
-            Ok::<_, crate::Error>((client, session))
-        });
-        let connected = futures_util::future::try_join_all(connects).await?;
-        Ok::<_, crate::Error>(connected.into_iter().unzip::<_, _, Vec<_>, Vec<_>>())
-    })?;
+    let (sinks, watched) = runtime.block_on(connect_sinks(control, target, shards, connections))?;
+    let two_phase = runtime.block_on(joint_commit(control, shards, connections))?;
     if resume.is_some() {
         opts.interrupt.resumable();
     }
@@ -126,15 +121,15 @@ pub(super) fn stream(
                 if opts.check_only {
                     return (Vec::new(), drain(chunk_rx, shared).await);
                 }
-                let streams = sinks.into_iter().map(|client| {
-                    let (chunks, plan, statements, prelude, resume) =
-                        (chunk_rx.clone(), &plan, &statements, &prelude, &resume);
+                let streams = sinks.into_iter().map(|sessions| {
+                    let (chunks, plan, destinations, prelude, resume) =
+                        (chunk_rx.clone(), &plan, &destinations, &prelude, &resume);
                     async move {
                         let streamed = match resume {
                             Some((identity, _, _)) => {
                                 sink::run_resumable(
-                                    client,
-                                    &statements[0],
+                                    sessions.client,
+                                    &destinations[0].statement,
                                     format,
                                     chunks,
                                     shared,
@@ -145,8 +140,16 @@ pub(super) fn stream(
                                 .await
                             }
                             None => {
-                                sink::run(client, prelude, statements, format, chunks, shared, plan)
-                                    .await
+                                sink::run(
+                                    sessions,
+                                    prelude,
+                                    destinations,
+                                    format,
+                                    chunks,
+                                    shared,
+                                    plan,
+                                )
+                                .await
                             }
                         };
                         match streamed {
@@ -160,11 +163,11 @@ pub(super) fn stream(
                 });
                 // Two connections' transactions wait on each other only when both stay open
                 // to the end (not under --resume, which commits block by block).
-                let find_deadlocks = resume.is_none() && sessions.len() > 1;
-                let watched = watch::watch(control, target, &sessions, shared, find_deadlocks);
+                let find_deadlocks = resume.is_none() && connections > 1;
+                let watching = watch::watch(&watched, shared, find_deadlocks);
                 let results = tokio::select! {
                     results = futures_util::future::join_all(streams) => results,
-                    never = watched => match never {},
+                    never = watching => match never {},
                 };
                 drop(chunk_rx);
                 (results.into_iter().flatten().collect::<Vec<_>>(), 0)
@@ -234,7 +237,10 @@ pub(super) fn stream(
     // With --resume every chunk committed on its own already.
     if !opts.check_only && resume.is_none() {
         reporter.phase(Phase::Commit);
-        runtime.block_on(commit(&finished))?;
+        match two_phase {
+            true => runtime.block_on(commit_prepared(&finished))?,
+            false => runtime.block_on(commit(&finished))?,
+        }
     }
     let merged = match &staging {
         Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control))?),
@@ -245,6 +251,16 @@ pub(super) fn stream(
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     let txids = finished.iter().map(|f| f.txid).collect();
     // Merged: the rows that reached the table, and what happened to the others.
+    let commit_note = (!shards.is_empty() && !opts.check_only).then(|| match two_phase {
+        true => format!(
+            "committed on the target and {} foreign server(s) together, with two-phase commit",
+            shards.len()
+        ),
+        false => format!(
+            "committed one transaction per server on the target and {} foreign server(s), not with two-phase commit (max_prepared_transactions is below {connections} on one of them): a failure between the first COMMIT and the last would be reported as a partial commit",
+            shards.len()
+        ),
+    });
     let (rows, merge_note) = match merged {
         Some(affected) => (
             affected,
@@ -289,7 +305,7 @@ pub(super) fn stream(
             rows_resumed: resume.as_ref().map_or(0, |r| r.2),
             plan: load_plan.clone(),
             phases: Phases::default(),
-            notes: merge_note.into_iter().collect(),
+            notes: merge_note.into_iter().chain(commit_note).collect(),
         },
         txids,
     ))
@@ -304,17 +320,145 @@ async fn drain(chunks: flume::Receiver<inrush_load::worker::Chunk>, shared: &Sha
     rows
 }
 
+/// Every sink's sessions (on the target, and on each shard), and the same sessions grouped by
+/// server for the watch.
+async fn connect_sinks<'a>(
+    control: &'a tokio_postgres::Client,
+    target: &'a ConnectOptions,
+    shards: &'a [ShardServer],
+    connections: usize,
+) -> crate::Result<(Vec<Sessions>, Vec<watch::Watched<'a>>)> {
+    let connects = (0..connections).map(|_| async {
+        let client = target.connect().await?;
+        let shards = futures_util::future::try_join_all(shards.iter().map(|s| s.options.connect()));
+        Ok::<_, crate::Error>(Sessions {
+            client,
+            shards: shards.await?,
+        })
+    });
+    let sinks = futures_util::future::try_join_all(connects).await?;
+    let mut watched = vec![watch::Watched {
+        control,
+        target,
+        sessions: Vec::new(),
+    }];
+    watched.extend(shards.iter().map(|s| watch::Watched {
+        control: &s.control,
+        target: &s.options,
+        sessions: Vec::new(),
+    }));
+    for sink in &sinks {
+        watched[0]
+            .sessions
+            .push(watch::Session::of(&sink.client).await?);
+        for (k, shard) in sink.shards.iter().enumerate() {
+            watched[k + 1]
+                .sessions
+                .push(watch::Session::of(shard).await?);
+        }
+    }
+    Ok((sinks, watched))
+}
+
+/// Whether the load commits with two-phase commit: when it writes to shards and every server
+/// can hold each connection's transaction prepared (`max_prepared_transactions`).
+async fn joint_commit(
+    control: &tokio_postgres::Client,
+    shards: &[ShardServer],
+    connections: usize,
+) -> crate::Result<bool> {
+    if shards.is_empty() {
+        return Ok(false);
+    }
+    let slots: i64 = control
+        .query_one(
+            "SELECT current_setting('max_prepared_transactions')::bigint",
+            &[],
+        )
+        .await
+        .map_err(crate::query_error("reading max_prepared_transactions"))?
+        .get(0);
+    let enough = |slots: i64| slots >= connections as i64;
+    Ok(enough(slots) && shards.iter().all(|s| enough(s.prepared_slots)))
+}
+
+/// Every session of every sink: on the target first, then on each shard.
+fn all_sessions(finished: &[Finished]) -> impl Iterator<Item = &tokio_postgres::Client> {
+    finished
+        .iter()
+        .flat_map(|f| std::iter::once(&f.client).chain(&f.shards))
+}
+
 /// Best effort: a connection that cannot roll back is closed, which rolls back too.
 async fn rollback(finished: &[Finished]) {
-    let rollbacks = finished.iter().map(|f| f.client.batch_execute("ROLLBACK"));
+    let rollbacks = all_sessions(finished).map(|c| c.batch_execute("ROLLBACK"));
     futures_util::future::join_all(rollbacks).await;
+}
+
+/// All or nothing across servers: every transaction PREPAREd, then each COMMIT PREPARED. A
+/// failed PREPARE rolls every one back; a COMMIT PREPARED that fails after all were prepared
+/// leaves that transaction prepared on its server, and the error names it.
+async fn commit_prepared(finished: &[Finished]) -> Result<()> {
+    // Unique on each server: the target's transaction id of the sink, and the session's place.
+    let gids: Vec<(&tokio_postgres::Client, String)> = finished
+        .iter()
+        .flat_map(|f| {
+            std::iter::once(&f.client)
+                .chain(&f.shards)
+                .enumerate()
+                .map(move |(k, c)| (c, format!("inrush_{}_{k}", f.txid)))
+        })
+        .collect();
+    let prepares = gids.iter().map(|(c, gid)| async move {
+        c.batch_execute(&format!("PREPARE TRANSACTION '{gid}'"))
+            .await
+    });
+    let prepared = futures_util::future::join_all(prepares).await;
+    if let Some(first_error) = prepared.iter().find_map(|r| r.as_ref().err()) {
+        let reason = crate::describe_pg_error(first_error);
+        let undo = gids.iter().zip(&prepared).map(|((c, gid), r)| async move {
+            let sql = match r {
+                Ok(()) => format!("ROLLBACK PREPARED '{gid}'"),
+                Err(_) => "ROLLBACK".to_string(),
+            };
+            let _ = c.batch_execute(&sql).await;
+        });
+        futures_util::future::join_all(undo).await;
+        return Err(Error::from(crate::Error::Server(format!(
+            "PREPARE TRANSACTION failed, every server rolled back: {reason}"
+        ))));
+    }
+    let commits = gids
+        .iter()
+        .map(|(c, gid)| async move { c.batch_execute(&format!("COMMIT PREPARED '{gid}'")).await });
+    let results = futures_util::future::join_all(commits).await;
+    let left: Vec<&str> = gids
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_err())
+        .map(|((_, gid), _)| gid.as_str())
+        .collect();
+    let Some(first_error) = results.iter().find_map(|r| r.as_ref().err()) else {
+        return Ok(());
+    };
+    Err(Error::PartialCommit {
+        committed: gids.len() - left.len(),
+        connections: gids.len(),
+        rows_committed: finished.iter().map(|f| f.rows).sum(),
+        reason: format!(
+            "{}; still prepared, to finish with COMMIT PREPARED on its server: {}",
+            crate::describe_pg_error(first_error),
+            left.join(", ")
+        ),
+    })
 }
 
 /// Commits every connection at once; reports exactly how many made it if not all did.
 async fn commit(finished: &[Finished]) -> Result<()> {
-    let commits = finished.iter().map(|f| f.client.batch_execute("COMMIT"));
+    let commits = all_sessions(finished).map(|c| c.batch_execute("COMMIT"));
     let results = futures_util::future::join_all(commits).await;
     let committed = results.iter().filter(|r| r.is_ok()).count();
+    let sessions = results.len();
     let Some(first_error) = results.into_iter().find_map(|r| r.err()) else {
         return Ok(());
     };
@@ -328,7 +472,7 @@ async fn commit(finished: &[Finished]) -> Result<()> {
     let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
     Err(Error::PartialCommit {
         committed,
-        connections: finished.len(),
+        connections: sessions,
         rows_committed,
         reason: crate::describe_pg_error(&first_error),
     })

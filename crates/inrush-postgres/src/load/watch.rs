@@ -6,7 +6,8 @@
 //! cannot see it: the second COPY of a key a kept unique index already holds from another
 //! connection waits for that transaction, which stays open until every COPY is done (a trigger
 //! updating a shared row does the same). Polling `pg_blocking_pids` from the control connection
-//! finds that and fails the load instead of hanging.
+//! finds that and fails the load instead of hanging; on each shard of a load routed to foreign
+//! partitions too, from a control session there.
 
 use crate::{activity, ConnectOptions};
 use inrush_load::stages::{Shared, CANCEL_POLL};
@@ -29,46 +30,56 @@ impl Session {
     }
 }
 
+/// The load's COPY sessions on one server (the target, or a shard), and the session that
+/// watches them there.
+pub(crate) struct Watched<'a> {
+    pub control: &'a Client,
+    pub target: &'a ConnectOptions,
+    pub sessions: Vec<Session>,
+}
+
 /// Runs beside the sinks until they are done (the caller drops it then). When the load is
-/// cancelled, cancels what every session runs; with `find_deadlocks` (the sessions' transactions
-/// stay open until all are done), fails the load with [`Error::SelfBlocked`] when one waits on
-/// another.
+/// cancelled, cancels what every session runs on every server; with `find_deadlocks` (the
+/// sessions' transactions stay open until all are done), fails the load with
+/// [`Error::SelfBlocked`] when one waits on another of the same server.
 pub(crate) async fn watch(
-    control: &Client,
-    target: &ConnectOptions,
-    sessions: &[Session],
+    servers: &[Watched<'_>],
     shared: &Shared,
     find_deadlocks: bool,
 ) -> Infallible {
     // Lock waits are checked every second: a real wait between two sessions never ends, so
     // there is no hurry, and the query costs the server next to nothing.
     const CHECK_EVERY: u32 = 20;
-    let pids: Vec<i32> = sessions.iter().map(|s| s.pid).collect();
     let mut ticks = 0u32;
     // A wait counts when two checks in a row see it: one that ends by itself is not failed on.
-    let mut seen: Vec<(i32, i32)> = Vec::new();
+    let mut seen: Vec<Vec<(i32, i32)>> = vec![Vec::new(); servers.len()];
     while !shared.is_cancelled() {
         tokio::time::sleep(CANCEL_POLL).await;
         ticks += 1;
         if !find_deadlocks || !ticks.is_multiple_of(CHECK_EVERY) {
             continue;
         }
-        let Ok(waits) = activity::waits_among(control, &pids).await else {
-            continue;
-        };
-        if let Some(&(waiting, holding)) = waits.iter().find(|w| seen.contains(w)) {
-            let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
-            shared.fail(Error::SelfBlocked {
-                waiting: number(waiting),
-                holding: number(holding),
-                connections: pids.len(),
-            });
+        for (server, seen) in servers.iter().zip(seen.iter_mut()) {
+            let pids: Vec<i32> = server.sessions.iter().map(|s| s.pid).collect();
+            let Ok(waits) = activity::waits_among(server.control, &pids).await else {
+                continue;
+            };
+            if let Some(&(waiting, holding)) = waits.iter().find(|w| seen.contains(w)) {
+                let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
+                shared.fail(Error::SelfBlocked {
+                    waiting: number(waiting),
+                    holding: number(holding),
+                    connections: pids.len(),
+                });
+            }
+            *seen = waits;
         }
-        seen = waits;
     }
-    for session in sessions {
-        // Best effort: a session that is gone or idle has nothing to cancel.
-        let _ = target.cancel(&session.token).await;
+    for server in servers {
+        for session in &server.sessions {
+            // Best effort: a session that is gone or idle has nothing to cancel.
+            let _ = server.target.cancel(&session.token).await;
+        }
     }
     std::future::pending().await
 }

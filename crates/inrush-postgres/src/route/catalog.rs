@@ -5,8 +5,9 @@
 
 use super::bound::{BoundText, Literal};
 use super::hash::KeyKind;
+use super::shard;
 use super::{Bound, Datum, KeyColumn, Leaf, Node, Router, Routing, Strategy, Target};
-use crate::{query_error, quote_ident, Result, TableInfo};
+use crate::{query_error, quote_ident, ConnectOptions, Result, TableInfo};
 use inrush_core::TargetColumn;
 use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::Client;
@@ -36,14 +37,16 @@ struct KeyRow {
 
 /// How `table`'s rows are routed when the load feeds `columns`: by inrush when it can
 /// reproduce the server's choice exactly and COPY into the leaves means what COPY into the
-/// table means; else by the server, with the reason.
+/// table means; else by the server, with the reason. `target`: how the coordinator was
+/// reached, for foreign servers that leave their host out.
 pub async fn routing(
     client: &Client,
     table: &TableInfo,
     columns: &[TargetColumn],
+    target: &ConnectOptions,
 ) -> Result<Routing> {
     let tree = read_tree(client, table.oid).await?;
-    if let Some(reason) = leaves_differ(client, table, &tree, columns).await? {
+    if let Some(reason) = leaves_differ(client, table, columns).await? {
         return Ok(Routing::Server(reason));
     }
     let keys = read_keys(client, &tree).await?;
@@ -52,13 +55,32 @@ pub async fn routing(
         Err(reason) => return Ok(Routing::Server(reason)),
     };
     let mut leaves = Vec::new();
-    Ok(match build(&mut all, table.oid, &mut leaves) {
-        Some(root) => Routing::Client(Router { root, leaves }),
-        None => Routing::Server(format!(
+    let Some(root) = build(&mut all, table.oid, &mut leaves) else {
+        return Ok(Routing::Server(format!(
             "the partition tree of {} changed while it was read",
             table.qualified()
-        )),
-    })
+        )));
+    };
+    let foreign: Vec<u32> = tree
+        .iter()
+        .filter(|r| r.kind == "f")
+        .map(|r| r.oid)
+        .filter(|oid| leaves.iter().any(|l| l.oid == *oid))
+        .collect();
+    let (remotes, shards) = match shard::remotes(client, &foreign, columns, target).await? {
+        Ok(found) => found,
+        Err(reason) => return Ok(Routing::Server(reason)),
+    };
+    for (oid, remote) in foreign.into_iter().zip(remotes) {
+        if let Some(leaf) = leaves.iter_mut().find(|l| l.oid == oid) {
+            leaf.remote = Some(remote);
+        }
+    }
+    Ok(Routing::Client(Router {
+        root,
+        leaves,
+        shards,
+    }))
 }
 
 async fn read_tree(client: &Client, oid: u32) -> Result<Vec<Relation>> {
@@ -91,21 +113,15 @@ async fn read_tree(client: &Client, oid: u32) -> Result<Vec<Relation>> {
 }
 
 /// Why COPY straight into the leaves would not do what COPY into the table does, if it would
-/// not: a foreign leaf, a leaf without INSERT privilege (COPY into the parent checks the
-/// parent's alone), row security, a statement trigger on a partitioned table (it fires only
-/// for COPY into that table), or a column the input omits whose default or identity differs.
+/// not: a leaf without INSERT privilege (COPY into the parent checks the parent's alone), row
+/// security, a statement trigger on a partitioned table (it fires only for COPY into that
+/// table), a trigger on a foreign leaf (it fires on the coordinator, which COPY on the shard
+/// passes by), or a column the input omits whose default or identity differs.
 async fn leaves_differ(
     client: &Client,
     table: &TableInfo,
-    tree: &[Relation],
     columns: &[TargetColumn],
 ) -> Result<Option<String>> {
-    if let Some(foreign) = tree.iter().find(|r| r.kind == "f") {
-        return Ok(Some(format!(
-            "partition {} is a foreign table: its rows go through the server's postgres_fdw (loading shards straight is not built yet)",
-            foreign.qualified
-        )));
-    }
     let loaded: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
     let row = client
         .query_one(
@@ -125,7 +141,10 @@ async fn leaves_differ(
                   LEFT JOIN pg_attrdef pd ON pd.adrelid = p.attrelid AND pd.adnum = p.attnum \
                   WHERE t.isleaf AND NOT (a.attname::text = ANY($2::text[])) \
                     AND (pg_get_expr(ad.adbin, ad.adrelid) IS DISTINCT FROM pg_get_expr(pd.adbin, pd.adrelid) \
-                         OR a.attidentity <> p.attidentity))",
+                         OR a.attidentity <> p.attidentity)), \
+               (SELECT min(g.tgname || ' on ' || t.oid::regclass::text) FROM tree t \
+                  JOIN pg_class c ON c.oid = t.oid AND c.relkind = 'f' \
+                  JOIN pg_trigger g ON g.tgrelid = t.oid WHERE NOT g.tgisinternal)",
             &[&table.oid, &loaded],
         )
         .await
@@ -135,6 +154,7 @@ async fn leaves_differ(
         row.get::<_, Option<String>>(1).map(|rel| format!("row-level security on {rel}: its policies depend on the table named")),
         row.get::<_, Option<String>>(2).map(|trigger| format!("statement trigger {trigger} fires only for COPY into that table")),
         row.get::<_, Option<String>>(3).map(|column| format!("column {column}, which the input omits, has a default or identity other than the parent's")),
+        row.get::<_, Option<String>>(4).map(|trigger| format!("trigger {trigger} fires on the coordinator, which a COPY straight into the shard passes by")),
     ];
     Ok(reasons.into_iter().flatten().next())
 }
@@ -275,6 +295,7 @@ fn build(all: &mut Vec<Parted>, oid: u32, leaves: &mut Vec<Leaf>) -> Option<Node
                 leaves.push(Leaf {
                     oid: child.oid,
                     qualified: child.qualified.clone(),
+                    remote: None,
                 });
                 Target::Leaf(leaves.len() as u32 - 1)
             }

@@ -3,18 +3,21 @@
 //! as the server's `get_partition_for_tuple` does. Range and list keys compare as their types
 //! order (integers, dates, timestamps, booleans, uuids; text only under the C collation); hash
 //! keys hash as the server hashes them ([`hash`]). A tree inrush cannot route exactly (another
-//! key type or collation, an expression key, a foreign partition, per-partition privileges,
-//! statement triggers, row security, defaults that differ) goes through the server's own
-//! routing, and [`Routing::Server`] says why.
+//! key type or collation, an expression key, per-partition privileges, statement triggers, row
+//! security, defaults that differ, a foreign partition whose remote table differs or cannot be
+//! reached) goes through the server's own routing, and [`Routing::Server`] says why.
 //!
 //! The router reads the COPY BINARY fields the workers encoded; the load then COPYs each
-//! leaf's rows straight into the leaf, where the server checks the partition constraint again.
+//! leaf's rows straight into the leaf, where the server checks the partition constraint again,
+//! and each foreign leaf's rows straight into its remote table on its own server ([`shard`]).
 
 mod bound;
 mod catalog;
 pub mod hash;
+pub mod shard;
 
 pub use catalog::routing;
+pub use shard::{Remote, Shard, ShardServer};
 
 use hash::KeyKind;
 use std::cmp::Ordering;
@@ -33,6 +36,8 @@ pub struct Leaf {
     pub oid: u32,
     /// `"schema"."name"`, safe to splice into SQL.
     pub qualified: String,
+    /// A foreign leaf: its remote table, loaded on its own server.
+    pub remote: Option<Remote>,
 }
 
 /// A partition tree, ready to route rows to its leaves.
@@ -40,6 +45,8 @@ pub struct Leaf {
 pub struct Router {
     root: Node,
     pub leaves: Vec<Leaf>,
+    /// The foreign servers the foreign leaves live on.
+    pub shards: Vec<Shard>,
 }
 
 impl Router {
@@ -315,6 +322,7 @@ mod tests {
         Router {
             root,
             leaves: Vec::new(),
+            shards: Vec::new(),
         }
     }
 
