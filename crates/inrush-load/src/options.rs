@@ -6,11 +6,16 @@ use inrush_read::inputs::InputFormat;
 /// Who routes the rows of a partitioned table to its partitions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PartitionRouting {
+    /// [`Client`](Self::Client) for a table with foreign partitions, whose rows would
+    /// otherwise go through the coordinator one INSERT at a time; [`Server`](Self::Server)
+    /// when every partition is local, where COPY into the parent measured faster.
+    #[default]
+    Auto,
     /// inrush, when it can reproduce the server's choice exactly (else the server, and the
-    /// plan says why): each leaf's rows are COPYed straight into the leaf.
+    /// plan says why): each leaf's rows are COPYed straight into the leaf, a foreign leaf's
+    /// into its remote table on its own server.
     Client,
     /// The server: COPY into the partitioned table.
-    #[default]
     Server,
 }
 

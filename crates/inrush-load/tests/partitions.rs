@@ -388,6 +388,9 @@ fn inrush_plan_says_who_routes() {
         .as_deref()
         .unwrap()
         .starts_with("by the server"));
+    // By default, a table whose partitions are all local is routed by the server.
+    let auto = plan(PartitionRouting::Auto).routing.unwrap();
+    assert!(auto.ends_with("every partition is local, where the server's own routing measured faster (--route client routes on the client)"), "{auto}");
     db.exec("CREATE TABLE plain (a int)");
     let plain = inrush_postgres::load::plan(
         &db.target,
@@ -460,7 +463,8 @@ fn foreign_leaves_are_loaded_straight_into_their_remote_tables() {
     model.copy_csv("t", &data);
     let (_dir, path) = input(&data);
     let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
-    opts.routing = PartitionRouting::Client;
+    // The default routes a table with foreign partitions on the client.
+    assert_eq!(opts.routing, PartitionRouting::Auto);
     opts.connections = 2;
     let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
     routed_by_inrush(&summary);

@@ -330,15 +330,17 @@ pub struct PlanFlags {
     #[arg(long)]
     pub fast_unsafe: bool,
     /// PostgreSQL, a partitioned table: who finds each row's partition. `client`: inrush,
-    /// which COPYs each leaf's rows straight into the leaf (when it can reproduce the
-    /// server's choice exactly; `inrush plan` says when not and why); `server`: COPY into the
-    /// partitioned table.
-    #[arg(long, value_enum, default_value = "server")]
+    /// which COPYs each leaf's rows straight into the leaf, a foreign leaf's into its remote
+    /// table on its own server (when it can reproduce the server's choice exactly; `inrush
+    /// plan` says when not and why); `server`: COPY into the partitioned table; `auto`: client
+    /// when the table has foreign partitions, server when all are local.
+    #[arg(long, value_enum, default_value = "auto")]
     pub route: RouteArg,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy)]
 pub enum RouteArg {
+    Auto,
     Client,
     Server,
 }
@@ -346,6 +348,7 @@ pub enum RouteArg {
 impl RouteArg {
     fn routing(self) -> PartitionRouting {
         match self {
+            RouteArg::Auto => PartitionRouting::Auto,
             RouteArg::Client => PartitionRouting::Client,
             RouteArg::Server => PartitionRouting::Server,
         }

@@ -130,13 +130,12 @@ pub fn plan(
         // As if the input fed every column, in binary, with nothing that keeps its order.
         plan.choose_sort(&table.columns, None);
         let blocked = match routing {
-            PartitionRouting::Server => Some("the default (--route client routes on the client)"),
-            PartitionRouting::Client if plan.sort.is_some() => {
-                Some("the rows are sorted by a kept index's key first")
-            }
-            PartitionRouting::Client => None,
+            PartitionRouting::Server => Some("--route server"),
+            _ if plan.sort.is_some() => Some("the rows are sorted by a kept index's key first"),
+            PartitionRouting::Auto | PartitionRouting::Client => None,
         };
-        plan.routing = prepare::routing(&client, &table, &table.columns, blocked, target, false)
+        let columns = &table.columns;
+        plan.routing = prepare::routing(&client, &table, columns, blocked, target, false, routing)
             .await?
             .1;
         Ok::<_, crate::Error>(plan)

@@ -250,6 +250,7 @@ pub(super) fn prepare(
         blocked,
         target,
         opts.truncate,
+        opts.routing,
     ))?;
     load_plan.routing = routing;
     let (destinations, shards) = match routed {
@@ -410,7 +411,7 @@ fn routing_blocked(
     plan: &LoadPlan,
 ) -> Option<&'static str> {
     if opts.routing == PartitionRouting::Server {
-        Some("the default (--route client routes on the client)")
+        Some("--route server")
     } else if opts.resume {
         Some("--resume commits block by block through its ledger, which routing does not split yet")
     } else if staged {
@@ -442,6 +443,7 @@ pub(super) async fn routing(
     blocked: Option<&str>,
     target: &ConnectOptions,
     truncates: bool,
+    mode: PartitionRouting,
 ) -> crate::Result<(Option<Routed>, Option<String>)> {
     if !table.partitioned {
         return Ok((None, None));
@@ -451,6 +453,9 @@ pub(super) async fn routing(
         None => route::routing(client, table, columns, target).await?,
     };
     let routed = match routing {
+        Routing::Client(router) if router.shards.is_empty() && mode == PartitionRouting::Auto => {
+            Err("every partition is local, where the server's own routing measured faster (--route client routes on the client)".to_string())
+        }
         Routing::Client(router) if router.shards.is_empty() => Ok((router, Vec::new())),
         Routing::Client(_) if truncates => Err("--truncate empties the foreign partitions through the coordinator's postgres_fdw, in a transaction a COPY on the shard would wait on".to_string()),
         Routing::Client(router) => {
