@@ -562,8 +562,10 @@ fn a_shard_lost_mid_load_fails_the_load_and_commits_nothing_anywhere() {
     a.exec(&format!(
         "CREATE FUNCTION vanish() RETURNS trigger LANGUAGE plpgsql AS $$ \
          BEGIN IF NEW.id = {victim} THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; END $$; \
-         CREATE TRIGGER vanish BEFORE INSERT ON t_2 FOR EACH ROW EXECUTE FUNCTION vanish()"
+         CREATE TRIGGER vanish BEFORE INSERT ON t_2 FOR EACH ROW EXECUTE FUNCTION vanish(); \
+         CREATE INDEX t_2_day ON t_2 (day)"
     ));
+    let before = a.definitions();
     let data: Vec<u8> = (0..10_000)
         .flat_map(|i| format!("{i},2024-01-01,x\n").into_bytes())
         .collect();
@@ -580,4 +582,36 @@ fn a_shard_lost_mid_load_fails_the_load_and_commits_nothing_anywhere() {
     assert_eq!(a.int("SELECT count(*) FROM t_2"), 0);
     assert_eq!(b.int("SELECT count(*) FROM far.rows_3"), 0);
     assert_eq!(db.int("SELECT count(*) FROM pg_prepared_xacts"), 0);
+    // The index dropped on that shard for the load is back.
+    assert_eq!(a.definitions(), before);
+    assert_eq!(a.journal_len(), 0);
+}
+
+#[test]
+fn a_shards_indexes_are_dropped_for_the_load_and_rebuilt_on_its_own_server() {
+    let db = Db::fresh("partitions");
+    let (a, _b) = sharded(&db, "");
+    a.exec("ALTER TABLE t_2 ADD PRIMARY KEY (id); CREATE INDEX t_2_day ON t_2 (day)");
+    let before = a.definitions();
+    let data = rows(5_000);
+    let (_dir, path) = input(&data);
+    let opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    let note = summary
+        .notes
+        .iter()
+        .find(|n| n.starts_with("foreign server shard_a:"))
+        .unwrap_or_else(|| panic!("{:?}", summary.notes));
+    // The secondary index goes; the key stays (a broken key could not be undone on the shard).
+    assert!(
+        note.contains("index(es) t_2_day of \"public\".\"t_2\" dropped"),
+        "{note}"
+    );
+    assert_eq!(a.definitions(), before);
+    assert_eq!(a.journal_len(), 0);
+    assert_eq!(
+        a.int("SELECT count(*) FROM t_2"),
+        db.int("SELECT count(*) FROM t_2")
+    );
 }

@@ -10,9 +10,57 @@ use inrush_core::{Phase, Reporter};
 use inrush_load::{Error, LoadOptions, LoadSummary, Result};
 use tokio::runtime::Runtime;
 
-/// Journals and drops what the plan rebuilds after the load (nothing under `--check`); when it
-/// may drop nothing, lets other loads of the table run beside this one.
-pub(super) fn drop(
+/// What [`drop`] dropped: on the target, and on each shard (by its index in
+/// [`Prepared::shards`]), each journaled on its own server.
+#[derive(Default)]
+pub(super) struct Dropped {
+    target: Vec<ddl::JournalEntry>,
+    shards: Vec<(usize, Vec<ddl::JournalEntry>)>,
+}
+
+/// Journals and drops what the plan rebuilds after the load (nothing under `--check`), on the
+/// target and on each shard; when it may drop nothing on the target, lets other loads of the
+/// table run beside this one.
+pub(super) fn drop(load: &mut Prepared, opts: &LoadOptions, runtime: &Runtime) -> Result<Dropped> {
+    let target = drop_on_target(load, opts, runtime)?;
+    let mut shards = Vec::new();
+    for plan in load.shard_plans.iter().filter(|p| !p.rebuilt.is_empty()) {
+        let shard = &load.shards[plan.shard];
+        let dropped = runtime.block_on(ddl::journal_and_drop(
+            &shard.control,
+            &plan.table,
+            &plan.rebuilt,
+            &[],
+            &[],
+        ));
+        let names = plan
+            .rebuilt
+            .iter()
+            .map(|i| i.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        match dropped {
+            Ok(dropped) if !dropped.is_empty() => {
+                opts.interrupt.dropped(true);
+                load.notes.push(format!(
+                    "foreign server {}: index(es) {names} of {} dropped for the load and rebuilt after it (journaled in inrush.ddl_journal there)",
+                    shard.shard.server,
+                    plan.table.qualified()
+                ));
+                shards.push((plan.shard, dropped));
+            }
+            Ok(_) => {}
+            Err(e) => load.notes.push(format!(
+                "foreign server {}: index(es) {names} of {} kept during the load: {e}",
+                shard.shard.server,
+                plan.table.qualified()
+            )),
+        }
+    }
+    Ok(Dropped { target, shards })
+}
+
+fn drop_on_target(
     load: &mut Prepared,
     opts: &LoadOptions,
     runtime: &Runtime,
@@ -73,19 +121,30 @@ pub(super) fn drop(
 pub(super) fn restore(
     streamed: Result<(LoadSummary, Vec<i64>)>,
     load: &Prepared,
-    dropped: &[ddl::JournalEntry],
+    dropped: &Dropped,
     target: &ConnectOptions,
     opts: &LoadOptions,
     runtime: &Runtime,
     reporter: &dyn Reporter,
 ) -> Result<LoadSummary> {
     let (control, table) = (&load.control, &load.table);
-    let rebuilt = if dropped.is_empty() {
-        Ok(())
-    } else {
+    let lanes = opts.connections.max(1);
+    if !dropped.target.is_empty() || !dropped.shards.is_empty() {
         reporter.phase(Phase::Indexes);
-        runtime.block_on(ddl::restore(target, dropped, opts.connections.max(1)))
+    }
+    // Every server's, whatever another's restore did: none is left without its indexes.
+    let on_shards: Vec<crate::Result<()>> = dropped
+        .shards
+        .iter()
+        .map(|(shard, entries)| {
+            runtime.block_on(ddl::restore(&load.shards[*shard].options, entries, lanes))
+        })
+        .collect();
+    let on_target = match dropped.target.is_empty() {
+        true => Ok(()),
+        false => runtime.block_on(ddl::restore(target, &dropped.target, lanes)),
     };
+    let rebuilt = on_target.and(on_shards.into_iter().collect::<crate::Result<()>>());
     match (streamed, rebuilt) {
         (Ok((summary, _)), Ok(())) => Ok(summary),
         (Ok((_, txids)), Err(broken)) if broken.is_broken_key() => {

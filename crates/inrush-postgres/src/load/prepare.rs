@@ -55,8 +55,10 @@ pub(super) struct Prepared {
     /// routed to on the client), and what each COPY transaction runs before it.
     pub destinations: Vec<Destination>,
     pub prelude: Vec<String>,
-    /// The foreign servers of a load routed to foreign partitions, connected.
+    /// The foreign servers of a load routed to foreign partitions, connected, and what the
+    /// plan takes off each remote table.
     pub shards: Vec<ShardServer>,
+    pub shard_plans: Vec<ShardPlan>,
     pub workers: WorkerPlan,
     pub plan: LoadPlan,
     pub notes: Vec<String>,
@@ -294,6 +296,10 @@ pub(super) fn prepare(
             Vec::new(),
         ),
     };
+    let shard_plans = match opts.check_only {
+        true => Vec::new(),
+        false => runtime.block_on(shard_plans(&shards, input_size, plan_options))?,
+    };
     let mut notes: Vec<String> = query_note
         .into_iter()
         .chain(sources.skipped_note())
@@ -345,6 +351,7 @@ pub(super) fn prepare(
         staging,
         destinations,
         prelude,
+        shard_plans,
         shards,
         workers,
         plan: load_plan,
@@ -490,6 +497,48 @@ pub(super) async fn routing(
             )),
         ),
     })
+}
+
+/// A remote table of a load routed to foreign partitions, and what its plan rebuilds after the
+/// load: the table's own secondary indexes, by the rule that decides the target's (a unique key
+/// stays: rows that broke one could not be taken out of the shard again).
+pub(super) struct ShardPlan {
+    /// Its index in [`Prepared::shards`].
+    pub shard: usize,
+    pub table: TableInfo,
+    pub rebuilt: Vec<crate::IndexInfo>,
+}
+
+/// The plan of every remote table the load writes to; a table another inrush load holds keeps
+/// its indexes. `input_size` is shared evenly among the remote tables.
+async fn shard_plans(
+    shards: &[ShardServer],
+    input_size: Option<u64>,
+    opts: inrush_load::PlanOptions,
+) -> crate::Result<Vec<ShardPlan>> {
+    let tables: usize = shards.iter().map(|s| s.tables.len()).sum();
+    let share = input_size.map(|bytes| bytes / tables.max(1) as u64);
+    let opts = inrush_load::PlanOptions {
+        keep_keys: Some("a key broken on a shard after the load could not be undone there"),
+        disable_triggers: false,
+        ..opts
+    };
+    let mut plans = Vec::new();
+    for (at, shard) in shards.iter().enumerate() {
+        for name in &shard.tables {
+            let table = TableInfo::read(&shard.control, name).await?;
+            if !ddl::claim(&shard.control, table.oid).await? {
+                continue;
+            }
+            let plan = decide_plan(&shard.control, &table, share, opts, false, false).await?;
+            plans.push(ShardPlan {
+                shard: at,
+                table,
+                rebuilt: plan.rebuilt(),
+            });
+        }
+    }
+    Ok(plans)
 }
 
 /// Binary COPY, unless asked for text or a column has no binary encoder.
