@@ -615,3 +615,36 @@ fn a_shards_indexes_are_dropped_for_the_load_and_rebuilt_on_its_own_server() {
         db.int("SELECT count(*) FROM t_2")
     );
 }
+
+#[test]
+fn a_citus_distributed_table_goes_through_the_coordinator_with_its_definitions_kept() {
+    let db = Db::fresh("partitions");
+    // The columns of Citus' own catalog table that inrush reads, with the row Citus keeps for
+    // a hash-distributed table: the tests have no Citus server.
+    db.exec(
+        "CREATE TABLE pg_dist_partition (logicalrelid regclass, partmethod \"char\");
+         CREATE TABLE t (id int, day date, code text); CREATE INDEX t_day ON t (day);
+         INSERT INTO pg_dist_partition VALUES ('t', 'h')",
+    );
+    let rule = "\"public\".\"t\" is a Citus hash-distributed table: the rows go through COPY on the coordinator, which Citus sends on to its shards (inrush does not load Citus shards straight), and its indexes and keys are kept (Citus replays their DDL on every shard)";
+    let plan = inrush_postgres::load::plan(
+        &db.target,
+        "t",
+        None,
+        Default::default(),
+        PartitionRouting::Auto,
+    )
+    .unwrap();
+    assert_eq!(plan.rule, rule);
+    let data = rows(3_000);
+    let (_dir, path) = input(&data);
+    let summary = inrush_postgres::load::run(
+        &db.target,
+        &LoadOptions::new(path.to_str().unwrap(), "t"),
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(summary.plan.rule, rule);
+    assert!(summary.plan.rebuilt().is_empty());
+    assert_eq!(db.int("SELECT count(*) FROM t"), 3_000);
+}

@@ -200,6 +200,33 @@ impl TableInfo {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
     }
 
+    /// How Citus distributes the table (`pg_dist_partition.partmethod`: `h` hash, `r` range,
+    /// `a` append, `n` reference table), when the server runs Citus and the table is one of its
+    /// distributed tables.
+    pub async fn citus_distribution(&self, client: &Client) -> Result<Option<String>> {
+        let catalog = client
+            .query_one("SELECT to_regclass('pg_dist_partition') IS NOT NULL", &[])
+            .await
+            .map_err(|cause| Error::Query {
+                what: "looking for Citus' pg_dist_partition".into(),
+                cause,
+            })?;
+        if !catalog.get::<_, bool>(0) {
+            return Ok(None);
+        }
+        let row = client
+            .query_opt(
+                "SELECT partmethod::text FROM pg_dist_partition WHERE logicalrelid = $1::oid::regclass",
+                &[&self.oid],
+            )
+            .await
+            .map_err(|cause| Error::Query {
+                what: "reading Citus' pg_dist_partition".into(),
+                cause,
+            })?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
     /// Looks `table` up as the server would (`regclass`: search_path, quoting, case folding).
     pub async fn read(client: &Client, table: &str) -> Result<TableInfo> {
         let found = client

@@ -225,6 +225,7 @@ pub(super) fn prepare(
             table.qualified()
         );
     }
+
     if create_sql.is_some() {
         runtime
             .block_on(control.batch_execute("ROLLBACK"))
@@ -499,6 +500,23 @@ pub(super) async fn routing(
     })
 }
 
+/// What a load does with a Citus distributed table: COPY into it on the coordinator, which
+/// Citus routes to its shards itself (loading the shards straight waits for a Citus server to
+/// be tested on), and no change to its definitions.
+fn citus_rule(table: &TableInfo, method: &str) -> String {
+    let kind = match method {
+        "h" => "hash-distributed",
+        "r" => "range-distributed",
+        "a" => "append-distributed",
+        "n" => "reference",
+        _ => "distributed",
+    };
+    format!(
+        "{} is a Citus {kind} table: the rows go through COPY on the coordinator, which Citus sends on to its shards (inrush does not load Citus shards straight), and its indexes and keys are kept (Citus replays their DDL on every shard)",
+        table.qualified()
+    )
+}
+
 /// A remote table of a load routed to foreign partitions, and what its plan rebuilds after the
 /// load: the table's own secondary indexes, by the rule that decides the target's (a unique key
 /// stays: rows that broke one could not be taken out of the shard again).
@@ -640,7 +658,12 @@ pub(super) async fn decide_plan(
         };
     }
     let hidden = table.hidden_work(client).await?;
-    let plan = LoadPlan::decide(
+    // A Citus table's definitions are not changed: Citus replays their DDL on every shard.
+    let citus = table.citus_distribution(client).await?;
+    if citus.is_some() {
+        opts.rebuild_indexes = false;
+    }
+    let mut plan = LoadPlan::decide(
         &table.qualified(),
         table.partitioned,
         indexes,
@@ -649,5 +672,8 @@ pub(super) async fn decide_plan(
         input_size,
         opts,
     );
+    if let Some(method) = citus {
+        plan.rule = citus_rule(table, &method);
+    }
     Ok(plan.with_hidden_work(hidden).loaded_frozen(frozen))
 }
