@@ -648,3 +648,68 @@ fn a_citus_distributed_table_goes_through_the_coordinator_with_its_definitions_k
     assert!(summary.plan.rebuilt().is_empty());
     assert_eq!(db.int("SELECT count(*) FROM t"), 3_000);
 }
+
+#[test]
+fn recover_decides_the_prepared_transactions_a_dead_load_left() {
+    let db = Db::fresh("partitions");
+    let (a, _b) = sharded(&db, "");
+    let (_dir, path) = input(&rows(100));
+    let summary = inrush_postgres::load::run(
+        &db.target,
+        &LoadOptions::new(path.to_str().unwrap(), "t"),
+        &Silent,
+    )
+    .unwrap();
+    assert!(summary
+        .notes
+        .iter()
+        .any(|n| n.contains("with two-phase commit")));
+    assert_eq!(
+        db.int("SELECT count(*) FROM inrush.joint_commits"),
+        0,
+        "a load logs, then forgets"
+    );
+    // Two loads that died in their commit: one after its decision, one before.
+    db.exec(
+        "INSERT INTO inrush.joint_commits (load_id, servers, decided) \
+         VALUES ('decided', '{shard_a}', true), ('undecided', '{shard_a}', false)",
+    );
+    for (server, load, n, x) in [
+        (&db, "decided", 0, 1),
+        (&a, "decided", 1, 2),
+        (&db, "undecided", 0, 3),
+        (&a, "undecided", 1, 4),
+    ] {
+        server.exec("CREATE TABLE IF NOT EXISTS side (x int)");
+        server.exec(&format!(
+            "BEGIN; INSERT INTO side VALUES ({x}); PREPARE TRANSACTION 'inrush_{load}_{n}'"
+        ));
+    }
+    let recovered = inrush_postgres::load::recover(&db.target, None).unwrap();
+    let (mut committed, mut rolled_back) = (
+        recovered.prepared.committed.clone(),
+        recovered.prepared.rolled_back.clone(),
+    );
+    committed.sort();
+    rolled_back.sort();
+    assert_eq!(
+        committed,
+        [
+            "inrush_decided_0 on the target",
+            "inrush_decided_1 on foreign server shard_a"
+        ]
+    );
+    assert_eq!(
+        rolled_back,
+        [
+            "inrush_undecided_0 on the target",
+            "inrush_undecided_1 on foreign server shard_a"
+        ]
+    );
+    assert_eq!(db.text("SELECT string_agg(x::text, ',') FROM side"), "1");
+    assert_eq!(a.text("SELECT string_agg(x::text, ',') FROM side"), "2");
+    for server in [&db, &a] {
+        assert_eq!(server.int("SELECT count(*) FROM pg_prepared_xacts"), 0);
+    }
+    assert_eq!(db.int("SELECT count(*) FROM inrush.joint_commits"), 0);
+}

@@ -21,6 +21,7 @@ pub mod ddl;
 pub mod ledger;
 pub mod load;
 pub mod options;
+pub mod prepared;
 pub mod resolve;
 pub mod route;
 pub mod server;

@@ -553,8 +553,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 }
             };
             let recovered = inrush_postgres::load::recover(&target, args.table.as_deref())?;
-            if recovered.restored.is_empty() && recovered.busy.is_empty() {
-                eprintln!("nothing to recover: the DDL journal is empty");
+            let joint = &recovered.prepared;
+            let nothing = joint.committed.is_empty() && joint.rolled_back.is_empty();
+            if recovered.restored.is_empty() && recovered.busy.is_empty() && nothing {
+                eprintln!("nothing to recover: the DDL journal is empty, and no load left a transaction prepared");
+            }
+            for gid in &joint.committed {
+                eprintln!("committed prepared transaction {gid} (its load had decided to commit)");
+            }
+            for gid in &joint.rolled_back {
+                eprintln!(
+                    "rolled back prepared transaction {gid} (its load died before it decided)"
+                );
+            }
+            for load in &joint.busy {
+                eprintln!("left alone: joint commit {load} (its load is still committing)");
             }
             for table in &recovered.busy {
                 eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");

@@ -212,10 +212,13 @@ pub struct Recovered {
     /// Tables left alone: a running load (or another recover) holds their definitions and puts
     /// them back itself.
     pub busy: Vec<String>,
+    /// The prepared transactions of two-phase commits a load left undecided, decided.
+    pub prepared: crate::prepared::Resolved,
 }
 
-/// `inrush recover`: recreates what the DDL journal holds (for one table, or all), except the
-/// definitions of a table another inrush session is loading or recovering.
+/// `inrush recover`: decides the prepared transactions a load that died in its two-phase commit
+/// left (whatever `table`), then recreates what the DDL journal holds (for one table, or all),
+/// except the definitions of a table another inrush session is loading or recovering.
 pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered> {
     let runtime = super::runtime()?;
     Ok(runtime.block_on(async {
@@ -224,7 +227,10 @@ pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered
             Some(name) => Some(TableInfo::read(&client, name).await?.oid),
             None => None,
         };
-        let mut recovered = Recovered::default();
+        let mut recovered = Recovered {
+            prepared: crate::prepared::resolve(&client, target).await?,
+            ..Recovered::default()
+        };
         let entries = ddl::pending(&client, oid).await?;
         let mut tables: Vec<u32> = entries.iter().map(|e| e.table_oid).collect();
         tables.sort_unstable();

@@ -5,6 +5,7 @@
 use super::prepare::Prepared;
 use super::sink::{self, Finished, Sessions};
 use super::watch;
+use crate::prepared::JointCommit;
 use crate::route::ShardServer;
 use crate::{ConnectOptions, SessionInfo};
 use inrush_core::{Phase, Reporter};
@@ -54,7 +55,6 @@ pub(super) fn stream(
     let (format, connections, ordered) = (*format, *connections, *ordered);
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(control));
     let (sinks, watched) = runtime.block_on(connect_sinks(control, target, shards, connections))?;
-    let two_phase = runtime.block_on(joint_commit(control, shards, connections))?;
     if resume.is_some() {
         opts.interrupt.resumable();
     }
@@ -234,12 +234,16 @@ pub(super) fn stream(
             None => Error::Interrupted,
         });
     }
-    // With --resume every chunk committed on its own already.
+    // With --resume every chunk committed on its own already. Across shards, why the commit
+    // is not two-phase, when it is not.
+    let mut one_phase_reason = None;
     if !opts.check_only && resume.is_none() {
         reporter.phase(Phase::Commit);
-        match two_phase {
-            true => runtime.block_on(commit_prepared(&finished))?,
-            false => runtime.block_on(commit(&finished))?,
+        let (joint, why_not) = runtime.block_on(joint_commit(control, shards, connections))?;
+        one_phase_reason = why_not;
+        match joint {
+            Some(joint) => runtime.block_on(commit_prepared(control, joint, &finished))?,
+            None => runtime.block_on(commit(&finished))?,
         }
     }
     let merged = match &staging {
@@ -251,13 +255,13 @@ pub(super) fn stream(
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     let txids = finished.iter().map(|f| f.txid).collect();
     // Merged: the rows that reached the table, and what happened to the others.
-    let commit_note = (!shards.is_empty() && !opts.check_only).then(|| match two_phase {
-        true => format!(
+    let commit_note = (!shards.is_empty() && !opts.check_only).then(|| match one_phase_reason {
+        None => format!(
             "committed on the target and {} foreign server(s) together, with two-phase commit",
             shards.len()
         ),
-        false => format!(
-            "committed one transaction per server on the target and {} foreign server(s), not with two-phase commit (max_prepared_transactions is below {connections} on one of them): a failure between the first COMMIT and the last would be reported as a partial commit",
+        Some(why) => format!(
+            "committed one transaction per server on the target and {} foreign server(s), not with two-phase commit ({why}): a failure between the first COMMIT and the last would be reported as a partial commit",
             shards.len()
         ),
     });
@@ -360,15 +364,16 @@ async fn connect_sinks<'a>(
     Ok((sinks, watched))
 }
 
-/// Whether the load commits with two-phase commit: when it writes to shards and every server
-/// can hold each connection's transaction prepared (`max_prepared_transactions`).
+/// The load's two-phase commit, logged, when it writes to shards and every server can hold
+/// each connection's transaction prepared (`max_prepared_transactions`) and the log can be
+/// written; else why not (`None` for a load on the target alone).
 async fn joint_commit(
     control: &tokio_postgres::Client,
     shards: &[ShardServer],
     connections: usize,
-) -> crate::Result<bool> {
+) -> crate::Result<(Option<JointCommit>, Option<String>)> {
     if shards.is_empty() {
-        return Ok(false);
+        return Ok((None, None));
     }
     let slots: i64 = control
         .query_one(
@@ -379,7 +384,15 @@ async fn joint_commit(
         .map_err(crate::query_error("reading max_prepared_transactions"))?
         .get(0);
     let enough = |slots: i64| slots >= connections as i64;
-    Ok(enough(slots) && shards.iter().all(|s| enough(s.prepared_slots)))
+    if !enough(slots) || !shards.iter().all(|s| enough(s.prepared_slots)) {
+        let why = format!("max_prepared_transactions is below {connections} on one of them");
+        return Ok((None, Some(why)));
+    }
+    let servers: Vec<String> = shards.iter().map(|s| s.shard.server.clone()).collect();
+    Ok(match JointCommit::begin(control, &servers).await {
+        Ok(joint) => (Some(joint), None),
+        Err(e) => (None, Some(format!("its log on the target: {e}"))),
+    })
 }
 
 /// Every session of every sink: on the target first, then on each shard.
@@ -395,19 +408,18 @@ async fn rollback(finished: &[Finished]) {
     futures_util::future::join_all(rollbacks).await;
 }
 
-/// All or nothing across servers: every transaction PREPAREd, then each COMMIT PREPARED. A
-/// failed PREPARE rolls every one back; a COMMIT PREPARED that fails after all were prepared
-/// leaves that transaction prepared on its server, and the error names it.
-async fn commit_prepared(finished: &[Finished]) -> Result<()> {
-    // Unique on each server: the target's transaction id of the sink, and the session's place.
-    let gids: Vec<(&tokio_postgres::Client, String)> = finished
-        .iter()
-        .flat_map(|f| {
-            std::iter::once(&f.client)
-                .chain(&f.shards)
-                .enumerate()
-                .map(move |(k, c)| (c, format!("inrush_{}_{k}", f.txid)))
-        })
+/// All or nothing across servers (see [`crate::prepared`]): every transaction PREPAREd, the
+/// decision logged, then each COMMIT PREPARED. A failed PREPARE rolls every one back; a COMMIT
+/// PREPARED that fails after the decision leaves that transaction prepared on its server, the
+/// error names it, and `inrush recover` commits it.
+async fn commit_prepared(
+    control: &tokio_postgres::Client,
+    joint: JointCommit,
+    finished: &[Finished],
+) -> Result<()> {
+    let gids: Vec<(&tokio_postgres::Client, String)> = all_sessions(finished)
+        .enumerate()
+        .map(|(n, c)| (c, joint.gid(n)))
         .collect();
     let prepares = gids.iter().map(|(c, gid)| async move {
         c.batch_execute(&format!("PREPARE TRANSACTION '{gid}'"))
@@ -424,9 +436,18 @@ async fn commit_prepared(finished: &[Finished]) -> Result<()> {
             let _ = c.batch_execute(&sql).await;
         });
         futures_util::future::join_all(undo).await;
+        joint.end(control).await;
         return Err(Error::from(crate::Error::Server(format!(
             "PREPARE TRANSACTION failed, every server rolled back: {reason}"
         ))));
+    }
+    if let Err(e) = joint.decide(control).await {
+        let undo = gids.iter().map(|(c, gid)| async move {
+            c.batch_execute(&format!("ROLLBACK PREPARED '{gid}'")).await
+        });
+        futures_util::future::join_all(undo).await;
+        joint.end(control).await;
+        return Err(e.into());
     }
     let commits = gids
         .iter()
@@ -439,6 +460,7 @@ async fn commit_prepared(finished: &[Finished]) -> Result<()> {
         .map(|((_, gid), _)| gid.as_str())
         .collect();
     let Some(first_error) = results.iter().find_map(|r| r.as_ref().err()) else {
+        joint.end(control).await;
         return Ok(());
     };
     Err(Error::PartialCommit {
@@ -446,7 +468,7 @@ async fn commit_prepared(finished: &[Finished]) -> Result<()> {
         connections: gids.len(),
         rows_committed: finished.iter().map(|f| f.rows).sum(),
         reason: format!(
-            "{}; still prepared, to finish with COMMIT PREPARED on its server: {}",
+            "{}; still prepared, committed by `inrush recover`: {}",
             crate::describe_pg_error(first_error),
             left.join(", ")
         ),

@@ -40,17 +40,63 @@ pub struct Remote {
     omitted: Vec<String>,
 }
 
+/// A foreign server as the coordinator's catalog describes it to the current user.
+struct ServerRow {
+    name: String,
+    options: Vec<String>,
+    /// The user mapping's options (`None` when there is none, or the user may not read it).
+    mapping_options: Option<Vec<String>>,
+    current_user: String,
+}
+
+/// The catalog columns [`ServerRow`] is read from, in its order, for a query over
+/// `pg_foreign_server s`.
+const SERVER_COLUMNS: &str = "s.srvname::text, coalesce(s.srvoptions, '{}')::text[], \
+     (SELECT um.umoptions FROM pg_user_mappings um WHERE um.srvid = s.oid \
+        AND (um.umuser = 0 OR um.usename = current_user) ORDER BY um.umuser = 0 LIMIT 1)::text[], \
+     current_user::text";
+
+impl ServerRow {
+    /// From the row's columns `at..at + 4` (see [`SERVER_COLUMNS`]).
+    fn read(row: &tokio_postgres::Row, at: usize) -> ServerRow {
+        ServerRow {
+            name: row.get(at),
+            options: row.get(at + 1),
+            mapping_options: row.get(at + 2),
+            current_user: row.get(at + 3),
+        }
+    }
+}
+
 /// One foreign leaf as the coordinator's catalog describes it.
 struct ForeignRow {
     oid: u32,
     wrapper: String,
-    server: String,
-    server_options: Vec<String>,
+    server: ServerRow,
     table_options: Vec<String>,
-    mapping_options: Option<Vec<String>>,
-    current_user: String,
     schema: String,
     name: String,
+}
+
+/// The foreign server `name` of the coordinator `client`, as a shard the client reaches (see
+/// [`remotes`] for `coordinator`); `None` if there is no such server.
+pub async fn shard_named(
+    client: &Client,
+    name: &str,
+    coordinator: &ConnectOptions,
+) -> Result<Option<Shard>> {
+    let sql = format!("SELECT {SERVER_COLUMNS} FROM pg_foreign_server s WHERE s.srvname = $1");
+    let row = client
+        .query_opt(&sql, &[&name])
+        .await
+        .map_err(query_error("reading a foreign server"))?;
+    Ok(row.map(|row| {
+        let server = ServerRow::read(&row, 0);
+        Shard {
+            conninfo: conninfo(&server, coordinator),
+            server: server.name,
+        }
+    }))
 }
 
 /// The remote table of every foreign leaf in `oids` (in that order), with the shards they live
@@ -62,19 +108,16 @@ pub(super) async fn remotes(
     columns: &[TargetColumn],
     coordinator: &ConnectOptions,
 ) -> Result<Result<(Vec<Remote>, Vec<Shard>), String>> {
+    let sql = format!(
+        "SELECT ft.ftrelid, w.fdwname::text, coalesce(ft.ftoptions, '{{}}')::text[], \
+                n.nspname::text, c.relname::text, {SERVER_COLUMNS} \
+         FROM pg_foreign_table ft JOIN pg_foreign_server s ON s.oid = ft.ftserver \
+         JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw \
+         JOIN pg_class c ON c.oid = ft.ftrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE ft.ftrelid = ANY($1::oid[])"
+    );
     let rows = client
-        .query(
-            "SELECT ft.ftrelid, w.fdwname::text, s.srvname::text, coalesce(s.srvoptions, '{}')::text[], \
-                    coalesce(ft.ftoptions, '{}')::text[], \
-                    (SELECT um.umoptions FROM pg_user_mappings um WHERE um.srvid = s.oid \
-                       AND (um.umuser = 0 OR um.usename = current_user) ORDER BY um.umuser = 0 LIMIT 1)::text[], \
-                    current_user::text, n.nspname::text, c.relname::text \
-             FROM pg_foreign_table ft JOIN pg_foreign_server s ON s.oid = ft.ftserver \
-             JOIN pg_foreign_data_wrapper w ON w.oid = s.srvfdw \
-             JOIN pg_class c ON c.oid = ft.ftrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE ft.ftrelid = ANY($1::oid[])",
-            &[&oids],
-        )
+        .query(&sql, &[&oids])
         .await
         .map_err(query_error("reading the foreign partitions' servers"))?;
     let foreign: Vec<ForeignRow> = rows
@@ -82,13 +125,10 @@ pub(super) async fn remotes(
         .map(|r| ForeignRow {
             oid: r.get(0),
             wrapper: r.get(1),
-            server: r.get(2),
-            server_options: r.get(3),
-            table_options: r.get(4),
-            mapping_options: r.get(5),
-            current_user: r.get(6),
-            schema: r.get(7),
-            name: r.get(8),
+            table_options: r.get(2),
+            schema: r.get(3),
+            name: r.get(4),
+            server: ServerRow::read(r, 5),
         })
         .collect();
     let attributes = client
@@ -116,13 +156,12 @@ pub(super) async fn remotes(
                 leaf.wrapper
             )));
         }
-        let conninfo = conninfo(leaf, coordinator);
-        let shard = match shards.iter().position(|s| s.server == leaf.server) {
+        let shard = match shards.iter().position(|s| s.server == leaf.server.name) {
             Some(at) => at,
             None => {
                 shards.push(Shard {
-                    server: leaf.server.clone(),
-                    conninfo,
+                    server: leaf.server.name.clone(),
+                    conninfo: conninfo(&leaf.server, coordinator),
                 });
                 shards.len() - 1
             }
@@ -189,20 +228,20 @@ const CONNECTION_KEYS: [&str; 6] = [
     "connect_timeout",
 ];
 
-/// Where the client reaches a leaf's foreign server, as whom: the server's own connection
-/// options, the user mapping's user (else the coordinator's current user), and what libpq would
-/// take by default on the coordinator for what the server leaves out (its host; port 5432; a
-/// database named as the user).
-fn conninfo(leaf: &ForeignRow, coordinator: &ConnectOptions) -> String {
+/// Where the client reaches a foreign server, as whom: the server's own connection options,
+/// the user mapping's user (else the coordinator's current user), and what libpq would take by
+/// default on the coordinator for what the server leaves out (its host; port 5432; a database
+/// named as the user).
+fn conninfo(server: &ServerRow, coordinator: &ConnectOptions) -> String {
     let mut pairs: Vec<(&str, String)> = CONNECTION_KEYS
         .iter()
-        .filter_map(|&key| Some((key, option(&leaf.server_options, key)?.to_string())))
+        .filter_map(|&key| Some((key, option(&server.options, key)?.to_string())))
         .collect();
-    let user = leaf
+    let user = server
         .mapping_options
         .as_deref()
         .and_then(|o| option(o, "user"))
-        .unwrap_or(&leaf.current_user)
+        .unwrap_or(&server.current_user)
         .to_string();
     let has = |pairs: &[(&str, String)], key: &str| pairs.iter().any(|(k, _)| *k == key);
     if !has(&pairs, "host") && !has(&pairs, "hostaddr") {
@@ -340,18 +379,13 @@ async fn differs(control: &Client, remote: &Remote) -> Result<Option<String>> {
 mod tests {
     use super::*;
 
-    fn leaf(server_options: &[&str], mapping: Option<&[&str]>) -> ForeignRow {
+    fn leaf(server_options: &[&str], mapping: Option<&[&str]>) -> ServerRow {
         let strings = |o: &[&str]| o.iter().map(|s| s.to_string()).collect();
-        ForeignRow {
-            oid: 1,
-            wrapper: "postgres_fdw".into(),
-            server: "s".into(),
-            server_options: strings(server_options),
-            table_options: Vec::new(),
+        ServerRow {
+            name: "s".into(),
+            options: strings(server_options),
             mapping_options: mapping.map(strings),
             current_user: "me".into(),
-            schema: "public".into(),
-            name: "t".into(),
         }
     }
 

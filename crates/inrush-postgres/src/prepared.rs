@@ -1,0 +1,200 @@
+//! The log of two-phase commits across servers (a load routed to foreign partitions), so that
+//! a process killed between its first PREPARE TRANSACTION and its last COMMIT PREPARED leaves
+//! nothing undecided. Prepared transactions hold their locks until someone decides, so each
+//! one must be decided exactly as the load would have:
+//!
+//! 1. before the first PREPARE, the load's id and the foreign servers it spans are written to
+//!    `inrush.joint_commits` on the target, committed, undecided;
+//! 2. once every transaction is prepared, the row is marked decided (committed): the commit
+//!    point;
+//! 3. every COMMIT PREPARED, then the row is deleted.
+//!
+//! Every prepared transaction is named `inrush_<id>_<n>`, so `inrush recover` (and
+//! [`resolve`]) finds those of a load on each server: a decided load's are committed, an
+//! undecided load's rolled back. The loading session holds an advisory lock on its id until it
+//! is done, so a recover beside a load that is still committing leaves it alone.
+
+use crate::route::shard;
+use crate::{query_error, ConnectOptions, Error, Result};
+use tokio_postgres::Client;
+
+const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+     CREATE TABLE IF NOT EXISTS inrush.joint_commits ( \
+       load_id text PRIMARY KEY, servers text[] NOT NULL, \
+       decided boolean NOT NULL DEFAULT false, \
+       started_at timestamptz NOT NULL DEFAULT now())";
+
+/// One load's two-phase commit, logged (see the module documentation).
+pub struct JointCommit {
+    id: String,
+}
+
+/// The advisory lock a load holds on its id while it commits.
+fn lock_key(id: &str) -> i64 {
+    // Distinct from the table claims' keys (`ddl::claim_key`) by construction: those are
+    // small oids shifted, these a hash.
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    (hash | 1 << 62) as i64
+}
+
+impl JointCommit {
+    /// Logs a new load spanning the target and `servers` (foreign server names), undecided.
+    /// Fails when the log cannot be written (the right to create schema `inrush`).
+    pub async fn begin(control: &Client, servers: &[String]) -> Result<JointCommit> {
+        control
+            .batch_execute(CREATE_LOG)
+            .await
+            .map_err(query_error("creating the inrush.joint_commits table"))?;
+        let id: String = control
+            .query_one(
+                "SELECT left(md5(random()::text || clock_timestamp()::text || pg_backend_pid()), 16)",
+                &[],
+            )
+            .await
+            .map_err(query_error("naming the joint commit"))?
+            .get(0);
+        control
+            .execute("SELECT pg_advisory_lock($1)", &[&lock_key(&id)])
+            .await
+            .map_err(query_error("locking the joint commit"))?;
+        control
+            .execute(
+                "INSERT INTO inrush.joint_commits (load_id, servers) VALUES ($1, $2)",
+                &[&id, &servers],
+            )
+            .await
+            .map_err(query_error("logging the joint commit"))?;
+        Ok(JointCommit { id })
+    }
+
+    /// The name of the load's `n`th prepared transaction.
+    pub fn gid(&self, n: usize) -> String {
+        format!("inrush_{}_{n}", self.id)
+    }
+
+    /// The commit point: every transaction is prepared, and from here each is committed.
+    pub async fn decide(&self, control: &Client) -> Result<()> {
+        control
+            .execute(
+                "UPDATE inrush.joint_commits SET decided = true WHERE load_id = $1",
+                &[&self.id],
+            )
+            .await
+            .map_err(query_error("recording the commit decision"))?;
+        Ok(())
+    }
+
+    /// Every transaction is decided (committed or rolled back): the row goes. Best effort: a
+    /// row left behind only makes `inrush recover` find nothing to do for it.
+    pub async fn end(self, control: &Client) {
+        let _ = control
+            .execute(
+                "DELETE FROM inrush.joint_commits WHERE load_id = $1",
+                &[&self.id],
+            )
+            .await;
+        let _ = control
+            .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(&self.id)])
+            .await;
+    }
+}
+
+/// What [`resolve`] did.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// `gid on server` of each transaction committed, then of each rolled back.
+    pub committed: Vec<String>,
+    pub rolled_back: Vec<String>,
+    /// Loads still committing in another session, left alone.
+    pub busy: Vec<String>,
+}
+
+/// Decides every prepared transaction a dead load left, on the target (`control`, reached as
+/// `target`) and on each foreign server the log names (see the module documentation).
+pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolved> {
+    let mut resolved = Resolved::default();
+    let exists: bool = control
+        .query_one(
+            "SELECT to_regclass('inrush.joint_commits') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(query_error("looking for inrush.joint_commits"))?
+        .get(0);
+    if !exists {
+        return Ok(resolved);
+    }
+    let loads = control
+        .query(
+            "SELECT load_id, servers, decided FROM inrush.joint_commits ORDER BY started_at",
+            &[],
+        )
+        .await
+        .map_err(query_error("reading inrush.joint_commits"))?;
+    for load in loads {
+        let (id, servers, decided): (String, Vec<String>, bool) =
+            (load.get(0), load.get(1), load.get(2));
+        let free: bool = control
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key(&id)])
+            .await
+            .map_err(query_error("locking a joint commit"))?
+            .get(0);
+        if !free {
+            resolved.busy.push(id);
+            continue;
+        }
+        let joint = JointCommit { id };
+        decide_on(control, "the target", &joint, decided, &mut resolved).await?;
+        for server in &servers {
+            let Some(found) = shard::shard_named(control, server, target).await? else {
+                return Err(Error::Server(format!(
+                    "joint commit {}: foreign server {server} no longer exists; decide its prepared transactions (inrush_{}_*) on that server by hand",
+                    joint.id, joint.id
+                )));
+            };
+            let options = ConnectOptions::parse(&found.conninfo)?;
+            let client = options.connect().await?;
+            let name = format!("foreign server {server}");
+            decide_on(&client, &name, &joint, decided, &mut resolved).await?;
+        }
+        joint.end(control).await;
+    }
+    Ok(resolved)
+}
+
+/// Commits (`decided`) or rolls back every transaction of `joint` still prepared on `client`'s
+/// server.
+async fn decide_on(
+    client: &Client,
+    server: &str,
+    joint: &JointCommit,
+    decided: bool,
+    resolved: &mut Resolved,
+) -> Result<()> {
+    let prefix = format!("inrush_{}_", joint.id);
+    let gids = client
+        .query(
+            "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, $1) AND database = current_database()",
+            &[&prefix],
+        )
+        .await
+        .map_err(query_error("reading pg_prepared_xacts"))?;
+    for row in gids {
+        let gid: String = row.get(0);
+        let (sql, into) = match decided {
+            true => (format!("COMMIT PREPARED '{gid}'"), &mut resolved.committed),
+            false => (
+                format!("ROLLBACK PREPARED '{gid}'"),
+                &mut resolved.rolled_back,
+            ),
+        };
+        client
+            .batch_execute(&sql)
+            .await
+            .map_err(query_error(sql.clone()))?;
+        into.push(format!("{gid} on {server}"));
+    }
+    Ok(())
+}
