@@ -209,7 +209,10 @@ pub(crate) async fn run(
 const ROUTED_FLUSH: usize = 1 << 20;
 
 /// Routed on the client: each destination's chunks are gathered and COPYed into it in runs of
-/// [`ROUTED_FLUSH`] bytes, all in the one transaction per server.
+/// [`ROUTED_FLUSH`] bytes, all in the one transaction per server. A session runs one COPY at a
+/// time, but runs to different servers (the target, each shard) overlap: while one server
+/// works through a run, the sink goes on taking chunks and feeding the others. A full run
+/// waiting for its busy server stops the intake, which keeps memory bounded.
 async fn run_routed(
     sessions: Sessions,
     txid: i64,
@@ -221,29 +224,53 @@ async fn run_routed(
 ) -> Result<Finished> {
     let mut pending: Vec<(Vec<Chunk>, usize)> =
         destinations.iter().map(|_| (Vec::new(), 0)).collect();
-    let mut rows = 0;
-    while let Some(chunk) = next_chunk(&chunks, shared).await {
-        let dest = chunk.dest as usize;
-        let Some((gathered, bytes)) = pending.get_mut(dest).filter(|_| chunk.rows > 0) else {
-            continue;
-        };
-        *bytes += chunk.data.len();
-        gathered.push(chunk);
-        if *bytes >= ROUTED_FLUSH {
-            let run = std::mem::take(gathered);
-            *bytes = 0;
-            let to = &destinations[dest];
-            rows += copy_run(sessions.of(to), &to.statement, format, run, plan).await?;
+    let mut busy = vec![false; 1 + sessions.shards.len()];
+    let mut in_flight = futures_util::stream::FuturesUnordered::new();
+    let start = |dest: usize, run: Vec<Chunk>| {
+        let to = &destinations[dest];
+        let session = sessions.of(to);
+        async move {
+            let copied = copy_run(session, &to.statement, format, run, plan).await;
+            (to.server, copied)
         }
-    }
-    drop(chunks);
-    if !shared.is_cancelled() {
-        for ((gathered, _), to) in pending.into_iter().zip(destinations) {
-            if !gathered.is_empty() {
-                rows += copy_run(sessions.of(to), &to.statement, format, gathered, plan).await?;
+    };
+    let (mut rows, mut open) = (0, true);
+    while open || !in_flight.is_empty() {
+        let blocked = pending
+            .iter()
+            .zip(destinations)
+            .any(|((_, bytes), to)| *bytes >= ROUTED_FLUSH && busy[to.server]);
+        tokio::select! {
+            Some((server, copied)) = in_flight.next(), if !in_flight.is_empty() => {
+                busy[server] = false;
+                rows += copied?;
+            }
+            chunk = next_chunk(&chunks, shared), if open && !blocked => match chunk {
+                None => open = false,
+                Some(chunk) if chunk.rows > 0 => {
+                    if let Some((gathered, bytes)) = pending.get_mut(chunk.dest as usize) {
+                        *bytes += chunk.data.len();
+                        gathered.push(chunk);
+                    }
+                }
+                Some(_) => {}
+            },
+            else => break,
+        }
+        // Every full run whose server is free goes; once the input is done, every run.
+        let last = !open && !shared.is_cancelled();
+        for ((gathered, bytes), (dest, to)) in
+            pending.iter_mut().zip(destinations.iter().enumerate())
+        {
+            let ready = *bytes >= ROUTED_FLUSH || (last && !gathered.is_empty());
+            if ready && !busy[to.server] {
+                busy[to.server] = true;
+                *bytes = 0;
+                in_flight.push(start(dest, std::mem::take(gathered)));
             }
         }
     }
+    drop((chunks, in_flight));
     Ok(sessions.finished(rows, txid, 0))
 }
 
