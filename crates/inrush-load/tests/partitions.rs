@@ -713,3 +713,28 @@ fn recover_decides_the_prepared_transactions_a_dead_load_left() {
     }
     assert_eq!(db.int("SELECT count(*) FROM inrush.joint_commits"), 0);
 }
+
+#[test]
+fn with_max_errors_a_key_a_shard_holds_twice_is_rejected_on_one_connection() {
+    let db = Db::fresh("partitions");
+    let (a, _b) = sharded(&db, "");
+    a.exec("ALTER TABLE t_2 ADD PRIMARY KEY (id)");
+    // Every row twice: the second of each t_2 row breaks the shard's key.
+    let data = [rows(600), rows(600)].concat();
+    let dir = tempfile::tempdir().unwrap();
+    let (_input, path) = input(&data);
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.connections = 2;
+    opts.max_errors = 1_000;
+    opts.rejects = Some(dir.path().join("rejects.csv"));
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert_eq!(summary.connections, 1, "{:?}", summary.notes);
+    let in_t_2 = a.int("SELECT count(*) FROM t_2");
+    assert_eq!(a.int("SELECT count(DISTINCT id) FROM t_2"), in_t_2);
+    assert_eq!(summary.rows_rejected as i64, in_t_2);
+    assert_eq!(summary.rows + summary.rows_rejected, 1_200);
+    // Every refused row is in the reject file.
+    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    assert_eq!(rejected.lines().count() as i64, in_t_2);
+}

@@ -329,7 +329,9 @@ pub(super) fn prepare(
     // With rejects allowed, the server refuses the second occurrence of a key: which one that
     // is must not depend on which connection got there first, and two connections holding the
     // same key would wait on each other. One connection then, fed in the input's order.
-    if opts.max_errors > 0 && connections > 1 && load_plan.checks_keys_during_load() {
+    let keys_checked =
+        load_plan.checks_keys_during_load() || shard_plans.iter().any(|p| p.checks_keys);
+    if opts.max_errors > 0 && connections > 1 && keys_checked {
         connections = 1;
         notes.push("--max-errors with a unique key: one connection, rows in input order, so every occurrence of a key after the first goes to the reject file".into());
     }
@@ -525,6 +527,8 @@ pub(super) struct ShardPlan {
     pub shard: usize,
     pub table: TableInfo,
     pub rebuilt: Vec<crate::IndexInfo>,
+    /// A unique key stays during the load: the server refuses a duplicate as it comes.
+    pub checks_keys: bool,
 }
 
 /// The plan of every remote table the load writes to; a table another inrush load holds keeps
@@ -545,14 +549,16 @@ async fn shard_plans(
     for (at, shard) in shards.iter().enumerate() {
         for name in &shard.tables {
             let table = TableInfo::read(&shard.control, name).await?;
-            if !ddl::claim(&shard.control, table.oid).await? {
-                continue;
-            }
+            let alone = ddl::claim(&shard.control, table.oid).await?;
             let plan = decide_plan(&shard.control, &table, share, opts, false, false).await?;
             plans.push(ShardPlan {
                 shard: at,
+                rebuilt: match alone {
+                    true => plan.rebuilt(),
+                    false => Vec::new(),
+                },
+                checks_keys: plan.checks_keys_during_load(),
                 table,
-                rebuilt: plan.rebuilt(),
             });
         }
     }
