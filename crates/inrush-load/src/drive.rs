@@ -161,6 +161,7 @@ pub fn load_into(
                 .as_ref()
                 .map(|(_, r)| r.skip.clone())
                 .unwrap_or_default(),
+            None,
             if ordered { 1 } else { opts.workers.max(1) },
             &shared,
             block_tx,
@@ -342,6 +343,7 @@ pub fn load_into(
         rejects_file: rejects.map(|(file, _)| file),
         loaded: !opts.check_only,
         rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
+        blocks: None,
         plan: load_plan,
         phases: Phases {
             inspect: (inspected - started).as_secs_f64(),

@@ -35,15 +35,33 @@ impl Rejects {
     pub fn create(path: &Path, limit: u64, header: Option<&[u8]>, append: bool) -> Result<Rejects> {
         let log_path = PathBuf::from(format!("{}.log", path.display()));
         let fresh = !append || std::fs::metadata(path).map_or(true, |m| m.len() == 0);
+        // Locked while this load writes it (the lock ends with the process): two processes
+        // loading one input on one host (`--resume`) would interleave their records. The lock
+        // comes before the file is emptied, so a refused load empties nothing.
         let create = |p: &Path| {
-            std::fs::OpenOptions::new()
+            let file = std::fs::OpenOptions::new()
                 .create(true)
                 .write(true)
                 .append(append)
-                .truncate(!append)
                 .open(p)
-                .map(|f| BufWriter::with_capacity(64 * 1024, f))
-                .map_err(|e| Error::Rejects(format!("cannot create {}: {e}", p.display())))
+                .map_err(|e| Error::Rejects(format!("cannot create {}: {e}", p.display())))?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Usage(format!(
+                        "{} is being written by another inrush process: give each load its own --rejects file",
+                        p.display()
+                    )))
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::Rejects(format!("cannot lock {}: {e}", p.display())))
+                }
+            }
+            if !append {
+                file.set_len(0)
+                    .map_err(|e| Error::Rejects(format!("cannot empty {}: {e}", p.display())))?;
+            }
+            Ok(BufWriter::with_capacity(64 * 1024, file))
         };
         let mut records = create(path)?;
         if let Some(header) = header.filter(|_| fresh) {

@@ -7,6 +7,20 @@ use inrush_core::ledger::{resume_point, Committed, InputFile};
 use inrush_core::Progress;
 use std::collections::HashSet;
 
+/// Several processes loading one input together (`--resume` on several hosts): a reader takes
+/// each block from the target before it reads it, so no two processes parse, encode and load
+/// the same block, and a block's rejects are written once. The target keeps the claims (a
+/// PostgreSQL session lock per block), so a claim ends with the process that held it.
+pub trait Claims: Send + Sync {
+    /// Takes the block at `offset` (its first record on `line`) for this process; false when
+    /// it is committed already or another process holds it.
+    fn take(&self, offset: u64, line: u64) -> Result<bool>;
+    /// Once the input is read to its end: waits for the blocks other processes held when this
+    /// one came to them, and returns those their holders let go uncommitted (they stopped),
+    /// taken by this process now, as (offset, line), for it to load.
+    fn left_over(&self) -> Result<Vec<(u64, u64)>>;
+}
+
 /// A rerun's starting point.
 pub struct Resume {
     /// Offsets of blocks committed past a gap, skipped as they come.

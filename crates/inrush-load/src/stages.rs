@@ -15,10 +15,12 @@
 //! PostgreSQL's COPY streams drive them from `inrush-postgres`.
 
 use crate::rejects::Rejects;
+use crate::resume::Claims;
 use crate::sources::{first_line_keys, Columnar, Opened, Origin, Sources, Unit, Work};
 use crate::worker::{csv_line, WorkerPlan};
 use crate::{Error, LoadOptions, Result};
 use inrush_core::{Progress, Reporter, ScalarType, ValueType};
+use inrush_read::csv::Block;
 use inrush_read::jsonl::ColumnForm;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,12 +95,15 @@ pub fn json_form(value_type: &ValueType) -> ColumnForm {
 
 /// Starts the reader threads: each takes the next unread source, cuts it into blocks and
 /// sends them on. The first source comes already opened; every other CSV source's header
-/// must name the same columns as the first one's.
+/// must name the same columns as the first one's. Under `--resume`, source 0's blocks in `skip`
+/// are committed already, and with `claims` each other block is taken before it is read.
+#[allow(clippy::too_many_arguments)]
 pub fn start_readers(
     sources: &Arc<Sources>,
     first: Option<Opened>,
     first_header: Option<Vec<String>>,
     skip: std::collections::HashSet<u64>,
+    claims: Option<Arc<dyn Claims>>,
     threads: usize,
     shared: &Arc<Shared>,
     work: flume::Sender<Work>,
@@ -115,11 +120,12 @@ pub fn start_readers(
     (0..threads.min(sources.list.len()))
         .map(|i| {
             let (sources, shared, work) = (sources.clone(), shared.clone(), work.clone());
-            let (next, first, first_header, skip, sequence) = (
+            let (next, first, first_header, skip, claims, sequence) = (
                 next.clone(),
                 first.clone(),
                 first_header.clone(),
                 skip.clone(),
+                claims.clone(),
                 sequence.clone(),
             );
             std::thread::Builder::new()
@@ -136,9 +142,16 @@ pub fn start_readers(
                             }
                         }
                         let consumed = shared.progress.bytes_read.clone();
-                        let skip = skip.clone();
-                        let units =
-                            source_units(&sources, index, opened, &first_header, skip, consumed);
+                        let (skip, claims) = (skip.clone(), claims.clone());
+                        let units = source_units(
+                            &sources,
+                            index,
+                            opened,
+                            &first_header,
+                            skip,
+                            claims,
+                            consumed,
+                        );
                         let fed = match units {
                             Ok(units) => feed(index as u32, units, &sequence, &shared, &work),
                             Err(e) => return shared.fail(e),
@@ -154,13 +167,15 @@ pub fn start_readers(
 
 /// The units of work of source `index` (`opened` when it was opened already): a query's
 /// binary tuples, a columnar file's parts, or a text source's blocks, without the blocks an
-/// earlier run committed (`skip`, for source 0 under --resume).
+/// earlier run committed (`skip`, for source 0 under --resume) and those `claims` does not
+/// give this process.
 fn source_units(
-    sources: &Sources,
+    sources: &Arc<Sources>,
     index: usize,
     opened: Option<Opened>,
     first_header: &Option<Vec<String>>,
     skip: Arc<std::collections::HashSet<u64>>,
+    claims: Option<Arc<dyn Claims>>,
     consumed: Arc<std::sync::atomic::AtomicU64>,
 ) -> Result<Box<dyn Iterator<Item = Result<Unit>> + Send>> {
     if let Some(columns) = sources.passthrough.get() {
@@ -189,10 +204,49 @@ fn source_units(
     };
     check_header(sources, index, &opened, first_header)?;
     let blocks = opened.pending.into_iter().map(Ok).chain(opened.splitter);
-    let uncommitted = move |block: &inrush_read::Result<inrush_read::csv::Block>| !matches!(block, Ok(b) if index == 0 && skip.contains(&b.offset));
-    Ok(Box::new(
-        blocks.filter(uncommitted).map(|b| Ok(Unit::Block(b?))),
-    ))
+    let Some(claims) = claims.filter(|_| index == 0) else {
+        let uncommitted = move |block: &inrush_read::Result<Block>| !matches!(block, Ok(b) if index == 0 && skip.contains(&b.offset));
+        return Ok(Box::new(
+            blocks.filter(uncommitted).map(|b| Ok(Unit::Block(b?))),
+        ));
+    };
+    // Shared with other processes: the blocks this one takes, then, at the end, those other
+    // processes took and let go uncommitted (they stopped), read again.
+    let taker = claims.clone();
+    let ours = move |block: inrush_read::Result<Block>| match block {
+        Ok(b) if skip.contains(&b.offset) => None,
+        Ok(b) => match taker.take(b.offset, b.first_line) {
+            Ok(true) => Some(Ok(Unit::Block(b))),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        },
+        Err(e) => Some(Err(e.into())),
+    };
+    let sources = sources.clone();
+    let left_over = std::iter::once_with(move || claims.left_over()).flat_map(move |left| {
+        let (left, failed) = match left {
+            Ok(left) => (left, None),
+            Err(e) => (Vec::new(), Some(Err(e))),
+        };
+        let sources = sources.clone();
+        failed.into_iter().chain(
+            left.into_iter()
+                .map(move |(offset, line)| block_at(&sources, offset, line)),
+        )
+    });
+    Ok(Box::new(blocks.filter_map(ours).chain(left_over)))
+}
+
+/// The block of source 0 that starts at `offset`, on `line`, read again.
+fn block_at(sources: &Sources, offset: u64, line: u64) -> Result<Unit> {
+    let unread = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    match sources.reopen_at(0, offset, line, unread)?.next() {
+        Some(block) => Ok(Unit::Block(block?)),
+        None => Err(Error::Internal(format!(
+            "{}: no block at byte {offset}",
+            sources.list[0].name
+        ))),
+    }
 }
 
 /// Sends a source's units to the workers; false when the load stops (cancelled, failed, or

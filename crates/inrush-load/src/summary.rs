@@ -37,12 +37,29 @@ pub struct LoadSummary {
     pub loaded: bool,
     /// Rows earlier runs of this load had committed (`--resume`); `rows` counts this run's.
     pub rows_resumed: u64,
+    /// `--resume`: the blocks this run committed, and those other processes loading the same
+    /// input committed while it ran.
+    pub blocks: Option<Blocks>,
     /// What was done around the COPY, and why.
     pub plan: crate::LoadPlan,
     /// Seconds per phase; `seconds` is their sum: the time until the table is ready to query.
     pub phases: Phases,
     /// Things the user should know (a strategy that could not be applied, and why).
     pub notes: Vec<String>,
+}
+
+/// A resumable load's blocks, when several processes may share the input (`--resume`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Blocks {
+    /// Blocks this process committed.
+    pub loaded: u64,
+    /// Blocks another process held when this one came to them, and committed.
+    pub by_others: u64,
+    /// The rows of those blocks.
+    pub rows_by_others: u64,
+    /// Blocks another process took and let go uncommitted (it stopped), loaded here (counted
+    /// in `loaded` too).
+    pub taken_over: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]

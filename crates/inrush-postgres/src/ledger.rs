@@ -4,6 +4,12 @@
 //! by path and block size (blocks are cut the same way again only with the same block size) and
 //! fingerprinted by size, modification time and a hash of its head and tail, so a changed file
 //! is refused instead of being mixed with the rows of its previous version.
+//!
+//! Several processes (on one host or several) may load one input together, each given the same
+//! input and `--resume`: a process takes a block by a session-level advisory lock on the block
+//! ([`take_block`]) before it reads it, and lets it go once the block is committed; the ledger's
+//! primary key is the last word (a block committed twice fails the second commit). [`status`]
+//! reads a load's progress from the ledger and the locks held now.
 
 use crate::{query_error, Error, Result};
 pub use inrush_core::ledger::{resume_point, Committed, InputFile};
@@ -15,6 +21,7 @@ const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        size bigint NOT NULL, mtime text NOT NULL, fingerprint text NOT NULL, \
        started_at timestamptz NOT NULL DEFAULT now(), \
        PRIMARY KEY (table_oid, input, block_size)); \
+     ALTER TABLE inrush.load_inputs ADD COLUMN IF NOT EXISTS data_start bigint; \
      CREATE TABLE IF NOT EXISTS inrush.load_ledger ( \
        table_oid oid NOT NULL, input text NOT NULL, block_size bigint NOT NULL, \
        block_offset bigint NOT NULL, block_len bigint NOT NULL, \
@@ -32,14 +39,33 @@ pub struct InputIdentity {
     pub size: i64,
     pub mtime: String,
     pub fingerprint: String,
+    /// Where the first block starts (after a header): a load is complete when its committed
+    /// blocks run from here to `size`.
+    pub data_start: i64,
 }
+
+/// Serializes the creation of the ledger: `CREATE ... IF NOT EXISTS` run by two sessions at once
+/// can fail on the catalog's unique keys, and cooperating processes start together.
+const LEDGER_DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('inrush.load_ledger'))";
 
 /// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.
 pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>> {
     client
-        .batch_execute(CREATE_LEDGER)
+        .batch_execute(&format!(
+            "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_LEDGER}; COMMIT"
+        ))
         .await
         .map_err(query_error("creating the inrush.load_ledger table"))?;
+    // Another process starting the same load may register the input at the same moment:
+    // whichever comes first registers it, and every process compares with that.
+    client
+        .execute(
+            "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint, data_start) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            &[&id.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint, &id.data_start],
+        )
+        .await
+        .map_err(query_error("registering the input in inrush.load_inputs"))?;
     let known = client
         .query_opt(
             "SELECT size, mtime, fingerprint FROM inrush.load_inputs WHERE table_oid = $1 AND input = $2 AND block_size = $3",
@@ -47,29 +73,18 @@ pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>>
         )
         .await
         .map_err(query_error("reading inrush.load_inputs"))?;
-    match known {
-        Some(row) => {
-            let (size, mtime, fingerprint): (i64, String, String) =
-                (row.get(0), row.get(1), row.get(2));
-            if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
-                return Err(Error::InputChanged {
-                    input: id.input.clone(),
-                    then: format!("{size} bytes, modified {mtime}, fingerprint {fingerprint}"),
-                    now: format!(
-                        "{} bytes, modified {}, fingerprint {}",
-                        id.size, id.mtime, id.fingerprint
-                    ),
-                });
-            }
-        }
-        None => {
-            client
-                .execute(
-                    "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint) VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&id.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint],
-                )
-                .await
-                .map_err(query_error("registering the input in inrush.load_inputs"))?;
+    if let Some(row) = known {
+        let (size, mtime, fingerprint): (i64, String, String) =
+            (row.get(0), row.get(1), row.get(2));
+        if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
+            return Err(Error::InputChanged {
+                input: id.input.clone(),
+                then: format!("{size} bytes, modified {mtime}, fingerprint {fingerprint}"),
+                now: format!(
+                    "{} bytes, modified {}, fingerprint {}",
+                    id.size, id.mtime, id.fingerprint
+                ),
+            });
         }
     }
     let rows = client
@@ -121,6 +136,103 @@ pub async fn record(
     Ok(())
 }
 
+/// The advisory lock of one block, in the two-`int4` form (apart from the table claim's
+/// `bigint` keys, `crate::ddl`): a hash of the table, input and block size, and the block's
+/// ordinal. Every block but the last is at least `block_size` long, so the ordinal
+/// (`offset / block_size`) is the block's own up to 2^32 blocks.
+const BLOCK_KEY: &str =
+    "hashtext($1::oid::text || ':' || $2::text || ':' || $3::bigint::text), $4::int";
+
+fn ordinal(id: &InputIdentity, offset: i64) -> i32 {
+    (offset / id.block_size.max(1)) as u32 as i32
+}
+
+/// What became of an attempt to take a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taken {
+    /// This session holds it now.
+    Mine,
+    /// It is committed already.
+    Committed,
+    /// Another session holds it.
+    Held,
+}
+
+/// Takes the block at `offset` for this session (a session-level lock: it ends with the
+/// connection, whatever ends the process). Whether it is committed is read after the lock is
+/// taken, in a statement of its own, so the commit of a holder that has just let go is seen.
+pub async fn take_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<Taken> {
+    let key = ordinal(id, offset);
+    let locked: bool = client
+        .query_one(
+            &format!("SELECT pg_try_advisory_lock({BLOCK_KEY})"),
+            &[&id.table_oid, &id.input, &id.block_size, &key],
+        )
+        .await
+        .map_err(query_error("taking a block of the input"))?
+        .get(0);
+    if !locked {
+        return Ok(Taken::Held);
+    }
+    if contains(client, id, offset).await? {
+        release_block(client, id, offset).await?;
+        return Ok(Taken::Committed);
+    }
+    Ok(Taken::Mine)
+}
+
+/// Lets the block at `offset` go (committed, or given up).
+pub async fn release_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<()> {
+    client
+        .execute(
+            &format!("SELECT pg_advisory_unlock({BLOCK_KEY})"),
+            &[
+                &id.table_oid,
+                &id.input,
+                &id.block_size,
+                &ordinal(id, offset),
+            ],
+        )
+        .await
+        .map_err(query_error("letting a block of the input go"))?;
+    Ok(())
+}
+
+/// Waits until no session holds the block at `offset` (its holder committed it, or ended), then
+/// says how many rows the ledger has for it: `None` when it is not committed.
+pub async fn settle_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<Option<i64>> {
+    client
+        .execute(
+            &format!("SELECT pg_advisory_lock({BLOCK_KEY})"),
+            &[
+                &id.table_oid,
+                &id.input,
+                &id.block_size,
+                &ordinal(id, offset),
+            ],
+        )
+        .await
+        .map_err(query_error("waiting for a block another process loads"))?;
+    release_block(client, id, offset).await?;
+    let row = client
+        .query_opt(
+            "SELECT rows FROM inrush.load_ledger WHERE table_oid = $1 AND input = $2 AND block_size = $3 AND block_offset = $4",
+            &[&id.table_oid, &id.input, &id.block_size, &offset],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_ledger"))?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Whether `e` (from recording a block) says another process committed that block first.
+pub fn committed_by_another(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        db.code() == &tokio_postgres::error::SqlState::UNIQUE_VIOLATION
+            && db.schema() == Some("inrush")
+            && db.table() == Some("load_ledger")
+    })
+}
+
 impl InputIdentity {
     pub fn new(table_oid: u32, file: InputFile) -> Self {
         InputIdentity {
@@ -130,6 +242,142 @@ impl InputIdentity {
             size: file.size,
             mtime: file.mtime,
             fingerprint: file.fingerprint,
+            data_start: 0,
         }
     }
+}
+
+/// One input's load into one table, as the ledger and the server's locks say now
+/// (`inrush status`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadStatus {
+    pub table: String,
+    pub input: String,
+    pub block_size: i64,
+    /// The input's size in bytes.
+    pub size: i64,
+    /// Blocks, rows and input bytes committed.
+    pub blocks: i64,
+    pub rows: i64,
+    pub bytes: i64,
+    pub started_at: String,
+    pub last_commit: Option<String>,
+    /// Whether the committed blocks cover the input from its first block to its end; `None`
+    /// for a ledger written before inrush recorded where the first block starts.
+    pub complete: Option<bool>,
+    /// The blocks being loaded now, and by which session.
+    pub loading: Vec<Loading>,
+}
+
+/// A block some session holds now: taken, not committed yet.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Loading {
+    /// The block's ordinal (`offset / block_size`).
+    pub block: i64,
+    pub pid: i32,
+    pub client_addr: Option<String>,
+    pub application_name: Option<String>,
+}
+
+impl LoadStatus {
+    /// `complete`, `loading` (some process holds a block now), `interrupted` (neither), or
+    /// `unknown`.
+    pub fn state(&self) -> &'static str {
+        match (self.complete, self.loading.is_empty()) {
+            (Some(true), _) => "complete",
+            (_, false) => "loading",
+            (Some(false), true) => "interrupted",
+            (None, true) => "unknown",
+        }
+    }
+}
+
+/// Every load in the ledger (of `table_oid` only, when given), with the blocks held now.
+pub async fn status(client: &Client, table_oid: Option<u32>) -> Result<Vec<LoadStatus>> {
+    let exists: bool = client
+        .query_one(
+            "SELECT to_regclass('inrush.load_ledger') IS NOT NULL AND to_regclass('inrush.load_inputs') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(query_error("looking for inrush.load_ledger"))?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    // data_start is missing from ledgers made before it was recorded.
+    let data_start: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'inrush.load_inputs'::regclass AND attname = 'data_start')",
+            &[],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_inputs"))?
+        .get(0);
+    let loads = client
+        .query(
+            &format!(
+                "SELECT i.table_oid::regclass::text, i.input, i.block_size, i.size, {}, \
+                   i.started_at::text, count(l.block_offset), coalesce(sum(l.rows), 0)::bigint, \
+                   coalesce(sum(l.block_len), 0)::bigint, max(l.committed_at)::text, \
+                   hashtext(i.table_oid::text || ':' || i.input || ':' || i.block_size::text) \
+                 FROM inrush.load_inputs i LEFT JOIN inrush.load_ledger l USING (table_oid, input, block_size) \
+                 WHERE $1::oid IS NULL OR i.table_oid = $1::oid \
+                 GROUP BY 1, 2, 3, 4, 5, 6, 11 ORDER BY 1, 2, 3",
+                match data_start {
+                    true => "i.data_start",
+                    false => "NULL::bigint",
+                }
+            ),
+            &[&table_oid],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_ledger"))?;
+    let mut statuses = Vec::with_capacity(loads.len());
+    for row in loads {
+        let (size, data_start, bytes): (i64, Option<i64>, i64) =
+            (row.get(3), row.get(4), row.get(8));
+        let key: i32 = row.get(10);
+        statuses.push(LoadStatus {
+            table: row.get(0),
+            input: row.get(1),
+            block_size: row.get(2),
+            size,
+            blocks: row.get(6),
+            rows: row.get(7),
+            bytes,
+            started_at: row.get(5),
+            last_commit: row.get(9),
+            // Blocks never overlap (the ledger's key, and the same cuts), so their bytes
+            // cover the data exactly when they add up to it.
+            complete: data_start.map(|start| bytes >= size - start),
+            loading: loading(client, key).await?,
+        });
+    }
+    Ok(statuses)
+}
+
+/// The blocks of the load whose lock key starts with `key`, held now, and their sessions.
+async fn loading(client: &Client, key: i32) -> Result<Vec<Loading>> {
+    let rows = client
+        .query(
+            "SELECT k.objid::bigint, k.pid, host(a.client_addr), a.application_name \
+             FROM pg_locks k LEFT JOIN pg_stat_activity a ON a.pid = k.pid \
+             WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.granted \
+               AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND k.classid = $1::int4::oid \
+             ORDER BY 1",
+            &[&key],
+        )
+        .await
+        .map_err(query_error("reading pg_locks"))?;
+    Ok(rows
+        .iter()
+        .map(|r| Loading {
+            block: r.get(0),
+            pid: r.get(1),
+            client_addr: r.get(2),
+            application_name: r.get(3),
+        })
+        .collect())
 }

@@ -41,6 +41,9 @@ pub enum Command {
     Plan(PlanArgs),
     /// Recreate every index an interrupted load left dropped (from inrush.ddl_journal).
     Recover(RecoverArgs),
+    /// Show the progress of `load --resume` loads (one process or several sharing an input):
+    /// what each committed, and which blocks which processes are loading now.
+    Status(StatusArgs),
     /// The insert-performance lab: the seeds' experiments (A1-D8) run against your server.
     Lab(LabArgs),
 }
@@ -407,6 +410,19 @@ pub struct RecoverArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// The PostgreSQL server, as for `load --to`.
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    /// Only loads into this table (default: every load in the ledger).
+    #[arg(long)]
+    pub table: Option<String>,
+    /// Print the loads as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct DemoArgs {
     /// Rows to generate.
     #[arg(long, default_value_t = 1_000_000)]
@@ -509,6 +525,7 @@ impl Cli {
             Command::Load(a) => a.output.json,
             Command::Demo(a) => a.output.json,
             Command::Plan(a) => a.json,
+            Command::Status(a) => a.json,
             Command::Lab(LabArgs {
                 command: LabCommand::Run(a),
             }) => a.json,
@@ -580,6 +597,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             }
             Ok(Outcome::Done)
         }
+        Command::Status(args) => status(args).map(|()| Outcome::Done),
         Command::Gen(args) => {
             let text = match args.format {
                 GenFormat::Parquet => None,
@@ -768,6 +786,24 @@ impl LoadArgs {
 /// the message says so (see `inrush_load::Signalled`). A second signal exits at once only when
 /// that leaves nothing dropped and nothing half-done: the server rolls back the open
 /// transactions of a closed connection.
+/// `inrush status`: the `--resume` loads in a PostgreSQL target's ledger.
+fn status(args: StatusArgs) -> Result<()> {
+    let Target::Postgres(target) = Target::of(args.to.as_deref())? else {
+        anyhow::bail!(inrush_load::Error::Usage(
+            "inrush status reads the ledger of `load --resume` in PostgreSQL (inrush.load_ledger); other targets have no such ledger".into()
+        ));
+    };
+    let loads = inrush_postgres::load::status(&target, args.table.as_deref())?;
+    if args.json {
+        println!("{}", serde_json::to_string(&loads)?);
+    } else if loads.is_empty() {
+        eprintln!("no `inrush load --resume` recorded in inrush.load_ledger");
+    } else {
+        print!("{}", report::load_status(&loads));
+    }
+    Ok(())
+}
+
 fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<()> {
     let interrupt = interrupt.clone();
     ctrlc::set_handler(move || {

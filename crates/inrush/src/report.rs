@@ -146,6 +146,44 @@ impl Reporter for ProgressReporter {
 }
 
 /// `1234567` → `1,234,567`.
+/// `inrush status`, for people: one paragraph per load.
+pub fn load_status(loads: &[inrush_postgres::ledger::LoadStatus]) -> String {
+    let mut out = String::new();
+    for load in loads {
+        let percent = match load.size {
+            0 => 100.0,
+            size => load.bytes as f64 * 100.0 / size as f64,
+        };
+        out.push_str(&format!(
+            "{} <- {} (blocks of {}): {}\n  committed: {} blocks, {} rows, {} of {} ({percent:.1}%)\n  started {}, last commit {}\n",
+            load.table,
+            load.input,
+            DecimalBytes(load.block_size as u64),
+            load.state(),
+            group(load.blocks as u64),
+            group(load.rows as u64),
+            DecimalBytes(load.bytes as u64),
+            DecimalBytes(load.size as u64),
+            load.started_at,
+            load.last_commit.as_deref().unwrap_or("none"),
+        ));
+        for block in &load.loading {
+            out.push_str(&format!(
+                "  loading now: block {} (near byte {}) by pid {} from {} ({})\n",
+                block.block,
+                group(block.block as u64 * load.block_size as u64),
+                block.pid,
+                block.client_addr.as_deref().unwrap_or("a local socket"),
+                block.application_name.as_deref().unwrap_or(""),
+            ));
+        }
+        if load.state() == "interrupted" {
+            out.push_str("  no process is loading it: run the same `inrush load ... --resume` to load the rest\n");
+        }
+    }
+    out
+}
+
 pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
@@ -253,6 +291,16 @@ pub fn human_summary(s: &LoadSummary) -> String {
         out.push_str(&format!(
             "; {} rows were in from earlier runs (--resume)",
             group(s.rows_resumed)
+        ));
+    }
+    if let Some(b) = s.blocks.filter(|b| b.by_others + b.taken_over > 0) {
+        out.push_str(&format!(
+            "; {} block{} loaded here ({} taken over from a process that stopped), {} ({} rows) by other processes loading the same input",
+            group(b.loaded),
+            plural(b.loaded as usize),
+            group(b.taken_over),
+            group(b.by_others),
+            group(b.rows_by_others)
         ));
     }
     if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
@@ -488,6 +536,7 @@ mod tests {
             rejects_log: Some("data.csv.rejects.log".into()),
             loaded: true,
             rows_resumed: 0,
+            blocks: None,
             plan: inrush_load::LoadPlan::decide(
                 "\"public\".\"t\"",
                 false,

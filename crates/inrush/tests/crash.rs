@@ -588,9 +588,14 @@ fn resume_input() -> &'static Path {
 
 /// Starts `inrush load <resume input> --table t --resume`: the same command every time.
 fn spawn_resume_load(db: &Db) -> Child {
-    inrush(&[
+    spawn_resume_load_of(db, resume_input(), &[])
+}
+
+/// Starts `inrush load <input> --table t --resume`, with `extra` options.
+fn spawn_resume_load_of(db: &Db, input: &Path, extra: &[&str]) -> Child {
+    let mut args = vec![
         "load",
-        resume_input().to_str().unwrap(),
+        input.to_str().unwrap(),
         "--to",
         &db.conninfo,
         "--table",
@@ -599,11 +604,13 @@ fn spawn_resume_load(db: &Db) -> Child {
         "--block-size",
         RESUME_BLOCK_SIZE,
         "--no-progress",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("spawn inrush load --resume")
+    ];
+    args.extend_from_slice(extra);
+    inrush(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inrush load --resume")
 }
 
 /// Waits (at most 10 s) until the server has no session of a dead loader left: a backend
@@ -873,4 +880,400 @@ fn resume_after_a_terminated_connection() {
         &db,
         &format!("{committed} rows committed before the connections were terminated, the rest by the second run"),
     );
+}
+
+// Several processes loading one input together (`--resume` on several hosts): each takes the
+// blocks no other holds, a block is committed once whichever process dies, and `inrush status`
+// tells a running load from an interrupted or a complete one.
+
+/// `inrush status --to db --table t --json`: the one load in the ledger (null before it is
+/// registered).
+fn status_json(db: &Db) -> serde_json::Value {
+    let (status, stdout, stderr) = run(
+        &["status", "--to", &db.conninfo, "--table", "t", "--json"],
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "inrush status: {status}\n{stderr}");
+    let loads: serde_json::Value = serde_json::from_str(&stdout).expect("status JSON");
+    assert!(loads.as_array().map(Vec::len) <= Some(1), "{stdout}");
+    loads[0].clone()
+}
+
+/// Blocks committed in the ledger.
+fn ledger_blocks(db: &Db) -> i64 {
+    db.int("SELECT count(*) FROM inrush.load_ledger")
+}
+
+/// Starts `count` loaders of `input` at once, each with `extra(i)` options.
+fn spawn_cooperating(
+    db: &Db,
+    input: &Path,
+    count: usize,
+    extra: impl Fn(usize) -> Vec<String>,
+) -> Vec<Child> {
+    (0..count)
+        .map(|i| {
+            let extra = extra(i);
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+            spawn_resume_load_of(db, input, &extra)
+        })
+        .collect()
+}
+
+/// The `--json` summaries of loaders that must all succeed (exit 6: with rows in the reject
+/// file).
+fn summaries(children: Vec<Child>, what: &str) -> Vec<serde_json::Value> {
+    children
+        .into_iter()
+        .enumerate()
+        .map(|(i, child)| {
+            let (status, stdout, stderr) = finish(child, Duration::from_secs(180), what);
+            assert!(
+                status.success() || status.code() == Some(6),
+                "{what}, process {i}: {status}\n{stderr}"
+            );
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        })
+        .collect()
+}
+
+/// Each process's summary says how many blocks it loaded and how many it left to others; their
+/// sums are the ledger's blocks and rows, so no block was counted (or loaded) twice.
+fn assert_blocks_add_up(db: &Db, summaries: &[serde_json::Value]) {
+    let loaded: i64 = summaries
+        .iter()
+        .map(|s| s["blocks"]["loaded"].as_i64().expect("blocks.loaded"))
+        .sum();
+    assert_eq!(loaded, ledger_blocks(db), "blocks loaded by the processes");
+    let rows: i64 = summaries.iter().map(|s| s["rows"].as_i64().unwrap()).sum();
+    assert_eq!(
+        rows,
+        db.rows_and_ledger_rows().1,
+        "rows loaded by the processes"
+    );
+    let busy = summaries
+        .iter()
+        .filter(|s| s["blocks"]["loaded"].as_i64() > Some(0))
+        .count();
+    assert!(
+        busy >= 2,
+        "only {busy} of the processes loaded blocks: {summaries:?}"
+    );
+}
+
+#[test]
+fn three_processes_share_one_input_and_load_every_row_once() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let children = spawn_cooperating(&db, resume_input(), 3, |_| vec!["--json".into()]);
+    let summaries = summaries(children, "three cooperating loads");
+    assert_rows_match_ledger(&db, "three cooperating loads");
+    assert_holds_resume_input(&db, "three cooperating loads");
+    assert_blocks_add_up(&db, &summaries);
+
+    let status = status_json(&db);
+    assert_eq!(status["complete"], true, "{status}");
+    assert_eq!(status["rows"], RESUME_ROWS, "{status}");
+    assert_eq!(status["blocks"], ledger_blocks(&db), "{status}");
+    assert_eq!(status["bytes"], status["size"], "no header: {status}");
+    assert_eq!(status["loading"], serde_json::json!([]), "{status}");
+    let (_, text, _) = run(
+        &["status", "--to", &db.conninfo, "--table", "t"],
+        Duration::from_secs(30),
+    );
+    assert!(text.contains("): complete\n"), "{text}");
+    assert!(
+        text.contains(&format!("{} rows", inrush_rows(RESUME_ROWS))),
+        "{text}"
+    );
+}
+
+/// 2000000 → "2,000,000", as the CLI groups digits.
+fn inrush_rows(n: i64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A load killed mid-way is `interrupted` in `inrush status` (nothing in progress, not
+/// complete); a running one shows the blocks its session holds, with the session's pid and
+/// application name.
+#[test]
+fn status_tells_a_running_load_from_an_interrupted_one() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let mut child = spawn_resume_load(&db);
+    let mut running = serde_json::Value::Null;
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "a block in progress",
+        || {
+            running = status_json(&db);
+            running["loading"].as_array().is_some_and(|l| !l.is_empty())
+                && running["blocks"].as_i64() > Some(0)
+        },
+    );
+    let status = sigkill(child);
+    assert_eq!(running["complete"], false, "{running}");
+    assert_eq!(
+        running["loading"][0]["application_name"], "inrush",
+        "{running}"
+    );
+    assert!(running["loading"][0]["pid"].as_i64() > Some(0), "{running}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "the load ended before the kill"
+    );
+    wait_for_sessions_to_end(&db);
+    let interrupted = status_json(&db);
+    assert_eq!(interrupted["complete"], false, "{interrupted}");
+    assert_eq!(
+        interrupted["loading"],
+        serde_json::json!([]),
+        "{interrupted}"
+    );
+    assert_eq!(
+        interrupted["rows"],
+        assert_rows_match_ledger(&db, "killed"),
+        "{interrupted}"
+    );
+    let (_, text, _) = run(
+        &["status", "--to", &db.conninfo, "--table", "t"],
+        Duration::from_secs(30),
+    );
+    assert!(text.contains("): interrupted\n"), "{text}");
+    assert!(text.contains("no process is loading it"), "{text}");
+}
+
+/// SIGKILL of one of three cooperating loaders, stopped first (SIGSTOP) so that it still holds
+/// its blocks when the other two have read the whole input and wait for them: once it is
+/// killed, they find those blocks uncommitted and load them, so when they end every row is in,
+/// once; the same command once more finds nothing left to load.
+#[test]
+fn sigkill_of_one_of_three_cooperating_loaders_then_a_rerun_loads_every_row_once() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let mut children = spawn_cooperating(&db, resume_input(), 3, |_| vec!["--json".into()]);
+    let mut victim = children.remove(1);
+    wait_until(
+        &mut victim,
+        Duration::from_secs(30),
+        "blocks committed",
+        || db.rows_and_ledger_rows().1 > 0,
+    );
+    // SAFETY: signalling our own child, not reaped yet.
+    assert_eq!(
+        unsafe { libc::kill(victim.id() as libc::pid_t, libc::SIGSTOP) },
+        0
+    );
+    wait_until(
+        &mut victim,
+        Duration::from_secs(120),
+        "a survivor waiting for a block of the stopped one",
+        || {
+            db.int("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())") > 0
+        },
+    );
+    let killed = sigkill(victim);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(killed.signal(), Some(libc::SIGKILL), "{killed}");
+    let survivors = summaries(children, "a survivor of the kill");
+    let taken_over: i64 = survivors
+        .iter()
+        .map(|s| s["blocks"]["taken_over"].as_i64().unwrap())
+        .sum();
+    assert!(taken_over > 0, "{survivors:?}");
+    wait_for_sessions_to_end(&db);
+    assert_rows_match_ledger(&db, "after the survivors");
+    assert_holds_resume_input(&db, "one of three killed, the others to the end");
+    assert_eq!(status_json(&db)["complete"], true);
+
+    let (status, stdout, stderr) = finish(
+        spawn_resume_load_of(&db, resume_input(), &["--json"]),
+        Duration::from_secs(180),
+        "the rerun",
+    );
+    assert!(status.success(), "the rerun: {status}\n{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).expect("summary");
+    assert_eq!(
+        (summary["rows"].as_i64(), summary["rows_resumed"].as_i64()),
+        (Some(0), Some(RESUME_ROWS)),
+        "{summary}"
+    );
+    assert_rows_match_ledger(&db, "after the rerun");
+    assert_holds_resume_input(&db, "one of three killed, then a rerun");
+}
+
+/// All three cooperating loaders killed mid-load: the same command run once more loads the
+/// rest, every row once.
+#[test]
+fn three_cooperating_loaders_killed_then_a_rerun_loads_every_row_once() {
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let mut children = spawn_cooperating(&db, resume_input(), 3, |_| Vec::new());
+    wait_until(
+        &mut children[0],
+        Duration::from_secs(30),
+        "blocks committed",
+        || db.rows_and_ledger_rows().1 > 0,
+    );
+    for child in children {
+        sigkill(child);
+    }
+    wait_for_sessions_to_end(&db);
+    let committed = assert_rows_match_ledger(&db, "after the kills");
+    assert!(committed < RESUME_ROWS, "all committed before the kills");
+    assert_eq!(status_json(&db)["complete"], false);
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&db),
+        Duration::from_secs(180),
+        "the rerun",
+    );
+    assert!(status.success(), "the rerun: {status}\n{stderr}");
+    assert_rows_match_ledger(&db, "after the rerun");
+    assert_holds_resume_input(&db, "three killed, then a rerun");
+}
+
+/// `--max-errors` with bad rows: each process writes its own reject file (one shared path is
+/// refused: their records would interleave), and every bad row is in exactly one of them,
+/// since a block is read by one process only.
+#[test]
+fn cooperating_loaders_with_max_errors_reject_each_bad_row_once() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("bad.csv");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&input).expect("create"));
+    let rows = 400_000;
+    for id in 1..=rows {
+        match id % 40_000 {
+            0 => writeln!(out, "x{id},bad"),
+            _ => writeln!(out, "{id},n{id}"),
+        }
+        .expect("write");
+    }
+    out.flush().expect("flush");
+    drop(out);
+    let db = Db::with_schema(RESUME_SCHEMA);
+    let rejects = |i: usize| dir.path().join(format!("rejects-{i}.csv"));
+    let children = spawn_cooperating(&db, &input, 3, |i| {
+        vec![
+            "--json".into(),
+            "--max-errors".into(),
+            "100".into(),
+            "--rejects".into(),
+            rejects(i).display().to_string(),
+        ]
+    });
+    let summaries = summaries(children, "three cooperating loads with --max-errors");
+    assert_rows_match_ledger(&db, "with --max-errors");
+    let mut rejected: Vec<String> = (0..3)
+        .flat_map(|i| {
+            std::fs::read_to_string(rejects(i))
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rejected.sort();
+    let mut expected: Vec<String> = (1..=rows / 40_000)
+        .map(|k| format!("x{},bad", k * 40_000))
+        .collect();
+    expected.sort();
+    assert_eq!(
+        rejected, expected,
+        "every bad row in exactly one reject file"
+    );
+    let rejected: i64 = summaries
+        .iter()
+        .map(|s| s["rows_rejected"].as_i64().unwrap())
+        .sum();
+    assert_eq!(rejected, rows / 40_000);
+    assert_eq!(
+        db.text("SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || sum(id) FROM t"),
+        format!(
+            "{n} {n} {}",
+            rows * (rows + 1) / 2 - (1..=rows / 40_000).map(|k| k * 40_000).sum::<i64>(),
+            n = rows - rows / 40_000
+        )
+    );
+
+    // A reject file another process writes (the test holds its lock, as a loader does): the
+    // load is refused before it empties the file or loads anything.
+    let shared = dir.path().join("shared.csv");
+    std::fs::write(&shared, "x1,kept\n").expect("write");
+    let held = std::fs::File::open(&shared).expect("open");
+    held.lock().expect("lock");
+    let (status, _, stderr) = run(
+        &[
+            "load",
+            input.to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--max-errors",
+            "100",
+            "--rejects",
+            shared.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is being written by another inrush process"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&shared).unwrap(), "x1,kept\n");
+    assert_rows_match_ledger(&db, "after the refused load");
+}
+
+/// A table with a primary key and a secondary index: the first loader to start drops and
+/// rebuilds the secondary index, so it loads alone while the others wait for it (and then find
+/// the input loaded); with `--keep-indexes` they share the table and its blocks. Either way
+/// every row is in once and every index is back and valid.
+#[test]
+fn cooperating_loaders_into_a_table_with_indexes() {
+    for keep in [false, true] {
+        let db = Db::with_schema(
+            "CREATE TABLE t (id bigint PRIMARY KEY, note text); CREATE INDEX t_note_idx ON t (note)",
+        );
+        let extra = |_| match keep {
+            true => vec!["--json".to_string(), "--keep-indexes".into()],
+            false => vec!["--json".to_string()],
+        };
+        let children = spawn_cooperating(&db, resume_input(), 3, extra);
+        let summaries = summaries(
+            children,
+            "three cooperating loads into a table with indexes",
+        );
+        assert_rows_match_ledger(&db, "with indexes");
+        assert_holds_resume_input(&db, "with indexes");
+        let loaded: Vec<i64> = summaries
+            .iter()
+            .map(|s| s["blocks"]["loaded"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            loaded.iter().sum::<i64>(),
+            ledger_blocks(&db),
+            "keep indexes: {keep}"
+        );
+        // The one that drops the index loads alone; sharing the table, they share the blocks.
+        let busy = loaded.iter().filter(|&&n| n > 0).count();
+        match keep {
+            false => assert_eq!(busy, 1, "blocks loaded per process: {loaded:?}"),
+            true => assert!(busy >= 2, "blocks loaded per process: {loaded:?}"),
+        }
+        assert_eq!(
+            db.text("SELECT string_agg(indexrelid::regclass::text || ' ' || indisvalid, ', ' ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = 't'::regclass"),
+            "t_note_idx true, t_pkey true",
+            "keep indexes: {keep}"
+        );
+        assert_eq!(db.journal_len(), 0);
+    }
 }

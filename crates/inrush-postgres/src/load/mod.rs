@@ -15,6 +15,7 @@
 //! COMMIT, some connections' rows are committed and others' are not; inrush reports exactly that
 //! as `inrush_load::Error::PartialCommit` and exits with a distinct code.
 
+mod blocks;
 mod claim;
 mod create;
 mod definitions;
@@ -27,6 +28,7 @@ mod watch;
 
 pub use definitions::{recover, Recovered};
 
+use crate::ledger::LoadStatus;
 use crate::{ConnectOptions, TableInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::summary::Phases;
@@ -139,6 +141,20 @@ pub fn plan(
             .await?
             .1;
         Ok::<_, crate::Error>(plan)
+    })?)
+}
+
+/// `inrush status`: every `--resume` load in the target's ledger (into `table` only, when
+/// given), with the blocks processes hold now.
+pub fn status(target: &ConnectOptions, table: Option<&str>) -> Result<Vec<LoadStatus>> {
+    let runtime = runtime()?;
+    Ok(runtime.block_on(async {
+        let client = target.connect().await?;
+        let oid = match table {
+            Some(name) => Some(TableInfo::read(&client, name).await?.oid),
+            None => None,
+        };
+        crate::ledger::status(&client, oid).await
     })?)
 }
 

@@ -1,6 +1,7 @@
 //! What one COPY connection does: open a transaction, stream chunks from the shared queue until
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
+use super::blocks::BlockClaims;
 use crate::copy::{row_in_error_context, CopyFormat};
 use crate::ledger::{self, Committed, InputIdentity};
 use crate::ConnectOptions;
@@ -125,6 +126,10 @@ pub(crate) struct Finished {
     pub txid: i64,
     /// Rows the server refused that went to the reject file (`--max-errors`).
     pub refused: u64,
+    /// `--resume`: blocks this connection committed, and blocks (with their rows) it sent but
+    /// found committed by another process loading the same input.
+    pub blocks: u64,
+    pub by_others: (u64, u64),
 }
 
 /// One sink's sessions: on the target, and on each shard a routed load writes to.
@@ -149,6 +154,8 @@ impl Sessions {
             rows,
             txid,
             refused,
+            blocks: 0,
+            by_others: (0, 0),
         }
     }
 }
@@ -367,6 +374,8 @@ fn column_in_error_context(context: &str) -> Option<String> {
 
 /// `--resume`: every chunk is its own COPY and its own transaction, with its row in the load
 /// ledger, so a crash loses at most the chunks in flight and a rerun skips every committed one.
+/// Each block is let go in `claims` once committed (see `super::blocks`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_resumable(
     client: Client,
     statement: &str,
@@ -376,66 +385,44 @@ pub(crate) async fn run_resumable(
     plan: &WorkerPlan,
     input: &InputIdentity,
     server: &ConnectOptions,
+    claims: &BlockClaims,
 ) -> Result<Finished> {
     let mut client = client;
-    let mut refused = 0;
-    let mut rows = 0;
-    loop {
-        let Some(chunk) = next_chunk(&chunks, shared).await else {
-            break;
-        };
-        let mut ledger = Ledger {
-            entries: Vec::new(),
-            rows: 0,
-        };
-        ledger.record(&chunk);
-        let block = Committed {
-            offset: chunk.offset as i64,
-            len: chunk.len as i64,
-            first_line: chunk.first_line as i64,
-            next_line: chunk.next_line as i64,
-            rows: chunk.rows as i64,
-        };
-        // Transient failures (a lost connection, a server restarting, a serialization failure)
-        // are retried with backoff on a new connection. A COMMIT whose answer was lost may
-        // have happened: the ledger says, so a block is never loaded twice.
-        if let Some(rejects) = &shared.rejects {
+    let (mut refused, mut rows, mut blocks, mut by_others) = (0, 0, 0, (0, 0));
+    while let Some(chunk) = next_chunk(&chunks, shared).await {
+        let block = block_of(&chunk);
+        let loaded = match &shared.rejects {
             // Rows the server refuses go to the reject file, within the block's transaction.
-            let loaded = commit_block_isolating(
-                &client, statement, format, &chunk, plan, rejects, input, block,
-            )
-            .await?;
-            rows += loaded;
-            refused += chunk.rows - loaded;
-            continue;
-        }
-        let mut attempt = 0;
-        loop {
-            match commit_block(&client, statement, format, &chunk.data, input, block).await {
-                Ok(n) => {
-                    rows += n;
-                    break;
-                }
-                Err(e) if is_transient(&e) && attempt < RETRIES && !shared.is_cancelled() => {
-                    attempt += 1;
-                    tracing::warn!(
-                        "block at byte {} of {}: {e}; retrying ({attempt}/{RETRIES})",
-                        block.offset,
-                        input.input
-                    );
-                    tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
-                    let Ok(fresh) = server.connect().await else {
-                        continue;
-                    };
-                    client = fresh;
-                    if ledger::contains(&client, input, block.offset).await? {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    let _ = client.batch_execute("ROLLBACK").await;
-                    return Err(server_refusal(e, &ledger, plan));
-                }
+            Some(rejects) => {
+                commit_block_isolating(
+                    &client, statement, format, &chunk, plan, rejects, input, block,
+                )
+                .await?
+            }
+            None => {
+                commit_block_retrying(
+                    &mut client,
+                    statement,
+                    format,
+                    &chunk,
+                    plan,
+                    input,
+                    server,
+                    shared,
+                )
+                .await?
+            }
+        };
+        claims.release(block.offset);
+        match loaded {
+            Some(n) => {
+                rows += n;
+                refused += chunk.rows - n;
+                blocks += 1;
+            }
+            None => {
+                by_others.0 += 1;
+                by_others.1 += chunk.rows;
             }
         }
     }
@@ -446,7 +433,74 @@ pub(crate) async fn run_resumable(
         rows,
         txid: 0,
         refused,
+        blocks,
+        by_others,
     })
+}
+
+/// One block committed with its ledger row; transient failures (a lost connection, a server
+/// restarting, a serialization failure) are retried with backoff on a new connection. A COMMIT
+/// whose answer was lost may have happened: the ledger says, so a block is never loaded twice.
+/// The rows loaded, or `None` when another process committed the block first.
+#[allow(clippy::too_many_arguments)]
+async fn commit_block_retrying(
+    client: &mut Client,
+    statement: &str,
+    format: CopyFormat,
+    chunk: &Chunk,
+    plan: &WorkerPlan,
+    input: &InputIdentity,
+    server: &ConnectOptions,
+    shared: &Shared,
+) -> Result<Option<u64>> {
+    let block = block_of(chunk);
+    let mut attempt = 0;
+    loop {
+        match commit_block(client, statement, format, &chunk.data, input, block).await {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if ledger::committed_by_another(&e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                return Ok(None);
+            }
+            Err(e) if is_transient(&e) && attempt < RETRIES && !shared.is_cancelled() => {
+                attempt += 1;
+                tracing::warn!(
+                    "block at byte {} of {}: {e}; retrying ({attempt}/{RETRIES})",
+                    block.offset,
+                    input.input
+                );
+                tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
+                let Ok(fresh) = server.connect().await else {
+                    continue;
+                };
+                *client = fresh;
+                // This process holds the block: a commit found in the ledger is its own.
+                if ledger::contains(client, input, block.offset).await? {
+                    return Ok(Some(chunk.rows));
+                }
+            }
+            Err(e) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                let mut ledger = Ledger {
+                    entries: Vec::new(),
+                    rows: 0,
+                };
+                ledger.record(chunk);
+                return Err(server_refusal(e, &ledger, plan));
+            }
+        }
+    }
+}
+
+/// The ledger row of a block loaded whole.
+fn block_of(chunk: &Chunk) -> Committed {
+    Committed {
+        offset: chunk.offset as i64,
+        len: chunk.len as i64,
+        first_line: chunk.first_line as i64,
+        next_line: chunk.next_line as i64,
+        rows: chunk.rows as i64,
+    }
 }
 
 /// How often, and how patiently, `--resume` retries a block after a transient failure: 0.2 s
@@ -471,8 +525,8 @@ async fn commit_block(
 }
 
 /// One block with rejects allowed: its rows under savepoints (see [`load_isolating`]) and its
-/// ledger row, in one transaction. Not retried: a block redone after a crash may list its
-/// rejects again in the reject file.
+/// ledger row, in one transaction; `None` when another process committed the block first. Not
+/// retried: a block redone after a crash may list its rejects again in the reject file.
 #[allow(clippy::too_many_arguments)]
 async fn commit_block_isolating(
     client: &Client,
@@ -483,7 +537,7 @@ async fn commit_block_isolating(
     rejects: &Rejects,
     input: &InputIdentity,
     block: Committed,
-) -> Result<u64> {
+) -> Result<Option<u64>> {
     client
         .batch_execute("BEGIN")
         .await
@@ -494,17 +548,20 @@ async fn commit_block_isolating(
             rows: loaded as i64,
             ..block
         };
-        ledger::record(client, input, block)
-            .await
-            .map_err(|e| query_error("recording a block in inrush.load_ledger", e))?;
+        match ledger::record(client, input, block).await {
+            Err(e) if ledger::committed_by_another(&e) => return Ok(None),
+            recorded => {
+                recorded.map_err(|e| query_error("recording a block in inrush.load_ledger", e))?
+            }
+        }
         client
             .batch_execute("COMMIT")
             .await
             .map_err(|e| query_error("COMMIT", e))?;
-        Ok(loaded)
+        Ok(Some(loaded))
     }
     .await;
-    if committed.is_err() {
+    if !matches!(committed, Ok(Some(_))) {
         let _ = client.batch_execute("ROLLBACK").await;
     }
     committed

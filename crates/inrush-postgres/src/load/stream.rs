@@ -2,6 +2,7 @@
 //! connection, each in its own transaction, with the watch beside them; then every transaction
 //! committed together (or, under `--resume`, block by block already), or all rolled back.
 
+use super::blocks::BlockClaims;
 use super::prepare::Prepared;
 use super::sink::{self, Finished, Sessions};
 use super::watch;
@@ -13,7 +14,7 @@ use inrush_load::rejects::Rejects;
 use inrush_load::stages::{
     join_workers, spawn_error, spawn_ticker, spawn_workers, start_readers, Shared,
 };
-use inrush_load::summary::Phases;
+use inrush_load::summary::{Blocks, Phases};
 use inrush_load::{order, sort, Error, LoadOptions, LoadSummary, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -55,9 +56,14 @@ pub(super) fn stream(
     let (format, connections, ordered) = (*format, *connections, *ordered);
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(control));
     let (sinks, watched) = runtime.block_on(connect_sinks(control, target, shards, connections))?;
-    if resume.is_some() {
-        opts.interrupt.resumable();
-    }
+    // --resume: other processes may load the same input; blocks are taken before they are read.
+    let claims = match resume {
+        Some((identity, _, _)) => {
+            opts.interrupt.resumable();
+            Some(Arc::new(BlockClaims::start(target, identity)?))
+        }
+        None => None,
+    };
 
     reporter.phase(Phase::Load);
     let shared = Arc::new(Shared::new(progress.clone(), rejects));
@@ -83,6 +89,9 @@ pub(super) fn stream(
             first,
             first_header,
             skip,
+            claims
+                .clone()
+                .map(|c| c as Arc<dyn inrush_load::resume::Claims>),
             // One reader numbers the units in the input's order.
             if ordered { 1 } else { opts.workers.max(1) },
             &shared,
@@ -122,11 +131,17 @@ pub(super) fn stream(
                     return (Vec::new(), drain(chunk_rx, shared).await);
                 }
                 let streams = sinks.into_iter().map(|sessions| {
-                    let (chunks, plan, destinations, prelude, resume) =
-                        (chunk_rx.clone(), &plan, &destinations, &prelude, &resume);
+                    let (chunks, plan, destinations, prelude, resume, claims) = (
+                        chunk_rx.clone(),
+                        &plan,
+                        &destinations,
+                        &prelude,
+                        &resume,
+                        &claims,
+                    );
                     async move {
-                        let streamed = match resume {
-                            Some((identity, _, _)) => {
+                        let streamed = match resume.as_ref().zip(claims.as_deref()) {
+                            Some(((identity, _, _), claims)) => {
                                 sink::run_resumable(
                                     sessions.client,
                                     &destinations[0].statement,
@@ -136,6 +151,7 @@ pub(super) fn stream(
                                     plan,
                                     identity,
                                     target,
+                                    claims,
                                 )
                                 .await
                             }
@@ -212,7 +228,14 @@ pub(super) fn stream(
     let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
     let sent = progress.rows_sent.load(Ordering::Relaxed);
     let refused: u64 = finished.iter().map(|f| f.refused).sum();
-    if rows + refused != sent || finished.len() != connections {
+    // --resume: blocks sent, then found committed by another process loading the same input.
+    let blocks = Blocks {
+        loaded: finished.iter().map(|f| f.blocks).sum(),
+        by_others: finished.iter().map(|f| f.by_others.0).sum(),
+        rows_by_others: finished.iter().map(|f| f.by_others.1).sum(),
+        taken_over: 0,
+    };
+    if rows + refused + blocks.rows_by_others != sent || finished.len() != connections {
         runtime.block_on(rollback(&finished));
         return Err(Error::Internal(format!(
             "the server counted {rows} rows but {sent} were sent; rolled back"
@@ -246,6 +269,15 @@ pub(super) fn stream(
             None => runtime.block_on(commit(&finished))?,
         }
     }
+    let blocks = claims.map(|claims| {
+        let (by_others, rows_by_others, taken_over) = claims.by_others();
+        Blocks {
+            by_others: blocks.by_others + by_others,
+            rows_by_others: blocks.rows_by_others + rows_by_others,
+            taken_over,
+            ..blocks
+        }
+    });
     let merged = match &staging {
         Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control))?),
         _ => None,
@@ -307,6 +339,7 @@ pub(super) fn stream(
             server_version: session.server_version.clone(),
             loaded: !opts.check_only,
             rows_resumed: resume.as_ref().map_or(0, |r| r.2),
+            blocks,
             plan: load_plan.clone(),
             phases: Phases::default(),
             notes: merge_note.into_iter().chain(commit_note).collect(),
