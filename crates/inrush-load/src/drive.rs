@@ -10,7 +10,7 @@ use crate::rejects::Rejects;
 use crate::resume::{self, Resume};
 use crate::stages::{
     create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
-    start_readers, Inputs, Shared, CANCEL_POLL,
+    start_readers, EndTicker, Inputs, Shared, CANCEL_POLL,
 };
 use crate::summary::Phases;
 use crate::target::{Committed, Target, Writer};
@@ -182,6 +182,7 @@ pub fn load_into(
                 None => None,
             };
             let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, &progress)?;
+            let _end_ticker = EndTicker(&done);
             // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
             // none and counts the chunks' rows here.
             let by_block = resume.is_some();

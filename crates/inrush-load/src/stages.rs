@@ -409,6 +409,16 @@ pub fn spawn_ticker<'scope, 'env>(
         .map_err(spawn_error)
 }
 
+/// Ends the ticker when dropped: a scope's body that returns early (an error, a panicking
+/// stage) would otherwise leave the scope waiting for the ticker forever.
+pub struct EndTicker<'a>(pub &'a AtomicBool);
+
+impl Drop for EndTicker<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// `--create`: the columns' names and types. A query's were read already; files are typed
 /// from themselves.
 pub fn create_columns(

@@ -1052,26 +1052,61 @@ fn status_tells_a_running_load_from_an_interrupted_one() {
     assert!(text.contains("no process is loading it"), "{text}");
 }
 
-/// SIGKILL of one of three cooperating loaders, stopped first (SIGSTOP) so that it still holds
-/// its blocks when the other two have read the whole input and wait for them: once it is
+/// SIGKILL of one of three cooperating loaders, stopped first (SIGSTOP) while it holds a block,
+/// so that it still holds it when the other two have read the whole input and wait for it: once it is
 /// killed, they find those blocks uncommitted and load them, so when they end every row is in,
 /// once; the same command once more finds nothing left to load.
 #[test]
 fn sigkill_of_one_of_three_cooperating_loaders_then_a_rerun_loads_every_row_once() {
     let db = Db::with_schema(RESUME_SCHEMA);
-    let mut children = spawn_cooperating(&db, resume_input(), 3, |_| vec!["--json".into()]);
-    let mut victim = children.remove(1);
-    wait_until(
-        &mut victim,
-        Duration::from_secs(30),
-        "blocks committed",
-        || db.rows_and_ledger_rows().1 > 0,
-    );
-    // SAFETY: signalling our own child, not reaped yet.
-    assert_eq!(
-        unsafe { libc::kill(victim.id() as libc::pid_t, libc::SIGSTOP) },
-        0
-    );
+    // The victim's sessions are named, so the test knows when it holds a block.
+    let mut victim = inrush(&[
+        "load",
+        resume_input().to_str().unwrap(),
+        "--to",
+        &format!("{} application_name=victim", db.conninfo),
+        "--table",
+        "t",
+        "--resume",
+        "--block-size",
+        RESUME_BLOCK_SIZE,
+        "--no-progress",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawn the victim");
+    let children = spawn_cooperating(&db, resume_input(), 2, |_| vec!["--json".into()]);
+    // A block it holds and has not committed (a block is held a moment after its commit, and
+    // while the ledger is read for it).
+    let victim_holds_a_block = || {
+        db.text("SELECT to_regclass('inrush.load_ledger') IS NOT NULL") == "t"
+            && db.int(
+            "SELECT count(*) FROM pg_locks k JOIN pg_stat_activity a USING (pid)
+              WHERE k.locktype = 'advisory' AND k.objsubid = 2 AND k.granted AND a.application_name = 'victim'
+                AND NOT EXISTS (SELECT 1 FROM inrush.load_ledger l WHERE l.block_offset / l.block_size = k.objid::bigint)",
+        ) > 0
+    };
+    // Stopped while it holds a block (let go on again and stopped anew if it had just let its
+    // last one go).
+    let signal = |child: &Child, signal| {
+        // SAFETY: signalling our own child, not reaped yet.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    };
+    loop {
+        wait_until(
+            &mut victim,
+            Duration::from_secs(30),
+            "the victim holding a block",
+            victim_holds_a_block,
+        );
+        signal(&victim, libc::SIGSTOP);
+        std::thread::sleep(Duration::from_millis(100));
+        if victim_holds_a_block() {
+            break;
+        }
+        signal(&victim, libc::SIGCONT);
+    }
     wait_until(
         &mut victim,
         Duration::from_secs(120),

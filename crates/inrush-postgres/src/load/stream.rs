@@ -12,7 +12,7 @@ use crate::{ConnectOptions, SessionInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::rejects::Rejects;
 use inrush_load::stages::{
-    join_workers, spawn_error, spawn_ticker, spawn_workers, start_readers, Shared,
+    join_workers, spawn_error, spawn_ticker, spawn_workers, start_readers, EndTicker, Shared,
 };
 use inrush_load::summary::{Blocks, Phases};
 use inrush_load::{order, sort, Error, LoadOptions, LoadSummary, Result};
@@ -125,6 +125,7 @@ pub(super) fn stream(
                 None => None,
             };
             let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
+            let _end_ticker = EndTicker(&done);
 
             let (finished, checked) = runtime.block_on(async {
                 if opts.check_only {
