@@ -982,22 +982,9 @@ fn three_processes_share_one_input_and_load_every_row_once() {
     );
     assert!(text.contains("): complete\n"), "{text}");
     assert!(
-        text.contains(&format!("{} rows", inrush_rows(RESUME_ROWS))),
+        text.contains(&format!("{} rows", inrush::report::group(RESUME_ROWS as u64))),
         "{text}"
     );
-}
-
-/// 2000000 → "2,000,000", as the CLI groups digits.
-fn inrush_rows(n: i64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A load killed mid-way is `interrupted` in `inrush status` (nothing in progress, not
