@@ -17,6 +17,7 @@
 //! ledger's primary key refuses a block committed twice, and the sink counts such a block as
 //! loaded by another process (see `sink::run_resumable`).
 
+use super::retry::{is_transient, BACKOFF, RETRIES};
 use crate::ledger::{self, InputIdentity, Taken};
 use crate::ConnectOptions;
 use inrush_load::{Error, Result};
@@ -143,16 +144,34 @@ impl Session {
         };
         let _ = ready.send(Ok(()));
         let session = Arc::new(self);
+        let mut client = client;
         while let Ok(request) = inbox.recv_async().await {
             match request {
                 Request::Take(offset, reply) => {
-                    let _ = reply.send(ledger::take_block(&client, &session.input, offset).await);
+                    let mut attempt = 0;
+                    let taken = loop {
+                        match ledger::take_block(&client, &session.input, offset).await {
+                            Err(crate::Error::Query { cause, .. })
+                                if is_transient(&cause) && attempt < RETRIES =>
+                            {
+                                attempt += 1;
+                                session.reconnect(&mut client, &cause, attempt).await;
+                            }
+                            taken => break taken,
+                        }
+                    };
+                    let _ = reply.send(taken);
                 }
                 Request::Release(offset) => {
-                    if let Err(e) = ledger::release_block(&client, &session.input, offset).await {
+                    match ledger::release_block(&client, &session.input, offset).await {
+                        Ok(()) => {}
+                        // The lock went with the session.
+                        Err(crate::Error::Query { cause, .. }) if is_transient(&cause) => {
+                            session.reconnect(&mut client, &cause, 1).await;
+                        }
                         // Held until this process ends: others wait for it, then find it
                         // committed.
-                        tracing::warn!("{e}");
+                        Err(e) => tracing::warn!("{e}"),
                     }
                 }
                 Request::LeftOver(passed, reply) => {
@@ -162,6 +181,22 @@ impl Session {
                     });
                 }
             }
+        }
+    }
+
+    /// A new claims session after the old one was lost (`--resume` retries as its sinks do).
+    /// The blocks this process held went with the old one: another process may take one of
+    /// them while it is loaded here, and the ledger's key keeps it from being committed twice.
+    async fn reconnect(
+        &self,
+        client: &mut Arc<Client>,
+        cause: &tokio_postgres::Error,
+        attempt: u32,
+    ) {
+        tracing::warn!("the session holding the blocks being loaded: {cause}; reconnecting ({attempt}/{RETRIES})");
+        tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
+        if let Ok(fresh) = self.target.connect().await {
+            *client = Arc::new(fresh);
         }
     }
 

@@ -21,6 +21,7 @@ mod create;
 mod definitions;
 mod maintain;
 mod prepare;
+mod retry;
 mod sink;
 mod staging;
 mod stream;

@@ -2,6 +2,7 @@
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
 use super::blocks::BlockClaims;
+use super::retry::{is_transient, BACKOFF, RETRIES};
 use crate::copy::{row_in_error_context, CopyFormat};
 use crate::ledger::{self, Committed, InputIdentity};
 use crate::ConnectOptions;
@@ -503,11 +504,6 @@ fn block_of(chunk: &Chunk) -> Committed {
     }
 }
 
-/// How often, and how patiently, `--resume` retries a block after a transient failure: 0.2 s
-/// doubling to 6.4 s, about 13 s in all, enough for a server restart.
-const RETRIES: u32 = 6;
-const BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
-
 /// One block: its rows and its ledger row in one transaction.
 async fn commit_block(
     client: &Client,
@@ -565,20 +561,6 @@ async fn commit_block_isolating(
         let _ = client.batch_execute("ROLLBACK").await;
     }
     committed
-}
-
-/// A failure worth retrying: the connection is gone or the server asked to try again.
-fn is_transient(e: &tokio_postgres::Error) -> bool {
-    match e.as_db_error() {
-        // 08: connection exceptions; 57P01-03: admin shutdown, crash shutdown, cannot connect
-        // now; 40001 serialization failure; 40P01 deadlock.
-        Some(db) => {
-            let code = db.code().code();
-            code.starts_with("08")
-                || matches!(code, "57P01" | "57P02" | "57P03" | "40001" | "40P01")
-        }
-        None => e.is_closed() || e.to_string().contains("connection"),
-    }
 }
 
 /// One complete COPY of one chunk; returns the rows the server counted.
