@@ -57,11 +57,14 @@ pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>>
         .await
         .map_err(query_error("creating the inrush.load_ledger table"))?;
     // Another process starting the same load may register the input at the same moment:
-    // whichever comes first registers it, and every process compares with that.
+    // whichever comes first registers it, and every process compares with that. (A ledger
+    // older than `data_start` learns it here.)
     client
         .execute(
             "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint, data_start) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (table_oid, input, block_size) DO UPDATE SET data_start = EXCLUDED.data_start \
+             WHERE load_inputs.data_start IS NULL",
             &[&id.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint, &id.data_start],
         )
         .await
@@ -267,6 +270,8 @@ pub struct LoadStatus {
     pub complete: Option<bool>,
     /// The blocks being loaded now, and by which session.
     pub loading: Vec<Loading>,
+    /// `complete`, `loading`, `interrupted` or `unknown` (see [`LoadStatus::state`]).
+    pub state: &'static str,
 }
 
 /// A block some session holds now: taken, not committed yet.
@@ -338,7 +343,7 @@ pub async fn status(client: &Client, table_oid: Option<u32>) -> Result<Vec<LoadS
         let (size, data_start, bytes): (i64, Option<i64>, i64) =
             (row.get(3), row.get(4), row.get(8));
         let key: i32 = row.get(10);
-        statuses.push(LoadStatus {
+        let mut status = LoadStatus {
             table: row.get(0),
             input: row.get(1),
             block_size: row.get(2),
@@ -352,7 +357,10 @@ pub async fn status(client: &Client, table_oid: Option<u32>) -> Result<Vec<LoadS
             // cover the data exactly when they add up to it.
             complete: data_start.map(|start| bytes >= size - start),
             loading: loading(client, key).await?,
-        });
+            state: "",
+        };
+        status.state = status.state();
+        statuses.push(status);
     }
     Ok(statuses)
 }

@@ -972,6 +972,7 @@ fn three_processes_share_one_input_and_load_every_row_once() {
 
     let status = status_json(&db);
     assert_eq!(status["complete"], true, "{status}");
+    assert_eq!(status["state"], "complete", "{status}");
     assert_eq!(status["rows"], RESUME_ROWS, "{status}");
     assert_eq!(status["blocks"], ledger_blocks(&db), "{status}");
     assert_eq!(status["bytes"], status["size"], "no header: {status}");
@@ -982,7 +983,10 @@ fn three_processes_share_one_input_and_load_every_row_once() {
     );
     assert!(text.contains("): complete\n"), "{text}");
     assert!(
-        text.contains(&format!("{} rows", inrush::report::group(RESUME_ROWS as u64))),
+        text.contains(&format!(
+            "{} rows",
+            inrush::report::group(RESUME_ROWS as u64)
+        )),
         "{text}"
     );
 }
@@ -1007,6 +1011,7 @@ fn status_tells_a_running_load_from_an_interrupted_one() {
     );
     let status = sigkill(child);
     assert_eq!(running["complete"], false, "{running}");
+    assert_eq!(running["state"], "loading", "{running}");
     assert_eq!(
         running["loading"][0]["application_name"], "inrush",
         "{running}"
@@ -1021,6 +1026,7 @@ fn status_tells_a_running_load_from_an_interrupted_one() {
     wait_for_sessions_to_end(&db);
     let interrupted = status_json(&db);
     assert_eq!(interrupted["complete"], false, "{interrupted}");
+    assert_eq!(interrupted["state"], "interrupted", "{interrupted}");
     assert_eq!(
         interrupted["loading"],
         serde_json::json!([]),
@@ -1039,8 +1045,9 @@ fn status_tells_a_running_load_from_an_interrupted_one() {
     assert!(text.contains("no process is loading it"), "{text}");
 }
 
-/// SIGKILL of one of three cooperating loaders, stopped first (SIGSTOP) while it holds a block,
-/// so that it still holds it when the other two have read the whole input and wait for it: once it is
+/// SIGKILL of one of three cooperating loaders, stopped first (SIGSTOP) while it holds a block
+/// (before the other two start, so that timing plays no part), so that it still holds it when
+/// the other two have read the whole input and wait for it: once it is
 /// killed, they find those blocks uncommitted and load them, so when they end every row is in,
 /// once; the same command once more finds nothing left to load.
 #[test]
@@ -1063,7 +1070,6 @@ fn sigkill_of_one_of_three_cooperating_loaders_then_a_rerun_loads_every_row_once
     .stderr(Stdio::piped())
     .spawn()
     .expect("spawn the victim");
-    let children = spawn_cooperating(&db, resume_input(), 2, |_| vec!["--json".into()]);
     // A block it holds and has not committed (a block is held a moment after its commit, and
     // while the ledger is read for it).
     let victim_holds_a_block = || {
@@ -1094,6 +1100,7 @@ fn sigkill_of_one_of_three_cooperating_loaders_then_a_rerun_loads_every_row_once
         }
         signal(&victim, libc::SIGCONT);
     }
+    let children = spawn_cooperating(&db, resume_input(), 2, |_| vec!["--json".into()]);
     wait_until(
         &mut victim,
         Duration::from_secs(120),
