@@ -9,6 +9,11 @@
 //! committed, whichever of the others died. When every process dies, the next run loads what
 //! is left.
 //!
+//! Advisory locks rather than row locks on a claims table (`FOR UPDATE SKIP LOCKED`): a row
+//! lock lasts one transaction, while a claim must last from the reader (before the block is
+//! parsed) to the sink's commit on another connection; one transaction holding every claim for
+//! the whole load would also hold back vacuum's horizon for that long.
+//!
 //! The locks are held by a session of their own, driven by a thread of its own: the readers
 //! are threads that wait for the answer, the sinks async tasks that must not. The waits run on
 //! a second session, beside the first: a process waiting for another's block must go on letting
