@@ -307,7 +307,10 @@ pub async fn open(
                     options.describe()
                 )));
             }
-            tables.push(remote.qualified.clone());
+            // Two foreign leaves may name one remote table: planned and analyzed once.
+            if !tables.contains(&remote.qualified) {
+                tables.push(remote.qualified.clone());
+            }
         }
         let prepared_slots = control
             .query_one(
