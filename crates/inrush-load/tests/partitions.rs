@@ -595,6 +595,19 @@ fn a_shards_indexes_are_dropped_for_the_load_and_rebuilt_on_its_own_server() {
     let before = a.definitions();
     let data = rows(5_000);
     let (_dir, path) = input(&data);
+    let plan = inrush_postgres::load::plan(
+        &db.target,
+        "t",
+        path.to_str(),
+        Default::default(),
+        PartitionRouting::Auto,
+    )
+    .unwrap();
+    let routing = plan.routing.unwrap();
+    assert!(
+        routing.ends_with("; on foreign server shard_a: index(es) t_2_day of \"public\".\"t_2\""),
+        "{routing}"
+    );
     let opts = LoadOptions::new(path.to_str().unwrap(), "t");
     let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
     routed_by_inrush(&summary);

@@ -33,27 +33,21 @@ pub(super) fn drop(load: &mut Prepared, opts: &LoadOptions, runtime: &Runtime) -
             &[],
             &[],
         ));
-        let names = plan
-            .rebuilt
-            .iter()
-            .map(|i| i.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
         match dropped {
             Ok(dropped) if !dropped.is_empty() => {
                 opts.interrupt.dropped(true);
                 load.notes.push(format!(
-                    "foreign server {}: index(es) {names} of {} dropped for the load and rebuilt after it (journaled in inrush.ddl_journal there)",
+                    "foreign server {}: {} dropped for the load and rebuilt after it (journaled in inrush.ddl_journal there)",
                     shard.shard.server,
-                    plan.table.qualified()
+                    plan.describe()
                 ));
                 shards.push((plan.shard, dropped));
             }
             Ok(_) => {}
             Err(e) => load.notes.push(format!(
-                "foreign server {}: index(es) {names} of {} kept during the load: {e}",
+                "foreign server {}: {} kept during the load: {e}",
                 shard.shard.server,
-                plan.table.qualified()
+                plan.describe()
             )),
         }
     }

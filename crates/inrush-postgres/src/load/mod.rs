@@ -138,9 +138,20 @@ pub fn plan(
             PartitionRouting::Auto | PartitionRouting::Client => None,
         };
         let columns = &table.columns;
-        plan.routing = prepare::routing(&client, &table, columns, blocked, target, false, routing)
-            .await?
-            .1;
+        let (routed, routing) =
+            prepare::routing(&client, &table, columns, blocked, target, false, routing).await?;
+        plan.routing = routing;
+        if let (Some(routed), Some(sentence)) = (routed, plan.routing.as_mut()) {
+            for shard_plan in prepare::shard_plans(&routed.shards, input_size, opts).await? {
+                if !shard_plan.rebuilt.is_empty() {
+                    sentence.push_str(&format!(
+                        "; on foreign server {}: {}",
+                        routed.shards[shard_plan.shard].shard.server,
+                        shard_plan.describe()
+                    ));
+                }
+            }
+        }
         Ok::<_, crate::Error>(plan)
     })?)
 }

@@ -536,9 +536,21 @@ pub(super) struct ShardPlan {
     pub checks_keys: bool,
 }
 
+impl ShardPlan {
+    /// `index(es) a, b of "s"."t"`.
+    pub fn describe(&self) -> String {
+        let names: Vec<&str> = self.rebuilt.iter().map(|i| i.name.as_str()).collect();
+        format!(
+            "index(es) {} of {}",
+            names.join(", "),
+            self.table.qualified()
+        )
+    }
+}
+
 /// The plan of every remote table the load writes to; a table another inrush load holds keeps
 /// its indexes. `input_size` is shared evenly among the remote tables.
-async fn shard_plans(
+pub(super) async fn shard_plans(
     shards: &[ShardServer],
     input_size: Option<u64>,
     opts: inrush_load::PlanOptions,
