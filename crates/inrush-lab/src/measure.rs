@@ -101,6 +101,8 @@ pub(crate) fn inrush_load(
 ) -> Result<()> {
     let mut opts = inrush_load::LoadOptions::new(csv.to_string_lossy(), table);
     opts.connections = connections.max(1);
+    // The lab compares methods at a given number of connections.
+    opts.adapt_connections = false;
     opts.plan.after = inrush_load::AfterLoad::Nothing;
     let reporter = RateReporter(sampler.clone());
     let summary = std::thread::scope(|s| {

@@ -12,7 +12,7 @@ use crate::stages::{
     create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
     start_readers, EndTicker, Inputs, Shared, CANCEL_POLL,
 };
-use crate::summary::Phases;
+use crate::summary::{Parallelism, Phases};
 use crate::target::{Committed, Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
 use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
@@ -334,6 +334,14 @@ pub fn load_into(
         load_megabytes_per_second: bytes as f64 / 1e6 / load_seconds.max(1e-9),
         wal_bytes: None,
         connections,
+        parallelism: Parallelism::fixed(
+            connections,
+            match (connections, opts.adapt_connections) {
+                (n, false) if n == opts.connections => "fixed by --connections",
+                (1, _) => "one connection: the engine or the options load in one transaction",
+                _ => "cores, at most 4: connections are chosen during the load for PostgreSQL only",
+            },
+        ),
         workers: opts.workers.max(1),
         copy_format: target.method(),
         text_reason: None,

@@ -45,8 +45,12 @@ pub struct LoadOptions {
     pub columns: Option<Vec<String>>,
     /// Parse/encode threads.
     pub workers: usize,
-    /// Parallel COPY connections.
+    /// Parallel COPY connections: the number the load starts with, or, with
+    /// `adapt_connections` false (`--connections N`), the number it uses throughout.
     pub connections: usize,
+    /// Let a PostgreSQL load choose its connections while it runs, from the rows per second it
+    /// measures as streams are added and removed (see `inrush-postgres`'s `load::adapt`).
+    pub adapt_connections: bool,
     /// Target bytes of input per block (the unit of parallel work).
     pub block_size: usize,
     /// Load through text COPY even when binary is possible (for comparisons).
@@ -83,7 +87,8 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
-    /// Defaults sized for this machine: one worker per core, up to four connections; one input.
+    /// Defaults sized for this machine: one worker per core, starting with up to four
+    /// connections and adapting that number during the load; one input.
     pub fn new(input: impl Into<String>, table: impl Into<String>) -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         LoadOptions {
@@ -97,6 +102,7 @@ impl LoadOptions {
             columns: None,
             workers: cores,
             connections: cores.clamp(1, 4),
+            adapt_connections: true,
             block_size: 1 << 20,
             force_text: false,
             routing: PartitionRouting::default(),

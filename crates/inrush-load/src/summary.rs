@@ -20,7 +20,10 @@ pub struct LoadSummary {
     pub load_megabytes_per_second: f64,
     /// WAL the server wrote while the load ran (includes any concurrent activity).
     pub wal_bytes: Option<u64>,
+    /// Connections that streamed rows at the end of the load (see `parallelism`).
     pub connections: usize,
+    /// How the number of connections was chosen, and why.
+    pub parallelism: Parallelism,
     pub workers: usize,
     /// `binary` or `text`.
     pub copy_format: &'static str,
@@ -60,6 +63,31 @@ pub struct Blocks {
     /// Blocks another process took and let go uncommitted (it stopped), loaded here (counted
     /// in `loaded` too).
     pub taken_over: u64,
+}
+
+/// How many connections a load used and why: fixed (`--connections N`, or a load that must be
+/// one transaction), or chosen while it ran from the rows per second it measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Parallelism {
+    /// Chosen during the load (false: fixed).
+    pub adaptive: bool,
+    /// Connections opened, each with its transaction: the most the load could stream over.
+    pub opened: usize,
+    /// Connections streaming at the end: the load's choice.
+    pub chosen: usize,
+    /// Why, in a sentence or two (what was measured, what the server's sessions waited on).
+    pub reason: String,
+}
+
+impl Parallelism {
+    pub fn fixed(connections: usize, reason: impl Into<String>) -> Parallelism {
+        Parallelism {
+            adaptive: false,
+            opened: connections,
+            chosen: connections,
+            reason: reason.into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]

@@ -3,6 +3,7 @@
 mod support;
 
 use inrush_core::Silent;
+use inrush_load::summary::Parallelism;
 use inrush_load::{Error, LoadOptions};
 use inrush_read::csv::CsvOptions;
 use support::{assert_same_as_copy, fresh_db, write_input};
@@ -938,4 +939,93 @@ fn resume_survives_a_server_restart_mid_load() {
         "600000",
         "no row twice"
     );
+}
+
+/// The default load opens more connections than it streams over at first and chooses how many
+/// stream while it runs; the others wait at the gate, their transactions open, and commit their
+/// zero rows with the rest. Every row still arrives once, as the server's COPY reads it, through
+/// the plain, `--resume` and `--max-errors` sinks alike.
+#[test]
+fn adaptive_connections_load_exactly_what_copy_loads() {
+    let mut db = fresh_db();
+    let data = numbered_rows(200_000);
+    let (_dir, path) = write_input(&data, "csv");
+    db.exec("CREATE TABLE theirs (id int, note text)");
+    db.server_copy("theirs", &data, &CsvOptions::default(), None)
+        .unwrap();
+    let expected = db.rows_as_text("theirs");
+    for (table, tweak) in [
+        ("plain", no_tweak as fn(&mut LoadOptions)),
+        ("resumed", |o: &mut LoadOptions| o.resume = true),
+        ("isolating", |o: &mut LoadOptions| o.max_errors = 10),
+    ] {
+        db.exec(&format!("CREATE TABLE {table} (id int, note text)"));
+        let mut opts = db.load_options(&path, table);
+        opts.block_size = 16 << 10;
+        tweak(&mut opts);
+        let summary = db.load(&opts, &Silent).unwrap();
+        assert_eq!(db.rows_as_text(table), expected, "{table}");
+        let p = &summary.parallelism;
+        assert!(p.adaptive, "{table}: {p:?}");
+        assert_eq!(p.opened, 4, "{table}: twice the 2 it starts with");
+        assert!((1..=4).contains(&p.chosen), "{table}: {p:?}");
+        assert_eq!(summary.connections, p.chosen);
+        assert!(
+            p.reason.starts_with(&format!("{} of 4 opened", p.chosen)),
+            "{table}: {}",
+            p.reason
+        );
+    }
+}
+
+/// `--connections N` fixes N for the whole load, as does a load that must be one transaction.
+#[test]
+fn fixed_connections_stay_fixed_and_say_why() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (_dir, path) = write_input(&numbered_rows(20_000), "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.connections = 3;
+    opts.adapt_connections = false;
+    let summary = db.load(&opts, &Silent).unwrap();
+    assert_eq!(summary.connections, 3);
+    assert_eq!(
+        summary.parallelism,
+        Parallelism::fixed(3, "fixed by --connections")
+    );
+    opts.adapt_connections = true;
+    opts.truncate = true;
+    let summary = db.load(&opts, &Silent).unwrap();
+    assert_eq!((summary.connections, summary.parallelism.opened), (1, 1));
+    assert!(!summary.parallelism.adaptive);
+    assert!(summary.parallelism.reason.contains("--truncate"));
+    assert_eq!(db.count("t"), 20_000);
+}
+
+/// Interrupts the load once the first rows are sent.
+struct InterruptOnFirstRows(std::sync::Arc<inrush_load::Interrupt>);
+
+impl inrush_core::Reporter for InterruptOnFirstRows {
+    fn phase(&self, _: inrush_core::Phase) {}
+    fn progress(&self, snapshot: inrush_core::ProgressSnapshot) {
+        if snapshot.rows_sent > 0 {
+            self.0.signal();
+        }
+    }
+}
+
+/// A stop while some sinks wait at the gate (one streams of the two opened) ends the load
+/// at once: the waiting sinks see the cancel, nothing is committed, nothing hangs.
+#[test]
+fn an_interrupt_while_sinks_wait_at_the_gate_ends_the_load_cleanly() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (_dir, path) = write_input(&numbered_rows(600_000), "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.connections = 1;
+    opts.block_size = 64 << 10;
+    let reporter = InterruptOnFirstRows(opts.interrupt.clone());
+    let result = db.load(&opts, &reporter);
+    assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
+    assert_eq!(db.count("t"), 0);
 }

@@ -1,7 +1,9 @@
-//! What the server says about a load's own sessions while they run: who they are, and which of
-//! them waits on a lock another one holds. Two sessions of one load that wait on each other
-//! never finish: each COPY transaction stays open until every one is done, so a wait between
-//! them is a deadlock the server cannot see (the holder waits on the client, not on a lock).
+//! What the server says about a load's own sessions while they run: who they are, which of
+//! them waits on a lock another one holds, and what each is waiting on (the adaptive choice of
+//! connections reads that, and how many more connections the server takes). Two sessions of
+//! one load that wait on each other never finish: each COPY transaction stays open until every
+//! one is done, so a wait between them is a deadlock the server cannot see (the holder waits on
+//! the client, not on a lock).
 
 use crate::{query_error, Result};
 use tokio_postgres::Client;
@@ -33,4 +35,55 @@ pub async fn waits_among(client: &Client, pids: &[i32]) -> Result<Vec<(i32, i32)
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect())
+}
+
+/// Connections the server would still accept from an ordinary user: `max_connections` less the
+/// slots reserved for superusers (and, from PostgreSQL 16, for `pg_use_reserved_connections`)
+/// and the client sessions open now.
+pub async fn free_slots(client: &Client) -> Result<i64> {
+    let sql = "SELECT current_setting('max_connections')::int \
+               - current_setting('superuser_reserved_connections')::int \
+               - coalesce(current_setting('reserved_connections', true)::int, 0) \
+               - (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend')";
+    Ok(client
+        .query_one(sql, &[])
+        .await
+        .map_err(query_error("counting the server's free connection slots"))?
+        .get::<_, i32>(0)
+        .into())
+}
+
+/// What a session was doing at one instant: `pg_stat_activity`'s `wait_event_type`,
+/// `wait_event` and `state` (empty when NULL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wait {
+    pub event_type: String,
+    pub event: String,
+    pub state: String,
+}
+
+/// One look at `pids`, and whether the checkpointer is writing a checkpoint (it waits on
+/// `CheckpointerMain` only between checkpoints; PostgreSQL 15 to 18 name it so).
+pub async fn waits_of(client: &Client, pids: &[i32]) -> Result<(Vec<Wait>, bool)> {
+    let sql = "SELECT backend_type = 'checkpointer', coalesce(wait_event_type, ''), \
+               coalesce(wait_event, ''), coalesce(state, '') FROM pg_stat_activity \
+               WHERE pid = ANY($1) OR backend_type = 'checkpointer'";
+    let rows = client
+        .query(sql, &[&pids])
+        .await
+        .map_err(query_error("reading what the load's sessions wait on"))?;
+    let mut checkpointing = false;
+    let mut waits = Vec::with_capacity(pids.len());
+    for row in rows {
+        let wait = Wait {
+            event_type: row.get(1),
+            event: row.get(2),
+            state: row.get(3),
+        };
+        match row.get::<_, bool>(0) {
+            true => checkpointing = wait.event != "CheckpointerMain",
+            false => waits.push(wait),
+        }
+    }
+    Ok((waits, checkpointing))
 }

@@ -200,7 +200,9 @@ pub struct LoadArgs {
     /// Parse/encode threads [default: one per core].
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Parallel COPY connections [default: cores, at most 4].
+    /// Parallel COPY connections, fixed for the whole load [default: PostgreSQL: chosen during
+    /// the load from the rows per second it measures, starting at cores (at most 4); other
+    /// targets: cores, at most 4].
     #[arg(long)]
     pub connections: Option<usize>,
     /// Rows that may be refused before the load stops (0: stop at the first bad row; nothing is
@@ -754,6 +756,7 @@ impl LoadArgs {
         }
         if let Some(c) = args.connections {
             opts.connections = c;
+            opts.adapt_connections = false;
         }
         opts.block_size = args.block_size.max(1);
         opts.force_text = args.text;

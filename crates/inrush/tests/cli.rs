@@ -623,3 +623,57 @@ fn server_messages_say_their_error_once_with_documented_exit_codes() {
     assert!(!transcript.contains('\u{1b}'), "{transcript}");
     insta::assert_snapshot!(transcript);
 }
+
+/// By default the load chooses its connections while it runs and says so, in the summary and in
+/// `--json`; `--connections N` fixes N.
+#[test]
+fn connections_are_chosen_during_the_load_unless_fixed() {
+    let db = inrush_testkit::Db::fresh("cli");
+    db.exec("CREATE TABLE t (a int, b text)");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.csv");
+    let rows: String = (0..5000).map(|i| format!("{i},row {i}\n")).collect();
+    std::fs::write(&path, rows).unwrap();
+    let load = |extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            path.to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+            "--workers",
+            "2",
+        ];
+        args.extend_from_slice(extra);
+        let out = inrush(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    let json = |out: std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+    };
+    let chosen = json(load(&["--json"]));
+    let p = &chosen["parallelism"];
+    assert_eq!(p["adaptive"], true, "{chosen}");
+    assert_eq!(chosen["connections"], p["chosen"]);
+    assert!(p["opened"].as_u64().unwrap() >= p["chosen"].as_u64().unwrap());
+    assert!(p["reason"].as_str().unwrap().contains(" opened"), "{p}");
+
+    let fixed = json(load(&["--json", "--connections", "3"]));
+    assert_eq!(fixed["connections"], 3);
+    assert_eq!(
+        fixed["parallelism"],
+        serde_json::json!({"adaptive": false, "opened": 3, "chosen": 3, "reason": "fixed by --connections"})
+    );
+
+    let said = String::from_utf8_lossy(&load(&[]).stderr).to_string();
+    assert!(said.contains("(chosen during the load)"), "{said}");
+    assert!(said.contains("\n  connections: "), "{said}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), 15_000);
+}

@@ -15,6 +15,7 @@
 //! COMMIT, some connections' rows are committed and others' are not; inrush reports exactly that
 //! as `inrush_load::Error::PartialCommit` and exits with a distinct code.
 
+mod adapt;
 mod blocks;
 mod claim;
 mod create;

@@ -10,7 +10,7 @@ use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::{self, InputIdentity};
 use crate::resolve::Resolver;
 use crate::route::{self, Router, Routing, ShardServer};
-use crate::{ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
+use crate::{activity, ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
 use inrush_core::{Progress, TargetColumn, ValueType};
 use inrush_encode::{DateOrder, EncodeContext};
 use inrush_load::columns::map_columns;
@@ -18,6 +18,7 @@ use inrush_load::rejects::Rejects;
 use inrush_load::resume::{self, Resume};
 use inrush_load::sources::{Opened, Sources};
 use inrush_load::stages::{create_columns, default_rejects_path, json_form, reject_header, Inputs};
+use inrush_load::summary::Parallelism;
 use inrush_load::worker::{ArrowPlan, Decode, Rows, WorkerPlan};
 use inrush_load::{LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
 use inrush_read::inputs::InputFormat;
@@ -62,7 +63,11 @@ pub(super) struct Prepared {
     pub workers: WorkerPlan,
     pub plan: LoadPlan,
     pub notes: Vec<String>,
+    /// Connections opened, each with its transaction.
     pub connections: usize,
+    /// How that number was chosen; when `adaptive`, `chosen` is how many start streaming and
+    /// the load chooses on (see `adapt`).
+    pub parallelism: Parallelism,
     /// Rows reach the table in the input's order (one reader, the order stage).
     pub ordered: bool,
 }
@@ -322,24 +327,15 @@ pub(super) fn prepare(
             ),
         });
     }
-    // One transaction per connection: a load that must be one transaction has one.
-    let mut connections = match (
-        opts.check_only,
-        opts.truncate || opts.table_lock || opts.create,
-    ) {
-        (true, _) => 0,
-        (false, true) => 1,
-        (false, false) => opts.connections.max(1),
-    };
-    // With rejects allowed, the server refuses the second occurrence of a key: which one that
-    // is must not depend on which connection got there first, and two connections holding the
-    // same key would wait on each other. One connection then, fed in the input's order.
     let keys_checked =
         load_plan.checks_keys_during_load() || shard_plans.iter().any(|p| p.checks_keys);
-    if opts.max_errors > 0 && connections > 1 && keys_checked {
-        connections = 1;
-        notes.push("--max-errors with a unique key: one connection, rows in input order, so every occurrence of a key after the first goes to the reject file".into());
-    }
+    let parallelism = runtime.block_on(connections(
+        &control,
+        opts,
+        keys_checked,
+        !shards.is_empty(),
+    ))?;
+    let connections = parallelism.opened;
     let ordered = opts.max_errors > 0 && connections == 1;
     Ok(Prepared {
         control,
@@ -365,7 +361,54 @@ pub(super) fn prepare(
         plan: load_plan,
         notes,
         connections,
+        parallelism,
         ordered,
+    })
+}
+
+/// How many connections the load opens, and how many of them stream at first. One transaction
+/// per connection: a load that must be one transaction has one. Else `--connections N` fixes
+/// N; by default the load starts with `opts.connections` and chooses during the load among up
+/// to twice that (see `adapt`), as far as the server has slots to spare: one is left for the
+/// resolver's connection, and others' sessions may come and go.
+async fn connections(
+    control: &Client,
+    opts: &LoadOptions,
+    keys_checked: bool,
+    to_shards: bool,
+) -> crate::Result<Parallelism> {
+    if opts.check_only {
+        return Ok(Parallelism::fixed(0, "--check: nothing is loaded"));
+    }
+    if opts.truncate || opts.table_lock || opts.create {
+        return Ok(Parallelism::fixed(
+            1,
+            "one transaction (--truncate, --table-lock or --create), so one connection",
+        ));
+    }
+    // With rejects allowed, the server refuses the second occurrence of a key: which one that
+    // is must not depend on which connection got there first, and two connections holding the
+    // same key would wait on each other. One connection then, fed in the input's order.
+    if opts.max_errors > 0 && keys_checked {
+        return Ok(Parallelism::fixed(1, "--max-errors with a unique key: one connection, rows in input order, so every occurrence of a key after the first goes to the reject file"));
+    }
+    let start = opts.connections.max(1);
+    if !opts.adapt_connections {
+        return Ok(Parallelism::fixed(start, "fixed by --connections"));
+    }
+    // Each connection is a transaction on every foreign server too, and a prepared one under
+    // two-phase commit (bounded by their max_prepared_transactions): opening spares there is
+    // not free.
+    if to_shards {
+        return Ok(Parallelism::fixed(start, "fixed: a load onto foreign servers opens each connection as a transaction on every one of them"));
+    }
+    let spare = activity::free_slots(control).await? - 1;
+    let cap = (start * 2).max(2).min(spare.max(1) as usize);
+    Ok(Parallelism {
+        adaptive: true,
+        opened: cap,
+        chosen: start.min(cap),
+        reason: String::new(),
     })
 }
 

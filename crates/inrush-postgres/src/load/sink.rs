@@ -1,6 +1,7 @@
 //! What one COPY connection does: open a transaction, stream chunks from the shared queue until
 //! it closes, finish the COPY, and hand the still-open transaction back for the joint commit.
 
+use super::adapt::Feed;
 use super::blocks::BlockClaims;
 use super::retry::{is_transient, BACKOFF, RETRIES};
 use crate::copy::{row_in_error_context, CopyFormat};
@@ -46,11 +47,18 @@ async fn open_transaction(client: &Client, shards: &[Client], prelude: &[String]
 }
 
 /// The next chunk, or `None` when the queue is closed or the load cancelled (checked at least
-/// every [`CANCEL_POLL`], so a stalled producer cannot hold a cancelled load).
-pub(crate) async fn next_chunk(chunks: &flume::Receiver<Chunk>, shared: &Shared) -> Option<Chunk> {
+/// every [`CANCEL_POLL`], so a stalled producer cannot hold a cancelled load). A sink the
+/// adaptive gate holds back waits here for its turn (see `adapt`).
+pub(crate) async fn next_chunk(feed: &Feed<'_>, shared: &Shared) -> Option<Chunk> {
     loop {
-        match tokio::time::timeout(CANCEL_POLL, chunks.recv_async()).await {
-            Ok(Ok(chunk)) if !shared.is_cancelled() => return Some(chunk),
+        if !feed.wait_turn(shared).await {
+            return None;
+        }
+        match tokio::time::timeout(CANCEL_POLL, feed.chunks.recv_async()).await {
+            Ok(Ok(chunk)) if !shared.is_cancelled() => {
+                feed.took(&chunk);
+                return Some(chunk);
+            }
             Err(_elapsed) if !shared.is_cancelled() => continue,
             _ => return None,
         }
@@ -168,7 +176,7 @@ pub(crate) async fn run(
     prelude: &[String],
     destinations: &[Destination],
     format: CopyFormat,
-    chunks: flume::Receiver<Chunk>,
+    chunks: Feed<'_>,
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
@@ -226,7 +234,7 @@ async fn run_routed(
     txid: i64,
     destinations: &[Destination],
     format: CopyFormat,
-    chunks: flume::Receiver<Chunk>,
+    chunks: Feed<'_>,
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
@@ -381,7 +389,7 @@ pub(crate) async fn run_resumable(
     client: Client,
     statement: &str,
     format: CopyFormat,
-    chunks: flume::Receiver<Chunk>,
+    chunks: Feed<'_>,
     shared: &Shared,
     plan: &WorkerPlan,
     input: &InputIdentity,
@@ -591,7 +599,7 @@ async fn run_isolating(
     txid: i64,
     destinations: &[Destination],
     format: CopyFormat,
-    chunks: flume::Receiver<Chunk>,
+    chunks: Feed<'_>,
     shared: &Shared,
     plan: &WorkerPlan,
     rejects: &Rejects,

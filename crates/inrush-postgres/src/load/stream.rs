@@ -2,6 +2,7 @@
 //! connection, each in its own transaction, with the watch beside them; then every transaction
 //! committed together (or, under `--resume`, block by block already), or all rolled back.
 
+use super::adapt::{self, Feed, Gate};
 use super::blocks::BlockClaims;
 use super::prepare::Prepared;
 use super::sink::{self, Finished, Sessions};
@@ -50,6 +51,7 @@ pub(super) fn stream(
         workers: plan,
         plan: load_plan,
         connections,
+        parallelism,
         ordered,
         ..
     } = &*load;
@@ -79,6 +81,11 @@ pub(super) fn stream(
         }
     };
     let done = AtomicBool::new(false);
+    // By default only some of the connections stream at first, and a controller chooses how
+    // many as the load goes (see `adapt`).
+    let gate = parallelism
+        .adaptive
+        .then(|| Gate::new(parallelism.chosen, connections));
     // Readers are not scoped threads: a read from a pipe that never ends cannot be
     // interrupted, so a cancelled load leaves them behind instead of waiting for them.
     let readers = {
@@ -129,17 +136,15 @@ pub(super) fn stream(
 
             let (finished, checked) = runtime.block_on(async {
                 if opts.check_only {
-                    return (Vec::new(), drain(chunk_rx, shared).await);
+                    return (Vec::new(), drain(Feed::ungated(chunk_rx), shared).await);
                 }
-                let streams = sinks.into_iter().map(|sessions| {
-                    let (chunks, plan, destinations, prelude, resume, claims) = (
-                        chunk_rx.clone(),
-                        &plan,
-                        &destinations,
-                        &prelude,
-                        &resume,
-                        &claims,
-                    );
+                let streams = sinks.into_iter().enumerate().map(|(i, sessions)| {
+                    let chunks = Feed {
+                        chunks: chunk_rx.clone(),
+                        turn: gate.as_ref().map(|gate| (gate, i)),
+                    };
+                    let (plan, destinations, prelude, resume, claims) =
+                        (&plan, &destinations, &prelude, &resume, &claims);
                     async move {
                         let streamed = match resume.as_ref().zip(claims.as_deref()) {
                             Some(((identity, _, _), claims)) => {
@@ -182,9 +187,12 @@ pub(super) fn stream(
                 // to the end (not under --resume, which commits block by block).
                 let find_deadlocks = resume.is_none() && connections > 1;
                 let watching = watch::watch(&watched, shared, find_deadlocks);
+                let pids: Vec<i32> = watched[0].sessions.iter().map(|s| s.pid).collect();
+                let adapting = adapt::control(gate.as_ref(), control, &pids, &chunk_rx, shared);
                 let results = tokio::select! {
                     results = futures_util::future::join_all(streams) => results,
                     never = watching => match never {},
+                    never = adapting => match never {},
                 };
                 drop(chunk_rx);
                 (results.into_iter().flatten().collect::<Vec<_>>(), 0)
@@ -287,6 +295,7 @@ pub(super) fn stream(
     let seconds = started.elapsed().as_secs_f64();
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     let txids = finished.iter().map(|f| f.txid).collect();
+    let chosen = gate.map_or_else(|| parallelism.clone(), |gate| gate.parallelism());
     // Merged: the rows that reached the table, and what happened to the others.
     let commit_note = (!shards.is_empty() && !opts.check_only).then(|| match one_phase_reason {
         None => format!(
@@ -323,7 +332,8 @@ pub(super) fn stream(
             wal_bytes: wal_before
                 .zip(wal_after)
                 .map(|(before, after)| after.saturating_sub(before)),
-            connections: finished.len(),
+            connections: chosen.chosen,
+            parallelism: chosen,
             workers: opts.workers.max(1),
             copy_format: format.name(),
             text_reason: text_reason.clone(),
@@ -350,7 +360,7 @@ pub(super) fn stream(
 }
 
 /// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
-async fn drain(chunks: flume::Receiver<inrush_load::worker::Chunk>, shared: &Shared) -> u64 {
+async fn drain(chunks: Feed<'_>, shared: &Shared) -> u64 {
     let mut rows = 0;
     while let Some(chunk) = sink::next_chunk(&chunks, shared).await {
         rows += chunk.rows;
