@@ -537,7 +537,9 @@ mod tests {
                 adaptive: true,
                 opened: 4,
                 chosen: 2,
-                reason: "2 of 4 opened: 3 gave 1% more rows/s than 2, under the 5% a connection must add".into(),
+                reason:
+                    "2 of 4 opened: 3 gave 1% more rows/s than 2 (under the 5% a stream must add)"
+                        .into(),
             },
             workers: 2,
             copy_format: "binary",

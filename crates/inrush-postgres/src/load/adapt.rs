@@ -135,6 +135,11 @@ pub(crate) async fn control(
     let Some(gate) = gate else {
         return std::future::pending().await;
     };
+    // The first window starts with the first rows taken, so connecting, reading and encoding
+    // the first blocks do not count against the number the load starts with.
+    while gate.taken.load(Ordering::Relaxed) == 0 {
+        tokio::time::sleep(GATE_POLL).await;
+    }
     let mut since = (Instant::now(), gate.taken.load(Ordering::Relaxed));
     let mut tally = Tally::default();
     loop {
@@ -248,7 +253,7 @@ struct Climb {
     /// The count in effect (under trial when `probe` is set).
     current: usize,
     probe: Option<Probe>,
-    /// Windows to wait before the next probe (the first window fills the pipeline).
+    /// Windows to wait before the next probe.
     hold: u32,
     /// The latest verdict of each comparison made, `(from, to, change in rows/s, kept)`.
     verdicts: Vec<(usize, usize, f64, bool)>,
@@ -266,7 +271,7 @@ impl Climb {
             cap,
             current: start,
             probe: None,
-            hold: 1,
+            hold: 0,
             verdicts: Vec::new(),
             waits: Tally::default(),
             client_bound: false,

@@ -408,19 +408,27 @@ pub(crate) async fn run_resumable(
                 )
                 .await?
             }
-            None => {
-                commit_block_retrying(
-                    &mut client,
-                    statement,
-                    format,
-                    &chunk,
-                    plan,
-                    input,
-                    server,
-                    shared,
-                )
-                .await?
-            }
+            None => match commit_block_retrying(
+                &mut client,
+                statement,
+                format,
+                &chunk,
+                plan,
+                input,
+                server,
+                shared,
+            )
+            .await
+            {
+                Ok(loaded) => loaded,
+                // A stop cancels what each session runs (see `watch`): this block is rolled
+                // back, and the blocks committed before it must still be counted.
+                Err(_) if shared.is_cancelled() => {
+                    claims.release(block.offset);
+                    break;
+                }
+                Err(e) => return Err(e),
+            },
         };
         claims.release(block.offset);
         match loaded {
