@@ -4,7 +4,7 @@
 //! backend parses one stream), its WAL, the client's own encoding rate. None of that is known
 //! before the load, and a fixed guess that is right for one server is wrong for another. So the
 //! load opens up to a cap of connections at the start, each with its transaction (an idle one
-//! costs the server nothing but a slot), and a gate lets only the first `active` of them take
+//! costs the server a slot and nothing more), and a gate lets only the first `active` of them take
 //! chunks. A controller beside the sinks measures the rows they take per window and climbs:
 //! one more stream is kept only when it brings more rows per second, one fewer when it costs
 //! none; it also samples what the active sessions wait on (`pg_stat_activity`), so it does not
@@ -30,8 +30,9 @@ use tokio_postgres::Client;
 const WINDOW: Duration = Duration::from_millis(500);
 /// Looks at the sessions' waits this often within a window.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
-/// An added stream is kept only if rows/s rose by more than this: the noise between windows on
-/// a busy machine is a few percent, and a stream that brings less is not worth its backend.
+/// An added stream is kept only if rows/s rose by more than this: a stream that brings less is
+/// not worth its backend. Windows on a shared machine differ by more at times (a checkpoint,
+/// another process): a wrong step is undone by the next probe after [`HOLD`].
 const GAIN: f64 = 0.05;
 /// A removed stream stays removed if rows/s fell by no more than this (fewer is cheaper).
 const LOSS: f64 = 0.02;
