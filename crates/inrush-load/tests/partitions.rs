@@ -481,6 +481,9 @@ fn foreign_leaves_are_loaded_straight_into_their_remote_tables() {
         "{:?}",
         summary.notes
     );
+    // Each connection is a transaction on every server: their number is not chosen on the way.
+    assert!(!summary.parallelism.adaptive);
+    assert_eq!((summary.connections, summary.parallelism.opened), (2, 2));
     assert_eq!(ours.rows(BY_LEAF), model.rows(BY_LEAF));
     // The rows are in the shards' own tables, and no transaction was left prepared.
     assert_eq!(
