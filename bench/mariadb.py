@@ -60,28 +60,45 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no bench/__pycache__ from the import below
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run  # noqa: E402  (children with wait4 rusage, column list, machine facts)
+import parquet  # noqa: E402  (lineitem as Parquet and CSV from tpchgen-cli)
 
 MARIADB_SH = run.REPO / "scripts" / "mariadb.sh"
 MARIADB_ROOT = run.REPO / ".mariadb"
 
-COLUMNS = run.SQLBULKCOPY_COLUMNS
-INT_COLUMNS = [n for n, t in COLUMNS if t == "int"]
-CHAR_COLUMNS = [n for n, t in COLUMNS if t != "int"]
-COLUMN_LIST = "(" + ", ".join(n for n, _ in COLUMNS) + ")"
-SECONDARY = [("k_fieldint2", "fieldint2"), ("k_fieldchar1", "fieldchar1")]
+SECONDARY = [("k_fieldint2", "fieldint2"), ("k_fieldchar1", "fieldchar1")]  # sqlbulkcopy's
+INDEXED_TABLE = "sqlbulkcopy_indexed"
 
-PLAIN_TABLE, INDEXED_TABLE = "sqlbulkcopy", "sqlbulkcopy_indexed"
+# Per dataset: its columns (PostgreSQL's types in run.py, mapped by mariadb_type) and its
+# scenarios' methods.  lineitem has no indexed scenario (the issue asks for SqlBulkCopy's).
+DATASETS = {"sqlbulkcopy": run.SQLBULKCOPY_COLUMNS, "lineitem": run.LINEITEM_COLUMNS}
 SCENARIOS = {
-    "plain": ("one_local_stream", "two_local_streams", "server_ceiling", "inrush", "inrush_c2"),
-    "indexed": ("load_data_indexed", "load_then_alter", "inrush"),
+    "sqlbulkcopy": {
+        "plain": ("one_local_stream", "two_local_streams", "server_ceiling", "inrush", "inrush_c2"),
+        "indexed": ("load_data_indexed", "load_then_alter", "inrush"),
+    },
+    "lineitem": {
+        "plain": ("one_local_stream", "two_local_streams", "server_ceiling", "inrush", "inrush_parquet"),
+    },
 }
 LABELS = {"one_local_stream": "one LOCAL stream", "two_local_streams": "two LOCAL streams",
           "server_ceiling": "server ceiling (x2)", "inrush": "inrush",
-          "inrush_c2": "inrush --connections 2", "load_data_indexed": "LOAD DATA, indexed",
-          "load_then_alter": "LOAD DATA + ALTER"}
+          "inrush_c2": "inrush --connections 2", "inrush_parquet": "inrush from Parquet",
+          "load_data_indexed": "LOAD DATA, indexed", "load_then_alter": "LOAD DATA + ALTER"}
 
-FINGERPRINT_SQL = ("SELECT COUNT(*), " + ", ".join(f"SUM({c})" for c in INT_COLUMNS)
-                   + f", SUM(CRC32(CONCAT({', '.join(CHAR_COLUMNS)}))) FROM {{table}}")
+
+def mariadb_type(pg_type: str) -> str:
+    """run.py's PostgreSQL column type as MariaDB spells it (numeric(p,s) is DECIMAL(p,s))."""
+    return re.sub(r"^numeric", "decimal", pg_type).upper()
+
+
+def cents(text: str) -> int:
+    """A DECIMAL(p,2) value in hundredths, exactly (no float): '24710.35', '17', '-0.5'."""
+    neg = text.startswith("-")
+    whole, _, frac = text.lstrip("+-").partition(".")
+    if len(frac) > 2:
+        raise ValueError(f"more than 2 decimals: {text!r}")
+    v = int(whole or "0") * 100 + int((frac + "00")[:2])
+    return -v if neg else v
 
 
 def free_port() -> int:
@@ -172,21 +189,62 @@ class Server:
 # --------------------------------------------------------------------------------------------
 
 class Data:
+    """The rows every method loads: a CSV with a header line (sqlbulkcopy from `inrush gen`,
+    lineitem from tpchgen-cli, which also writes the same rows as Parquet), its two halves, and
+    the fingerprint of its records."""
+
     def __init__(self, args, inrush: Path, files: Path):
-        # A header line, as `inrush load --header` and LOAD DATA ... IGNORE 1 LINES expect: it
-        # names the columns, so inrush leaves the indexed table's id to the server.
-        self.csv = files / "sqlbulkcopy.csv"
+        self.name = args.dataset
+        self.table = args.dataset
+        self.columns = [(n, mariadb_type(t)) for n, t in DATASETS[args.dataset]]
+        self.parquet: Path | None = None
         t = time.perf_counter()
-        run.run([str(inrush), "gen", "sqlbulkcopy", "-o", str(self.csv), "--rows", str(args.rows),
-                 "--seed", "42", "--header"])
+        if args.dataset == "sqlbulkcopy":
+            # The header names the columns, so inrush leaves the indexed table's id to the server.
+            self.csv = files / "sqlbulkcopy.csv"
+            run.run([str(inrush), "gen", "sqlbulkcopy", "-o", str(self.csv), "--rows", str(args.rows),
+                     "--seed", "42", "--header"])
+            self.describe = {"generator": "inrush gen --header", "seed": 42}
+        else:
+            self.parquet, self.csv = parquet.generate(args.scale, files)
+            exe = run.find_tpchgen()
+            self.describe = {"generator": "tpchgen-cli", "scale_factor": args.scale,
+                             "tpchgen_version": run.run([exe, "--version"], check=False).stdout.strip(),
+                             "parquet_bytes": self.parquet.stat().st_size}
         self.csv.chmod(0o644)
-        run.log(f"generated {args.rows:,} rows ({self.csv.stat().st_size / 1e6:.1f} MB) "
-                f"in {time.perf_counter() - t:.1f} s")
+        made = f"{self.csv.stat().st_size / 1e6:.1f} MB CSV"
+        if self.parquet:
+            made += f", {self.parquet.stat().st_size / 1e6:.1f} MB Parquet"
+        run.log(f"generated {self.name} ({made}) in {time.perf_counter() - t:.1f} s")
         self.halves = self.split(files)
-        self.rows = args.rows
+        t = time.perf_counter()
         self.fingerprint = self.csv_fingerprint()
-        if self.fingerprint[0] != args.rows:
-            raise run.BenchError(f"the CSV holds {self.fingerprint[0]} records, expected {args.rows}")
+        self.rows = self.fingerprint[0]
+        run.log(f"fingerprint of the CSV's {self.rows:,} records in {time.perf_counter() - t:.1f} s")
+        if args.dataset == "sqlbulkcopy" and self.rows != args.rows:
+            raise run.BenchError(f"the CSV holds {self.rows} records, expected {args.rows}")
+
+    def names(self, kind: str) -> list[str]:
+        """The columns summed as integers ("int"), summed in hundredths ("decimal"), or part of
+        the text whose CRC32 is summed ("text": CHAR, VARCHAR, and DATE as 'YYYY-MM-DD')."""
+        def kind_of(t: str) -> str:
+            return "int" if t in ("INT", "BIGINT") else "decimal" if t.startswith("DECIMAL") else "text"
+        return [n for n, t in self.columns if kind_of(t) == kind]
+
+    def column_list(self) -> str:
+        return "(" + ", ".join(n for n, _ in self.columns) + ")"
+
+    def fingerprint_sql(self, table: str) -> str:
+        sums = [f"SUM({c})" for c in self.names("int") + self.names("decimal")]
+        return (f"SELECT COUNT(*), {', '.join(sums)}, "
+                f"SUM(CRC32(CONCAT({', '.join(self.names('text'))}))) FROM {table}")
+
+    def parse_fingerprint(self, row: list[str]) -> tuple[int, ...]:
+        """fingerprint_sql's row as numbers (the DECIMAL sums in hundredths)."""
+        n_int = 1 + len(self.names("int"))
+        n_dec = len(self.names("decimal"))
+        return (*(int(v) for v in row[:n_int]), *(cents(v) for v in row[n_int:n_int + n_dec]),
+                int(row[-1]))
 
     def split(self, files: Path) -> list[Path]:
         """The records without the header, cut at the first line end after the middle byte (no
@@ -208,12 +266,15 @@ class Data:
         return halves
 
     def csv_fingerprint(self) -> tuple[int, ...]:
-        """FINGERPRINT_SQL's numbers computed from the CSV itself (CRC32 of the UTF-8 bytes)."""
+        """fingerprint_sql's numbers computed from the CSV itself, streamed (CRC32 of the UTF-8
+        bytes; CHAR values without trailing spaces, as MariaDB returns them)."""
+        names = [name for name, _ in self.columns]
+        ints = [names.index(c) for c in self.names("int")]
+        decimals = [names.index(c) for c in self.names("decimal")]
+        texts = [names.index(c) for c in self.names("text")]
+        chars = {names.index(n) for n, t in self.columns if t.startswith("CHAR")}
         n, crc = 0, 0
-        sums = [0] * len(INT_COLUMNS)
-        names = [name for name, _ in COLUMNS]
-        ints = [names.index(c) for c in INT_COLUMNS]
-        chars = [names.index(c) for c in CHAR_COLUMNS]
+        sums = [0] * (len(ints) + len(decimals))
         with self.csv.open(newline="", encoding="utf-8") as f:
             reader = csv.reader(f)
             if next(reader) != names:
@@ -222,7 +283,10 @@ class Data:
                 n += 1
                 for k, i in enumerate(ints):
                     sums[k] += int(rec[i])
-                crc += zlib.crc32("".join(rec[i] for i in chars).encode())
+                for k, i in enumerate(decimals, len(ints)):
+                    sums[k] += cents(rec[i])
+                crc += zlib.crc32("".join(rec[i].rstrip(" ") if i in chars else rec[i]
+                                          for i in texts).encode())
         return (n, *sums, crc)
 
 
@@ -230,10 +294,10 @@ class Data:
 # Loads
 # --------------------------------------------------------------------------------------------
 
-def load_sql(path: Path, table: str, *, local: bool, header: bool) -> str:
+def load_sql(data: Data, path: Path, table: str, *, local: bool, header: bool) -> str:
     return (f"LOAD DATA {'LOCAL ' if local else ''}INFILE '{path}' INTO TABLE {table} "
             f"CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' "
-            f"LINES TERMINATED BY '\\n' {'IGNORE 1 LINES ' if header else ''}{COLUMN_LIST}")
+            f"LINES TERMINATED BY '\\n' {'IGNORE 1 LINES ' if header else ''}{data.column_list()}")
 
 
 def gnu_time() -> str | None:
@@ -307,13 +371,16 @@ def timed(cmds: list[list[str]]) -> tuple[list[run.Finished], float]:
     return finished, seconds
 
 
-def plain_ddl(table: str) -> str:
-    cols = ", ".join(f"{n} {t.upper()} NOT NULL" for n, t in COLUMNS)
-    return f"CREATE TABLE {table} ({cols}) ENGINE=InnoDB"
+def columns_ddl(data: Data) -> str:
+    return ", ".join(f"{n} {t} NOT NULL" for n, t in data.columns)
 
 
-def indexed_ddl(table: str, secondary: bool) -> str:
-    cols = ", ".join(f"{n} {t.upper()} NOT NULL" for n, t in COLUMNS)
+def plain_ddl(data: Data) -> str:
+    return f"CREATE TABLE {data.table} ({columns_ddl(data)}) ENGINE=InnoDB"
+
+
+def indexed_ddl(data: Data, table: str, secondary: bool) -> str:
+    cols = columns_ddl(data)
     keys = "".join(f", KEY {k} ({c})" for k, c in SECONDARY) if secondary else ""
     return f"CREATE TABLE {table} (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, {cols}{keys}) ENGINE=InnoDB"
 
@@ -333,13 +400,14 @@ class Bench:
     def reset(self, scenario: str, method: str) -> tuple[str, float]:
         """The method's table, dropped and made again (empty), then every dirty page flushed;
         returns the table and the seconds the flush took."""
+        d = self.data
         if scenario == "plain":
-            table, ddl = PLAIN_TABLE, plain_ddl(PLAIN_TABLE)
+            table, ddl = d.table, plain_ddl(d)
         else:
             table = INDEXED_TABLE
-            ddl = indexed_ddl(table, secondary=method != "load_then_alter")
+            ddl = indexed_ddl(d, table, secondary=method != "load_then_alter")
         if scenario == "indexed" and not self.indexed_reference:
-            self.server.sql(f"DROP TABLE IF EXISTS {table}; {indexed_ddl(table, secondary=True)}")
+            self.server.sql(f"DROP TABLE IF EXISTS {table}; {indexed_ddl(d, table, secondary=True)}")
             self.indexed_reference = self.show_create(table)
         self.server.sql(f"DROP TABLE IF EXISTS {table}; {ddl}")
         t = time.perf_counter()
@@ -349,14 +417,17 @@ class Bench:
     def commands(self, scenario: str, method: str, table: str) -> list[list[str]]:
         s, d = self.server, self.data
         if method in ("one_local_stream", "load_data_indexed"):
-            return [s.client_cmd(load_sql(d.csv, table, local=True, header=True))]
+            return [s.client_cmd(load_sql(d, d.csv, table, local=True, header=True))]
         if method == "load_then_alter":
-            return [s.client_cmd(load_sql(d.csv, table, local=True, header=True) + "; "
+            return [s.client_cmd(load_sql(d, d.csv, table, local=True, header=True) + "; "
                                  + add_indexes_sql(table))]
         if method == "two_local_streams":
-            return [s.client_cmd(load_sql(h, table, local=True, header=False)) for h in d.halves]
+            return [s.client_cmd(load_sql(d, h, table, local=True, header=False)) for h in d.halves]
         if method == "server_ceiling":
-            return [s.client_cmd(load_sql(h, table, local=False, header=False)) for h in d.halves]
+            return [s.client_cmd(load_sql(d, h, table, local=False, header=False)) for h in d.halves]
+        if method == "inrush_parquet":
+            return [[str(self.inrush), "load", str(d.parquet), "--to", s.url, "--table", table,
+                     "--json", "--no-progress"]]
         if method in ("inrush", "inrush_c2"):
             cmd = [str(self.inrush), "load", str(d.csv), "--header", "--to", s.url, "--table", table,
                    "--json", "--no-progress"]
@@ -395,13 +466,14 @@ class Bench:
                 "notes": summary.get("notes"), "server_version": summary.get("server_version")}
 
     def verify(self, scenario: str, method: str, table: str) -> None:
-        got = tuple(int(v) for v in self.server.sql(FINGERPRINT_SQL.format(table=table))[0])
+        sql = self.data.fingerprint_sql(table)
+        got = self.data.parse_fingerprint(self.server.sql(sql)[0])
         want = self.data.fingerprint
         if got[0] != want[0]:
             raise run.BenchError(f"{scenario}/{method}: table holds {got[0]} rows after the load, expected {want[0]}")
         if got != want:
             raise run.BenchError(f"{scenario}/{method}: the table's fingerprint differs from the CSV's\n"
-                                 f"  {FINGERPRINT_SQL.format(table=table)}\n  CSV:   {want}\n  table: {got}")
+                                 f"  {sql}\n  CSV:   {want}\n  table: {got}")
         if scenario == "indexed":
             shown = self.show_create(table)
             if shown != self.indexed_reference:
@@ -418,11 +490,11 @@ RATIOS = {"plain": (("one_local_stream", "one stream"), ("two_local_streams", "t
           "indexed": (("load_data_indexed", "LOAD DATA indexed"), ("load_then_alter", "LOAD DATA + ALTER"))}
 
 
-def summarize(results: list[dict], scenarios: list[str], rows: int) -> dict:
+def summarize(results: list[dict], scenarios: dict[str, tuple[str, ...]], rows: int) -> dict:
     out: dict = {}
-    for sc in scenarios:
+    for sc, names in scenarios.items():
         methods = {}
-        for m in SCENARIOS[sc]:
+        for m in names:
             runs = [r for r in results if r["scenario"] == sc and r["method"] == m]
             secs = [r["seconds"] for r in runs]
             s = {"runs": len(runs), "best": min(secs), "median": statistics.median(secs),
@@ -436,7 +508,7 @@ def summarize(results: list[dict], scenarios: list[str], rows: int) -> dict:
             methods[m] = s
         # How many times faster inrush is: the other method's seconds / inrush's.
         ratios = {}
-        for mine in (m for m in SCENARIOS[sc] if m.startswith("inrush")):
+        for mine in (m for m in names if m.startswith("inrush")):
             for other, name in RATIOS[sc]:
                 ratios[f"{LABELS[mine]} vs {name}"] = {
                     stat: methods[other][stat] / methods[mine][stat] for stat in ("median", "best")}
@@ -446,7 +518,10 @@ def summarize(results: list[dict], scenarios: list[str], rows: int) -> dict:
 
 def print_summary(summary: dict, data: Data, repeat: int) -> None:
     print()
-    print(f"sqlbulkcopy: {data.rows:,} rows ({data.csv.stat().st_size / 1e6:.0f} MB CSV), {repeat} round(s); "
+    files = f"{data.csv.stat().st_size / 1e6:.0f} MB CSV"
+    if data.parquet:
+        files += f", {data.parquet.stat().st_size / 1e6:.0f} MB Parquet"
+    print(f"{data.name}: {data.rows:,} rows ({files}), {repeat} round(s); "
           f"seconds are the wall time of the loading\nprocess(es), commit included (the mariadb client "
           f"autocommits each LOAD DATA; inrush's time includes its ANALYZE TABLE)")
     titles = {"plain": "plain InnoDB table, no key",
@@ -484,7 +559,10 @@ def versions(server: Server, inrush: Path) -> dict:
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", choices=tuple(DATASETS), default="sqlbulkcopy",
+                    help="sqlbulkcopy (inrush gen; default) or TPC-H lineitem (tpchgen-cli, CSV and Parquet)")
     ap.add_argument("--rows", type=int, default=500_000, help="rows of sqlbulkcopy (default 500,000)")
+    ap.add_argument("--scale", type=float, default=1.0, help="lineitem's TPC-H scale factor (default 1: 6M rows)")
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     ap.add_argument("--scenario", choices=("both", "plain", "indexed"), default="both")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
@@ -494,15 +572,18 @@ def parse_args() -> argparse.Namespace:
                          "server's socket lives in it, and the server user must be able to enter it)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, CSV, error log)")
     args = ap.parse_args()
-    if args.rows < 2 or args.repeat < 1:
-        ap.error("--rows must be at least 2 and --repeat at least 1")
+    if args.rows < 2 or args.repeat < 1 or args.scale <= 0:
+        ap.error("--rows must be at least 2, --repeat at least 1 and --scale above 0")
+    if args.scenario not in ("both", *SCENARIOS[args.dataset]):
+        ap.error(f"--dataset {args.dataset} has no {args.scenario} scenario")
     return args
 
 
 def main() -> int:
     args = parse_args()
     inrush = run.inrush_binary(args.inrush)
-    scenarios = list(SCENARIOS) if args.scenario == "both" else [args.scenario]
+    scenarios = {sc: methods for sc, methods in SCENARIOS[args.dataset].items()
+                 if args.scenario in ("both", sc)}
     signal.signal(signal.SIGTERM, run.interrupt)  # the same way out as Ctrl-C: the server stops
 
     server = Server(args.scratch, args.port)
@@ -519,13 +600,13 @@ def main() -> int:
         # of a new server grow its files and fill its caches, which would favour whatever ran later.
         run.log("warm-up (untimed)")
         for sc in scenarios:
-            for m in SCENARIOS[sc]:
+            for m in scenarios[sc]:
                 bench.measure(sc, m)
 
         results = []
         for rnd in range(args.repeat):
             for sc in scenarios:
-                methods = SCENARIOS[sc]
+                methods = scenarios[sc]
                 k = rnd % len(methods)  # rotate, so no method is always first or always after another
                 for m in methods[k:] + methods[:k]:
                     r = bench.measure(sc, m)
@@ -539,22 +620,25 @@ def main() -> int:
 
         run.OUT_DIR.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now()
-        out = run.OUT_DIR / f"mariadb-sqlbulkcopy-{now:%Y%m%d-%H%M%S}.json"
+        out = run.OUT_DIR / f"mariadb-{data.name}-{now:%Y%m%d-%H%M%S}.json"
+        tables = {"plain": plain_ddl(data)}
+        if "indexed" in scenarios:
+            tables.update(indexed=indexed_ddl(data, INDEXED_TABLE, True),
+                          indexed_without_secondary=indexed_ddl(data, INDEXED_TABLE, False),
+                          alter=add_indexes_sql(INDEXED_TABLE))
         out.write_text(json.dumps({
-            "dataset": {"name": "sqlbulkcopy", "rows": data.rows, "csv_bytes": data.csv.stat().st_size,
-                        "generator": "inrush gen --header", "seed": 42, "half_rows": data.half_rows},
-            "tables": {"plain": plain_ddl(PLAIN_TABLE), "indexed": indexed_ddl(INDEXED_TABLE, True),
-                       "indexed_without_secondary": indexed_ddl(INDEXED_TABLE, False),
-                       "alter": add_indexes_sql(INDEXED_TABLE)},
-            "statements": {"local": load_sql(data.csv, "T", local=True, header=True),
-                           "server_side": load_sql(data.halves[0], "T", local=False, header=False)},
+            "dataset": {"name": data.name, "rows": data.rows, "csv_bytes": data.csv.stat().st_size,
+                        **data.describe, "half_rows": data.half_rows},
+            "tables": tables,
+            "statements": {"local": load_sql(data, data.csv, "T", local=True, header=True),
+                           "server_side": load_sql(data, data.halves[0], "T", local=False, header=False)},
             "when": now.isoformat(timespec="seconds"),
-            "settings": {"repeat": args.repeat, "scenarios": scenarios, "inrush": str(inrush),
+            "settings": {"repeat": args.repeat, "scenarios": list(scenarios), "inrush": str(inrush),
                          "peak_rss_from": "GNU time %M" if GNU_TIME else "wait4 (floor: this script's peak)"},
             "versions": versions(server, inrush),
             "machine": run.machine(),
             "server": facts,
-            "fingerprint": {"sql": FINGERPRINT_SQL, "csv": list(data.fingerprint)},
+            "fingerprint": {"sql": data.fingerprint_sql("T"), "csv": list(data.fingerprint)},
             "summary": summary,
             "runs": results,
         }, indent=2) + "\n")
