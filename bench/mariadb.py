@@ -2,8 +2,9 @@
 """Benchmark inrush's MariaDB target against LOAD DATA [LOCAL] INFILE.
 
 Starts a private MariaDB 10.11 (scripts/mariadb.sh) in a scratch directory under /tmp on a free
-port, generates the sqlbulkcopy rows (`inrush gen --header`: 3 INT + 3 VARCHAR(100)), and loads
-them in interleaved rounds (the order rotates from round to round) in two scenarios:
+port, generates the rows of --dataset and loads them in interleaved rounds (the order rotates
+from round to round).  sqlbulkcopy (the default: `inrush gen --header`, 3 INT + 3 VARCHAR(100))
+runs two scenarios:
 
   plain    InnoDB table of the six columns, no key:
              one_local_stream   mariadb client: LOAD DATA LOCAL INFILE of the whole CSV
@@ -22,14 +23,20 @@ them in interleaved rounds (the order rotates from round to round) in two scenar
              inrush             inrush load (default: drops the secondary keys, adds them back
                                 in one ALTER TABLE)
 
+lineitem (--dataset lineitem [--scale 1]: TPC-H lineitem from tpchgen-cli, as CSV and as
+Parquet; BIGINT keys, DECIMAL(15,2), CHAR(n), DATE, VARCHAR(44)) runs the plain scenario only:
+one_local_stream, two_local_streams, server_ceiling and inrush from the CSV as above, and
+             inrush_parquet     inrush load of the Parquet file of the same rows (default options)
+
 Each load goes into a table dropped and created again just before it, after InnoDB has flushed
 every dirty page (both untimed).  The time is the wall time of the loading process(es), start to
 exit; the mariadb client runs in autocommit mode, so each LOAD DATA commits before it exits, and
 inrush commits before it exits; both are in the time.  inrush's default ANALYZE TABLE is in its
 time too (LOAD DATA runs none).  Every method runs once untimed first (warm-up).
 
-After every load the table's COUNT(*), SUM of each INT column and SUM(CRC32(CONCAT(the VARCHAR
-columns))) must equal the same computed from the CSV in Python (so equal across methods), and in
+After every load the table's COUNT(*), SUM of each INT, BIGINT and DECIMAL column and
+SUM(CRC32(CONCAT(the other columns: CHAR, VARCHAR, DATE))) must equal the same computed from the
+CSV in Python, streamed (so equal across methods, and the Parquet rows equal the CSV's), and in
 the indexed scenario SHOW CREATE TABLE must read as the freshly created indexed table's (both
 secondary keys and the primary key there; AUTO_INCREMENT=n aside); otherwise the script stops
 with an error.  Peak RSS is the loading process's own, from GNU time when the machine has it
