@@ -40,7 +40,9 @@ CSV in Python, streamed (so equal across methods, and the Parquet rows equal the
 the indexed scenario SHOW CREATE TABLE must read as the freshly created indexed table's (both
 secondary keys and the primary key there; AUTO_INCREMENT=n aside); otherwise the script stops
 with an error.  Peak RSS is the loading process's own, from GNU time when the machine has it
-(see timed(); for two processes the larger).
+(see timed(); for two processes the larger).  CPU: the server's (mariadbd's user + system time,
+all threads, across the load) and the loading processes' (wait4), steadier than wall time when
+other work shares the cores; the ratios are also given in CPU (server + client).
 Raw numbers go to bench/out/mariadb-<dataset>-<date>.json.  See bench/README.md.
 
 Standard library only (Python 3.11).
@@ -150,6 +152,13 @@ class Server:
             if p.returncode != 0:
                 run.log(f"warning: mariadb.sh stop failed: {p.stderr.strip()}")
             self.started = False
+
+    def cpu_seconds(self) -> float:
+        """The server process's CPU time so far (user + system, every thread): a load's share is
+        the difference across it, steadier than wall time when other work shares the cores."""
+        pid = (self.data / "mariadbd.pid").read_text().strip()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
     def client_cmd(self, sql: str) -> list[str]:
         """A client that runs `sql` and prints the warnings of each statement (there should be
@@ -443,10 +452,14 @@ class Bench:
 
     def measure(self, scenario: str, method: str) -> dict:
         table, flush_seconds = self.reset(scenario, method)
+        server_cpu = self.server.cpu_seconds()
         finished, seconds = timed(self.commands(scenario, method, table))
+        server_cpu = self.server.cpu_seconds() - server_cpu
         for f in finished:
             f.check()
         result = {"scenario": scenario, "method": method, "seconds": seconds,
+                  "server_cpu_seconds": server_cpu,
+                  "client_cpu_seconds": sum(f.cpu_seconds for f in finished),
                   "peak_rss_kib": max(f.maxrss_kib for f in finished),
                   "peak_rss_kib_each": [f.maxrss_kib for f in finished],
                   "flush_before_seconds": flush_seconds}
@@ -507,7 +520,11 @@ def summarize(results: list[dict], scenarios: dict[str, tuple[str, ...]], rows: 
             s = {"runs": len(runs), "best": min(secs), "median": statistics.median(secs),
                  "rows_per_second_best": rows / min(secs),
                  "rows_per_second_median": rows / statistics.median(secs),
-                 "peak_rss_kib_max": max(r["peak_rss_kib"] for r in runs)}
+                 "peak_rss_kib_max": max(r["peak_rss_kib"] for r in runs),
+                 "server_cpu_median": statistics.median(r["server_cpu_seconds"] for r in runs),
+                 "client_cpu_median": statistics.median(r["client_cpu_seconds"] for r in runs),
+                 "cpu_median": statistics.median(r["server_cpu_seconds"] + r["client_cpu_seconds"]
+                                                 for r in runs)}
             if runs[0].get("phases"):
                 s["phases_median"] = {k: statistics.median(r["phases"][k] for r in runs)
                                       for k in runs[0]["phases"]}
@@ -518,7 +535,7 @@ def summarize(results: list[dict], scenarios: dict[str, tuple[str, ...]], rows: 
         for mine in (m for m in names if m.startswith("inrush")):
             for other, name in RATIOS[sc]:
                 ratios[f"{LABELS[mine]} vs {name}"] = {
-                    stat: methods[other][stat] / methods[mine][stat] for stat in ("median", "best")}
+                    stat: methods[other][stat] / methods[mine][stat] for stat in ("median", "best", "cpu_median")}
         out[sc] = {"methods": methods, "ratios": ratios}
     return out
 
@@ -536,12 +553,14 @@ def print_summary(summary: dict, data: Data, repeat: int) -> None:
     for sc, s in summary.items():
         print()
         print(titles[sc])
-        hdr = f"{'method':<26}{'best s':>9}{'median s':>10}{'rows/s (median)':>17}{'peak RSS MB':>13}"
+        hdr = (f"{'method':<26}{'best s':>9}{'median s':>10}{'rows/s (median)':>17}{'peak RSS MB':>13}"
+               f"{'server CPU s':>14}{'client CPU s':>14}")
         print(hdr)
         print("-" * len(hdr))
         for m, r in s["methods"].items():
             print(f"{LABELS[m]:<26}{r['best']:>9.3f}{r['median']:>10.3f}{r['rows_per_second_median']:>17,.0f}"
-                  f"{r['peak_rss_kib_max'] / 1024:>13.0f}")
+                  f"{r['peak_rss_kib_max'] / 1024:>13.0f}{r['server_cpu_median']:>14.2f}"
+                  f"{r['client_cpu_median']:>14.2f}")
         for m, r in s["methods"].items():
             if "phases_median" in r:
                 p = r["phases_median"]
@@ -549,11 +568,13 @@ def print_summary(summary: dict, data: Data, repeat: int) -> None:
                       f"load {p.get('load', 0):.3f} s, drop indexes {p.get('drop_indexes', 0):.3f} s, "
                       f"rebuild {p.get('rebuild_indexes', 0):.3f} s, analyze {p.get('maintain', 0):.3f} s")
         for name, r in s["ratios"].items():
-            print(f"{name:<50}{r['median']:>7.2f}x median, {r['best']:.2f}x best")
+            print(f"{name:<50}{r['median']:>7.2f}x median, {r['best']:.2f}x best, "
+                  f"{r['cpu_median']:.2f}x CPU (median)")
     if not GNU_TIME:
         print("(no GNU time here: peak RSS is wait4's, which is never below this script's own peak)")
     print("(the other method's seconds / inrush's: above 1, inrush is faster; against the server "
-          "ceiling, 1.0 means at it)")
+          "ceiling, 1.0 means at it;\n CPU: server + client CPU seconds of the load, medians; "
+          "server CPU counts all of mariadbd's threads)")
 
 
 def versions(server: Server, inrush: Path) -> dict:
