@@ -38,7 +38,7 @@ mod time;
 pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
 pub use coerce::{Coercion, Prepared};
-pub use file::{ArrowFile, FileFormat, Part};
+pub use file::{ArrowFile, FileFormat, Part, PartBatches};
 pub use stream::{BatchStream, SLICE_ROWS};
 
 use std::path::PathBuf;

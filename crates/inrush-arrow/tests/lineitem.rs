@@ -112,6 +112,7 @@ fn lineitem_parquet_into_the_standard_table() {
     for part in file.parts() {
         let mut row_number = part.first_row;
         for batch in file.read_part(part.index, &projection).unwrap() {
+            let batch = batch.unwrap();
             let columns: Vec<Prepared> = coercions
                 .iter()
                 .zip(batch.columns())

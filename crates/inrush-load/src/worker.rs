@@ -532,7 +532,7 @@ impl WorkerPlan {
         };
         let batches = file.read_part(part.index, &plan.projection)?;
         let (id, first_row) = (part.index as u64, part.first_row);
-        self.encode_batches(source, id, first_row, &batches, resolver, shared, send)
+        self.encode_batches(source, id, first_row, batches, resolver, shared, send)
     }
 
     /// Encodes a slice of a stream's batch, its columns taken in the target's order.
@@ -553,7 +553,7 @@ impl WorkerPlan {
             source,
             first_row,
             first_row,
-            &[projected],
+            Box::new(std::iter::once(Ok(projected))),
             resolver,
             shared,
             send,
@@ -576,7 +576,7 @@ impl WorkerPlan {
         source: u32,
         id: u64,
         first_row: u64,
-        batches: &[RecordBatch],
+        batches: inrush_arrow::PartBatches,
         resolver: &mut Option<Box<dyn Resolve>>,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
@@ -587,10 +587,12 @@ impl WorkerPlan {
         let mut batch_rows = ChunkRows::new(self, source, id, rejects.is_some());
         let mut row_number = first_row;
         let mut text = String::new();
+        // One batch decoded at a time: a part (a Parquet row group) may be far larger.
         for batch in batches {
             if shared.is_cancelled() {
                 return Ok(false);
             }
+            let batch = batch?;
             // Downcast each column once per batch, not once per value.
             let columns: Vec<Prepared> = batch
                 .columns()
