@@ -100,6 +100,12 @@ impl Ledger {
         self.rows += chunk.rows;
     }
 
+    /// Records `chunk` as the next in its stream; its bytes, to send.
+    fn record_data(&mut self, chunk: Chunk) -> Bytes {
+        self.record(&chunk);
+        chunk.data
+    }
+
     /// The chunk holding 1-based stream row `row`, and the row's index inside it; `None` for
     /// a chunk of sorted rows, which no longer knows where its rows came from.
     fn find(&self, row: u64) -> Option<(LedgerEntry, u64)> {
@@ -211,7 +217,8 @@ pub(crate) async fn run(
     let from_queue = futures_util::stream::unfold((), |()| async {
         next_chunk(&chunks, shared).await.map(|chunk| (chunk, ()))
     });
-    let streamed = send_copy(sink, format, from_queue, &mut ledger).await;
+    let recorded = from_queue.map(|chunk| ledger.record_data(chunk));
+    let streamed = send_copy(sink, format, recorded).await;
     // Stop taking chunks at once on failure, so workers stop too.
     drop(chunks);
     match streamed {
@@ -305,27 +312,26 @@ async fn copy_run(
     let copied = async {
         let sink = client.copy_in::<_, Bytes>(statement).await?;
         futures_util::pin_mut!(sink);
-        send_copy(sink, format, futures_util::stream::iter(run), &mut ledger).await
+        let recorded = run.into_iter().map(|chunk| ledger.record_data(chunk));
+        send_copy(sink, format, futures_util::stream::iter(recorded)).await
     }
     .await;
     copied.map_err(|e| server_refusal(e, &ledger, plan))
 }
 
-/// Sends `chunks` through one COPY (binary: between its header and trailer), each recorded in
-/// `ledger` so a refused row can be traced to its input; the server's row count.
+/// Sends `data` through one COPY (binary: between its header and trailer); the server's row
+/// count.
 async fn send_copy(
     mut sink: std::pin::Pin<&mut tokio_postgres::CopyInSink<Bytes>>,
     format: CopyFormat,
-    chunks: impl futures_util::Stream<Item = Chunk>,
-    ledger: &mut Ledger,
+    data: impl futures_util::Stream<Item = Bytes>,
 ) -> Result<u64, tokio_postgres::Error> {
-    futures_util::pin_mut!(chunks);
+    futures_util::pin_mut!(data);
     if format == CopyFormat::Binary {
         sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
     }
-    while let Some(chunk) = chunks.next().await {
-        ledger.record(&chunk);
-        sink.send(chunk.data).await?;
+    while let Some(bytes) = data.next().await {
+        sink.send(bytes).await?;
     }
     if format == CopyFormat::Binary {
         sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
@@ -588,14 +594,7 @@ async fn copy_one(
 ) -> Result<u64, tokio_postgres::Error> {
     let sink = client.copy_in::<_, Bytes>(statement).await?;
     futures_util::pin_mut!(sink);
-    if format == CopyFormat::Binary {
-        sink.send(Bytes::from_static(binary_copy::HEADER)).await?;
-    }
-    sink.send(data).await?;
-    if format == CopyFormat::Binary {
-        sink.send(Bytes::from_static(binary_copy::TRAILER)).await?;
-    }
-    sink.as_mut().finish().await
+    send_copy(sink, format, futures_util::stream::iter([data])).await
 }
 
 /// With rejects allowed (`--max-errors`): one COPY per chunk under a savepoint, so a row the
