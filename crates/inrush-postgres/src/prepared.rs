@@ -24,6 +24,19 @@ const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        decided boolean NOT NULL DEFAULT false, \
        started_at timestamptz NOT NULL DEFAULT now())";
 
+/// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
+/// prepared, for a joint commit.
+pub async fn slots(client: &Client) -> Result<i64> {
+    Ok(client
+        .query_one(
+            "SELECT current_setting('max_prepared_transactions')::bigint",
+            &[],
+        )
+        .await
+        .map_err(query_error("reading max_prepared_transactions"))?
+        .get(0))
+}
+
 /// One load's two-phase commit, logged (see the module documentation).
 pub struct JointCommit {
     id: String,

@@ -419,14 +419,7 @@ async fn joint_commit(
     if shards.is_empty() {
         return Ok((None, None));
     }
-    let slots: i64 = control
-        .query_one(
-            "SELECT current_setting('max_prepared_transactions')::bigint",
-            &[],
-        )
-        .await
-        .map_err(crate::query_error("reading max_prepared_transactions"))?
-        .get(0);
+    let slots = crate::prepared::slots(control).await?;
     let enough = |slots: i64| slots >= connections as i64;
     if !enough(slots) || !shards.iter().all(|s| enough(s.prepared_slots)) {
         let why = format!("max_prepared_transactions is below {connections} on one of them");
@@ -465,38 +458,26 @@ async fn commit_prepared(
         .enumerate()
         .map(|(n, c)| (c, joint.gid(n)))
         .collect();
-    let prepares = gids.iter().map(|(c, gid)| async move {
-        c.batch_execute(&format!("PREPARE TRANSACTION '{gid}'"))
-            .await
-    });
-    let prepared = futures_util::future::join_all(prepares).await;
+    let prepared = on_each(&gids, |_, gid| format!("PREPARE TRANSACTION '{gid}'")).await;
     if let Some(first_error) = prepared.iter().find_map(|r| r.as_ref().err()) {
         let reason = crate::describe_pg_error(first_error);
-        let undo = gids.iter().zip(&prepared).map(|((c, gid), r)| async move {
-            let sql = match r {
-                Ok(()) => format!("ROLLBACK PREPARED '{gid}'"),
-                Err(_) => "ROLLBACK".to_string(),
-            };
-            let _ = c.batch_execute(&sql).await;
-        });
-        futures_util::future::join_all(undo).await;
+        // A session whose PREPARE failed still has its transaction open.
+        on_each(&gids, |n, gid| match prepared[n].is_ok() {
+            true => format!("ROLLBACK PREPARED '{gid}'"),
+            false => "ROLLBACK".to_string(),
+        })
+        .await;
         joint.end(control).await;
         return Err(Error::from(crate::Error::Server(format!(
             "PREPARE TRANSACTION failed, every server rolled back: {reason}"
         ))));
     }
     if let Err(e) = joint.decide(control).await {
-        let undo = gids.iter().map(|(c, gid)| async move {
-            c.batch_execute(&format!("ROLLBACK PREPARED '{gid}'")).await
-        });
-        futures_util::future::join_all(undo).await;
+        on_each(&gids, |_, gid| format!("ROLLBACK PREPARED '{gid}'")).await;
         joint.end(control).await;
         return Err(e.into());
     }
-    let commits = gids
-        .iter()
-        .map(|(c, gid)| async move { c.batch_execute(&format!("COMMIT PREPARED '{gid}'")).await });
-    let results = futures_util::future::join_all(commits).await;
+    let results = on_each(&gids, |_, gid| format!("COMMIT PREPARED '{gid}'")).await;
     let left: Vec<&str> = gids
         .iter()
         .zip(&results)
@@ -517,6 +498,18 @@ async fn commit_prepared(
             left.join(", ")
         ),
     })
+}
+
+/// Runs `sql(n, gid)` on each (`n`th) session at once; each one's result, in `gids`' order.
+async fn on_each(
+    gids: &[(&tokio_postgres::Client, String)],
+    sql: impl Fn(usize, &str) -> String,
+) -> Vec<Result<(), tokio_postgres::Error>> {
+    let runs = gids.iter().enumerate().map(|(n, (client, gid))| {
+        let statement = sql(n, gid);
+        async move { client.batch_execute(&statement).await }
+    });
+    futures_util::future::join_all(runs).await
 }
 
 /// Commits every connection at once; reports exactly how many made it if not all did.

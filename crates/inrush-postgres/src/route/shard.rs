@@ -312,14 +312,7 @@ pub async fn open(
                 tables.push(remote.qualified.clone());
             }
         }
-        let prepared_slots = control
-            .query_one(
-                "SELECT current_setting('max_prepared_transactions')::bigint",
-                &[],
-            )
-            .await
-            .map_err(query_error("reading max_prepared_transactions"))?
-            .get(0);
+        let prepared_slots = crate::prepared::slots(&control).await?;
         opened.push(ShardServer {
             shard: shard.clone(),
             options,
