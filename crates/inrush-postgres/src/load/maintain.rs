@@ -32,7 +32,7 @@ pub(super) fn maintain(
         }
         Maintenance::VacuumAnalyze => Some(format!("VACUUM (ANALYZE) {table}")),
     };
-    if statement("").is_none() {
+    if load_plan.after == Maintenance::None {
         return;
     }
     reporter.phase(Phase::Maintain {
