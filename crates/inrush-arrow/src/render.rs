@@ -245,7 +245,7 @@ fn write_literal(values: &dyn Array, range: Range<usize>, style: Style, out: &mu
 /// A scalar's text form, as PostgreSQL prints the matching type.
 fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
     if let Some(v) = int_value(array, row) {
-        let _ = write!(out, "{v}");
+        out.push_str(itoa::Buffer::new().format(v));
         return;
     }
     match array.data_type() {
@@ -266,15 +266,15 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
         }
         DataType::Decimal32(_, s) => {
             let v = array.as_primitive::<Decimal32Type>().value(row);
-            write_decimal(&v.to_string(), *s, out);
+            write_decimal(itoa::Buffer::new().format(v), *s, out);
         }
         DataType::Decimal64(_, s) => {
             let v = array.as_primitive::<Decimal64Type>().value(row);
-            write_decimal(&v.to_string(), *s, out);
+            write_decimal(itoa::Buffer::new().format(v), *s, out);
         }
         DataType::Decimal128(_, s) => {
             let v = array.as_primitive::<Decimal128Type>().value(row);
-            write_decimal(&v.to_string(), *s, out);
+            write_decimal(itoa::Buffer::new().format(v), *s, out);
         }
         DataType::Decimal256(_, s) => {
             let v = array.as_primitive::<Decimal256Type>().value(row);

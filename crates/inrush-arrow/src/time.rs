@@ -90,7 +90,26 @@ pub(crate) fn pg_time(v: i64, unit: TimeUnit) -> Option<i64> {
 fn write_ymd(days: i64, out: &mut String) -> bool {
     let (y, m, d) = civil_from_days(days);
     let (year, bc) = if y <= 0 { (1 - y, true) } else { (y, false) };
-    let _ = write!(out, "{year:04}-{m:02}-{d:02}");
+    if let Ok(year @ 0..=9999) = u32::try_from(year) {
+        // By hand: `write!` costs more than the rest of a date's rendering.
+        let digit = |n: u32| b'0' + (n % 10) as u8;
+        let text = [
+            digit(year / 1000),
+            digit(year / 100),
+            digit(year / 10),
+            digit(year),
+            b'-',
+            digit(m / 10),
+            digit(m),
+            b'-',
+            digit(d / 10),
+            digit(d),
+        ];
+        // ASCII digits and dashes: always UTF-8.
+        out.push_str(std::str::from_utf8(&text).unwrap_or_default());
+    } else {
+        let _ = write!(out, "{year:04}-{m:02}-{d:02}");
+    }
     bc
 }
 
@@ -200,6 +219,12 @@ mod tests {
         s.clear();
         write_date(-719_528 + 365, &mut s); // year 0 = 1 BC
         assert_eq!(s, "0001-12-31 BC");
+        s.clear();
+        write_date(2_932_897, &mut s); // the first day past 4 digits
+        assert_eq!(s, "10000-01-01");
+        s.clear();
+        write_date(19_723, &mut s);
+        assert_eq!(s, "2024-01-01");
         s.clear();
         write_timestamp(-1, TimeUnit::Nanosecond, true, &mut s);
         assert_eq!(s, "1969-12-31 23:59:59.999999999+00");

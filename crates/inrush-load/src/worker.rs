@@ -586,7 +586,7 @@ impl WorkerPlan {
         let rejects = shared.rejects.as_ref();
         let mut batch_rows = ChunkRows::new(self, source, id, rejects.is_some());
         let mut row_number = first_row;
-        let mut text = String::new();
+        let mut texts = RowTexts::default();
         // One batch decoded at a time: a part (a Parquet row group) may be far larger.
         for batch in batches {
             if shared.is_cancelled() {
@@ -603,15 +603,16 @@ impl WorkerPlan {
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
-                match self.encode_arrow_row(&columns, row, &mut batch_rows.out, resolver, &mut text)
+                match self.encode_arrow_row(&columns, row, &mut batch_rows.out, resolver, &mut texts)
                 {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
                     }
                     Err((_, FieldError::Resolver(e))) => return Err(Error::Driver(e)),
                     Err((col, FieldError::Refused(reason))) => {
+                        let text = &mut texts.text;
                         text.clear();
-                        columns[col].text(row, &mut text);
+                        columns[col].text(row, text);
                         let null = columns[col].is_null(row);
                         let location = Location::row(input.name.clone(), row_number).field(
                             self.columns[col].name.clone(),
@@ -646,7 +647,7 @@ impl WorkerPlan {
         row: usize,
         out: &mut TupleWriter,
         resolver: &mut Option<Box<dyn Resolve>>,
-        text: &mut String,
+        texts: &mut RowTexts,
     ) -> Result<(), (usize, FieldError)> {
         let no_server = EncodeContext::default();
         let (format, ctx) = match &self.rows {
@@ -654,23 +655,25 @@ impl WorkerPlan {
             Rows::Target(_) => (CopyFormat::Text, &no_server),
         };
         if format == CopyFormat::Text {
-            let mut values = Vec::with_capacity(columns.len());
+            let RowTexts { text, spans } = texts;
+            text.clear();
+            spans.clear();
             for (i, column) in columns.iter().enumerate() {
                 if column.is_null(row) {
-                    values.push(None);
-                } else {
-                    let mut value = String::new();
-                    column.text(row, &mut value);
-                    if value.contains('\0') {
-                        return Err((
-                            i,
-                            FieldError::Refused(Encoding::Utf8.undecodable_reason(b"\0")),
-                        ));
-                    }
-                    values.push(Some(value));
+                    spans.push(None);
+                    continue;
                 }
+                let start = text.len();
+                column.text(row, text);
+                if text[start..].contains('\0') {
+                    return Err((
+                        i,
+                        FieldError::Refused(Encoding::Utf8.undecodable_reason(b"\0")),
+                    ));
+                }
+                spans.push(Some(start..text.len()));
             }
-            let fields = values.iter().map(|v| v.as_deref().map(str::as_bytes));
+            let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
             return match &self.rows {
                 Rows::Target(encoder) => encode_target_row(encoder.as_ref(), fields, out),
                 Rows::Copy { .. } => self.encode_text_row(fields, out, None),
@@ -693,6 +696,7 @@ impl WorkerPlan {
                     Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
                     Err(EncodeError::Deferred) => {
                         buf.truncate(start);
+                        let text = &mut texts.text;
                         text.clear();
                         prepared.text(row, text);
                         resolve_into(resolver, i, text, buf)
@@ -956,6 +960,15 @@ impl WorkerPlan {
             }
         }
     }
+}
+
+/// A columnar row's values as text, reused from row to row: an allocation per value cost
+/// more than rendering it.
+#[derive(Default)]
+struct RowTexts {
+    text: String,
+    /// Each value's bytes in `text`; `None` for NULL.
+    spans: Vec<Option<std::ops::Range<usize>>>,
 }
 
 /// A row for another target: its encoder checks and writes every value.
