@@ -8,7 +8,7 @@
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Mutex;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
@@ -29,9 +29,6 @@ pub struct ConnectOptions {
     /// Settings every session sets right after connecting (`SET name = 'value'`), so all the
     /// sessions of a load read text alike (`--datestyle`).
     settings: Vec<(&'static str, String)>,
-    /// Built once: making a connector reads certificate stores, which costs more than a
-    /// connection.
-    tls: Arc<OnceLock<postgres_native_tls::MakeTlsConnector>>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -129,7 +126,6 @@ impl ConnectOptions {
             verify,
             root_cert,
             settings: Vec::new(),
-            tls: Arc::default(),
         })
     }
 
@@ -189,14 +185,23 @@ impl ConnectOptions {
                 .any(|h| matches!(h, Host::Tcp(_)))
     }
 
+    /// The connector for this verification and root certificate, made once per process:
+    /// native-tls reads the system's certificate bundle for every connector, twice, even when
+    /// no root is used (about 50 ms of CPU here), and a load onto shards connects to several
+    /// servers, each with its own options.
     fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
-        if let Some(tls) = self.tls.get() {
+        type Made = ((Verify, Option<PathBuf>), postgres_native_tls::MakeTlsConnector);
+        static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+        let key = (self.verify, self.root_cert.clone());
+        // Held while a connector is made, so concurrent connections make it once.
+        let mut made = MADE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, tls)) = made.iter().find(|(k, _)| *k == key) {
             return Ok(tls.clone());
         }
         let mut builder = native_tls::TlsConnector::builder();
         match self.verify {
             Verify::None => {
-                // Nothing is checked (libpq's prefer/require), so no certificate store is read.
+                // Nothing is checked (libpq's prefer/require).
                 builder
                     .danger_accept_invalid_certs(true)
                     .danger_accept_invalid_hostnames(true)
@@ -219,10 +224,9 @@ impl ConnectOptions {
         let connector = builder
             .build()
             .map_err(|e| Error::Config(format!("TLS: {e}")))?;
-        Ok(self
-            .tls
-            .get_or_init(|| postgres_native_tls::MakeTlsConnector::new(connector))
-            .clone())
+        let tls = postgres_native_tls::MakeTlsConnector::new(connector);
+        made.push((key, tls.clone()));
+        Ok(tls)
     }
 
     /// Connects on the current tokio runtime; the connection task is spawned onto it.
