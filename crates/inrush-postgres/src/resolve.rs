@@ -93,7 +93,7 @@ impl inrush_encode::Resolve for Resolver {
 }
 
 /// A result column's bytes exactly as the server sent them in binary.
-struct RawValue(Vec<u8>);
+pub(crate) struct RawValue(pub Vec<u8>);
 
 impl<'a> FromSql<'a> for RawValue {
     fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {

@@ -7,9 +7,9 @@ use super::bound::{BoundText, Literal};
 use super::hash::KeyKind;
 use super::shard;
 use super::{Bound, Datum, KeyColumn, Leaf, Node, Router, Routing, Strategy, Target};
+use crate::resolve::RawValue;
 use crate::{query_error, quote_ident, ConnectOptions, Result, TableInfo};
 use inrush_core::TargetColumn;
-use tokio_postgres::types::{FromSql, Type};
 use tokio_postgres::Client;
 
 /// One relation of the tree.
@@ -424,21 +424,8 @@ async fn bound_values(
             .await
             .map_err(query_error("reading the partition bounds' values"))?;
         for (i, row) in at.into_iter().zip(rows) {
-            values[i] = row.get::<_, Option<Raw>>(0).map(|r| r.0);
+            values[i] = row.get::<_, Option<RawValue>>(0).map(|r| r.0);
         }
     }
     Ok(values)
-}
-
-/// Any value in its binary form, as the server sent it.
-struct Raw(Vec<u8>);
-
-impl<'a> FromSql<'a> for Raw {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Raw(raw.to_vec()))
-    }
-
-    fn accepts(_: &Type) -> bool {
-        true
-    }
 }
