@@ -5,6 +5,10 @@
 //! dropped before the COPY and rebuilt after it, and VACUUM (ANALYZE) runs last (asked for,
 //! so the test does not hang on the default's choice). The test
 //! watches `pg_stat_activity` for the phase's statement and signals the loader then.
+//!
+//! The same holds for a table with a postgres_fdw partition loaded straight on its shard (a
+//! database of the tests' server): there the shard's own index is dropped and rebuilt, its
+//! journal is on the shard, and the commit spans both servers.
 
 use inrush_testkit::Db;
 use std::path::PathBuf;
@@ -79,14 +83,43 @@ fn signal(child: &Child, sig: i32) {
     unsafe { libc::kill(child.id() as i32, sig) };
 }
 
-/// Signals the loader `times` times once a phase's statement runs; checks what it said and
-/// left.
-fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64, said: &str) {
+/// A table hash-partitioned in two: one local leaf with an index of its own, one foreign leaf
+/// on `shard` whose remote table has a primary key and a secondary index.
+const SHARDED: &str = "CREATE TABLE t (id int, n int, s varchar(20), d date) PARTITION BY HASH (id); \
+     CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 0); \
+     CREATE INDEX t_0_s ON t_0 (s, n); \
+     CREATE FOREIGN TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 1) \
+       SERVER shard OPTIONS (table_name 't_far');";
+
+const SHARD: &str = "CREATE TABLE t_far (id int PRIMARY KEY, n int, s varchar(20), d date); \
+                     CREATE INDEX t_far_s ON t_far (s, n);";
+
+/// Signals the loader `times` times once a phase's statement runs (on the shard when
+/// `sharded`); checks what it said and left on every server.
+fn interrupt_at(
+    sharded: bool,
+    prefixes: &[&str],
+    sig: i32,
+    times: usize,
+    exit: i32,
+    rows: i64,
+    said: &str,
+) {
     let db = Db::fresh("signals");
-    db.exec(SCHEMA);
-    let before = db.definitions();
+    let shard = sharded.then(|| {
+        let shard = Db::fresh("signals");
+        shard.exec(SHARD);
+        db.add_foreign_server("shard", &shard);
+        db.exec(SHARDED);
+        shard
+    });
+    if shard.is_none() {
+        db.exec(SCHEMA);
+    }
+    let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
+    let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
     let mut child = start(&db);
-    wait_for_statement(&db, &mut child, prefixes);
+    wait_for_statement(servers[servers.len() - 1], &mut child, prefixes);
     for _ in 0..times {
         signal(&child, sig);
         std::thread::sleep(Duration::from_millis(50));
@@ -95,18 +128,26 @@ fn interrupt_at(prefixes: &[&str], sig: i32, times: usize, exit: i32, rows: i64,
     assert_eq!(code, exit, "{stderr}");
     assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
-    assert_eq!(db.definitions(), before, "{stderr}");
-    assert_eq!(db.journal_len(), 0, "{stderr}");
+    for (server, before) in servers.iter().zip(&before) {
+        assert_eq!(&server.definitions(), before, "{}: {stderr}", server.name);
+        assert_eq!(server.journal_len(), 0, "{}: {stderr}", server.name);
+        let prepared = format!(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE database = '{}'",
+            server.name
+        );
+        assert_eq!(server.int(&prepared), 0, "{}: {stderr}", server.name);
+    }
 }
 
 #[test]
 fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
-    interrupt_at(&["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");
+    interrupt_at(false, &["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");
 }
 
 #[test]
 fn a_second_ctrl_c_during_the_copy_still_puts_the_keys_back() {
     interrupt_at(
+        false,
         &["COPY"],
         libc::SIGINT,
         2,
@@ -119,6 +160,7 @@ fn a_second_ctrl_c_during_the_copy_still_puts_the_keys_back() {
 #[test]
 fn sigterm_during_the_index_rebuild_keeps_the_commit_and_finishes_the_rebuild() {
     interrupt_at(
+        false,
         &["CREATE INDEX", "CREATE UNIQUE INDEX"],
         libc::SIGTERM,
         2,
@@ -131,11 +173,43 @@ fn sigterm_during_the_index_rebuild_keeps_the_commit_and_finishes_the_rebuild() 
 #[test]
 fn ctrl_c_during_vacuum_skips_it_and_says_the_rows_are_committed() {
     interrupt_at(
+        false,
         &["VACUUM"],
         libc::SIGINT,
         1,
         0,
         ROWS as i64,
         "skipped: interrupted",
+    );
+}
+
+#[test]
+fn sigterm_during_the_copy_on_a_shard_rolls_back_every_server() {
+    interrupt_at(true, &["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");
+}
+
+#[test]
+fn a_second_ctrl_c_during_the_copy_on_a_shard_still_puts_its_index_back() {
+    interrupt_at(
+        true,
+        &["COPY"],
+        libc::SIGINT,
+        2,
+        130,
+        0,
+        "exiting now would leave them dropped",
+    );
+}
+
+#[test]
+fn sigterm_during_the_rebuild_on_a_shard_keeps_the_commit_and_finishes_it() {
+    interrupt_at(
+        true,
+        &["CREATE INDEX"],
+        libc::SIGTERM,
+        2,
+        0,
+        ROWS as i64,
+        "the rows stay committed",
     );
 }
