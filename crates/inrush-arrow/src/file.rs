@@ -217,9 +217,8 @@ impl ArrowFile {
     /// Reads part `part`, only the given columns (file column indices, in that order), in
     /// batches of at most 8192 rows, each decoded as it is taken, so the caller never holds a
     /// part's batches at once (IPC: one record batch, which its file holds whole). The Parquet
-    /// reader's own memory still grew with the row group in tpchgen's files: one worker peaked
-    /// at 345 MB with 128 MB row groups (`--row-group-bytes`) against 50 MB with its default
-    /// 25 MB ones (likely its pages, which the reader decompresses whole).
+    /// reader reads each column chunk page by page, so a worker's memory does not grow with the
+    /// row group (about 50 MB peak for a whole load of 128 MB row groups, see BENCHMARKS.md).
     pub fn read_part(&self, part: usize, projection: &[usize]) -> Result<PartBatches> {
         if part >= self.parts.len() {
             return Err(Error::NoSuchPart {
