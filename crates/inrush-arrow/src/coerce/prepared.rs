@@ -1,7 +1,7 @@
 //! A [`Coercion`] bound to one column array: the array downcast once (per batch and column)
 //! so that each value costs a slice read, not a virtual call and a `DataType` comparison.
 use super::{encode_int, encode_numeric, invalid_utf8, Coercion, Path};
-use crate::time;
+use crate::{render, time};
 use arrow_array::cast::AsArray;
 use arrow_array::types::*;
 use arrow_array::{
@@ -10,6 +10,7 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
+use inrush_core::ValueType;
 use inrush_encode::{EncodeContext, EncodeError};
 
 /// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
@@ -27,6 +28,19 @@ pub struct Prepared<'a> {
     value_nulls: Option<&'a NullBuffer>,
     /// The values the direct path reads (a dictionary's values array, indexed by key).
     values: Values<'a>,
+    /// How [`Prepared::text`] writes a value.
+    text: Text<'a>,
+}
+
+/// The text forms [`Prepared::text`] writes from the native values, with no look at the
+/// array's `DataType` per value (what `render::value_text` writes for them, non-JSON style).
+enum Text<'a> {
+    Int(Integers<'a>),
+    /// Unscaled decimals and their scale.
+    Decimal(Integers<'a>, i8),
+    Date(&'a [i32]),
+    /// Through `Coercion::write_text`.
+    Rendered,
 }
 
 /// The typed values a direct path reads.
@@ -100,6 +114,20 @@ impl Coercion {
             Path::Bool => value_array.as_boolean_opt().map(Values::Bool),
             Path::Text | Path::Server => None,
         };
+        let plain = !self.style.json
+            && !matches!(self.value_type, ValueType::Array { .. })
+            && self.path != Path::BinaryText;
+        let text = match value_array.data_type() {
+            _ if !plain => None,
+            dt if dt.is_integer() => Integers::of(value_array).map(Text::Int),
+            DataType::Decimal32(_, s) | DataType::Decimal64(_, s) | DataType::Decimal128(_, s) => {
+                Integers::of(value_array).map(|v| Text::Decimal(v, *s))
+            }
+            DataType::Date32 => value_array
+                .as_primitive_opt::<Date32Type>()
+                .map(|a| Text::Date(a.values())),
+            _ => None,
+        };
         Prepared {
             coercion: self,
             array,
@@ -108,6 +136,7 @@ impl Coercion {
             keys,
             value_nulls,
             values: values.unwrap_or(Values::None),
+            text: text.unwrap_or(Text::Rendered),
         }
     }
 }
@@ -249,7 +278,15 @@ impl Prepared<'_> {
             buf.push_str(s.get(self.index(row)));
             return;
         }
-        self.coercion.write_text(self.array, row, buf);
+        match &self.text {
+            Text::Int(v) => buf.push_str(itoa::Buffer::new().format(v.get(self.index(row)))),
+            Text::Decimal(v, scale) => {
+                let mut digits = itoa::Buffer::new();
+                render::write_decimal(digits.format(v.get(self.index(row))), *scale, buf)
+            }
+            Text::Date(days) => time::write_date(days[self.index(row)].into(), buf),
+            Text::Rendered => self.coercion.write_text(self.array, row, buf),
+        }
     }
 }
 

@@ -997,3 +997,48 @@ fn sliced_arrays_read_their_own_rows_and_nulls() {
     assert_eq!(encode(&c, &sliced, 1).unwrap(), b"y");
     assert_eq!(text(&c, &sliced, 2), "x");
 }
+
+#[test]
+fn native_text_forms_match_the_rendered_ones() {
+    // `Prepared::text` writes integers, decimals and dates from their native values; the
+    // reference is `render::value_text`, which looks at the array's type for every value.
+    let plain = Style {
+        json: false,
+        uuid: false,
+    };
+    let t = scalar(ScalarType::Text, -1, "text");
+    let dict: DictionaryArray<Int8Type> = DictionaryArray::new(
+        Int8Array::from(vec![1, 0, 1]),
+        Arc::new(Int32Array::from(vec![-7, i32::MAX])),
+    );
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int8Array::from(vec![i8::MIN, -1, 0, i8::MAX])),
+        Arc::new(Int64Array::from(vec![i64::MIN, -10, 0, i64::MAX])),
+        Arc::new(UInt64Array::from(vec![0, 9, u64::MAX])),
+        Arc::new(
+            Decimal128Array::from(vec![-1230, -5, 0, 7, 123_456, i128::MAX / 10])
+                .with_precision_and_scale(38, 2)
+                .unwrap(),
+        ),
+        Arc::new(
+            Decimal64Array::from(vec![-1, 100])
+                .with_precision_and_scale(18, 0)
+                .unwrap(),
+        ),
+        Arc::new(
+            Decimal32Array::from(vec![5, -20])
+                .with_precision_and_scale(9, -2)
+                .unwrap(),
+        ),
+        Arc::new(Date32Array::from(vec![-719_162, -719_163, 0, 19_723, 2_932_897])),
+        Arc::new(dict),
+    ];
+    for array in &arrays {
+        let c = coercion(array.as_ref(), &t);
+        for row in 0..array.len() {
+            let mut want = String::new();
+            render::value_text(array.as_ref(), row, plain, &mut want);
+            assert_eq!(text(&c, array.as_ref(), row), want, "{:?}", array.data_type());
+        }
+    }
+}
