@@ -1,44 +1,19 @@
-//! Shared fixtures for tests against a real PostgreSQL: one private server per test binary
-//! (stopped at exit), one fresh database per test. `INRUSH_TEST_URL` points the tests at an
-//! existing server instead; `INRUSH_PG_BIN` picks the binaries of the private one (e.g. an older
-//! major version).
+//! Shared fixtures for tests against a real PostgreSQL: the testkit's server (see
+//! `inrush_testkit::server`), one fresh database per test with a client on it.
 
 #![allow(dead_code)]
 
 use inrush_core::Reporter;
 use inrush_core::Silent;
 use inrush_load::{LoadOptions, LoadSummary};
-use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
+use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
 
-static SERVER: Mutex<Option<PrivateServer>> = Mutex::new(None);
-static BASE: OnceLock<ConnectOptions> = OnceLock::new();
-
-extern "C" fn stop_server() {
-    if let Ok(mut server) = SERVER.lock() {
-        server.take();
-    }
-}
-
+/// The tests' server: the testkit's, shared by every test of the binary.
 fn base() -> &'static ConnectOptions {
-    BASE.get_or_init(|| {
-        if let Ok(url) = std::env::var("INRUSH_TEST_URL") {
-            return ConnectOptions::parse(&url).expect("INRUSH_TEST_URL parses");
-        }
-        let server = PrivateServer::start(&ServerOptions {
-            unsafe_fast: true,
-            ..Default::default()
-        })
-        .expect("starting a private PostgreSQL for the tests (run the README's setup first)");
-        let opts = server.connect_options("postgres");
-        *SERVER.lock().expect("server slot") = Some(server);
-        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
-        unsafe { libc::atexit(stop_server) };
-        opts
-    })
+    &inrush_testkit::server().0
 }
 
 /// A database of its own for one test.
