@@ -603,8 +603,13 @@ impl WorkerPlan {
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
-                match self.encode_arrow_row(&columns, row, &mut batch_rows.out, resolver, &mut texts)
-                {
+                match self.encode_arrow_row(
+                    &columns,
+                    row,
+                    &mut batch_rows.out,
+                    resolver,
+                    &mut texts,
+                ) {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
                     }

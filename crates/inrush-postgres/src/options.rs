@@ -190,7 +190,10 @@ impl ConnectOptions {
     /// no root is used (about 50 ms of CPU here), and a load onto shards connects to several
     /// servers, each with its own options.
     fn tls(&self) -> Result<postgres_native_tls::MakeTlsConnector> {
-        type Made = ((Verify, Option<PathBuf>), postgres_native_tls::MakeTlsConnector);
+        type Made = (
+            (Verify, Option<PathBuf>),
+            postgres_native_tls::MakeTlsConnector,
+        );
         static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
         let key = (self.verify, self.root_cert.clone());
         // Held while a connector is made, so concurrent connections make it once.

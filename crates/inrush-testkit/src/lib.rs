@@ -428,7 +428,9 @@ pub fn tls_server() -> Option<TlsServer> {
     std::fs::create_dir_all(&dir).expect("a directory for the certificate");
     let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
     let made = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
         .args(["-subj", "/CN=localhost"])
         .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
         .arg("-keyout")

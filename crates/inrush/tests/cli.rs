@@ -697,7 +697,10 @@ fn tls_as_sslmode_asks() {
             .connect_blocking()
             .unwrap_or_else(|e| panic!("{conninfo}: {e}"));
         client
-            .query_one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", &[])
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
             .unwrap()
             .get(0)
     };
@@ -711,17 +714,43 @@ fn tls_as_sslmode_asks() {
         .unwrap()
         .connect_blocking()
         .unwrap();
-    client.batch_execute("CREATE TABLE t (a int, b text)").unwrap();
+    client
+        .batch_execute("CREATE TABLE t (a int, b text)")
+        .unwrap();
     let input = tls.server.root().join("in.csv");
     std::fs::write(&input, "1,x\n2,y\n").unwrap();
     let input = input.to_str().unwrap();
-    let out = inrush(&["load", input, "--to", &verified, "--table", "t", "--no-progress"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let rows: i64 = client.query_one("SELECT count(*) FROM t", &[]).unwrap().get(0);
+    let out = inrush(&[
+        "load",
+        input,
+        "--to",
+        &verified,
+        "--table",
+        "t",
+        "--no-progress",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: i64 = client
+        .query_one("SELECT count(*) FROM t", &[])
+        .unwrap()
+        .get(0);
     assert_eq!(rows, 2);
 
     let unvouched = conninfo("localhost", "sslmode=verify-full");
-    let out = inrush(&["load", input, "--to", &unvouched, "--table", "t", "--no-progress"]);
+    let out = inrush(&[
+        "load",
+        input,
+        "--to",
+        &unvouched,
+        "--table",
+        "t",
+        "--no-progress",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("certificate"), "{stderr}");

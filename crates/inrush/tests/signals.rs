@@ -85,7 +85,8 @@ fn signal(child: &Child, sig: i32) {
 
 /// A table hash-partitioned in two: one local leaf with an index of its own, one foreign leaf
 /// on `shard` whose remote table has a primary key and a secondary index.
-const SHARDED: &str = "CREATE TABLE t (id int, n int, s varchar(20), d date) PARTITION BY HASH (id); \
+const SHARDED: &str =
+    "CREATE TABLE t (id int, n int, s varchar(20), d date) PARTITION BY HASH (id); \
      CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 0); \
      CREATE INDEX t_0_s ON t_0 (s, n); \
      CREATE FOREIGN TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 1) \

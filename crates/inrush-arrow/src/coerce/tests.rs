@@ -1030,7 +1030,9 @@ fn native_text_forms_match_the_rendered_ones() {
                 .with_precision_and_scale(9, -2)
                 .unwrap(),
         ),
-        Arc::new(Date32Array::from(vec![-719_162, -719_163, 0, 19_723, 2_932_897])),
+        Arc::new(Date32Array::from(vec![
+            -719_162, -719_163, 0, 19_723, 2_932_897,
+        ])),
         Arc::new(dict),
     ];
     for array in &arrays {
@@ -1038,7 +1040,12 @@ fn native_text_forms_match_the_rendered_ones() {
         for row in 0..array.len() {
             let mut want = String::new();
             render::value_text(array.as_ref(), row, plain, &mut want);
-            assert_eq!(text(&c, array.as_ref(), row), want, "{:?}", array.data_type());
+            assert_eq!(
+                text(&c, array.as_ref(), row),
+                want,
+                "{:?}",
+                array.data_type()
+            );
         }
     }
 }
