@@ -107,6 +107,7 @@ pub fn load_into(
         arrow,
         chunk_bytes: opts.block_size.max(64 * 1024),
         route: None,
+        whole_blocks: false,
     };
     let load_plan = target.plan(&table, opts, sources.size())?;
     let mut notes: Vec<String> = sources.skipped_note().into_iter().collect();

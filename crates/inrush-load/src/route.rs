@@ -30,7 +30,7 @@ struct Piece {
 /// Splits `chunk` by destination (see the module documentation); a row with none goes to
 /// `rejects`, or ends the load when rejects are not allowed.
 pub fn split(
-    chunk: Chunk,
+    chunk: &Chunk,
     route: &dyn Route,
     plan: &WorkerPlan,
     rejects: Option<&Rejects>,
@@ -59,7 +59,7 @@ pub fn split(
                     }
                 }
             }
-            Err(reason) => refuse(&chunk, row, reason, plan, rejects)?,
+            Err(reason) => refuse(chunk, row, reason, plan, rejects)?,
         }
         pos = end;
     }
@@ -67,8 +67,21 @@ pub fn split(
         .into_iter()
         .enumerate()
         .filter(|(_, piece)| !piece.picked.is_empty())
-        .map(|(dest, piece)| piece_chunk(&chunk, dest as u32, piece))
+        .map(|(dest, piece)| piece_chunk(chunk, dest as u32, piece))
         .collect())
+}
+
+/// `chunk`'s pieces (from [`split`]) as one chunk that stands for its block: for a sink that
+/// commits a block whole on every server (`--resume`), which must have all of it at once.
+pub fn bundle(chunk: Chunk, pieces: Vec<Chunk>) -> Chunk {
+    Chunk {
+        data: Bytes::new(),
+        rows: pieces.iter().map(|p| p.rows).sum(),
+        rows_index: None,
+        picked: None,
+        pieces: Some(pieces),
+        ..chunk
+    }
 }
 
 /// A row no destination takes: to the reject file, or the load's error.
@@ -119,6 +132,7 @@ fn piece_chunk(chunk: &Chunk, dest: u32, piece: Piece) -> Chunk {
         order: chunk.order,
         dest,
         picked: Some(Arc::from(piece.picked)),
+        pieces: None,
     }
 }
 

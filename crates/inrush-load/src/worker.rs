@@ -46,6 +46,9 @@ pub struct Chunk {
     /// For a chunk split by destination ([`crate::route`]): each row's index in the chunk it
     /// was taken from, which is what finds the row in the input again.
     pub picked: Option<Arc<[u32]>>,
+    /// A block routed whole ([`WorkerPlan::whole_blocks`]): its rows by destination, a chunk
+    /// each (none when every row was refused); `data` is then empty and `rows` their sum.
+    pub pieces: Option<Vec<Chunk>>,
 }
 
 impl Chunk {
@@ -64,7 +67,13 @@ impl Chunk {
             order: Order::default(),
             dest: 0,
             picked: None,
+            pieces: None,
         }
+    }
+
+    /// The chunks its rows go in: its pieces when it is a block routed whole, else itself.
+    pub fn parts(&self) -> &[Chunk] {
+        self.pieces.as_deref().unwrap_or(std::slice::from_ref(self))
     }
 }
 
@@ -163,6 +172,7 @@ impl ChunkRows {
             order: Order::default(),
             dest: 0,
             picked: None,
+            pieces: None,
         }
     }
 }
@@ -231,6 +241,9 @@ pub struct WorkerPlan {
     pub chunk_bytes: usize,
     /// Rows split by destination before they are sent ([`crate::route`]).
     pub route: Option<Box<dyn Route>>,
+    /// Routed, a block's pieces go out together ([`Chunk::pieces`]): its sink commits it
+    /// whole, on every server it has rows for (`--resume`).
+    pub whole_blocks: bool,
 }
 
 /// How the fields of one columnar file go into the columns.
@@ -344,7 +357,10 @@ impl WorkerPlan {
             let mut send = |chunk: Chunk, last: bool| match &self.route {
                 None => send_one(chunk, last),
                 Some(route) => {
-                    match route::split(chunk, route.as_ref(), self, shared.rejects.as_ref()) {
+                    match route::split(&chunk, route.as_ref(), self, shared.rejects.as_ref()) {
+                        Ok(pieces) if self.whole_blocks => {
+                            send_one(route::bundle(chunk, pieces), last)
+                        }
                         Ok(pieces) if pieces.is_empty() => send_one(Chunk::empty(), last),
                         Ok(pieces) => {
                             let n = pieces.len();
@@ -379,6 +395,7 @@ impl WorkerPlan {
                         order: Order::default(),
                         dest: 0,
                         picked: None,
+                        pieces: None,
                     },
                     true,
                 )),
@@ -514,6 +531,7 @@ impl WorkerPlan {
             order: Order::default(),
             dest: 0,
             picked: None,
+            pieces: None,
         })
     }
 

@@ -379,6 +379,7 @@ fn plan_reports_every_kind_of_hidden_work() {
         input.to_str(),
         Default::default(),
         Default::default(),
+        false,
     )
     .unwrap();
     let text: String = plan
@@ -567,6 +568,7 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
         path.to_str(),
         Default::default(),
         Default::default(),
+        false,
     )
     .unwrap();
     assert!(plan.sort.is_none());

@@ -10,6 +10,13 @@
 //! ([`take_block`]) before it reads it, and lets it go once the block is committed; the ledger's
 //! primary key is the last word (a block committed twice fails the second commit). [`status`]
 //! reads a load's progress from the ledger and the locks held now.
+//!
+//! A load routed on the client to foreign partitions commits each block on each server it has
+//! rows for: on every shard, its rows there with the block's row in that shard's own
+//! `inrush.shard_ledger` ([`Book::Shard`]), and then, last, the target's rows with its row in
+//! `inrush.load_ledger`. The target's ledger says which blocks are in; for a block it lacks, a
+//! shard's ledger says whether that shard has the block's rows already (a process stopped
+//! between the two commits), so the rows go to each server once without two-phase commit.
 
 use crate::{query_error, Error, Result};
 pub use inrush_core::ledger::{resume_point, Committed, InputFile};
@@ -28,6 +35,16 @@ const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        first_line bigint NOT NULL, next_line bigint NOT NULL, rows bigint NOT NULL, \
        committed_at timestamptz NOT NULL DEFAULT now(), \
        PRIMARY KEY (table_oid, input, block_size, block_offset))";
+
+/// The shards' ledger: a block's rows committed on one shard, keyed by the coordinator's
+/// database and table as well as by input and block (the shard has oids of its own, and may
+/// serve several coordinators).
+const CREATE_SHARD_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+     CREATE TABLE IF NOT EXISTS inrush.shard_ledger ( \
+       coordinator text NOT NULL, table_oid oid NOT NULL, input text NOT NULL, \
+       block_size bigint NOT NULL, block_offset bigint NOT NULL, rows bigint NOT NULL, \
+       committed_at timestamptz NOT NULL DEFAULT now(), \
+       PRIMARY KEY (coordinator, table_oid, input, block_size, block_offset))";
 
 /// Which input, cut how, and what it looked like, loaded into which table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,33 +127,100 @@ pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>>
         .collect())
 }
 
-/// Whether the block at `offset` is committed (after a COMMIT whose answer was lost).
+/// Whether the block at `offset` is committed.
 pub async fn contains(client: &Client, id: &InputIdentity, offset: i64) -> Result<bool> {
-    let row = client
-        .query_one(
-            "SELECT EXISTS (SELECT 1 FROM inrush.load_ledger WHERE table_oid = $1 AND input = $2 AND block_size = $3 AND block_offset = $4)",
-            &[&id.table_oid, &id.input, &id.block_size, &offset],
-        )
-        .await
-        .map_err(query_error("reading inrush.load_ledger"))?;
-    Ok(row.get(0))
+    Ok(Book::Target.rows(client, id, offset).await?.is_some())
 }
 
-/// Records a block in the caller's open transaction (the one holding the block's rows); the
-/// error is the driver's, so the caller can tell a lost connection from a refusal.
-pub async fn record(
-    client: &Client,
-    id: &InputIdentity,
-    block: Committed,
-) -> Result<(), tokio_postgres::Error> {
-    client
-        .execute(
-            "INSERT INTO inrush.load_ledger (table_oid, input, block_size, block_offset, block_len, first_line, next_line, rows) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            &[&id.table_oid, &id.input, &id.block_size, &block.offset, &block.len, &block.first_line, &block.next_line, &block.rows],
-        )
-        .await?;
-    Ok(())
+/// Where a server records the blocks it committed (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Book {
+    /// The target's `inrush.load_ledger`, which says what is loaded: a block is in when it is
+    /// there.
+    Target,
+    /// `inrush.shard_ledger` on a shard of a load routed to foreign partitions: the block's
+    /// rows on that shard are in. `coordinator` is the target's database.
+    Shard { coordinator: String },
+}
+
+impl Book {
+    /// The book of every shard of a load into `target`'s database, made there if need be.
+    pub async fn open_shard(target: &Client, shards: &[&Client]) -> Result<Book> {
+        let coordinator: String = target
+            .query_one("SELECT current_database()::text", &[])
+            .await
+            .map_err(query_error("reading the target's database name"))?
+            .get(0);
+        for shard in shards {
+            shard
+                .batch_execute(&format!(
+                    "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_SHARD_LEDGER}; COMMIT"
+                ))
+                .await
+                .map_err(query_error(
+                    "creating the inrush.shard_ledger table on a shard",
+                ))?;
+        }
+        Ok(Book::Shard { coordinator })
+    }
+
+    /// Records a block in the caller's open transaction (the one holding the block's rows);
+    /// the error is the driver's, so the caller can tell a lost connection from a refusal.
+    pub async fn record(
+        &self,
+        client: &Client,
+        id: &InputIdentity,
+        block: Committed,
+    ) -> Result<(), tokio_postgres::Error> {
+        match self {
+            Book::Target => client.execute(
+                "INSERT INTO inrush.load_ledger (table_oid, input, block_size, block_offset, block_len, first_line, next_line, rows) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[&id.table_oid, &id.input, &id.block_size, &block.offset, &block.len, &block.first_line, &block.next_line, &block.rows],
+            ).await?,
+            Book::Shard { coordinator } => client.execute(
+                "INSERT INTO inrush.shard_ledger (coordinator, table_oid, input, block_size, block_offset, rows) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[coordinator, &id.table_oid, &id.input, &id.block_size, &block.offset, &block.rows],
+            ).await?,
+        };
+        Ok(())
+    }
+
+    /// The rows this book records for the block at `offset`; `None` when it is not committed.
+    pub async fn rows(
+        &self,
+        client: &Client,
+        id: &InputIdentity,
+        offset: i64,
+    ) -> Result<Option<i64>> {
+        let row = match self {
+            Book::Target => client.query_opt(
+                "SELECT rows FROM inrush.load_ledger WHERE table_oid = $1 AND input = $2 AND block_size = $3 AND block_offset = $4",
+                &[&id.table_oid, &id.input, &id.block_size, &offset],
+            ).await,
+            Book::Shard { coordinator } => client.query_opt(
+                "SELECT rows FROM inrush.shard_ledger WHERE coordinator = $1 AND table_oid = $2 AND input = $3 AND block_size = $4 AND block_offset = $5",
+                &[coordinator, &id.table_oid, &id.input, &id.block_size, &offset],
+            ).await,
+        }
+        .map_err(query_error("reading the ledger"))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Whether `e` (from recording a block) says the block was committed already, by another
+    /// process or by an earlier run.
+    pub fn has_already(&self, e: &tokio_postgres::Error) -> bool {
+        let table = match self {
+            Book::Target => "load_ledger",
+            Book::Shard { .. } => "shard_ledger",
+        };
+        e.as_db_error().is_some_and(|db| {
+            db.code() == &tokio_postgres::error::SqlState::UNIQUE_VIOLATION
+                && db.schema() == Some("inrush")
+                && db.table() == Some(table)
+        })
+    }
 }
 
 /// The advisory lock of one block, in the two-`int4` form (apart from the table claim's
@@ -217,23 +301,7 @@ pub async fn settle_block(client: &Client, id: &InputIdentity, offset: i64) -> R
         .await
         .map_err(query_error("waiting for a block another process loads"))?;
     release_block(client, id, offset).await?;
-    let row = client
-        .query_opt(
-            "SELECT rows FROM inrush.load_ledger WHERE table_oid = $1 AND input = $2 AND block_size = $3 AND block_offset = $4",
-            &[&id.table_oid, &id.input, &id.block_size, &offset],
-        )
-        .await
-        .map_err(query_error("reading inrush.load_ledger"))?;
-    Ok(row.map(|r| r.get(0)))
-}
-
-/// Whether `e` (from recording a block) says another process committed that block first.
-pub fn committed_by_another(e: &tokio_postgres::Error) -> bool {
-    e.as_db_error().is_some_and(|db| {
-        db.code() == &tokio_postgres::error::SqlState::UNIQUE_VIOLATION
-            && db.schema() == Some("inrush")
-            && db.table() == Some("load_ledger")
-    })
+    Book::Target.rows(client, id, offset).await
 }
 
 impl InputIdentity {

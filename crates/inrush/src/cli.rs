@@ -396,6 +396,10 @@ pub struct PlanArgs {
     pub input: Option<String>,
     #[command(flatten)]
     pub flags: PlanFlags,
+    /// As for a load with `--resume`: block by block, each block with its ledger row (keys
+    /// kept; routed to foreign partitions, committed on each server).
+    #[arg(long)]
+    pub resume: bool,
     /// Print the plan as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -667,15 +671,18 @@ impl PlanArgs {
                 args.input.as_deref(),
                 args.flags.options(),
                 args.flags.route.routing(),
+                args.resume,
             )?,
             Target::Sqlite(path) => {
                 let mut opts = LoadOptions::new("", args.table);
                 opts.plan = args.flags.options();
+                opts.resume = args.resume;
                 inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
             }
             Target::Mysql(options) => {
                 let mut opts = LoadOptions::new("", args.table);
                 opts.plan = args.flags.options();
+                opts.resume = args.resume;
                 inrush_load::plan_into(&MysqlTarget::new(options), &opts, args.input.as_deref())?
             }
         })

@@ -105,13 +105,15 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .map_err(|e| Error::Internal(format!("starting the async runtime: {e}")))
 }
 
-/// `inrush plan`: what a load of `input` into `table` would do around the COPY.
+/// `inrush plan`: what a load of `input` into `table` would do around the COPY (`resume`: a
+/// load with `--resume`).
 pub fn plan(
     target: &ConnectOptions,
     table: &str,
     input: Option<&str>,
     opts: inrush_load::PlanOptions,
     routing: PartitionRouting,
+    resume: bool,
 ) -> Result<LoadPlan> {
     let input_size = match input {
         Some(path) => Some(
@@ -125,6 +127,14 @@ pub fn plan(
         None => None,
     };
     refuse_sqlite_only(&opts)?;
+    let load = LoadOptions {
+        resume,
+        ..LoadOptions::new("", table)
+    };
+    let opts = inrush_load::PlanOptions {
+        keep_keys: load.keeps_keys().or(opts.keep_keys),
+        ..opts
+    };
     let runtime = runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
@@ -139,8 +149,10 @@ pub fn plan(
             PartitionRouting::Auto | PartitionRouting::Client => None,
         };
         let columns = &table.columns;
-        let (routed, routing) =
-            prepare::routing(&client, &table, columns, blocked, target, false, routing).await?;
+        let (routed, routing) = prepare::routing(
+            &client, &table, columns, blocked, target, false, routing, resume,
+        )
+        .await?;
         plan.routing = routing;
         if let (Some(routed), Some(sentence)) = (routed, plan.routing.as_mut()) {
             for shard_plan in prepare::shard_plans(&routed.shards, input_size, opts).await? {

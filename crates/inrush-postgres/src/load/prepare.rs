@@ -7,7 +7,7 @@ use super::create;
 use super::sink::Destination;
 use super::staging::Staging;
 use crate::copy::{copy_from_stdin, CopyFormat};
-use crate::ledger::{self, InputIdentity};
+use crate::ledger::{self, Book, InputIdentity};
 use crate::resolve::Resolver;
 use crate::route::{self, Router, Routing, ShardServer};
 use crate::{activity, ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
@@ -60,6 +60,8 @@ pub(super) struct Prepared {
     /// plan takes off each remote table.
     pub shards: Vec<ShardServer>,
     pub shard_plans: Vec<ShardPlan>,
+    /// `--resume` onto foreign servers: where each shard records the blocks it committed.
+    pub shard_book: Option<Book>,
     pub workers: WorkerPlan,
     pub plan: LoadPlan,
     pub notes: Vec<String>,
@@ -213,6 +215,7 @@ pub(super) fn prepare(
         arrow,
         chunk_bytes: opts.block_size.max(64 * 1024),
         route: None,
+        whole_blocks: false,
     };
 
     let plan_options = inrush_load::PlanOptions {
@@ -264,6 +267,7 @@ pub(super) fn prepare(
         target,
         opts.truncate,
         opts.routing,
+        opts.resume,
     ))?;
     load_plan.routing = routing;
     let (destinations, shards) = match routed {
@@ -297,6 +301,7 @@ pub(super) fn prepare(
                 })
                 .collect();
             workers.route = Some(Box::new(router));
+            workers.whole_blocks = opts.resume;
             (destinations, shards)
         }
         None => (
@@ -306,6 +311,13 @@ pub(super) fn prepare(
             }],
             Vec::new(),
         ),
+    };
+    let shard_book = match (&resume, shards.is_empty()) {
+        (Some(_), false) => {
+            let sessions: Vec<&Client> = shards.iter().map(|s| &s.control).collect();
+            Some(runtime.block_on(Book::open_shard(&control, &sessions))?)
+        }
+        _ => None,
     };
     let shard_plans = match opts.check_only {
         true => Vec::new(),
@@ -357,6 +369,7 @@ pub(super) fn prepare(
         prelude,
         shard_plans,
         shards,
+        shard_book,
         workers,
         plan: load_plan,
         notes,
@@ -470,8 +483,6 @@ fn routing_blocked(
 ) -> Option<&'static str> {
     if opts.routing == PartitionRouting::Server {
         Some("--route server")
-    } else if opts.resume {
-        Some("--resume commits block by block through its ledger, which routing does not split yet")
     } else if staged {
         Some("--on-conflict merges its staging table into the partitioned table")
     } else if format != CopyFormat::Binary {
@@ -493,7 +504,9 @@ pub(super) struct Routed {
 /// How a partitioned table's rows find their partitions (see [`crate::route`]): the router
 /// when inrush routes them, and the plan's sentence either way. `truncates`: the load empties
 /// the table first, which the coordinator does to foreign leaves through postgres_fdw, in a
-/// transaction a COPY straight into the shard would wait on.
+/// transaction a COPY straight into the shard would wait on. `resume`: the load commits block
+/// by block (`sink::run_resumable`).
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn routing(
     client: &Client,
     table: &TableInfo,
@@ -502,6 +515,7 @@ pub(super) async fn routing(
     target: &ConnectOptions,
     truncates: bool,
     mode: PartitionRouting,
+    resume: bool,
 ) -> crate::Result<(Option<Routed>, Option<String>)> {
     if !table.partitioned {
         return Ok((None, None));
@@ -537,6 +551,12 @@ pub(super) async fn routing(
                     match shards.len() { 1 => "1 foreign server".to_string(), n => format!("{n} foreign servers") },
                     shards.iter().map(|s| s.shard.server.as_str()).collect::<Vec<_>>().join(", ")
                 ));
+            }
+            if resume {
+                sentence.push_str(match shards.is_empty() {
+                    true => "; --resume: each block's rows committed in one transaction with its row in inrush.load_ledger",
+                    false => "; --resume: each block committed on its own on every server it has rows for, on the foreign servers first (with its row in each one's inrush.shard_ledger), then on the target with its row in inrush.load_ledger, last; a block the target's ledger lacks is loaded again only where the server's own ledger lacks it",
+                });
             }
             (Some(Routed { router, shards }), Some(sentence))
         }

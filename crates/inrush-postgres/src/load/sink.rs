@@ -5,7 +5,7 @@ use super::adapt::Feed;
 use super::blocks::BlockClaims;
 use super::retry::{is_transient, BACKOFF, RETRIES};
 use crate::copy::{row_in_error_context, CopyFormat};
-use crate::ledger::{self, Committed, InputIdentity};
+use crate::ledger::{Book, Committed, InputIdentity};
 use crate::ConnectOptions;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -67,6 +67,7 @@ pub(crate) async fn next_chunk(feed: &Feed<'_>, shared: &Shared) -> Option<Chunk
 
 /// Where each chunk sent on this connection starts in its COPY stream, so a row number in a
 /// server error can be traced back to the input. One entry per chunk: memory stays small.
+#[derive(Default)]
 struct Ledger {
     entries: Vec<LedgerEntry>,
     rows: u64,
@@ -210,10 +211,7 @@ pub(crate) async fn run(
         .await
         .map_err(|e| query_error(statement, e))?;
     futures_util::pin_mut!(sink);
-    let mut ledger = Ledger {
-        entries: Vec::new(),
-        rows: 0,
-    };
+    let mut ledger = Ledger::default();
     let from_queue = futures_util::stream::unfold((), |()| async {
         next_chunk(&chunks, shared).await.map(|chunk| (chunk, ()))
     });
@@ -305,10 +303,7 @@ async fn copy_run(
     run: Vec<Chunk>,
     plan: &WorkerPlan,
 ) -> Result<u64> {
-    let mut ledger = Ledger {
-        entries: Vec::new(),
-        rows: 0,
-    };
+    let mut ledger = Ledger::default();
     let copied = async {
         let sink = client.copy_in::<_, Bytes>(statement).await?;
         futures_util::pin_mut!(sink);
@@ -387,202 +382,253 @@ fn column_in_error_context(context: &str) -> Option<String> {
     Some(after.split(':').next()?.trim().to_string())
 }
 
-/// `--resume`: every chunk is its own COPY and its own transaction, with its row in the load
-/// ledger, so a crash loses at most the chunks in flight and a rerun skips every committed one.
-/// Each block is let go in `claims` once committed (see `super::blocks`).
-#[allow(clippy::too_many_arguments)]
+/// What a `--resume` sink needs to commit a block on each server and to let it go.
+pub(crate) struct Resumable<'a> {
+    pub input: &'a InputIdentity,
+    /// Each server's options (to reconnect after a lost connection) and the book its commits
+    /// go in: the target first, then each shard of a load routed to foreign partitions.
+    pub servers: Vec<(&'a ConnectOptions, Book)>,
+    pub claims: &'a BlockClaims,
+}
+
+/// `--resume`: every block is committed on its own, with its row in the load ledger, so a
+/// crash loses at most the blocks in flight and a rerun skips every committed one. A block
+/// routed to foreign partitions is committed on each server it has rows for (see
+/// [`commit_block`]). Each block is let go in `claims` once committed (see `super::blocks`).
 pub(crate) async fn run_resumable(
-    client: Client,
-    statement: &str,
+    sessions: Sessions,
+    destinations: &[Destination],
     format: CopyFormat,
     chunks: Feed<'_>,
     shared: &Shared,
     plan: &WorkerPlan,
-    input: &InputIdentity,
-    server: &ConnectOptions,
-    claims: &BlockClaims,
+    resumable: &Resumable<'_>,
 ) -> Result<Finished> {
-    let mut client = client;
+    let mut sessions = sessions;
     let (mut refused, mut rows, mut blocks, mut by_others) = (0, 0, 0, (0, 0));
+    let to = Copies {
+        destinations,
+        format,
+        plan,
+        rejects: shared.rejects.as_ref(),
+    };
     while let Some(chunk) = next_chunk(&chunks, shared).await {
-        let block = block_of(&chunk);
-        let loaded = match &shared.rejects {
-            // Rows the server refuses go to the reject file, within the block's transaction.
-            Some(rejects) => {
-                commit_block_isolating(
-                    &client, statement, format, &chunk, plan, rejects, input, block,
-                )
-                .await?
-            }
-            None => match commit_block_retrying(
-                &mut client,
-                statement,
-                format,
-                &chunk,
-                plan,
-                input,
-                server,
-                shared,
-            )
-            .await
-            {
-                Ok(loaded) => loaded,
-                // A stop cancels what each session runs (see `watch`): this block is rolled
-                // back, and the blocks committed before it must still be counted.
-                Err(_) if shared.is_cancelled() => {
-                    claims.release(block.offset);
-                    break;
-                }
-                Err(e) => return Err(e),
-            },
-        };
-        claims.release(block.offset);
-        match loaded {
-            Some(n) => {
+        let committed = commit_block(&mut sessions, &to, &chunk, shared, resumable).await;
+        resumable.claims.release(chunk.offset as i64);
+        match committed {
+            Ok(Some(n)) => {
                 rows += n;
-                refused += chunk.rows - n;
+                refused += chunk.rows.saturating_sub(n);
                 blocks += 1;
             }
-            None => {
+            Ok(None) => {
                 by_others.0 += 1;
                 by_others.1 += chunk.rows;
             }
+            // A stop cancels what each session runs (see `watch`): this block is rolled back
+            // (on the servers that had not committed it yet), and the blocks committed before
+            // it must still be counted.
+            Err(_) if shared.is_cancelled() => break,
+            Err(e) => return Err(e),
         }
     }
     drop(chunks);
     Ok(Finished {
-        client,
-        shards: Vec::new(),
         rows,
-        txid: 0,
         refused,
         blocks,
         by_others,
+        ..sessions.finished(0, 0, 0)
     })
 }
 
-/// One block committed with its ledger row; transient failures (a lost connection, a server
-/// restarting, a serialization failure) are retried with backoff on a new connection. A COMMIT
-/// whose answer was lost may have happened: the ledger says, so a block is never loaded twice.
-/// The rows loaded, or `None` when another process committed the block first.
-#[allow(clippy::too_many_arguments)]
-async fn commit_block_retrying(
-    client: &mut Client,
-    statement: &str,
+/// Where a block's rows are COPYed, and how.
+struct Copies<'a> {
+    destinations: &'a [Destination],
     format: CopyFormat,
+    plan: &'a WorkerPlan,
+    /// With rejects allowed, each piece is loaded under savepoints (see [`load_isolating`]).
+    rejects: Option<&'a Rejects>,
+}
+
+/// One block, exactly once on every server whatever stops when: on each shard it has rows for
+/// (at once), its rows there with its row in that shard's ledger, in one transaction; then on
+/// the target its rows there with its row in the target's ledger, committed last. A shard whose
+/// ledger has the block already (a run stopped between the two commits) is passed. The block's
+/// rows, or `None` when another process committed it first.
+async fn commit_block(
+    sessions: &mut Sessions,
+    to: &Copies<'_>,
     chunk: &Chunk,
-    plan: &WorkerPlan,
-    input: &InputIdentity,
-    server: &ConnectOptions,
     shared: &Shared,
+    resumable: &Resumable<'_>,
 ) -> Result<Option<u64>> {
     let block = block_of(chunk);
-    let mut attempt = 0;
-    loop {
-        match commit_block(client, statement, format, &chunk.data, input, block).await {
-            Ok(n) => return Ok(Some(n)),
-            Err(e) if ledger::committed_by_another(&e) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                return Ok(None);
+    let on = |server: usize| -> Vec<&Chunk> {
+        chunk
+            .parts()
+            .iter()
+            .filter(|p| to.destinations[p.dest as usize].server == server)
+            .collect()
+    };
+    let shards = sessions.shards.iter_mut().enumerate().map(|(k, session)| {
+        let (pieces, (server, book)) = (on(k + 1), &resumable.servers[k + 1]);
+        async move {
+            if pieces.is_empty() {
+                return Ok::<u64, Error>(0);
             }
-            Err(e) if is_transient(&e) && attempt < RETRIES && !shared.is_cancelled() => {
-                attempt += 1;
-                tracing::warn!(
-                    "block at byte {} of {}: {e}; retrying ({attempt}/{RETRIES})",
-                    block.offset,
-                    input.input
-                );
-                tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
-                let Ok(fresh) = server.connect().await else {
-                    continue;
-                };
-                *client = fresh;
-                // This process holds the block: a commit found in the ledger is its own.
-                if ledger::contains(client, input, block.offset).await? {
-                    return Ok(Some(chunk.rows));
+            let input = resumable.input;
+            let step = Step {
+                server,
+                book,
+                input,
+            };
+            Ok(
+                match step.commit(session, to, &pieces, block, shared).await? {
+                    Some(rows) => rows,
+                    // Committed there already, by a run that stopped before the target's commit
+                    // or by another process loading the same block.
+                    None => book.rows(session, input, block.offset).await?.unwrap_or(0) as u64,
+                },
+            )
+        }
+    });
+    // Each shard's step ends (committed or rolled back) before the block's fate is decided.
+    let on_shards = futures_util::future::join_all(shards)
+        .await
+        .into_iter()
+        .sum::<Result<u64>>()?;
+    let (server, book) = &resumable.servers[0];
+    let step = Step {
+        server,
+        book,
+        input: resumable.input,
+    };
+    let block = Committed {
+        rows: on_shards as i64,
+        ..block
+    };
+    step.commit(&mut sessions.client, to, &on(0), block, shared)
+        .await
+}
+
+/// A block's commit on one server.
+struct Step<'a> {
+    server: &'a ConnectOptions,
+    book: &'a Book,
+    input: &'a InputIdentity,
+}
+
+/// How an attempt at a block on one server failed.
+enum Failure<'c> {
+    /// The driver's error (a lost connection, a block committed already, a row refused),
+    /// and the piece whose COPY it ended.
+    Driver(tokio_postgres::Error, Option<&'c Chunk>),
+    /// What loading the rows under savepoints met (`--max-errors`).
+    Load(Error),
+}
+
+impl Step<'_> {
+    /// The block's `pieces` and its row in the book (counting `block.rows` loaded elsewhere
+    /// and the rows loaded here), in one transaction on `session`: the rows the row counts, or
+    /// `None` when the book has the block already. Transient failures (a lost connection, a
+    /// server restarting, a serialization failure) are retried with backoff on a new
+    /// connection; a COMMIT whose answer was lost may have happened, and the book says. Not
+    /// retried with rejects allowed: a block redone may list its rejects again in the reject
+    /// file.
+    async fn commit(
+        &self,
+        session: &mut Client,
+        to: &Copies<'_>,
+        pieces: &[&Chunk],
+        block: Committed,
+        shared: &Shared,
+    ) -> Result<Option<u64>> {
+        let mut attempt = 0;
+        loop {
+            let failure = match self.attempt(session, to, pieces, block).await {
+                Ok(rows) => return Ok(Some(rows)),
+                Err(failure) => failure,
+            };
+            let _ = session.batch_execute("ROLLBACK").await;
+            let (e, piece) = match failure {
+                Failure::Load(e) => return Err(e),
+                Failure::Driver(e, _) if self.book.has_already(&e) => return Ok(None),
+                Failure::Driver(e, piece) => (e, piece),
+            };
+            let retry = to.rejects.is_none() && attempt < RETRIES && !shared.is_cancelled();
+            if !(retry && is_transient(&e)) {
+                let mut ledger = Ledger::default();
+                if let Some(piece) = piece {
+                    ledger.record(piece);
                 }
+                return Err(server_refusal(e, &ledger, to.plan));
             }
-            Err(e) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                let mut ledger = Ledger {
-                    entries: Vec::new(),
-                    rows: 0,
-                };
-                ledger.record(chunk);
-                return Err(server_refusal(e, &ledger, plan));
+            attempt += 1;
+            tracing::warn!(
+                "block at byte {} of {}: {e}; retrying ({attempt}/{RETRIES})",
+                block.offset,
+                self.input.input
+            );
+            tokio::time::sleep(BACKOFF * 2u32.pow(attempt - 1)).await;
+            let Ok(fresh) = self.server.connect().await else {
+                continue;
+            };
+            *session = fresh;
+            // This process holds the block: a commit found in the book is its own.
+            if let Some(rows) = self.book.rows(session, self.input, block.offset).await? {
+                return Ok(Some(rows as u64));
             }
         }
     }
+
+    /// One try: BEGIN, a COPY per piece, the book's row, COMMIT.
+    async fn attempt<'c>(
+        &self,
+        session: &Client,
+        to: &Copies<'_>,
+        pieces: &[&'c Chunk],
+        block: Committed,
+    ) -> Result<u64, Failure<'c>> {
+        let driver = |piece| move |e| Failure::Driver(e, piece);
+        session.batch_execute("BEGIN").await.map_err(driver(None))?;
+        let mut loaded = 0;
+        for &piece in pieces {
+            let statement = &to.destinations[piece.dest as usize].statement;
+            loaded += match to.rejects {
+                Some(rejects) => {
+                    load_isolating(session, statement, to.format, piece, to.plan, rejects)
+                        .await
+                        .map_err(Failure::Load)?
+                }
+                None => copy_one(session, statement, to.format, piece.data.clone())
+                    .await
+                    .map_err(driver(Some(piece)))?,
+            };
+        }
+        let block = Committed {
+            rows: block.rows + loaded as i64,
+            ..block
+        };
+        let recorded = self.book.record(session, self.input, block).await;
+        recorded.map_err(driver(None))?;
+        session
+            .batch_execute("COMMIT")
+            .await
+            .map_err(driver(None))?;
+        Ok(block.rows as u64)
+    }
 }
 
-/// The ledger row of a block loaded whole.
+/// The ledger row of a block, before any of its rows are counted in.
 fn block_of(chunk: &Chunk) -> Committed {
     Committed {
         offset: chunk.offset as i64,
         len: chunk.len as i64,
         first_line: chunk.first_line as i64,
         next_line: chunk.next_line as i64,
-        rows: chunk.rows as i64,
+        rows: 0,
     }
-}
-
-/// One block: its rows and its ledger row in one transaction.
-async fn commit_block(
-    client: &Client,
-    statement: &str,
-    format: CopyFormat,
-    data: &Bytes,
-    input: &InputIdentity,
-    block: Committed,
-) -> Result<u64, tokio_postgres::Error> {
-    client.batch_execute("BEGIN").await?;
-    let n = copy_one(client, statement, format, data.clone()).await?;
-    ledger::record(client, input, block).await?;
-    client.batch_execute("COMMIT").await?;
-    Ok(n)
-}
-
-/// One block with rejects allowed: its rows under savepoints (see [`load_isolating`]) and its
-/// ledger row, in one transaction; `None` when another process committed the block first. Not
-/// retried: a block redone after a crash may list its rejects again in the reject file.
-#[allow(clippy::too_many_arguments)]
-async fn commit_block_isolating(
-    client: &Client,
-    statement: &str,
-    format: CopyFormat,
-    chunk: &Chunk,
-    plan: &WorkerPlan,
-    rejects: &Rejects,
-    input: &InputIdentity,
-    block: Committed,
-) -> Result<Option<u64>> {
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|e| query_error("BEGIN", e))?;
-    let committed = async {
-        let loaded = load_isolating(client, statement, format, chunk, plan, rejects).await?;
-        let block = Committed {
-            rows: loaded as i64,
-            ..block
-        };
-        match ledger::record(client, input, block).await {
-            Err(e) if ledger::committed_by_another(&e) => return Ok(None),
-            recorded => {
-                recorded.map_err(|e| query_error("recording a block in inrush.load_ledger", e))?
-            }
-        }
-        client
-            .batch_execute("COMMIT")
-            .await
-            .map_err(|e| query_error("COMMIT", e))?;
-        Ok(Some(loaded))
-    }
-    .await;
-    if !matches!(committed, Ok(Some(_))) {
-        let _ = client.batch_execute("ROLLBACK").await;
-    }
-    committed
 }
 
 /// One complete COPY of one chunk; returns the rows the server counted.
@@ -739,10 +785,7 @@ mod tests {
 
     #[test]
     fn ledger_finds_the_chunk_of_a_row() {
-        let mut ledger = Ledger {
-            entries: Vec::new(),
-            rows: 0,
-        };
+        let mut ledger = Ledger::default();
         for (rows, line) in [(3u64, 1u64), (2, 10), (4, 20)] {
             ledger.record(&Chunk {
                 rows,

@@ -7,6 +7,7 @@ use super::blocks::BlockClaims;
 use super::prepare::Prepared;
 use super::sink::{self, Finished, Sessions};
 use super::watch;
+use crate::ledger::Book;
 use crate::prepared::JointCommit;
 use crate::route::ShardServer;
 use crate::{ConnectOptions, SessionInfo};
@@ -48,6 +49,7 @@ pub(super) fn stream(
         destinations,
         prelude,
         shards,
+        shard_book,
         workers: plan,
         plan: load_plan,
         connections,
@@ -66,6 +68,22 @@ pub(super) fn stream(
         }
         None => None,
     };
+    // Where each server's sinks reconnect and record the blocks they commit.
+    let resumable = resume
+        .as_ref()
+        .zip(claims.as_deref())
+        .map(|((input, _, _), claims)| {
+            let on_shards = shards
+                .iter()
+                .filter_map(|s| Some((&s.options, shard_book.clone()?)));
+            sink::Resumable {
+                input,
+                servers: std::iter::once((target, Book::Target))
+                    .chain(on_shards)
+                    .collect(),
+                claims,
+            }
+        });
 
     reporter.phase(Phase::Load);
     let shared = Arc::new(Shared::new(progress.clone(), rejects));
@@ -143,21 +161,19 @@ pub(super) fn stream(
                         chunks: chunk_rx.clone(),
                         turn: gate.as_ref().map(|gate| (gate, i)),
                     };
-                    let (plan, destinations, prelude, resume, claims) =
-                        (&plan, &destinations, &prelude, &resume, &claims);
+                    let (plan, destinations, prelude, resumable) =
+                        (&plan, &destinations, &prelude, &resumable);
                     async move {
-                        let streamed = match resume.as_ref().zip(claims.as_deref()) {
-                            Some(((identity, _, _), claims)) => {
+                        let streamed = match resumable {
+                            Some(resumable) => {
                                 sink::run_resumable(
-                                    sessions.client,
-                                    &destinations[0].statement,
+                                    sessions,
+                                    destinations,
                                     format,
                                     chunks,
                                     shared,
                                     plan,
-                                    identity,
-                                    target,
-                                    claims,
+                                    resumable,
                                 )
                                 .await
                             }
@@ -298,6 +314,10 @@ pub(super) fn stream(
     let chosen = gate.map_or_else(|| parallelism.clone(), |gate| gate.parallelism());
     // Merged: the rows that reached the table, and what happened to the others.
     let commit_note = (!shards.is_empty() && !opts.check_only).then(|| match one_phase_reason {
+        _ if resume.is_some() => format!(
+            "--resume: each block committed on its own on the {} foreign server(s) it has rows for, then on the target, not with two-phase commit: each server's ledger says which blocks it has",
+            shards.len()
+        ),
         None => format!(
             "committed on the target and {} foreign server(s) together, with two-phase commit",
             shards.len()
