@@ -245,6 +245,34 @@ fn two_levels_range_then_hash_and_list() {
         .contains("6 leaf partitions"));
 }
 
+#[test]
+fn resume_into_local_leaves_commits_each_block_with_its_ledger_row() {
+    let summary = same_leaves_as_copy(
+        "CREATE TABLE t (id int, day date, code text) PARTITION BY HASH (id);
+         CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 3, remainder 0);
+         CREATE TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 3, remainder 1);
+         CREATE TABLE t_2 PARTITION OF t FOR VALUES WITH (modulus 3, remainder 2);",
+        &rows(20_000),
+        |o| {
+            o.resume = true;
+            o.block_size = 32 * 1024;
+            o.connections = 2;
+        },
+    );
+    let routing = summary.plan.routing.unwrap();
+    assert!(
+        routing.starts_with("by inrush")
+            && routing.ends_with("; --resume: each block's rows committed in one transaction with its row in inrush.load_ledger"),
+        "{routing}"
+    );
+    assert_eq!(summary.rows, 20_000);
+    assert!(
+        summary.blocks.is_some_and(|b| b.loaded >= 10),
+        "{:?}",
+        summary.blocks
+    );
+}
+
 const NO_DEFAULT: &str = "CREATE TABLE t (id int, day date, code text) PARTITION BY RANGE (day);
      CREATE TABLE t_2023 PARTITION OF t FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
      CREATE TABLE t_2024 PARTITION OF t FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');";
@@ -371,7 +399,8 @@ fn inrush_plan_says_who_routes() {
     let db = Db::fresh("partitions");
     db.exec(NO_DEFAULT);
     let plan = |routing| {
-        inrush_postgres::load::plan(&db.target, "t", None, Default::default(), routing).unwrap()
+        inrush_postgres::load::plan(&db.target, "t", None, Default::default(), routing, false)
+            .unwrap()
     };
     let client = plan(PartitionRouting::Client);
     assert_eq!(
@@ -398,6 +427,7 @@ fn inrush_plan_says_who_routes() {
         None,
         Default::default(),
         PartitionRouting::Client,
+        false,
     )
     .unwrap();
     assert_eq!(plain.routing, None);
@@ -453,15 +483,45 @@ fn sharded(db: &Db, remote_extra: &str) -> (Db, Db) {
 
 const BY_LEAF: &str = "SELECT tableoid::regclass::text, t::text FROM t ORDER BY 1, 2";
 
+/// A sharded `t` (see [`sharded`]) to load `data` into, and its model: the same tables loaded
+/// by the server's own routing, COPY into the parent (the foreign rows through postgres_fdw).
+struct ShardedLoad {
+    ours: Db,
+    shards: (Db, Db),
+    model: Db,
+    _model_shards: (Db, Db),
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl ShardedLoad {
+    fn new(data: &[u8]) -> ShardedLoad {
+        let (ours, model) = (Db::fresh("partitions"), Db::fresh("partitions"));
+        let shards = sharded(&ours, "");
+        let _model_shards = sharded(&model, "");
+        model.copy_csv("t", data);
+        let (_dir, path) = input(data);
+        ShardedLoad {
+            ours,
+            shards,
+            model,
+            _model_shards,
+            _dir,
+            path,
+        }
+    }
+
+    /// Every row is in the leaf the server's COPY into the parent put it in.
+    fn assert_same_leaves(&self) {
+        assert_eq!(self.ours.rows(BY_LEAF), self.model.rows(BY_LEAF));
+    }
+}
+
 #[test]
 fn foreign_leaves_are_loaded_straight_into_their_remote_tables() {
-    let (ours, model) = (Db::fresh("partitions"), Db::fresh("partitions"));
-    let (our_a, our_b) = sharded(&ours, "");
-    let _model_shards = sharded(&model, "");
-    let data = rows(20_000);
-    // The server's own routing: COPY into the parent, the foreign rows through postgres_fdw.
-    model.copy_csv("t", &data);
-    let (_dir, path) = input(&data);
+    let load = ShardedLoad::new(&rows(20_000));
+    let (ours, model, path) = (&load.ours, &load.model, &load.path);
+    let (our_a, our_b) = &load.shards;
     let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
     // The default routes a table with foreign partitions on the client.
     assert_eq!(opts.routing, PartitionRouting::Auto);
@@ -484,7 +544,7 @@ fn foreign_leaves_are_loaded_straight_into_their_remote_tables() {
     // Each connection is a transaction on every server: their number is not chosen on the way.
     assert!(!summary.parallelism.adaptive);
     assert_eq!((summary.connections, summary.parallelism.opened), (2, 2));
-    assert_eq!(ours.rows(BY_LEAF), model.rows(BY_LEAF));
+    load.assert_same_leaves();
     // The rows are in the shards' own tables, and no transaction was left prepared.
     assert_eq!(
         our_a.int("SELECT count(*) FROM t_2") + our_b.int("SELECT count(*) FROM far.rows_3"),
@@ -604,6 +664,7 @@ fn a_shards_indexes_are_dropped_for_the_load_and_rebuilt_on_its_own_server() {
         path.to_str(),
         Default::default(),
         PartitionRouting::Auto,
+        false,
     )
     .unwrap();
     let routing = plan.routing.unwrap();
@@ -649,6 +710,7 @@ fn a_citus_distributed_table_goes_through_the_coordinator_with_its_definitions_k
         None,
         Default::default(),
         PartitionRouting::Auto,
+        false,
     )
     .unwrap();
     assert_eq!(plan.rule, rule);
@@ -753,4 +815,149 @@ fn with_max_errors_a_key_a_shard_holds_twice_is_rejected_on_one_connection() {
     // Every refused row is in the reject file.
     let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
     assert_eq!(rejected.lines().count() as i64, in_t_2);
+}
+
+/// The options of a `--resume` load of `path` into `t`, in blocks of 32 kB (a dozen for 20k
+/// rows) over two connections, then `tweak`ed.
+fn resumed(path: &std::path::Path, tweak: impl Fn(&mut LoadOptions)) -> LoadOptions {
+    let mut opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    opts.resume = true;
+    opts.block_size = 32 * 1024;
+    opts.connections = 2;
+    tweak(&mut opts);
+    opts
+}
+
+/// Each server's ledger counts exactly the rows it holds: the target's every row of the load,
+/// each shard's its own (a block loaded twice somewhere, or rows without their ledger row,
+/// would differ).
+fn assert_ledgers_match(db: &Db, a: &Db, b: &Db) {
+    assert_eq!(
+        db.int("SELECT coalesce(sum(rows), 0) FROM inrush.load_ledger"),
+        db.int("SELECT count(*) FROM t")
+    );
+    assert_shard_ledgers_match(a, b);
+}
+
+fn assert_shard_ledgers_match(a: &Db, b: &Db) {
+    for (shard, table) in [(a, "t_2"), (b, "far.rows_3")] {
+        assert_eq!(
+            shard.int("SELECT coalesce(sum(rows), 0) FROM inrush.shard_ledger"),
+            shard.int(&format!("SELECT count(*) FROM {table}")),
+            "{table}"
+        );
+    }
+}
+
+#[test]
+fn resume_routes_on_the_client_block_by_block_and_a_rerun_loads_nothing() {
+    let load = ShardedLoad::new(&rows(20_000));
+    let (ours, path) = (&load.ours, &load.path);
+    let (our_a, our_b) = &load.shards;
+    let opts = resumed(path, |_| {});
+    let plan = inrush_postgres::load::plan(
+        &ours.target,
+        "t",
+        path.to_str(),
+        Default::default(),
+        PartitionRouting::Auto,
+        true,
+    )
+    .unwrap();
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    for routing in [plan.routing.unwrap(), summary.plan.routing.clone().unwrap()] {
+        assert!(
+            routing.starts_with("by inrush")
+                && routing.contains(
+                    "--resume: each block committed on its own on every server it has rows for"
+                ),
+            "{routing}"
+        );
+    }
+    assert!(
+        summary
+            .notes
+            .iter()
+            .any(|n| n.starts_with("--resume: each block committed")),
+        "{:?}",
+        summary.notes
+    );
+    assert_eq!(summary.rows, 20_000);
+    load.assert_same_leaves();
+    let blocks = ours.int("SELECT count(*) FROM inrush.load_ledger");
+    assert!(blocks >= 10, "{blocks} blocks");
+    assert_eq!(summary.blocks.map(|b| b.loaded), Some(blocks as u64));
+    assert_ledgers_match(ours, our_a, our_b);
+    // Every block has rows on each shard here.
+    assert_eq!(
+        our_a.int("SELECT count(*) FROM inrush.shard_ledger"),
+        blocks
+    );
+
+    // Run again: every block is in, nothing is loaded.
+    let again = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    assert_eq!((again.rows, again.rows_resumed), (0, 20_000));
+    load.assert_same_leaves();
+    assert_ledgers_match(ours, our_a, our_b);
+}
+
+#[test]
+fn resume_after_a_stop_between_the_shards_commits_and_the_targets_loads_each_row_once() {
+    let load = ShardedLoad::new(&rows(20_000));
+    let (ours, path) = (&load.ours, &load.path);
+    let (our_a, our_b) = &load.shards;
+    // A local row far into the input fails its block's commit on the target, after the
+    // block's rows on the shards have committed there: the state a process dying between the
+    // two commits leaves.
+    let victim = ours.int(
+        "SELECT id FROM (SELECT (i * 7919) % 20011 - 10000 AS id FROM generate_series(15000, 16000) i) r \
+         WHERE satisfies_hash_partition('t'::regclass, 4, 0, id) LIMIT 1",
+    );
+    ours.exec(&format!(
+        "CREATE FUNCTION stop() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.id = {victim} THEN RAISE EXCEPTION 'stopped here'; END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER stop BEFORE INSERT ON t_0 FOR EACH ROW EXECUTE FUNCTION stop()"
+    ));
+    let opts = resumed(path, |_| {});
+    let err = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap_err();
+    assert!(err.to_string().contains("stopped here"), "{err}");
+    // The shards hold a block the target's ledger lacks.
+    let shard_blocks = |shard: &Db| shard.int("SELECT count(*) FROM inrush.shard_ledger");
+    let on_target = ours.int("SELECT count(*) FROM inrush.load_ledger");
+    assert!(
+        shard_blocks(our_a) > on_target && shard_blocks(our_b) > on_target,
+        "{on_target} blocks on the target"
+    );
+    assert_shard_ledgers_match(our_a, our_b);
+
+    ours.exec("DROP TRIGGER stop ON t_0");
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    assert_eq!(summary.rows + summary.rows_resumed, 20_000);
+    load.assert_same_leaves();
+    assert_ledgers_match(ours, our_a, our_b);
+}
+
+#[test]
+fn resume_with_max_errors_rejects_a_shards_refusals_within_its_blocks() {
+    let db = Db::fresh("partitions");
+    let (a, b) = sharded(&db, "");
+    a.exec("ALTER TABLE t_2 ADD CHECK (code <> 'z')");
+    let data = rows(6_000);
+    let dir = tempfile::tempdir().unwrap();
+    let (_input, path) = input(&data);
+    let opts = resumed(&path, |opts| {
+        opts.max_errors = 10_000;
+        opts.rejects = Some(dir.path().join("rejects.csv"));
+    });
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    assert!(summary.rows_rejected > 0);
+    assert_eq!(summary.rows + summary.rows_rejected, 6_000);
+    assert_eq!(summary.rows, db.int("SELECT count(*) FROM t") as u64);
+    let rejected = std::fs::read_to_string(dir.path().join("rejects.csv")).unwrap();
+    assert!(rejected.lines().all(|l| l.ends_with(",z")), "{rejected}");
+    assert_eq!(rejected.lines().count() as u64, summary.rows_rejected);
+    assert_eq!(a.int("SELECT count(*) FROM t_2 WHERE code = 'z'"), 0);
+    // The target's ledger counts the rows loaded, the shard's those it took.
+    assert_ledgers_match(&db, &a, &b);
 }
