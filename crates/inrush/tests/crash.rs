@@ -3,7 +3,9 @@
 //! recover` or the next `inrush load` of the table puts back exactly what was there; a COPY
 //! connection terminated by the server fails the load with nothing committed and everything
 //! restored. A `--resume` load killed at any moment, again and again, or cut off by the server,
-//! is finished by the same command run once more, with every input row in the table exactly once.
+//! is finished by the same command run once more, with every input row in the table exactly once;
+//! routed to foreign partitions, killed between a block's commits on the shards and on the
+//! target, with every row once on its own server.
 //!
 //! One private server for the whole file (stopped at exit), one database per test. The kill
 //! moments are drawn from a seed (`INRUSH_CRASH_SEED`, printed by the test) so that a failure
@@ -1305,4 +1307,123 @@ fn cooperating_loaders_into_a_table_with_indexes() {
         );
         assert_eq!(db.journal_len(), 0);
     }
+}
+
+// A --resume load routed on the client to foreign partitions: each block is committed on each
+// shard it has rows for, then on the target, and a stop between the two is made good by the
+// next run without loading anything twice.
+
+/// `t` with the resume input's columns, hash-partitioned four ways: two leaves local, two
+/// foreign, each on a shard database of its own (returned, their tables named `t_2`, `t_3`).
+fn sharded_resume_db() -> (Db, [Db; 2]) {
+    let db = Db(inrush_testkit::Db::fresh("crash"));
+    let shards = [
+        Db::with_schema("CREATE TABLE t_2 (id bigint, note text)"),
+        Db::with_schema("CREATE TABLE t_3 (id bigint, note text)"),
+    ];
+    db.add_foreign_server("shard_a", &shards[0]);
+    db.add_foreign_server("shard_b", &shards[1]);
+    db.exec(
+        "CREATE TABLE t (id bigint, note text) PARTITION BY HASH (id);
+         CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 0);
+         CREATE TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 1);
+         CREATE FOREIGN TABLE t_2 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 2) SERVER shard_a;
+         CREATE FOREIGN TABLE t_3 PARTITION OF t FOR VALUES WITH (modulus 4, remainder 3) SERVER shard_b;",
+    );
+    (db, shards)
+}
+
+/// After a routed `--resume` load: each shard's ledger counts exactly the rows its table holds,
+/// and every row of `t` is in the leaf its key hashes to.
+fn assert_shards_match_their_ledgers(db: &Db, shards: &[Db; 2]) {
+    for (shard, table) in shards.iter().zip(["t_2", "t_3"]) {
+        assert_eq!(
+            shard.int("SELECT coalesce(sum(rows), 0) FROM inrush.shard_ledger"),
+            shard.int(&format!("SELECT count(*) FROM {table}")),
+            "{table}: its rows and the rows its inrush.shard_ledger counts"
+        );
+    }
+    assert_eq!(
+        db.int("SELECT count(*) FROM t WHERE NOT satisfies_hash_partition('t'::regclass, 4, substr(tableoid::regclass::text, 3)::int, id)"),
+        0,
+        "rows in a leaf other than their key's"
+    );
+}
+
+/// The advisory lock the test holds while a block's commit on the target waits for it.
+const HOLD: i64 = 7407;
+
+/// Killed (SIGKILL) while a block's rows are committed on both shards and its commit on the
+/// target waits (a row of a local leaf waits for a lock the test holds): the same command run
+/// again loads that block's rows on the target only, so every row of the input is on its
+/// server once, and each server's ledger counts exactly its rows.
+#[test]
+fn resume_routed_to_shards_killed_between_their_commits_and_the_targets_loads_every_row_once() {
+    let (db, shards) = sharded_resume_db();
+    let victim = db.int(
+        "SELECT min(i) FROM generate_series(1000000, 1001000) i WHERE satisfies_hash_partition('t'::regclass, 4, 0, i::bigint)",
+    );
+    db.exec(&format!(
+        "CREATE FUNCTION hold() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.id = {victim} THEN PERFORM pg_advisory_xact_lock({HOLD}); END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER hold BEFORE INSERT ON t_0 FOR EACH ROW EXECUTE FUNCTION hold()"
+    ));
+    let mut holder = db.target.connect_blocking().expect("connect");
+    holder
+        .batch_execute(&format!("SELECT pg_advisory_lock({HOLD})"))
+        .expect("taking the lock");
+    let mut child = spawn_resume_load(&db);
+    let waiting = format!(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = {HOLD} \
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    );
+    wait_until(
+        &mut child,
+        Duration::from_secs(120),
+        "the block's commit on the target waiting",
+        || db.int(&waiting) > 0,
+    );
+    // The block's rows are committed on the shards: the target's commit comes after theirs.
+    let on_target = ledger_blocks(&db);
+    for shard in &shards {
+        let on_shard = shard.int("SELECT count(*) FROM inrush.shard_ledger");
+        assert!(
+            on_shard > on_target,
+            "{on_shard} blocks on a shard, {on_target} on the target"
+        );
+    }
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(sigkill(child).signal(), Some(libc::SIGKILL));
+    // The dead loader's session on the target goes on once the lock is let go, and finds its
+    // client gone: the block is not committed there.
+    drop(holder);
+    wait_for_sessions_to_end(&db);
+    shards.iter().for_each(wait_for_sessions_to_end);
+    db.exec("DROP TRIGGER hold ON t_0");
+
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&db),
+        Duration::from_secs(180),
+        "load --resume after the kill",
+    );
+    assert!(
+        status.success(),
+        "the run after the kill: {status}\n{stderr}"
+    );
+    assert_rows_match_ledger(&db, "after the run after the kill");
+    assert_shards_match_their_ledgers(&db, &shards);
+    assert_holds_resume_input(&db, "after the kill and one run to the end");
+}
+
+/// Three `--resume` processes of one input into a table with foreign partitions share its
+/// blocks, and every row is on its server once.
+#[test]
+fn three_processes_share_one_input_routed_to_shards() {
+    let (db, shards) = sharded_resume_db();
+    let children = spawn_cooperating(&db, resume_input(), 3, |_| vec!["--json".into()]);
+    let summaries = summaries(children, "three cooperating loads onto shards");
+    assert_rows_match_ledger(&db, "three cooperating loads onto shards");
+    assert_shards_match_their_ledgers(&db, &shards);
+    assert_holds_resume_input(&db, "three cooperating loads onto shards");
+    assert_blocks_add_up(&db, &summaries);
 }
