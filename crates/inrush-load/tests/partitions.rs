@@ -961,3 +961,44 @@ fn resume_with_max_errors_rejects_a_shards_refusals_within_its_blocks() {
     // The target's ledger counts the rows loaded, the shard's those it took.
     assert_ledgers_match(&db, &a, &b);
 }
+
+#[test]
+fn resume_retries_a_shards_lost_connection_without_loading_a_block_twice() {
+    let db = Db::fresh("partitions");
+    let (a, b) = sharded(&db, "");
+    let (_dir, path) = input(&rows(200_000));
+    let opts = resumed(&path, |o| o.connections = 1);
+    // Once rows are in on shard_a, its sink session (busy, or inside a block's transaction)
+    // is terminated, as when the shard restarts: the block is retried on a new connection.
+    let shard = a.target.clone();
+    let killer = std::thread::spawn(move || {
+        let mut client = shard.connect_blocking().unwrap();
+        let count = |client: &mut postgres::Client, sql: &str| -> i64 {
+            client.query_one(sql, &[]).unwrap().get(0)
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            if count(&mut client, "SELECT count(*) FROM t_2") > 0 {
+                let killed = count(
+                    &mut client,
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                     AND state IN ('active', 'idle in transaction')",
+                );
+                if killed > 0 {
+                    return killed;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        0
+    });
+    let summary = inrush_postgres::load::run(&db.target, &opts, &Silent)
+        .expect("a lost connection to a shard is retried with --resume");
+    assert!(
+        killer.join().unwrap() >= 1,
+        "no session on the shard was terminated"
+    );
+    assert_eq!(summary.rows, 200_000);
+    assert_ledgers_match(&db, &a, &b);
+}
