@@ -1427,3 +1427,43 @@ fn three_processes_share_one_input_routed_to_shards() {
     assert_holds_resume_input(&db, "three cooperating loads onto shards");
     assert_blocks_add_up(&db, &summaries);
 }
+
+/// SIGTERM to a `--resume` load routed to shards stops it (exit 130) with the blocks it
+/// committed kept on every server; the same command loads the rest, every row once.
+#[test]
+fn sigterm_of_a_resume_load_routed_to_shards_then_a_rerun_loads_every_row_once() {
+    let (db, shards) = sharded_resume_db();
+    let mut child = spawn_resume_load(&db);
+    wait_until(
+        &mut child,
+        Duration::from_secs(60),
+        "a committed block",
+        || {
+            db.text("SELECT to_regclass('inrush.load_ledger') IS NOT NULL") == "t"
+                && ledger_blocks(&db) > 0
+        },
+    );
+    // SAFETY: signalling our own child, not reaped yet.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    let (status, _, stderr) = finish(child, Duration::from_secs(60), "load --resume, stopped");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    wait_for_sessions_to_end(&db);
+    let kept = ledger_blocks(&db);
+    assert!(kept > 0);
+
+    let (status, _, stderr) = finish(
+        spawn_resume_load(&db),
+        Duration::from_secs(180),
+        "load --resume after the stop",
+    );
+    assert!(
+        status.success(),
+        "the run after the stop: {status}\n{stderr}"
+    );
+    assert_rows_match_ledger(&db, "after the stop and a run to the end");
+    assert_shards_match_their_ledgers(&db, &shards);
+    assert_holds_resume_input(&db, "after the stop and a run to the end");
+}
