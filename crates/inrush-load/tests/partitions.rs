@@ -245,6 +245,41 @@ fn two_levels_range_then_hash_and_list() {
         .contains("6 leaf partitions"));
 }
 
+/// A foreign leaf under two levels (range, then list): the route to a shard is the same
+/// whatever strategy put the leaf there.
+#[test]
+fn a_foreign_leaf_two_levels_down_gets_the_rows_copy_gives_it() {
+    let schema = "CREATE TABLE t (id bigint, day date, code varchar(10)) PARTITION BY RANGE (day);
+         CREATE TABLE t_2023 PARTITION OF t FOR VALUES FROM ('2023-01-01') TO ('2024-01-01');
+         CREATE TABLE t_2024 PARTITION OF t FOR VALUES FROM ('2024-01-01') TO (MAXVALUE) PARTITION BY LIST (code);
+         CREATE TABLE t_2024_a PARTITION OF t_2024 FOR VALUES IN ('a', 'z');
+         CREATE FOREIGN TABLE t_2024_b PARTITION OF t_2024 FOR VALUES IN ('b', 'c') SERVER shard_l
+           OPTIONS (table_name 'list_b');
+         CREATE TABLE t_2024_rest PARTITION OF t_2024 DEFAULT;";
+    let with_shard = |db: &Db| {
+        let shard = Db::fresh("partitions");
+        shard.exec("CREATE TABLE list_b (id bigint, day date, code varchar(10))");
+        db.add_foreign_server("shard_l", &shard);
+        db.exec(schema);
+        shard
+    };
+    let (ours, model) = (Db::fresh("partitions"), Db::fresh("partitions"));
+    let (our_shard, _model_shard) = (with_shard(&ours), with_shard(&model));
+    let data = rows(20_000);
+    model.copy_csv("t", &data);
+    let (_dir, path) = input(&data);
+    let opts = LoadOptions::new(path.to_str().unwrap(), "t");
+    let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
+    routed_by_inrush(&summary);
+    let routing = summary.plan.routing.unwrap();
+    assert!(routing.contains("1 of them foreign"), "{routing}");
+    assert_eq!(ours.rows(BY_LEAF), model.rows(BY_LEAF));
+    assert_eq!(
+        our_shard.int("SELECT count(*) FROM list_b"),
+        model.int("SELECT count(*) FROM t_2024_b")
+    );
+}
+
 #[test]
 fn resume_into_local_leaves_commits_each_block_with_its_ledger_row() {
     let summary = same_leaves_as_copy(
