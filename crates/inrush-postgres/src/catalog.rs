@@ -204,14 +204,7 @@ impl TableInfo {
     /// `a` append, `n` reference table), when the server runs Citus and the table is one of its
     /// distributed tables.
     pub async fn citus_distribution(&self, client: &Client) -> Result<Option<String>> {
-        let catalog = client
-            .query_one("SELECT to_regclass('pg_dist_partition') IS NOT NULL", &[])
-            .await
-            .map_err(|cause| Error::Query {
-                what: "looking for Citus' pg_dist_partition".into(),
-                cause,
-            })?;
-        if !catalog.get::<_, bool>(0) {
+        if !relations_exist(client, &["pg_dist_partition"]).await? {
             return Ok(None);
         }
         let row = client
@@ -298,6 +291,23 @@ impl TableInfo {
             partitioned: relkind == "p",
         })
     }
+}
+
+/// Whether every relation in `names` (qualified as SQL reads them) exists: the ledger, journal
+/// and commit log are made by the first load that needs them, and readers find none before.
+pub(crate) async fn relations_exist(client: &Client, names: &[&str]) -> Result<bool> {
+    let names: Vec<&str> = names.to_vec();
+    Ok(client
+        .query_one(
+            "SELECT bool_and(to_regclass(n) IS NOT NULL) FROM unnest($1::text[]) n",
+            &[&names],
+        )
+        .await
+        .map_err(crate::query_error(format!(
+            "looking for {}",
+            names.join(", ")
+        )))?
+        .get(0))
 }
 
 struct TypeRow {

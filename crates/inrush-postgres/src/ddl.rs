@@ -5,7 +5,7 @@
 //! process, a lost server), the journal still names what is missing, and `inrush recover` (or
 //! the next load of that table) puts it back.
 
-use crate::catalog::{ForeignKeyInfo, IndexInfo};
+use crate::catalog::{relations_exist, ForeignKeyInfo, IndexInfo};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -289,12 +289,7 @@ pub async fn validate_foreign_key(
 
 /// Journal entries still waiting, for one table or all; empty when there is no journal.
 pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<JournalEntry>> {
-    let exists: bool = client
-        .query_one("SELECT to_regclass('inrush.ddl_journal') IS NOT NULL", &[])
-        .await
-        .map_err(query_error("looking for the DDL journal"))?
-        .get(0);
-    if !exists {
+    if !relations_exist(client, &["inrush.ddl_journal"]).await? {
         return Ok(Vec::new());
     }
     client

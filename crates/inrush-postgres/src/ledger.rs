@@ -18,6 +18,7 @@
 //! shard's ledger says whether that shard has the block's rows already (a process stopped
 //! between the two commits), so the rows go to each server once without two-phase commit.
 
+use crate::catalog::relations_exist;
 use crate::{query_error, Error, Result};
 pub use inrush_core::ledger::{resume_point, Committed, InputFile};
 use tokio_postgres::Client;
@@ -367,15 +368,7 @@ impl LoadStatus {
 
 /// Every load in the ledger (of `table_oid` only, when given), with the blocks held now.
 pub async fn status(client: &Client, table_oid: Option<u32>) -> Result<Vec<LoadStatus>> {
-    let exists: bool = client
-        .query_one(
-            "SELECT to_regclass('inrush.load_ledger') IS NOT NULL AND to_regclass('inrush.load_inputs') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(query_error("looking for inrush.load_ledger"))?
-        .get(0);
-    if !exists {
+    if !relations_exist(client, &["inrush.load_ledger", "inrush.load_inputs"]).await? {
         return Ok(Vec::new());
     }
     // data_start is missing from ledgers made before it was recorded.

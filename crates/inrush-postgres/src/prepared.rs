@@ -14,6 +14,7 @@
 //! undecided load's rolled back. The loading session holds an advisory lock on its id until it
 //! is done, so a recover beside a load that is still committing leaves it alone.
 
+use crate::catalog::relations_exist;
 use crate::route::shard;
 use crate::{query_error, ConnectOptions, Error, Result};
 use tokio_postgres::Client;
@@ -128,15 +129,7 @@ pub struct Resolved {
 /// `target`) and on each foreign server the log names (see the module documentation).
 pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolved> {
     let mut resolved = Resolved::default();
-    let exists: bool = control
-        .query_one(
-            "SELECT to_regclass('inrush.joint_commits') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(query_error("looking for inrush.joint_commits"))?
-        .get(0);
-    if !exists {
+    if !relations_exist(control, &["inrush.joint_commits"]).await? {
         return Ok(resolved);
     }
     let loads = control
