@@ -235,6 +235,28 @@ fn ordinal(id: &InputIdentity, offset: i64) -> i32 {
     (offset / id.block_size.max(1)) as u32 as i32
 }
 
+/// `SELECT function(the block's key)` for one of the advisory-lock functions.
+async fn on_block_lock(
+    client: &Client,
+    function: &str,
+    id: &InputIdentity,
+    offset: i64,
+    what: &'static str,
+) -> Result<tokio_postgres::Row> {
+    client
+        .query_one(
+            &format!("SELECT {function}({BLOCK_KEY})"),
+            &[
+                &id.table_oid,
+                &id.input,
+                &id.block_size,
+                &ordinal(id, offset),
+            ],
+        )
+        .await
+        .map_err(query_error(what))
+}
+
 /// What became of an attempt to take a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Taken {
@@ -250,15 +272,15 @@ pub enum Taken {
 /// connection, whatever ends the process). Whether it is committed is read after the lock is
 /// taken, in a statement of its own, so the commit of a holder that has just let go is seen.
 pub async fn take_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<Taken> {
-    let key = ordinal(id, offset);
-    let locked: bool = client
-        .query_one(
-            &format!("SELECT pg_try_advisory_lock({BLOCK_KEY})"),
-            &[&id.table_oid, &id.input, &id.block_size, &key],
-        )
-        .await
-        .map_err(query_error("taking a block of the input"))?
-        .get(0);
+    let locked: bool = on_block_lock(
+        client,
+        "pg_try_advisory_lock",
+        id,
+        offset,
+        "taking a block of the input",
+    )
+    .await?
+    .get(0);
     if !locked {
         return Ok(Taken::Held);
     }
@@ -271,36 +293,28 @@ pub async fn take_block(client: &Client, id: &InputIdentity, offset: i64) -> Res
 
 /// Lets the block at `offset` go (committed, or given up).
 pub async fn release_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<()> {
-    client
-        .execute(
-            &format!("SELECT pg_advisory_unlock({BLOCK_KEY})"),
-            &[
-                &id.table_oid,
-                &id.input,
-                &id.block_size,
-                &ordinal(id, offset),
-            ],
-        )
-        .await
-        .map_err(query_error("letting a block of the input go"))?;
+    on_block_lock(
+        client,
+        "pg_advisory_unlock",
+        id,
+        offset,
+        "letting a block of the input go",
+    )
+    .await?;
     Ok(())
 }
 
 /// Waits until no session holds the block at `offset` (its holder committed it, or ended), then
 /// says how many rows the ledger has for it: `None` when it is not committed.
 pub async fn settle_block(client: &Client, id: &InputIdentity, offset: i64) -> Result<Option<i64>> {
-    client
-        .execute(
-            &format!("SELECT pg_advisory_lock({BLOCK_KEY})"),
-            &[
-                &id.table_oid,
-                &id.input,
-                &id.block_size,
-                &ordinal(id, offset),
-            ],
-        )
-        .await
-        .map_err(query_error("waiting for a block another process loads"))?;
+    on_block_lock(
+        client,
+        "pg_advisory_lock",
+        id,
+        offset,
+        "waiting for a block another process loads",
+    )
+    .await?;
     release_block(client, id, offset).await?;
     Book::Target.rows(client, id, offset).await
 }
