@@ -155,16 +155,11 @@ impl ColumnCheck {
         let out_of_range = || Err(format!("Out of range value for column '{}'", self.name));
         let too_long = || Err(format!("Data too long for column '{}'", self.name));
         match &self.kind {
-            // Most values are plain digits: read them without trimming or i128 parsing.
-            Kind::Integer { min, max } => match short_integer(text) {
+            Kind::Integer { min, max } => match plain_integer(text) {
                 Some(v) if v < *min || v > *max => out_of_range(),
-                Some(_) => Ok(()),
-                None => match plain_integer(text) {
-                    Some(v) if v < *min || v > *max => out_of_range(),
-                    // A 40-digit integer does not fit i128 either: out of every range.
-                    None if is_plain_integer_form(text) => out_of_range(),
-                    _ => Ok(()),
-                },
+                // A 40-digit integer does not fit i128 either: out of every range.
+                None if is_plain_integer_form(text) => out_of_range(),
+                _ => Ok(()),
             },
             // No more bytes than digits allowed before the point: nothing to count.
             Kind::Decimal { integer_digits } if text.len() as u64 <= *integer_digits => Ok(()),
@@ -263,6 +258,10 @@ fn short_integer(text: &str) -> Option<i128> {
 
 /// `[spaces][+-]digits[spaces]` as a number, if it fits i128.
 fn plain_integer(text: &str) -> Option<i128> {
+    // Most values are plain digits: read them without trimming or i128 parsing.
+    if let Some(v) = short_integer(text) {
+        return Some(v);
+    }
     is_plain_integer_form(text)
         .then(|| text.trim_matches(' ').parse().ok())
         .flatten()
