@@ -579,12 +579,18 @@ def main() -> int:
             shutil.rmtree(server.root, ignore_errors=True)
 
 
-if __name__ == "__main__":
+def entry(main, interrupted: str = "server stopped and scratch removed") -> None:
+    """A script's way out: main()'s exit code; 130 after Ctrl-C (or SIGTERM, see interrupt),
+    saying what was cleaned up; 1 after a BenchError, with its message."""
     try:
         sys.exit(main())
     except KeyboardInterrupt:
-        log("interrupted; server stopped and scratch removed")
+        log(f"interrupted; {interrupted}")
         sys.exit(130)
     except BenchError as e:
         log(f"error: {e}")
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    entry(main)

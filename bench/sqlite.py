@@ -461,11 +461,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        run.log("interrupted; scratch removed")
-        sys.exit(130)
-    except run.BenchError as e:
-        run.log(f"error: {e}")
-        sys.exit(1)
+    run.entry(main, "scratch removed")
