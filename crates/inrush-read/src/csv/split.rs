@@ -11,7 +11,7 @@
 use super::{CsvOptions, Eol, QuoteState};
 use crate::{Error, Result};
 use bytes::{Bytes, BytesMut};
-use memchr::{memchr2, memchr3, memchr_iter};
+use memchr::{memchr2, memchr_iter};
 use std::io::Read;
 
 /// The longest record accepted: COPY's own limit on a field is 1 GB.
@@ -203,13 +203,44 @@ impl<R: Read> Splitter<R> {
         let mut i = self.scanned;
         let end = self.buf.len();
         while i < end {
+            if !self.quotes.in_quote() {
+                // Outside quotes only a quote changes the state, so up to the next one every
+                // terminator is a record end: the one wanted and the last before it are each
+                // found in one pass, not one call per record.
+                let rest = &self.buf[i..end];
+                let plain = if self.quoting {
+                    memchr::memchr(quote, rest).unwrap_or(rest.len())
+                } else {
+                    rest.len()
+                };
+                let plain_end = i + plain;
+                if plain > 0 {
+                    self.quotes.skip_plain();
+                }
+                let from = min_end.saturating_sub(1).max(i);
+                if from < plain_end {
+                    if let Some(off) = memchr::memchr(term, &self.buf[from..plain_end]) {
+                        self.boundary = Some(from + off + 1);
+                        self.scanned = from + off + 1;
+                        return;
+                    }
+                }
+                if let Some(off) = memchr::memrchr(term, &self.buf[i..plain_end.min(from)]) {
+                    self.boundary = Some(i + off + 1);
+                }
+                i = plain_end;
+                if i < end {
+                    self.quotes.step(quote, quote, escape);
+                    i += 1;
+                }
+                continue;
+            }
+            // Inside quotes a terminator is data: only the quote and the escape matter.
             let rest = &self.buf[i..end];
-            let hit = if !self.quoting {
-                memchr::memchr(term, rest)
-            } else if quote == escape {
-                memchr2(quote, term, rest)
+            let hit = if quote == escape {
+                memchr::memchr(quote, rest)
             } else {
-                memchr3(quote, escape, term, rest)
+                memchr2(quote, escape, rest)
             };
             let Some(off) = hit else {
                 // Plain bytes reset the "previous byte was an escape" state.
@@ -223,17 +254,7 @@ impl<R: Read> Splitter<R> {
             if off > 0 {
                 self.quotes.skip_plain();
             }
-            let c = self.buf[at];
-            if c == term && !self.quotes.in_quote() {
-                self.quotes.skip_plain();
-                self.boundary = Some(at + 1);
-                if at + 1 >= min_end {
-                    self.scanned = at + 1;
-                    return;
-                }
-            } else {
-                self.quotes.step(c, quote, escape);
-            }
+            self.quotes.step(self.buf[at], quote, escape);
             i = at + 1;
         }
         self.scanned = i;
