@@ -222,27 +222,33 @@ impl RecordParser {
         check_stray_eol: bool,
     ) -> Result<usize, RecordError> {
         rec.clear();
-        // Most records have no quote, and most blocks no stray line-break byte: such a record
-        // is cut at its delimiters in one pass, sixteen bytes at a time.
-        if !check_stray_eol {
-            if let Some(next) = self.plain_record(data, pos, rec) {
-                return Ok(next);
+        let mut i = pos;
+        loop {
+            // Most fields hold no quote, and most blocks no stray line-break byte: in such a
+            // block the fields are cut at their delimiters sixteen bytes at a time, and only a
+            // field with a quote goes through the general parser.
+            if !check_stray_eol {
+                match self.plain_fields(data, i, rec) {
+                    Plain::RecordEnd(next) => return Ok(next),
+                    Plain::Quote(field_start) => i = field_start,
+                }
             }
-            rec.clear();
+            match self.general_field(data, i, rec, check_stray_eol)? {
+                FieldEnd::Field(next) => i = next,
+                FieldEnd::Record(next) => return Ok(next),
+            }
         }
-        self.general_record(data, pos, rec, check_stray_eol)
     }
 
-    /// The record at `pos` when it holds no quote: its fields pushed, where the next record
-    /// starts returned. `None` at the first quote (the caller starts over with the general
-    /// parser). Only for a block without stray line-break bytes, so with a one-byte terminator
-    /// (CRLF blocks always count as having one).
+    /// Pushes the fields from `i` (a field's start) up to the record's end or to the first
+    /// field with a quote. Only for a block without stray line-break bytes, so with a one-byte
+    /// terminator (CRLF blocks always count as having one).
     #[inline]
-    fn plain_record(&self, data: &[u8], pos: usize, rec: &mut Record) -> Option<usize> {
+    fn plain_fields(&self, data: &[u8], i: usize, rec: &mut Record) -> Plain {
         let delimiter = self.opts.delimiter;
         let term = self.eol.terminator();
-        let mut field_start = pos;
-        // Pushes the field ending at `end`; true when that ends the record.
+        let mut field_start = i;
+        // Pushes the field ending at `end`.
         let mut cut = |rec: &mut Record, end: usize| {
             let run = field_start..end;
             rec.fields.push(if data[run.clone()] == *self.opts.null {
@@ -252,46 +258,47 @@ impl RecordParser {
             });
             field_start = end + 1;
         };
-        let mut i = pos;
-        while let Some(chunk) = data.get(i..i + 16) {
+        let mut at = i;
+        while let Some(chunk) = data.get(at..at + 16) {
             let mut hits = self.specials.find(chunk.try_into().unwrap());
             while hits != 0 {
-                let p = i + hits.trailing_zeros() as usize;
+                let p = at + hits.trailing_zeros() as usize;
                 hits &= hits - 1;
                 let c = data[p];
                 if c == delimiter {
                     cut(rec, p);
                 } else if c == term {
                     cut(rec, p);
-                    return Some(p + 1);
+                    return Plain::RecordEnd(p + 1);
                 } else {
-                    return None;
+                    return Plain::Quote(field_start);
                 }
             }
-            i += 16;
+            at += 16;
         }
-        for (p, &c) in data.iter().enumerate().skip(i) {
+        for (p, &c) in data.iter().enumerate().skip(at) {
             if c == delimiter {
                 cut(rec, p);
             } else if c == term {
                 cut(rec, p);
-                return Some(p + 1);
+                return Plain::RecordEnd(p + 1);
             } else if c == self.opts.quote {
-                return None;
+                return Plain::Quote(field_start);
             }
         }
         cut(rec, data.len());
-        Some(data.len())
+        Plain::RecordEnd(data.len())
     }
 
-    /// Any record, quoted fields and stray line-break checks included.
-    fn general_record(
+    /// The field starting at `i`, whatever it holds (quotes, and with `check_stray_eol` the
+    /// check that no line-break byte other than the terminator stands outside quotes).
+    fn general_field(
         &self,
         data: &[u8],
-        pos: usize,
+        mut i: usize,
         rec: &mut Record,
         check_stray_eol: bool,
-    ) -> Result<usize, RecordError> {
+    ) -> Result<FieldEnd, RecordError> {
         let CsvOptions {
             delimiter,
             quote,
@@ -299,62 +306,56 @@ impl RecordParser {
             ..
         } = self.opts;
         let term = self.eol.terminator();
-        let mut i = pos;
-        loop {
-            let start = rec.scratch.len();
-            let mut saw_quote = false;
-            // Until a quote shows up the field is one unquoted run, left in place.
-            let mut plain = pos..pos;
-            // Each pass handles one unquoted run and, if a quote follows, one quoted run.
-            let ended = loop {
-                let stop = self.run_stop(data, i);
-                let mut run_end = stop;
-                if stop < data.len() && data[stop] == term && self.eol == Eol::CrLf {
-                    // The `\r` of `\r\n` always sits in the run that ends at the `\n`.
-                    if stop > i && data[stop - 1] == b'\r' {
-                        run_end = stop - 1;
-                    } else {
-                        return Err(RecordError::UnquotedNewline);
-                    }
-                }
-                if check_stray_eol {
-                    self.check_stray_eol(&data[i..run_end])?;
-                }
-                if saw_quote {
-                    rec.scratch.extend_from_slice(&data[i..run_end]);
+        let start = rec.scratch.len();
+        let mut saw_quote = false;
+        // Until a quote shows up the field is one unquoted run, left in place.
+        let mut plain = i..i;
+        // Each pass handles one unquoted run and, if a quote follows, one quoted run.
+        let ended = loop {
+            let stop = self.run_stop(data, i);
+            let mut run_end = stop;
+            if stop < data.len() && data[stop] == term && self.eol == Eol::CrLf {
+                // The `\r` of `\r\n` always sits in the run that ends at the `\n`.
+                if stop > i && data[stop - 1] == b'\r' {
+                    run_end = stop - 1;
                 } else {
-                    plain = i..run_end;
+                    return Err(RecordError::UnquotedNewline);
                 }
-                if stop == data.len() {
-                    break FieldEnd::Record(data.len());
-                }
-                let c = data[stop];
-                if c == delimiter {
-                    i = stop + 1;
-                    break FieldEnd::Field;
-                }
-                if c == term {
-                    break FieldEnd::Record(stop + 1);
-                }
-                // A quote: quoted text until the closing quote, wherever in the field it is.
-                if !saw_quote {
-                    rec.scratch.extend_from_slice(&data[plain.clone()]);
-                    saw_quote = true;
-                }
-                i = self.quoted_run(data, stop + 1, &mut rec.scratch, quote, escape)?;
-            };
-            let field = if saw_quote {
-                Field::InScratch(start..rec.scratch.len())
-            } else if data[plain.clone()] == *self.opts.null.as_slice() {
-                Field::Null
-            } else {
-                Field::InBlock(plain)
-            };
-            rec.fields.push(field);
-            if let FieldEnd::Record(next) = ended {
-                return Ok(next);
             }
-        }
+            if check_stray_eol {
+                self.check_stray_eol(&data[i..run_end])?;
+            }
+            if saw_quote {
+                rec.scratch.extend_from_slice(&data[i..run_end]);
+            } else {
+                plain = i..run_end;
+            }
+            if stop == data.len() {
+                break FieldEnd::Record(data.len());
+            }
+            let c = data[stop];
+            if c == delimiter {
+                break FieldEnd::Field(stop + 1);
+            }
+            if c == term {
+                break FieldEnd::Record(stop + 1);
+            }
+            // A quote: quoted text until the closing quote, wherever in the field it is.
+            if !saw_quote {
+                rec.scratch.extend_from_slice(&data[plain.clone()]);
+                saw_quote = true;
+            }
+            i = self.quoted_run(data, stop + 1, &mut rec.scratch, quote, escape)?;
+        };
+        let field = if saw_quote {
+            Field::InScratch(start..rec.scratch.len())
+        } else if data[plain.clone()] == *self.opts.null.as_slice() {
+            Field::Null
+        } else {
+            Field::InBlock(plain)
+        };
+        rec.fields.push(field);
+        Ok(ended)
     }
 
     /// Copies a quoted run starting just after its opening quote; returns the index after the
@@ -410,9 +411,18 @@ impl RecordParser {
     }
 }
 
+/// How a field ended: where the next field or the next record starts.
 enum FieldEnd {
-    Field,
+    Field(usize),
     Record(usize),
+}
+
+/// Where [`RecordParser::plain_fields`] stopped.
+enum Plain {
+    /// The record ended; the next one starts here.
+    RecordEnd(usize),
+    /// The field starting here holds a quote.
+    Quote(usize),
 }
 
 #[cfg(test)]
@@ -579,14 +589,17 @@ pub(crate) mod tests {
             ..Default::default()
         };
         let parser = RecordParser::new(opts.clone(), Eol::Lf);
-        // Fields across word boundaries, NULL strings, an empty last field, a quote after
-        // plain fields, a last record without a line break.
-        let data = b"12345678,NULL,abcdefghijklmnopq,\nNULLx,,NULL\nplain,then \"q,uo\"te\nlast,one";
+        // Fields across 16-byte boundaries, NULL strings, an empty last field, a quoted field
+        // between plain ones, a last record without a line break.
+        let data = b"12345678,NULL,abcdefghijklmnopq,\nNULLx,,NULL\nplain,then \"q,uo\"te,after the quoted one,NULL\nlast,one";
         let block = parse_block(&parser, data).unwrap();
         assert_eq!(block, parse_all(&opts, Eol::Lf, data).unwrap());
         assert_eq!(block[0], vec![s("12345678"), None, s("abcdefghijklmnopq"), s("")]);
         assert_eq!(block[1], vec![s("NULLx"), s(""), None]);
-        assert_eq!(block[2], vec![s("plain"), s("then q,uote")]);
+        assert_eq!(
+            block[2],
+            vec![s("plain"), s("then q,uote"), s("after the quoted one"), None]
+        );
     }
 
     #[test]
