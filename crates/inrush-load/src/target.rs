@@ -96,6 +96,16 @@ pub struct Table {
     pub create_sql: Option<String>,
 }
 
+/// One non-NULL field of a row for another target.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldText<'a> {
+    pub text: &'a str,
+    /// Known to hold no backslash, tab, line feed, carriage return or NUL (the part of the input
+    /// block it was cut from has none), so a target that escapes those bytes in a line of text
+    /// can copy it without looking. `false` says nothing.
+    pub plain: bool,
+}
+
 /// Turns one record's fields into the target's form of a row.
 pub trait RowEncoder: Send + Sync {
     /// Appends the row made of `fields` (one per mapped column, `None` for NULL) to `out`.
@@ -103,7 +113,7 @@ pub trait RowEncoder: Send + Sync {
     /// and the reason.
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<&str>>,
+        fields: &mut dyn Iterator<Item = Option<FieldText<'_>>>,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)>;
 }

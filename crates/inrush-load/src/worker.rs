@@ -6,7 +6,7 @@ use crate::rejects::Rejects;
 use crate::route::{self, Route};
 use crate::sources::{Columnar, Source, Sources, Unit, Work};
 use crate::stages::{Shared, CANCEL_POLL};
-use crate::target::RowEncoder;
+use crate::target::{FieldText, RowEncoder};
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
@@ -298,23 +298,36 @@ enum FieldError {
 
 /// A record read out of a block: CSV fields in the block, or a JSON line's values.
 enum Fields<'a> {
-    Csv(&'a Record),
+    /// `plain_block`: the block holds none of the bytes [`FieldText::plain`] speaks of.
+    Csv(&'a Record, bool),
     Jsonl(&'a JsonFields<'a>),
 }
 
 impl<'a> Fields<'a> {
     fn len(&self) -> usize {
         match self {
-            Fields::Csv(rec) => rec.len(),
+            Fields::Csv(rec, _) => rec.len(),
             Fields::Jsonl(fields) => fields.len(),
         }
     }
 
     fn get(&self, data: &'a [u8], i: usize) -> Option<&'a [u8]> {
         match self {
-            Fields::Csv(rec) => rec.field(data, i),
+            Fields::Csv(rec, _) => rec.field(data, i),
             Fields::Jsonl(fields) => fields.get(i).and_then(|f| f.as_deref()).map(str::as_bytes),
         }
+    }
+
+    /// Field `i` for another target. A CSV field cut from a plain block as it is holds none of
+    /// the bytes a text line escapes (a quoted one may hold a line feed, and a JSON string
+    /// anything once decoded).
+    fn text(&self, data: &'a [u8], i: usize) -> Option<FieldText<'a>> {
+        let plain = matches!(self, Fields::Csv(rec, true) if rec.in_block(i));
+        // Safe: fields are UTF-8, as in `encode_binary_row`.
+        self.get(data, i).map(|b| FieldText {
+            text: unsafe { std::str::from_utf8_unchecked(b) },
+            plain,
+        })
     }
 }
 
@@ -696,10 +709,15 @@ impl WorkerPlan {
                 }
                 spans.push(Some(start..text.len()));
             }
-            let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
+            let fields = spans.iter().map(|s| s.clone().map(|r| &text[r]));
             return match &self.rows {
-                Rows::Target(encoder) => encode_target_row(encoder.as_ref(), fields, out),
-                Rows::Copy { .. } => self.encode_text_row(fields, out, None),
+                Rows::Target(encoder) => {
+                    let fields = fields.map(|f| f.map(|text| FieldText { text, plain: false }));
+                    encode_target_row(encoder.as_ref(), fields, out)
+                }
+                Rows::Copy { .. } => {
+                    self.encode_text_row(fields.map(|f| f.map(str::as_bytes)), out, None)
+                }
             };
         }
         let mark = out.begin_tuple(self.columns.len() as u16);
@@ -789,7 +807,10 @@ impl WorkerPlan {
                 format: CopyFormat::Text,
                 ..
             } => self.encode_text_row(values, out, ordinal),
-            Rows::Target(encoder) => encode_target_row(encoder.as_ref(), values, out),
+            Rows::Target(encoder) => {
+                let texts = (0..fields.len()).map(|i| fields.text(data, i));
+                encode_target_row(encoder.as_ref(), texts, out)
+            }
         }
         .map_err(|(col, e)| match e {
             FieldError::Resolver(e) => Error::Driver(e),
@@ -997,13 +1018,11 @@ struct RowTexts {
 /// A row for another target: its encoder checks and writes every value.
 fn encode_target_row<'f>(
     encoder: &dyn RowEncoder,
-    fields: impl Iterator<Item = Option<&'f [u8]>>,
+    mut fields: impl Iterator<Item = Option<FieldText<'f>>>,
     out: &mut TupleWriter,
 ) -> Result<(), (usize, FieldError)> {
-    // Safe: fields are UTF-8, as in `encode_binary_row`.
-    let mut texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
     encoder
-        .encode(&mut texts, out.bytes_mut())
+        .encode(&mut fields, out.bytes_mut())
         .map_err(|(i, reason)| (i, FieldError::Refused(reason)))
 }
 
@@ -1017,6 +1036,9 @@ struct RecordReader<'a> {
     rec: Record,
     json: JsonFields<'a>,
     next: usize,
+    /// Another target's CSV block holds no backslash, tab or carriage return (NUL is refused
+    /// before a record is encoded), so its unquoted fields need no escaping.
+    plain_block: bool,
 }
 
 /// How the records of one block are written.
@@ -1037,6 +1059,9 @@ impl<'a> RecordReader<'a> {
             }
             Decode::Jsonl(parser) => Syntax::Jsonl(parser),
         };
+        let plain_block = matches!(plan.rows, Rows::Target(_))
+            && matches!(syntax, Syntax::Csv(..))
+            && memchr::memchr3(b'\\', b'\t', b'\r', data).is_none();
         Ok(RecordReader {
             data,
             encoding: plan.source(source).encoding(),
@@ -1044,6 +1069,7 @@ impl<'a> RecordReader<'a> {
             rec: Record::default(),
             json: Vec::new(),
             next: 0,
+            plain_block,
         })
     }
 
@@ -1066,7 +1092,7 @@ impl<'a> RecordReader<'a> {
                         return Err(self.encoding.undecodable_reason(&data[start + bad..]));
                     }
                 }
-                return Ok(Some(Fields::Csv(&self.rec)));
+                return Ok(Some(Fields::Csv(&self.rec, self.plain_block)));
             }
         };
         let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i);

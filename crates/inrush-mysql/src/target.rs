@@ -10,7 +10,7 @@ use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
-use inrush_load::target::{self, Committed, RowEncoder, Target, Writer};
+use inrush_load::target::{self, Committed, FieldText, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -717,7 +717,7 @@ struct Encoder {
 impl RowEncoder for Encoder {
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<&str>>,
+        fields: &mut dyn Iterator<Item = Option<FieldText<'_>>>,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)> {
         let mark = out.len();

@@ -23,6 +23,7 @@
 //! line feed, carriage return, NUL and itself, and `\N` for NULL.
 
 use crate::catalog::Column;
+use inrush_load::target::FieldText;
 
 /// One column's checks.
 #[derive(Debug, Clone)]
@@ -114,10 +115,10 @@ impl ColumnCheck {
         }
     }
 
-    /// Appends `text` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
+    /// Appends `field` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
     /// refuse it.
-    pub fn write(&self, text: Option<&str>, out: &mut Vec<u8>) -> Result<(), String> {
-        let Some(text) = text else {
+    pub fn write(&self, field: Option<FieldText<'_>>, out: &mut Vec<u8>) -> Result<(), String> {
+        let Some(FieldText { text, plain }) = field else {
             if self.refuse_null {
                 return Err(format!("Column '{}' cannot be null", self.name));
             }
@@ -145,7 +146,11 @@ impl ColumnCheck {
             }
             _ => {
                 self.check(text)?;
-                escape_into(text.as_bytes(), out);
+                if plain {
+                    out.extend_from_slice(text.as_bytes());
+                } else {
+                    escape_into(text.as_bytes(), out);
+                }
             }
         }
         Ok(())
@@ -360,8 +365,9 @@ mod tests {
 
     fn written(check: &ColumnCheck, text: Option<&str>) -> Result<String, String> {
         let mut out = Vec::new();
+        let field = text.map(|text| FieldText { text, plain: false });
         check
-            .write(text, &mut out)
+            .write(field, &mut out)
             .map(|()| String::from_utf8(out).unwrap())
     }
 

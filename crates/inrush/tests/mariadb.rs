@@ -70,6 +70,40 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
     assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
 }
 
+/// A block without backslash, tab or carriage return has its unquoted fields copied as they
+/// are; a quoted line break in such a block is still escaped, and a block holding one of those
+/// bytes anywhere is escaped field by field. Small blocks make both kinds.
+#[test]
+fn fields_are_escaped_only_where_their_block_needs_it() {
+    let db = MariaDb::fresh("plain");
+    let ddl = "(id INT PRIMARY KEY, a VARCHAR(40) NOT NULL, b TEXT NOT NULL)";
+    db.exec(&format!("CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"));
+    let mut csv = String::from("id,a,b\n");
+    for i in 0..3000 {
+        let b = match i % 7 {
+            0 => "\"quoted\nline break\"",
+            1 => "\"quoted, comma\"",
+            _ => "plain words",
+        };
+        // Then some rows with unquoted backslashes, later tabs and carriage returns.
+        let a = match (i / 500, i % 5) {
+            (4, 0) => format!("back\\slash {i}"),
+            (5, 0) => format!("tab\there {i}"),
+            (5, 1) => format!("\"carriage\rreturn {i}\""),
+            _ => format!("row {i} é"),
+        };
+        csv.push_str(&format!("{i},{a},{b}\n"));
+    }
+    let dir = shared_dir();
+    let csv = write(dir.path(), "plain.csv", &csv);
+    server_load(&db, &csv, "theirs").expect("the server loads every row");
+    let (code, out) = load(&csv, &db, "ours", &["--block-size", "4096"]);
+    assert_eq!(code, 0, "{out}");
+    let ours = db.rows("SELECT * FROM ours ORDER BY id");
+    assert_eq!(ours.len(), 3000);
+    assert_eq!(ours, db.rows("SELECT * FROM theirs ORDER BY id"));
+}
+
 #[test]
 fn on_conflict_skip_keeps_the_first_and_update_the_last() {
     let db = MariaDb::fresh("conflict");

@@ -49,6 +49,11 @@ impl Record {
         self.resolve(data, self.fields.get(i)?)
     }
 
+    /// Whether field `i` is bytes of the block as they are (unquoted), not de-quoted ones.
+    pub fn in_block(&self, i: usize) -> bool {
+        matches!(self.fields.get(i), Some(Field::InBlock(_)))
+    }
+
     pub fn fields<'r>(&'r self, data: &'r [u8]) -> impl Iterator<Item = Option<&'r [u8]>> + 'r {
         self.fields.iter().map(move |f| self.resolve(data, f))
     }
