@@ -96,14 +96,17 @@ pub struct Table {
     pub create_sql: Option<String>,
 }
 
-/// One non-NULL field of a row for another target.
-#[derive(Debug, Clone, Copy)]
-pub struct FieldText<'a> {
-    pub text: &'a str,
-    /// Known to hold no backslash, tab, line feed, carriage return or NUL (the part of the input
-    /// block it was cut from has none), so a target that escapes those bytes in a line of text
-    /// can copy it without looking. `false` says nothing.
-    pub plain: bool,
+/// The fields of a row known to hold no backslash, tab, line feed, carriage return or NUL (the
+/// input block they were cut from has none), so a target that escapes those bytes in a line of
+/// text can copy them without looking: bit `i` for field `i`. Fields past the 64th are never
+/// known. (A mask, not a flag beside each field: the fields stay a plain `&str` each.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlainFields(pub u64);
+
+impl PlainFields {
+    pub fn has(self, i: usize) -> bool {
+        i < 64 && self.0 >> i & 1 == 1
+    }
 }
 
 /// Turns one record's fields into the target's form of a row.
@@ -113,7 +116,8 @@ pub trait RowEncoder: Send + Sync {
     /// and the reason.
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<FieldText<'_>>>,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        plain: PlainFields,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)>;
 }

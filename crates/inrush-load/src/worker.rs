@@ -6,7 +6,7 @@ use crate::rejects::Rejects;
 use crate::route::{self, Route};
 use crate::sources::{Columnar, Source, Sources, Unit, Work};
 use crate::stages::{Shared, CANCEL_POLL};
-use crate::target::{FieldText, RowEncoder};
+use crate::target::{PlainFields, RowEncoder};
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
@@ -298,7 +298,7 @@ enum FieldError {
 
 /// A record read out of a block: CSV fields in the block, or a JSON line's values.
 enum Fields<'a> {
-    /// `plain_block`: the block holds none of the bytes [`FieldText::plain`] speaks of.
+    /// `plain_block`: the block holds none of the bytes [`PlainFields`] speaks of.
     Csv(&'a Record, bool),
     Jsonl(&'a JsonFields<'a>),
 }
@@ -318,16 +318,15 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// Field `i` for another target. A CSV field cut from a plain block as it is holds none of
-    /// the bytes a text line escapes (a quoted one may hold a line feed, and a JSON string
-    /// anything once decoded).
-    fn text(&self, data: &'a [u8], i: usize) -> Option<FieldText<'a>> {
-        let plain = matches!(self, Fields::Csv(rec, true) if rec.in_block(i));
-        // Safe: fields are UTF-8, as in `encode_binary_row`.
-        self.get(data, i).map(|b| FieldText {
-            text: unsafe { std::str::from_utf8_unchecked(b) },
-            plain,
-        })
+    /// The fields another target may copy without escaping: a CSV field cut from a plain
+    /// block as it is (a quoted one may hold a line feed, and a JSON string anything once
+    /// decoded).
+    fn plain(&self) -> PlainFields {
+        let Fields::Csv(rec, true) = self else {
+            return PlainFields::default();
+        };
+        let in_block = (0..rec.len().min(64)).filter(|&i| rec.in_block(i));
+        PlainFields(in_block.fold(0, |mask, i| mask | 1 << i))
     }
 }
 
@@ -709,15 +708,12 @@ impl WorkerPlan {
                 }
                 spans.push(Some(start..text.len()));
             }
-            let fields = spans.iter().map(|s| s.clone().map(|r| &text[r]));
+            let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
             return match &self.rows {
                 Rows::Target(encoder) => {
-                    let fields = fields.map(|f| f.map(|text| FieldText { text, plain: false }));
-                    encode_target_row(encoder.as_ref(), fields, out)
+                    encode_target_row(encoder.as_ref(), fields, PlainFields::default(), out)
                 }
-                Rows::Copy { .. } => {
-                    self.encode_text_row(fields.map(|f| f.map(str::as_bytes)), out, None)
-                }
+                Rows::Copy { .. } => self.encode_text_row(fields, out, None),
             };
         }
         let mark = out.begin_tuple(self.columns.len() as u16);
@@ -808,8 +804,7 @@ impl WorkerPlan {
                 ..
             } => self.encode_text_row(values, out, ordinal),
             Rows::Target(encoder) => {
-                let texts = (0..fields.len()).map(|i| fields.text(data, i));
-                encode_target_row(encoder.as_ref(), texts, out)
+                encode_target_row(encoder.as_ref(), values, fields.plain(), out)
             }
         }
         .map_err(|(col, e)| match e {
@@ -1018,11 +1013,14 @@ struct RowTexts {
 /// A row for another target: its encoder checks and writes every value.
 fn encode_target_row<'f>(
     encoder: &dyn RowEncoder,
-    mut fields: impl Iterator<Item = Option<FieldText<'f>>>,
+    fields: impl Iterator<Item = Option<&'f [u8]>>,
+    plain: PlainFields,
     out: &mut TupleWriter,
 ) -> Result<(), (usize, FieldError)> {
+    // Safe: fields are UTF-8, as in `encode_binary_row`.
+    let mut texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
     encoder
-        .encode(&mut fields, out.bytes_mut())
+        .encode(&mut texts, plain, out.bytes_mut())
         .map_err(|(i, reason)| (i, FieldError::Refused(reason)))
 }
 

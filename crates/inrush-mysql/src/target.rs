@@ -10,7 +10,7 @@ use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
-use inrush_load::target::{self, Committed, FieldText, RowEncoder, Target, Writer};
+use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -717,7 +717,8 @@ struct Encoder {
 impl RowEncoder for Encoder {
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<FieldText<'_>>>,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        plain: PlainFields,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)> {
         let mark = out.len();
@@ -725,7 +726,7 @@ impl RowEncoder for Encoder {
             if i > 0 {
                 out.push(b'\t');
             }
-            if let Err(reason) = check.write(field, out) {
+            if let Err(reason) = check.write(field, plain.has(i), out) {
                 out.truncate(mark);
                 return Err((i, reason));
             }

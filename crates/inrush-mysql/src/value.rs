@@ -23,7 +23,6 @@
 //! line feed, carriage return, NUL and itself, and `\N` for NULL.
 
 use crate::catalog::Column;
-use inrush_load::target::FieldText;
 
 /// One column's checks.
 #[derive(Debug, Clone)]
@@ -115,10 +114,10 @@ impl ColumnCheck {
         }
     }
 
-    /// Appends `field` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
-    /// refuse it.
-    pub fn write(&self, field: Option<FieldText<'_>>, out: &mut Vec<u8>) -> Result<(), String> {
-        let Some(FieldText { text, plain }) = field else {
+    /// Appends `text` (`None`: NULL) as a `LOAD DATA` field, or says why the server would
+    /// refuse it. `plain`: the text is known to hold nothing to escape.
+    pub fn write(&self, text: Option<&str>, plain: bool, out: &mut Vec<u8>) -> Result<(), String> {
+        let Some(text) = text else {
             if self.refuse_null {
                 return Err(format!("Column '{}' cannot be null", self.name));
             }
@@ -365,9 +364,8 @@ mod tests {
 
     fn written(check: &ColumnCheck, text: Option<&str>) -> Result<String, String> {
         let mut out = Vec::new();
-        let field = text.map(|text| FieldText { text, plain: false });
         check
-            .write(field, &mut out)
+            .write(text, false, &mut out)
             .map(|()| String::from_utf8(out).unwrap())
     }
 

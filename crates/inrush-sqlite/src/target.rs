@@ -7,7 +7,7 @@ use crate::{failed, quote};
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
-use inrush_load::target::{self, Committed, FieldText, RowEncoder, Target, Writer};
+use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
 use std::path::PathBuf;
@@ -473,12 +473,13 @@ struct Encoder {
 impl RowEncoder for Encoder {
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<FieldText<'_>>>,
+        fields: &mut dyn Iterator<Item = Option<&str>>,
+        _: PlainFields,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)> {
         let mark = out.len();
         for (i, (check, field)) in self.checks.iter().zip(fields).enumerate() {
-            match check.value(field.map(|f| f.text)) {
+            match check.value(field) {
                 Ok(value) => push_value(out, &value),
                 Err(reason) => {
                     out.truncate(mark);
