@@ -20,6 +20,8 @@ pub struct Coercion {
     typmod: i32,
     /// The target type's text reader, chosen once (strings may hold a NUL: it checks).
     encoder: ColumnEncoder,
+    /// The same reader without the NUL search, for a batch whose string bytes hold none.
+    nul_free_encoder: ColumnEncoder,
     path: Path,
     style: Style,
 }
@@ -125,6 +127,7 @@ impl Coercion {
             value_type: column.value_type.clone(),
             typmod: column.typmod,
             encoder: ColumnEncoder::new(&column.value_type, column.typmod, false),
+            nul_free_encoder: ColumnEncoder::new(&column.value_type, column.typmod, true),
             path,
             style,
         })

@@ -11,7 +11,7 @@ use arrow_array::{
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
 use inrush_core::ValueType;
-use inrush_encode::{EncodeContext, EncodeError};
+use inrush_encode::{ColumnEncoder, EncodeContext, EncodeError};
 
 /// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
 pub struct Prepared<'a> {
@@ -30,6 +30,34 @@ pub struct Prepared<'a> {
     values: Values<'a>,
     /// How [`Prepared::text`] writes a value.
     text: Text<'a>,
+    /// Whether any row may be null (false: [`Prepared::is_null`] answers without looking).
+    has_nulls: bool,
+    /// The whole per-value work of the common pairs, or [`Direct::General`].
+    direct: Direct<'a>,
+}
+
+/// A value's encoding for the common pairs, chosen once per batch for a column with no nulls
+/// and no dictionary: a value then costs one match on this, with no look at the path, the
+/// array's type, the integer width or the validity. Same bytes as the general path.
+enum Direct<'a> {
+    /// Integers into the integer type of their own width: no range to check.
+    Int2(&'a [i16]),
+    Int4(&'a [i32]),
+    Int8(&'a [i64]),
+    /// Decimal128 on the [`Path::Numeric`] path.
+    Numeric {
+        values: &'a [i128],
+        scale: u32,
+        dscale: u32,
+        limit: Option<u128>,
+    },
+    Date(&'a [i32]),
+    /// Strings with the column's text reader: the one without a NUL search when the batch's
+    /// string bytes hold no NUL (searched once, here, instead of once per value).
+    Utf8(&'a StringArray, &'a ColumnEncoder),
+    Utf8View(&'a StringViewArray, &'a ColumnEncoder),
+    /// [`Prepared::encode_general`].
+    General,
 }
 
 /// The text forms [`Prepared::text`] writes from the native values, with no look at the
@@ -128,23 +156,112 @@ impl Coercion {
                 .map(|a| Text::Date(a.values())),
             _ => None,
         };
+        let all_null = *array.data_type() == DataType::Null;
+        let counts = |n: Option<&NullBuffer>| n.is_some_and(|n| n.null_count() > 0);
+        let has_nulls = all_null || counts(array.nulls()) || counts(value_nulls);
+        let direct = match keys {
+            None if !has_nulls => self.direct(array),
+            _ => Direct::General,
+        };
         Prepared {
             coercion: self,
             array,
-            all_null: *array.data_type() == DataType::Null,
+            all_null,
             nulls: array.nulls(),
             keys,
             value_nulls,
             values: values.unwrap_or(Values::None),
             text: text.unwrap_or(Text::Rendered),
+            has_nulls,
+            direct,
         }
     }
+
+    /// The direct encoding of `array` (no nulls, no dictionary), if it is a common pair.
+    fn direct<'a>(&'a self, array: &'a dyn Array) -> Direct<'a> {
+        let direct = match (self.path, array.data_type()) {
+            (Path::Int { width: 2 }, DataType::Int16) => array
+                .as_primitive_opt::<Int16Type>()
+                .map(|a| Direct::Int2(a.values())),
+            (Path::Int { width: 4 }, DataType::Int32) => array
+                .as_primitive_opt::<Int32Type>()
+                .map(|a| Direct::Int4(a.values())),
+            (Path::Int { width: 8 }, DataType::Int64) => array
+                .as_primitive_opt::<Int64Type>()
+                .map(|a| Direct::Int8(a.values())),
+            (
+                Path::Numeric {
+                    scale,
+                    dscale,
+                    limit,
+                },
+                DataType::Decimal128(_, _),
+            ) => array
+                .as_primitive_opt::<Decimal128Type>()
+                .map(|a| Direct::Numeric {
+                    values: a.values(),
+                    scale,
+                    dscale,
+                    limit,
+                }),
+            (Path::Date, DataType::Date32) => array
+                .as_primitive_opt::<Date32Type>()
+                .map(|a| Direct::Date(a.values())),
+            (Path::Str, DataType::Utf8) => array
+                .as_string_opt::<i32>()
+                .map(|a| Direct::Utf8(a, self.text_encoder(utf8_nul_free(a)))),
+            (Path::Str, DataType::Utf8View) => array
+                .as_string_view_opt()
+                .map(|a| Direct::Utf8View(a, self.text_encoder(views_nul_free(a)))),
+            _ => None,
+        };
+        direct.unwrap_or(Direct::General)
+    }
+
+    fn text_encoder(&self, nul_free: bool) -> &ColumnEncoder {
+        if nul_free {
+            &self.nul_free_encoder
+        } else {
+            &self.encoder
+        }
+    }
+}
+
+/// Whether no value of `a` holds a NUL byte: one search of the bytes its rows span.
+fn utf8_nul_free(a: &StringArray) -> bool {
+    let offsets = a.value_offsets();
+    let (start, end) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
+    memchr::memchr(0, &a.value_data()[start..end]).is_none()
+}
+
+/// Whether no value of `a` holds a NUL byte. Values of more than 12 bytes live in the data
+/// buffers, searched whole (a NUL in bytes no row uses only costs the fast path); shorter ones
+/// inside their view, checked a word at a time.
+fn views_nul_free(a: &StringViewArray) -> bool {
+    const ONES: u128 = u128::from_le_bytes([0x01; 16]);
+    const HIGHS: u128 = u128::from_le_bytes([0x80; 16]);
+    let inline_nul_free = |view: u128| {
+        let len = view as u32;
+        if len > 12 {
+            return true;
+        }
+        // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
+        let bytes = (view >> 32) | (!0u128 << (8 * len));
+        (bytes.wrapping_sub(ONES) & !bytes & HIGHS) == 0
+    };
+    a.data_buffers()
+        .iter()
+        .all(|b| memchr::memchr(0, b).is_none())
+        && a.views().iter().all(|&v| inline_nul_free(v))
 }
 
 impl Prepared<'_> {
     /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
     #[inline]
     pub fn is_null(&self, row: usize) -> bool {
+        if !self.has_nulls {
+            return false;
+        }
         if self.all_null || self.nulls.is_some_and(|n| n.is_null(row)) {
             return true;
         }
@@ -169,6 +286,32 @@ impl Prepared<'_> {
     /// decide. On error `out` may hold a partial value (the caller truncates).
     #[inline]
     pub fn encode(
+        &self,
+        row: usize,
+        ctx: &EncodeContext,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        match &self.direct {
+            Direct::Int2(v) => out.extend_from_slice(&v[row].to_be_bytes()),
+            Direct::Int4(v) => out.extend_from_slice(&v[row].to_be_bytes()),
+            Direct::Int8(v) => out.extend_from_slice(&v[row].to_be_bytes()),
+            Direct::Date(days) => return encode_date(days[row].into(), out),
+            Direct::Numeric {
+                values,
+                scale,
+                dscale,
+                limit,
+            } => return self.encode_decimal(values[row], *scale, *dscale, *limit, row, ctx, out),
+            Direct::Utf8(a, encoder) => return encoder.encode(a.value(row), ctx, out),
+            Direct::Utf8View(a, encoder) => return encoder.encode(a.value(row), ctx, out),
+            Direct::General => return self.encode_general(row, ctx, out),
+        }
+        Ok(())
+    }
+
+    /// [`Prepared::encode`] of any pair, a dictionary, or a column with nulls (and the
+    /// reference the tests hold the direct encodings to).
+    pub(super) fn encode_general(
         &self,
         row: usize,
         ctx: &EncodeContext,
@@ -218,15 +361,10 @@ impl Prepared<'_> {
                 out.extend_from_slice(b.get(index));
                 Ok(())
             }
-            (Path::Date, Values::Integers(days)) => {
-                let days = i64::try_from(days.get(index)).map_err(|_| EncodeError::Deferred)?
-                    - time::UNIX_TO_PG_DAYS;
-                if !(time::PG_DAY_MIN..time::PG_DAY_END).contains(&days) {
-                    return Err(EncodeError::Deferred);
-                }
-                out.extend_from_slice(&(days as i32).to_be_bytes());
-                Ok(())
-            }
+            (Path::Date, Values::Integers(days)) => encode_date(
+                i64::try_from(days.get(index)).map_err(|_| EncodeError::Deferred)?,
+                out,
+            ),
             (Path::Timestamp { unit, local }, Values::Integers(v)) => {
                 if local && !ctx.session_time_zone_is_utc {
                     return Err(EncodeError::Deferred);
@@ -251,19 +389,31 @@ impl Prepared<'_> {
                     limit,
                 },
                 Values::Integers(v),
-            ) => {
-                let v = v.get(index);
-                if limit.is_some_and(|l| v.unsigned_abs() >= l)
-                    || !encode_numeric(v, scale, dscale, out)
-                {
-                    return c.encode_text(self.array, row, ctx, out);
-                }
-                Ok(())
-            }
+            ) => self.encode_decimal(v.get(index), scale, dscale, limit, row, ctx, out),
             (Path::Text, _) => c.encode_text(self.array, row, ctx, out),
             // The server path, or an array not of the type the path was chosen for.
             _ => Err(EncodeError::Deferred),
         }
+    }
+
+    /// Unscaled `v` of row `row` on the [`Path::Numeric`] path: directly when it fits the
+    /// column's precision and 128 bits, else through its text form.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn encode_decimal(
+        &self,
+        v: i128,
+        scale: u32,
+        dscale: u32,
+        limit: Option<u128>,
+        row: usize,
+        ctx: &EncodeContext,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EncodeError> {
+        if limit.is_some_and(|l| v.unsigned_abs() >= l) || !encode_numeric(v, scale, dscale, out) {
+            return self.coercion.encode_text(self.array, row, ctx, out);
+        }
+        Ok(())
     }
 
     /// The value's PostgreSQL text form (what [`Prepared::encode`] means), for Deferred
@@ -287,6 +437,24 @@ impl Prepared<'_> {
             Text::Date(days) => time::write_date(days[self.index(row)].into(), buf),
             Text::Rendered => self.coercion.write_text(self.array, row, buf),
         }
+    }
+}
+
+/// Days since 1970 into `date`; Deferred outside the range the client writes.
+#[inline]
+fn encode_date(days: i64, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+    let days = days - time::UNIX_TO_PG_DAYS;
+    if !(time::PG_DAY_MIN..time::PG_DAY_END).contains(&days) {
+        return Err(EncodeError::Deferred);
+    }
+    out.extend_from_slice(&(days as i32).to_be_bytes());
+    Ok(())
+}
+
+#[cfg(test)]
+impl Prepared<'_> {
+    pub(super) fn is_direct(&self) -> bool {
+        !matches!(self.direct, Direct::General)
     }
 }
 

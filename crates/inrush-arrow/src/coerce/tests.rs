@@ -1049,3 +1049,207 @@ fn native_text_forms_match_the_rendered_ones() {
         }
     }
 }
+
+/// Every non-null row of `array`: the encoding `prepare` chose (direct or not, as `direct`
+/// says) answers as the general path does, errors included, and as the text path where that
+/// decides.
+fn assert_direct(array: &dyn Array, target: &TargetColumn, direct: bool) {
+    let c = coercion(array, target);
+    let p = c.prepare(array);
+    let what = format!("{:?} into {}", array.data_type(), target.type_sql);
+    assert_eq!(p.is_direct(), direct, "{what}");
+    let ctx = EncodeContext::default();
+    for row in 0..array.len() {
+        if p.is_null(row) {
+            continue;
+        }
+        let (mut fast, mut general) = (Vec::new(), Vec::new());
+        let fast = p.encode(row, &ctx, &mut fast).map(|_| fast);
+        let general = p.encode_general(row, &ctx, &mut general).map(|_| general);
+        assert_eq!(fast, general, "row {row} of {what}");
+    }
+    assert_equivalent(array, target);
+}
+
+#[test]
+fn direct_integers_of_every_width() {
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(Int8Array::from(vec![i8::MIN, -1, 0, i8::MAX])),
+        Arc::new(Int16Array::from(vec![i16::MIN, -1, 0, 1, i16::MAX])),
+        Arc::new(Int32Array::from(vec![
+            i32::MIN,
+            -32769,
+            -1,
+            0,
+            32768,
+            i32::MAX,
+        ])),
+        Arc::new(Int64Array::from(vec![
+            i64::MIN,
+            -2147483649,
+            -1,
+            0,
+            2147483648,
+            i64::MAX,
+        ])),
+        Arc::new(UInt16Array::from(vec![0, u16::MAX])),
+        Arc::new(UInt32Array::from(vec![0, u32::MAX])),
+        Arc::new(UInt64Array::from(vec![0, u64::MAX])),
+    ];
+    let own_width = [
+        (DataType::Int16, 2),
+        (DataType::Int32, 4),
+        (DataType::Int64, 8),
+    ];
+    for a in &arrays {
+        for (t, width) in int_targets().iter().zip([2, 4, 8]) {
+            let direct = own_width.contains(&(a.data_type().clone(), width));
+            assert_direct(a.as_ref(), t, direct);
+            // A slice reads its own rows; a null anywhere takes the general path.
+            assert_direct(a.slice(1, a.len() - 1).as_ref(), t, direct);
+        }
+    }
+    let with_null = Int64Array::from(vec![Some(1), None, Some(i64::MAX)]);
+    assert_direct(&with_null, &int_targets()[2], false);
+    assert_direct(&with_null.slice(2, 1), &int_targets()[2], true);
+}
+
+#[test]
+fn direct_decimals_at_every_scale() {
+    let numeric = |p: i32, s: i32, sql: &str| scalar(ScalarType::Numeric, ((p << 16) | s) + 4, sql);
+    let plain = scalar(ScalarType::Numeric, -1, "numeric");
+    let mut rng = Rng(11);
+    for scale in [0i8, 1, 2, 3, 4, 5, 9, 18, 38] {
+        let mut values = vec![
+            0,
+            1,
+            -1,
+            5,
+            -5,
+            10_000,
+            99_999_999,
+            i64::MAX as i128,
+            i128::MAX,
+        ];
+        values.extend([i128::MIN + 1, 10i128.pow(37), -(10i128.pow(38) - 1)]);
+        values.extend((0..200).map(|i| rng.next() as i128 % 10i128.pow(i % 30)));
+        let a = Decimal128Array::from(values)
+            .with_precision_and_scale(38, scale)
+            .unwrap();
+        assert_direct(&a, &plain, true);
+        // The column's scale at least the Arrow scale: direct, beyond the precision by text.
+        let s = i32::from(scale);
+        assert_direct(&a, &numeric(38, s, "numeric(38,s)"), true);
+        assert_direct(&a, &numeric(s + 3, s, "numeric(s+3,s)"), true);
+        assert_direct(&a, &numeric(s + 15, s + 2, "numeric(s+15,s+2)"), true);
+        // A smaller scale rounds: the text path.
+        if scale > 0 {
+            assert_direct(&a, &numeric(38, s - 1, "numeric(38,s-1)"), false);
+        }
+    }
+    let lineitem = Decimal128Array::from(vec![0, 1, 100, 10_495_000, -99_999_999_999_999])
+        .with_precision_and_scale(15, 2)
+        .unwrap();
+    assert_direct(&lineitem, &numeric(15, 2, "numeric(15,2)"), true);
+    let other = Decimal64Array::from(vec![1, -1])
+        .with_precision_and_scale(10, 2)
+        .unwrap();
+    assert_direct(&other, &plain, false);
+}
+
+#[test]
+fn direct_dates_at_the_edges() {
+    let date = scalar(ScalarType::Date, -1, "date");
+    use crate::time::{PG_DAY_END, PG_DAY_MIN, UNIX_TO_PG_DAYS};
+    let first = (PG_DAY_MIN + UNIX_TO_PG_DAYS) as i32;
+    let end = (PG_DAY_END + UNIX_TO_PG_DAYS) as i32;
+    let a = Date32Array::from(vec![
+        i32::MIN,
+        first - 1,
+        first,
+        -1,
+        0,
+        1,
+        end - 1,
+        end,
+        i32::MAX,
+    ]);
+    assert_direct(&a, &date, true);
+    let p = coercion(&a, &date);
+    let p = p.prepare(&a);
+    let mut out = Vec::new();
+    for (row, deferred) in [
+        (0, true),
+        (1, true),
+        (2, false),
+        (6, false),
+        (7, true),
+        (8, true),
+    ] {
+        let got = p.encode(row, &EncodeContext::default(), &mut out);
+        assert_eq!(got == Err(EncodeError::Deferred), deferred, "row {row}");
+    }
+}
+
+#[test]
+fn direct_strings_search_for_nul_once_per_batch() {
+    let targets = [
+        scalar(ScalarType::Text, -1, "text"),
+        scalar(ScalarType::Varchar, 5 + 4, "character varying(5)"),
+        scalar(ScalarType::Bpchar, 3 + 4, "character(3)"),
+        scalar(ScalarType::Bpchar, 20 + 4, "character(20)"),
+    ];
+    let clean = vec![
+        "",
+        "a",
+        "abc  ",
+        "ééé",
+        "twelve bytes",
+        "thirteen byte",
+        "a longer string",
+    ];
+    let mut dirty = clean.clone();
+    dirty.extend(["a\0", "\0", "twelve byte\0", "a longer string\0"]);
+    for values in [&clean, &dirty] {
+        let utf8 = StringArray::from(values.clone());
+        let view = StringViewArray::from(values.clone());
+        let large = LargeStringArray::from(values.clone());
+        for t in &targets {
+            assert_direct(&utf8, t, true);
+            assert_direct(&view, t, true);
+            assert_direct(&large, t, false);
+            // Slices without the NUL values.
+            assert_direct(&utf8.slice(1, 5), t, true);
+            assert_direct(&view.slice(1, 5), t, true);
+        }
+    }
+    // Every length a view holds inline, with a NUL at every place and with none.
+    let t = &targets[0];
+    let ctx = EncodeContext::default();
+    for len in 0..=14 {
+        for nul in (0..len).map(Some).chain([None]) {
+            let mut s = "x".repeat(len);
+            if let Some(at) = nul {
+                s.replace_range(at..=at, "\0");
+            }
+            for array in [
+                Arc::new(StringViewArray::from(vec![s.as_str()])) as ArrayRef,
+                Arc::new(StringArray::from(vec![s.as_str()])),
+            ] {
+                let c = coercion(array.as_ref(), t);
+                let got = c.prepare(array.as_ref()).encode(0, &ctx, &mut Vec::new());
+                let want = if nul.is_some() {
+                    Err(EncodeError::Deferred)
+                } else {
+                    Ok(())
+                };
+                assert_eq!(got, want, "{s:?} as {:?}", array.data_type());
+            }
+        }
+    }
+    // Dictionaries and nulls take the general path.
+    let dict: DictionaryArray<Int32Type> = vec!["x", "a\0", "x"].into_iter().collect();
+    assert_direct(&dict, t, false);
+    let with_null = StringViewArray::from(vec![Some("a"), None, Some("b\0")]);
+    assert_direct(&with_null, t, false);
+}
