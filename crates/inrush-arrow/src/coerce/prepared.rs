@@ -234,25 +234,40 @@ fn utf8_nul_free(a: &StringArray) -> bool {
     memchr::memchr(0, &a.value_data()[start..end]).is_none()
 }
 
-/// Whether no value of `a` holds a NUL byte. Values of more than 12 bytes live in the data
-/// buffers, searched whole (a NUL in bytes no row uses only costs the fast path); shorter ones
-/// inside their view, checked a word at a time.
+/// Whether no value of `a` holds a NUL byte, looking at each value's own bytes (a data
+/// buffer may hold others: the parquet reader's views point into the page, between its
+/// length prefixes). A word at a time, with no call per value.
 fn views_nul_free(a: &StringViewArray) -> bool {
+    let buffers = a.data_buffers();
+    a.views().iter().all(|&view| {
+        let len = view as u32 as usize;
+        if len <= 12 {
+            // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
+            return !has_zero_byte((view >> 32) | (!0u128 << (8 * len)));
+        }
+        // A long value's view: length, prefix, buffer index, offset (u32 each).
+        let (buffer, offset) = ((view >> 64) as u32 as usize, (view >> 96) as u32 as usize);
+        let Some(bytes) = buffers
+            .get(buffer)
+            .and_then(|b| b.get(offset..offset + len))
+        else {
+            return false;
+        };
+        let mut words = bytes.chunks_exact(16);
+        words
+            .by_ref()
+            .all(|w| !has_zero_byte(u128::from_le_bytes(w.try_into().unwrap_or_default())))
+            && !words.remainder().contains(&0)
+    })
+}
+
+/// Whether some byte of `x` is zero (the classic bit trick: exact for "some", which is all
+/// that is asked).
+#[inline]
+fn has_zero_byte(x: u128) -> bool {
     const ONES: u128 = u128::from_le_bytes([0x01; 16]);
     const HIGHS: u128 = u128::from_le_bytes([0x80; 16]);
-    let inline_nul_free = |view: u128| {
-        let len = view as u32;
-        if len > 12 {
-            return true;
-        }
-        // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
-        let bytes = (view >> 32) | (!0u128 << (8 * len));
-        (bytes.wrapping_sub(ONES) & !bytes & HIGHS) == 0
-    };
-    a.data_buffers()
-        .iter()
-        .all(|b| memchr::memchr(0, b).is_none())
-        && a.views().iter().all(|&v| inline_nul_free(v))
+    x.wrapping_sub(ONES) & !x & HIGHS != 0
 }
 
 impl Prepared<'_> {

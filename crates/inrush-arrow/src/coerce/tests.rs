@@ -1223,10 +1223,10 @@ fn direct_strings_search_for_nul_once_per_batch() {
             assert_direct(&view.slice(1, 5), t, true);
         }
     }
-    // Every length a view holds inline, with a NUL at every place and with none.
+    // Every length a view holds inline and some it does not, a NUL at every place or none.
     let t = &targets[0];
     let ctx = EncodeContext::default();
-    for len in 0..=14 {
+    for len in 0..=40 {
         for nul in (0..len).map(Some).chain([None]) {
             let mut s = "x".repeat(len);
             if let Some(at) = nul {
@@ -1247,6 +1247,20 @@ fn direct_strings_search_for_nul_once_per_batch() {
             }
         }
     }
+    // The parquet reader's views point into the page, whose length prefixes hold NULs: only
+    // the values' own bytes count.
+    let page = b"\x0f\0\0\0thirteen bytes!\x12\0\0\0another long value";
+    let view = |len: u128, offset: u128| {
+        let prefix = u32::from_le_bytes(page[offset as usize..][..4].try_into().unwrap());
+        len | (u128::from(prefix) << 32) | (offset << 96)
+    };
+    let views = vec![view(15, 4), view(18, 23)];
+    let buffers = vec![arrow_buffer::Buffer::from(page.to_vec())];
+    let paged = StringViewArray::try_new(views.into(), buffers, None).unwrap();
+    assert_eq!(paged.value(1), "another long value");
+    assert_direct(&paged, t, true);
+    let c = coercion(&paged, t);
+    assert_eq!(c.prepare(&paged).encode(0, &ctx, &mut Vec::new()), Ok(()));
     // Dictionaries and nulls take the general path.
     let dict: DictionaryArray<Int32Type> = vec!["x", "a\0", "x"].into_iter().collect();
     assert_direct(&dict, t, false);
