@@ -10,7 +10,7 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
-use inrush_core::ValueType;
+use inrush_core::{ScalarType, ValueType};
 use inrush_encode::{ColumnEncoder, EncodeContext, EncodeError};
 
 /// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
@@ -55,7 +55,14 @@ enum Direct<'a> {
     /// Strings with the column's text reader: the one without a NUL search when the batch's
     /// string bytes hold no NUL (searched once, here, instead of once per value).
     Utf8(&'a StringArray, &'a ColumnEncoder),
-    Utf8View(&'a StringViewArray, &'a ColumnEncoder),
+    /// As `Utf8`, but only the values of more than 12 bytes are searched here; with
+    /// `check_short` (and the reader without the search), a shorter value is checked inside
+    /// its view as it is read, which costs less than a pass of its own.
+    Utf8View {
+        array: &'a StringViewArray,
+        encoder: &'a ColumnEncoder,
+        check_short: bool,
+    },
     /// [`Prepared::encode_general`].
     General,
 }
@@ -209,17 +216,30 @@ impl Coercion {
                 .map(|a| Direct::Date(a.values())),
             (Path::Str, DataType::Utf8) => array
                 .as_string_opt::<i32>()
-                .map(|a| Direct::Utf8(a, self.text_encoder(utf8_nul_free(a)))),
-            (Path::Str, DataType::Utf8View) => array
-                .as_string_view_opt()
-                .map(|a| Direct::Utf8View(a, self.text_encoder(views_nul_free(a)))),
+                .map(|a| Direct::Utf8(a, self.text_encoder(|| utf8_nul_free(a)))),
+            (Path::Str, DataType::Utf8View) => array.as_string_view_opt().map(|array| {
+                let encoder = self.text_encoder(|| long_views_nul_free(array));
+                Direct::Utf8View {
+                    array,
+                    encoder,
+                    check_short: std::ptr::eq(encoder, &self.nul_free_encoder),
+                }
+            }),
             _ => None,
         };
         direct.unwrap_or(Direct::General)
     }
 
-    fn text_encoder(&self, nul_free: bool) -> &ColumnEncoder {
-        if nul_free {
+    /// The reader for a batch's strings: without the NUL search when the target is a text
+    /// type (the others read a NUL as they read any other byte) and `nul_free` says so.
+    fn text_encoder(&self, nul_free: impl FnOnce() -> bool) -> &ColumnEncoder {
+        let text = matches!(
+            self.value_type,
+            ValueType::Scalar {
+                scalar: ScalarType::Text | ScalarType::Varchar | ScalarType::Bpchar
+            }
+        );
+        if text && nul_free() {
             &self.nul_free_encoder
         } else {
             &self.encoder
@@ -234,33 +254,6 @@ fn utf8_nul_free(a: &StringArray) -> bool {
     memchr::memchr(0, &a.value_data()[start..end]).is_none()
 }
 
-/// Whether no value of `a` holds a NUL byte, looking at each value's own bytes (a data
-/// buffer may hold others: the parquet reader's views point into the page, between its
-/// length prefixes). A word at a time, with no call per value.
-fn views_nul_free(a: &StringViewArray) -> bool {
-    let buffers = a.data_buffers();
-    a.views().iter().all(|&view| {
-        let len = view as u32 as usize;
-        if len <= 12 {
-            // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
-            return !has_zero_byte((view >> 32) | (!0u128 << (8 * len)));
-        }
-        // A long value's view: length, prefix, buffer index, offset (u32 each).
-        let (buffer, offset) = ((view >> 64) as u32 as usize, (view >> 96) as u32 as usize);
-        let Some(bytes) = buffers
-            .get(buffer)
-            .and_then(|b| b.get(offset..offset + len))
-        else {
-            return false;
-        };
-        let mut words = bytes.chunks_exact(16);
-        words
-            .by_ref()
-            .all(|w| !has_zero_byte(u128::from_le_bytes(w.try_into().unwrap_or_default())))
-            && !words.remainder().contains(&0)
-    })
-}
-
 /// Whether some byte of `x` is zero (the classic bit trick: exact for "some", which is all
 /// that is asked).
 #[inline]
@@ -270,13 +263,61 @@ fn has_zero_byte(x: u128) -> bool {
     x.wrapping_sub(ONES) & !x & HIGHS != 0
 }
 
+/// Whether a value of at most 12 bytes, inside its view, holds a NUL byte.
+#[inline]
+fn short_view_has_nul(view: u128) -> bool {
+    let len = view as u32;
+    // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
+    has_zero_byte((view >> 32) | (!0u128 << (8 * len)))
+}
+
+/// Whether no value of `a` of more than 12 bytes holds a NUL byte, looking at each value's
+/// own bytes (a data buffer may hold others: the parquet reader's views point into the
+/// page, between its length prefixes).
+fn long_views_nul_free(a: &StringViewArray) -> bool {
+    let buffers = a.data_buffers();
+    a.views()
+        .iter()
+        .filter(|&&view| view as u32 > 12)
+        .all(|&view| long_view_nul_free(view, buffers))
+}
+
+/// Whether a value of more than 12 bytes holds no NUL byte.
+#[inline]
+fn long_view_nul_free(view: u128, buffers: &[arrow_buffer::Buffer]) -> bool {
+    // Its view: length, prefix, buffer index, offset (u32 each).
+    let len = view as u32 as usize;
+    let (buffer, offset) = ((view >> 64) as u32 as usize, (view >> 96) as u32 as usize);
+    let Some(bytes) = buffers
+        .get(buffer)
+        .and_then(|b| b.get(offset..offset + len))
+    else {
+        return false;
+    };
+    // Eight bytes at a time, in the low half of a word whose high half is 0xff.
+    let word = |at: usize| {
+        let w = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        u128::from(w) | (!0u128 << 64)
+    };
+    // Whole words, the last one overlapping its predecessor: no loop over single bytes.
+    let mut nul = has_zero_byte(word(len - 8));
+    let mut at = 0;
+    while at + 8 < len {
+        nul |= has_zero_byte(word(at));
+        at += 8;
+    }
+    !nul
+}
 impl Prepared<'_> {
     /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
     #[inline]
     pub fn is_null(&self, row: usize) -> bool {
-        if !self.has_nulls {
-            return false;
-        }
+        self.has_nulls && self.is_null_here(row)
+    }
+
+    /// [`Prepared::is_null`] of a column that has nulls: kept out of line, so the check of
+    /// a column without stays small enough to inline into the row loop.
+    fn is_null_here(&self, row: usize) -> bool {
         if self.all_null || self.nulls.is_some_and(|n| n.is_null(row)) {
             return true;
         }
@@ -318,7 +359,17 @@ impl Prepared<'_> {
                 limit,
             } => return self.encode_decimal(values[row], *scale, *dscale, *limit, row, ctx, out),
             Direct::Utf8(a, encoder) => return encoder.encode(a.value(row), ctx, out),
-            Direct::Utf8View(a, encoder) => return encoder.encode(a.value(row), ctx, out),
+            Direct::Utf8View {
+                array,
+                encoder,
+                check_short,
+            } => {
+                let view = array.views()[row];
+                if *check_short && view as u32 <= 12 && short_view_has_nul(view) {
+                    return Err(EncodeError::Deferred);
+                }
+                return encoder.encode(array.value(row), ctx, out);
+            }
             Direct::General => return self.encode_general(row, ctx, out),
         }
         Ok(())

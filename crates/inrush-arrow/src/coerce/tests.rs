@@ -794,6 +794,25 @@ fn bench_direct_paths_against_the_text_path() {
             )),
             scalar(ScalarType::Float8, -1, "double precision"),
         ),
+        (
+            "utf8view (lineitem) -> char(25)",
+            Arc::new(StringViewArray::from_iter_values((0..n).map(|_| {
+                [
+                    "DELIVER IN PERSON",
+                    "COLLECT COD",
+                    "NONE",
+                    "TAKE BACK RETURN",
+                ][rng.next() as usize % 4]
+            }))),
+            scalar(ScalarType::Bpchar, 25 + 4, "character(25)"),
+        ),
+        (
+            "utf8view (comments) -> varchar(44)",
+            Arc::new(StringViewArray::from_iter_values((0..n).map(|_| {
+                &"furiously regular deposits sleep carefully"[..10 + rng.next() as usize % 33]
+            }))),
+            scalar(ScalarType::Varchar, 44 + 4, "character varying(44)"),
+        ),
     ];
     let ctx = EncodeContext::default();
     for (name, a, t) in cases {
