@@ -367,7 +367,10 @@ fn encode_numeric(v: i128, scale: u32, dscale: u32, out: &mut Vec<u8>) -> bool {
     for (i, g) in groups[low..n].iter().rev().enumerate() {
         buf[8 + 2 * i..10 + 2 * i].copy_from_slice(&g.to_be_bytes());
     }
-    out.extend_from_slice(&buf[..8 + 2 * ndigits]);
+    // The whole buffer then a truncate: a fixed-size copy is inlined, one of `ndigits` a
+    // memcpy call (4% of a Parquet lineitem load's CPU, four numeric columns a row).
+    out.extend_from_slice(&buf);
+    out.truncate(out.len() - 2 * (10 - ndigits));
     true
 }
 
