@@ -55,13 +55,15 @@ enum Direct<'a> {
     /// Strings with the column's text reader: the one without a NUL search when the batch's
     /// string bytes hold no NUL (searched once, here, instead of once per value).
     Utf8(&'a StringArray, &'a ColumnEncoder),
-    /// As `Utf8`, but only the values of more than 12 bytes are searched here; with
-    /// `check_short` (and the reader without the search), a shorter value is checked inside
-    /// its view as it is read, which costs less than a pass of its own.
+    /// Views: with `check` (a text target, given the reader without the search), each
+    /// value is checked for NUL as it is read, a word at a time and inline: a value of up to
+    /// 12 bytes inside its view, which is loaded anyway; a pass over a batch's views of its
+    /// own costs more (the parquet reader's views point into the page, between length
+    /// prefixes that hold NULs, so its buffers cannot be searched whole).
     Utf8View {
         array: &'a StringViewArray,
         encoder: &'a ColumnEncoder,
-        check_short: bool,
+        check: bool,
     },
     /// [`Prepared::encode_general`].
     General,
@@ -214,15 +216,15 @@ impl Coercion {
             (Path::Date, DataType::Date32) => array
                 .as_primitive_opt::<Date32Type>()
                 .map(|a| Direct::Date(a.values())),
-            (Path::Str, DataType::Utf8) => array
-                .as_string_opt::<i32>()
-                .map(|a| Direct::Utf8(a, self.text_encoder(|| utf8_nul_free(a)))),
+            (Path::Str, DataType::Utf8) => array.as_string_opt::<i32>().map(|a| {
+                Direct::Utf8(a, self.text_encoder(self.text_target() && utf8_nul_free(a)))
+            }),
             (Path::Str, DataType::Utf8View) => array.as_string_view_opt().map(|array| {
-                let encoder = self.text_encoder(|| long_views_nul_free(array));
+                let check = self.text_target();
                 Direct::Utf8View {
                     array,
-                    encoder,
-                    check_short: std::ptr::eq(encoder, &self.nul_free_encoder),
+                    encoder: self.text_encoder(check),
+                    check,
                 }
             }),
             _ => None,
@@ -230,16 +232,20 @@ impl Coercion {
         direct.unwrap_or(Direct::General)
     }
 
-    /// The reader for a batch's strings: without the NUL search when the target is a text
-    /// type (the others read a NUL as they read any other byte) and `nul_free` says so.
-    fn text_encoder(&self, nul_free: impl FnOnce() -> bool) -> &ColumnEncoder {
-        let text = matches!(
+    /// Whether the target is a text type: the one place a NUL changes the answer (it is
+    /// deferred; the other types' readers take it as any other byte).
+    fn text_target(&self) -> bool {
+        matches!(
             self.value_type,
             ValueType::Scalar {
                 scalar: ScalarType::Text | ScalarType::Varchar | ScalarType::Bpchar
             }
-        );
-        if text && nul_free() {
+        )
+    }
+
+    /// The reader for strings known to hold no NUL, or not.
+    fn text_encoder(&self, nul_free: bool) -> &ColumnEncoder {
+        if nul_free {
             &self.nul_free_encoder
         } else {
             &self.encoder
@@ -263,51 +269,29 @@ fn has_zero_byte(x: u128) -> bool {
     x.wrapping_sub(ONES) & !x & HIGHS != 0
 }
 
-/// Whether a value of at most 12 bytes, inside its view, holds a NUL byte.
+/// Whether the value of `view` (`value`: its bytes) holds a NUL byte, a word at a time.
 #[inline]
-fn short_view_has_nul(view: u128) -> bool {
-    let len = view as u32;
-    // The value's bytes, and 0xff beyond them (in place of the view's zero padding).
-    has_zero_byte((view >> 32) | (!0u128 << (8 * len)))
-}
-
-/// Whether no value of `a` of more than 12 bytes holds a NUL byte, looking at each value's
-/// own bytes (a data buffer may hold others: the parquet reader's views point into the
-/// page, between its length prefixes).
-fn long_views_nul_free(a: &StringViewArray) -> bool {
-    let buffers = a.data_buffers();
-    a.views()
-        .iter()
-        .filter(|&&view| view as u32 > 12)
-        .all(|&view| long_view_nul_free(view, buffers))
-}
-
-/// Whether a value of more than 12 bytes holds no NUL byte.
-#[inline]
-fn long_view_nul_free(view: u128, buffers: &[arrow_buffer::Buffer]) -> bool {
-    // Its view: length, prefix, buffer index, offset (u32 each).
-    let len = view as u32 as usize;
-    let (buffer, offset) = ((view >> 64) as u32 as usize, (view >> 96) as u32 as usize);
-    let Some(bytes) = buffers
-        .get(buffer)
-        .and_then(|b| b.get(offset..offset + len))
-    else {
-        return false;
-    };
-    // Eight bytes at a time, in the low half of a word whose high half is 0xff.
+fn view_has_nul(view: u128, value: &[u8]) -> bool {
+    let len = value.len();
+    if len <= 12 {
+        // Inside the view: the bytes, and 0xff beyond them (in place of the zero padding).
+        return has_zero_byte((view >> 32) | (!0u128 << (8 * len)));
+    }
+    // Eight bytes at a time, in the low half of a word whose high half is 0xff; the last
+    // word overlaps its predecessor, so no loop over single bytes.
     let word = |at: usize| {
-        let w = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default());
+        let w = u64::from_le_bytes(value[at..at + 8].try_into().unwrap_or_default());
         u128::from(w) | (!0u128 << 64)
     };
-    // Whole words, the last one overlapping its predecessor: no loop over single bytes.
     let mut nul = has_zero_byte(word(len - 8));
     let mut at = 0;
     while at + 8 < len {
         nul |= has_zero_byte(word(at));
         at += 8;
     }
-    !nul
+    nul
 }
+
 impl Prepared<'_> {
     /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
     #[inline]
@@ -362,13 +346,13 @@ impl Prepared<'_> {
             Direct::Utf8View {
                 array,
                 encoder,
-                check_short,
+                check,
             } => {
-                let view = array.views()[row];
-                if *check_short && view as u32 <= 12 && short_view_has_nul(view) {
+                let value = array.value(row);
+                if *check && view_has_nul(array.views()[row], value.as_bytes()) {
                     return Err(EncodeError::Deferred);
                 }
-                return encoder.encode(array.value(row), ctx, out);
+                return encoder.encode(value, ctx, out);
             }
             Direct::General => return self.encode_general(row, ctx, out),
         }

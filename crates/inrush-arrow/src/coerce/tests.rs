@@ -1211,7 +1211,7 @@ fn direct_dates_at_the_edges() {
 }
 
 #[test]
-fn direct_strings_search_for_nul_once_per_batch() {
+fn direct_strings_with_and_without_nul() {
     let targets = [
         scalar(ScalarType::Text, -1, "text"),
         scalar(ScalarType::Varchar, 5 + 4, "character varying(5)"),
