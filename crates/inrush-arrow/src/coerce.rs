@@ -2,6 +2,9 @@
 //!
 //! [`Coercion::new`] checks the pair once and picks a path; [`Coercion::prepare`] binds it to a
 //! batch's column array, and [`Prepared::encode`] then writes each value's binary COPY form.
+//! For a column with no nulls and no dictionary, `prepare` also picks the whole per-value body
+//! of the common pairs (integers of their own width, Decimal128, Date32, strings), so that a
+//! lineitem value costs one match rather than a look at the path, the array and the validity.
 //! The reference is always the value's text form ([`Prepared::text`]) read by
 //! [`encode_value`]; the direct paths give the same bytes (the equivalence tests compare them
 //! on generated values) and defer where `encode_value` would.
