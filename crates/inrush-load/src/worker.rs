@@ -630,11 +630,15 @@ impl WorkerPlan {
                 .zip(&plan.coercions)
                 .map(|(array, coercion)| coercion.prepare(array.as_ref()))
                 .collect();
+            let plain = columns.iter().take(64).enumerate();
+            let plain = plain.filter(|(_, column)| column.text_is_plain());
+            let plain = PlainFields(plain.fold(0, |mask, (i, _)| mask | 1 << i));
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
                 match self.encode_arrow_row(
                     &columns,
+                    plain,
                     row,
                     &mut batch_rows.out,
                     resolver,
@@ -675,10 +679,12 @@ impl WorkerPlan {
         Ok(send(batch_rows.take(row_number), true))
     }
 
-    /// One row of a columnar batch into a COPY tuple (binary, or a text line).
+    /// One row of a columnar batch into a COPY tuple (binary, or a text line). `plain`: the
+    /// columns whose text forms never hold a byte to escape.
     fn encode_arrow_row(
         &self,
         columns: &[Prepared],
+        plain: PlainFields,
         row: usize,
         out: &mut TupleWriter,
         resolver: &mut Option<Box<dyn Resolve>>,
@@ -710,9 +716,7 @@ impl WorkerPlan {
             }
             let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
             return match &self.rows {
-                Rows::Target(encoder) => {
-                    encode_target_row(encoder.as_ref(), fields, PlainFields::default(), out)
-                }
+                Rows::Target(encoder) => encode_target_row(encoder.as_ref(), fields, plain, out),
                 Rows::Copy { .. } => self.encode_text_row(fields, out, None),
             };
         }

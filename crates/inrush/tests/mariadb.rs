@@ -77,7 +77,9 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
 fn fields_are_escaped_only_where_their_block_needs_it() {
     let db = MariaDb::fresh("plain");
     let ddl = "(id INT PRIMARY KEY, a VARCHAR(40) NOT NULL, b TEXT NOT NULL)";
-    db.exec(&format!("CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"));
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
     let mut csv = String::from("id,a,b\n");
     for i in 0..3000 {
         let b = match i % 7 {
@@ -102,6 +104,52 @@ fn fields_are_escaped_only_where_their_block_needs_it() {
     let ours = db.rows("SELECT * FROM ours ORDER BY id");
     assert_eq!(ours.len(), 3000);
     assert_eq!(ours, db.rows("SELECT * FROM theirs ORDER BY id"));
+}
+
+/// Parquet into MariaDB: integers, decimals and dates written from their native values (and
+/// copied without escaping), strings escaped, against the server's own LOAD DATA of the same
+/// rows written as CSV.
+#[test]
+fn parquet_rows_load_as_the_server_reads_the_same_csv() {
+    let db = MariaDb::fresh("parquet");
+    let dir = shared_dir();
+    let (csv, parquet) = (dir.path().join("li.csv"), dir.path().join("li.parquet"));
+    for (path, format) in [(&csv, "csv"), (&parquet, "parquet")] {
+        let path = path.to_str().unwrap();
+        let args = [
+            "gen", "lineitem", "--rows", "20000", "--header", "--format", format,
+        ];
+        let (code, out) = inrush(&[&args[..], &["--output", path]].concat());
+        assert_eq!(code, 0, "{out}");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let ddl = "(l_orderkey INT, l_partkey INT, l_suppkey INT, l_linenumber INT, \
+        l_quantity DECIMAL(15,2), l_extendedprice DECIMAL(15,2), l_discount DECIMAL(15,2), \
+        l_tax DECIMAL(15,2), l_returnflag CHAR(1), l_linestatus CHAR(1), l_shipdate DATE, \
+        l_commitdate DATE, l_receiptdate DATE, l_shipinstruct CHAR(25), l_shipmode CHAR(10), \
+        l_comment VARCHAR(44), PRIMARY KEY (l_orderkey, l_linenumber))";
+    db.exec(&format!(
+        "CREATE TABLE ours {ddl}; CREATE TABLE theirs {ddl}"
+    ));
+    server_load(&db, &csv, "theirs").expect("the server loads every row");
+    let parquet = parquet.to_str().unwrap();
+    let (code, out) = inrush(&[
+        "load",
+        parquet,
+        "--to",
+        &db.url,
+        "--table",
+        "ours",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let ours = db.rows("SELECT * FROM ours ORDER BY l_orderkey, l_linenumber");
+    assert_eq!(ours.len(), 20000);
+    assert_eq!(
+        ours,
+        db.rows("SELECT * FROM theirs ORDER BY l_orderkey, l_linenumber")
+    );
 }
 
 #[test]

@@ -466,6 +466,13 @@ impl Prepared<'_> {
         Ok(())
     }
 
+    /// Whether [`Prepared::text`] writes only digits, signs, points, dashes and letters here
+    /// (integers, decimals, dates): nothing a text line would escape.
+    pub fn text_is_plain(&self) -> bool {
+        !matches!(self.values, Values::Strings(_))
+            && matches!(self.text, Text::Int(_) | Text::Decimal(..) | Text::Date(_))
+    }
+
     /// The value's PostgreSQL text form (what [`Prepared::encode`] means), for Deferred
     /// resolution, the text COPY fallback and reject files. Appends to `buf`; appends nothing
     /// for a null row (the caller writes its own NULL marker).
@@ -479,14 +486,27 @@ impl Prepared<'_> {
             return;
         }
         match &self.text {
-            Text::Int(v) => buf.push_str(itoa::Buffer::new().format(v.get(self.index(row)))),
+            Text::Int(v) => {
+                buf.push_str(format_int(&mut itoa::Buffer::new(), v.get(self.index(row))))
+            }
             Text::Decimal(v, scale) => {
                 let mut digits = itoa::Buffer::new();
-                render::write_decimal(digits.format(v.get(self.index(row))), *scale, buf)
+                let digits = format_int(&mut digits, v.get(self.index(row)));
+                render::write_decimal(digits, *scale, buf)
             }
             Text::Date(days) => time::write_date(days[self.index(row)].into(), buf),
             Text::Rendered => self.coercion.write_text(self.array, row, buf),
         }
+    }
+}
+
+/// An integer's digits; through i64 when it fits (formatting a u128 divides by 10^19 in
+/// software: it was most of a decimal column's rendering).
+#[inline]
+fn format_int(buf: &mut itoa::Buffer, v: i128) -> &str {
+    match i64::try_from(v) {
+        Ok(v) => buf.format(v),
+        Err(_) => buf.format(v),
     }
 }
 

@@ -599,11 +599,19 @@ pub(crate) mod tests {
         let data = b"12345678,NULL,abcdefghijklmnopq,\nNULLx,,NULL\nplain,then \"q,uo\"te,after the quoted one,NULL\nlast,one";
         let block = parse_block(&parser, data).unwrap();
         assert_eq!(block, parse_all(&opts, Eol::Lf, data).unwrap());
-        assert_eq!(block[0], vec![s("12345678"), None, s("abcdefghijklmnopq"), s("")]);
+        assert_eq!(
+            block[0],
+            vec![s("12345678"), None, s("abcdefghijklmnopq"), s("")]
+        );
         assert_eq!(block[1], vec![s("NULLx"), s(""), None]);
         assert_eq!(
             block[2],
-            vec![s("plain"), s("then q,uote"), s("after the quoted one"), None]
+            vec![
+                s("plain"),
+                s("then q,uote"),
+                s("after the quoted one"),
+                None
+            ]
         );
     }
 
