@@ -72,6 +72,8 @@ enum Direct<'a> {
 /// The text forms [`Prepared::text`] writes from the native values, with no look at the
 /// array's `DataType` per value (what `render::value_text` writes for them, non-JSON style).
 enum Text<'a> {
+    /// A string's text is itself, whatever the target (scalar, array literal, JSON).
+    Str(Strings<'a>),
     Int(Integers<'a>),
     /// Unscaled decimals and their scale.
     Decimal(Integers<'a>, i8),
@@ -155,6 +157,9 @@ impl Coercion {
             && !matches!(self.value_type, ValueType::Array { .. })
             && self.path != Path::BinaryText;
         let text = match value_array.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                Strings::of(value_array).map(Text::Str)
+            }
             _ if !plain => None,
             dt if dt.is_integer() => Integers::of(value_array).map(Text::Int),
             DataType::Decimal32(_, s) | DataType::Decimal64(_, s) | DataType::Decimal128(_, s) => {
@@ -469,8 +474,7 @@ impl Prepared<'_> {
     /// Whether [`Prepared::text`] writes only digits, signs, points, dashes and letters here
     /// (integers, decimals, dates): nothing a text line would escape.
     pub fn text_is_plain(&self) -> bool {
-        !matches!(self.values, Values::Strings(_))
-            && matches!(self.text, Text::Int(_) | Text::Decimal(..) | Text::Date(_))
+        matches!(self.text, Text::Int(_) | Text::Decimal(..) | Text::Date(_))
     }
 
     /// The value's PostgreSQL text form (what [`Prepared::encode`] means), for Deferred
@@ -480,12 +484,8 @@ impl Prepared<'_> {
         if self.is_null(row) {
             return;
         }
-        // A string's text is itself, whether the target is a scalar or an array literal.
-        if let Values::Strings(s) = &self.values {
-            buf.push_str(s.get(self.index(row)));
-            return;
-        }
         match &self.text {
+            Text::Str(s) => buf.push_str(s.get(self.index(row))),
             Text::Int(v) => {
                 buf.push_str(format_int(&mut itoa::Buffer::new(), v.get(self.index(row))))
             }

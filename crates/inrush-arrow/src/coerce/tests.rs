@@ -1019,8 +1019,8 @@ fn sliced_arrays_read_their_own_rows_and_nulls() {
 
 #[test]
 fn native_text_forms_match_the_rendered_ones() {
-    // `Prepared::text` writes integers, decimals and dates from their native values; the
-    // reference is `render::value_text`, which looks at the array's type for every value.
+    // `Prepared::text` writes strings, integers, decimals and dates from their native values;
+    // the reference is `render::value_text`, which looks at the array's type for every value.
     let plain = Style {
         json: false,
         uuid: false,
@@ -1053,6 +1053,19 @@ fn native_text_forms_match_the_rendered_ones() {
             -719_162, -719_163, 0, 19_723, 2_932_897,
         ])),
         Arc::new(dict),
+        Arc::new(StringArray::from(vec!["", "a\tb", "é"])),
+        Arc::new(LargeStringArray::from(vec![
+            "x",
+            "a longer value than twelve",
+        ])),
+        Arc::new(StringViewArray::from(vec![
+            "short",
+            "a longer value than twelve",
+        ])),
+        Arc::new(DictionaryArray::<Int8Type>::new(
+            Int8Array::from(vec![1, 0]),
+            Arc::new(StringArray::from(vec!["k", "v"])),
+        )),
     ];
     for array in &arrays {
         let c = coercion(array.as_ref(), &t);
