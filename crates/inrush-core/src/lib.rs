@@ -1,12 +1,13 @@
 //! Vocabulary shared by every inrush crate, with no I/O of its own.
 //!
-//! Owns: the description of a target column and its value type ([`schema`]), where a value came
+//! Owns: day counts as calendar dates ([`calendar`]), the description of a target column and its value type ([`schema`]), where a value came
 //! from ([`location`]), how a running load tells the outside world about itself
 //! ([`progress`]), and what a load asks of a server it reads a query from ([`query`]).
 //!
 //! Does not own: reading input (`inrush-read`), turning values into wire bytes (`inrush-encode`),
 //! talking to a server (`inrush-postgres`) or the shape of the pipeline (`inrush-load`).
 
+pub mod calendar;
 pub mod catalog;
 pub mod ident;
 pub mod ledger;

@@ -1,6 +1,7 @@
 //! Seeded synthetic data: the same seed gives the same bytes on every machine, so the demo, the
 //! benchmarks and the lab measure the same input.
 
+use inrush_core::calendar::civil_from_days;
 use std::io::{self, Write};
 
 /// The SqlBulkCopy field report's table (../shared/seeds/002): three ints and three
@@ -367,20 +368,6 @@ pub fn write_value(out: &mut String, kind: Kind, value: &Value) {
             write!(out, "{y:04}-{m:02}-{d:02} {h:02}:{min:02}:{s:02}.{us:06}")
         }
     };
-}
-
-/// Howard Hinnant's days-to-civil: (year, month, day) of days since 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// Writes `rows` rows of the SqlBulkCopy table as CSV (no header); returns the bytes written.

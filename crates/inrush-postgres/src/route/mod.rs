@@ -246,16 +246,7 @@ fn print_date(days: i32) -> Option<String> {
         i32::MIN => return Some("-infinity".into()),
         _ => {}
     }
-    // Howard Hinnant's civil_from_days, from 1970-01-01.
-    let z = days as i64 + 10_957 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = inrush_core::calendar::civil_from_days(i64::from(days) + 10_957);
     (year >= 1).then(|| format!("{year:04}-{month:02}-{day:02}"))
 }
 
