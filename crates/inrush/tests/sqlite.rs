@@ -455,6 +455,40 @@ fn indexes_are_built_again_in_the_transaction_and_a_broken_one_undoes_the_load()
     assert!(contents(&db).is_empty());
 }
 
+/// A row of 40 columns keeps every value, and a refused one is named by its own column.
+#[test]
+fn wide_rows_keep_every_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let names: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
+    let ddl: Vec<String> = names.iter().map(|n| format!("{n} INTEGER")).collect();
+    exec(&db, &format!("CREATE TABLE t ({}) STRICT", ddl.join(", ")));
+    let row = |k: usize| {
+        (0..40)
+            .map(|i| (k * 100 + i).to_string())
+            .collect::<Vec<_>>()
+    };
+    let mut bad = row(3);
+    bad[37] = "x".into();
+    let csv = format!(
+        "{}\n{}\n{}\n{}\n",
+        names.join(","),
+        row(1).join(","),
+        row(2).join(","),
+        bad.join(",")
+    );
+    let csv = write(dir.path(), "wide.csv", &csv);
+    let (code, out) = load(&csv, &db, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("c37"), "{out}");
+    let (code, out) = load(&csv, &db, &["--max-errors", "1"]);
+    assert_eq!(code, 6, "{out}");
+    let rows = contents(&db);
+    assert_eq!(rows.len(), 2);
+    let want: Vec<String> = row(2).iter().map(|v| format!("integer:{v}")).collect();
+    assert_eq!(rows[1], want.join(" | "));
+}
+
 #[test]
 fn json_lines_and_parquet_inputs() {
     let dir = tempfile::tempdir().unwrap();
