@@ -127,19 +127,20 @@ class Server:
                      when we are root, reads the halves itself for LOAD DATA INFILE)
     The path stays short: the socket lives in ROOT/db."""
 
-    def __init__(self, parent: Path, port: int | None):
+    def __init__(self, parent: Path, port: int | None, options: list[str]):
         self.root = Path(tempfile.mkdtemp(prefix="inrush-mbench-", dir=parent))
         self.data, self.files = self.root / "db", self.root / "files"
         self.files.mkdir()
         for d in (self.root, self.files):
             d.chmod(0o755)
         self.port = port or free_port()
+        self.options = options
         self.url = ""
         self.started = False
 
     def start(self) -> None:
         self.started = True  # from here on, always try to stop it (stop is idempotent)
-        p = run.run(["bash", str(MARIADB_SH), "start", str(self.data), str(self.port)])
+        p = run.run(["bash", str(MARIADB_SH), "start", str(self.data), str(self.port), *self.options])
         self.url = p.stdout.strip().splitlines()[-1]
         lib = (MARIADB_ROOT / ".ld_library_path").read_text().strip()
         # The client binary itself (what `mariadb.sh client` execs), without the wrapper's bash.
@@ -595,6 +596,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--scenario", choices=("both", "plain", "indexed"), default="both")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     ap.add_argument("--port", type=int, help="the server's TCP port (default: a free one)")
+    ap.add_argument("--server-option", action="append", default=[], metavar="OPT",
+                    help="a mariadbd option for the private server, e.g. --innodb-autoinc-lock-mode=2 "
+                         "(repeatable; the settings each load ran with are printed)")
     ap.add_argument("--scratch", type=Path, default=Path("/tmp"),
                     help="where the scratch directory goes (default /tmp; keep the path short, the "
                          "server's socket lives in it, and the server user must be able to enter it)")
@@ -614,12 +618,13 @@ def main() -> int:
                  if args.scenario in ("both", sc)}
     signal.signal(signal.SIGTERM, run.interrupt)  # the same way out as Ctrl-C: the server stops
 
-    server = Server(args.scratch, args.port)
+    server = Server(args.scratch, args.port, args.server_option)
     try:
         run.log(f"starting MariaDB in {server.data} on port {server.port}")
         server.start()
         facts = server.facts()
-        run.log(f"{server.url}  ({facts['version']})")
+        run.log(f"{server.url}  ({facts['version']}, innodb_autoinc_lock_mode="
+                f"{facts['innodb_autoinc_lock_mode']})")
         data = Data(args, inrush, server.files)
         run.log(f"halves for two streams: {data.half_rows[0]:,} + {data.half_rows[1]:,} rows")
         bench = Bench(server, data, inrush)

@@ -10,9 +10,12 @@
 # PostgreSQL does.
 #
 #   scripts/mariadb.sh install                  download + unpack once (quick when done); prints the bin dir
-#   scripts/mariadb.sh start DATADIR PORT       initialise DATADIR if empty, start the server on
+#   scripts/mariadb.sh start DATADIR PORT [OPT...]
+#                                               initialise DATADIR if empty, start the server on
 #                                               127.0.0.1:PORT (socket DATADIR/mysqld.sock), wait until
 #                                               it answers; prints mysql://inrush:inrush@127.0.0.1:PORT/inrush
+#                                               (OPT: more mariadbd options, after the defaults, e.g.
+#                                               --innodb-autoinc-lock-mode=2)
 #   scripts/mariadb.sh stop DATADIR             clean shutdown (idempotent)
 #   scripts/mariadb.sh client DATADIR [ARGS]    the `mariadb` client, logged in as inrush to database
 #                                               inrush over TCP, local-infile on (DATADIR/client.cnf)
@@ -36,7 +39,7 @@ RUN_AS=inrush
 say() { echo "mariadb.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 usage() {
-  echo "usage: scripts/mariadb.sh install | start DATADIR PORT | stop DATADIR | client DATADIR [ARGS...]" >&2
+  echo "usage: scripts/mariadb.sh install | start DATADIR PORT [OPT...] | stop DATADIR | client DATADIR [ARGS...]" >&2
   exit 2
 }
 
@@ -221,7 +224,7 @@ server_options() {
 }
 
 start() {
-  local datadir=$1 port=$2
+  local datadir=$1 port=$2 extra=("${@:3}")
   case "$port" in '' | *[!0-9]*) die "PORT must be a number, got '$port'" ;; esac
   install >/dev/null
   ensure_server_user
@@ -255,6 +258,7 @@ start() {
 
   local t0=$SECONDS opts
   mapfile -t opts < <(server_options "$datadir" "$port")
+  opts+=("${extra[@]}")
   # setsid: its own session, so the caller's Ctrl-C or exit does not reach it.
   as_server_user setsid "$MARIADBD" "${opts[@]}" </dev/null >>"$datadir/mariadbd.out" 2>&1 &
   local launcher=$!
@@ -350,7 +354,7 @@ client() {
 
 case "${1:-}" in
   install) [ $# = 1 ] || usage; install ;;
-  start) [ $# = 3 ] || usage; start "$2" "$3" ;;
+  start) [ $# -ge 3 ] || usage; start "${@:2}" ;;
   stop) [ $# = 2 ] || usage; stop "$2" ;;
   client) [ $# -ge 2 ] || usage; client "$2" "${@:3}" ;;
   *) usage ;;
