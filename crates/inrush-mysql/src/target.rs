@@ -873,9 +873,6 @@ fn shown(value: mysql_async::Value) -> String {
     }
 }
 
-/// Whether the table's foreign keys can be checked once after the load, over its rows, rather
-/// than row by row as they come; if not, why. `foreign_key_checks` is one switch for the
-/// session, so it is every key or none.
 /// Why parallel LOAD DATA streams into the table take turns, when they do: unless
 /// `innodb_autoinc_lock_mode` is 2, InnoDB holds a table-level AUTO-INC lock for the whole of
 /// each LOAD DATA that fills an AUTO_INCREMENT column (measured: the load phase of 500k rows
@@ -894,6 +891,9 @@ fn autoinc_turns(design: &Design) -> Option<String> {
     })
 }
 
+/// Whether the table's foreign keys can be checked once after the load, over its rows, rather
+/// than row by row as they come; if not, why. `foreign_key_checks` is one switch for the
+/// session, so it is every key or none.
 fn foreign_keys_checked_after(table: &Table, opts: &LoadOptions) -> Result<(), String> {
     if opts.max_errors > 0 {
         return Err("--max-errors: the server names each row whose parent is missing, which goes to the reject file".into());
