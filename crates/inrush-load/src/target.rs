@@ -104,6 +104,16 @@ pub struct Table {
 pub struct PlainFields(pub u64);
 
 impl PlainFields {
+    /// The mask of one flag per field, in field order (the first 64 count).
+    pub fn from_flags(flags: impl IntoIterator<Item = bool>) -> Self {
+        let set = flags
+            .into_iter()
+            .take(64)
+            .enumerate()
+            .filter(|&(_, plain)| plain);
+        PlainFields(set.fold(0, |mask, (i, _)| mask | 1 << i))
+    }
+
     pub fn has(self, i: usize) -> bool {
         i < 64 && self.0 >> i & 1 == 1
     }
@@ -159,4 +169,19 @@ pub struct Committed {
     pub rebuild_seconds: f64,
     /// Seconds spent on statistics (ANALYZE) and the like.
     pub maintain_seconds: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_fields_keep_the_first_64_flags_in_order() {
+        let flags = (0..70).map(|i| i % 3 == 0 || i >= 63);
+        let plain = PlainFields::from_flags(flags);
+        for i in 0..70 {
+            assert_eq!(plain.has(i), i < 64 && (i % 3 == 0 || i == 63), "field {i}");
+        }
+        assert_eq!(PlainFields::from_flags([]), PlainFields::default());
+    }
 }

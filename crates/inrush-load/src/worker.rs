@@ -325,8 +325,7 @@ impl<'a> Fields<'a> {
         let Fields::Csv(rec, true) = self else {
             return PlainFields::default();
         };
-        let in_block = (0..rec.len().min(64)).filter(|&i| rec.in_block(i));
-        PlainFields(in_block.fold(0, |mask, i| mask | 1 << i))
+        PlainFields::from_flags((0..rec.len()).map(|i| rec.in_block(i)))
     }
 }
 
@@ -630,9 +629,7 @@ impl WorkerPlan {
                 .zip(&plan.coercions)
                 .map(|(array, coercion)| coercion.prepare(array.as_ref()))
                 .collect();
-            let plain = columns.iter().take(64).enumerate();
-            let plain = plain.filter(|(_, column)| column.text_is_plain());
-            let plain = PlainFields(plain.fold(0, |mask, (i, _)| mask | 1 << i));
+            let plain = PlainFields::from_flags(columns.iter().map(Prepared::text_is_plain));
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
