@@ -1,7 +1,7 @@
 //! One record at a time, with COPY's `CopyReadAttributesCSV` rules.
 
 use super::{CsvOptions, Eol, QuoteState};
-use memchr::{memchr, memchr2, memchr3};
+use memchr::{memchr, memchr2};
 use std::ops::Range;
 
 /// Why a record is not CSV that COPY would read. Messages are COPY's own.
@@ -78,8 +78,6 @@ pub struct RecordParser {
     opts: CsvOptions,
     eol: Eol,
     /// Bytes that end an unquoted run: delimiter, quote, record terminator.
-    special: [bool; 256],
-    /// The same three bytes, found sixteen at a time.
     specials: Specials,
 }
 
@@ -115,10 +113,6 @@ impl Specials {
     }
 }
 
-/// How many bytes of a run are scanned one by one before switching to SIMD: fields are often
-/// short, and `memchr3` costs more to set up than a few table lookups.
-const SCALAR_PREFIX: usize = 16;
-
 /// A parser bound to one block, knowing whether the block can hold a stray line-break byte at
 /// all (most blocks cannot, which spares a check per field).
 pub struct BlockParser<'a> {
@@ -137,15 +131,10 @@ impl BlockParser<'_> {
 
 impl RecordParser {
     pub fn new(opts: CsvOptions, eol: Eol) -> Self {
-        let mut special = [false; 256];
-        for b in [opts.delimiter, opts.quote, eol.terminator()] {
-            special[b as usize] = true;
-        }
         let specials = Specials([opts.delimiter, opts.quote, eol.terminator()]);
         RecordParser {
             opts,
             eol,
-            special,
             specials,
         }
     }
@@ -202,21 +191,26 @@ impl RecordParser {
     /// The first byte at or after `from` that ends an unquoted run, or `data.len()`.
     #[inline]
     fn run_stop(&self, data: &[u8], from: usize) -> usize {
-        let scalar_end = (from + SCALAR_PREFIX).min(data.len());
-        if let Some(k) = data[from..scalar_end]
-            .iter()
-            .position(|&b| self.special[b as usize])
-        {
-            return from + k;
+        let mut at = from;
+        while let Some(chunk) = data.get(at..at + 16) {
+            let hits = self.specials.find(chunk.try_into().unwrap());
+            if hits != 0 {
+                return at + hits.trailing_zeros() as usize;
+            }
+            at += 16;
         }
-        let term = self.eol.terminator();
-        memchr3(
-            self.opts.delimiter,
-            self.opts.quote,
-            term,
-            &data[scalar_end..],
-        )
-        .map_or(data.len(), |k| scalar_end + k)
+        let tail = data[at..].iter().position(|b| self.specials.0.contains(b));
+        tail.map_or(data.len(), |k| at + k)
+    }
+
+    /// An unquoted field: NULL when it is the NULL string, else the block's bytes themselves.
+    #[inline]
+    fn unquoted(&self, data: &[u8], run: Range<usize>) -> Field {
+        if data[run.clone()] == *self.opts.null {
+            Field::Null
+        } else {
+            Field::InBlock(run)
+        }
     }
 
     fn parse_record(
@@ -255,12 +249,7 @@ impl RecordParser {
         let mut field_start = i;
         // Pushes the field ending at `end`.
         let mut cut = |rec: &mut Record, end: usize| {
-            let run = field_start..end;
-            rec.fields.push(if data[run.clone()] == *self.opts.null {
-                Field::Null
-            } else {
-                Field::InBlock(run)
-            });
+            rec.fields.push(self.unquoted(data, field_start..end));
             field_start = end + 1;
         };
         let mut at = i;
@@ -354,10 +343,8 @@ impl RecordParser {
         };
         let field = if saw_quote {
             Field::InScratch(start..rec.scratch.len())
-        } else if data[plain.clone()] == *self.opts.null.as_slice() {
-            Field::Null
         } else {
-            Field::InBlock(plain)
+            self.unquoted(data, plain)
         };
         rec.fields.push(field);
         Ok(ended)
