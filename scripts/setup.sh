@@ -40,6 +40,13 @@ if ! command -v sqlite3 >/dev/null 2>&1; then
   fi
 fi
 
+# As root, the private servers run as the unprivileged user `inrush`. Created here, once, before
+# tests and scripts start servers side by side: two `useradd`s at once can both write the user,
+# the second under another uid, which the first process's server then cannot look up.
+if [ "$(id -u)" = 0 ] && ! id inrush >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin inrush
+fi
+
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi

@@ -370,6 +370,20 @@ fn unprivileged_user() -> Result<(u32, u32)> {
     if let Some(ids) = lookup_user("inrush") {
         return Ok(ids);
     }
+    // Two processes that both find no user and both run `useradd` can each write an entry, the
+    // second replacing the first's under another uid: the first then starts initdb as a uid
+    // that no longer exists. So creation is serialised across processes by a lock file, and
+    // the user looked up again under it. (Without the lock file, creation goes on unlocked.)
+    let _creating = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("inrush-useradd.lock"))
+        .ok()
+        .filter(|file| file.lock().is_ok());
+    if let Some(ids) = lookup_user("inrush") {
+        return Ok(ids);
+    }
     let _ = Command::new("useradd")
         .args([
             "--system",
