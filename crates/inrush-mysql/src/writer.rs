@@ -11,8 +11,9 @@
 //! one with strict-mode INSERTs, whose errors name each bad row. Each bad row is reported to the
 //! pipeline, which rejects it or ends the load.
 //!
-//! A server that does not allow `LOAD DATA LOCAL` gets the same rows as multi-row prepared
-//! INSERTs under the same savepoint and the same checks.
+//! Rows go as multi-row prepared INSERTs instead, under the same savepoint and the same checks,
+//! when the server does not allow `LOAD DATA LOCAL`, or when a LOAD DATA would hold the table's
+//! AUTO-INC lock for the whole statement (see [`Method`]).
 //!
 //! A table whose engine is not transactional (MyISAM, Aria, MEMORY) keeps what a statement
 //! wrote: going back to the savepoint does nothing, so a chunk with a bad row is not loaded
@@ -39,6 +40,18 @@ pub enum Conflict {
     Replace,
 }
 
+/// How a chunk's rows go to the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `LOAD DATA LOCAL INFILE`, streamed from memory.
+    LoadData,
+    /// Multi-row prepared INSERTs of up to [`ROWS_PER_INSERT`] rows. InnoDB counts them as
+    /// "simple inserts": under `innodb_autoinc_lock_mode=1` they take the table's AUTO-INC
+    /// lock only to reserve their ids, where a LOAD DATA holds it to its end and parallel
+    /// connections write in turn.
+    Insert,
+}
+
 /// `ER_DUP_ENTRY`: expected, not a bad row, under `Conflict::Skip`.
 const DUPLICATE_KEY: u16 = 1062;
 
@@ -47,14 +60,13 @@ pub struct ChunkWriter {
     columns: String,
     width: usize,
     conflict: Conflict,
-    /// The server allows `LOAD DATA LOCAL`; else rows go in as multi-row INSERTs.
-    local_infile: bool,
+    method: Method,
     /// The table's engine when it is not transactional.
     non_transactional: Option<String>,
 }
 
-/// Rows per INSERT when `LOAD DATA LOCAL` is not allowed (within the protocol's 65,535
-/// placeholders per statement).
+/// Rows per INSERT under [`Method::Insert`] (within the protocol's 65,535 placeholders per
+/// statement).
 const ROWS_PER_INSERT: usize = 1000;
 
 /// A warning as `SHOW WARNINGS` gives it.
@@ -70,12 +82,12 @@ impl ChunkWriter {
         table: &str,
         columns: &[String],
         conflict: Conflict,
-        local_infile: bool,
+        method: Method,
         non_transactional: Option<String>,
     ) -> Self {
         ChunkWriter {
             width: columns.len(),
-            local_infile,
+            method,
             non_transactional,
             table: table.to_string(),
             columns: columns
@@ -117,9 +129,9 @@ impl ChunkWriter {
         conn.query_drop("SAVEPOINT inrush_chunk")
             .await
             .map_err(fail("a savepoint before loading"))?;
-        let (warnings, affected) = match self.local_infile {
-            true => (self.load(conn, data).await?, conn.affected_rows()),
-            false => self.insert_all(conn, data).await?,
+        let (warnings, affected) = match self.method {
+            Method::LoadData => (self.load(conn, data).await?, conn.affected_rows()),
+            Method::Insert => self.insert_all(conn, data).await?,
         };
         let clean = warnings.is_empty()
             && (self.conflict == Conflict::Replace
@@ -172,7 +184,7 @@ impl ChunkWriter {
                 again.extend_from_slice(lines[i]);
                 again.push(b'\n');
             }
-            if self.local_infile && self.load(conn, &again).await?.is_empty() {
+            if self.method == Method::LoadData && self.load(conn, &again).await?.is_empty() {
                 return Ok(kept.len() as u64);
             }
             conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
@@ -209,7 +221,7 @@ impl ChunkWriter {
         }
     }
 
-    /// The chunk's rows as multi-row INSERTs (when `LOAD DATA LOCAL` is not allowed); returns
+    /// The chunk's rows as multi-row INSERTs ([`Method::Insert`]); returns
     /// what makes a row bad (no warning names its row here) and the rows affected.
     async fn insert_all(&self, conn: &mut Conn, data: &[u8]) -> Result<(Vec<Warning>, u64)> {
         let lines: Vec<&[u8]> = data

@@ -70,6 +70,38 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
     assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
 }
 
+/// Under `innodb_autoinc_lock_mode=1` (the test server's, MariaDB's default) a LOAD DATA into
+/// a table with an AUTO_INCREMENT column holds the table's AUTO-INC lock to its end, so the
+/// rows go in as multi-row INSERTs: the server's own LOAD DATA's rows, their ids 1 to n once
+/// each, and the plan and summary say why.
+#[test]
+fn an_auto_increment_table_is_loaded_by_inserts_that_do_not_take_turns() {
+    let db = MariaDb::fresh("autoinc");
+    let dir = shared_dir();
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 60_000);
+    db.exec("ALTER TABLE ours ADD COLUMN id INT NOT NULL AUTO_INCREMENT PRIMARY KEY FIRST");
+    let planned = plan(&db, "ours", &csv);
+    assert!(
+        planned
+            .contains("rows go in as multi-row INSERTs, which take it only to reserve their ids"),
+        "{planned}"
+    );
+    let (code, out) = load(
+        &csv,
+        &db,
+        "ours",
+        &["--connections", "2", "--block-size", "65536"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("multi-row INSERT"), "{out}");
+    assert!(out.contains("the AUTO_INCREMENT column `id`"), "{out}");
+    assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
+    assert_eq!(
+        db.rows("SELECT COUNT(DISTINCT id), MIN(id), MAX(id) FROM ours"),
+        ["60000\t1\t60000"]
+    );
+}
+
 /// A block without backslash, tab or carriage return has its unquoted fields copied as they
 /// are; a quoted line break in such a block is still escaped, and a block holding one of those
 /// bytes anywhere is escaped field by field. Small blocks make both kinds.
@@ -245,12 +277,13 @@ fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
     let planned = plan(&db, "t", &good);
     assert!(
         planned.contains(
-            "each LOAD DATA holds the table's AUTO-INC lock (innodb_autoinc_lock_mode=1)"
+            "under innodb_autoinc_lock_mode=1 each LOAD DATA would hold the table's AUTO-INC lock"
         ),
         "{planned}"
     );
     let (code, out) = load(&good, &db, "t", &[]);
     assert_eq!(code, 0, "{out}");
+    assert!(out.contains("multi-row INSERT"), "{out}");
     assert!(out.contains("indexes rebuilt after the load"), "{out}");
     assert_eq!(definition(&db, "t"), before);
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
