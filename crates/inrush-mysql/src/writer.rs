@@ -22,7 +22,7 @@
 
 use crate::catalog::quote;
 use crate::engine_error;
-use crate::value::unescape_line;
+use crate::value::{lines, unescape_line};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use inrush_load::Result;
@@ -159,11 +159,7 @@ impl ChunkWriter {
         conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
             .await
             .map_err(fail("rolling back a chunk"))?;
-        let lines: Vec<&[u8]> = data
-            .strip_suffix(b"\n")
-            .unwrap_or(data)
-            .split(|&b| b == b'\n')
-            .collect();
+        let lines = lines(data);
         let named: Vec<(usize, String)> = warnings
             .iter()
             .filter_map(|w| w.row.map(|r| (r - 1, without_row(w.message.clone()))))
@@ -224,22 +220,11 @@ impl ChunkWriter {
     /// The chunk's rows as multi-row INSERTs ([`Method::Insert`]); returns
     /// what makes a row bad (no warning names its row here) and the rows affected.
     async fn insert_all(&self, conn: &mut Conn, data: &[u8]) -> Result<(Vec<Warning>, u64)> {
-        let lines: Vec<&[u8]> = data
-            .strip_suffix(b"\n")
-            .unwrap_or(data)
-            .split(|&b| b == b'\n')
-            .collect();
+        let lines = lines(data);
         let per = ROWS_PER_INSERT.min(65_535 / self.width.max(1)).max(1);
         let mut affected = 0;
-        for batch in lines.chunks(per) {
-            let row = format!("({})", vec!["?"; self.width].join(", "));
-            let sql = format!(
-                "{} INTO {} ({}) VALUES {}",
-                self.verb(),
-                self.table,
-                self.columns,
-                vec![row; batch.len()].join(", ")
-            );
+        for batch in insert_batches(&lines, per) {
+            let sql = self.insert_sql(batch.len());
             let params: Vec<Value> = batch
                 .iter()
                 .flat_map(|line| unescape_line(line))
@@ -273,6 +258,25 @@ impl ChunkWriter {
             }
         }
         Ok((Vec::new(), affected))
+    }
+
+    /// An INSERT of `rows` rows of placeholders.
+    fn insert_sql(&self, rows: usize) -> String {
+        let row = format!("({})", vec!["?"; self.width].join(", "));
+        let mut sql = format!(
+            "{} INTO {} ({}) VALUES ",
+            self.verb(),
+            self.table,
+            self.columns
+        );
+        sql.reserve((row.len() + 2) * rows);
+        for i in 0..rows {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&row);
+        }
+        sql
     }
 
     fn verb(&self) -> &'static str {
@@ -312,19 +316,12 @@ impl ChunkWriter {
         which: &[usize],
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
-        let sql = format!(
-            "{} INTO {} ({}) VALUES ({})",
-            self.verb(),
-            self.table,
-            self.columns,
-            vec!["?"; self.width].join(", ")
-        );
+        let sql = self.insert_sql(1);
         let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
         let stmt = conn.prep(&sql).await.map_err(fail("preparing an INSERT"))?;
         let mut written = 0;
         for &i in which {
             let params: Vec<Value> = unescape_line(lines[i])
-                .into_iter()
                 .map(|f| f.map_or(Value::NULL, Value::Bytes))
                 .collect();
             conn.query_drop("SAVEPOINT inrush_row")
@@ -358,6 +355,25 @@ impl ChunkWriter {
 }
 
 /// The server's message without its ` at row N`: the pipeline names the input's line.
+/// `lines` in statements of `per` rows, the rest in statements of descending powers of two:
+/// a statement is prepared once per size (the connection caches it), and a chunk's rest of
+/// any length needs no statement of its own.
+fn insert_batches<'a, T>(lines: &'a [T], per: usize) -> impl Iterator<Item = &'a [T]> {
+    let full = lines.len() - lines.len() % per;
+    let (mut rest, mut size) = (&lines[full..], per.next_power_of_two());
+    let tail = std::iter::from_fn(move || {
+        while size > rest.len() {
+            size /= 2;
+        }
+        (!rest.is_empty()).then(|| {
+            let (batch, after) = rest.split_at(size);
+            rest = after;
+            batch
+        })
+    });
+    lines[..full].chunks(per).chain(tail)
+}
+
 fn without_row(message: String) -> String {
     match message.rfind(" at row ") {
         Some(at) if message[at + 8..].trim().parse::<u64>().is_ok() => message[..at].to_string(),
@@ -393,6 +409,24 @@ fn local_infile_refused(e: mysql_async::Error, table: &str) -> inrush_load::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insert_batches_cover_the_lines_in_few_sizes() {
+        for per in [1, 3, 1000] {
+            for n in 0..2600 {
+                let lines: Vec<usize> = (0..n).collect();
+                let batches: Vec<&[usize]> = insert_batches(&lines, per).collect();
+                assert_eq!(batches.concat(), lines, "{n} lines, {per} a statement");
+                for batch in &batches {
+                    assert!(
+                        batch.len() == per || (batch.len() < per && batch.len().is_power_of_two()),
+                        "{n} lines, {per} a statement: a batch of {}",
+                        batch.len()
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn warnings_name_their_row() {
