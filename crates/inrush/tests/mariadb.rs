@@ -102,6 +102,50 @@ fn an_auto_increment_table_is_loaded_by_inserts_that_do_not_take_turns() {
     );
 }
 
+/// The INSERTs an AUTO_INCREMENT table gets set bad rows and duplicate keys aside as LOAD DATA
+/// does, and `--on-conflict` keeps the first or the last occurrence of a key.
+#[test]
+fn an_auto_increment_tables_inserts_reject_bad_rows_and_resolve_conflicts() {
+    let db = MariaDb::fresh("autoinc_bad");
+    db.exec(
+        "CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, code INT NOT NULL UNIQUE, \
+           v VARCHAR(5) NOT NULL); INSERT INTO t (code, v) VALUES (1, 'old')",
+    );
+    let dir = shared_dir();
+    let csv = write(
+        dir.path(),
+        "in.csv",
+        "code,v\n1,a\n2,b\n2,c\n3,toolong\n4,d\n",
+    );
+    let (code, out) = load(&csv, &db, "t", &["--max-errors", "5"]);
+    assert_eq!(code, 6, "{out}");
+    assert!(out.contains("multi-row INSERT"), "{out}");
+    assert_eq!(
+        db.rows("SELECT code, v FROM t ORDER BY code"),
+        ["1\told", "2\tb", "4\td"]
+    );
+    let rejects = std::fs::read_to_string(dir.path().join("in.csv.rejects")).unwrap();
+    let mut lines: Vec<&str> = rejects.lines().skip(1).collect();
+    lines.sort();
+    assert_eq!(lines, ["1,a", "2,c", "3,toolong"]);
+
+    db.exec("DELETE FROM t WHERE code <> 1");
+    let good = write(dir.path(), "good.csv", "code,v\n1,a\n2,b\n2,c\n4,d\n");
+    let (code, out) = load(&good, &db, "t", &["--on-conflict", "skip"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        db.rows("SELECT code, v FROM t ORDER BY code"),
+        ["1\told", "2\tb", "4\td"]
+    );
+    let (code, out) = load(&good, &db, "t", &["--on-conflict", "update"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        db.rows("SELECT code, v FROM t ORDER BY code"),
+        ["1\ta", "2\tc", "4\td"]
+    );
+    assert_eq!(db.rows("SELECT COUNT(DISTINCT id) FROM t"), ["3"]);
+}
+
 /// A block without backslash, tab or carriage return has its unquoted fields copied as they
 /// are; a quoted line break in such a block is still escaped, and a block holding one of those
 /// bytes anywhere is escaped field by field. Small blocks make both kinds.
