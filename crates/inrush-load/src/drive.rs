@@ -15,7 +15,7 @@ use crate::stages::{
 use crate::summary::{Parallelism, Phases};
 use crate::target::{Committed, Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
-use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
+use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, Maintenance, OnConflict, Result};
 use inrush_core::ledger::Committed as Block;
 use inrush_core::{Phase, Progress, Reporter};
 use inrush_read::inputs::InputFormat;
@@ -69,6 +69,8 @@ pub fn load_into(
             let file = resume::input_file(&sources, opts.block_size)?;
             let committed = target.ledger(&table, &file)?;
             let start = Resume::start(&committed, &sources, first.as_mut(), &progress)?;
+            // A stop keeps the blocks committed so far, and says so.
+            opts.interrupt.resumable();
             Some((file, start))
         }
     };
@@ -122,8 +124,8 @@ pub fn load_into(
     let inspected = Instant::now();
     // What the plan changes outside the load's transactions (indexes dropped) is put back by
     // `end` whatever happens in between.
-    if !opts.check_only {
-        target.begin(&table, &load_plan)?;
+    if !opts.check_only && target.begin(&table, &load_plan)? {
+        opts.interrupt.dropped(true);
     }
     let dropped_at = Instant::now();
     let streamed = (|| -> Result<Streamed> {
@@ -258,7 +260,15 @@ pub fn load_into(
         let committed = match writers.is_empty() {
             true => None,
             false => {
-                if opts.interrupt.is_set() {
+                // Several writers' commits are one window: once the first commits, the others
+                // must too, so a stop is refused from before the first on. A single writer
+                // marks that point itself, at its last statement that could still roll back
+                // (SQLite builds its indexes inside the transaction).
+                let stopped = match writers.len() {
+                    1 => opts.interrupt.is_set(),
+                    _ => !opts.interrupt.begin_commit(),
+                };
+                if stopped {
                     return Err(match resume {
                         Some(_) => Error::InterruptedResumable { rows: written },
                         None => Error::Interrupted,
@@ -284,7 +294,18 @@ pub fn load_into(
     })();
     let ended = match opts.check_only {
         true => Ok(Committed::default()),
-        false => target.end(&table, &load_plan, streamed.is_ok()),
+        false => {
+            // A stop after the commit puts back what was dropped and skips the upkeep.
+            let mut plan = load_plan.clone();
+            if streamed.is_ok() && opts.interrupt.is_set() {
+                plan.after = Maintenance::None;
+            }
+            let ended = target.end(&table, &plan, streamed.is_ok());
+            if ended.is_ok() {
+                opts.interrupt.dropped(false);
+            }
+            ended
+        }
     };
     let Streamed {
         written,

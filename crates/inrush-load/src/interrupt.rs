@@ -107,6 +107,14 @@ impl Interrupt {
         self.0.load(Ordering::SeqCst) & STOP != 0
     }
 
+    /// Whether a stop was asked before the commit began: the load rolls back (under
+    /// `--resume`, the block in flight), so a statement that waits may be cancelled. Once
+    /// true it stays true, since the commit can then no longer begin.
+    pub fn cancels(&self) -> bool {
+        let s = self.0.load(Ordering::SeqCst);
+        s & STOP != 0 && s & COMMITTED == 0
+    }
+
     pub fn resumable(&self) {
         self.0.fetch_or(RESUMABLE, Ordering::SeqCst);
     }
@@ -118,11 +126,13 @@ impl Interrupt {
         };
     }
 
-    /// Enters the commit unless a stop was asked first; false: roll back instead.
+    /// Enters the commit unless a stop was asked first; false: roll back instead. Once
+    /// entered it stays entered: each of several writers whose commits form one window may
+    /// ask again, and none of them rolls back after the first committed.
     pub fn begin_commit(&self) -> bool {
         self.0
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| {
-                (s & STOP == 0).then_some(s | COMMITTED)
+                (s & COMMITTED != 0 || s & STOP == 0).then_some(s | COMMITTED)
             })
             .is_ok()
     }
@@ -151,6 +161,10 @@ mod tests {
         let i = Interrupt::default();
         assert!(i.begin_commit());
         assert_eq!(i.signal(), Signalled::Finishing { again: false });
+        assert!(
+            !i.cancels(),
+            "a stop after the commit began cancels nothing"
+        );
         assert!(!i.signal().may_exit_now());
 
         let i = Interrupt::default();
@@ -158,6 +172,15 @@ mod tests {
         assert!(
             !i.begin_commit(),
             "a stop asked before the commit rolls back"
+        );
+        assert!(i.cancels());
+
+        let i = Interrupt::default();
+        assert!(i.begin_commit());
+        i.signal();
+        assert!(
+            i.begin_commit(),
+            "a commit entered stays entered for the writers after the first"
         );
     }
 }

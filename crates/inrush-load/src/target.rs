@@ -51,10 +51,12 @@ pub trait Target: Sync {
 
     /// Before the writers start: what the plan changes outside the load's transactions
     /// (indexes journaled and dropped, where DDL is not transactional). [`Target::end`] runs
-    /// whatever happens after this returns.
-    fn begin(&self, table: &Table, plan: &LoadPlan) -> Result<()> {
+    /// whatever happens after this returns. True when definitions are now dropped outside
+    /// the load's transactions, so an exit before `end` would leave them dropped: a signal
+    /// then waits for them to be put back.
+    fn begin(&self, table: &Table, plan: &LoadPlan) -> Result<bool> {
         let _ = (table, plan);
-        Ok(())
+        Ok(false)
     }
 
     /// After the writers, committed (`committed`) or rolled back: what `begin` changed is put

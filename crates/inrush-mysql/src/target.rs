@@ -5,7 +5,7 @@ use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
-use crate::writer::{ChunkWriter, Conflict, Method};
+use crate::writer::{ChunkWriter, Conflict, InterruptWatch, Method};
 use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
@@ -400,6 +400,7 @@ impl Target for MysqlTarget {
             OnConflict::Skip => Conflict::Skip,
             OnConflict::Update => Conflict::Replace,
         };
+        let watch = InterruptWatch::start(&self.options, conn.id(), opts.interrupt.clone());
         Ok(Box::new(MysqlWriter {
             conn: Some(conn),
             chunks: ChunkWriter::new(
@@ -413,6 +414,8 @@ impl Target for MysqlTarget {
             resume: resume.map(|file| (qualified.clone(), file.clone())),
             deferred,
             locked: opts.table_lock,
+            interrupt: opts.interrupt.clone(),
+            _watch: watch,
         }))
     }
 
@@ -426,7 +429,7 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn begin(&self, table: &target::Table, plan: &LoadPlan) -> Result<()> {
+    fn begin(&self, table: &target::Table, plan: &LoadPlan) -> Result<bool> {
         // DDL commits at once: --create's table is made here, and dropped again by `end` when
         // the load does not commit.
         if let Some(sql) = &table.create_sql {
@@ -445,7 +448,7 @@ impl Target for MysqlTarget {
         }
         let names: Vec<String> = plan.rebuilt().into_iter().map(|i| i.name).collect();
         if names.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let design = self.design()?;
         let (schema, name) = (&design.table.schema, &design.table.name);
@@ -463,7 +466,7 @@ impl Target for MysqlTarget {
             if let Ok(mut slot) = self.dropped.lock() {
                 *slot = dropped;
             }
-            Ok(())
+            Ok(true)
         })
     }
 
@@ -754,6 +757,9 @@ struct MysqlWriter {
     deferred: Vec<ForeignKey>,
     /// `--table-lock`: the session holds `LOCK TABLES ... WRITE` until after its COMMIT.
     locked: bool,
+    interrupt: std::sync::Arc<inrush_load::Interrupt>,
+    /// Ends the connection's statement when the user stops the load; dropped with the writer.
+    _watch: InterruptWatch,
 }
 
 impl Writer for MysqlWriter {
@@ -848,6 +854,10 @@ impl Writer for MysqlWriter {
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
         let resumed = self.resume.is_some();
         let locked = self.locked;
+        // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
+        if !resumed && !self.interrupt.begin_commit() {
+            return Err(Error::Interrupted);
+        }
         self.rt.block_on(async {
             // Under --resume every block committed already.
             if !resumed {

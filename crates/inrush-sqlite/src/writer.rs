@@ -315,9 +315,10 @@ fn message(e: &rusqlite::Error) -> String {
     }
 }
 
-/// Makes SQLite stop whatever the connection runs when the load is interrupted (an index
-/// build or ANALYZE can take minutes); the statement then fails with "interrupted" and the
-/// transaction rolls back. Stops watching when dropped.
+/// Makes SQLite stop whatever the connection runs when the load is interrupted before its
+/// commit began (an index build or ANALYZE can take minutes); the statement then fails with
+/// "interrupted" and the transaction rolls back. A commit already begun is left to end. Stops
+/// watching when dropped.
 pub struct InterruptWatch {
     done: Arc<AtomicBool>,
 }
@@ -331,7 +332,7 @@ impl InterruptWatch {
         // may only set a flag.
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if interrupt.is_set() {
+                if interrupt.cancels() {
                     handle.interrupt();
                 }
                 std::thread::sleep(Duration::from_millis(50));

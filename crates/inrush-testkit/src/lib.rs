@@ -354,14 +354,20 @@ impl MariaDb {
         db
     }
 
-    fn client(&self, database: Option<&str>, sql: &str) -> Result<String, String> {
+    /// The `mariadb` client running `sql` (in `database`, if given).
+    fn command(&self, database: Option<&str>, sql: &str) -> Command {
         let mut command = Command::new(mariadb_script());
         command.arg("client").arg(&mariadb().dir).args(["-N", "-B"]);
         if let Some(database) = database {
             command.args(["-D", database]);
         }
-        let out = command
-            .args(["-e", sql])
+        command.args(["-e", sql]);
+        command
+    }
+
+    fn client(&self, database: Option<&str>, sql: &str) -> Result<String, String> {
+        let out = self
+            .command(database, sql)
             .output()
             .map_err(|e| e.to_string())?;
         match out.status.success() {
@@ -379,6 +385,17 @@ impl MariaDb {
         if let Err(e) = self.try_exec(sql) {
             panic!("{sql}: {e}");
         }
+    }
+
+    /// Runs `sql` in this database in a session of its own while the test goes on: a session
+    /// that holds a lock (end it with `KILL` of its connection; killing the client process
+    /// would not end a statement that sleeps on the server).
+    pub fn spawn(&self, sql: &str) -> std::process::Child {
+        self.command(Some(&self.name), sql)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// Every row of `sql`'s result as the client prints it (values tab-separated, NULL as

@@ -776,3 +776,161 @@ fn table_lock_holds_the_table_until_the_commit() {
     assert_eq!(db.rows("SELECT id FROM t"), ["1"]);
     db.exec("INSERT INTO t VALUES (2)");
 }
+
+// Signals: the message says what is true, nothing waits on a lock past a signal, and the
+// indexes dropped for the load are back before the process exits.
+
+fn signal(child: &std::process::Child) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+}
+
+/// Waits until `count` (a query of one number) is above zero.
+fn wait_until(db: &MariaDb, count: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while db.rows(count) == ["0"] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within 2 minutes: {count}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Ends the session whose statement is `info` (one that sleeps on the server, holding locks);
+/// its transaction rolls back.
+fn end_session(db: &MariaDb, info: &str) {
+    for id in db.rows(&format!(
+        "SELECT id FROM information_schema.processlist WHERE info = '{info}'"
+    )) {
+        let _ = db.try_exec(&format!("KILL {id}"));
+    }
+}
+
+/// The signal tests' table: `c`, whose rows reference `p`'s one row and whose secondary index
+/// `kv` the load drops (`--index-threshold 0`; `kp` stays, the foreign key needs it, and comes
+/// first, so `kv` added back stands where it stood); under `--max-errors` its foreign key is checked
+/// row by row, so a session that locks `p`'s row holds the load between its drop and its
+/// commit. The input (1000 rows) and the table's definition before the load.
+fn signal_table(db: &MariaDb, dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    db.exec(
+        "CREATE TABLE p (id INT PRIMARY KEY); INSERT INTO p VALUES (1); \
+         CREATE TABLE c (id INT PRIMARY KEY, pid INT NOT NULL, v VARCHAR(20), KEY kp (pid), \
+           KEY kv (v), FOREIGN KEY (pid) REFERENCES p (id))",
+    );
+    let rows: String = (1..=1000).map(|i| format!("{i},1,v{i}\n")).collect();
+    let csv = write(dir, "in.csv", &format!("id,pid,v\n{rows}"));
+    (csv, definition(db, "c"))
+}
+
+/// Starts the load of `csv` into `c` and waits until it waits for `p`'s row, which a session
+/// of its own (`holder`, a statement that sleeps) locks first.
+fn start_held_load(
+    db: &MariaDb,
+    csv: &std::path::Path,
+    holder: &str,
+) -> (std::process::Child, std::process::Child) {
+    let holding = db.spawn(&format!(
+        "START TRANSACTION; SELECT id FROM p WHERE id = 1 FOR UPDATE; {holder}"
+    ));
+    wait_until(
+        db,
+        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE info = '{holder}'"),
+    );
+    let load = Command::new(BIN)
+        .args(load_args(
+            csv,
+            db,
+            "c",
+            &["--max-errors", "10", "--index-threshold", "0"],
+        ))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 1000 rows take milliseconds: a statement of the load that has run for a second waits.
+    wait_until(
+        db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND (info LIKE 'LOAD DATA%' OR info LIKE 'INSERT INTO%') AND time >= 1",
+    );
+    (load, holding)
+}
+
+/// A statement waiting for a row another session holds is ended by the signal (`KILL QUERY`),
+/// not left to wait for that session: the load rolls back at once, and its dropped index is
+/// put back before the process exits, a second signal or not.
+#[test]
+fn a_signal_ends_a_load_that_waits_for_a_lock_and_puts_its_index_back() {
+    let db = MariaDb::fresh("signal_lock");
+    let dir = shared_dir();
+    let (csv, before) = signal_table(&db, dir.path());
+    let holder = "SELECT SLEEP(61)";
+    let (load, mut holding) = start_held_load(&db, &csv, holder);
+    let signalled = std::time::Instant::now();
+    signal(&load);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    signal(&load);
+    let out = load.wait_with_output().unwrap();
+    let waited = signalled.elapsed();
+    end_session(&db, holder);
+    let _ = holding.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        waited < std::time::Duration::from_secs(30),
+        "the load waited {waited:?} after the signal for the session that holds the row (61 s)"
+    );
+    assert!(
+        stderr.contains("interrupted: rolling back, then putting back the indexes"),
+        "{stderr}"
+    );
+    assert_eq!(definition(&db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["0"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
+/// A signal while the index is built again, after the commit, says the rows stay; the index
+/// is finished, the statistics skipped, and the load ends as loaded.
+#[test]
+fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
+    let db = MariaDb::fresh("signal_commit");
+    let dir = shared_dir();
+    let (csv, before) = signal_table(&db, dir.path());
+    let (row, reader) = ("SELECT SLEEP(61)", "SELECT SLEEP(62)");
+    let (load, mut holding_row) = start_held_load(&db, &csv, row);
+    // A session that read `c` holds its metadata lock: the load's writes go on beside it, but
+    // the ALTER TABLE that builds the index again after the commit waits for it.
+    let mut reading = db.spawn(&format!(
+        "START TRANSACTION; SELECT COUNT(*) FROM c; {reader}"
+    ));
+    wait_until(
+        &db,
+        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE info = '{reader}'"),
+    );
+    end_session(&db, row);
+    let _ = holding_row.wait();
+    wait_until(
+        &db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND info LIKE 'ALTER TABLE%ADD%' AND state LIKE '%metadata lock%'",
+    );
+    signal(&load);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    end_session(&db, reader);
+    let _ = reading.wait();
+    let out = load.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("interrupted after the commit: the rows stay committed"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("ANALYZE TABLE"), "{stdout}");
+    assert_eq!(definition(&db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["1000"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
