@@ -33,6 +33,9 @@ struct Design {
     /// (for the plan and the summary).
     method: Method,
     method_note: Option<String>,
+    /// The load's interrupt, for the watch on `begin`'s DDL (a DROP INDEX can wait for
+    /// another session's metadata lock).
+    interrupt: std::sync::Arc<inrush_load::Interrupt>,
     /// The server settings that matter for a bulk load, for the plan.
     settings: Vec<(String, String)>,
 }
@@ -207,6 +210,7 @@ impl Target for MysqlTarget {
             method,
             method_note,
             settings,
+            interrupt: opts.interrupt.clone(),
         });
         Ok(described)
     }
@@ -454,13 +458,34 @@ impl Target for MysqlTarget {
         let (schema, name) = (&design.table.schema, &design.table.name);
         runtime()?.block_on(async {
             let mut conn = self.options.connect().await?;
+            // An ALTER TABLE waits for every session that has the table open in a transaction
+            // (and, waiting, makes new ones wait behind it): a signal must end that wait.
+            let watch = InterruptWatch::start(&self.options, conn.id(), design.interrupt.clone());
             let dropped = match design.table.disables_keys() {
-                true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
-                false => {
-                    let dropped = ddl::definitions(&mut conn, schema, name, &names).await?;
-                    ddl::journal_and_drop(&mut conn, &dropped).await?;
-                    dropped
+                true => ddl::journal_and_disable_keys(&mut conn, schema, name)
+                    .await
+                    .map(|entry| vec![entry]),
+                false => match ddl::definitions(&mut conn, schema, name, &names).await {
+                    Ok(dropped) => ddl::journal_and_drop(&mut conn, &dropped)
+                        .await
+                        .map(|()| dropped),
+                    Err(e) => Err(e),
+                },
+            };
+            drop(watch);
+            let dropped = match dropped {
+                Ok(dropped) => dropped,
+                Err(_) if design.interrupt.cancels() => {
+                    // The DDL was ended part way: what the journal names goes back (an index
+                    // still there is left as it is), on a connection no watch ends.
+                    let _ = conn.disconnect().await;
+                    let mut fresh = self.options.connect().await?;
+                    let leftovers = ddl::pending(&mut fresh, Some((schema, name))).await?;
+                    ddl::restore(&mut fresh, &leftovers).await?;
+                    let _ = fresh.disconnect().await;
+                    return Err(Error::Interrupted);
                 }
+                Err(e) => return Err(e),
             };
             let _ = conn.disconnect().await;
             if let Ok(mut slot) = self.dropped.lock() {

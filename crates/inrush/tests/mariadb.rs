@@ -797,11 +797,11 @@ fn wait_until(db: &MariaDb, count: &str) {
     }
 }
 
-/// Ends the session whose statement is `info` (one that sleeps on the server, holding locks);
-/// its transaction rolls back.
+/// Ends the session in this database whose statement is `info` (one that sleeps on the
+/// server, holding locks); its transaction rolls back.
 fn end_session(db: &MariaDb, info: &str) {
     for id in db.rows(&format!(
-        "SELECT id FROM information_schema.processlist WHERE info = '{info}'"
+        "SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND info = '{info}'"
     )) {
         let _ = db.try_exec(&format!("KILL {id}"));
     }
@@ -835,7 +835,7 @@ fn start_held_load(
     ));
     wait_until(
         db,
-        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE info = '{holder}'"),
+        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{holder}'"),
     );
     let load = Command::new(BIN)
         .args(load_args(
@@ -906,7 +906,7 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     ));
     wait_until(
         &db,
-        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE info = '{reader}'"),
+        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{reader}'"),
     );
     end_session(&db, row);
     let _ = holding_row.wait();
@@ -932,5 +932,49 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     assert!(!stdout.contains("ANALYZE TABLE"), "{stdout}");
     assert_eq!(definition(&db, "c"), before);
     assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["1000"]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
+/// One signal ends a load whose DROP INDEX waits for another session's metadata lock (which,
+/// waiting, would make every new query of the table wait too): nothing dropped, the journal
+/// empty, exit 130.
+#[test]
+fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
+    let db = MariaDb::fresh("signal_mdl");
+    let dir = shared_dir();
+    let (csv, before) = signal_table(&db, dir.path());
+    let reader = "SELECT SLEEP(63)";
+    let mut reading = db.spawn(&format!(
+        "START TRANSACTION; SELECT COUNT(*) FROM c; {reader}"
+    ));
+    wait_until(
+        &db,
+        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{reader}'"),
+    );
+    let load = Command::new(BIN)
+        .args(load_args(&csv, &db, "c", &["--index-threshold", "0"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        &db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND info LIKE 'ALTER TABLE%DROP%' AND state LIKE '%metadata lock%'",
+    );
+    let signalled = std::time::Instant::now();
+    signal(&load);
+    let out = load.wait_with_output().unwrap();
+    let waited = signalled.elapsed();
+    end_session(&db, reader);
+    let _ = reading.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        waited < std::time::Duration::from_secs(30),
+        "the load waited {waited:?} after the signal for the session that holds the table (63 s)"
+    );
+    assert_eq!(definition(&db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["0"]);
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
 }
