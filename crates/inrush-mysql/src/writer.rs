@@ -410,7 +410,7 @@ impl ChunkWriter {
 /// `lines` in statements of `per` rows, the rest in statements of descending powers of two:
 /// a statement is prepared once per size (the connection caches it), and a chunk's rest of
 /// any length needs no statement of its own.
-fn insert_batches<'a, T>(lines: &'a [T], per: usize) -> impl Iterator<Item = &'a [T]> {
+fn insert_batches<T>(lines: &[T], per: usize) -> impl Iterator<Item = &[T]> {
     let full = lines.len() - lines.len() % per;
     let (mut rest, mut size) = (&lines[full..], per.next_power_of_two());
     let tail = std::iter::from_fn(move || {
