@@ -6,7 +6,9 @@
 //! asked after that sees "committed" and is told the truth: the rows stay, the dropped
 //! definitions come back, the upkeep is skipped.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 const STOP: u8 = 1;
 const AGAIN: u8 = 2;
@@ -126,6 +128,30 @@ impl Interrupt {
         };
     }
 
+    /// Calls `end` on a thread of its own while a stop before the commit stands (see
+    /// [`Interrupt::cancels`]), again after each `again` (one call between two statements ends
+    /// neither), until the returned guard is dropped: how a target ends what its connection
+    /// waits in. Polls, as the rest of the pipeline does: a signal handler may only set a flag.
+    pub fn watch(
+        self: &Arc<Self>,
+        again: Duration,
+        mut end: impl FnMut() + Send + 'static,
+    ) -> Watch {
+        let done = Arc::new(AtomicBool::new(false));
+        let (stop, interrupt) = (done.clone(), self.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if interrupt.cancels() {
+                    end();
+                    std::thread::sleep(again);
+                } else {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        });
+        Watch(done)
+    }
+
     /// Enters the commit unless a stop was asked first; false: roll back instead. Once
     /// entered it stays entered: each of several writers whose commits form one window may
     /// ask again, and none of them rolls back after the first committed.
@@ -135,6 +161,15 @@ impl Interrupt {
                 (s & COMMITTED != 0 || s & STOP == 0).then_some(s | COMMITTED)
             })
             .is_ok()
+    }
+}
+
+/// Stops an [`Interrupt::watch`] when dropped.
+pub struct Watch(Arc<AtomicBool>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

@@ -37,7 +37,7 @@ pub mod worker;
 
 pub use drive::{load_into, plan_into};
 pub use error::{Error, Result};
-pub use interrupt::{Interrupt, Signalled};
+pub use interrupt::{Interrupt, Signalled, Watch};
 pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource};
 pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};
 pub use summary::LoadSummary;

@@ -5,7 +5,7 @@ use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
-use crate::writer::{ChunkWriter, Conflict, InterruptWatch, Method};
+use crate::writer::{self, ChunkWriter, Conflict, Method};
 use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
@@ -404,7 +404,7 @@ impl Target for MysqlTarget {
             OnConflict::Skip => Conflict::Skip,
             OnConflict::Update => Conflict::Replace,
         };
-        let watch = InterruptWatch::start(&self.options, conn.id(), opts.interrupt.clone());
+        let watch = writer::interrupt_watch(&self.options, conn.id(), &opts.interrupt);
         Ok(Box::new(MysqlWriter {
             conn: Some(conn),
             chunks: ChunkWriter::new(
@@ -460,7 +460,7 @@ impl Target for MysqlTarget {
             let mut conn = self.options.connect().await?;
             // An ALTER TABLE waits for every session that has the table open in a transaction
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
-            let watch = InterruptWatch::start(&self.options, conn.id(), design.interrupt.clone());
+            let watch = writer::interrupt_watch(&self.options, conn.id(), &design.interrupt);
             let dropped = match design.table.disables_keys() {
                 true => ddl::journal_and_disable_keys(&mut conn, schema, name)
                     .await
@@ -784,7 +784,7 @@ struct MysqlWriter {
     locked: bool,
     interrupt: std::sync::Arc<inrush_load::Interrupt>,
     /// Ends the connection's statement when the user stops the load; dropped with the writer.
-    _watch: InterruptWatch,
+    _watch: inrush_load::Watch,
 }
 
 impl Writer for MysqlWriter {

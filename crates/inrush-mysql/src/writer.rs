@@ -26,10 +26,9 @@ use crate::options::MysqlOptions;
 use crate::value::{lines, unescape_line};
 use bytes::Bytes;
 use futures_util::StreamExt;
-use inrush_load::{Interrupt, Result};
+use inrush_load::{Interrupt, Result, Watch};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,52 +55,32 @@ pub enum Method {
     Insert,
 }
 
-/// Ends a connection's statement when the load is interrupted before its commit began: a
-/// statement that waits (for a row another session locked, for a metadata lock) would
-/// otherwise hold the load, and the user's signal, until it ends. `KILL QUERY` from a
-/// connection of its own makes it fail, and the load rolls back as on any error. Asked again
-/// every half second, since one asked between two statements ends neither. Stops watching
-/// when dropped.
-pub struct InterruptWatch {
-    done: Arc<AtomicBool>,
-}
-
-impl InterruptWatch {
-    pub fn start(options: &MysqlOptions, connection: u32, interrupt: Arc<Interrupt>) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let stop = done.clone();
-        let options = options.clone();
-        // Polls like the rest of the pipeline: a signal handler may only set a flag.
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if interrupt.cancels() {
-                    // Best effort: a server out of reach has no statement of ours to end.
-                    let kill = async {
-                        let mut conn = options.connect().await?;
-                        let killed = conn.query_drop(format!("KILL QUERY {connection}")).await;
-                        let _ = conn.disconnect().await;
-                        killed.map_err(engine_error("KILL QUERY"))
-                    };
-                    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                    {
-                        let _ = rt.block_on(kill);
-                    }
-                    std::thread::sleep(Duration::from_millis(500));
-                    continue;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        InterruptWatch { done }
-    }
-}
-
-impl Drop for InterruptWatch {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-    }
+/// Ends the statement of connection `connection` when the load is interrupted before its
+/// commit began: a statement that waits (for a row another session locked, for a metadata
+/// lock) would otherwise hold the load, and the user's signal, until it ends. `KILL QUERY`
+/// from a connection of its own makes it fail, and the load rolls back as on any error. Stops
+/// watching when dropped.
+pub fn interrupt_watch(
+    options: &MysqlOptions,
+    connection: u32,
+    interrupt: &Arc<Interrupt>,
+) -> Watch {
+    let options = options.clone();
+    interrupt.watch(Duration::from_millis(500), move || {
+        // Best effort: a server out of reach has no statement of ours to end.
+        let kill = async {
+            let mut conn = options.connect().await?;
+            let killed = conn.query_drop(format!("KILL QUERY {connection}")).await;
+            let _ = conn.disconnect().await;
+            killed.map_err(engine_error("KILL QUERY"))
+        };
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            let _ = rt.block_on(kill);
+        }
+    })
 }
 
 /// `ER_DUP_ENTRY`: expected, not a bad row, under `Conflict::Skip`.

@@ -48,7 +48,7 @@ pub fn quote(name: &str) -> String {
 }
 
 /// A SQLite error as the load reports it: what was being done, and SQLite's message. A
-/// statement the load's interrupt stopped (see [`writer::InterruptWatch`]) is the interrupt.
+/// statement the load's interrupt stopped (see [`writer::interrupt_watch`]) is the interrupt.
 pub(crate) fn failed(
     what: impl Into<String>,
 ) -> impl FnOnce(rusqlite::Error) -> inrush_load::Error {

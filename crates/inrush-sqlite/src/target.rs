@@ -2,7 +2,7 @@
 
 use crate::catalog::{self, Table};
 use crate::value::{push_value, ColumnCheck, Kind};
-use crate::writer::{self, Conflict, InterruptWatch, RowWriter};
+use crate::writer::{self, Conflict, RowWriter};
 use crate::{failed, quote};
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
@@ -275,7 +275,7 @@ impl Target for SqliteTarget {
             conn.execute_batch(writer::FAST_UNSAFE)
                 .map_err(failed("setting --fast-unsafe's pragmas"))?;
         }
-        let watch = InterruptWatch::start(&conn, opts.interrupt.clone());
+        let watch = writer::interrupt_watch(&conn, &opts.interrupt);
         let qualified = design.table.qualified();
         // One transaction is the whole load (under --resume, each block is one); IMMEDIATE
         // takes the write lock now, not at the first insert, so another writer is found before
@@ -495,7 +495,7 @@ impl RowEncoder for Encoder {
 /// rolls back (rusqlite's connection closes, and SQLite rolls back an open transaction).
 struct SqliteWriter {
     conn: Connection,
-    _watch: InterruptWatch,
+    _watch: inrush_load::Watch,
     table: String,
     columns: Vec<String>,
     conflict: Conflict,

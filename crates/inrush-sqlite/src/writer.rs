@@ -16,12 +16,11 @@
 
 use crate::value::{Bound, Values};
 use crate::{failed, quote};
-use inrush_load::{Interrupt, Result};
+use inrush_load::{Interrupt, Result, Watch};
 use rusqlite::ffi;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 use std::ffi::{c_int, CString};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -319,33 +318,9 @@ fn message(e: &rusqlite::Error) -> String {
 /// commit began (an index build or ANALYZE can take minutes); the statement then fails with
 /// "interrupted" and the transaction rolls back. A commit already begun is left to end. Stops
 /// watching when dropped.
-pub struct InterruptWatch {
-    done: Arc<AtomicBool>,
-}
-
-impl InterruptWatch {
-    pub fn start(conn: &Connection, interrupt: Arc<Interrupt>) -> Self {
-        let done = Arc::new(AtomicBool::new(false));
-        let handle = conn.get_interrupt_handle();
-        let stop = done.clone();
-        // Polls like the rest of the pipeline (see `inrush_load::Interrupt`): a signal handler
-        // may only set a flag.
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if interrupt.cancels() {
-                    handle.interrupt();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        InterruptWatch { done }
-    }
-}
-
-impl Drop for InterruptWatch {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-    }
+pub fn interrupt_watch(conn: &Connection, interrupt: &Arc<Interrupt>) -> Watch {
+    let handle = conn.get_interrupt_handle();
+    interrupt.watch(Duration::from_millis(50), move || handle.interrupt())
 }
 
 #[cfg(test)]
