@@ -802,6 +802,28 @@ fn end_session(db: &MariaDb, info: &str) {
     }
 }
 
+/// A session of its own that runs `sql` in a transaction, then sleeps in `sleeper` (a
+/// `SELECT SLEEP(n)` no other session of the test runs), holding its locks; returns once it
+/// sleeps. [`end_session`] ends it.
+fn hold(db: &MariaDb, sql: &str, sleeper: &str) -> std::process::Child {
+    let holding = db.spawn(&format!("START TRANSACTION; {sql}; {sleeper}"));
+    wait_until(
+        db,
+        &format!(
+            "SELECT COUNT(*) FROM information_schema.processlist \
+             WHERE db = DATABASE() AND info = '{sleeper}'"
+        ),
+    );
+    holding
+}
+
+/// `c` as it was before the load (`before`), with `rows` rows and nothing in the journal.
+fn assert_table(db: &MariaDb, before: &str, rows: &str) {
+    assert_eq!(definition(db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), [rows]);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
 /// The signal tests' table: `c`, whose rows reference `p`'s one row and whose secondary index
 /// `kv` the load drops (`--index-threshold 0`; `kp` stays, the foreign key needs it, and comes
 /// first, so `kv` added back stands where it stood); under `--max-errors` its foreign key is checked
@@ -825,13 +847,7 @@ fn start_held_load(
     csv: &std::path::Path,
     holder: &str,
 ) -> (std::process::Child, std::process::Child) {
-    let holding = db.spawn(&format!(
-        "START TRANSACTION; SELECT id FROM p WHERE id = 1 FOR UPDATE; {holder}"
-    ));
-    wait_until(
-        db,
-        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{holder}'"),
-    );
+    let holding = hold(db, "SELECT id FROM p WHERE id = 1 FOR UPDATE", holder);
     let load = Command::new(BIN)
         .args(load_args(
             csv,
@@ -880,9 +896,7 @@ fn a_signal_ends_a_load_that_waits_for_a_lock_and_puts_its_index_back() {
         stderr.contains("interrupted: rolling back, then putting back the indexes"),
         "{stderr}"
     );
-    assert_eq!(definition(&db, "c"), before);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["0"]);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+    assert_table(&db, &before, "0");
 }
 
 /// A signal while the index is built again, after the commit, says the rows stay; the index
@@ -896,13 +910,7 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     let (load, mut holding_row) = start_held_load(&db, &csv, row);
     // A session that read `c` holds its metadata lock: the load's writes go on beside it, but
     // the ALTER TABLE that builds the index again after the commit waits for it.
-    let mut reading = db.spawn(&format!(
-        "START TRANSACTION; SELECT COUNT(*) FROM c; {reader}"
-    ));
-    wait_until(
-        &db,
-        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{reader}'"),
-    );
+    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
     end_session(&db, row);
     let _ = holding_row.wait();
     wait_until(
@@ -925,9 +933,7 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
         "{stderr}"
     );
     assert!(!stdout.contains("ANALYZE TABLE"), "{stdout}");
-    assert_eq!(definition(&db, "c"), before);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["1000"]);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+    assert_table(&db, &before, "1000");
 }
 
 /// One signal ends a load whose DROP INDEX waits for another session's metadata lock (which,
@@ -939,13 +945,7 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
     let dir = shared_dir();
     let (csv, before) = signal_table(&db, dir.path());
     let reader = "SELECT SLEEP(63)";
-    let mut reading = db.spawn(&format!(
-        "START TRANSACTION; SELECT COUNT(*) FROM c; {reader}"
-    ));
-    wait_until(
-        &db,
-        &format!("SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() AND info = '{reader}'"),
-    );
+    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
     let load = Command::new(BIN)
         .args(load_args(&csv, &db, "c", &["--index-threshold", "0"]))
         .stdout(std::process::Stdio::piped())
@@ -969,7 +969,5 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
         waited < std::time::Duration::from_secs(30),
         "the load waited {waited:?} after the signal for the session that holds the table (63 s)"
     );
-    assert_eq!(definition(&db, "c"), before);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), ["0"]);
-    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+    assert_table(&db, &before, "0");
 }
