@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
 import sys
 from pathlib import Path
@@ -106,8 +105,7 @@ def main() -> int:
         partition.write_out("adapt", {**record, "server": run.server_facts(server)})
         return 0
     finally:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)
+        server.close()
 
 
 if __name__ == "__main__":

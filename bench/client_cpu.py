@@ -95,7 +95,7 @@ def main() -> int:
             print(f"{'':16} new/baseline: cpu {med['new']['cpu'] / med['baseline']['cpu']:.2f}, "
                   f"wall {med['new']['wall'] / med['baseline']['wall']:.2f} (medians of {args.rounds})")
     finally:
-        server.stop()
+        server.close()
     return 0
 
 

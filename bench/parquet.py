@@ -169,7 +169,7 @@ def main() -> int:
         print(f"  adbc into the standard table: {adbc_standard}")
         print(f"  raw figures: {path}")
     finally:
-        server.stop()
+        server.close()
     return 0
 
 

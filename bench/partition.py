@@ -352,8 +352,7 @@ def local(args: argparse.Namespace, inrush: Path) -> None:
             "commands": {m: bench.command(m) for m in METHODS},
             "server": run.server_facts(server), "summary": summary, "runs": results})
     finally:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)
+        server.close()
 
 
 def foreign(args: argparse.Namespace, inrush: Path) -> None:

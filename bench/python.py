@@ -200,7 +200,7 @@ def main() -> int:
                   f"inrush_table  {s['peak_rss_kib_max'] / 1024:6.0f} MB peak (rows in memory included){note}")
         print(f"  raw figures: {path}")
     finally:
-        server.stop()
+        server.close()
     return 0
 
 

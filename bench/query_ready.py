@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import signal
 import sys
 import time
@@ -199,8 +198,7 @@ def main() -> int:
                 shown = "  ".join(f"{p} {s:.2f}" for p, s in res["phases"].items())
                 run.log(f"round {r + 1}/{args.repeat}  {m:<20} {res['seconds']:7.3f} s  ({shown})")
     finally:
-        server.stop()
-        shutil.rmtree(server.root, ignore_errors=True)
+        server.close()
     print_summary(results, methods, args, ds.expected_rows)
     out = run.REPO / "bench/out"
     out.mkdir(parents=True, exist_ok=True)

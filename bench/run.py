@@ -220,6 +220,15 @@ class Server(Psql):
                 log(f"warning: pg_ctl stop failed: {p.stderr.strip()}")
             self.started = False
 
+    def close(self, keep: bool = False) -> None:
+        """Stops the server and deletes its directory, unless `keep`: its data and the scratch
+        inputs (gigabytes for lineitem) would otherwise fill /tmp run after run."""
+        self.stop()
+        if keep:
+            log(f"kept {self.root}")
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+
     def give_to_server(self, path: Path) -> None:
         """Makes a file we wrote readable by the server user (for server-side COPY)."""
         path.chmod(0o644)
@@ -572,11 +581,7 @@ def main() -> int:
         print(f"\nraw results: {out}")
         return 0
     finally:
-        server.stop()
-        if args.keep:
-            log(f"kept {server.root}")
-        else:
-            shutil.rmtree(server.root, ignore_errors=True)
+        server.close(args.keep)
 
 
 def entry(main, interrupted: str = "server stopped and scratch removed") -> None:
