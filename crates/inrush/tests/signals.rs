@@ -140,6 +140,30 @@ fn interrupt_at(
     }
 }
 
+/// Dropping the keys waits for every session that has the table open in a transaction (and,
+/// waiting, makes new ones wait behind it): one SIGTERM cancels the drop, and the load ends
+/// with the keys in place and nothing journaled, while that session still holds the table.
+#[test]
+fn sigterm_while_the_drop_waits_for_a_lock_ends_the_load_with_the_keys_in_place() {
+    let db = Db::fresh("signals");
+    db.exec(SCHEMA);
+    let before = db.definitions();
+    let mut reader = postgres::Client::connect(&db.conninfo, postgres::NoTls).unwrap();
+    reader
+        .batch_execute("BEGIN; SELECT count(*) FROM t")
+        .unwrap();
+    let mut child = start(&db);
+    wait_for_statement(&db, &mut child, &["BEGIN; ALTER TABLE"]);
+    signal(&child, libc::SIGTERM);
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("rolling back"), "{stderr}");
+    reader.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert_eq!(db.definitions(), before, "{stderr}");
+    assert_eq!(db.journal_len(), 0, "{stderr}");
+}
+
 #[test]
 fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
     interrupt_at(false, &["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");

@@ -4,6 +4,7 @@
 //! load that died in between.
 
 use super::claim::Claim;
+use super::maintain::until_interrupted;
 use super::prepare::Prepared;
 use crate::{ddl, ConnectOptions, TableInfo};
 use inrush_core::{Phase, Reporter};
@@ -21,8 +22,13 @@ pub(super) struct Dropped {
 /// Journals and drops what the plan rebuilds after the load (nothing under `--check`), on the
 /// target and on each shard; when it may drop nothing on the target, lets other loads of the
 /// table run beside this one.
-pub(super) fn drop(load: &mut Prepared, opts: &LoadOptions, runtime: &Runtime) -> Result<Dropped> {
-    let target = drop_on_target(load, opts, runtime)?;
+pub(super) fn drop(
+    load: &mut Prepared,
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+) -> Result<Dropped> {
+    let target = drop_on_target(load, target, opts, runtime)?;
     let mut shards = Vec::new();
     for plan in load.shard_plans.iter().filter(|p| !p.rebuilt.is_empty()) {
         let shard = &load.shards[plan.shard];
@@ -56,6 +62,7 @@ pub(super) fn drop(load: &mut Prepared, opts: &LoadOptions, runtime: &Runtime) -
 
 fn drop_on_target(
     load: &mut Prepared,
+    target: &ConnectOptions,
     opts: &LoadOptions,
     runtime: &Runtime,
 ) -> Result<Vec<ddl::JournalEntry>> {
@@ -89,17 +96,20 @@ fn drop_on_target(
     }
     Ok(match changes_nothing {
         true => Vec::new(),
-        false => match runtime.block_on(ddl::journal_and_drop(
+        // The drop waits for every session that has the table open in a transaction (and,
+        // waiting, makes new ones wait behind it): a signal cancels it.
+        false => match runtime.block_on(until_interrupted(
+            ddl::journal_and_drop(control, table, &to_rebuild, &to_readd, &to_disable),
             control,
-            table,
-            &to_rebuild,
-            &to_readd,
-            &to_disable,
+            target,
+            opts,
         )) {
             Ok(dropped) => {
                 opts.interrupt.dropped(!dropped.is_empty());
                 dropped
             }
+            // Cancelled: rolled back, nothing dropped, nothing journaled.
+            Err(_) if opts.interrupt.is_set() => return Err(Error::Interrupted),
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
                 notes.push(format!("indexes and foreign keys kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));

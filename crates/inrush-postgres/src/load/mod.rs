@@ -63,7 +63,7 @@ pub fn run(
     let runtime = runtime()?;
     let mut load = prepare::prepare(target, opts, &runtime)?;
     let inspected = Instant::now();
-    let dropped = definitions::drop(&mut load, opts, &runtime)?;
+    let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
     let dropped_at = Instant::now();
     let streamed = stream::stream(&mut load, target, opts, &runtime, reporter, started);
     if let Some(st) = &load.staging {
