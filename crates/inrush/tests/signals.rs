@@ -164,6 +164,32 @@ fn sigterm_while_the_drop_waits_for_a_lock_ends_the_load_with_the_keys_in_place(
     assert_eq!(db.journal_len(), 0, "{stderr}");
 }
 
+/// The same on a shard: its DROP INDEX waits for a session there that holds the remote table;
+/// one SIGTERM cancels it, and what the coordinator dropped before is put back.
+#[test]
+fn sigterm_while_a_shards_drop_waits_for_a_lock_puts_every_server_back() {
+    let db = Db::fresh("signals");
+    let shard = Db::fresh("signals");
+    shard.exec(SHARD);
+    db.add_foreign_server("shard", &shard);
+    db.exec(SHARDED);
+    let before = (db.definitions(), shard.definitions());
+    let mut reader = postgres::Client::connect(&shard.conninfo, postgres::NoTls).unwrap();
+    reader
+        .batch_execute("BEGIN; SELECT count(*) FROM t_far")
+        .unwrap();
+    let mut child = start(&db);
+    wait_for_statement(&shard, &mut child, &["BEGIN; DROP INDEX"]);
+    signal(&child, libc::SIGTERM);
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("rolling back"), "{stderr}");
+    reader.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert_eq!((db.definitions(), shard.definitions()), before, "{stderr}");
+    assert_eq!((db.journal_len(), shard.journal_len()), (0, 0), "{stderr}");
+}
+
 #[test]
 fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
     interrupt_at(false, &["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");

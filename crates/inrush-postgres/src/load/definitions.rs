@@ -32,14 +32,16 @@ pub(super) fn drop(
     let mut shards = Vec::new();
     for plan in load.shard_plans.iter().filter(|p| !p.rebuilt.is_empty()) {
         let shard = &load.shards[plan.shard];
-        let dropped = runtime.block_on(ddl::journal_and_drop(
+        let dropped = runtime.block_on(until_interrupted(
+            ddl::journal_and_drop(&shard.control, &plan.table, &plan.rebuilt, &[], &[]),
             &shard.control,
-            &plan.table,
-            &plan.rebuilt,
-            &[],
-            &[],
+            &shard.options,
+            opts,
         ));
         match dropped {
+            // Cancelled: nothing dropped there; what was dropped before is returned, so the
+            // load, which sees the stop, puts it back.
+            Err(_) if opts.interrupt.is_set() => break,
             Ok(dropped) if !dropped.is_empty() => {
                 opts.interrupt.dropped(true);
                 load.notes.push(format!(
