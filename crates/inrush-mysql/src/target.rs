@@ -461,17 +461,17 @@ impl Target for MysqlTarget {
             // An ALTER TABLE waits for every session that has the table open in a transaction
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
             let watch = writer::interrupt_watch(&self.options, conn.id(), &design.interrupt);
-            let dropped = match design.table.disables_keys() {
-                true => ddl::journal_and_disable_keys(&mut conn, schema, name)
-                    .await
-                    .map(|entry| vec![entry]),
-                false => match ddl::definitions(&mut conn, schema, name, &names).await {
-                    Ok(dropped) => ddl::journal_and_drop(&mut conn, &dropped)
-                        .await
-                        .map(|()| dropped),
-                    Err(e) => Err(e),
-                },
-            };
+            let dropped = async {
+                Ok::<_, Error>(match design.table.disables_keys() {
+                    true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
+                    false => {
+                        let dropped = ddl::definitions(&mut conn, schema, name, &names).await?;
+                        ddl::journal_and_drop(&mut conn, &dropped).await?;
+                        dropped
+                    }
+                })
+            }
+            .await;
             drop(watch);
             let dropped = match dropped {
                 Ok(dropped) => dropped,
