@@ -95,17 +95,9 @@ const SHARDED: &str =
 const SHARD: &str = "CREATE TABLE t_far (id int PRIMARY KEY, n int, s varchar(20), d date); \
                      CREATE INDEX t_far_s ON t_far (s, n);";
 
-/// Signals the loader `times` times once a phase's statement runs (on the shard when
-/// `sharded`); checks what it said and left on every server.
-fn interrupt_at(
-    sharded: bool,
-    prefixes: &[&str],
-    sig: i32,
-    times: usize,
-    exit: i32,
-    rows: i64,
-    said: &str,
-) {
+/// The table `t`, on the tests' server alone or with a foreign partition on a shard (the
+/// second server then).
+fn servers(sharded: bool) -> (Db, Option<Db>) {
     let db = Db::fresh("signals");
     let shard = sharded.then(|| {
         let shard = Db::fresh("signals");
@@ -117,6 +109,34 @@ fn interrupt_at(
     if shard.is_none() {
         db.exec(SCHEMA);
     }
+    (db, shard)
+}
+
+/// Every server's definitions as `before`, its journal empty, no transaction left prepared.
+fn assert_put_back(servers: &[&Db], before: &[String], stderr: &str) {
+    for (server, before) in servers.iter().zip(before) {
+        assert_eq!(&server.definitions(), before, "{}: {stderr}", server.name);
+        assert_eq!(server.journal_len(), 0, "{}: {stderr}", server.name);
+        let prepared = format!(
+            "SELECT count(*) FROM pg_prepared_xacts WHERE database = '{}'",
+            server.name
+        );
+        assert_eq!(server.int(&prepared), 0, "{}: {stderr}", server.name);
+    }
+}
+
+/// Signals the loader `times` times once a phase's statement runs (on the shard when
+/// `sharded`); checks what it said and left on every server.
+fn interrupt_at(
+    sharded: bool,
+    prefixes: &[&str],
+    sig: i32,
+    times: usize,
+    exit: i32,
+    rows: i64,
+    said: &str,
+) {
+    let (db, shard) = servers(sharded);
     let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
     let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
     let mut child = start(&db);
@@ -129,65 +149,43 @@ fn interrupt_at(
     assert_eq!(code, exit, "{stderr}");
     assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     assert_eq!(db.int("SELECT count(*) FROM t"), rows, "{stderr}");
-    for (server, before) in servers.iter().zip(&before) {
-        assert_eq!(&server.definitions(), before, "{}: {stderr}", server.name);
-        assert_eq!(server.journal_len(), 0, "{}: {stderr}", server.name);
-        let prepared = format!(
-            "SELECT count(*) FROM pg_prepared_xacts WHERE database = '{}'",
-            server.name
-        );
-        assert_eq!(server.int(&prepared), 0, "{}: {stderr}", server.name);
-    }
+    assert_put_back(&servers, &before, &stderr);
 }
 
-/// Dropping the keys waits for every session that has the table open in a transaction (and,
-/// waiting, makes new ones wait behind it): one SIGTERM cancels the drop, and the load ends
-/// with the keys in place and nothing journaled, while that session still holds the table.
+/// Dropping keys waits for every session that has the table open in a transaction (and,
+/// waiting, makes new ones wait behind it): with such a session on the last server (the
+/// shard when `sharded`), one SIGTERM once the drop `prefix` waits there cancels it, and the
+/// load ends with every server as it was while that session still holds the table.
+fn sigterm_while_the_drop_waits(sharded: bool, prefix: &str) {
+    let (db, shard) = servers(sharded);
+    let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
+    let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
+    let held = servers[servers.len() - 1];
+    let mut reader = postgres::Client::connect(&held.conninfo, postgres::NoTls).unwrap();
+    let table = if sharded { "t_far" } else { "t" };
+    reader
+        .batch_execute(&format!("BEGIN; SELECT count(*) FROM {table}"))
+        .unwrap();
+    let mut child = start(&db);
+    wait_for_statement(held, &mut child, &[prefix]);
+    signal(&child, libc::SIGTERM);
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(stderr.contains("rolling back"), "{stderr}");
+    reader.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert_put_back(&servers, &before, &stderr);
+}
+
 #[test]
 fn sigterm_while_the_drop_waits_for_a_lock_ends_the_load_with_the_keys_in_place() {
-    let db = Db::fresh("signals");
-    db.exec(SCHEMA);
-    let before = db.definitions();
-    let mut reader = postgres::Client::connect(&db.conninfo, postgres::NoTls).unwrap();
-    reader
-        .batch_execute("BEGIN; SELECT count(*) FROM t")
-        .unwrap();
-    let mut child = start(&db);
-    wait_for_statement(&db, &mut child, &["BEGIN; ALTER TABLE"]);
-    signal(&child, libc::SIGTERM);
-    let (code, stderr) = inrush_testkit::finish(child);
-    assert_eq!(code, 130, "{stderr}");
-    assert!(stderr.contains("rolling back"), "{stderr}");
-    reader.batch_execute("ROLLBACK").unwrap();
-    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
-    assert_eq!(db.definitions(), before, "{stderr}");
-    assert_eq!(db.journal_len(), 0, "{stderr}");
+    sigterm_while_the_drop_waits(false, "BEGIN; ALTER TABLE");
 }
 
-/// The same on a shard: its DROP INDEX waits for a session there that holds the remote table;
-/// one SIGTERM cancels it, and what the coordinator dropped before is put back.
+/// On a shard, what the coordinator dropped before is put back too.
 #[test]
 fn sigterm_while_a_shards_drop_waits_for_a_lock_puts_every_server_back() {
-    let db = Db::fresh("signals");
-    let shard = Db::fresh("signals");
-    shard.exec(SHARD);
-    db.add_foreign_server("shard", &shard);
-    db.exec(SHARDED);
-    let before = (db.definitions(), shard.definitions());
-    let mut reader = postgres::Client::connect(&shard.conninfo, postgres::NoTls).unwrap();
-    reader
-        .batch_execute("BEGIN; SELECT count(*) FROM t_far")
-        .unwrap();
-    let mut child = start(&db);
-    wait_for_statement(&shard, &mut child, &["BEGIN; DROP INDEX"]);
-    signal(&child, libc::SIGTERM);
-    let (code, stderr) = inrush_testkit::finish(child);
-    assert_eq!(code, 130, "{stderr}");
-    assert!(stderr.contains("rolling back"), "{stderr}");
-    reader.batch_execute("ROLLBACK").unwrap();
-    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
-    assert_eq!((db.definitions(), shard.definitions()), before, "{stderr}");
-    assert_eq!((db.journal_len(), shard.journal_len()), (0, 0), "{stderr}");
+    sigterm_while_the_drop_waits(true, "BEGIN; DROP INDEX");
 }
 
 #[test]
