@@ -15,6 +15,7 @@
 //! streams beside a control connection), with the same stages from [`crate::stages`].
 
 use crate::{LoadOptions, LoadPlan, Result};
+use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::TargetColumn;
 
@@ -141,10 +142,11 @@ pub trait Writer: Send {
     /// accepts it (the user allows rejects) the other rows are written, else the load ends
     /// with its error. `block` (under `--resume`): which block of the input the rows are; they
     /// are committed with its ledger row (whose `rows` the writer fills in). Returns how many
-    /// rows were written.
+    /// rows were written. `data` is the chunk's own buffer, so a writer that hands the bytes
+    /// on (MariaDB's `LOAD DATA LOCAL` stream) need not copy them.
     fn write(
         &mut self,
-        data: &[u8],
+        data: &Bytes,
         rows: u64,
         block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,

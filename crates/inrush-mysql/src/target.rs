@@ -6,6 +6,7 @@ use crate::engine_error;
 use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
+use bytes::Bytes;
 use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
@@ -790,7 +791,7 @@ struct MysqlWriter {
 impl Writer for MysqlWriter {
     fn write(
         &mut self,
-        data: &[u8],
+        data: &Bytes,
         rows: u64,
         block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,

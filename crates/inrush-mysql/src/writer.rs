@@ -152,7 +152,7 @@ impl ChunkWriter {
     pub async fn write(
         &self,
         conn: &mut Conn,
-        data: &[u8],
+        data: &Bytes,
         rows: u64,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
@@ -211,7 +211,7 @@ impl ChunkWriter {
                 again.extend_from_slice(lines[i]);
                 again.push(b'\n');
             }
-            if self.method == Method::LoadData && self.load(conn, &again).await?.is_empty() {
+            if self.method == Method::LoadData && self.load(conn, &again.into()).await?.is_empty() {
                 return Ok(kept.len() as u64);
             }
             conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
@@ -224,8 +224,8 @@ impl ChunkWriter {
     }
 
     /// One `LOAD DATA LOCAL` of `data`; returns the warnings that make a row bad.
-    async fn load(&self, conn: &mut Conn, data: &[u8]) -> Result<Vec<Warning>> {
-        let bytes = Bytes::copy_from_slice(data);
+    async fn load(&self, conn: &mut Conn, data: &Bytes) -> Result<Vec<Warning>> {
+        let bytes = data.clone();
         conn.set_infile_handler(async move {
             Ok(futures_util::stream::once(async move { Ok(bytes) }).boxed())
         });

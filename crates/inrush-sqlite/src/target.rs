@@ -4,6 +4,7 @@ use crate::catalog::{self, Table};
 use crate::value::{push_value, ColumnCheck, Kind};
 use crate::writer::{self, Conflict, RowWriter};
 use crate::{failed, quote};
+use bytes::Bytes;
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
@@ -512,7 +513,7 @@ struct SqliteWriter {
 impl Writer for SqliteWriter {
     fn write(
         &mut self,
-        data: &[u8],
+        data: &Bytes,
         rows: u64,
         block: Option<Block>,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
