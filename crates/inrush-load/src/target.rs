@@ -129,7 +129,7 @@ pub trait RowEncoder: Send + Sync {
     /// and the reason.
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<&str>>,
+        fields: &[Option<&str>],
         plain: PlainFields,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)>;

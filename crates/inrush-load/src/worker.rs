@@ -713,7 +713,9 @@ impl WorkerPlan {
             }
             let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
             return match &self.rows {
-                Rows::Target(encoder) => encode_target_row(encoder.as_ref(), fields, plain, out),
+                Rows::Target(encoder) => {
+                    encode_target_row(encoder.as_ref(), spans.len(), fields, plain, out)
+                }
                 Rows::Copy { .. } => self.encode_text_row(fields, out, None),
             };
         }
@@ -805,7 +807,7 @@ impl WorkerPlan {
                 ..
             } => self.encode_text_row(values, out, ordinal),
             Rows::Target(encoder) => {
-                encode_target_row(encoder.as_ref(), values, fields.plain(), out)
+                encode_target_row(encoder.as_ref(), fields.len(), values, fields.plain(), out)
             }
         }
         .map_err(|(col, e)| match e {
@@ -1014,16 +1016,37 @@ struct RowTexts {
 /// A row for another target: its encoder checks and writes every value.
 fn encode_target_row<'f>(
     encoder: &dyn RowEncoder,
+    width: usize,
     fields: impl Iterator<Item = Option<&'f [u8]>>,
     plain: PlainFields,
     out: &mut TupleWriter,
 ) -> Result<(), (usize, FieldError)> {
     // Safe: fields are UTF-8, as in `encode_binary_row`.
-    let mut texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
+    let texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
+    // The fields in one slice, gathered by one tight loop: an iterator behind `dyn` cost a
+    // call and a chain of loads per field, 14% of a MariaDB load's client CPU. Rows this
+    // wide fill a buffer on the stack; wider ones, a Vec.
+    let mut inline = [None; INLINE_FIELDS];
+    let mut wide = Vec::new();
+    let fields: &[Option<&str>] = match width {
+        0..=INLINE_FIELDS => {
+            for (slot, text) in inline.iter_mut().zip(texts) {
+                *slot = text;
+            }
+            &inline[..width]
+        }
+        _ => {
+            wide.extend(texts);
+            &wide
+        }
+    };
     encoder
-        .encode(&mut texts, plain, out.bytes_mut())
+        .encode(fields, plain, out.bytes_mut())
         .map_err(|(i, reason)| (i, FieldError::Refused(reason)))
 }
+
+/// Rows of up to this many fields reach another target's encoder from a buffer on the stack.
+const INLINE_FIELDS: usize = 32;
 
 /// Reads the records of one block, whatever the input format; `next` is where the record
 /// after the last one read starts (also after a bad record).

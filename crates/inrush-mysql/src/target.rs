@@ -753,12 +753,12 @@ struct Encoder {
 impl RowEncoder for Encoder {
     fn encode(
         &self,
-        fields: &mut dyn Iterator<Item = Option<&str>>,
+        fields: &[Option<&str>],
         plain: PlainFields,
         out: &mut Vec<u8>,
     ) -> Result<(), (usize, String)> {
         let mark = out.len();
-        for (i, (check, field)) in self.checks.iter().zip(fields).enumerate() {
+        for (i, (check, field)) in self.checks.iter().zip(fields.iter().copied()).enumerate() {
             if i > 0 {
                 out.push(b'\t');
             }
