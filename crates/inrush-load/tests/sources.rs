@@ -42,13 +42,13 @@ fn rows(n: usize, seed: u64) -> Vec<Row> {
             let tags = (0..r % 4).map(|_| pick(&mut rng)).collect();
             Row {
                 id: i as i64,
-                name: (r % 7 != 0).then(|| pick(&mut rng)),
-                amount: (r % 5 != 0).then(|| format!("{}.{:02}", r % 100_000, r % 100)),
-                flag: (r % 3 != 0).then_some(r % 2 == 0),
-                tags: (r % 6 != 0).then_some(tags),
-                doc: (r % 4 != 0)
+                name: (!r.is_multiple_of(7)).then(|| pick(&mut rng)),
+                amount: (!r.is_multiple_of(5)).then(|| format!("{}.{:02}", r % 100_000, r % 100)),
+                flag: (!r.is_multiple_of(3)).then_some(r.is_multiple_of(2)),
+                tags: (!r.is_multiple_of(6)).then_some(tags),
+                doc: (!r.is_multiple_of(4))
                     .then(|| serde_json::json!({"k": r % 10, "s": pick(&mut rng), "a": [1, null]})),
-                note: (r % 9 != 0).then(|| format!("n{}", r % 1000)),
+                note: (!r.is_multiple_of(9)).then(|| format!("n{}", r % 1000)),
             }
         })
         .collect()
@@ -550,7 +550,8 @@ fn create_makes_the_table_from_the_input_and_loads_it_frozen() {
     let parquet_path = dir.path().join("in.parquet");
     to_parquet(&rows, 400, &parquet_path);
     server_table(&mut source, "src", &rows);
-    let cases: Vec<(&str, Box<dyn Fn(&mut inrush_load::LoadOptions)>, &str)> = vec![
+    type Setup<'a> = Box<dyn Fn(&mut inrush_load::LoadOptions) + 'a>;
+    let cases: Vec<(&str, Setup<'_>, &str)> = vec![
         ("from_csv", Box::new(|o| o.csv.header = true), "id integer, name text, amount numeric, flag boolean, tags text, doc jsonb, note text"),
         ("from_jsonl", Box::new(|o| o.inputs = vec![jsonl_path.display().to_string()]), "amount numeric, doc jsonb, flag boolean, id integer, name text, note text, tags jsonb"),
         ("from_parquet", Box::new(|o| o.inputs = vec![parquet_path.display().to_string()]), "id bigint, name text, amount numeric(12,2), flag boolean, tags text[], doc text, note text"),

@@ -26,6 +26,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process; boxing the load's many options would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Load CSV, TSV, JSON-lines, Parquet or Arrow IPC files (plain, .gz, .zst; directories,
@@ -827,6 +829,8 @@ fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<
 }
 
 /// The engine `--to` names.
+// One per process, as Command.
+#[allow(clippy::large_enum_variant)]
 enum Target {
     Postgres(ConnectOptions),
     /// A database file (`sqlite:///path.db`, or a path ending in .db, .sqlite, .sqlite3).

@@ -708,7 +708,8 @@ async fn load_isolating(
         chunk.data.slice(start..end)
     };
     let mut loaded = 0;
-    let mut work = vec![0..n];
+    let mut work = Vec::new();
+    work.push(0..n);
     while let Some(range) = work.pop() {
         if range.is_empty() {
             continue;
