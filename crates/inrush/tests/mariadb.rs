@@ -288,16 +288,6 @@ fn refusals_name_the_option_and_passwords_stay_hidden() {
     assert!(db.rows("SELECT * FROM t").is_empty());
 }
 
-/// `SHOW CREATE TABLE` without the AUTO_INCREMENT counter, which a load moves on.
-fn definition(db: &MariaDb, table: &str) -> String {
-    let shown = db.rows(&format!("SHOW CREATE TABLE {table}")).join("\n");
-    shown
-        .split(' ')
-        .filter(|word| !word.starts_with("AUTO_INCREMENT="))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
     let db = MariaDb::fresh("indexes");

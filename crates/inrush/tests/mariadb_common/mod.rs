@@ -2,6 +2,9 @@
 //! server's own strict `LOAD DATA INFILE` as the model, and the two differential checks every
 //! write path must pass (typed good rows, and every kind of bad row).
 
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
 use inrush_testkit::MariaDb;
 use std::path::{Path, PathBuf};
 
@@ -51,6 +54,16 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
     path
+}
+
+/// `SHOW CREATE TABLE` without the AUTO_INCREMENT counter, which a load moves on.
+pub fn definition(db: &MariaDb, table: &str) -> String {
+    let shown = db.rows(&format!("SHOW CREATE TABLE {table}")).join("\n");
+    shown
+        .split(' ')
+        .filter(|word| !word.starts_with("AUTO_INCREMENT="))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The server's own strict-mode `LOAD DATA INFILE` of a CSV with a header, NULL as `NULL`.
