@@ -21,6 +21,9 @@ pub struct Table {
     /// The keys through which the table references other tables (or itself).
     pub foreign_keys: Vec<ForeignKey>,
     pub triggers: Vec<String>,
+    /// Other tables' foreign keys whose `ON DELETE` rule changes their rows when rows of this
+    /// table are deleted (CASCADE, SET NULL, SET DEFAULT), as `` `db`.`child` (key: RULE) ``.
+    pub changed_by_delete: Vec<String>,
     /// Data plus index bytes (`information_schema.TABLES`, an estimate for InnoDB).
     pub bytes: u64,
     /// The table holds no row (checked, not estimated).
@@ -271,6 +274,28 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         )
         .await
         .map_err(reading("triggers"))?;
+    let rules: Vec<(String, String, String, String)> = conn
+        .exec(
+            "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, DELETE_RULE \
+             FROM information_schema.REFERENTIAL_CONSTRAINTS \
+             WHERE UNIQUE_CONSTRAINT_SCHEMA = ? AND REFERENCED_TABLE_NAME = ? \
+               AND DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') \
+               AND NOT (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) \
+             ORDER BY 1, 2, 3",
+            (&schema, &name, &schema, &name),
+        )
+        .await
+        .map_err(reading("keys that reference it"))?;
+    let changed_by_delete = rules
+        .into_iter()
+        .map(|(child_schema, child, key, rule)| {
+            format!(
+                "{}.{} ({key}: ON DELETE {rule})",
+                quote(&child_schema),
+                quote(&child)
+            )
+        })
+        .collect();
     let qualified = format!("{}.{}", quote(&schema), quote(&name));
     let any: Option<u8> = conn
         .query_first(format!("SELECT 1 FROM {qualified} LIMIT 1"))
@@ -286,6 +311,7 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         indexes,
         foreign_keys,
         triggers,
+        changed_by_delete,
         bytes: data.unwrap_or(0) + index.unwrap_or(0),
     })
 }

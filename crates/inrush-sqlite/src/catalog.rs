@@ -157,6 +157,39 @@ pub fn read(conn: &Connection, name: &str) -> Result<Option<Table>> {
     }))
 }
 
+/// Other tables' foreign keys whose `ON DELETE` rule changes their rows when rows of `table`
+/// are deleted (CASCADE, SET NULL, SET DEFAULT), as `"child" (ON DELETE RULE)`.
+pub fn changed_by_delete(conn: &Connection, table: &Table) -> Result<Vec<String>> {
+    let reading = || {
+        failed(format!(
+            "reading the keys that reference {}",
+            table.qualified()
+        ))
+    };
+    // One row per column of a key: grouped by the key's id.
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT m.name, f.on_delete FROM {}.sqlite_schema m, pragma_foreign_key_list(m.name, ?2) f \
+             WHERE m.type = 'table' AND f.\"table\" = ?1 COLLATE NOCASE AND m.name <> ?1 COLLATE NOCASE \
+               AND f.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT') \
+             GROUP BY m.name, f.id ORDER BY m.name, f.id",
+            quote(&table.schema)
+        ))
+        .map_err(reading())?;
+    let keys = stmt
+        .query_map((&table.name, &table.schema), |row| {
+            Ok(format!(
+                "{} (ON DELETE {})",
+                quote(&row.get::<_, String>(0)?),
+                row.get::<_, String>(1)?
+            ))
+        })
+        .map_err(reading())?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .map_err(reading())?;
+    Ok(keys)
+}
+
 /// Whether the table holds no row (cheap: stops at the first).
 pub fn is_empty(conn: &Connection, table: &Table) -> Result<bool> {
     conn.query_row(

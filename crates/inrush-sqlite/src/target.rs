@@ -150,6 +150,18 @@ impl Target for SqliteTarget {
                 design.table.qualified()
             )));
         }
+        if opts.truncate {
+            // --truncate is a DELETE inside the load's transaction, which would fire these
+            // rules: inrush changes no table but the one it loads.
+            let changed = catalog::changed_by_delete(&conn, &design.table)?;
+            if !changed.is_empty() {
+                return Err(Error::Usage(format!(
+                    "--truncate: deletes the rows of {}, which changes rows of other tables through their foreign keys: {}; load without --truncate",
+                    design.table.qualified(),
+                    changed.join(", ")
+                )));
+            }
+        }
         let columns = design
             .table
             .columns

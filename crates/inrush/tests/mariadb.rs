@@ -624,6 +624,45 @@ fn truncate_of_a_referenced_parent_fails_and_orphans_nothing() {
     );
 }
 
+/// `--truncate`'s DELETE and `--on-conflict update`'s REPLACE would fire the ON DELETE rules
+/// of the keys that reference the table, deleting or changing rows of other tables: both are
+/// refused before anything happens, naming each key. `skip` deletes nothing and runs.
+#[test]
+fn a_parent_whose_children_follow_its_deletes_refuses_truncate_and_replace() {
+    let db = MariaDb::fresh("cascade");
+    db.exec(
+        "CREATE TABLE p (id INT PRIMARY KEY, v INT); INSERT INTO p VALUES (1, 0), (2, 0); \
+         CREATE TABLE kid (id INT PRIMARY KEY, p INT, \
+           CONSTRAINT kid_p FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE); \
+         CREATE TABLE nul (id INT PRIMARY KEY, p INT, \
+           CONSTRAINT nul_p FOREIGN KEY (p) REFERENCES p (id) ON DELETE SET NULL); \
+         INSERT INTO kid VALUES (20, 2); INSERT INTO nul VALUES (30, 1)",
+    );
+    let dir = shared_dir();
+    let csv = write(dir.path(), "p.csv", "id,v\n1,5\n2,5\n3,5\n");
+    let children =
+        || db.rows("SELECT 'kid', id, p FROM kid UNION ALL SELECT 'nul', id, p FROM nul");
+    let before = children();
+    for flags in [&["--truncate"][..], &["--on-conflict", "update"]] {
+        let (code, out) = load(&csv, &db, "p", flags);
+        assert_eq!(code, 2, "{flags:?}: {out}");
+        assert!(
+            out.contains("`kid_p`") || out.contains("kid_p: ON DELETE CASCADE"),
+            "{out}"
+        );
+        assert!(out.contains("nul_p: ON DELETE SET NULL"), "{out}");
+        assert_eq!(children(), before, "{flags:?}");
+        assert_eq!(db.rows("SELECT id, v FROM p ORDER BY id"), ["1\t0", "2\t0"]);
+    }
+    let (code, out) = load(&csv, &db, "p", &["--on-conflict", "skip"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(children(), before);
+    assert_eq!(
+        db.rows("SELECT id, v FROM p ORDER BY id"),
+        ["1\t0", "2\t0", "3\t5"]
+    );
+}
+
 #[test]
 fn myisam_disables_its_keys_and_says_it_cannot_roll_back() {
     let db = MariaDb::fresh("myisam");

@@ -455,6 +455,78 @@ fn indexes_are_built_again_in_the_transaction_and_a_broken_one_undoes_the_load()
     assert!(contents(&db).is_empty());
 }
 
+/// Foreign keys hold: a row without its parent is a bad row, and `--truncate` of a parent
+/// whose children follow its deletes (CASCADE, SET NULL) is refused before anything happens,
+/// since its DELETE would change their rows. `--on-conflict update` is an upsert: the
+/// children keep theirs.
+#[test]
+fn foreign_keys_hold_and_truncate_spares_other_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    exec(
+        &db,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER); INSERT INTO t VALUES (1, 0), (2, 0); \
+         CREATE TABLE kid (id INTEGER PRIMARY KEY, p INTEGER REFERENCES t (id) ON DELETE CASCADE); \
+         CREATE TABLE nul (id INTEGER PRIMARY KEY, p INTEGER REFERENCES t (id) ON DELETE SET NULL); \
+         CREATE TABLE child (id INTEGER PRIMARY KEY, p INTEGER REFERENCES t (id)); \
+         INSERT INTO kid VALUES (20, 2); INSERT INTO nul VALUES (30, 1);",
+    );
+    let children = || {
+        let conn = Connection::open(&db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT 'kid', id, p FROM kid UNION ALL SELECT 'nul', id, p FROM nul")
+            .unwrap();
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(format!(
+                    "{} {} {:?}",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<i64>>(2)?
+                ))
+            })
+            .unwrap();
+        rows.map(Result::unwrap).collect::<Vec<_>>()
+    };
+    let before = children();
+    let csv = write(dir.path(), "t.csv", "id,v\n1,5\n2,5\n3,5\n");
+    let (code, out) = load(&csv, &db, &["--truncate"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("\"kid\" (ON DELETE CASCADE)"), "{out}");
+    assert!(out.contains("\"nul\" (ON DELETE SET NULL)"), "{out}");
+    assert_eq!(children(), before);
+    let (code, out) = load(&csv, &db, &["--on-conflict", "update"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(children(), before);
+    assert_eq!(
+        contents(&db),
+        [
+            "integer:1 | integer:5",
+            "integer:2 | integer:5",
+            "integer:3 | integer:5"
+        ]
+    );
+    // Into the child: the row whose parent is missing is set aside.
+    let rows = write(dir.path(), "child.csv", "id,p\n1,1\n2,99\n3,3\n");
+    let (code, out) = inrush(&[
+        "load",
+        rows.to_str().unwrap(),
+        "--header",
+        "--to",
+        db.to_str().unwrap(),
+        "--table",
+        "child",
+        "--no-progress",
+        "--max-errors",
+        "1",
+    ]);
+    assert_eq!(code, 6, "{out}");
+    let rejects = std::fs::read_to_string(dir.path().join("child.csv.rejects")).unwrap();
+    assert_eq!(rejects.lines().skip(1).collect::<Vec<_>>(), ["2,99"]);
+    let reasons = std::fs::read_to_string(dir.path().join("child.csv.rejects.log")).unwrap();
+    assert!(reasons.contains("FOREIGN KEY constraint failed"), "{reasons}");
+}
+
 /// A row of 40 columns keeps every value, and a refused one is named by its own column.
 #[test]
 fn wide_rows_keep_every_column() {
