@@ -2,16 +2,18 @@
 //! PostgreSQL's).
 //!
 //! Each cell is a table shape (no key, a primary key with a CHECK, a unique key beside an
-//! AUTO_INCREMENT key, a foreign key, a trigger that refuses a row), empty or holding rows, an
-//! input (clean, or with values the server refuses, rows too long for the client to send,
-//! duplicate keys within the input and against the rows already there, a CHECK, a foreign-key
-//! miss, the trigger's SIGNAL), and a set of flags. The real binary loads it over two
+//! AUTO_INCREMENT key, a foreign key, a trigger that refuses a row, a key that another table's
+//! key references ON DELETE CASCADE), empty or holding rows, an input (clean, or with values
+//! the server refuses, rows too long for the client to send, duplicate keys within the input
+//! and against the rows already there, a CHECK, a foreign-key miss, the trigger's SIGNAL), and
+//! a set of flags. The real binary loads it over two
 //! connections in small blocks; the oracle is a model of what each row becomes, loaded into a
 //! twin table by the server's own strict `LOAD DATA INFILE`. Each cell checks:
 //! - the exit code, and for a combination refused up front (exit 2) the reason and an
 //!   untouched table;
 //! - the table against the twin, row for row;
 //! - the reject file against the model's bad records;
+//! - the referencing table's rows as they were;
 //! - the same definitions as before the load (`SHOW CREATE TABLE`; a secondary key built
 //!   again may come after the key MariaDB keeps for a foreign key), and an empty DDL journal.
 //!
@@ -44,6 +46,9 @@ enum Shape {
     ForeignKey,
     /// A primary key and a BEFORE INSERT trigger that refuses s = 'boom'.
     Trigger,
+    /// A primary key that another table's key references ON DELETE CASCADE (its row points at
+    /// the table's row -1 when the table holds rows).
+    Referenced,
 }
 
 impl Shape {
@@ -70,6 +75,11 @@ impl Shape {
                    IF NEW.s = 'boom' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'boom'; END IF //\n\
                  DELIMITER ;"
             ),
+            Shape::Referenced => format!(
+                "CREATE TABLE t ({cols}, PRIMARY KEY (id), KEY t_s (s)); \
+                 CREATE TABLE kid (id INT PRIMARY KEY, p INT, \
+                   CONSTRAINT kid_p FOREIGN KEY (p) REFERENCES t (id) ON DELETE CASCADE)"
+            ),
         }
     }
 
@@ -83,6 +93,13 @@ impl Shape {
             Some(_) if flags.truncate() => Some("--on-conflict cannot be combined with --truncate"),
             Some(_) if !self.unique_id() => {
                 Some("has no primary key or unique index for rows to conflict on")
+            }
+            // Their DELETEs would delete the other table's rows.
+            _ if self == Shape::Referenced && flags.truncate() => {
+                Some("--truncate: deletes the rows of")
+            }
+            Some("update") if self == Shape::Referenced => {
+                Some("--on-conflict update: is REPLACE, which deletes each replaced row of")
             }
             _ => None,
         }
@@ -305,6 +322,14 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
             values.join(", ")
         ));
     }
+    if shape == Shape::Referenced && pre {
+        db.exec("INSERT INTO kid VALUES (1, -1)");
+    }
+    let kid = || match shape {
+        Shape::Referenced => db.rows("SELECT id, p FROM kid"),
+        _ => Vec::new(),
+    };
+    let before_kid = kid();
     let before_definition = definition_lines(&db, "t");
     let before_rows = contents(&db, "t");
     let dir = shared_dir();
@@ -335,6 +360,7 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
         before_definition,
         "{name}: definition\n{out}"
     );
+    assert_eq!(kid(), before_kid, "{name}: the referencing table\n{out}");
     if let Some(reason) = shape.refusal(flags) {
         assert_eq!(code, 2, "{name}: exit code\n{out}");
         assert!(out.contains(reason), "{name}: the reason\n{out}");
@@ -428,4 +454,9 @@ fn foreign_key() {
 #[test]
 fn trigger_that_refuses_a_row() {
     shape_matrix(Shape::Trigger);
+}
+
+#[test]
+fn referenced_by_a_key_that_cascades() {
+    shape_matrix(Shape::Referenced);
 }

@@ -524,7 +524,10 @@ fn foreign_keys_hold_and_truncate_spares_other_tables() {
     let rejects = std::fs::read_to_string(dir.path().join("child.csv.rejects")).unwrap();
     assert_eq!(rejects.lines().skip(1).collect::<Vec<_>>(), ["2,99"]);
     let reasons = std::fs::read_to_string(dir.path().join("child.csv.rejects.log")).unwrap();
-    assert!(reasons.contains("FOREIGN KEY constraint failed"), "{reasons}");
+    assert!(
+        reasons.contains("FOREIGN KEY constraint failed"),
+        "{reasons}"
+    );
 }
 
 /// A row of 40 columns keeps every value, and a refused one is named by its own column.
