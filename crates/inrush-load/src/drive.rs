@@ -53,6 +53,7 @@ pub fn load_into(
         false => None,
     };
     let table = target.prepare(opts, create.as_deref())?;
+    refuse_truncate(&table, opts)?;
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let origin = sources.names_origin();
     let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
@@ -527,4 +528,13 @@ pub fn plan_into(target: &dyn Target, opts: &LoadOptions, input: Option<&str>) -
     };
     let table = target.prepare(opts, None)?;
     target.plan(&table, opts, input_size)
+}
+
+/// `--truncate` is a DELETE in the load's transaction (TRUNCATE would commit at once), which
+/// fires the rules of the keys that reference the table.
+fn refuse_truncate(table: &crate::target::Table, opts: &LoadOptions) -> Result<()> {
+    match opts.truncate {
+        true => table.refuse_deletes("--truncate", "deletes the rows of"),
+        false => Ok(()),
+    }
 }

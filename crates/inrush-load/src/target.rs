@@ -14,7 +14,7 @@
 //! PostgreSQL drives the pipeline's stages itself (`inrush-postgres`'s `load`: M parallel COPY
 //! streams beside a control connection), with the same stages from [`crate::stages`].
 
-use crate::{LoadOptions, LoadPlan, Result};
+use crate::{Error, LoadOptions, LoadPlan, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::TargetColumn;
@@ -97,6 +97,24 @@ pub struct Table {
     pub bytes: Option<u64>,
     /// `--create`: the statement that makes the table, run in the load's transaction.
     pub create_sql: Option<String>,
+    /// Other tables' foreign keys whose `ON DELETE` rule changes their rows when rows of this
+    /// one are deleted (CASCADE, SET NULL, SET DEFAULT), each as the engine names it.
+    pub changed_by_delete: Vec<String>,
+}
+
+impl Table {
+    /// Refuses `option`, which `does` delete rows of this table, when other tables' keys
+    /// would follow those deletes: inrush changes no table but the one it loads.
+    pub fn refuse_deletes(&self, option: &str, does: &str) -> Result<()> {
+        if self.changed_by_delete.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Usage(format!(
+            "{option}: {does} {}, which changes rows of other tables through their foreign keys: {}; load without {option}",
+            self.name,
+            self.changed_by_delete.join(", ")
+        )))
+    }
 }
 
 /// The fields of a row known to hold no backslash, tab, line feed, carriage return or NUL (the

@@ -156,27 +156,6 @@ impl Target for MysqlTarget {
                 (table, checks, None)
             }
         };
-        if !table.changed_by_delete.is_empty() {
-            // --truncate is a DELETE inside the load's transaction, and REPLACE deletes the
-            // row it replaces: either would fire these rules, and inrush changes no table but
-            // the one it loads.
-            let changes = |option: &str, does: &str| {
-                Err(Error::Usage(format!(
-                    "{option}: {does} {}, which changes rows of other tables through their foreign keys: {}; load without {option}",
-                    table.qualified(),
-                    table.changed_by_delete.join(", ")
-                )))
-            };
-            if opts.truncate {
-                return changes("--truncate", "deletes the rows of");
-            }
-            if opts.on_conflict == OnConflict::Update {
-                return changes(
-                    "--on-conflict update",
-                    "is REPLACE, which deletes each replaced row of",
-                );
-            }
-        }
         if !table.transactional {
             // What the engine wrote stays written: a chunk cannot go back to its savepoint to
             // set a bad row aside, and a block cannot commit together with its ledger row.
@@ -219,7 +198,14 @@ impl Target for MysqlTarget {
             columns,
             bytes: Some(table.bytes),
             create_sql,
+            changed_by_delete: table.changed_by_delete.clone(),
         };
+        if opts.on_conflict == OnConflict::Update {
+            described.refuse_deletes(
+                "--on-conflict update",
+                "is REPLACE, which deletes each replaced row of",
+            )?;
+        }
         let engine = match version.to_ascii_lowercase().contains("mariadb") {
             true => "MariaDB",
             false => "MySQL",

@@ -150,18 +150,6 @@ impl Target for SqliteTarget {
                 design.table.qualified()
             )));
         }
-        if opts.truncate {
-            // --truncate is a DELETE inside the load's transaction, which would fire these
-            // rules: inrush changes no table but the one it loads.
-            let changed = catalog::changed_by_delete(&conn, &design.table)?;
-            if !changed.is_empty() {
-                return Err(Error::Usage(format!(
-                    "--truncate: deletes the rows of {}, which changes rows of other tables through their foreign keys: {}; load without --truncate",
-                    design.table.qualified(),
-                    changed.join(", ")
-                )));
-            }
-        }
         let columns = design
             .table
             .columns
@@ -175,15 +163,19 @@ impl Target for SqliteTarget {
                 input_sql: String::new(),
             })
             .collect();
-        let bytes = match create_sql {
-            Some(_) => Some(0),
-            None => Some(catalog::database_bytes(&conn, &design.table.schema)?),
+        let (bytes, changed_by_delete) = match create_sql {
+            Some(_) => (Some(0), Vec::new()),
+            None => (
+                Some(catalog::database_bytes(&conn, &design.table.schema)?),
+                catalog::changed_by_delete(&conn, &design.table)?,
+            ),
         };
         let table = target::Table {
             name: design.table.qualified(),
             columns,
             bytes,
             create_sql,
+            changed_by_delete,
         };
         let _ = self.table.set(design);
         Ok(table)
