@@ -7,8 +7,9 @@
 //! costs the server a slot and nothing more), and a gate lets only the first `active` of them take
 //! chunks. A controller beside the sinks measures the rows they take per window and climbs:
 //! one more stream is kept only when it brings more rows per second in two windows running,
-//! one fewer when it costs none; it also samples what the active sessions wait on (`pg_stat_activity`), so it does not
-//! add streams while the server waits for the client's rows, and says so in the summary.
+//! one fewer when it costs none; it also samples what the active sessions wait on
+//! (`pg_stat_activity`), so it does not add streams while the server waits for the client's
+//! rows, and says so in the summary.
 //!
 //! Opening them all at the start, rather than connecting more later, keeps the rest of the load
 //! as it was: the joint commit sees every transaction (an idle one commits its zero rows), the
@@ -252,6 +253,17 @@ struct Probe {
     seconded: bool,
 }
 
+impl Probe {
+    /// A change from `from` streams, where `base` rows/s were measured.
+    fn new(from: usize, base: f64) -> Probe {
+        Probe {
+            from,
+            base,
+            seconded: false,
+        }
+    }
+}
+
 /// The hill climb over the number of active streams.
 #[derive(Debug)]
 struct Climb {
@@ -301,11 +313,7 @@ impl Climb {
     /// or the cap is reached; else one fewer.
     fn try_from(&mut self, at: usize, rate: f64) {
         self.climbed = false;
-        let probe = Probe {
-            from: at,
-            base: rate,
-            seconded: false,
-        };
+        let probe = Probe::new(at, rate);
         match (at < self.cap && !self.client_bound, at > 1) {
             (true, _) => self.current = at + 1,
             (false, true) => self.current = at - 1,
@@ -338,31 +346,19 @@ impl Climb {
         match (kept, to > from) {
             // More helped: climb on while it does.
             (true, true) if to < self.cap && !self.client_bound => {
-                self.probe = Some(Probe {
-                    from: to,
-                    base: rate,
-                    seconded: false,
-                });
+                self.probe = Some(Probe::new(to, rate));
                 self.current = to + 1;
             }
             // Fewer cost nothing: go on down while it does.
             (true, false) if to > 1 => {
-                self.probe = Some(Probe {
-                    from: to,
-                    base: rate,
-                    seconded: false,
-                });
+                self.probe = Some(Probe::new(to, rate));
                 self.current = to - 1;
             }
             (true, _) => self.hold = HOLD,
             // More did not help: back, and see whether fewer would do as well (unless this
             // climb just came up from there).
             (false, true) if from > 1 && !climbed => {
-                self.probe = Some(Probe {
-                    from,
-                    base,
-                    seconded: false,
-                });
+                self.probe = Some(Probe::new(from, base));
                 self.current = from - 1;
             }
             (false, _) => {
