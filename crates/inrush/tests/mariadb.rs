@@ -809,6 +809,36 @@ fn signal(child: &std::process::Child) {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
 }
 
+/// Signals `load` `times` times, 200 ms apart, while it waits for the session running
+/// `holder`: it must end with exit 130 within 30 s, long before that session would let it
+/// go; the session is ended after. The load's stderr.
+fn interrupted_while_held(
+    db: &MariaDb,
+    load: std::process::Child,
+    times: usize,
+    holder: &str,
+    mut holding: std::process::Child,
+) -> String {
+    let signalled = std::time::Instant::now();
+    for k in 0..times {
+        if k > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        signal(&load);
+    }
+    let out = load.wait_with_output().unwrap();
+    let waited = signalled.elapsed();
+    end_session(db, holder);
+    let _ = holding.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        waited < std::time::Duration::from_secs(30),
+        "the load waited {waited:?} after the signal for the session running {holder}"
+    );
+    stderr
+}
+
 /// Waits until `count` (a query of one number) is above zero.
 fn wait_until(db: &MariaDb, count: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
@@ -906,21 +936,8 @@ fn a_signal_ends_a_load_that_waits_for_a_lock_and_puts_its_index_back() {
     let dir = shared_dir();
     let (csv, before) = signal_table(&db, dir.path());
     let holder = "SELECT SLEEP(61)";
-    let (load, mut holding) = start_held_load(&db, &csv, holder);
-    let signalled = std::time::Instant::now();
-    signal(&load);
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    signal(&load);
-    let out = load.wait_with_output().unwrap();
-    let waited = signalled.elapsed();
-    end_session(&db, holder);
-    let _ = holding.wait();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(
-        waited < std::time::Duration::from_secs(30),
-        "the load waited {waited:?} after the signal for the session that holds the row (61 s)"
-    );
+    let (load, holding) = start_held_load(&db, &csv, holder);
+    let stderr = interrupted_while_held(&db, load, 2, holder, holding);
     assert!(
         stderr.contains("interrupted: rolling back, then putting back the indexes"),
         "{stderr}"
@@ -974,7 +991,7 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
     let dir = shared_dir();
     let (csv, before) = signal_table(&db, dir.path());
     let reader = "SELECT SLEEP(63)";
-    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
+    let reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
     let load = Command::new(BIN)
         .args(load_args(&csv, &db, "c", &["--index-threshold", "0"]))
         .stdout(std::process::Stdio::piped())
@@ -986,17 +1003,6 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
         "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
            AND info LIKE 'ALTER TABLE%DROP%' AND state LIKE '%metadata lock%'",
     );
-    let signalled = std::time::Instant::now();
-    signal(&load);
-    let out = load.wait_with_output().unwrap();
-    let waited = signalled.elapsed();
-    end_session(&db, reader);
-    let _ = reading.wait();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(
-        waited < std::time::Duration::from_secs(30),
-        "the load waited {waited:?} after the signal for the session that holds the table (63 s)"
-    );
+    interrupted_while_held(&db, load, 1, reader, reading);
     assert_table(&db, &before, "0");
 }
