@@ -138,6 +138,34 @@ impl TableInfo {
             .collect())
     }
 
+    /// Other tables' foreign keys that reference this table or one of its partitions, as
+    /// `"public"."kid" (kid_pid_fkey)`: while one exists the server refuses to TRUNCATE the table.
+    /// (A key of the table on itself does not stop it.)
+    pub async fn referenced_by(&self, client: &Client) -> Result<Vec<String>> {
+        let rows = client
+            .query(
+                "WITH tree AS (SELECT $1::oid AS relid UNION SELECT relid FROM pg_partition_tree($1::oid::regclass)) \
+                 SELECT n.nspname::text, r.relname::text, c.conname::text FROM pg_constraint c \
+                 JOIN pg_class r ON r.oid = c.conrelid JOIN pg_namespace n ON n.oid = r.relnamespace \
+                 WHERE c.contype = 'f' AND c.conparentid = 0 \
+                   AND c.confrelid IN (SELECT relid FROM tree) AND c.conrelid NOT IN (SELECT relid FROM tree) \
+                 ORDER BY 1, 2, 3",
+                &[&self.oid],
+            )
+            .await
+            .map_err(|cause| Error::Query {
+                what: format!("reading the foreign keys that reference {}", self.qualified()),
+                cause,
+            })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let (schema, table, key): (&str, &str, &str) = (r.get(0), r.get(1), r.get(2));
+                format!("{}.{} ({key})", quote_ident(schema), quote_ident(table))
+            })
+            .collect())
+    }
+
     pub async fn size(&self, client: &Client) -> Result<TableSize> {
         let r = client
             .query_one(

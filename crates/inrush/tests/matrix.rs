@@ -1,17 +1,19 @@
 //! Every flag on every table: the combination matrix.
 //!
 //! Each cell is a table shape (keys, CHECK, NOT NULL, defaults, foreign keys, triggers,
-//! identity, generated columns, partitions), empty or holding rows, an input (clean, values the
-//! client refuses, rows the server refuses: duplicates within the input and against existing
-//! rows, CHECK, foreign key misses, trigger errors), and a set of flags, each alone and in the
-//! pairs users combine. The real binary loads it; the oracle is a model of what each row should
-//! become, loaded into a second database by the server's own COPY. Each cell checks:
+//! identity, generated columns, partitions, a key other tables reference), empty or holding
+//! rows, an input (clean, values the client refuses, rows the server refuses: duplicates within
+//! the input and against existing rows, CHECK, foreign key misses, trigger errors), and a set
+//! of flags, each alone and in the pairs users combine. The real binary loads it; the oracle is
+//! a model of what each row should become, loaded into a second database by the server's own
+//! COPY. Each cell checks:
 //! - the exit code is the documented one, and a combination that cannot work exits 2 before
 //!   anything happens;
 //! - the table equals the rows that were there plus the COPY of the good rows;
 //! - the reject file holds exactly the bad records;
 //! - every index, constraint and trigger, with its validity and firing mode, is as before, and
-//!   `inrush.ddl_journal` is empty.
+//!   `inrush.ddl_journal` is empty;
+//! - the rows of a table that references the loaded one are as before.
 //!
 //! By default a quick subset runs (every flag and pair on the keyed shape, the others on a few
 //! flags); `INRUSH_MATRIX=full` runs every shape against every flag set (several minutes; CI
@@ -49,6 +51,9 @@ enum Shape {
     Generated,
     /// Range-partitioned on the key.
     Partitioned,
+    /// A primary key another table references ON DELETE CASCADE; the referencing rows must
+    /// survive every load (the server does not TRUNCATE such a table: --truncate is refused).
+    Referenced,
     /// No table yet: `--create` makes it.
     New,
 }
@@ -84,7 +89,19 @@ impl Shape {
                  CREATE TABLE t_pos PARTITION OF t FOR VALUES FROM (0) TO (MAXVALUE); \
                  CREATE INDEX t_s ON t (s);"
             ),
+            Shape::Referenced => format!(
+                "CREATE TABLE t ({cols}, PRIMARY KEY (id)); CREATE INDEX t_s ON t (s); \
+                 CREATE TABLE kid (pid int CONSTRAINT kid_pid_fk REFERENCES t (id) ON DELETE CASCADE);"
+            ),
             Shape::New => String::new(),
+        }
+    }
+
+    /// Statements run after the rows that were there before the load are in.
+    fn after_pre(self) -> Option<&'static str> {
+        match self {
+            Shape::Referenced => Some("INSERT INTO kid SELECT -g FROM generate_series(1, 5) g"),
+            _ => None,
         }
     }
 
@@ -255,7 +272,8 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     let resume = has(flags, Flag::Resume);
     let conflict = has(flags, Flag::Skip) || has(flags, Flag::Update);
     let streamed = has(flags, Flag::Stdin) || has(flags, Flag::Several);
-    let usage = (has(flags, Flag::Create) && (resume || conflict || has(flags, Flag::Truncate)))
+    let usage = (shape == Shape::Referenced && has(flags, Flag::Truncate))
+        || (has(flags, Flag::Create) && (resume || conflict || has(flags, Flag::Truncate)))
         || (has(flags, Flag::RebuildUnique) && (max || resume || conflict))
         || (resume
             && (has(flags, Flag::Truncate)
@@ -399,10 +417,18 @@ fn run_cell(
         d.exec(&ddl);
         if pre {
             d.exec(&format!("INSERT INTO t (id, n, s, d) SELECT -g, 1, 'pre', '2020-01-01' FROM generate_series(1, {PRE}) g"));
+            if let Some(sql) = shape.after_pre() {
+                d.exec(sql);
+            }
         }
     };
     reset(db, shape.ddl());
     let definitions = db.definitions();
+    const KIDS: &str = "SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM kid";
+    let kids_before = match shape {
+        Shape::Referenced => db.text(KIDS),
+        _ => String::new(),
+    };
     let audit_before = match shape {
         Shape::Trigger => db.int("SELECT count(*) FROM audit"),
         _ => 0,
@@ -511,7 +537,7 @@ fn run_cell(
                 // The oracle: the same table, the same rows before, the expected rows
                 // loaded by the server's own COPY.
                 reset(oracle, shape.oracle_ddl());
-                oracle.exec("TRUNCATE t; ALTER TABLE t DISABLE TRIGGER USER");
+                oracle.exec("TRUNCATE t CASCADE; ALTER TABLE t DISABLE TRIGGER USER");
                 let data: String = rows
                     .iter()
                     .map(|r| format!("{}\n", r.replace('|', ",")))
@@ -563,6 +589,12 @@ fn run_cell(
         && !db.text("SELECT to_regclass('t')").is_empty()
     {
         wrong.push("--check made the table".into());
+    }
+    if shape == Shape::Referenced && db.text(KIDS) != kids_before {
+        wrong.push(format!(
+            "the referencing rows changed: {:?}, were {kids_before:?}",
+            db.text(KIDS)
+        ));
     }
     let after = db.definitions();
     if after != definitions {
@@ -690,6 +722,10 @@ fn generated() {
 #[test]
 fn partitioned() {
     run_shape(Shape::Partitioned)
+}
+#[test]
+fn referenced() {
+    run_shape(Shape::Referenced)
 }
 #[test]
 fn created() {

@@ -441,6 +441,16 @@ async fn open_table(
             .map_err(crate::query_error(sql.as_str()))?;
     }
     let table = TableInfo::read(control, &opts.table).await?;
+    if opts.truncate && create_sql.is_none() {
+        let keys = table.referenced_by(control).await?;
+        if !keys.is_empty() {
+            return Err(inrush_load::Error::Usage(format!(
+                "--truncate: the server does not TRUNCATE {} while other tables' foreign keys reference it: {}; load without --truncate",
+                table.qualified(),
+                keys.join(", ")
+            )));
+        }
+    }
     // A new table is this load's alone; another table's definitions may be another load's.
     let claim = match create_sql {
         Some(_) => Claim::Alone,
