@@ -1,104 +1,15 @@
 //! Loads into SQLite, as a user runs them: the table's contents against what the `sqlite3`
-//! shell's `.import` stores for the same good rows (binding each field as text), bad rows reported and kept out, refused
-//! options, and a killed or interrupted load leaving the file as it was.
+//! shell's `.import` stores for the same good rows (binding each field as text), bad rows
+//! reported and kept out, refused options, and a killed or interrupted load leaving the file as
+//! it was. (`sqlite_matrix.rs` crosses the flags with the table shapes.)
+
+mod sqlite_common;
 
 use rusqlite::Connection;
+use sqlite_common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_inrush");
-
-fn inrush(args: &[&str]) -> (i32, String) {
-    inrush_testkit::run(BIN, args)
-}
-
-/// `inrush load CSV --header --to DB --table t` plus `extra`.
-fn load(csv: &Path, db: &Path, extra: &[&str]) -> (i32, String) {
-    let (csv, db) = (csv.to_str().unwrap(), db.to_str().unwrap());
-    let mut args = vec![
-        "load",
-        csv,
-        "--header",
-        "--to",
-        db,
-        "--table",
-        "t",
-        "--no-progress",
-    ];
-    args.extend_from_slice(extra);
-    inrush(&args)
-}
-
-fn exec(db: &Path, sql: &str) {
-    Connection::open(db).unwrap().execute_batch(sql).unwrap();
-}
-
-/// Every row of `t` in rowid order, each value with its storage class.
-fn contents(db: &Path) -> Vec<String> {
-    let conn = Connection::open(db).unwrap();
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('t') ORDER BY cid")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let select: Vec<String> = columns
-        .iter()
-        .map(|c| format!("typeof(\"{c}\") || ':' || quote(\"{c}\")"))
-        .collect();
-    let sql = format!(
-        "SELECT {} FROM t ORDER BY rowid",
-        select.join(" || ' | ' || ")
-    );
-    let mut stmt = conn.prepare(&sql).unwrap();
-    let rows = stmt.query_map([], |r| r.get(0)).unwrap();
-    rows.map(Result::unwrap).collect()
-}
-
-/// What the `sqlite3` shell's `.import` of `csv` (header skipped) into `t` stores: it binds
-/// every field as text to an INSERT and lets the column's affinity convert it. Done here with
-/// the very SQLite library inrush links (the shell on a machine may be another version, whose
-/// text-to-double conversion rounds differently).
-fn shell_import(csv: &Path, db: &Path) {
-    let text = std::fs::read_to_string(csv).unwrap();
-    let mut conn = Connection::open(db).unwrap();
-    let tx = conn.transaction().unwrap();
-    let mut lines = text.lines();
-    let width = lines.next().unwrap().split(',').count();
-    let sql = format!("INSERT INTO t VALUES ({})", vec!["?"; width].join(","));
-    for line in lines {
-        let fields = csv_fields(line);
-        tx.execute(&sql, rusqlite::params_from_iter(fields))
-            .unwrap();
-    }
-    tx.commit().unwrap();
-}
-
-/// The fields of one CSV line (quotes doubled inside quoted fields; no line breaks).
-fn csv_fields(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let (mut quoted, mut chars) = (false, line.chars().peekable());
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                chars.next();
-                fields.last_mut().unwrap().push('"');
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => fields.push(String::new()),
-            c => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// Numbers in every form SQLite's numeric affinity reads: the loaded values and their types
 /// must be what `.import` stores, to the last bit of every double.
@@ -199,7 +110,7 @@ fn contents_equal_the_shells_import_into_the_same_tables() {
             }
             _ => csv.clone(),
         };
-        shell_import(&good, &theirs);
+        shell_import(&good, &theirs, "t");
         let (a, b) = (contents(&ours), contents(&theirs));
         assert_eq!(a.len(), b.len(), "{ddl}");
         for (x, y) in a.iter().zip(&b) {
