@@ -49,6 +49,18 @@ def test_max_errors_loads_the_good_rows_and_lists_the_bad(db, server, table, tmp
     assert (tmp_path / "bad.csv").read_text().splitlines() == ['"id","n"', '"2","70000"', '"3",']
 
 
+def test_on_conflict_merges_a_dataframe_in_its_row_order(db, server, table):
+    # A DataFrame's rows carry their place for the merge as a file's do: skip keeps the first
+    # of a key, update the last (a columnar load once sent no place, and every row failed).
+    db.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, s text)")
+    db.execute(f"INSERT INTO {table} VALUES (1, 'old')")
+    data = pa.table({"id": [1, 2, 2, 3], "s": ["new", "a", "b", "c"]})
+    inrush.load(data, to=server, table=table, on_conflict="skip")
+    assert rows(db, f"SELECT * FROM {table} ORDER BY 1") == [("1", "old"), ("2", "a"), ("3", "c")]
+    inrush.load(data, to=server, table=table, on_conflict="update")
+    assert rows(db, f"SELECT * FROM {table} ORDER BY 1") == [("1", "new"), ("2", "b"), ("3", "c")]
+
+
 def test_usage_and_server_errors_are_their_own_classes(server, table):
     data = pa.table({"a": [1]})
     with pytest.raises(inrush.UsageError, match="--resume cannot be combined with a DataFrame"):

@@ -231,8 +231,9 @@ pub struct WorkerPlan {
     pub rows: Rows,
     /// The relation's bare name, as the server names it in NOT NULL messages.
     pub relation: String,
-    /// Append each record's byte offset in the input as a last bigint field: the input order,
-    /// for `--on-conflict update` to let the last occurrence of a key win.
+    /// Append each record's place in the input as a last bigint field (see
+    /// [`WorkerPlan::ordinal`]): the input order, for `--on-conflict` to keep the first
+    /// occurrence of a key (skip) or let the last win (update).
     pub ordinal: bool,
     /// Columnar sources: per source, which fields feed the columns and how (empty otherwise).
     pub arrow: Vec<ArrowPlan>,
@@ -288,6 +289,21 @@ pub fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec<u8> {
     }
     line.push(b'\n');
     line
+}
+
+/// Bits of [`WorkerPlan::ordinal`] for the position within one input (256 TiB); the source's
+/// number sits above them, within a positive bigint.
+const ORDINAL_POSITION_BITS: u32 = 48;
+
+/// Appends the binary tuple's last field, the ordinal, when there is one.
+fn push_ordinal(out: &mut TupleWriter, ordinal: Option<u64>) {
+    if let Some(ordinal) = ordinal {
+        let appended: Result<(), ()> = out.field(|buf| {
+            buf.extend_from_slice(&(ordinal as i64).to_be_bytes());
+            Ok(())
+        });
+        debug_assert!(appended.is_ok());
+    }
 }
 
 /// Why one field failed: the server's wording, or a resolver that could not reach the server.
@@ -640,6 +656,7 @@ impl WorkerPlan {
                     &mut batch_rows.out,
                     resolver,
                     &mut texts,
+                    self.ordinal(source, row_number),
                 ) {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
@@ -678,6 +695,7 @@ impl WorkerPlan {
 
     /// One row of a columnar batch into a COPY tuple (binary, or a text line). `plain`: the
     /// columns whose text forms never hold a byte to escape.
+    #[allow(clippy::too_many_arguments)]
     fn encode_arrow_row(
         &self,
         columns: &[Prepared],
@@ -686,6 +704,7 @@ impl WorkerPlan {
         out: &mut TupleWriter,
         resolver: &mut Option<Box<dyn Resolve>>,
         texts: &mut RowTexts,
+        ordinal: Option<u64>,
     ) -> Result<(), (usize, FieldError)> {
         let no_server = EncodeContext::default();
         let (format, ctx) = match &self.rows {
@@ -716,10 +735,10 @@ impl WorkerPlan {
                 Rows::Target(encoder) => {
                     encode_target_row(encoder.as_ref(), spans.len(), fields, plain, out)
                 }
-                Rows::Copy { .. } => self.encode_text_row(fields, out, None),
+                Rows::Copy { .. } => self.encode_text_row(fields, out, ordinal),
             };
         }
-        let mark = out.begin_tuple(self.columns.len() as u16);
+        let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
         for (i, (prepared, column)) in columns.iter().zip(&self.columns).enumerate() {
             if prepared.is_null(row) {
                 if column.not_null {
@@ -748,6 +767,7 @@ impl WorkerPlan {
                 return Err((i, e));
             }
         }
+        push_ordinal(out, ordinal);
         Ok(())
     }
 
@@ -794,7 +814,7 @@ impl WorkerPlan {
                 reason: self.field_count_reason(fields.len()),
             });
         }
-        let ordinal = self.ordinal.then_some(block.offset + start as u64);
+        let ordinal = self.ordinal(source, block.offset + start as u64);
         let values = (0..fields.len()).map(|i| fields.get(data, i));
         match &self.rows {
             Rows::Copy {
@@ -860,14 +880,16 @@ impl WorkerPlan {
                 return Err((i, e));
             }
         }
-        if let Some(ordinal) = ordinal {
-            let appended: Result<(), ()> = out.field(|buf| {
-                buf.extend_from_slice(&(ordinal as i64).to_be_bytes());
-                Ok(())
-            });
-            debug_assert!(appended.is_ok());
-        }
+        push_ordinal(out, ordinal);
         Ok(())
+    }
+
+    /// A record's place in the whole input when [`WorkerPlan::ordinal`] asks for it: its
+    /// source's number above its `position` there (a byte offset, or a columnar row's number),
+    /// so the rows of a later input come after every row of an earlier one.
+    fn ordinal(&self, source: u32, position: u64) -> Option<u64> {
+        self.ordinal
+            .then_some((u64::from(source) << ORDINAL_POSITION_BITS) | position)
     }
 
     /// Text COPY: the server parses values; the client still parses the input and checks NULLs.

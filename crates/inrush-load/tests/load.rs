@@ -871,6 +871,35 @@ fn on_conflict_skip_and_update_merge_into_existing_rows() {
     );
 }
 
+/// The input order of several files is theirs in turn: a key met late in the first file and
+/// early in the second is first met in the first (skip keeps that row) and last in the second
+/// (update keeps that one). Each row's place used to be its byte offset in its own file alone.
+#[test]
+fn on_conflict_order_runs_across_several_inputs() {
+    use inrush_load::OnConflict;
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int PRIMARY KEY, name text)");
+    let mut first = String::new();
+    for id in 2..200 {
+        first.push_str(&format!("{id},filler\n"));
+    }
+    first.push_str("1,first\n");
+    let (dir, one) = write_input(first.as_bytes(), "csv");
+    let two = dir.path().join("two.csv");
+    std::fs::write(&two, "1,second\n").unwrap();
+    let mut opts = db.load_options(&one, "t");
+    opts.inputs.push(two.to_string_lossy().into_owned());
+    opts.block_size = 512;
+    for (mode, kept) in [(OnConflict::Skip, "first"), (OnConflict::Update, "second")] {
+        db.exec("TRUNCATE t");
+        opts.on_conflict = mode;
+        db.load(&opts, &Silent).unwrap();
+        let rows = db.rows_as_text("t");
+        assert_eq!(rows.len(), 199, "{mode:?}");
+        assert!(rows.contains(&format!("(1,{kept})")), "{mode:?}: {rows:?}");
+    }
+}
+
 #[test]
 fn resume_and_server_side_rejects_work_together() {
     let mut db = fresh_db();
