@@ -29,6 +29,9 @@ pub struct Resume {
     pub rows_before: u64,
 }
 
+/// Why a Parquet or Arrow file cannot be resumed.
+const COLUMNAR: &str = "--resume works on CSV and JSON lines, not columnar files";
+
 impl Resume {
     /// Moves the first input on past the committed blocks that follow each other from its
     /// start.
@@ -38,9 +41,7 @@ impl Resume {
         first: Option<&mut Opened>,
         progress: &Progress,
     ) -> Result<Resume> {
-        let first = first.ok_or_else(|| {
-            Error::Usage("--resume works on CSV and JSON lines, not columnar files".into())
-        })?;
+        let first = first.ok_or_else(|| Error::Usage(COLUMNAR.into()))?;
         let position = first.splitter.position();
         let (offset, line) = resume_point(committed, position);
         if offset > position.0 {
@@ -58,6 +59,10 @@ impl Resume {
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
 /// modification time and fingerprint. Standard input cannot be resumed.
 pub fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
+    // Refused here, before a ledger is read or made: its blocks are byte ranges of text.
+    if sources.columnar() {
+        return Err(Error::Usage(COLUMNAR.into()));
+    }
     let input = match &sources.list[..] {
         [one] if one.name != "-" && matches!(one.origin, Origin::Path(_)) => one.name.as_str(),
         [one] if one.name == "-" => {
