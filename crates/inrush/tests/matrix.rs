@@ -3,10 +3,10 @@
 //! Each cell is a table shape (keys, CHECK, NOT NULL, defaults, foreign keys, triggers,
 //! identity, generated columns, partitions, a key other tables reference), empty or holding
 //! rows, an input (clean, values the client refuses, rows the server refuses: duplicates within
-//! the input and against existing rows, CHECK, foreign key misses, trigger errors), and a set
-//! of flags, each alone and in the pairs users combine. The real binary loads it; the oracle is
-//! a model of what each row should become, loaded into a second database by the server's own
-//! COPY. Each cell checks:
+//! the input and against existing rows, CHECK, foreign key misses, trigger errors), read from
+//! CSV (a file, several, standard input) or Parquet, and a set of flags, each alone and in the
+//! pairs users combine. The real binary loads it; the oracle is a model of what each row should
+//! become, loaded into a second database by the server's own COPY. Each cell checks:
 //! - the exit code is the documented one, and a combination that cannot work exits 2 before
 //!   anything happens;
 //! - the table equals the rows that were there plus the COPY of the good rows;
@@ -32,6 +32,8 @@ const BLOCK: &str = "2048";
 const PRE: i64 = 20;
 /// Parent keys a foreign key may reference.
 const PARENTS: i64 = 1000;
+/// Rows per Parquet row group: several groups for two connections.
+const PARQUET_GROUP: usize = 200;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -144,7 +146,9 @@ struct Record {
     readable: bool,
 }
 
-fn records(input: Input) -> Vec<Record> {
+/// The input's records. `parquet`: as a Parquet file holds them, where a record cannot lack a
+/// field (the short record's date is NULL there, and the row good).
+fn records(input: Input, parquet: bool) -> Vec<Record> {
     let mut out = Vec::new();
     for i in 1..=ROWS {
         let (n, s, d) = (
@@ -170,6 +174,7 @@ fn records(input: Input) -> Vec<Record> {
             (Input::ClientBad, 33) => {
                 (rec.line, rec.readable) = (format!("{i},99999999999,{s},{d}"), false)
             }
+            (Input::ClientBad, 43) if parquet => rec.line = format!("{i},{n},{s},"),
             (Input::ClientBad, 43) => (rec.line, rec.readable) = (format!("{i},{n},{s}"), false),
             (Input::ClientBad, 53) => (rec.line, rec.s) = (format!("{i},{n},,{d}"), None),
             // A key seen earlier in the input, and one the table holds when it is not empty.
@@ -207,9 +212,12 @@ enum Flag {
     Create,
     /// `--route client`: a partitioned table's rows routed by inrush (other tables ignore it).
     RouteClient,
+    /// The input as a Parquet file: id an Int64 column, the others strings (which carry the
+    /// bad values), NULL for an empty field; in row groups of [`PARQUET_GROUP`] rows.
+    Parquet,
 }
 
-const FLAGS: [Flag; 12] = [
+const FLAGS: [Flag; 13] = [
     Flag::MaxErrors,
     Flag::Resume,
     Flag::Skip,
@@ -222,6 +230,7 @@ const FLAGS: [Flag; 12] = [
     Flag::Check,
     Flag::Several,
     Flag::Stdin,
+    Flag::Parquet,
 ];
 
 /// The flag sets of the matrix: none, each alone, and the pairs users combine.
@@ -243,6 +252,19 @@ fn flag_sets() -> Vec<Vec<Flag>> {
         sets.push(vec![Flag::RouteClient, f]);
     }
     sets.push(vec![Flag::RouteClient, Flag::MaxErrors, Flag::Several]);
+    // A columnar input with what is combined with it.
+    for f in [
+        Flag::Resume,
+        Flag::Skip,
+        Flag::Update,
+        Flag::Truncate,
+        Flag::KeepIndexes,
+        Flag::Check,
+    ] {
+        sets.push(vec![Flag::Parquet, f]);
+    }
+    sets.push(vec![Flag::Parquet, Flag::MaxErrors, Flag::Resume]);
+    sets.push(vec![Flag::Parquet, Flag::MaxErrors, Flag::Skip]);
     sets
 }
 
@@ -277,6 +299,7 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
         || (has(flags, Flag::RebuildUnique) && (max || resume || conflict))
         || (resume
             && (has(flags, Flag::Truncate)
+                || has(flags, Flag::Parquet)
                 || has(flags, Flag::TableLock)
                 || conflict
                 || has(flags, Flag::Check)
@@ -298,7 +321,7 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     // Under --on-conflict the rows reach the table in one INSERT from the staging table:
     // a foreign key or trigger refusal there fails the whole load, whatever --max-errors says.
     let mut merge_fails = false;
-    for r in records(input) {
+    for r in records(input, has(flags, Flag::Parquet)) {
         let client_refuses = !r.readable || (shape == Shape::Keyed && r.s.is_none());
         let refused_at_merge = !check
             && ((shape == Shape::ForeignKey && !(0..=PARENTS).contains(&r.n))
@@ -322,7 +345,22 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
         (false, false) => 4,
     };
     let rejects = match max && !merge_fails {
-        true => Some(sorted(bad.iter().map(|r| r.line.clone()))),
+        true => Some(sorted(bad.iter().map(|r| {
+            match has(flags, Flag::Parquet) {
+                // A columnar row is written back as CSV with every value quoted (an empty string
+                // apart from NULL).
+                true => r
+                    .line
+                    .split(',')
+                    .map(|v| match v.is_empty() {
+                        true => String::new(),
+                        false => format!("\"{v}\""),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(","),
+                false => r.line.clone(),
+            }
+        }))),
         false => None,
     };
     let row =
@@ -433,7 +471,7 @@ fn run_cell(
         Shape::Trigger => db.int("SELECT count(*) FROM audit"),
         _ => 0,
     };
-    let recs = records(input);
+    let recs = records(input, has(flags, Flag::Parquet));
     let header = "id,n,s,d";
     let body: Vec<&str> = recs.iter().map(|r| r.line.as_str()).collect();
     let file = dir.join("in.csv");
@@ -450,6 +488,10 @@ fn run_cell(
         }
     } else if has(flags, Flag::Stdin) {
         args.push("-".into());
+    } else if has(flags, Flag::Parquet) {
+        let path = dir.join("in.parquet");
+        write_parquet(&path, &recs);
+        args.push(path.display().to_string());
     } else {
         args.push(file.display().to_string());
     }
@@ -460,7 +502,6 @@ fn run_cell(
             &conninfo,
             "--table",
             "t",
-            "--header",
             "--no-progress",
             "--block-size",
             BLOCK,
@@ -471,6 +512,9 @@ fn run_cell(
         ]
         .map(String::from),
     );
+    if !has(flags, Flag::Parquet) {
+        args.push("--header".into());
+    }
     for f in flags {
         args.extend(
             match f {
@@ -491,7 +535,7 @@ fn run_cell(
                 Flag::DisableTriggers => vec!["--disable-triggers"],
                 Flag::Check => vec!["--check"],
                 Flag::Create => vec!["--create"],
-                Flag::Several | Flag::Stdin => vec![],
+                Flag::Several | Flag::Stdin | Flag::Parquet => vec![],
             }
             .into_iter()
             .map(String::from),
@@ -616,6 +660,41 @@ fn run_cell(
     }
 }
 
+/// The records as a Parquet file (see [`Flag::Parquet`]).
+fn write_parquet(path: &Path, records: &[Record]) {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let fields: Vec<Vec<&str>> = records
+        .iter()
+        .map(|r| r.line.split(',').collect())
+        .collect();
+    let text = |k: usize| -> ArrayRef {
+        Arc::new(StringArray::from(
+            fields
+                .iter()
+                .map(|f| f.get(k).copied().filter(|v| !v.is_empty()))
+                .collect::<Vec<_>>(),
+        ))
+    };
+    let ids: ArrayRef = Arc::new(Int64Array::from(
+        fields
+            .iter()
+            .map(|f| f[0].parse::<i64>().unwrap())
+            .collect::<Vec<_>>(),
+    ));
+    let batch =
+        RecordBatch::try_from_iter([("id", ids), ("n", text(1)), ("s", text(2)), ("d", text(3))])
+            .unwrap();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(PARQUET_GROUP))
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
 fn full() -> bool {
     std::env::var("INRUSH_MATRIX").is_ok_and(|v| v == "full")
 }
@@ -641,6 +720,7 @@ fn run_shape(shape: Shape) {
                     || *s == &vec![Flag::MaxErrors]
                     || *s == &vec![Flag::Skip]
                     || *s == &vec![Flag::Truncate]
+                    || *s == &vec![Flag::MaxErrors, Flag::Parquet]
             })
             .cloned()
             .collect(),
@@ -659,6 +739,7 @@ fn run_shape(shape: Shape) {
                 Flag::Truncate,
                 Flag::Resume,
                 Flag::Skip,
+                Flag::Parquet,
             ]
             .into_iter()
             .map(|f| vec![Flag::Create, f])
