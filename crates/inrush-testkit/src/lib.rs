@@ -6,7 +6,8 @@
 //! - [`Db`]: a fresh database of its own for one test, with its conninfo for the CLI and
 //!   queries whose answers come back as text;
 //! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`);
-//! - [`tls_server`]: a private PostgreSQL of a test's own with TLS on, over TCP.
+//! - [`tls_server`]: a private PostgreSQL of a test's own with TLS on, over TCP;
+//! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file.
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::process::{Child, Command, Stdio};
@@ -273,6 +274,60 @@ pub fn generate(bin: &str, path: &std::path::Path, rows: u64) {
     let path = path.to_str().expect("a UTF-8 path");
     let (code, out) = run(bin, &["gen", "--rows", &rows, "--header", "--output", path]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// The records of a CSV input with lines `lines` (no quotes) as a Parquet file the matrices
+/// load instead: the first column (`id`) an Int64 column, the others strings, which carry the
+/// bad values as they are; an empty field is NULL, a missing one too. Row groups of `group`
+/// rows, so the file's parts spread over the connections.
+pub fn id_and_strings_parquet(
+    path: &std::path::Path,
+    names: &[&str],
+    lines: &[&str],
+    group: usize,
+) {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let fields: Vec<Vec<&str>> = lines.iter().map(|l| l.split(',').collect()).collect();
+    let ids: ArrayRef = Arc::new(Int64Array::from(
+        fields
+            .iter()
+            .map(|f| f[0].parse::<i64>().expect("an integer id"))
+            .collect::<Vec<_>>(),
+    ));
+    let text = |k: usize| -> ArrayRef {
+        Arc::new(StringArray::from(
+            fields
+                .iter()
+                .map(|f| f.get(k).copied().filter(|v| !v.is_empty()))
+                .collect::<Vec<_>>(),
+        ))
+    };
+    let columns = names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| (*name, if k == 0 { ids.clone() } else { text(k) }));
+    let batch = RecordBatch::try_from_iter(columns).expect("a batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(group))
+        .build();
+    let file = std::fs::File::create(path).expect("create the Parquet file");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))
+        .expect("a Parquet writer");
+    writer.write(&batch).expect("write the rows");
+    writer.close().expect("close the Parquet file");
+}
+
+/// A CSV line as inrush writes a columnar row back to a reject file: every value quoted, an
+/// empty (NULL) field left empty.
+pub fn quoted_csv_line(line: &str) -> String {
+    line.split(',')
+        .map(|v| match v.is_empty() {
+            true => String::new(),
+            false => format!("\"{v}\""),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The tests' private MariaDB: started once per test process with `scripts/mariadb.sh` (which

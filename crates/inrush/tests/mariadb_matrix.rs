@@ -5,8 +5,8 @@
 //! AUTO_INCREMENT key, a foreign key, a trigger that refuses a row, a key that another table's
 //! key references ON DELETE CASCADE), empty or holding rows, an input (clean, or with values
 //! the server refuses, rows too long for the client to send, duplicate keys within the input
-//! and against the rows already there, a CHECK, a foreign-key miss, the trigger's SIGNAL), and
-//! a set of flags. The real binary loads it over two
+//! and against the rows already there, a CHECK, a foreign-key miss, the trigger's SIGNAL), read
+//! from CSV or from Parquet (for the flags a columnar input is used with), and a set of flags. The real binary loads it over two
 //! connections in small blocks; the oracle is a model of what each row becomes, loaded into a
 //! twin table by the server's own strict `LOAD DATA INFILE`. Each cell checks:
 //! - the exit code, and for a combination refused up front (exit 2) the reason and an
@@ -87,8 +87,11 @@ impl Shape {
         self != Shape::Plain
     }
 
-    /// Why `flags` cannot work on this shape (exit 2 before anything happens).
-    fn refusal(self, flags: Flags) -> Option<&'static str> {
+    /// Why `flags` cannot work on this shape and input (exit 2 before anything happens).
+    fn refusal(self, flags: Flags, parquet: bool) -> Option<&'static str> {
+        if parquet && flags.has("--resume") {
+            return Some("--resume works on CSV and JSON lines, not columnar files");
+        }
         match flags.conflict() {
             Some(_) if flags.truncate() => Some("--on-conflict cannot be combined with --truncate"),
             Some(_) if !self.unique_id() => {
@@ -219,6 +222,19 @@ const FLAG_SETS: &[Flags] = &[
     Flags(&["--table-lock", "--connections", "1"]),
 ];
 
+/// The flag sets a Parquet input is loaded with.
+const PARQUET_SETS: &[Flags] = &[
+    Flags(&[]),
+    Flags(&["--connections", "1"]),
+    Flags(&["--on-conflict", "skip"]),
+    Flags(&["--on-conflict", "update"]),
+    Flags(&["--truncate"]),
+    Flags(&["--resume"]),
+];
+
+/// Rows per Parquet row group: several parts for two connections.
+const PARQUET_GROUP: usize = 150;
+
 impl Flags {
     fn has(self, flag: &str) -> bool {
         self.0.contains(&flag)
@@ -300,9 +316,10 @@ fn journal_is_empty(db: &MariaDb) -> bool {
 }
 
 /// One cell; panics with the cell's name and the load's output on any difference.
-fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
+fn cell(shape: Shape, flags: Flags, parquet: bool, pre: bool, bad: bool, max_errors: bool) {
     let name = format!(
-        "{shape:?} {} {} {} {}",
+        "{shape:?}{} {} {} {} {}",
+        if parquet { " from Parquet" } else { "" },
         flags.0.join(" "),
         if pre { "pre" } else { "empty" },
         if bad { "bad input" } else { "clean input" },
@@ -335,11 +352,23 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
     let dir = shared_dir();
     let records = input(bad);
     let text: Vec<&str> = records.iter().map(|r| r.line.as_str()).collect();
-    let csv = write(
-        dir.path(),
-        "in.csv",
-        &format!("id,n,s,d\n{}\n", text.join("\n")),
-    );
+    let input = match parquet {
+        true => {
+            let path = dir.path().join("in.parquet");
+            inrush_testkit::id_and_strings_parquet(
+                &path,
+                &["id", "n", "s", "d"],
+                &text,
+                PARQUET_GROUP,
+            );
+            path
+        }
+        false => write(
+            dir.path(),
+            "in.csv",
+            &format!("id,n,s,d\n{}\n", text.join("\n")),
+        ),
+    };
     let mut args = vec!["--block-size", BLOCK];
     if !flags.has("--connections") {
         args.extend_from_slice(&["--connections", "2"]);
@@ -348,11 +377,14 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
     if max_errors {
         args.extend_from_slice(&["--max-errors", "100"]);
     }
-    let (code, out) = load(&csv, &db, "t", &args);
-    let bad_records: Vec<&str> = records
+    let (code, out) = load(&input, &db, "t", &args);
+    let bad_records: Vec<String> = records
         .iter()
         .filter(|r| is_bad(r, shape, flags, pre))
-        .map(|r| r.line.as_str())
+        .map(|r| match parquet {
+            true => inrush_testkit::quoted_csv_line(&r.line),
+            false => r.line.clone(),
+        })
         .collect();
 
     assert_eq!(
@@ -361,7 +393,7 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
         "{name}: definition\n{out}"
     );
     assert_eq!(kid(), before_kid, "{name}: the referencing table\n{out}");
-    if let Some(reason) = shape.refusal(flags) {
+    if let Some(reason) = shape.refusal(flags, parquet) {
         assert_eq!(code, 2, "{name}: exit code\n{out}");
         assert!(out.contains(reason), "{name}: the reason\n{out}");
         same_rows(
@@ -378,11 +410,14 @@ fn cell(shape: Shape, flags: Flags, pre: bool, bad: bool, max_errors: bool) {
         let model = twin(&db, dir.path(), &expected(&records, shape, flags, pre));
         same_rows(&contents(&db, "t"), &model, &format!("{name}: rows\n{out}"));
         if !bad_records.is_empty() {
-            let rejects = std::fs::read_to_string(dir.path().join("in.csv.rejects"))
-                .unwrap_or_else(|e| panic!("{name}: the reject file: {e}\n{out}"));
+            let rejects = std::fs::read_to_string(input.with_extension(match parquet {
+                true => "parquet.rejects",
+                false => "csv.rejects",
+            }))
+            .unwrap_or_else(|e| panic!("{name}: the reject file: {e}\n{out}"));
             let mut got: Vec<&str> = rejects.lines().skip(1).collect();
             got.sort_unstable();
-            let mut want = bad_records.clone();
+            let mut want: Vec<&str> = bad_records.iter().map(String::as_str).collect();
             want.sort_unstable();
             assert_eq!(got, want, "{name}: rejects\n{out}");
         }
@@ -422,11 +457,12 @@ fn same_rows(got: &[String], want: &[String], context: &str) {
 }
 
 fn shape_matrix(shape: Shape) {
-    for flags in FLAG_SETS {
+    let csv = FLAG_SETS.iter().map(|f| (*f, false));
+    for (flags, parquet) in csv.chain(PARQUET_SETS.iter().map(|f| (*f, true))) {
         for pre in [false, true] {
-            cell(shape, *flags, pre, false, false);
-            cell(shape, *flags, pre, true, true);
-            cell(shape, *flags, pre, true, false);
+            cell(shape, flags, parquet, pre, false, false);
+            cell(shape, flags, parquet, pre, true, true);
+            cell(shape, flags, parquet, pre, true, false);
         }
     }
 }

@@ -347,17 +347,7 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     let rejects = match max && !merge_fails {
         true => Some(sorted(bad.iter().map(|r| {
             match has(flags, Flag::Parquet) {
-                // A columnar row is written back as CSV with every value quoted (an empty string
-                // apart from NULL).
-                true => r
-                    .line
-                    .split(',')
-                    .map(|v| match v.is_empty() {
-                        true => String::new(),
-                        false => format!("\"{v}\""),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(","),
+                true => inrush_testkit::quoted_csv_line(&r.line),
                 false => r.line.clone(),
             }
         }))),
@@ -490,7 +480,7 @@ fn run_cell(
         args.push("-".into());
     } else if has(flags, Flag::Parquet) {
         let path = dir.join("in.parquet");
-        write_parquet(&path, &recs);
+        inrush_testkit::id_and_strings_parquet(&path, &["id", "n", "s", "d"], &body, PARQUET_GROUP);
         args.push(path.display().to_string());
     } else {
         args.push(file.display().to_string());
@@ -658,41 +648,6 @@ fn run_cell(
             stderr.trim()
         )),
     }
-}
-
-/// The records as a Parquet file (see [`Flag::Parquet`]).
-fn write_parquet(path: &Path, records: &[Record]) {
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
-    use std::sync::Arc;
-    let fields: Vec<Vec<&str>> = records
-        .iter()
-        .map(|r| r.line.split(',').collect())
-        .collect();
-    let text = |k: usize| -> ArrayRef {
-        Arc::new(StringArray::from(
-            fields
-                .iter()
-                .map(|f| f.get(k).copied().filter(|v| !v.is_empty()))
-                .collect::<Vec<_>>(),
-        ))
-    };
-    let ids: ArrayRef = Arc::new(Int64Array::from(
-        fields
-            .iter()
-            .map(|f| f[0].parse::<i64>().unwrap())
-            .collect::<Vec<_>>(),
-    ));
-    let batch =
-        RecordBatch::try_from_iter([("id", ids), ("n", text(1)), ("s", text(2)), ("d", text(3))])
-            .unwrap();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(PARQUET_GROUP))
-        .build();
-    let file = std::fs::File::create(path).unwrap();
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props)).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
 }
 
 fn full() -> bool {
