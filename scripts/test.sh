@@ -6,7 +6,7 @@
 # The last line says how it went, for CI: `test.sh: ok, N tests passed ...` or
 # `test.sh: FAILED (exit N) ...`.
 # --full: the whole combination matrix (crates/inrush/tests/matrix.rs: every table shape against
-# every flag set, about 6 minutes more) instead of its quick subset; CI runs it.
+# every flag set, about 7 minutes more) instead of its quick subset; CI runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for arg in "$@"; do

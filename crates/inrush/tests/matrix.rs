@@ -146,9 +146,9 @@ struct Record {
     readable: bool,
 }
 
-/// The input's records. `parquet`: as a Parquet file holds them, where a record cannot lack a
-/// field (the short record's date is NULL there, and the row good).
-fn records(input: Input, parquet: bool) -> Vec<Record> {
+/// The input's records. `by_name`: as a Parquet file or JSON lines hold them, where a field
+/// that is not there is NULL (the short record's date, and the row is good).
+fn records(input: Input, by_name: bool) -> Vec<Record> {
     let mut out = Vec::new();
     for i in 1..=ROWS {
         let (n, s, d) = (
@@ -174,7 +174,7 @@ fn records(input: Input, parquet: bool) -> Vec<Record> {
             (Input::ClientBad, 33) => {
                 (rec.line, rec.readable) = (format!("{i},99999999999,{s},{d}"), false)
             }
-            (Input::ClientBad, 43) if parquet => rec.line = format!("{i},{n},{s},"),
+            (Input::ClientBad, 43) if by_name => rec.line = format!("{i},{n},{s},"),
             (Input::ClientBad, 43) => (rec.line, rec.readable) = (format!("{i},{n},{s}"), false),
             (Input::ClientBad, 53) => (rec.line, rec.s) = (format!("{i},{n},,{d}"), None),
             // A key seen earlier in the input, and one the table holds when it is not empty.
@@ -212,12 +212,15 @@ enum Flag {
     Create,
     /// `--route client`: a partitioned table's rows routed by inrush (other tables ignore it).
     RouteClient,
+    /// The input as JSON lines: id a number, the others strings, `null` for an empty or
+    /// missing field.
+    Jsonl,
     /// The input as a Parquet file: id an Int64 column, the others strings (which carry the
     /// bad values), NULL for an empty field; in row groups of [`PARQUET_GROUP`] rows.
     Parquet,
 }
 
-const FLAGS: [Flag; 13] = [
+const FLAGS: [Flag; 14] = [
     Flag::MaxErrors,
     Flag::Resume,
     Flag::Skip,
@@ -231,6 +234,7 @@ const FLAGS: [Flag; 13] = [
     Flag::Several,
     Flag::Stdin,
     Flag::Parquet,
+    Flag::Jsonl,
 ];
 
 /// The flag sets of the matrix: none, each alone, and the pairs users combine.
@@ -265,6 +269,16 @@ fn flag_sets() -> Vec<Vec<Flag>> {
     }
     sets.push(vec![Flag::Parquet, Flag::MaxErrors, Flag::Resume]);
     sets.push(vec![Flag::Parquet, Flag::MaxErrors, Flag::Skip]);
+    for f in [
+        Flag::Resume,
+        Flag::Skip,
+        Flag::Update,
+        Flag::Truncate,
+        Flag::Check,
+    ] {
+        sets.push(vec![Flag::Jsonl, f]);
+    }
+    sets.push(vec![Flag::Jsonl, Flag::MaxErrors, Flag::Resume]);
     sets
 }
 
@@ -321,7 +335,7 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     // Under --on-conflict the rows reach the table in one INSERT from the staging table:
     // a foreign key or trigger refusal there fails the whole load, whatever --max-errors says.
     let mut merge_fails = false;
-    for r in records(input, has(flags, Flag::Parquet)) {
+    for r in records(input, by_name(flags)) {
         let client_refuses = !r.readable || (shape == Shape::Keyed && r.s.is_none());
         let refused_at_merge = !check
             && ((shape == Shape::ForeignKey && !(0..=PARENTS).contains(&r.n))
@@ -346,9 +360,11 @@ fn expect(shape: Shape, pre: bool, input: Input, flags: &[Flag]) -> Expect {
     };
     let rejects = match max && !merge_fails {
         true => Some(sorted(bad.iter().map(|r| {
-            match has(flags, Flag::Parquet) {
-                true => inrush_testkit::quoted_csv_line(&r.line),
-                false => r.line.clone(),
+            match (has(flags, Flag::Parquet), has(flags, Flag::Jsonl)) {
+                (true, _) => inrush_testkit::quoted_csv_line(&r.line),
+                // A JSON line goes to the reject file as it was.
+                (_, true) => json_line(&r.line),
+                _ => r.line.clone(),
             }
         }))),
         false => None,
@@ -461,7 +477,7 @@ fn run_cell(
         Shape::Trigger => db.int("SELECT count(*) FROM audit"),
         _ => 0,
     };
-    let recs = records(input, has(flags, Flag::Parquet));
+    let recs = records(input, by_name(flags));
     let header = "id,n,s,d";
     let body: Vec<&str> = recs.iter().map(|r| r.line.as_str()).collect();
     let file = dir.join("in.csv");
@@ -481,6 +497,11 @@ fn run_cell(
     } else if has(flags, Flag::Parquet) {
         let path = dir.join("in.parquet");
         inrush_testkit::id_and_strings_parquet(&path, &["id", "n", "s", "d"], &body, PARQUET_GROUP);
+        args.push(path.display().to_string());
+    } else if has(flags, Flag::Jsonl) {
+        let path = dir.join("in.jsonl");
+        let lines: String = body.iter().map(|l| json_line(l) + "\n").collect();
+        std::fs::write(&path, lines).unwrap();
         args.push(path.display().to_string());
     } else {
         args.push(file.display().to_string());
@@ -502,7 +523,7 @@ fn run_cell(
         ]
         .map(String::from),
     );
-    if !has(flags, Flag::Parquet) {
+    if !by_name(flags) {
         args.push("--header".into());
     }
     for f in flags {
@@ -525,7 +546,7 @@ fn run_cell(
                 Flag::DisableTriggers => vec!["--disable-triggers"],
                 Flag::Check => vec!["--check"],
                 Flag::Create => vec!["--create"],
-                Flag::Several | Flag::Stdin | Flag::Parquet => vec![],
+                Flag::Several | Flag::Stdin | Flag::Parquet | Flag::Jsonl => vec![],
             }
             .into_iter()
             .map(String::from),
@@ -587,7 +608,8 @@ fn run_cell(
             }
             if let Some(bad) = bad.as_ref().filter(|b| !b.is_empty()) {
                 let file = std::fs::read_to_string(&rejects).unwrap_or_default();
-                let records = file.lines().skip(1);
+                // JSON lines have no header line to repeat.
+                let records = file.lines().skip(usize::from(!has(flags, Flag::Jsonl)));
                 wrong.extend(differs(
                     "reject file",
                     records,
@@ -650,6 +672,24 @@ fn run_cell(
     }
 }
 
+/// Whether the cell's input names its fields (Parquet, JSON lines) instead of a CSV line.
+fn by_name(flags: &[Flag]) -> bool {
+    has(flags, Flag::Parquet) || has(flags, Flag::Jsonl)
+}
+
+/// A record's CSV line as a JSON line (see [`Flag::Jsonl`]).
+fn json_line(line: &str) -> String {
+    let fields: Vec<&str> = line.split(',').collect();
+    let mut members = vec![format!("\"id\":{}", fields[0])];
+    for (name, value) in ["n", "s", "d"].iter().zip(&fields[1..]) {
+        members.push(match value.is_empty() {
+            true => format!("\"{name}\":null"),
+            false => format!("\"{name}\":\"{value}\""),
+        });
+    }
+    format!("{{{}}}", members.join(","))
+}
+
 fn full() -> bool {
     std::env::var("INRUSH_MATRIX").is_ok_and(|v| v == "full")
 }
@@ -676,6 +716,7 @@ fn run_shape(shape: Shape) {
                     || *s == &vec![Flag::Skip]
                     || *s == &vec![Flag::Truncate]
                     || *s == &vec![Flag::MaxErrors, Flag::Parquet]
+                    || *s == &vec![Flag::MaxErrors, Flag::Jsonl]
             })
             .cloned()
             .collect(),
