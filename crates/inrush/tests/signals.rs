@@ -6,6 +6,9 @@
 //! so the test does not hang on the default's choice). The test
 //! watches `pg_stat_activity` for the phase's statement and signals the loader then.
 //!
+//! A load with `--on-conflict` changes the table only in its merge at the end: a signal there
+//! rolls the merge back.
+//!
 //! The same holds for a table with a postgres_fdw partition loaded straight on its shard (a
 //! database of the tests' server): there the shard's own index is dropped and rebuilt, its
 //! journal is on the shard, and the commit spans both servers.
@@ -261,4 +264,29 @@ fn sigterm_during_the_rebuild_on_a_shard_keeps_the_commit_and_finishes_it() {
         ROWS as i64,
         "the rows stay committed",
     );
+}
+
+/// `--on-conflict` merges its staging table into the table in one INSERT at the end: SIGTERM
+/// then cancels it, and the table, its keys and the server are as before the load (no staging
+/// table left behind).
+#[test]
+fn sigterm_during_the_on_conflict_merge_rolls_it_back() {
+    let (db, _) = servers(false);
+    let before = db.definitions();
+    let mut child = inrush_testkit::spawn_load(
+        env!("CARGO_BIN_EXE_inrush"),
+        &db,
+        input().to_str().unwrap(),
+        "t",
+        &["--on-conflict", "update"],
+    );
+    wait_for_statement(&db, &mut child, &["INSERT INTO \"public\".\"t\""]);
+    signal(&child, libc::SIGTERM);
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    let staged =
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'inrush' AND tablename LIKE 'stage_%'";
+    assert_eq!(db.int(staged), 0, "{stderr}");
+    assert_put_back(&[&db], &[before], &stderr);
 }

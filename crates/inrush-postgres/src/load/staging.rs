@@ -3,10 +3,13 @@
 //! `INSERT ... ON CONFLICT` and drops the staging table. The table itself changes only in that
 //! transaction, so the load stays all or nothing; merging from several open transactions
 //! instead would make them wait on each other's row locks until a commit that never comes.
+//! That transaction is the load's commit window (see `inrush_load::interrupt`): a stop before
+//! its COMMIT cancels the merge and rolls it back.
 
-use crate::{quote_ident, Error, TableInfo};
+use super::maintain::until_interrupted;
+use crate::{quote_ident, ConnectOptions, Error, TableInfo};
 use inrush_core::TargetColumn;
-use inrush_load::{OnConflict, Result};
+use inrush_load::{LoadOptions, OnConflict, Result};
 use tokio_postgres::Client;
 
 pub(crate) struct Staging {
@@ -16,7 +19,7 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
-    /// The extra column holding each row's byte offset in the input (its order).
+    /// The extra column holding each row's place in the input (its order).
     pub const ORDINAL: &'static str = "inrush_ord";
 
     pub async fn create(
@@ -92,25 +95,46 @@ impl Staging {
     }
 
     /// Merges and drops the staging table in one transaction; returns the rows inserted or
-    /// updated.
-    pub async fn merge(&self, client: &Client) -> Result<u64> {
+    /// updated. A stop asked before the COMMIT (the merge may take minutes) cancels the merge.
+    pub async fn merge(
+        &self,
+        client: &Client,
+        target: &ConnectOptions,
+        opts: &LoadOptions,
+    ) -> Result<u64> {
         let fail = |cause| Error::Query {
             what: "merging the staging table into the table".into(),
             cause,
         };
         client.batch_execute("BEGIN").await.map_err(fail)?;
         let merged = async {
-            let affected = client.execute(&self.merge, &[]).await?;
+            let affected =
+                until_interrupted(client.execute(&self.merge, &[]), client, target, opts).await?;
             client
                 .batch_execute(&format!("DROP TABLE {}", self.name))
                 .await?;
-            client.batch_execute("COMMIT").await?;
             Ok::<_, tokio_postgres::Error>(affected)
         }
         .await;
-        match merged {
+        // The commit window: a stop asked before it (the merge cancelled, or asked since)
+        // rolls back; one asked after it is told the rows are committed. `Err(None)`: stopped.
+        let committed = match merged {
+            Ok(affected) if opts.interrupt.begin_commit() => client
+                .batch_execute("COMMIT")
+                .await
+                .map(|()| affected)
+                .map_err(Some),
+            Ok(_) => Err(None),
+            Err(_) if opts.interrupt.cancels() => Err(None),
+            Err(e) => Err(Some(e)),
+        };
+        match committed {
             Ok(affected) => Ok(affected),
-            Err(e) => {
+            Err(None) => {
+                let _ = client.batch_execute("ROLLBACK").await;
+                Err(inrush_load::Error::Interrupted)
+            }
+            Err(Some(e)) => {
                 let _ = client.batch_execute("ROLLBACK").await;
                 // A row a foreign key or a trigger refuses is met only here, in one statement:
                 // the whole merge fails, naming the row's values.

@@ -270,8 +270,10 @@ pub(super) fn stream(
     // From here on a signal no longer rolls back: the commit and a stop agree on which
     // came first (see `Interrupt`).
     let stopped = match opts.check_only {
-        true => opts.interrupt.is_set(),
-        false => !opts.interrupt.begin_commit(),
+        // Under --on-conflict these commits fill the staging table only: the merge into the
+        // table is the commit window (see `Staging::merge`).
+        false if staging.is_none() => !opts.interrupt.begin_commit(),
+        _ => opts.interrupt.is_set(),
     };
     if stopped {
         runtime.block_on(rollback(&finished));
@@ -304,7 +306,7 @@ pub(super) fn stream(
         }
     });
     let merged = match &staging {
-        Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control))?),
+        Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control, target, opts))?),
         _ => None,
     };
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(control));
