@@ -21,18 +21,12 @@
 //! load fails and the table is as it was).
 
 mod mariadb_common;
+mod matrix_model;
 
 use inrush_testkit::MariaDb;
 use mariadb_common::*;
+use matrix_model::*;
 use std::path::Path;
-
-/// Rows of the clean input: several 2 KiB blocks for each of two connections.
-const ROWS: i64 = 600;
-const BLOCK: &str = "2048";
-/// Rows in a non-empty table before the load: ids -1..=-PRE.
-const PRE: i64 = 20;
-/// Parent keys a foreign key may reference: n in 0..PARENTS.
-const PARENTS: i64 = 50;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -89,23 +83,13 @@ impl Shape {
 
     /// Why `flags` cannot work on this shape and input (exit 2 before anything happens).
     fn refusal(self, flags: Flags, parquet: bool) -> Option<&'static str> {
-        if parquet && flags.has("--resume") {
-            return Some("--resume works on CSV and JSON lines, not columnar files");
-        }
-        match flags.conflict() {
-            Some(_) if flags.truncate() => Some("--on-conflict cannot be combined with --truncate"),
-            Some(_) if !self.unique_id() => {
-                Some("has no primary key or unique index for rows to conflict on")
-            }
-            // Their DELETEs would delete the other table's rows.
-            _ if self == Shape::Referenced && flags.truncate() => {
-                Some("--truncate: deletes the rows of")
-            }
-            Some("update") if self == Shape::Referenced => {
+        let referenced = self == Shape::Referenced;
+        refusal(flags, parquet, self.unique_id(), referenced).or(match flags.conflict() {
+            Some("update") if referenced => {
                 Some("--on-conflict update: is REPLACE, which deletes each replaced row of")
             }
             _ => None,
-        }
+        })
     }
 }
 
@@ -120,94 +104,6 @@ fn definition_lines(db: &MariaDb, table: &str) -> Vec<String> {
     lines.sort();
     lines
 }
-
-/// What a record of the input is, for the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Good,
-    /// A value no column type takes (the server's strict mode refuses it).
-    BadValue,
-    /// Longer than VARCHAR(20): the client refuses it before sending.
-    TooLong,
-    /// An id already earlier in the input.
-    DupInput,
-    /// An id of a row already in the table (when it holds rows).
-    DupExisting,
-    /// n < 0 against the Keyed shape's CHECK.
-    Check,
-    /// n with no parent row.
-    Orphan,
-    /// s = 'boom', which the Trigger shape's trigger refuses.
-    Boom,
-}
-
-struct Record {
-    id: i64,
-    line: String,
-    kind: Kind,
-}
-
-fn good_row(id: i64) -> (i64, i64, String, String) {
-    let n = id.rem_euclid(PARENTS);
-    (
-        id,
-        n,
-        format!("s{id}"),
-        format!(
-            "2024-{:02}-{:02}",
-            1 + id.rem_euclid(12),
-            1 + id.rem_euclid(28)
-        ),
-    )
-}
-
-fn line(id: i64, n: &str, s: &str, d: &str) -> String {
-    format!("{id},{n},{s},{d}")
-}
-
-/// The input's records: ids 1..=ROWS, and with `bad` one record of each kind spread through
-/// them (so they fall in different blocks and connections).
-fn input(bad: bool) -> Vec<Record> {
-    let mut records: Vec<Record> = (1..=ROWS)
-        .map(|id| {
-            let (id, n, s, d) = good_row(id);
-            Record {
-                id,
-                line: line(id, &n.to_string(), &s, &d),
-                kind: Kind::Good,
-            }
-        })
-        .collect();
-    if bad {
-        let odd = [
-            (ROWS + 1, "x", "bad", "2024-01-01", Kind::BadValue),
-            (
-                ROWS + 2,
-                "1",
-                "much-too-long-for-twenty",
-                "2024-01-01",
-                Kind::TooLong,
-            ),
-            (7, "8", "dup7", "2024-02-02", Kind::DupInput),
-            (-5, "3", "again", "2024-03-03", Kind::DupExisting),
-            (ROWS + 3, "-1", "neg", "2024-01-01", Kind::Check),
-            (ROWS + 4, "999", "orphan", "2024-01-01", Kind::Orphan),
-            (ROWS + 5, "2", "boom", "2024-01-01", Kind::Boom),
-            (ROWS + 6, "2", "baddate", "2024-02-30", Kind::BadValue),
-        ];
-        for (k, (id, n, s, d, kind)) in odd.into_iter().enumerate() {
-            // After the id 7 they repeat, spread over the blocks.
-            let at = 50 + k * (ROWS as usize - 60) / 8;
-            let line = line(id, n, s, d);
-            records.insert(at, Record { id, line, kind });
-        }
-    }
-    records
-}
-
-/// The flags of one cell, besides the block size, the connections and `--max-errors`.
-#[derive(Debug, Clone, Copy)]
-struct Flags(&'static [&'static str]);
 
 const FLAG_SETS: &[Flags] = &[
     Flags(&[]),
@@ -232,23 +128,19 @@ const PARQUET_SETS: &[Flags] = &[
     Flags(&["--resume"]),
 ];
 
-/// Rows per Parquet row group: several parts for two connections.
-const PARQUET_GROUP: usize = 150;
-
-impl Flags {
-    fn has(self, flag: &str) -> bool {
-        self.0.contains(&flag)
-    }
-
-    /// `--on-conflict`'s value.
-    fn conflict(self) -> Option<&'static str> {
-        let at = self.0.iter().position(|&f| f == "--on-conflict")?;
-        self.0.get(at + 1).copied()
-    }
-
-    fn truncate(self) -> bool {
-        self.has("--truncate")
-    }
+/// The odd records of a bad input: the common ones, a value too long for VARCHAR(20) and a
+/// date that does not exist.
+fn odd_records() -> Vec<Odd> {
+    let mut odd = common_odd();
+    odd.push((
+        ROWS + 2,
+        "1",
+        "much-too-long-for-twenty",
+        "2024-01-01",
+        Kind::TooLong,
+    ));
+    odd.push((ROWS + 6, "2", "baddate", "2024-02-30", Kind::BadDate));
+    odd
 }
 
 /// Whether `record` is a bad row of this cell (set aside, or failing the load).
@@ -256,7 +148,7 @@ fn is_bad(record: &Record, shape: Shape, flags: Flags, pre: bool) -> bool {
     let existing = pre && !flags.truncate();
     match record.kind {
         Kind::Good => false,
-        Kind::BadValue | Kind::TooLong => true,
+        Kind::BadValue | Kind::TooLong | Kind::BadDate => true,
         Kind::DupInput => shape.unique_id() && flags.conflict().is_none(),
         Kind::DupExisting => existing && shape.unique_id() && flags.conflict().is_none(),
         // n = -1 has no parent row either.
@@ -264,28 +156,6 @@ fn is_bad(record: &Record, shape: Shape, flags: Flags, pre: bool) -> bool {
         Kind::Orphan => shape == Shape::ForeignKey,
         Kind::Boom => shape == Shape::Trigger,
     }
-}
-
-/// The rows the table must hold after a successful load: (id, line) in the table's terms.
-fn expected(records: &[Record], shape: Shape, flags: Flags, pre: bool) -> Vec<String> {
-    let mut rows: Vec<(i64, String)> = Vec::new();
-    if pre && !flags.truncate() {
-        rows.extend((1..=PRE).map(|k| {
-            let (id, n, s, d) = good_row(-k);
-            (id, line(id, &n.to_string(), &s, &d))
-        }));
-    }
-    for record in records.iter().filter(|r| !is_bad(r, shape, flags, pre)) {
-        let taken = shape
-            .unique_id()
-            .then(|| rows.iter().position(|(id, _)| *id == record.id));
-        match (taken.flatten(), flags.conflict()) {
-            (Some(_), Some("skip")) => {}
-            (Some(at), _) => rows[at] = (record.id, record.line.clone()),
-            (None, _) => rows.push((record.id, record.line.clone())),
-        }
-    }
-    rows.into_iter().map(|(_, line)| line).collect()
 }
 
 /// The table's rows as the client prints them, in one order for both tables.
@@ -350,121 +220,52 @@ fn cell(shape: Shape, flags: Flags, parquet: bool, pre: bool, bad: bool, max_err
     let before_definition = definition_lines(&db, "t");
     let before_rows = contents(&db, "t");
     let dir = shared_dir();
-    let records = input(bad);
-    let text: Vec<&str> = records.iter().map(|r| r.line.as_str()).collect();
-    let input = match parquet {
-        true => {
-            let path = dir.path().join("in.parquet");
-            inrush_testkit::id_and_strings_parquet(
-                &path,
-                &["id", "n", "s", "d"],
-                &text,
-                PARQUET_GROUP,
-            );
-            path
-        }
-        false => write(
-            dir.path(),
-            "in.csv",
-            &format!("id,n,s,d\n{}\n", text.join("\n")),
-        ),
-    };
-    let mut args = vec!["--block-size", BLOCK];
-    if !flags.has("--connections") {
-        args.extend_from_slice(&["--connections", "2"]);
-    }
-    args.extend_from_slice(flags.0);
-    if max_errors {
-        args.extend_from_slice(&["--max-errors", "100"]);
-    }
+    let records = input(&match bad {
+        true => odd_records(),
+        false => Vec::new(),
+    });
+    let input = write_input(dir.path(), &records, parquet);
+    let args = cell_args(flags, "--connections", max_errors);
     let (code, out) = load(&input, &db, "t", &args);
-    let bad_records: Vec<String> = records
-        .iter()
-        .filter(|r| is_bad(r, shape, flags, pre))
-        .map(|r| match parquet {
-            true => inrush_testkit::quoted_csv_line(&r.line),
-            false => r.line.clone(),
-        })
-        .collect();
-
+    let is_bad = |r: &Record| is_bad(r, shape, flags, pre);
     assert_eq!(
         definition_lines(&db, "t"),
         before_definition,
         "{name}: definition\n{out}"
     );
     assert_eq!(kid(), before_kid, "{name}: the referencing table\n{out}");
-    if let Some(reason) = shape.refusal(flags, parquet) {
-        assert_eq!(code, 2, "{name}: exit code\n{out}");
-        assert!(out.contains(reason), "{name}: the reason\n{out}");
-        same_rows(
-            &contents(&db, "t"),
-            &before_rows,
-            &format!("{name}: rows\n{out}"),
-        );
-        return;
-    }
     assert!(journal_is_empty(&db), "{name}: journal\n{out}");
-    if bad_records.is_empty() || max_errors {
-        let want = if bad_records.is_empty() { 0 } else { 6 };
-        assert_eq!(code, want, "{name}: exit code\n{out}");
-        let model = twin(&db, dir.path(), &expected(&records, shape, flags, pre));
-        same_rows(&contents(&db, "t"), &model, &format!("{name}: rows\n{out}"));
-        if !bad_records.is_empty() {
-            let rejects = std::fs::read_to_string(input.with_extension(match parquet {
-                true => "parquet.rejects",
-                false => "csv.rejects",
-            }))
-            .unwrap_or_else(|e| panic!("{name}: the reject file: {e}\n{out}"));
-            let mut got: Vec<&str> = rejects.lines().skip(1).collect();
-            got.sort_unstable();
-            let mut want: Vec<&str> = bad_records.iter().map(String::as_str).collect();
-            want.sort_unstable();
-            assert_eq!(got, want, "{name}: rejects\n{out}");
-        }
-    } else {
-        assert_eq!(code, 4, "{name}: exit code\n{out}");
-        let rows = contents(&db, "t");
-        if flags.has("--resume") {
-            // The blocks committed before the bad one stay (the next run loads the rest),
-            // and hold only good rows.
-            let good = twin(&db, dir.path(), &expected(&records, shape, flags, pre));
-            let stray: Vec<&String> = rows.iter().filter(|r| !good.contains(r)).collect();
-            assert!(
-                stray.is_empty(),
-                "{name}: rows not in the model {stray:?}\n{out}"
-            );
-        } else {
-            same_rows(&rows, &before_rows, &format!("{name}: rows\n{out}"));
-        }
-    }
-}
-
-/// Fails with the rows only one side has, not the hundreds both have.
-fn same_rows(got: &[String], want: &[String], context: &str) {
-    if got == want {
-        return;
-    }
-    let only = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter().filter(|row| !b.contains(row)).cloned().collect()
+    let model = Model {
+        records: &records,
+        unique_id: shape.unique_id(),
+        flags,
+        parquet,
+        pre,
+        max_errors,
+        is_bad: &is_bad,
     };
-    panic!(
-        "{context}\nonly in the table: {:?}\nonly in the model: {:?}\n({} rows against {})",
-        only(got, want),
-        only(want, got),
-        got.len(),
-        want.len()
+    let loaded = Loaded {
+        name: &name,
+        code,
+        out: &out,
+        input: &input,
+    };
+    judge(
+        &model,
+        &loaded,
+        shape.refusal(flags, parquet),
+        &before_rows,
+        || contents(&db, "t"),
+        |lines| twin(&db, dir.path(), lines),
     );
 }
 
 fn shape_matrix(shape: Shape) {
-    let csv = FLAG_SETS.iter().map(|f| (*f, false));
-    for (flags, parquet) in csv.chain(PARQUET_SETS.iter().map(|f| (*f, true))) {
-        for pre in [false, true] {
-            cell(shape, flags, parquet, pre, false, false);
-            cell(shape, flags, parquet, pre, true, true);
-            cell(shape, flags, parquet, pre, true, false);
-        }
-    }
+    every_cell(
+        FLAG_SETS,
+        PARQUET_SETS,
+        |flags, parquet, pre, bad, max_errors| cell(shape, flags, parquet, pre, bad, max_errors),
+    );
 }
 
 #[test]

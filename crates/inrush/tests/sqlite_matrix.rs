@@ -20,21 +20,13 @@
 //! A bad input is loaded once with `--max-errors` (the good rows go in) and once without (the
 //! load fails and the file is as it was).
 
+mod matrix_model;
 mod sqlite_common;
 
+use matrix_model::*;
 use rusqlite::Connection;
 use sqlite_common::*;
 use std::path::Path;
-
-/// Rows of the clean input: several 2 KiB blocks for each of two workers.
-const ROWS: i64 = 600;
-const BLOCK: &str = "2048";
-/// Rows in a non-empty table before the load: ids -1..=-PRE.
-const PRE: i64 = 20;
-/// Parent keys a foreign key may reference: n in 0..PARENTS.
-const PARENTS: i64 = 50;
-/// The columns the input names, as the table and its twin are compared.
-const COLUMNS: [&str; 4] = ["id", "n", "s", "d"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -108,103 +100,9 @@ impl Shape {
 
     /// Why `flags` cannot work on this shape and input (exit 2 before anything happens).
     fn refusal(self, flags: Flags, parquet: bool) -> Option<&'static str> {
-        if parquet && flags.has("--resume") {
-            return Some("--resume works on CSV and JSON lines, not columnar files");
-        }
-        match flags.conflict() {
-            Some(_) if flags.truncate() => Some("--on-conflict cannot be combined with --truncate"),
-            Some(_) if !self.unique_id() => {
-                Some("has no primary key or unique index for rows to conflict on")
-            }
-            // Its DELETE would delete the other table's rows.
-            _ if self == Shape::Referenced && flags.truncate() => {
-                Some("--truncate: deletes the rows of")
-            }
-            _ => None,
-        }
+        refusal(flags, parquet, self.unique_id(), self == Shape::Referenced)
     }
 }
-
-/// What a record of the input is, for the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Good,
-    /// A value no INTEGER column takes.
-    BadValue,
-    /// February 30th: refused by a DATE column, kept as text by a STRICT table's TEXT.
-    BadDate,
-    /// An id already earlier in the input.
-    DupInput,
-    /// An id of a row already in the table (when it holds rows).
-    DupExisting,
-    /// n < 0 against the Keyed shape's CHECK.
-    Check,
-    /// n with no parent row.
-    Orphan,
-    /// s = 'boom', which the Trigger shape's trigger refuses.
-    Boom,
-}
-
-struct Record {
-    id: i64,
-    line: String,
-    kind: Kind,
-}
-
-fn good_row(id: i64) -> (i64, i64, String, String) {
-    let n = id.rem_euclid(PARENTS);
-    (
-        id,
-        n,
-        format!("s{id}"),
-        format!(
-            "2024-{:02}-{:02}",
-            1 + id.rem_euclid(12),
-            1 + id.rem_euclid(28)
-        ),
-    )
-}
-
-fn line(id: i64, n: &str, s: &str, d: &str) -> String {
-    format!("{id},{n},{s},{d}")
-}
-
-/// The input's records: ids 1..=ROWS, and with `bad` one record of each kind spread through
-/// them (so they fall in different blocks and workers).
-fn input(bad: bool) -> Vec<Record> {
-    let mut records: Vec<Record> = (1..=ROWS)
-        .map(|id| {
-            let (id, n, s, d) = good_row(id);
-            Record {
-                id,
-                line: line(id, &n.to_string(), &s, &d),
-                kind: Kind::Good,
-            }
-        })
-        .collect();
-    if bad {
-        let odd = [
-            (ROWS + 1, "x", "bad", "2024-01-01", Kind::BadValue),
-            (ROWS + 2, "1", "feb30", "2024-02-30", Kind::BadDate),
-            (7, "8", "dup7", "2024-02-02", Kind::DupInput),
-            (-5, "3", "again", "2024-03-03", Kind::DupExisting),
-            (ROWS + 3, "-1", "neg", "2024-01-01", Kind::Check),
-            (ROWS + 4, "999", "orphan", "2024-01-01", Kind::Orphan),
-            (ROWS + 5, "2", "boom", "2024-01-01", Kind::Boom),
-        ];
-        for (k, (id, n, s, d, kind)) in odd.into_iter().enumerate() {
-            // After the id 7 they repeat, spread over the blocks.
-            let at = 50 + k * (ROWS as usize - 60) / 7;
-            let line = line(id, n, s, d);
-            records.insert(at, Record { id, line, kind });
-        }
-    }
-    records
-}
-
-/// The flags of one cell, besides the block size, the workers and `--max-errors`.
-#[derive(Debug, Clone, Copy)]
-struct Flags(&'static [&'static str]);
 
 const FLAG_SETS: &[Flags] = &[
     Flags(&[]),
@@ -229,23 +127,11 @@ const PARQUET_SETS: &[Flags] = &[
     Flags(&["--check"]),
 ];
 
-/// Rows per Parquet row group: several parts for two workers.
-const PARQUET_GROUP: usize = 150;
-
-impl Flags {
-    fn has(self, flag: &str) -> bool {
-        self.0.contains(&flag)
-    }
-
-    /// `--on-conflict`'s value.
-    fn conflict(self) -> Option<&'static str> {
-        let at = self.0.iter().position(|&f| f == "--on-conflict")?;
-        self.0.get(at + 1).copied()
-    }
-
-    fn truncate(self) -> bool {
-        self.has("--truncate")
-    }
+/// The odd records of a bad input: the common ones and a date no DATE column takes.
+fn odd_records() -> Vec<Odd> {
+    let mut odd = common_odd();
+    odd.push((ROWS + 2, "1", "feb30", "2024-02-30", Kind::BadDate));
+    odd
 }
 
 /// Whether `record` is a bad row of this cell (set aside, or failing the load). `--check`
@@ -257,6 +143,8 @@ fn is_bad(record: &Record, shape: Shape, flags: Flags, pre: bool) -> bool {
         Kind::Good => false,
         Kind::BadValue => true,
         Kind::BadDate => shape != Shape::Strict,
+        // TEXT takes any length.
+        Kind::TooLong => false,
         Kind::DupInput => inserted && shape.unique_id() && flags.conflict().is_none(),
         Kind::DupExisting => {
             inserted && existing && shape.unique_id() && flags.conflict().is_none()
@@ -266,31 +154,6 @@ fn is_bad(record: &Record, shape: Shape, flags: Flags, pre: bool) -> bool {
         Kind::Orphan => inserted && shape == Shape::ForeignKey,
         Kind::Boom => inserted && shape == Shape::Trigger,
     }
-}
-
-/// The rows the table must hold after a successful load, as input lines.
-fn expected(records: &[Record], shape: Shape, flags: Flags, pre: bool) -> Vec<String> {
-    let mut rows: Vec<(i64, String)> = Vec::new();
-    if pre && !flags.truncate() {
-        rows.extend((1..=PRE).map(|k| {
-            let (id, n, s, d) = good_row(-k);
-            (id, line(id, &n.to_string(), &s, &d))
-        }));
-    }
-    if flags.has("--check") {
-        return rows.into_iter().map(|(_, line)| line).collect();
-    }
-    for record in records.iter().filter(|r| !is_bad(r, shape, flags, pre)) {
-        let taken = shape
-            .unique_id()
-            .then(|| rows.iter().position(|(id, _)| *id == record.id));
-        match (taken.flatten(), flags.conflict()) {
-            (Some(_), Some("skip")) => {}
-            (Some(at), _) => rows[at] = (record.id, record.line.clone()),
-            (None, _) => rows.push((record.id, record.line.clone())),
-        }
-    }
-    rows.into_iter().map(|(_, line)| line).collect()
 }
 
 /// The table's input columns, typed, in one order for both tables.
@@ -366,112 +229,48 @@ fn cell(shape: Shape, flags: Flags, parquet: bool, pre: bool, bad: bool, max_err
     let before_kid = kid();
     let before_schema = schema(&db);
     let before_rows = rows(&db, "t");
-    let records = input(bad);
-    let text: Vec<&str> = records.iter().map(|r| r.line.as_str()).collect();
-    let input = match parquet {
-        true => {
-            let path = dir.path().join("in.parquet");
-            inrush_testkit::id_and_strings_parquet(&path, &COLUMNS, &text, PARQUET_GROUP);
-            path
-        }
-        false => write(
-            dir.path(),
-            "in.csv",
-            &format!("id,n,s,d\n{}\n", text.join("\n")),
-        ),
-    };
-    let mut args = vec!["--block-size", BLOCK];
-    if !flags.has("--workers") {
-        args.extend_from_slice(&["--workers", "2"]);
-    }
-    args.extend_from_slice(flags.0);
-    if max_errors {
-        args.extend_from_slice(&["--max-errors", "100"]);
-    }
+    let records = input(&match bad {
+        true => odd_records(),
+        false => Vec::new(),
+    });
+    let input = write_input(dir.path(), &records, parquet);
+    let args = cell_args(flags, "--workers", max_errors);
     let (code, out) = load(&input, &db, &args);
-    let bad_records: Vec<String> = records
-        .iter()
-        .filter(|r| is_bad(r, shape, flags, pre))
-        .map(|r| match parquet {
-            true => inrush_testkit::quoted_csv_line(&r.line),
-            false => r.line.clone(),
-        })
-        .collect();
-
+    let is_bad = |r: &Record| is_bad(r, shape, flags, pre);
     assert_eq!(schema(&db), before_schema, "{name}: schema\n{out}");
     assert_eq!(kid(), before_kid, "{name}: the referencing table\n{out}");
     assert_eq!(broken_keys(&db), 0, "{name}: foreign keys\n{out}");
-    if let Some(reason) = shape.refusal(flags, parquet) {
-        assert_eq!(code, 2, "{name}: exit code\n{out}");
-        assert!(out.contains(reason), "{name}: the reason\n{out}");
-        same_rows(
-            &rows(&db, "t"),
-            &before_rows,
-            &format!("{name}: rows\n{out}"),
-        );
-        return;
-    }
-    if bad_records.is_empty() || max_errors {
-        let want = if bad_records.is_empty() { 0 } else { 6 };
-        assert_eq!(code, want, "{name}: exit code\n{out}");
-        let model = twin(dir.path(), shape, &expected(&records, shape, flags, pre));
-        same_rows(&rows(&db, "t"), &model, &format!("{name}: rows\n{out}"));
-        if !bad_records.is_empty() {
-            let rejects = std::fs::read_to_string(input.with_extension(match parquet {
-                true => "parquet.rejects",
-                false => "csv.rejects",
-            }))
-            .unwrap_or_else(|e| panic!("{name}: the reject file: {e}\n{out}"));
-            let mut got: Vec<&str> = rejects.lines().skip(1).collect();
-            got.sort_unstable();
-            let mut want: Vec<&str> = bad_records.iter().map(String::as_str).collect();
-            want.sort_unstable();
-            assert_eq!(got, want, "{name}: rejects\n{out}");
-        }
-    } else {
-        assert_eq!(code, 4, "{name}: exit code\n{out}");
-        let now = rows(&db, "t");
-        if flags.has("--resume") {
-            // The blocks committed before the bad one stay (the next run loads the rest),
-            // and hold only good rows.
-            let good = twin(dir.path(), shape, &expected(&records, shape, flags, pre));
-            let stray: Vec<&String> = now.iter().filter(|r| !good.contains(r)).collect();
-            assert!(
-                stray.is_empty(),
-                "{name}: rows not in the model {stray:?}\n{out}"
-            );
-        } else {
-            same_rows(&now, &before_rows, &format!("{name}: rows\n{out}"));
-        }
-    }
-}
-
-/// Fails with the rows only one side has, not the hundreds both have.
-fn same_rows(got: &[String], want: &[String], context: &str) {
-    if got == want {
-        return;
-    }
-    let only = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter().filter(|row| !b.contains(row)).cloned().collect()
+    let model = Model {
+        records: &records,
+        unique_id: shape.unique_id(),
+        flags,
+        parquet,
+        pre,
+        max_errors,
+        is_bad: &is_bad,
     };
-    panic!(
-        "{context}\nonly in the table: {:?}\nonly in the model: {:?}\n({} rows against {})",
-        only(got, want),
-        only(want, got),
-        got.len(),
-        want.len()
+    let loaded = Loaded {
+        name: &name,
+        code,
+        out: &out,
+        input: &input,
+    };
+    judge(
+        &model,
+        &loaded,
+        shape.refusal(flags, parquet),
+        &before_rows,
+        || rows(&db, "t"),
+        |lines| twin(dir.path(), shape, lines),
     );
 }
 
 fn shape_matrix(shape: Shape) {
-    let csv = FLAG_SETS.iter().map(|f| (*f, false));
-    for (flags, parquet) in csv.chain(PARQUET_SETS.iter().map(|f| (*f, true))) {
-        for pre in [false, true] {
-            cell(shape, flags, parquet, pre, false, false);
-            cell(shape, flags, parquet, pre, true, true);
-            cell(shape, flags, parquet, pre, true, false);
-        }
-    }
+    every_cell(
+        FLAG_SETS,
+        PARQUET_SETS,
+        |flags, parquet, pre, bad, max_errors| cell(shape, flags, parquet, pre, bad, max_errors),
+    );
 }
 
 #[test]
