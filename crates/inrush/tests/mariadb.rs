@@ -216,6 +216,9 @@ fn parquet_rows_load_as_the_server_reads_the_same_csv() {
 fn on_conflict_skip_keeps_the_first_and_update_the_last() {
     let dir = shared_dir();
     let csv = write(dir.path(), "in.csv", "id,v\n1,a\n2,b\n2,c\n3,d\n");
+    // A second input, whose key 2 comes last in the input though early in its own file.
+    let second = write(dir.path(), "more.csv", "id,v\n2,e\n");
+    let second = second.to_str().unwrap();
     // A key of the input's own, and a unique key beside an AUTO_INCREMENT one (whose rows go
     // in as INSERTs, not LOAD DATA).
     for table in [
@@ -226,18 +229,18 @@ fn on_conflict_skip_keeps_the_first_and_update_the_last() {
         db.exec(&format!(
             "CREATE TABLE {table}; INSERT INTO t (id, v) VALUES (1, 'old')"
         ));
-        let (code, out) = load(&csv, &db, "t", &["--on-conflict", "skip"]);
+        let (code, out) = load(&csv, &db, "t", &[second, "--on-conflict", "skip"]);
         assert_eq!(code, 0, "{table}: {out}");
         assert_eq!(
             db.rows("SELECT id, v FROM t ORDER BY id"),
             ["1\told", "2\tb", "3\td"],
             "{table}"
         );
-        let (code, out) = load(&csv, &db, "t", &["--on-conflict", "update"]);
+        let (code, out) = load(&csv, &db, "t", &[second, "--on-conflict", "update"]);
         assert_eq!(code, 0, "{table}: {out}");
         assert_eq!(
             db.rows("SELECT id, v FROM t ORDER BY id"),
-            ["1\ta", "2\tc", "3\td"],
+            ["1\ta", "2\te", "3\td"],
             "{table}"
         );
     }

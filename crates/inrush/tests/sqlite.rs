@@ -279,10 +279,14 @@ fn on_conflict_skip_keeps_the_first_and_update_the_last() {
         "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'old');",
     );
     let csv = write(dir.path(), "in.csv", "id,v\n1,a\n2,b\n2,c\n3,d\n");
+    // A second input, whose key 2 comes last in the input though early in its own file.
+    let second = write(dir.path(), "more.csv", "id,v\n2,e\n");
+    let second = second.to_str().unwrap();
     let (code, out) = load(
         &csv,
         &db,
         &[
+            second,
             "--on-conflict",
             "skip",
             "--workers",
@@ -304,6 +308,7 @@ fn on_conflict_skip_keeps_the_first_and_update_the_last() {
         &csv,
         &db,
         &[
+            second,
             "--on-conflict",
             "update",
             "--workers",
@@ -317,7 +322,7 @@ fn on_conflict_skip_keeps_the_first_and_update_the_last() {
         contents(&db),
         [
             "integer:1 | text:'a'",
-            "integer:2 | text:'c'",
+            "integer:2 | text:'e'",
             "integer:3 | text:'d'"
         ]
     );
