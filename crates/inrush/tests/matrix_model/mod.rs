@@ -172,58 +172,9 @@ pub fn refusal(
     }
 }
 
-/// The rows the table must hold after a successful load, as input lines: the rows there before
-/// (unless truncated), then each good record, a key met again skipped or replaced by
-/// `--on-conflict` (`unique_id`: the table has a key on id). `--check` loads nothing.
-pub fn expected(
-    records: &[Record],
-    unique_id: bool,
-    flags: Flags,
-    pre: bool,
-    is_bad: impl Fn(&Record) -> bool,
-) -> Vec<String> {
-    let mut rows: Vec<(i64, String)> = Vec::new();
-    if pre && !flags.truncate() {
-        rows.extend((1..=PRE).map(|k| {
-            let (id, n, s, d) = good_row(-k);
-            (id, line(id, &n.to_string(), &s, &d))
-        }));
-    }
-    if flags.has("--check") {
-        return rows.into_iter().map(|(_, line)| line).collect();
-    }
-    for record in records.iter().filter(|r| !is_bad(r)) {
-        let taken = unique_id
-            .then(|| rows.iter().position(|(id, _)| *id == record.id))
-            .flatten();
-        match (taken, flags.conflict()) {
-            (Some(_), Some("skip")) => {}
-            (Some(at), _) => rows[at] = (record.id, record.line.clone()),
-            (None, _) => rows.push((record.id, record.line.clone())),
-        }
-    }
-    rows.into_iter().map(|(_, line)| line).collect()
-}
-
-/// The rows a failed `--resume` load may have left: those of the blocks it committed before
-/// it stopped, in whatever order they committed. A key in two blocks is the row of the block
-/// that committed first: the input's second occurrence when the block of its first failed.
-pub fn may_remain(
-    records: &[Record],
-    unique_id: bool,
-    flags: Flags,
-    pre: bool,
-    is_bad: impl Fn(&Record) -> bool,
-) -> Vec<String> {
-    let mut lines = expected(records, unique_id, flags, pre, &is_bad);
-    let second_wins = |r: &Record| r.kind != Kind::DupInput && is_bad(r);
-    lines.extend(expected(records, unique_id, flags, pre, second_wins));
-    lines
-}
-
 /// The lines the reject file must hold for `bad` records: as written, or for a Parquet input
 /// as inrush writes a columnar row back.
-pub fn reject_lines(bad: &[&Record], parquet: bool) -> Vec<String> {
+fn reject_lines(bad: &[&Record], parquet: bool) -> Vec<String> {
     bad.iter()
         .map(|r| match parquet {
             true => inrush_testkit::quoted_csv_line(&r.line),
@@ -233,7 +184,7 @@ pub fn reject_lines(bad: &[&Record], parquet: bool) -> Vec<String> {
 }
 
 /// Compares the reject file next to `input` (its header skipped) with `want`, in any order.
-pub fn assert_rejects(input: &Path, want: &[String], context: &str) {
+fn assert_rejects(input: &Path, want: &[String], context: &str) {
     let path = input.with_file_name(format!(
         "{}.rejects",
         input.file_name().unwrap().to_string_lossy()
@@ -260,6 +211,52 @@ pub struct Model<'a> {
     pub is_bad: &'a dyn Fn(&Record) -> bool,
 }
 
+impl Model<'_> {
+    /// The rows the table must hold after a successful load, as input lines: the rows there
+    /// before (unless truncated), then each good record, a key met again skipped or replaced
+    /// by `--on-conflict`. `--check` loads nothing.
+    fn expected(&self) -> Vec<String> {
+        self.loaded_lines(self.is_bad)
+    }
+
+    /// The rows a failed `--resume` load may have left: those of the blocks it committed
+    /// before it stopped, in whatever order they committed. A key in two blocks is the row of
+    /// the block that committed first: the input's second occurrence when the block of its
+    /// first failed.
+    fn may_remain(&self) -> Vec<String> {
+        let second_wins = |r: &Record| r.kind != Kind::DupInput && (self.is_bad)(r);
+        let mut lines = self.expected();
+        lines.extend(self.loaded_lines(&second_wins));
+        lines
+    }
+
+    /// [`Model::expected`] with `is_bad` saying which records are bad.
+    fn loaded_lines(&self, is_bad: &dyn Fn(&Record) -> bool) -> Vec<String> {
+        let mut rows: Vec<(i64, String)> = Vec::new();
+        if self.pre && !self.flags.truncate() {
+            rows.extend((1..=PRE).map(|k| {
+                let (id, n, s, d) = good_row(-k);
+                (id, line(id, &n.to_string(), &s, &d))
+            }));
+        }
+        if self.flags.has("--check") {
+            return rows.into_iter().map(|(_, line)| line).collect();
+        }
+        for record in self.records.iter().filter(|r| !is_bad(r)) {
+            let taken = self
+                .unique_id
+                .then(|| rows.iter().position(|(id, _)| *id == record.id))
+                .flatten();
+            match (taken, self.flags.conflict()) {
+                (Some(_), Some("skip")) => {}
+                (Some(at), _) => rows[at] = (record.id, record.line.clone()),
+                (None, _) => rows.push((record.id, record.line.clone())),
+            }
+        }
+        rows.into_iter().map(|(_, line)| line).collect()
+    }
+}
+
 /// What the load did: its exit code and output, and its input file.
 pub struct Loaded<'a> {
     pub name: &'a str,
@@ -271,7 +268,7 @@ pub struct Loaded<'a> {
 /// Judges a cell's load: refused up front (`refusal`: the reason), the reason said and the
 /// rows as `before`; loaded, the rows as `twin` stores the model's lines (the engine's own
 /// bulk path) and the reject file's lines; failed, the rows as `before`, or under `--resume`
-/// only rows [`may_remain`] allows. `rows` reads the table.
+/// only rows [`Model::may_remain`] allows. `rows` reads the table.
 pub fn judge(
     m: &Model,
     loaded: &Loaded,
@@ -291,12 +288,10 @@ pub fn judge(
         return;
     }
     let bad: Vec<&Record> = m.records.iter().filter(|r| (m.is_bad)(r)).collect();
-    let model = |lines: Vec<String>| twin(&lines);
     if bad.is_empty() || m.max_errors {
         let want = if bad.is_empty() { 0 } else { 6 };
         assert_eq!(*code, want, "{}", context("exit code"));
-        let good = expected(m.records, m.unique_id, m.flags, m.pre, m.is_bad);
-        same_rows(&rows(), &model(good), &context("rows"));
+        same_rows(&rows(), &twin(&m.expected()), &context("rows"));
         if !bad.is_empty() {
             assert_rejects(loaded.input, &reject_lines(&bad, m.parquet), &context(""));
         }
@@ -305,7 +300,7 @@ pub fn judge(
         if m.flags.has("--resume") {
             // The blocks committed before the bad one stay (the next run loads the rest),
             // and hold only good rows.
-            let good = model(may_remain(m.records, m.unique_id, m.flags, m.pre, m.is_bad));
+            let good = twin(&m.may_remain());
             let now = rows();
             let stray: Vec<&String> = now.iter().filter(|r| !good.contains(r)).collect();
             assert!(
@@ -320,7 +315,7 @@ pub fn judge(
 }
 
 /// Fails with the rows only one side has, not the hundreds both have.
-pub fn same_rows(got: &[String], want: &[String], context: &str) {
+fn same_rows(got: &[String], want: &[String], context: &str) {
     if got == want {
         return;
     }
