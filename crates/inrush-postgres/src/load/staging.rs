@@ -117,24 +117,22 @@ impl Staging {
         }
         .await;
         // The commit window: a stop asked before it (the merge cancelled, or asked since)
-        // rolls back; one asked after it is told the rows are committed. `Err(None)`: stopped.
+        // rolls back; one asked after it is told the rows are committed.
+        let stopped = match &merged {
+            Ok(_) => !opts.interrupt.begin_commit(),
+            Err(_) => opts.interrupt.cancels(),
+        };
+        if stopped {
+            let _ = client.batch_execute("ROLLBACK").await;
+            return Err(inrush_load::Error::Interrupted);
+        }
         let committed = match merged {
-            Ok(affected) if opts.interrupt.begin_commit() => client
-                .batch_execute("COMMIT")
-                .await
-                .map(|()| affected)
-                .map_err(Some),
-            Ok(_) => Err(None),
-            Err(_) if opts.interrupt.cancels() => Err(None),
-            Err(e) => Err(Some(e)),
+            Ok(affected) => client.batch_execute("COMMIT").await.map(|()| affected),
+            Err(e) => Err(e),
         };
         match committed {
             Ok(affected) => Ok(affected),
-            Err(None) => {
-                let _ = client.batch_execute("ROLLBACK").await;
-                Err(inrush_load::Error::Interrupted)
-            }
-            Err(Some(e)) => {
+            Err(e) => {
                 let _ = client.batch_execute("ROLLBACK").await;
                 // A row a foreign key or a trigger refuses is met only here, in one statement:
                 // the whole merge fails, naming the row's values.
