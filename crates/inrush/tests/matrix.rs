@@ -4,9 +4,9 @@
 //! identity, generated columns, partitions, a key other tables reference), empty or holding
 //! rows, an input (clean, values the client refuses, rows the server refuses: duplicates within
 //! the input and against existing rows, CHECK, foreign key misses, trigger errors), read from
-//! CSV (a file, several, standard input) or Parquet, and a set of flags, each alone and in the
-//! pairs users combine. The real binary loads it; the oracle is a model of what each row should
-//! become, loaded into a second database by the server's own COPY. Each cell checks:
+//! CSV (a file, several, standard input), Parquet or JSON lines, and a set of flags, each alone
+//! and in the pairs users combine. The real binary loads it; the oracle is a model of what each
+//! row should become, loaded into a second database by the server's own COPY. Each cell checks:
 //! - the exit code is the documented one, and a combination that cannot work exits 2 before
 //!   anything happens;
 //! - the table equals the rows that were there plus the COPY of the good rows;
