@@ -191,6 +191,11 @@ impl Sources {
     /// connection), or the expanded input arguments, all of one format.
     pub fn from_options(opts: &LoadOptions) -> Result<Sources> {
         if let Some(query) = &opts.from_query {
+            refuse_text_flags(
+                opts,
+                "--from-query",
+                "its rows come from the server with their columns' names, in UTF-8",
+            )?;
             let parts = match &query.split_by {
                 Some(column) => query
                     .from
@@ -224,6 +229,11 @@ impl Sources {
             });
         }
         if let Some(stream) = &opts.stream {
+            refuse_text_flags(
+                opts,
+                stream.name(),
+                "Arrow data names its columns and holds its strings in UTF-8",
+            )?;
             return Ok(Sources {
                 list: vec![Source::stream(stream.clone())],
                 format: InputFormat::Arrow,
@@ -258,13 +268,22 @@ impl Sources {
                 format
             }
         };
-        if let (Some(encoding), InputFormat::Parquet | InputFormat::Arrow) = (opts.encoding, format)
-        {
-            return Err(Error::Usage(format!(
-                "--encoding {} applies to text inputs: {} files hold their strings in UTF-8",
-                encoding.name(),
-                format.name()
-            )));
+        match format {
+            InputFormat::Parquet | InputFormat::Arrow => refuse_text_flags(
+                opts,
+                &files[0],
+                &format!(
+                    "{} files name their fields and hold their strings in UTF-8",
+                    format.name()
+                ),
+            )?,
+            // JSON lines are text in an encoding; their keys name the columns.
+            InputFormat::Jsonl => refuse_csv_flags(
+                opts,
+                &files[0],
+                "JSON lines name their fields by their keys",
+            )?,
+            InputFormat::Csv | InputFormat::Tsv => {}
         }
         let list = match format {
             InputFormat::Parquet | InputFormat::Arrow => files
@@ -496,6 +515,36 @@ impl Sources {
             InputFormat::Jsonl => splitter.without_quotes(),
             _ => splitter,
         })
+    }
+}
+
+/// Refuses the CSV flags, which `input` (a file name or `--from-query`) has no use for: `why`
+/// says what it has instead.
+fn refuse_csv_flags(opts: &LoadOptions, input: &str, why: &str) -> Result<()> {
+    let flags = opts.csv.flags_set();
+    if flags.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{} {} CSV input: {input} is not CSV ({why})",
+        flags.join(", "),
+        if flags.len() == 1 {
+            "applies to"
+        } else {
+            "apply to"
+        },
+    )))
+}
+
+/// [`refuse_csv_flags`], and `--encoding`, for inputs that are not text.
+fn refuse_text_flags(opts: &LoadOptions, input: &str, why: &str) -> Result<()> {
+    refuse_csv_flags(opts, input, why)?;
+    match opts.encoding {
+        Some(encoding) => Err(Error::Usage(format!(
+            "--encoding {} applies to text inputs: {input} is not read as text ({why})",
+            encoding.name()
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -466,6 +466,57 @@ fn parquet_loads_like_copy_of_the_same_rows_as_csv() {
 }
 
 #[test]
+fn csv_flags_are_refused_for_inputs_that_are_not_csv() {
+    let mut db = fresh_db();
+    db.exec(&format!("CREATE TABLE t ({COLUMNS})"));
+    let rows = rows(10, 3);
+    server_table(&mut db, "src", &rows);
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("in.parquet");
+    to_parquet(&rows, 10, &parquet);
+    let jsonl = dir.path().join("in.jsonl");
+    std::fs::write(&jsonl, to_jsonl(&rows)).unwrap();
+    let refused = |opts: &inrush_load::LoadOptions, db: &mut support::TestDb| {
+        let e = db.load(opts, &inrush_core::Silent).unwrap_err();
+        assert!(matches!(e, inrush_load::Error::Usage(_)), "{e:?}");
+        e.to_string()
+    };
+
+    let mut opts = db.load_options(&parquet, "t");
+    opts.csv.header = true;
+    opts.csv.null = b"NA".to_vec();
+    assert_eq!(
+        refused(&opts, &mut db),
+        format!(
+            "--header, --null apply to CSV input: {} is not CSV (parquet files name their \
+             fields and hold their strings in UTF-8)",
+            parquet.display()
+        )
+    );
+    let mut opts = db.load_options(&parquet, "t");
+    opts.encoding = Some(inrush_read::encoding::Encoding::Latin1);
+    assert!(refused(&opts, &mut db).starts_with("--encoding LATIN1 applies to text inputs"));
+
+    // JSON lines are text: an encoding applies, the CSV flags do not.
+    let mut opts = db.load_options(&jsonl, "t");
+    opts.csv.delimiter = b';';
+    assert!(refused(&opts, &mut db).starts_with("--delimiter applies to CSV input"));
+    opts.csv.delimiter = b',';
+    opts.encoding = Some(inrush_read::encoding::Encoding::Latin1);
+    assert_eq!(db.load(&opts, &inrush_core::Silent).unwrap().rows, 10);
+
+    let mut opts = db.load_options(std::path::Path::new("unused"), "t");
+    opts.from_query = Some(QuerySource {
+        from: std::sync::Arc::new(db.target.clone()),
+        sql: "SELECT * FROM src".into(),
+        split_by: None,
+    });
+    opts.csv.header = true;
+    assert!(refused(&opts, &mut db).starts_with("--header applies to CSV input: --from-query"));
+    assert_eq!(db.rows_as_text("t").len(), 10, "only the JSON lines loaded");
+}
+
+#[test]
 fn parquet_values_out_of_range_are_bad_rows_with_their_row_number() {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
     use std::sync::Arc;

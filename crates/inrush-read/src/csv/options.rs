@@ -26,6 +26,23 @@ impl Default for CsvOptions {
 }
 
 impl CsvOptions {
+    /// The command-line flags these options set away from their defaults (`--escape` only
+    /// when it differs from the quote, as it defaults to it), for refusing them where no CSV
+    /// is read.
+    pub fn flags_set(&self) -> Vec<&'static str> {
+        let default = CsvOptions::default();
+        [
+            (self.header, "--header"),
+            (self.delimiter != default.delimiter, "--delimiter"),
+            (self.quote != default.quote, "--quote"),
+            (self.escape != self.quote, "--escape"),
+            (self.null != default.null, "--null"),
+        ]
+        .into_iter()
+        .filter_map(|(set, flag)| set.then_some(flag))
+        .collect()
+    }
+
     /// Refuses what COPY refuses, with its reasons.
     pub fn validate(&self) -> Result<()> {
         let single = |what: &str, b: u8| {
@@ -77,5 +94,27 @@ mod tests {
         // COPY: "CSV quote character must not appear in the NULL specification".
         assert!(with_null("\"").validate().is_err());
         assert!(with_null("n\"a").validate().is_err());
+    }
+
+    #[test]
+    fn flags_set_names_what_differs_from_the_defaults() {
+        assert!(CsvOptions::default().flags_set().is_empty());
+        let quoted = CsvOptions {
+            quote: b'\'',
+            escape: b'\'',
+            ..Default::default()
+        };
+        assert_eq!(quoted.flags_set(), ["--quote"]);
+        let all = CsvOptions {
+            header: true,
+            delimiter: b';',
+            escape: b'\\',
+            null: b"NA".to_vec(),
+            ..Default::default()
+        };
+        assert_eq!(
+            all.flags_set(),
+            ["--header", "--delimiter", "--escape", "--null"]
+        );
     }
 }

@@ -14,7 +14,7 @@ pub fn inrush(args: &[&str]) -> (i32, String) {
     inrush_testkit::run(BIN, args)
 }
 
-/// `inrush load CSV --header --to DB --table t` plus `extra`.
+/// `inrush load INPUT --to DB --table t` plus `extra`, with `--header` for a `.csv` INPUT.
 pub fn load(csv: &Path, db: &MariaDb, table: &str, extra: &[&str]) -> (i32, String) {
     inrush(&load_args(csv, db, table, extra))
 }
@@ -26,16 +26,19 @@ pub fn load_args<'a>(
     table: &'a str,
     extra: &[&'a str],
 ) -> Vec<&'a str> {
+    let input = csv.to_str().unwrap();
     let mut args = vec![
         "load",
-        csv.to_str().unwrap(),
-        "--header",
+        input,
         "--to",
         &db.url,
         "--table",
         table,
         "--no-progress",
     ];
+    if input.ends_with(".csv") {
+        args.push("--header");
+    }
     args.extend_from_slice(extra);
     args
 }

@@ -14,19 +14,13 @@ pub fn inrush(args: &[&str]) -> (i32, String) {
     inrush_testkit::run(BIN, args)
 }
 
-/// `inrush load CSV --header --to DB --table t` plus `extra`.
+/// `inrush load INPUT --to DB --table t` plus `extra`, with `--header` for a `.csv` INPUT.
 pub fn load(csv: &Path, db: &Path, extra: &[&str]) -> (i32, String) {
     let (csv, db) = (csv.to_str().unwrap(), db.to_str().unwrap());
-    let mut args = vec![
-        "load",
-        csv,
-        "--header",
-        "--to",
-        db,
-        "--table",
-        "t",
-        "--no-progress",
-    ];
+    let mut args = vec!["load", csv, "--to", db, "--table", "t", "--no-progress"];
+    if csv.ends_with(".csv") {
+        args.push("--header");
+    }
     args.extend_from_slice(extra);
     inrush(&args)
 }
