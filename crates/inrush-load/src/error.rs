@@ -88,6 +88,10 @@ pub enum Error {
         holding: usize,
         connections: usize,
     },
+    /// The `--from-query` runs on the target's server and waits on a lock the load holds (see
+    /// `watch`): nothing was committed.
+    #[error("the --from-query waits for a lock that connection {holding} of this load holds on the same server: the query reads a table the load has locked (the target, under --truncate), so it cannot end before the load commits, nor the load before the query's last row. Everything was rolled back. Load into another table and rename it, or leave out --truncate")]
+    QueryBlocked { holding: usize },
     /// A target engine other than PostgreSQL failed (opening the database, a statement).
     #[error("{engine}: {what}: {message}")]
     Engine {

@@ -466,6 +466,35 @@ fn parquet_loads_like_copy_of_the_same_rows_as_csv() {
 }
 
 #[test]
+fn a_query_that_reads_the_table_it_truncates_fails_instead_of_waiting_forever() {
+    let mut db = fresh_db();
+    server_table(&mut db, "t", &rows(2000, 8));
+    let before = db.rows_as_text("t");
+    // The query's session waits for the load's TRUNCATE lock, and the load for the query's
+    // rows: no server sees that wait, so the load must.
+    let mut opts = db.load_options(std::path::Path::new("unused"), "t");
+    opts.truncate = true;
+    for split_by in [None, Some("id".to_string())] {
+        opts.from_query = Some(QuerySource {
+            from: std::sync::Arc::new(db.target.clone()),
+            sql: "SELECT * FROM t".into(),
+            split_by,
+        });
+        let (done, outcome) = std::sync::mpsc::channel();
+        let (target, load) = (db.target.clone(), opts.clone());
+        std::thread::spawn(move || {
+            let _ = done.send(inrush_postgres::load::run(&target, &load, &inrush_core::Silent));
+        });
+        let e = outcome
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the load ends")
+            .unwrap_err();
+        assert!(matches!(e, inrush_load::Error::QueryBlocked { .. }), "{e:?}");
+        assert_eq!(db.rows_as_text("t"), before);
+    }
+}
+
+#[test]
 fn csv_flags_are_refused_for_inputs_that_are_not_csv() {
     let mut db = fresh_db();
     db.exec(&format!("CREATE TABLE t ({COLUMNS})"));

@@ -37,6 +37,25 @@ pub async fn waits_among(client: &Client, pids: &[i32]) -> Result<Vec<(i32, i32)
         .collect())
 }
 
+/// A session running a statement that starts with `tag` (this process's source query, on the
+/// same server) that waits on one of `pids`, and the session it waits on.
+pub async fn tagged_wait_on(
+    client: &Client,
+    tag: &str,
+    pids: &[i32],
+) -> Result<Option<(i32, i32)>> {
+    let sql =
+        "SELECT a.pid, h.pid FROM pg_stat_activity a, unnest(pg_blocking_pids(a.pid)) AS h(pid) \
+               WHERE starts_with(a.query, $1) AND h.pid = ANY($2) LIMIT 1";
+    Ok(client
+        .query_opt(sql, &[&tag, &pids])
+        .await
+        .map_err(query_error(
+            "looking for the load's source query waiting on the load",
+        ))?
+        .map(|row| (row.get(0), row.get(1))))
+}
+
 /// Connections the server would still accept from an ordinary user: `max_connections` less the
 /// slots reserved for superusers (and, from PostgreSQL 16, for `pg_use_reserved_connections`)
 /// and the client sessions open now.

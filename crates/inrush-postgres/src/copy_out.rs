@@ -49,6 +49,21 @@ fn source_error(e: crate::Error) -> QueryError {
     }
 }
 
+/// The comment that opens every statement this process runs for a source query, so that a
+/// load into the same server finds its query's session in `pg_stat_activity` (see
+/// `load::watch`): one that waits on a lock the load holds (the target under `--truncate`)
+/// would wait forever, since the load commits only after the query's last row.
+pub(crate) fn query_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        // The process id and the clock: unique among the loads that can meet on a server.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("/* inrush source {}.{nanos} */", std::process::id())
+    })
+}
+
 /// The statement that streams `query`'s rows: COPY BINARY, or CSV with a header line.
 fn copy_out_statement(query: &str, binary: bool) -> String {
     match binary {
@@ -66,14 +81,17 @@ fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Re
     // Fail here, with the server's message, when the query does not parse or plan.
     client
         .batch_execute(&format!(
-            "BEGIN READ ONLY; DECLARE inrush_probe CURSOR FOR {query}; ROLLBACK"
+            "{} BEGIN READ ONLY; DECLARE inrush_probe CURSOR FOR {query}; ROLLBACK",
+            query_tag()
         ))
         .map_err(query_error(statement.as_str()))?;
     let (tx, rx) = ChunkReader::channel(8);
     std::thread::Builder::new()
         .name("inrush-query-out".into())
         .spawn(move || {
-            let mut copy = match client.copy_out(statement.as_str()) {
+            // Sent with the tag, named without it in messages.
+            let tagged = format!("{} {statement}", query_tag());
+            let mut copy = match client.copy_out(tagged.as_str()) {
                 Ok(copy) => copy,
                 Err(e) => {
                     let _ = tx.send(Err(io::Error::other(query_error(statement.as_str())(e))));

@@ -74,9 +74,11 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             7
         }
         Some(L::PartialCommit { .. }) => 5,
-        // An input that is not there (or cannot be opened) is a mistake in the arguments.
+        // An input that is not there (or cannot be opened) is a mistake in the arguments; so
+        // is a query that reads what the load locks, found only once both wait.
         Some(
             L::Usage(_)
+            | L::QueryBlocked { .. }
             | L::Read(
                 inrush_read::Error::Open { .. }
                 | inrush_read::Error::Inputs(_)

@@ -202,7 +202,8 @@ pub(super) fn stream(
                 // Two connections' transactions wait on each other only when both stay open
                 // to the end (not under --resume, which commits block by block).
                 let find_deadlocks = resume.is_none() && connections > 1;
-                let watching = watch::watch(&watched, shared, find_deadlocks);
+                let from_query = opts.from_query.is_some();
+                let watching = watch::watch(&watched, shared, find_deadlocks, from_query);
                 let pids: Vec<i32> = watched[0].sessions.iter().map(|s| s.pid).collect();
                 let adapting = adapt::control(gate.as_ref(), control, &pids, &chunk_rx, shared);
                 let results = tokio::select! {

@@ -41,11 +41,14 @@ pub(crate) struct Watched<'a> {
 /// Runs beside the sinks until they are done (the caller drops it then). When the load is
 /// cancelled, cancels what every session runs on every server; with `find_deadlocks` (the
 /// sessions' transactions stay open until all are done), fails the load with
-/// [`Error::SelfBlocked`] when one waits on another of the same server.
+/// [`Error::SelfBlocked`] when one waits on another of the same server; with `from_query`,
+/// with [`Error::QueryBlocked`] when the source query runs on one of the servers and waits on
+/// a session of the load (whose transaction ends only after the query's last row).
 pub(crate) async fn watch(
     servers: &[Watched<'_>],
     shared: &Shared,
     find_deadlocks: bool,
+    from_query: bool,
 ) -> Infallible {
     // Lock waits are checked every second: a real wait between two sessions never ends, so
     // there is no hurry, and the query costs the server next to nothing.
@@ -53,13 +56,34 @@ pub(crate) async fn watch(
     let mut ticks = 0u32;
     // A wait counts when two checks in a row see it: one that ends by itself is not failed on.
     let mut seen: Vec<Vec<(i32, i32)>> = vec![Vec::new(); servers.len()];
+    let mut query_seen: Vec<Option<(i32, i32)>> = vec![None; servers.len()];
     while !shared.is_cancelled() {
         tokio::time::sleep(CANCEL_POLL).await;
         ticks += 1;
-        if !find_deadlocks || !ticks.is_multiple_of(CHECK_EVERY) {
+        if !(find_deadlocks || from_query) || !ticks.is_multiple_of(CHECK_EVERY) {
             continue;
         }
-        for (server, seen) in servers.iter().zip(seen.iter_mut()) {
+        for (server, query_seen) in servers
+            .iter()
+            .zip(query_seen.iter_mut())
+            .filter(|_| from_query)
+        {
+            let pids: Vec<i32> = server.sessions.iter().map(|s| s.pid).collect();
+            let tag = crate::copy_out::query_tag();
+            let Ok(wait) = activity::tagged_wait_on(server.control, tag, &pids).await else {
+                continue;
+            };
+            if let Some((_, holding)) = wait.filter(|w| *query_seen == Some(*w)) {
+                let number = pids.iter().position(|&p| p == holding).map_or(0, |i| i + 1);
+                shared.fail(Error::QueryBlocked { holding: number });
+            }
+            *query_seen = wait;
+        }
+        for (server, seen) in servers
+            .iter()
+            .zip(seen.iter_mut())
+            .filter(|_| find_deadlocks)
+        {
             let pids: Vec<i32> = server.sessions.iter().map(|s| s.pid).collect();
             let Ok(waits) = activity::waits_among(server.control, &pids).await else {
                 continue;
