@@ -55,6 +55,11 @@ pub struct ProgressSnapshot {
 pub trait Reporter: Send + Sync {
     fn phase(&self, phase: Phase);
     fn progress(&self, snapshot: ProgressSnapshot);
+    /// The load waits on something outside it (a lock another session holds): `what` says
+    /// what and who, in a sentence. Once per cause.
+    fn waiting(&self, what: &str) {
+        let _ = what;
+    }
 }
 
 /// A reporter that ignores everything (tests, embedding).

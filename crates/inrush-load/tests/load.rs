@@ -1060,3 +1060,63 @@ fn an_interrupt_while_sinks_wait_at_the_gate_ends_the_load_cleanly() {
     assert!(matches!(result, Err(Error::Interrupted)), "{result:?}");
     assert_eq!(db.count("t"), 0);
 }
+
+/// Keeps what the load says it waits on.
+#[derive(Default)]
+struct Waited(std::sync::Mutex<Vec<String>>);
+
+impl inrush_core::Reporter for Waited {
+    fn phase(&self, _: inrush_core::Phase) {}
+    fn progress(&self, _: inrush_core::ProgressSnapshot) {}
+    fn waiting(&self, what: &str) {
+        self.0.lock().unwrap().push(what.to_string());
+    }
+}
+
+/// A load that waits on another session's lock says whose it is, and goes on once it is let
+/// go: a wait with no word looks like a hang.
+#[test]
+fn a_load_waiting_on_another_sessions_lock_names_the_holder() {
+    let mut db = fresh_db();
+    db.exec("CREATE TABLE t (id int, note text)");
+    let (_dir, path) = write_input(&numbered_rows(1000), "csv");
+    let mut holder = db.target.connect_blocking().unwrap();
+    holder
+        .batch_execute(
+            "SET application_name = 'lock-holder'; BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE",
+        )
+        .unwrap();
+    let pid: i32 = holder
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    let reporter = std::sync::Arc::new(Waited::default());
+    let (target, opts, told) = (
+        db.target.clone(),
+        db.load_options(&path, "t"),
+        reporter.clone(),
+    );
+    let load = std::thread::spawn(move || inrush_postgres::load::run(&target, &opts, &*told));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while reporter.0.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the wait was never told"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let told = reporter.0.lock().unwrap().clone();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].contains(&format!("pid {pid} (lock-holder, user ")),
+        "{told:?}"
+    );
+    assert!(told[0].contains("idle in transaction"), "{told:?}");
+    holder.batch_execute("COMMIT").unwrap();
+    let summary = load
+        .join()
+        .unwrap()
+        .expect("the load goes on once the lock is let go");
+    assert_eq!(summary.rows, 1000);
+    assert_eq!(db.count("t"), 1000);
+}

@@ -483,13 +483,20 @@ fn a_query_that_reads_the_table_it_truncates_fails_instead_of_waiting_forever() 
         let (done, outcome) = std::sync::mpsc::channel();
         let (target, load) = (db.target.clone(), opts.clone());
         std::thread::spawn(move || {
-            let _ = done.send(inrush_postgres::load::run(&target, &load, &inrush_core::Silent));
+            let _ = done.send(inrush_postgres::load::run(
+                &target,
+                &load,
+                &inrush_core::Silent,
+            ));
         });
         let e = outcome
             .recv_timeout(std::time::Duration::from_secs(60))
             .expect("the load ends")
             .unwrap_err();
-        assert!(matches!(e, inrush_load::Error::QueryBlocked { .. }), "{e:?}");
+        assert!(
+            matches!(e, inrush_load::Error::QueryBlocked { .. }),
+            "{e:?}"
+        );
         assert_eq!(db.rows_as_text("t"), before);
     }
 }

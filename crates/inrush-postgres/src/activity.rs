@@ -56,6 +56,62 @@ pub async fn tagged_wait_on(
         .map(|row| (row.get(0), row.get(1))))
 }
 
+/// A session outside the load that holds a lock one of the load's sessions waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: i32,
+    pub application: String,
+    pub user: String,
+    /// `pg_stat_activity.state` (`idle in transaction`, `active`...) and for how long.
+    pub state: String,
+    pub seconds: i64,
+    /// What is waited for: `a lock on <relation>`, `a row...`, `an advisory lock...`.
+    pub lock: String,
+}
+
+impl Holder {
+    pub fn describe(&self) -> String {
+        let application = match self.application.as_str() {
+            "" => String::new(),
+            name => format!("{name}, "),
+        };
+        format!(
+            "waiting for {} that another session holds: pid {} ({application}user {}, {} for {} s). The load goes on once it is released; Ctrl-C stops it",
+            self.lock, self.pid, self.user, self.state, self.seconds
+        )
+    }
+}
+
+/// The first session outside `pids` that one of `pids` waits on, if any.
+pub async fn outside_holder(client: &Client, pids: &[i32]) -> Result<Option<Holder>> {
+    // An advisory lock is most likely another load's claim on the table (`load::claim`).
+    let sql = "SELECT h.pid, coalesce(a.application_name, ''), coalesce(a.usename::text, ''), \
+               coalesce(a.state, ''), coalesce(extract(epoch FROM now() - a.state_change)::bigint, 0), \
+               coalesce((SELECT CASE l.locktype \
+                                 WHEN 'relation' THEN 'a lock on ' || l.relation::regclass::text \
+                                 WHEN 'advisory' THEN 'an advisory lock (an inrush load''s claim on the table, when the holder is inrush)' \
+                                 WHEN 'transactionid' THEN 'a row it wrote or locked' \
+                                 WHEN 'tuple' THEN 'a row it wrote or locked' \
+                                 ELSE 'a ' || l.locktype || ' lock' END \
+                         FROM pg_locks l WHERE l.pid = w.pid AND NOT l.granted LIMIT 1), 'a lock') \
+               FROM unnest($1::int[]) AS w(pid) \
+               CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS h(pid) \
+               LEFT JOIN pg_stat_activity a ON a.pid = h.pid \
+               WHERE h.pid <> ALL($1) LIMIT 1";
+    Ok(client
+        .query_opt(sql, &[&pids])
+        .await
+        .map_err(query_error("looking for a session the load waits on"))?
+        .map(|row| Holder {
+            pid: row.get(0),
+            application: row.get(1),
+            user: row.get(2),
+            state: row.get(3),
+            seconds: row.get(4),
+            lock: row.get(5),
+        }))
+}
+
 /// Connections the server would still accept from an ordinary user: `max_connections` less the
 /// slots reserved for superusers (and, from PostgreSQL 16, for `pg_use_reserved_connections`)
 /// and the client sessions open now.

@@ -129,6 +129,15 @@ impl Reporter for ProgressReporter {
         bar.suspend(|| {});
     }
 
+    /// Said even without a bar (`--no-progress`, `--json`, a log): a wait with no word looks
+    /// like a hang.
+    fn waiting(&self, what: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(format!("inrush: {what}")),
+            None => eprintln!("inrush: {what}"),
+        }
+    }
+
     fn progress(&self, s: ProgressSnapshot) {
         let Some(bar) = &self.bar else { return };
         self.lay_out();

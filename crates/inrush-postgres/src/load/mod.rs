@@ -26,6 +26,7 @@ mod retry;
 mod sink;
 mod staging;
 mod stream;
+mod waits;
 mod watch;
 
 pub use definitions::{recover, Recovered};
@@ -60,12 +61,25 @@ pub fn run(
         }
         None => target,
     };
+    waits::Waits::around(target, reporter, |waits| {
+        load(target, opts, reporter, started, waits)
+    })
+}
+
+/// [`run`] once its options are checked, with `waits` told the load's sessions.
+fn load(
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+    started: Instant,
+    waits: &waits::Waits,
+) -> Result<LoadSummary> {
     let runtime = runtime()?;
-    let mut load = prepare::prepare(target, opts, &runtime)?;
+    let mut load = prepare::prepare(target, opts, &runtime, waits)?;
     let inspected = Instant::now();
     let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
     let dropped_at = Instant::now();
-    let streamed = stream::stream(&mut load, target, opts, &runtime, reporter, started);
+    let streamed = stream::stream(&mut load, target, opts, &runtime, reporter, started, waits);
     if let Some(st) = &load.staging {
         // Gone already after a merge; a failed load leaves it to drop here.
         let _ = runtime.block_on(st.drop(&load.control));

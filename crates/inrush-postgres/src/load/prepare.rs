@@ -79,6 +79,7 @@ pub(super) fn prepare(
     target: &ConnectOptions,
     opts: &LoadOptions,
     runtime: &Runtime,
+    waits: &super::waits::Waits,
 ) -> Result<Prepared> {
     let progress = Arc::new(Progress::default());
     let Inputs {
@@ -91,6 +92,7 @@ pub(super) fn prepare(
     let input_name = sources.describe();
     let input_size = sources.size();
     let control = runtime.block_on(target.connect())?;
+    waits.add(runtime.block_on(crate::activity::backend_pid(&control))?);
     // --create: the table is made in a transaction on the control connection only to read it
     // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
     // applies and a failed load leaves no table behind.

@@ -32,6 +32,7 @@ pub(super) fn stream(
     runtime: &Runtime,
     reporter: &dyn Reporter,
     started: Instant,
+    waits: &super::waits::Waits,
 ) -> Result<(LoadSummary, Vec<i64>)> {
     let (first, rejects) = (load.first.take(), load.rejects.take());
     let Prepared {
@@ -60,6 +61,9 @@ pub(super) fn stream(
     let (format, connections, ordered) = (*format, *connections, *ordered);
     let wal_before = runtime.block_on(SessionInfo::wal_lsn(control));
     let (sinks, watched) = runtime.block_on(connect_sinks(control, target, shards, connections))?;
+    for session in &watched[0].sessions {
+        waits.add(session.pid);
+    }
     // --resume: other processes may load the same input; blocks are taken before they are read.
     let claims = match resume {
         Some((identity, _, _)) => {

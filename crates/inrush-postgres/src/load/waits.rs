@@ -1,0 +1,83 @@
+//! Says so when the load waits on a lock a session outside it holds. Such a load shows only
+//! its phase ("inspecting the table", a rate that stops moving), which looks like a hang: a
+//! thread beside the load asks the server from a connection of its own, once a second, whether
+//! one of the load's sessions waits on a session outside the load, and tells the reporter who
+//! holds the lock, once per holder. The wait itself goes on (the holder may be about to
+//! commit); Ctrl-C or SIGTERM stops it as any other.
+
+use crate::{activity, ConnectOptions};
+use inrush_core::Reporter;
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The load's sessions on the target server, as they connect.
+#[derive(Default)]
+pub(crate) struct Waits {
+    pids: Mutex<Vec<i32>>,
+}
+
+impl Waits {
+    /// Runs `load` with the watch beside it; the watch ends as soon as `load` returns.
+    pub fn around<T>(
+        target: &ConnectOptions,
+        reporter: &dyn Reporter,
+        load: impl FnOnce(&Waits) -> T,
+    ) -> T {
+        let waits = Waits::default();
+        // The sender is dropped when `load` returns: the watch's wait ends at once, so a
+        // short load is not held back by its sleep.
+        let (running, stopped) = channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(|| waits.watch(target, reporter, stopped));
+            let result = load(&waits);
+            drop(running);
+            result
+        })
+    }
+
+    /// A session of the load on the target server (not a shard: pids are per server).
+    pub fn add(&self, pid: i32) {
+        if let Ok(mut pids) = self.pids.lock() {
+            pids.push(pid);
+        }
+    }
+
+    fn watch(&self, target: &ConnectOptions, reporter: &dyn Reporter, stopped: Receiver<()>) {
+        // A load shorter than this never opens the watch's connection.
+        const FIRST_LOOK: Duration = Duration::from_secs(2);
+        const EVERY: Duration = Duration::from_secs(1);
+        let running = |wait| matches!(stopped.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
+        if !running(FIRST_LOOK) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        // Best effort: without a free connection slot the load runs on, unwatched.
+        let Ok(client) = runtime.block_on(target.connect()) else {
+            return;
+        };
+        let (mut seen, mut told) = (None, Vec::new());
+        while running(EVERY) {
+            let pids = self.pids.lock().map(|p| p.clone()).unwrap_or_default();
+            if pids.is_empty() {
+                continue;
+            }
+            let Ok(holder) = runtime.block_on(activity::outside_holder(&client, &pids)) else {
+                continue;
+            };
+            // Told when two looks in a row see it: a lock held for a moment is no news.
+            if let Some(holder) = holder.as_ref().filter(|h| seen == Some(h.pid)) {
+                if !told.contains(&holder.pid) {
+                    reporter.waiting(&holder.describe());
+                    told.push(holder.pid);
+                }
+            }
+            seen = holder.map(|h| h.pid);
+        }
+    }
+}
