@@ -63,40 +63,33 @@ pub(crate) async fn watch(
         if !(find_deadlocks || from_query) || !ticks.is_multiple_of(CHECK_EVERY) {
             continue;
         }
-        for (server, query_seen) in servers
-            .iter()
-            .zip(query_seen.iter_mut())
-            .filter(|_| from_query)
-        {
+        for ((server, seen), query_seen) in servers.iter().zip(&mut seen).zip(&mut query_seen) {
             let pids: Vec<i32> = server.sessions.iter().map(|s| s.pid).collect();
-            let tag = crate::copy_out::query_tag();
-            let Ok(wait) = activity::tagged_wait_on(server.control, tag, &pids).await else {
-                continue;
-            };
-            if let Some((_, holding)) = wait.filter(|w| *query_seen == Some(*w)) {
-                let number = pids.iter().position(|&p| p == holding).map_or(0, |i| i + 1);
-                shared.fail(Error::QueryBlocked { holding: number });
+            // A session's number in the load, for messages.
+            let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
+            if from_query {
+                let tag = crate::copy_out::query_tag();
+                if let Ok(wait) = activity::tagged_wait_on(server.control, tag, &pids).await {
+                    if let Some((_, holding)) = wait.filter(|w| *query_seen == Some(*w)) {
+                        shared.fail(Error::QueryBlocked {
+                            holding: number(holding),
+                        });
+                    }
+                    *query_seen = wait;
+                }
             }
-            *query_seen = wait;
-        }
-        for (server, seen) in servers
-            .iter()
-            .zip(seen.iter_mut())
-            .filter(|_| find_deadlocks)
-        {
-            let pids: Vec<i32> = server.sessions.iter().map(|s| s.pid).collect();
-            let Ok(waits) = activity::waits_among(server.control, &pids).await else {
-                continue;
-            };
-            if let Some(&(waiting, holding)) = waits.iter().find(|w| seen.contains(w)) {
-                let number = |pid| pids.iter().position(|&p| p == pid).map_or(0, |i| i + 1);
-                shared.fail(Error::SelfBlocked {
-                    waiting: number(waiting),
-                    holding: number(holding),
-                    connections: pids.len(),
-                });
+            if find_deadlocks {
+                if let Ok(waits) = activity::waits_among(server.control, &pids).await {
+                    if let Some(&(waiting, holding)) = waits.iter().find(|w| seen.contains(w)) {
+                        shared.fail(Error::SelfBlocked {
+                            waiting: number(waiting),
+                            holding: number(holding),
+                            connections: pids.len(),
+                        });
+                    }
+                    *seen = waits;
+                }
             }
-            *seen = waits;
         }
     }
     for server in servers {
