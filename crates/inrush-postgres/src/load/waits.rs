@@ -51,10 +51,7 @@ impl Waits {
         if !running(FIRST_LOOK) {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
+        let Ok(runtime) = super::runtime() else {
             return;
         };
         // Best effort: without a free connection slot the load runs on, unwatched.
