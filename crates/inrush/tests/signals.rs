@@ -290,3 +290,39 @@ fn sigterm_during_the_on_conflict_merge_rolls_it_back() {
     assert_eq!(db.int(staged), 0, "{stderr}");
     assert_put_back(&[&db], &[before], &stderr);
 }
+
+/// SIGTERM while the inspection waits on a lock another session holds on the table ends the
+/// load at once (the waiting statement is cancelled), not when the lock is let go.
+#[test]
+fn sigterm_while_the_inspection_waits_for_a_lock_ends_the_load_at_once() {
+    let (db, _) = servers(false);
+    let before = db.definitions();
+    let mut holder = postgres::Client::connect(&db.conninfo, postgres::NoTls).unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut child = start(&db);
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                   AND wait_event_type = 'Lock'";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while db.int(waiting) == 0 {
+        assert!(child.try_wait().unwrap().is_none(), "the load ended before waiting");
+        assert!(Instant::now() < deadline, "the load never waited for the lock");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    signal(&child, libc::SIGTERM);
+    // The lock is still held: the load must end without it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("SIGTERM did not end a load waiting for a lock");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    holder.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert_put_back(&[&db], &[before], &stderr);
+}

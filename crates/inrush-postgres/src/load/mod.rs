@@ -75,7 +75,13 @@ fn load(
     waits: &waits::Waits,
 ) -> Result<LoadSummary> {
     let runtime = runtime()?;
-    let mut load = prepare::prepare(target, opts, &runtime, waits)?;
+    // A stop during the inspection cancels its statement (see `prepare`): that error is the stop.
+    let mut load = prepare::prepare(target, opts, &runtime, waits).map_err(|e| {
+        match opts.interrupt.cancels() {
+            true => Error::Interrupted,
+            false => e,
+        }
+    })?;
     let inspected = Instant::now();
     let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
     let dropped_at = Instant::now();

@@ -93,6 +93,18 @@ pub(super) fn prepare(
     let input_size = sources.size();
     let control = runtime.block_on(target.connect())?;
     waits.add(runtime.block_on(crate::activity::backend_pid(&control))?);
+    // A stop while the inspection waits (on a lock another session holds on the table) cancels
+    // the waiting statement, so the load ends now rather than when the lock is let go.
+    let _cancel = {
+        let (target, token) = (target.clone(), control.cancel_token());
+        opts.interrupt
+            .watch(std::time::Duration::from_millis(500), move || {
+                if let Ok(runtime) = super::runtime() {
+                    // Best effort, as every cancel: the stop is seen after the wait anyway.
+                    let _ = runtime.block_on(target.cancel(&token));
+                }
+            })
+    };
     // --create: the table is made in a transaction on the control connection only to read it
     // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
     // applies and a failed load leaves no table behind.
