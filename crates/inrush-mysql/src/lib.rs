@@ -18,6 +18,11 @@
 //! in one `ALTER TABLE` ([`ddl`]; MyISAM and Aria: `DISABLE KEYS`, `ENABLE KEYS`), `ANALYZE
 //! TABLE` after.
 //!
+//! Several loads of one table: a named lock per table (`GET_LOCK`, [`claim`]), taken before the
+//! journal's leftovers are read. A load that changes the table's definitions holds it to its
+//! end; one that changes nothing lets it go once its writers have the table open; `inrush
+//! recover` leaves a table whose lock a live load holds to that load.
+//!
 //! `--resume`: each block its own transaction with its row in `inrush_load_ledger` ([`ledger`]).
 //!
 //! `--create`: the table typed from the inferred types, made before the writers start (DDL
@@ -32,6 +37,7 @@
 //! TRANSACTION releases the lock, so this is the only order that keeps both).
 
 pub mod catalog;
+pub mod claim;
 pub mod ddl;
 pub mod lab;
 pub mod ledger;
@@ -43,7 +49,7 @@ pub mod writer;
 
 pub use options::{is_mysql_url, MysqlOptions};
 pub use source::MysqlSource;
-pub use target::{recover, MysqlTarget};
+pub use target::{recover, MysqlTarget, Recovered};
 
 /// A server error as the load reports it: what was being done, and the server's message.
 pub(crate) fn engine_error(

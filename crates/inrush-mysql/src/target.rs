@@ -1,6 +1,7 @@
 //! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database.
 
 use crate::catalog::{self, ForeignKey, Table};
+use crate::claim::{self, Claim};
 use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
@@ -15,6 +16,7 @@ use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writ
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -24,6 +26,12 @@ pub struct MysqlTarget {
     design: OnceLock<Design>,
     /// The indexes `begin` dropped, for `end` to put back.
     dropped: Mutex<Vec<Dropped>>,
+    /// The table's lock (see [`crate::claim`]): taken by `prepare`, held by a load that changes
+    /// the table's definitions until the target is dropped (after `end`), let go by one that
+    /// changes nothing once its writers have the table open.
+    claim: Mutex<Option<Claim>>,
+    /// How many writers `writer` made, to know when the last one has.
+    writers_made: AtomicUsize,
 }
 
 struct Design {
@@ -47,6 +55,15 @@ impl MysqlTarget {
             options,
             design: OnceLock::new(),
             dropped: Mutex::new(Vec::new()),
+            claim: Mutex::new(None),
+            writers_made: AtomicUsize::new(0),
+        }
+    }
+
+    /// Lets the table's lock go: this load changes none of its definitions.
+    fn let_claim_go(&self) {
+        if let Some(claim) = self.claim.lock().ok().and_then(|mut c| c.take()) {
+            claim.release();
         }
     }
 
@@ -113,6 +130,15 @@ impl Target for MysqlTarget {
     ) -> Result<target::Table> {
         let rt = runtime()?;
         let database = self.options.database();
+        // No other load of the table changes its definitions from here on, and none is at it:
+        // what the journal holds for it was left by a load that died.
+        {
+            let (schema, name) = catalog::split_name(&opts.table, database);
+            let taken = Claim::take(&self.options, &schema, &name, &opts.interrupt)?;
+            if let Ok(mut slot) = self.claim.lock() {
+                *slot = Some(taken);
+            }
+        }
         let (existing, version) = rt.block_on(async {
             let mut conn = self.options.connect().await?;
             // Indexes a load that died left dropped come back before anything else.
@@ -220,6 +246,10 @@ impl Target for MysqlTarget {
             settings,
             interrupt: opts.interrupt.clone(),
         });
+        if opts.check_only {
+            // --check writes nothing and drops nothing.
+            self.let_claim_go();
+        }
         Ok(described)
     }
 
@@ -357,7 +387,7 @@ impl Target for MysqlTarget {
 
     fn writer(
         &self,
-        _: &target::Table,
+        table: &target::Table,
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
@@ -377,6 +407,12 @@ impl Target for MysqlTarget {
             })
             .cloned()
             .collect();
+        // A load that changes none of the table's definitions lets its lock go once every
+        // writer has the table open in its transaction (see `crate::claim`).
+        let shares = !(opts.truncate
+            || opts.table_lock
+            || table.create_sql.is_some()
+            || !plan.rebuilt().is_empty());
         let rt = runtime()?;
         let conn = rt.block_on(async {
             let mut conn = self.options.connect().await?;
@@ -389,6 +425,9 @@ impl Target for MysqlTarget {
                     "SET SESSION autocommit = 0".to_string(),
                     format!("LOCK TABLES {qualified} WRITE"),
                 ],
+                (None, false) if shares => {
+                    vec!["START TRANSACTION".to_string(), claim::pin_sql(&qualified)]
+                }
                 (None, false) => vec!["START TRANSACTION".to_string()],
             };
             if opts.truncate {
@@ -406,6 +445,14 @@ impl Target for MysqlTarget {
             }
             Ok::<_, Error>(conn)
         })?;
+        if shares {
+            // As many writers as the drive makes (`inrush_load::drive::load_into`).
+            let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
+            let made = self.writers_made.fetch_add(1, Ordering::SeqCst) + 1;
+            if made >= self.writers(opts, ordered).max(1) {
+                self.let_claim_go();
+            }
+        }
         let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
         let conflict = match opts.on_conflict {
             OnConflict::Error => Conflict::Error,
@@ -736,9 +783,20 @@ fn mariadb_type(column: &str, inferred: &str) -> Result<(String, Option<Conventi
     }
 }
 
+/// What `inrush recover` did.
+#[derive(Debug, Default)]
+pub struct Recovered {
+    /// The journal's entries added back.
+    pub restored: Vec<Dropped>,
+    /// Tables left to the live load that holds them (`schema`.`table`): it puts their
+    /// definitions back when it ends.
+    pub busy: Vec<String>,
+}
+
 /// `inrush recover`: adds back what the DDL journal of the database holds (for one table, or
-/// all) and returns it.
-pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Vec<Dropped>> {
+/// all), each table under its lock (see [`crate::claim`]); a table whose lock a live load holds
+/// is left to it.
+pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Recovered> {
     runtime()?.block_on(async {
         let mut conn = options.connect().await?;
         let named = table.map(|t| catalog::split_name(t, options.database()));
@@ -747,9 +805,33 @@ pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Vec<Droppe
             named.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
         )
         .await?;
-        ddl::restore(&mut conn, &pending).await?;
+        let mut tables: Vec<(String, String)> = pending
+            .iter()
+            .map(|d| (d.schema.clone(), d.table.clone()))
+            .collect();
+        tables.dedup();
+        let mut recovered = Recovered::default();
+        for (schema, name) in tables {
+            if !claim::try_take(&mut conn, &schema, &name).await? {
+                recovered.busy.push(format!(
+                    "{}.{}",
+                    catalog::quote(&schema),
+                    catalog::quote(&name)
+                ));
+                continue;
+            }
+            // Read again under the lock: a load may have ended and cleared them meanwhile.
+            let restored = async {
+                let entries = ddl::pending(&mut conn, Some((&schema, &name))).await?;
+                ddl::restore(&mut conn, &entries).await?;
+                Ok::<_, Error>(entries)
+            }
+            .await;
+            claim::let_go(&mut conn, &schema, &name).await?;
+            recovered.restored.extend(restored?);
+        }
         let _ = conn.disconnect().await;
-        Ok(pending)
+        Ok(recovered)
     })
 }
 

@@ -565,13 +565,16 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     return Ok(Outcome::Done);
                 }
                 Target::Mysql(options) => {
-                    let restored = inrush_mysql::recover(&options, args.table.as_deref())?;
-                    if restored.is_empty() {
+                    let recovered = inrush_mysql::recover(&options, args.table.as_deref())?;
+                    if recovered.restored.is_empty() && recovered.busy.is_empty() {
                         eprintln!(
                             "nothing to recover: the DDL journal (inrush_ddl_journal) is empty"
                         );
                     }
-                    for d in &restored {
+                    for table in &recovered.busy {
+                        eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
+                    }
+                    for d in &recovered.restored {
                         eprintln!("recreated index {} on {}.{}", d.index, d.schema, d.table);
                     }
                     return Ok(Outcome::Done);

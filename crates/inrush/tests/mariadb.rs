@@ -1009,3 +1009,164 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
     interrupted_while_held(&db, load, 1, reader, reading);
     assert_table(&db, &before, "0");
 }
+
+// Several loads of one table: one that changes its definitions runs alone (a named lock per
+// table), and `recover` leaves a table a live load holds to it.
+
+/// `c` with two secondary keys every load here drops and adds back (`--index-threshold 0`);
+/// its definition.
+fn keyed_table(db: &MariaDb) -> String {
+    db.exec(
+        "CREATE TABLE c (id INT PRIMARY KEY, a INT NOT NULL, b VARCHAR(20) NOT NULL, \
+           KEY c_i1 (a), KEY c_i2 (b, a)) ENGINE=InnoDB",
+    );
+    definition(db, "c")
+}
+
+/// Rows `ids` of `c` as CSV with a header.
+fn keyed_rows(ids: std::ops::RangeInclusive<u64>) -> String {
+    let mut rows = String::from("id,a,b\n");
+    for i in ids {
+        rows.push_str(&format!("{i},{},w{}\n", i % 1000, i % 97));
+    }
+    rows
+}
+
+/// `c` holds ids 1..=`n` exactly once each, has every key it had (`before`), and the journal
+/// is empty.
+fn assert_keyed(db: &MariaDb, before: &str, n: u64) {
+    assert_eq!(
+        db.rows("SELECT COUNT(*), COUNT(DISTINCT id), SUM(id), MIN(id), MAX(id) FROM c"),
+        [format!("{n}\t{n}\t{}\t1\t{n}", n * (n + 1) / 2)]
+    );
+    assert_eq!(definition(db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
+/// Two loads of one table that both drop and add back its keys, started together and 0.3 s
+/// apart: the second waits while the first is at work, instead of restoring the first one's
+/// journal entries under it (`Duplicate key name`, `Can't DROP INDEX`). Both succeed, every row
+/// goes in once, every key is back, the journal is empty.
+#[test]
+fn two_loads_of_one_table_take_turns_with_its_keys() {
+    let db = MariaDb::fresh("two_loads");
+    let before = keyed_table(&db);
+    let dir = shared_dir();
+    const N: u64 = 150_000;
+    let first = write(dir.path(), "first.csv", &keyed_rows(1..=N));
+    let second = write(dir.path(), "second.csv", &keyed_rows(N + 1..=2 * N));
+    for apart in [0, 300] {
+        db.exec("TRUNCATE c");
+        let start = |csv: &std::path::Path| {
+            Command::new(BIN)
+                .args(load_args(csv, &db, "c", &["--index-threshold", "0"]))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let one = start(&first);
+        std::thread::sleep(std::time::Duration::from_millis(apart));
+        let two = start(&second);
+        for (load, which) in [(one, "first"), (two, "second")] {
+            let out = load.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "the {which} load, {apart} ms apart: {stderr}"
+            );
+        }
+        assert_keyed(&db, &before, 2 * N);
+    }
+}
+
+/// `inrush recover` beside a live load that dropped the table's keys (held by its standard
+/// input, kept open) leaves them to it, and says so; a second load waits for it, saying so
+/// after a few seconds; then both finish, with every key back.
+#[test]
+fn recover_and_a_second_load_leave_a_live_loads_keys_to_it() {
+    let db = MariaDb::fresh("live_load");
+    let before = keyed_table(&db);
+    let dir = shared_dir();
+    let mut load = Command::new(BIN)
+        .args([
+            "load",
+            "-",
+            "--to",
+            &db.url,
+            "--table",
+            "c",
+            "--header",
+            "--no-progress",
+            "--index-threshold",
+            "0",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = load.stdin.take().unwrap();
+    use std::io::Write;
+    // More than a block, so the load reads its header and goes on to drop the keys.
+    stdin.write_all(keyed_rows(1..=100_000).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+    wait_until(
+        &db,
+        "SELECT COUNT(*) = 0 FROM information_schema.STATISTICS \
+           WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'c' AND INDEX_NAME = 'c_i1'",
+    );
+    let table = format!("`{}`.`c`", db.name);
+    for args in [
+        vec!["recover", "--to", &db.url],
+        vec!["recover", "--to", &db.url, "--table", "c"],
+    ] {
+        let (code, out) = inrush(&args);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(&format!("left alone: {table}")), "{out}");
+        assert!(!out.contains("recreated"), "{out}");
+    }
+    assert_eq!(
+        db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"),
+        ["2"],
+        "the live load's entries stay"
+    );
+    assert!(!definition(&db, "c").contains("c_i1"));
+
+    // A second load of the table waits for the first, and says so after a few seconds.
+    let csv = write(dir.path(), "more.csv", &keyed_rows(200_001..=210_000));
+    let second = Command::new(BIN)
+        .args(load_args(&csv, &db, "c", &["--index-threshold", "0"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let rest = keyed_rows(100_001..=200_000);
+    let rest = rest.strip_prefix("id,a,b\n").unwrap();
+    stdin.write_all(rest.as_bytes()).unwrap();
+    drop(stdin);
+    let out = load.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "waiting for another inrush load (or `inrush recover`) of {table} to end"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        db.rows("SELECT COUNT(*), COUNT(DISTINCT id), SUM(id) FROM c"),
+        [format!("210000\t210000\t{}", 210_000u64 * 210_001 / 2)]
+    );
+    assert_eq!(definition(&db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
