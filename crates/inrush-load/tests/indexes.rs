@@ -607,3 +607,184 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
     assert!(summary.plan.sort.is_none());
     assert_eq!(summary.rows_rejected, 2);
 }
+
+/// Everything the catalog holds about the indexes and constraints of `t` (and of its
+/// partitions) that a rebuild must bring back, one line per row: every column of `pg_index`, of
+/// `pg_class` (for the indexes; the storage counters and relfilenode aside), of `pg_attribute`
+/// (statistics targets) and of `pg_constraint`, the comments, the dependencies and the tables'
+/// replica identity. Oids are replaced by names (tablespaces included): a rebuilt object has
+/// new ones.
+fn catalog_snapshot(db: &mut TestDb) -> Vec<String> {
+    const TABLES: &str = "(SELECT 't'::regclass UNION SELECT relid FROM pg_partition_tree('t'))";
+    let indexes = format!("(SELECT indexrelid FROM pg_index WHERE indrelid IN {TABLES})");
+    let constraints = format!("(SELECT oid FROM pg_constraint WHERE conrelid IN {TABLES})");
+    let queries = [
+        format!(
+            "SELECT 'pg_index ' || indexrelid::regclass || ' of ' || indrelid::regclass || ' ' || \
+                    (to_jsonb(i) - 'indexrelid' - 'indrelid')::text \
+             FROM pg_index i WHERE indexrelid IN {indexes}"
+        ),
+        format!(
+            "SELECT 'pg_class ' || c.relname || ' tablespace=' || coalesce(s.spcname, '-') || ' ' || \
+                    (to_jsonb(c) - 'oid' - 'relfilenode' - 'relpages' - 'reltuples' - 'relallvisible' \
+                                 - 'relallfrozen' - 'reltablespace')::text \
+             FROM pg_class c LEFT JOIN pg_tablespace s ON s.oid = c.reltablespace \
+             WHERE c.oid IN {indexes}"
+        ),
+        format!(
+            "SELECT 'pg_attribute ' || attrelid::regclass || ' ' || (to_jsonb(a) - 'attrelid')::text \
+             FROM pg_attribute a WHERE attrelid IN {indexes}"
+        ),
+        format!(
+            "SELECT 'pg_constraint ' || conname || ' of ' || conrelid::regclass || ' index=' || \
+                    conindid::regclass || ' references=' || confrelid::regclass || ' parent=' || \
+                    coalesce((SELECT p.conname FROM pg_constraint p WHERE p.oid = k.conparentid), '-') || ' ' || \
+                    (to_jsonb(k) - 'oid' - 'conrelid' - 'conindid' - 'confrelid' - 'conparentid')::text \
+             FROM pg_constraint k WHERE oid IN {constraints}"
+        ),
+        format!(
+            "SELECT 'comment on ' || pg_describe_object(classoid, objoid, objsubid) || ': ' || description \
+             FROM pg_description \
+             WHERE (classoid = 'pg_class'::regclass AND objoid IN {indexes}) \
+                OR (classoid = 'pg_constraint'::regclass AND objoid IN {constraints})"
+        ),
+        format!(
+            "SELECT 'pg_depend ' || pg_describe_object(classid, objid, objsubid) || ' -> ' || \
+                    pg_describe_object(refclassid, refobjid, refobjsubid) || ' ' || deptype::text \
+             FROM pg_depend \
+             WHERE (classid = 'pg_class'::regclass AND objid IN {indexes}) \
+                OR (classid = 'pg_constraint'::regclass AND objid IN {constraints})"
+        ),
+        format!(
+            "SELECT 'table ' || oid::regclass || ' replica identity=' || relreplident::text \
+             FROM pg_class WHERE oid IN {TABLES}"
+        ),
+    ];
+    let mut lines: Vec<String> = queries
+        .iter()
+        .flat_map(|q| {
+            db.client
+                .query(q.as_str(), &[])
+                .unwrap_or_else(|e| panic!("{q}: {e:?}"))
+                .into_iter()
+                .map(|r| r.get::<_, String>(0))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Fails, naming the lines lost and gained, when `t`'s catalog is not `before` any more.
+fn assert_catalog_is(db: &mut TestDb, before: &[String], when: &str) {
+    let after = catalog_snapshot(db);
+    if after != before {
+        let lost: Vec<&String> = before.iter().filter(|l| !after.contains(l)).collect();
+        let gained: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
+        panic!("{when}: the catalog changed\nlost: {lost:#?}\ngained: {gained:#?}");
+    }
+}
+
+/// `n` rows of `t` in [`WHOLE`], ids from `first`, with a bad `qty` at `bad_at`.
+fn whole_rows(first: usize, n: usize, bad_at: Option<usize>) -> Vec<u8> {
+    (first..first + n)
+        .flat_map(|i| {
+            let qty = match Some(i) == bad_at {
+                true => "oops".to_string(),
+                false => (i % 7).to_string(),
+            };
+            let day = i % 28 + 1;
+            format!("{i},c{i},name {i},{qty},2024-02-{day:02},{}\n", i % 100 + 1).into_bytes()
+        })
+        .collect()
+}
+
+/// A table whose indexes and keys have what their definitions leave out: a tablespace
+/// (`{space}`), comments on indexes and constraints, statistics targets on expression
+/// columns, CLUSTER ON, a replica identity index, an extension dependency, deferrable keys.
+const WHOLE: &str = "CREATE TABLE customers (id int PRIMARY KEY);
+     INSERT INTO customers SELECT generate_series(1, 100);
+     CREATE TABLE t (id int NOT NULL, code text NOT NULL, name text, qty int, day date, customer int,
+       CONSTRAINT t_pkey PRIMARY KEY (id) USING INDEX TABLESPACE {space},
+       CONSTRAINT t_name_id_key UNIQUE (name, id) DEFERRABLE INITIALLY DEFERRED,
+       CONSTRAINT t_customer_fk FOREIGN KEY (customer) REFERENCES customers (id) DEFERRABLE INITIALLY DEFERRED);
+     CREATE UNIQUE INDEX t_code_idx ON t (code) TABLESPACE {space};
+     CREATE INDEX t_name_idx ON t (name) TABLESPACE {space};
+     CREATE INDEX t_qty_idx ON t (qty) TABLESPACE {space} WHERE qty > 0;
+     CREATE INDEX t_lower_name_idx ON t (lower(name), (qty + 1));
+     ALTER INDEX t_lower_name_idx ALTER COLUMN 1 SET STATISTICS 500;
+     ALTER INDEX t_lower_name_idx ALTER COLUMN 2 SET STATISTICS 0;
+     ALTER INDEX t_lower_name_idx DEPENDS ON EXTENSION plpgsql;
+     COMMENT ON INDEX t_name_idx IS 'names, for the ''search'' page';
+     COMMENT ON INDEX t_pkey IS 'the index of the key';
+     COMMENT ON CONSTRAINT t_pkey ON t IS 'one row per id';
+     COMMENT ON CONSTRAINT t_name_id_key ON t IS 'checked at commit';
+     COMMENT ON CONSTRAINT t_customer_fk ON t IS 'whose row';
+     ALTER TABLE t CLUSTER ON t_name_idx;
+     ALTER TABLE t REPLICA IDENTITY USING INDEX t_code_idx;
+     INSERT INTO t VALUES (0, 'zero', 'seed', 1, '2024-01-01', 1);";
+
+/// Indexes and keys dropped for a load come back whole: in their tablespace, with their
+/// comments, statistics targets, CLUSTER ON, replica identity, extension dependency and
+/// deferrability, after a load that succeeds, after one that fails, and through `recover`
+/// after a loader that died.
+#[test]
+fn rebuilt_definitions_keep_every_property() {
+    let mut db = fresh_db();
+    let database: String = db
+        .client
+        .query_one("SELECT current_database()", &[])
+        .unwrap()
+        .get(0);
+    // An in-place tablespace (a directory under pg_tblspc) needs no directory of the server's
+    // OS user; tablespaces are the server's, so each test database has its own.
+    let space = format!("{database}_space");
+    db.exec("SET allow_in_place_tablespaces = on");
+    db.exec(&format!("CREATE TABLESPACE {space} LOCATION ''"));
+    db.exec(&WHOLE.replace("{space}", &space));
+    let before = catalog_snapshot(&mut db);
+    assert!(
+        before
+            .iter()
+            .any(|l| l.contains(&format!("t_name_idx tablespace={space}"))),
+        "{before:#?}"
+    );
+
+    // (a) A load that drops and rebuilds every index and key it may.
+    let (_dir, path) = write_input(&whole_rows(1, 5000, None), "csv");
+    let mut opts = db.load_options(&path, "t");
+    opts.plan.rebuild_unique = true;
+    let summary = db.load(&opts, &Silent).unwrap();
+    let rebuilt: Vec<String> = summary.plan.rebuilt().into_iter().map(|i| i.name).collect();
+    assert_eq!(
+        rebuilt,
+        [
+            "t_code_idx",
+            "t_lower_name_idx",
+            "t_name_idx",
+            "t_pkey",
+            "t_qty_idx"
+        ]
+    );
+    assert_eq!(summary.plan.readded_foreign_keys().len(), 1);
+    assert_eq!(db.count("t"), 5001);
+    assert_catalog_is(&mut db, &before, "after a load");
+    assert_eq!(journal_len(&mut db), 0);
+
+    // (b) A load that fails on a bad row, having dropped the same.
+    let (_dir, bad) = write_input(&whole_rows(10_001, 6000, Some(14_000)), "csv");
+    let mut opts = db.load_options(&bad, "t");
+    opts.plan.rebuild_unique = true;
+    let err = db.load(&opts, &Silent).unwrap_err();
+    assert!(err.is_bad_input(), "{err}");
+    assert_eq!(db.count("t"), 5001, "the failed load committed nothing");
+    assert_catalog_is(&mut db, &before, "after a failed load");
+    assert_eq!(journal_len(&mut db), 0);
+
+    // (c) A loader that died right after dropping everything, deferrable key included; then
+    // `inrush recover`.
+    assert_eq!(drop_like_a_dead_loader(&db, |_| true, true).len(), 7);
+    assert_ne!(catalog_snapshot(&mut db), before);
+    pipeline::recover(&db.target, Some("t")).unwrap();
+    assert_catalog_is(&mut db, &before, "after recover");
+    assert_eq!(journal_len(&mut db), 0);
+}

@@ -3,6 +3,7 @@
 use crate::{quote_ident, Error, Result};
 pub use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
 use inrush_core::{ScalarType, TargetColumn, ValueType};
+use std::collections::HashMap;
 use tokio_postgres::Client;
 
 /// Facts about the session that change how values must be read or what the load may do.
@@ -70,14 +71,23 @@ impl SessionInfo {
 }
 
 impl TableInfo {
-    /// Every index of the table with its definition, in name order.
+    /// Every index of the table with its definition, in name order. `pg_get_indexdef` names no
+    /// tablespace, so each `CREATE INDEX` of a definition is preceded by the `SET LOCAL
+    /// default_tablespace` that puts it back where it was (`''`, the database's default, for
+    /// an index that had none: a default_tablespace set for the role or database must not move
+    /// it). A key whose index is an exclusion index (`WITHOUT OVERLAPS`, a GiST index that
+    /// `ADD CONSTRAINT ... USING INDEX` refuses) is reported as an exclusion constraint: it
+    /// stays during the load like one.
     pub async fn indexes(&self, client: &Client) -> Result<Vec<IndexInfo>> {
         let rows = client
             .query(
                 "SELECT ic.relname::text, \
                         CASE WHEN ic.relkind = 'I' THEN format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE; ', i.indrelid::regclass) ELSE '' END \
+                        || format('SET LOCAL default_tablespace = %L; ', \
+                                  coalesce((SELECT spcname FROM pg_tablespace WHERE oid = ic.reltablespace), '')) \
                         || pg_get_indexdef(i.indexrelid) || coalesce(( \
-                          SELECT string_agg(format('; %s; ALTER INDEX %I.%I ATTACH PARTITION %I.%I', \
+                          SELECT string_agg(format('; SET LOCAL default_tablespace = %L; %s; ALTER INDEX %I.%I ATTACH PARTITION %I.%I', \
+                                   coalesce((SELECT spcname FROM pg_tablespace WHERE oid = cc.reltablespace), ''), \
                                    pg_get_indexdef(t.relid), pn.nspname, pc.relname, cn.nspname, cc.relname), '' \
                                  ORDER BY t.level, cc.relname) \
                           FROM pg_partition_tree(i.indexrelid) t \
@@ -87,7 +97,7 @@ impl TableInfo {
                         c.conname::text, NOT (i.indisvalid AND i.indisready), \
                         coalesce((SELECT sum(pg_relation_size(t.relid)) FROM pg_partition_tree(i.indexrelid) t), \
                                  pg_relation_size(i.indexrelid))::bigint, \
-                        c.contype::text, coalesce(c.condeferrable, false), \
+                        CASE WHEN i.indisexclusion THEN 'x' ELSE c.contype::text END, coalesce(c.condeferrable, false), \
                         EXISTS (SELECT 1 FROM pg_constraint f WHERE f.contype = 'f' AND f.conindid = i.indexrelid), \
                         (SELECT a.attname::text FROM pg_attribute a JOIN pg_am am ON am.oid = ic.relam \
                           WHERE am.amname = 'btree' AND a.attrelid = i.indrelid AND a.attnum = i.indkey[0]) \
@@ -136,6 +146,100 @@ impl TableInfo {
                 validated: r.get(2),
             })
             .collect())
+    }
+
+    /// What the definitions of the indexes `names` leave out, by index name: see [`IndexExtras`].
+    /// For a partitioned index, its partitions' indexes too.
+    pub async fn index_extras(
+        &self,
+        client: &Client,
+        names: &[&str],
+    ) -> Result<HashMap<String, IndexExtras>> {
+        let rows = client
+            .query(
+                "WITH idx AS (SELECT ic.relname::text AS name, i.indexrelid AS root \
+                   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid \
+                   WHERE i.indrelid = $1 AND ic.relname = ANY($2)), \
+                 tree AS (SELECT name, root AS relid FROM idx \
+                          UNION SELECT idx.name, t.relid FROM idx, pg_partition_tree(idx.root) t), \
+                 step AS (SELECT tree.name, s.ord, s.sql FROM tree \
+                   JOIN pg_index i ON i.indexrelid = tree.relid \
+                   JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_namespace n ON n.oid = ic.relnamespace \
+                   JOIN pg_class tc ON tc.oid = i.indrelid JOIN pg_namespace tn ON tn.oid = tc.relnamespace \
+                   CROSS JOIN LATERAL ( \
+                     SELECT 1, format('COMMENT ON INDEX %I.%I IS %L', n.nspname, ic.relname, d.description) \
+                       FROM pg_description d \
+                       WHERE d.classoid = 'pg_class'::regclass AND d.objoid = ic.oid AND d.objsubid = 0 \
+                     UNION ALL SELECT 2, format('ALTER INDEX %I.%I ALTER COLUMN %s SET STATISTICS %s', \
+                                                n.nspname, ic.relname, a.attnum, a.attstattarget) \
+                       FROM pg_attribute a WHERE a.attrelid = ic.oid AND a.attstattarget >= 0 \
+                     UNION ALL SELECT 3, format('ALTER TABLE %I.%I CLUSTER ON %I', tn.nspname, tc.relname, ic.relname) \
+                       WHERE i.indisclustered \
+                     UNION ALL SELECT 4, format('ALTER TABLE %I.%I REPLICA IDENTITY USING INDEX %I', \
+                                                tn.nspname, tc.relname, ic.relname) \
+                       WHERE i.indisreplident \
+                     UNION ALL SELECT 5, format('ALTER INDEX %I.%I DEPENDS ON EXTENSION %I', n.nspname, ic.relname, e.extname) \
+                       FROM pg_depend p JOIN pg_extension e ON e.oid = p.refobjid \
+                       WHERE p.classid = 'pg_class'::regclass AND p.objid = ic.oid \
+                         AND p.refclassid = 'pg_extension'::regclass AND p.deptype = 'x' \
+                     UNION ALL SELECT 6, format('COMMENT ON CONSTRAINT %I ON %I.%I IS %L', \
+                                                k.conname, tn.nspname, tc.relname, d.description) \
+                       FROM pg_constraint k JOIN pg_description d ON d.classoid = 'pg_constraint'::regclass \
+                         AND d.objoid = k.oid AND d.objsubid = 0 \
+                       WHERE k.conrelid = i.indrelid AND k.conindid = ic.oid AND k.contype IN ('p', 'u') \
+                   ) s(ord, sql)) \
+                 SELECT idx.name, \
+                   (SELECT string_agg(sql, '; ' ORDER BY ord, sql) FROM step WHERE step.name = idx.name), \
+                   coalesce((SELECT CASE WHEN k.condeferred THEN ' DEFERRABLE INITIALLY DEFERRED' \
+                                         WHEN k.condeferrable THEN ' DEFERRABLE' END \
+                             FROM pg_constraint k WHERE k.conrelid = $1 AND k.conindid = idx.root \
+                               AND k.contype IN ('p', 'u')), ''), \
+                   (SELECT string_agg(DISTINCT s.spcname::text, ', ') FROM tree \
+                     JOIN pg_class c ON c.oid = tree.relid JOIN pg_tablespace s ON s.oid = c.reltablespace \
+                     WHERE tree.name = idx.name AND NOT has_tablespace_privilege(s.oid, 'CREATE')) \
+                 FROM idx",
+                &[&self.oid, &names],
+            )
+            .await
+            .map_err(|cause| Error::Query {
+                what: format!("reading what the index definitions of {} leave out", self.qualified()),
+                cause,
+            })?;
+        Ok(rows
+            .iter()
+            .map(|r| {
+                let extras = IndexExtras {
+                    follow_up: r.get(1),
+                    deferral: r.get(2),
+                    denied_tablespaces: r.get(3),
+                };
+                (r.get(0), extras)
+            })
+            .collect())
+    }
+
+    /// `COMMENT ON CONSTRAINT` for each of the foreign keys `names` that has a comment (which
+    /// `pg_get_constraintdef` leaves out), by name.
+    pub async fn foreign_key_comments(
+        &self,
+        client: &Client,
+        names: &[&str],
+    ) -> Result<HashMap<String, String>> {
+        let rows = client
+            .query(
+                "SELECT k.conname::text, format('COMMENT ON CONSTRAINT %I ON %s IS %L', \
+                        k.conname, $3::text, d.description) \
+                 FROM pg_constraint k JOIN pg_description d ON d.classoid = 'pg_constraint'::regclass \
+                   AND d.objoid = k.oid AND d.objsubid = 0 \
+                 WHERE k.conrelid = $1 AND k.contype = 'f' AND k.conname = ANY($2)",
+                &[&self.oid, &names, &self.qualified()],
+            )
+            .await
+            .map_err(|cause| Error::Query {
+                what: format!("reading the comments on the foreign keys of {}", self.qualified()),
+                cause,
+            })?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
     /// Other tables' foreign keys that reference this table or one of its partitions, as
@@ -208,6 +312,23 @@ impl TableInfo {
             empty,
         })
     }
+}
+
+/// What `pg_get_indexdef` leaves out of an index (besides its tablespace, which
+/// [`TableInfo::indexes`] puts in the definition), for [`crate::ddl`] to put back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexExtras {
+    /// The statements that restore the rest, `; `-separated: comments on the index and on its
+    /// key, statistics targets of its expression columns, `CLUSTER ON`, `REPLICA IDENTITY USING
+    /// INDEX` and `DEPENDS ON EXTENSION`. `ALTER TABLE` takes a lock on the table that would
+    /// deadlock against other indexes' builds, so they run once every build is done.
+    pub follow_up: Option<String>,
+    /// ` DEFERRABLE` or ` DEFERRABLE INITIALLY DEFERRED` for the index of a deferrable key:
+    /// `ADD CONSTRAINT ... USING INDEX` makes it immediate unless told.
+    pub deferral: String,
+    /// The tablespaces of the index (or of its partitions' indexes) the current user may not
+    /// create in, comma-separated: it could not be rebuilt there.
+    pub denied_tablespaces: Option<String>,
 }
 
 /// The target table: its name as the server spells it and the columns a load may feed.

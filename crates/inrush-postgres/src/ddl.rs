@@ -4,6 +4,11 @@
 //! transaction that recreates the object, so whatever stops a load (an error, Ctrl-C, a killed
 //! process, a lost server), the journal still names what is missing, and `inrush recover` (or
 //! the next load of that table) puts it back.
+//!
+//! A definition alone loses what is not part of it: an index comes back with its tablespace
+//! (set in the definition, see [`crate::TableInfo::indexes`]), and an entry's `follow_up`
+//! restores its comments, statistics targets, `CLUSTER ON`, replica identity and extension
+//! dependencies in the transaction that clears the entry.
 
 use crate::catalog::{relations_exist, ForeignKeyInfo, IndexInfo};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
@@ -21,13 +26,15 @@ const CREATE_JOURNAL: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        definition text NOT NULL, \
        attach text, \
        validate boolean NOT NULL DEFAULT false, \
+       follow_up text, \
        journaled_at timestamptz NOT NULL DEFAULT now())";
 
 /// Columns added after the journal's first version: a journal written by an older inrush is
 /// brought up to date before it is read or written (idempotent).
 const MIGRATE_JOURNAL: &str =
     "ALTER TABLE inrush.ddl_journal ADD COLUMN IF NOT EXISTS attach text, \
-     ADD COLUMN IF NOT EXISTS validate boolean NOT NULL DEFAULT false";
+     ADD COLUMN IF NOT EXISTS validate boolean NOT NULL DEFAULT false, \
+     ADD COLUMN IF NOT EXISTS follow_up text";
 
 const INDEX: &str = "index";
 const FOREIGN_KEY: &str = "foreign key";
@@ -52,6 +59,19 @@ pub struct JournalEntry {
     pub attach: Option<String>,
     /// A foreign key to VALIDATE once added back (it was valid before the load).
     pub validate: bool,
+    /// What the definition leaves out (comments, statistics targets, `CLUSTER ON`, replica
+    /// identity, extension dependencies): statements run after the object is back, in the
+    /// transaction that clears the entry; for an index, once every index is built, after its
+    /// `attach` (see [`crate::catalog::IndexExtras::follow_up`]).
+    pub follow_up: Option<String>,
+}
+
+impl JournalEntry {
+    /// An index whose entry waits for the second step of [`restore`]: its constraint, or what
+    /// its definition leaves out.
+    fn finished_later(&self) -> bool {
+        self.kind == INDEX && (self.attach.is_some() || self.follow_up.is_some())
+    }
 }
 
 /// What is journaled and dropped for one object.
@@ -61,6 +81,7 @@ struct Dropped {
     definition: String,
     attach: Option<String>,
     validate: bool,
+    follow_up: Option<String>,
     drop: String,
 }
 
@@ -75,15 +96,131 @@ pub async fn journal_and_drop(
     triggers: &[(String, String)],
 ) -> Result<Vec<JournalEntry>> {
     let qualified = table.qualified();
+    let mut objects = dropped_indexes(client, table, indexes).await?;
+    let fk_names: Vec<&str> = foreign_keys.iter().map(|fk| fk.name.as_str()).collect();
+    let mut fk_comments = table.foreign_key_comments(client, &fk_names).await?;
+    for fk in foreign_keys {
+        let body = fk.definition.trim_end_matches(" NOT VALID");
+        objects.push(Dropped {
+            kind: FOREIGN_KEY,
+            name: fk.name.clone(),
+            definition: format!(
+                "ALTER TABLE {qualified} ADD CONSTRAINT {} {body}",
+                quote_ident(&fk.name)
+            ),
+            attach: None,
+            validate: fk.validated,
+            follow_up: fk_comments.remove(&fk.name),
+            drop: format!(
+                "ALTER TABLE {qualified} DROP CONSTRAINT {}",
+                quote_ident(&fk.name)
+            ),
+        });
+    }
+    for (name, enabled) in triggers {
+        // Back to exactly the firing mode it had.
+        let mode = match enabled.as_str() {
+            "A" => "ENABLE ALWAYS",
+            "R" => "ENABLE REPLICA",
+            _ => "ENABLE",
+        };
+        objects.push(Dropped {
+            kind: TRIGGER,
+            name: name.clone(),
+            definition: format!(
+                "ALTER TABLE {qualified} {mode} TRIGGER {}",
+                quote_ident(name)
+            ),
+            attach: None,
+            validate: false,
+            follow_up: None,
+            drop: format!(
+                "ALTER TABLE {qualified} DISABLE TRIGGER {}",
+                quote_ident(name)
+            ),
+        });
+    }
+    client
+        .batch_execute(CREATE_JOURNAL)
+        .await
+        .map_err(query_error("creating the inrush.ddl_journal table"))?;
+    client
+        .batch_execute(MIGRATE_JOURNAL)
+        .await
+        .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
+    let mut entries = Vec::with_capacity(objects.len());
+    client
+        .batch_execute("BEGIN")
+        .await
+        .map_err(query_error("BEGIN"))?;
+    for o in &objects {
+        let row = client
+            .query_one(
+                "INSERT INTO inrush.ddl_journal (table_oid, table_name, kind, name, definition, attach, validate, follow_up) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                &[&table.oid, &qualified, &o.kind, &o.name, &o.definition, &o.attach, &o.validate, &o.follow_up],
+            )
+            .await
+            .map_err(query_error("writing the DDL journal"))?;
+        entries.push(JournalEntry {
+            id: row.get(0),
+            table_oid: table.oid,
+            table_name: qualified.clone(),
+            kind: o.kind.to_string(),
+            name: o.name.clone(),
+            definition: o.definition.clone(),
+            attach: o.attach.clone(),
+            validate: o.validate,
+            follow_up: o.follow_up.clone(),
+        });
+    }
+    client
+        .batch_execute("COMMIT")
+        .await
+        .map_err(query_error("committing the DDL journal"))?;
+    let drops: Vec<&str> = objects.iter().map(|o| o.drop.as_str()).collect();
+    let dropped = client
+        .batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; ")))
+        .await;
+    if let Err(source) = dropped {
+        let _ = client.batch_execute("ROLLBACK").await;
+        // Nothing was dropped: the journal entries must not survive to be "restored".
+        forget(client, &entries).await?;
+        return Err(Error::Query {
+            what: "dropping indexes and foreign keys before the load".into(),
+            cause: source,
+        });
+    }
+    Ok(entries)
+}
+
+/// How each of `indexes` is dropped and put back whole (see [`crate::catalog::IndexExtras`]);
+/// an error when one could not be built again in its tablespace.
+async fn dropped_indexes(
+    client: &Client,
+    table: &TableInfo,
+    indexes: &[IndexInfo],
+) -> Result<Vec<Dropped>> {
+    let qualified = table.qualified();
+    let names: Vec<&str> = indexes.iter().map(|i| i.name.as_str()).collect();
+    let mut extras = table.index_extras(client, &names).await?;
+    if let Some(denied) = extras.values().find_map(|e| e.denied_tablespaces.as_ref()) {
+        // Dropped, the index could not be built again where it was.
+        return Err(Error::Permission(format!(
+            "the current user may not create indexes in tablespace {denied}"
+        )));
+    }
     let mut objects = Vec::new();
     for i in indexes {
+        let extras = extras.remove(&i.name).unwrap_or_default();
         let (attach, drop) = match (&i.constraint, i.constraint_kind.as_deref()) {
             (Some(constraint), Some(kind @ ("p" | "u"))) => {
                 let clause = if kind == "p" { "PRIMARY KEY" } else { "UNIQUE" };
                 let attach = format!(
-                    "ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}",
+                    "ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}{}",
                     quote_ident(constraint),
-                    quote_ident(&i.name)
+                    quote_ident(&i.name),
+                    extras.deferral
                 );
                 (
                     Some(attach),
@@ -108,99 +245,11 @@ pub async fn journal_and_drop(
             definition: i.definition.clone(),
             attach,
             validate: false,
+            follow_up: extras.follow_up,
             drop,
         });
     }
-    for fk in foreign_keys {
-        let body = fk.definition.trim_end_matches(" NOT VALID");
-        objects.push(Dropped {
-            kind: FOREIGN_KEY,
-            name: fk.name.clone(),
-            definition: format!(
-                "ALTER TABLE {qualified} ADD CONSTRAINT {} {body}",
-                quote_ident(&fk.name)
-            ),
-            attach: None,
-            validate: fk.validated,
-            drop: format!(
-                "ALTER TABLE {qualified} DROP CONSTRAINT {}",
-                quote_ident(&fk.name)
-            ),
-        });
-    }
-    for (name, enabled) in triggers {
-        // Back to exactly the firing mode it had.
-        let mode = match enabled.as_str() {
-            "A" => "ENABLE ALWAYS",
-            "R" => "ENABLE REPLICA",
-            _ => "ENABLE",
-        };
-        objects.push(Dropped {
-            kind: TRIGGER,
-            name: name.clone(),
-            definition: format!(
-                "ALTER TABLE {qualified} {mode} TRIGGER {}",
-                quote_ident(name)
-            ),
-            attach: None,
-            validate: false,
-            drop: format!(
-                "ALTER TABLE {qualified} DISABLE TRIGGER {}",
-                quote_ident(name)
-            ),
-        });
-    }
-    client
-        .batch_execute(CREATE_JOURNAL)
-        .await
-        .map_err(query_error("creating the inrush.ddl_journal table"))?;
-    client
-        .batch_execute(MIGRATE_JOURNAL)
-        .await
-        .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
-    let mut entries = Vec::with_capacity(objects.len());
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(query_error("BEGIN"))?;
-    for o in &objects {
-        let row = client
-            .query_one(
-                "INSERT INTO inrush.ddl_journal (table_oid, table_name, kind, name, definition, attach, validate) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                &[&table.oid, &qualified, &o.kind, &o.name, &o.definition, &o.attach, &o.validate],
-            )
-            .await
-            .map_err(query_error("writing the DDL journal"))?;
-        entries.push(JournalEntry {
-            id: row.get(0),
-            table_oid: table.oid,
-            table_name: qualified.clone(),
-            kind: o.kind.to_string(),
-            name: o.name.clone(),
-            definition: o.definition.clone(),
-            attach: o.attach.clone(),
-            validate: o.validate,
-        });
-    }
-    client
-        .batch_execute("COMMIT")
-        .await
-        .map_err(query_error("committing the DDL journal"))?;
-    let drops: Vec<&str> = objects.iter().map(|o| o.drop.as_str()).collect();
-    let dropped = client
-        .batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; ")))
-        .await;
-    if let Err(source) = dropped {
-        let _ = client.batch_execute("ROLLBACK").await;
-        // Nothing was dropped: the journal entries must not survive to be "restored".
-        forget(client, &entries).await?;
-        return Err(Error::Query {
-            what: "dropping indexes and foreign keys before the load".into(),
-            cause: source,
-        });
-    }
-    Ok(entries)
+    Ok(objects)
 }
 
 async fn forget(client: &Client, entries: &[JournalEntry]) -> Result<()> {
@@ -298,7 +347,7 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
         .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let rows = client
         .query(
-            "SELECT id, table_oid, table_name, kind, name, definition, attach, validate FROM inrush.ddl_journal \
+            "SELECT id, table_oid, table_name, kind, name, definition, attach, validate, follow_up FROM inrush.ddl_journal \
              WHERE $1::oid IS NULL OR table_oid = $1 ORDER BY id",
             &[&table_oid],
         )
@@ -315,6 +364,7 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
             definition: r.get(5),
             attach: r.get(6),
             validate: r.get(7),
+            follow_up: r.get(8),
         })
         .collect())
 }
@@ -324,8 +374,10 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
 ///    (so one wide index does not leave the other lanes idle), each with at least 256MB of
 ///    maintenance_work_mem; a plain index's journal entry goes in the transaction that builds it;
 /// 2. once every build is done, one connection turns unique indexes back into their primary key
-///    or unique constraints (`USING INDEX`), each clearing its entry;
-/// 3. foreign keys, added back NOT VALID (clearing their entry), then validated, which only reads.
+///    or unique constraints (`USING INDEX`) and runs what the indexes' definitions leave out
+///    (both lock the table), each index's in the transaction that clears its entry;
+/// 3. foreign keys, added back NOT VALID with their comments (clearing their entry), then
+///    validated, which only reads.
 ///
 /// An object that exists again (someone recreated it) only loses its entry. Rows that break a
 /// key are [`Error::UniqueViolated`]; a foreign key they break stays NOT VALID and is reported as
@@ -361,20 +413,20 @@ pub async fn restore(
     let results = futures_util::future::join_all(builds).await;
     results.into_iter().collect::<Result<Vec<()>>>()?;
 
-    let to_attach: Vec<&JournalEntry> = entries.iter().filter(|e| e.attach.is_some()).collect();
+    let to_finish: Vec<&JournalEntry> = entries.iter().filter(|e| e.finished_later()).collect();
     let foreign_keys: Vec<&JournalEntry> =
         entries.iter().filter(|e| e.kind == FOREIGN_KEY).collect();
     let triggers: Vec<&JournalEntry> = entries.iter().filter(|e| e.kind == TRIGGER).collect();
-    if to_attach.is_empty() && foreign_keys.is_empty() && triggers.is_empty() {
+    if to_finish.is_empty() && foreign_keys.is_empty() && triggers.is_empty() {
         return Ok(());
     }
     let client = target.connect().await?;
-    for entry in to_attach {
-        attach_constraint(&client, entry).await?;
+    for entry in to_finish {
+        finish_index(&client, entry).await?;
     }
     for entry in triggers {
         let enabled = "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1 AND tgname = $2 AND tgenabled <> 'D')";
-        in_journal_tx(&client, entry, enabled, &entry.definition, true).await?;
+        in_journal_tx(&client, entry, Some(enabled), &entry.definition, true).await?;
     }
     let mut violated = None;
     for entry in foreign_keys {
@@ -411,7 +463,7 @@ fn with_detail(db: &tokio_postgres::error::DbError) -> String {
 async fn in_journal_tx(
     client: &Client,
     entry: &JournalEntry,
-    exists: &str,
+    exists: Option<&str>,
     step: &str,
     clear: bool,
 ) -> Result<()> {
@@ -423,11 +475,14 @@ async fn in_journal_tx(
         .batch_execute("BEGIN")
         .await
         .map_err(query_error(what.clone()))?;
-    let present: bool = client
-        .query_one(exists, &[&entry.table_oid, &entry.name])
-        .await
-        .map_err(query_error(what.clone()))?
-        .get(0);
+    let present = match exists {
+        Some(exists) => client
+            .query_one(exists, &[&entry.table_oid, &entry.name])
+            .await
+            .map_err(query_error(what.clone()))?
+            .get(0),
+        None => false,
+    };
     let table_exists: bool = client
         .query_one(
             "SELECT EXISTS (SELECT 1 FROM pg_class WHERE oid = $1)",
@@ -471,42 +526,50 @@ async fn in_journal_tx(
 const INDEX_EXISTS: &str =
     "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1 AND c.relname = $2)";
 
-/// Builds an index; a plain one's entry is cleared with it, a key's waits for its constraint.
+/// Builds an index; a plain one's entry is cleared with it, unless the second step still has
+/// something to do ([`JournalEntry::finished_later`]).
 async fn build_index(client: &Client, entry: &JournalEntry) -> Result<()> {
     in_journal_tx(
         client,
         entry,
-        INDEX_EXISTS,
+        Some(INDEX_EXISTS),
         &entry.definition,
-        entry.attach.is_none(),
+        !entry.finished_later(),
     )
     .await
 }
 
-async fn attach_constraint(client: &Client, entry: &JournalEntry) -> Result<()> {
+/// The second step for a built index: its constraint attached (unless someone did), then what
+/// its definition leaves out, in the transaction that clears its entry.
+async fn finish_index(client: &Client, entry: &JournalEntry) -> Result<()> {
     let attached =
         "SELECT EXISTS (SELECT 1 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conindid \
                     WHERE k.conrelid = $1 AND c.relname = $2)";
     // After a crash between the two steps the index may be missing too: build it first.
     build_index(client, entry).await?;
-    in_journal_tx(
-        client,
-        entry,
-        attached,
-        entry.attach.as_deref().unwrap_or_default(),
-        true,
-    )
-    .await
+    let follow_up = entry.follow_up.as_deref();
+    match entry.attach.as_deref() {
+        Some(attach) => {
+            let step: Vec<&str> = [Some(attach), follow_up].into_iter().flatten().collect();
+            in_journal_tx(client, entry, Some(attached), &step.join("; "), true).await
+        }
+        // Nothing says whether a crash came after them: they are idempotent, so they run again.
+        None => in_journal_tx(client, entry, None, follow_up.unwrap_or_default(), true).await,
+    }
 }
 
 async fn add_foreign_key(client: &Client, entry: &JournalEntry) -> Result<()> {
     // Added NOT VALID: adding checks nothing; VALIDATE checks, and only reads.
     let exists = "SELECT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = $1 AND conname = $2)";
+    let comment = entry
+        .follow_up
+        .as_ref()
+        .map_or(String::new(), |f| format!("; {f}"));
     in_journal_tx(
         client,
         entry,
-        exists,
-        &format!("{} NOT VALID", entry.definition),
+        Some(exists),
+        &format!("{} NOT VALID{comment}", entry.definition),
         true,
     )
     .await
