@@ -28,6 +28,7 @@ from inrush.errors import (
     InrushError,
     PartialCommitError,
     ServerError,
+    UnfinishedError,
     UsageError,
 )
 
@@ -41,6 +42,7 @@ __all__ = [
     "ServerError",
     "BadInputError",
     "PartialCommitError",
+    "UnfinishedError",
 ]
 __version__: str = _inrush.__version__
 

@@ -50,3 +50,11 @@ class PartialCommitError(InrushError):
     says how many rows are in the table."""
 
     exit_code = 5
+
+
+class UnfinishedError(InrushError):
+    """The load committed, then putting back what it dropped for the load (indexes, keys)
+    failed: the rows stay and must not be loaded again; the message names what is left and the
+    ``inrush recover`` that finishes it."""
+
+    exit_code = 8

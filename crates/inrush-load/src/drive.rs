@@ -122,12 +122,23 @@ pub fn load_into(
     }
     // Which row is refused and which key wins must not depend on which worker finished first.
     let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
+    if let Some(summary) = already_loaded(target, &table, &sources, opts, &load_plan, started)? {
+        return Ok(summary);
+    }
     let inspected = Instant::now();
     // What the plan changes outside the load's transactions (indexes dropped) is put back by
     // `end` whatever happens in between.
-    if !opts.check_only && target.begin(&table, &load_plan)? {
+    let dropped = !opts.check_only && target.begin(&table, &load_plan)?;
+    if dropped {
         opts.interrupt.dropped(true);
     }
+    // A failure after the commit would leave indexes dropped and the rows committed: the load
+    // records itself with its commit, so that a rerun of it loads nothing. `--resume` has its
+    // ledger for that, and `--on-conflict` takes the same rows twice as once.
+    let record = match dropped && !opts.resume && opts.on_conflict == OnConflict::Error {
+        true => crate::commits::identity(&sources),
+        false => None,
+    };
     let dropped_at = Instant::now();
     let streamed = (|| -> Result<Streamed> {
         let writers = match opts.check_only {
@@ -275,6 +286,9 @@ pub fn load_into(
                         None => Error::Interrupted,
                     });
                 }
+                if let (Some(identity), Some((last, _))) = (&record, writers.last_mut()) {
+                    last.record(identity, written)?;
+                }
                 reporter.phase(Phase::Commit);
                 Some(commit_all(writers)?)
             }
@@ -305,6 +319,11 @@ pub fn load_into(
             if ended.is_ok() {
                 opts.interrupt.dropped(false);
             }
+            if let (Some(identity), Ok(_), Ok(_)) = (&record, &streamed, &ended) {
+                if let Err(e) = target.forget_load(&table, identity) {
+                    notes.push(format!("{e}: a rerun of this load into {} would load nothing until its record is deleted", table.name));
+                }
+            }
             ended
         }
     };
@@ -327,6 +346,19 @@ pub fn load_into(
             streamed
         }
         (Err(error), Ok(_)) => return Err(error),
+        // Committed: the rows stay, whatever is left to put back.
+        (Ok(streamed), Err(e)) if streamed.committed.is_some() => {
+            return Err(Error::Unfinished {
+                rows: streamed.written,
+                table: table.name.clone(),
+                reason: e.to_string(),
+                left: target.still_dropped(&table),
+                recover: None,
+                rerun_loads_nothing: record.is_some()
+                    || opts.resume
+                    || opts.on_conflict != OnConflict::Error,
+            })
+        }
         (streamed, Err(e)) => {
             return Err(Error::IndexesNotRestored {
                 load: streamed.err().map(|e| e.to_string()),
@@ -386,6 +418,43 @@ pub fn load_into(
         },
         notes,
     })
+}
+
+/// A rerun of a load that committed and could not finish (see [`crate::commits`]): its
+/// summary, the rows being in the table already; `prepare` has put back what it left dropped.
+fn already_loaded(
+    target: &dyn Target,
+    table: &crate::target::Table,
+    sources: &crate::sources::Sources,
+    opts: &LoadOptions,
+    plan: &LoadPlan,
+    started: Instant,
+) -> Result<Option<LoadSummary>> {
+    if opts.check_only || opts.resume {
+        return Ok(None);
+    }
+    let loads = target.unfinished_loads(table)?;
+    if loads.is_empty() {
+        return Ok(None);
+    }
+    let Some(identity) = crate::commits::identity(sources) else {
+        return Ok(None);
+    };
+    let Some((_, earlier)) = loads.iter().find(|(id, _)| *id == identity) else {
+        return Ok(None);
+    };
+    let Some(note) = crate::commits::judge(earlier, &table.name)? else {
+        return Ok(None);
+    };
+    target.forget_load(table, &identity)?;
+    Ok(Some(LoadSummary::nothing_loaded(
+        sources.describe(),
+        table.name.clone(),
+        target.version(),
+        plan.clone(),
+        started.elapsed().as_secs_f64(),
+        note,
+    )))
 }
 
 /// Where each mapped column stands among the table's columns.

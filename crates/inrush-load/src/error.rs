@@ -61,6 +61,21 @@ pub enum Error {
         load: Option<String>,
         reason: String,
     },
+    /// The load committed, then what it does after the commit (putting back what it dropped)
+    /// failed. The rows stay: loading them again would put every row in twice. `left` names
+    /// what is still dropped (kept in the DDL journal); `inrush recover`, or a rerun of the
+    /// same load when `rerun_loads_nothing` (see [`crate::commits`]), puts it back.
+    #[error("{}", unfinished_message(*rows, table, reason, left, recover.as_deref(), *rerun_loads_nothing))]
+    Unfinished {
+        rows: u64,
+        table: String,
+        reason: String,
+        left: Vec<String>,
+        /// The command that finishes the load, as the front end can spell it (the library
+        /// does not know how the user wrote the target).
+        recover: Option<String>,
+        rerun_loads_nothing: bool,
+    },
     /// A key put back after the load (a primary key or unique constraint built after it, a
     /// foreign key validated after it) does not hold for the input's rows: the load's rows
     /// were deleted again and every definition restored, valid as before.
@@ -101,6 +116,30 @@ pub enum Error {
     },
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn unfinished_message(
+    rows: u64,
+    table: &str,
+    reason: &str,
+    left: &[String],
+    recover: Option<&str>,
+    rerun_loads_nothing: bool,
+) -> String {
+    let recover =
+        recover.unwrap_or("inrush recover --to <the same target> --table <the same table>");
+    let left = match left {
+        [] => String::new(),
+        left => format!(
+            "; still dropped, kept in the DDL journal: {}",
+            left.join(", ")
+        ),
+    };
+    let rerun = match rerun_loads_nothing {
+        true => "; a rerun of this same load finds its rows there, loads nothing again and puts back the rest",
+        false => "; a rerun of this load WOULD load the rows again: its input (standard input, a query, a DataFrame) cannot be recognised when it comes again",
+    };
+    format!("the load committed {rows} rows into {table}: they stay, do not load them again. After the commit, putting back what the load dropped failed: {reason}{left}. To finish: {recover}{rerun}")
 }
 
 impl Error {

@@ -5,7 +5,8 @@
 //! mapping of input fields to table columns ([`columns`]), the pipeline's stages ([`stages`]:
 //! reader threads, parse/encode workers on every core, bounded queues, progress), what a worker
 //! does with a block ([`worker`]), chunks split by destination ([`route`]), the reject file
-//! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), the input's order ([`order`],
+//! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), what a rerun of a committed load does
+//! ([`commits`]), the input's order ([`order`],
 //! [`sort`]), the plan around the rows ([`plan`]), interrupts, and the [`LoadSummary`].
 //!
 //! A target is driven in one of two ways: through the [`target::Target`] interface, which
@@ -18,6 +19,7 @@
 //! anything.
 
 pub mod columns;
+pub mod commits;
 pub mod create;
 mod drive;
 mod error;

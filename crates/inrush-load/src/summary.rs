@@ -51,6 +51,52 @@ pub struct LoadSummary {
     pub notes: Vec<String>,
 }
 
+impl LoadSummary {
+    /// A load that wrote nothing because its rows are in the table already (see
+    /// [`crate::commits`]): `note` says why.
+    pub fn nothing_loaded(
+        input: String,
+        table: String,
+        server_version: String,
+        plan: crate::LoadPlan,
+        seconds: f64,
+        note: String,
+    ) -> LoadSummary {
+        LoadSummary {
+            input,
+            table,
+            rows: 0,
+            bytes: 0,
+            seconds,
+            rows_per_second: 0.0,
+            megabytes_per_second: 0.0,
+            load_rows_per_second: 0.0,
+            load_megabytes_per_second: 0.0,
+            wal_bytes: None,
+            connections: 0,
+            parallelism: Parallelism::fixed(0, "nothing to load"),
+            workers: 0,
+            copy_format: "none",
+            text_reason: None,
+            values_resolved_by_server: 0,
+            server_version,
+            rows_rejected: 0,
+            rejects_file: None,
+            rejects_log: None,
+            // Not a `--check`: the rows are in the table; `connections: 0` says none were sent.
+            loaded: true,
+            rows_resumed: 0,
+            blocks: None,
+            plan,
+            phases: Phases {
+                inspect: seconds,
+                ..Phases::default()
+            },
+            notes: vec![note],
+        }
+    }
+}
+
 /// A resumable load's blocks, when several processes may share the input (`--resume`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Blocks {

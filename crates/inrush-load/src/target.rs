@@ -14,6 +14,7 @@
 //! PostgreSQL drives the pipeline's stages itself (`inrush-postgres`'s `load`: M parallel COPY
 //! streams beside a control connection), with the same stages from [`crate::stages`].
 
+use crate::commits::EarlierLoad;
 use crate::{Error, LoadOptions, LoadPlan, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
@@ -66,6 +67,28 @@ pub trait Target: Sync {
     fn end(&self, table: &Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
         let _ = (table, plan, committed);
         Ok(Committed::default())
+    }
+
+    /// After [`Target::end`] failed: what is still dropped (`index t_c1`), as far as the
+    /// engine can still tell, for the message that says how to finish.
+    fn still_dropped(&self, table: &Table) -> Vec<String> {
+        let _ = table;
+        Vec::new()
+    }
+
+    /// Records of loads into `table` that committed and could not finish, each with its
+    /// input's identity (see [`crate::commits`]); stale ones (their commit failed) dropped. A
+    /// target whose loads drop nothing outside their transaction has none.
+    fn unfinished_loads(&self, table: &Table) -> Result<Vec<(String, EarlierLoad)>> {
+        let _ = table;
+        Ok(Vec::new())
+    }
+
+    /// Deletes the record of the load of `identity` into `table`: it finished, or a rerun
+    /// found its rows there and loaded nothing.
+    fn forget_load(&self, table: &Table, identity: &str) -> Result<()> {
+        let _ = (table, identity);
+        Ok(())
     }
 
     /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
@@ -174,6 +197,14 @@ pub trait Writer: Send {
     /// to the end of the load (foreign keys checked once over the rows). An error rolls back
     /// every writer.
     fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Records, inside this writer's transaction, that the load of `identity` commits `rows`
+    /// rows (see [`crate::commits`]). Called on the writer that commits last, so the record
+    /// is there exactly when every writer committed.
+    fn record(&mut self, identity: &str, rows: u64) -> Result<()> {
+        let _ = (identity, rows);
         Ok(())
     }
 

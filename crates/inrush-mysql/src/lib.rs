@@ -38,6 +38,7 @@
 
 pub mod catalog;
 pub mod claim;
+pub mod commits;
 pub mod ddl;
 pub mod lab;
 pub mod ledger;

@@ -473,9 +473,53 @@ impl Target for MysqlTarget {
             resume: resume.map(|file| (qualified.clone(), file.clone())),
             deferred,
             locked: opts.table_lock,
+            table: (design.table.schema.clone(), design.table.name.clone()),
             interrupt: opts.interrupt.clone(),
             _watch: watch,
         }))
+    }
+
+    fn still_dropped(&self, _: &target::Table) -> Vec<String> {
+        let Ok(design) = self.design() else {
+            return Vec::new();
+        };
+        let table = (design.table.schema.as_str(), design.table.name.as_str());
+        let pending = runtime().and_then(|rt| {
+            rt.block_on(async {
+                let mut conn = self.options.connect().await?;
+                ddl::pending(&mut conn, Some(table)).await
+            })
+        });
+        let named = |d: &Dropped| match d.index == ddl::KEYS_DISABLED {
+            true => "non-unique keys (disabled)".to_string(),
+            false => format!("index {}", d.index),
+        };
+        pending.map_or_else(|_| Vec::new(), |p| p.iter().map(named).collect())
+    }
+
+    fn unfinished_loads(
+        &self,
+        _: &target::Table,
+    ) -> Result<Vec<(String, inrush_load::commits::EarlierLoad)>> {
+        let design = self.design()?;
+        let table = (design.table.schema.as_str(), design.table.name.as_str());
+        runtime()?.block_on(async {
+            let mut conn = self.options.connect().await?;
+            let loads = crate::commits::unfinished(&mut conn, table).await?;
+            let _ = conn.disconnect().await;
+            Ok(loads)
+        })
+    }
+
+    fn forget_load(&self, _: &target::Table, identity: &str) -> Result<()> {
+        let design = self.design()?;
+        let table = (design.table.schema.as_str(), design.table.name.as_str());
+        runtime()?.block_on(async {
+            let mut conn = self.options.connect().await?;
+            crate::commits::forget(&mut conn, table, identity).await?;
+            let _ = conn.disconnect().await;
+            Ok(())
+        })
     }
 
     fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
@@ -515,6 +559,9 @@ impl Target for MysqlTarget {
             let mut conn = self.options.connect().await?;
             // An ALTER TABLE waits for every session that has the table open in a transaction
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
+            // Where the load records itself as it commits (`crate::commits`): DDL, so not
+            // inside the load's transactions.
+            crate::commits::create(&mut conn).await?;
             let watch = writer::interrupt_watch(&self.options, conn.id(), &design.interrupt);
             let dropped = async {
                 Ok::<_, Error>(match design.table.disables_keys() {
@@ -873,6 +920,8 @@ struct MysqlWriter {
     deferred: Vec<ForeignKey>,
     /// `--table-lock`: the session holds `LOCK TABLES ... WRITE` until after its COMMIT.
     locked: bool,
+    /// The table's schema and name, for the load's record (`crate::commits`).
+    table: (String, String),
     interrupt: std::sync::Arc<inrush_load::Interrupt>,
     /// Ends the connection's statement when the user stops the load; dropped with the writer.
     _watch: inrush_load::Watch,
@@ -961,6 +1010,16 @@ impl Writer for MysqlWriter {
             });
         }
         Ok(())
+    }
+
+    fn record(&mut self, identity: &str, rows: u64) -> Result<()> {
+        let conn = self
+            .conn
+            .as_mut()
+            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let table = (self.table.0.as_str(), self.table.1.as_str());
+        self.rt
+            .block_on(crate::commits::record(conn, table, identity, rows))
     }
 
     fn commit(mut self: Box<Self>) -> Result<Committed> {

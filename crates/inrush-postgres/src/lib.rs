@@ -5,7 +5,8 @@
 //! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream:
 //! [`copy_out`]), asking the server to parse values the client defers ([`resolve`]), routing
 //! a partitioned table's rows to its leaves ([`route`]), the
-//! journal of dropped definitions ([`ddl`]), the `--resume` ledger ([`ledger`]), a private
+//! journal of dropped definitions ([`ddl`]), the record of a load between its commit and its
+//! end ([`commits`]), the `--resume` ledger ([`ledger`]), a private
 //! throwaway server for the demo and tests ([`server`]), and the load itself ([`load`]: the
 //! pipeline's stages from `inrush-load` driven into parallel COPY streams, and the plan, the
 //! staging, the claims and the commit around them). Identifiers are always quoted
@@ -15,6 +16,7 @@
 
 pub mod activity;
 pub mod catalog;
+pub mod commits;
 pub mod copy;
 pub mod copy_out;
 pub mod ddl;

@@ -127,6 +127,7 @@ fn failure(py: Python<'_>, e: &anyhow::Error) -> PyErr {
         3 => "ServerError",
         4 | 7 => "BadInputError",
         5 => "PartialCommitError",
+        8 => "UnfinishedError",
         130 => return PyKeyboardInterrupt::new_err(format!("{e:#}")),
         _ => "InrushError",
     };

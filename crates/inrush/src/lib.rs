@@ -8,8 +8,9 @@
 //! committed; for `recover`, rows that break a key it recreates); 5 partial commit (a
 //! connection failed during the final COMMIT: see the message); 6 loaded and committed, with
 //! rows refused into the reject file (`--max-errors`); 7 loaded and committed, but a foreign key
-//! dropped for the load does not hold (added back NOT VALID); 130 interrupted (Ctrl-C or SIGTERM:
-//! everything rolled back).
+//! dropped for the load does not hold (added back NOT VALID); 8 committed, but putting back what
+//! the load dropped failed after the commit (the rows stay: do not load them again; `inrush
+//! recover` finishes); 130 interrupted (Ctrl-C or SIGTERM: everything rolled back).
 
 pub mod cli;
 mod demo;
@@ -74,6 +75,8 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             7
         }
         Some(L::PartialCommit { .. }) => 5,
+        // Committed, then not finished: neither "nothing happened" nor done.
+        Some(L::Unfinished { .. }) => 8,
         // An input that is not there (or cannot be opened) is a mistake in the arguments; so
         // is a query that reads what the load locks, found only once both wait.
         Some(

@@ -258,6 +258,15 @@ fn phase_times(s: &LoadSummary) -> String {
 
 pub fn human_summary(s: &LoadSummary) -> String {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
+    // The rows were in the table already (a rerun of a load that committed): no rates, no plan.
+    if s.loaded && s.connections == 0 {
+        let notes = s.notes.iter().map(|n| format!("\n  note: {n}"));
+        return format!(
+            "loaded nothing into {}{}",
+            s.table,
+            notes.collect::<String>()
+        );
+    }
     let headline = if s.loaded {
         format!(
             "loaded {} rows into {} in {:.2} s",

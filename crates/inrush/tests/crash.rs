@@ -1451,3 +1451,85 @@ fn sigterm_of_a_resume_load_routed_to_shards_then_a_rerun_loads_every_row_once()
     wait_for_sessions_to_end(&db);
     rerun_loads_every_row_once(&db, &shards, "after the stop");
 }
+
+/// Ends (`pg_terminate_backend`) every session of `db` rebuilding what the load dropped
+/// (`CREATE INDEX`, `ALTER TABLE ... ADD CONSTRAINT`); how many it ended.
+fn terminate_rebuilds(db: &Db) -> i64 {
+    db.int(&format!(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+          WHERE datname = '{}' AND state = 'active' AND pid <> pg_backend_pid()
+            AND (query ILIKE '%CREATE%INDEX%' OR query ILIKE '%ALTER TABLE%ADD CONSTRAINT%')",
+        db.name
+    ))
+}
+
+/// The server cuts off the rebuild after the load committed: the rows stay, the exit code (8)
+/// and the message say so, with what is left and the command that puts it back; the same
+/// command run again (as a script retrying a failed load would) loads nothing and puts
+/// everything back; run a third time, with its record consumed, it loads as any load would
+/// (here the primary key refuses the rows, which are in already).
+#[test]
+fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
+    let db = Db::fresh();
+    let before = db.definitions();
+    let mut child = spawn_big_load(&db);
+    let mut ended = 0;
+    wait_until(&mut child, Duration::from_secs(60), "the rebuild", || {
+        ended += terminate_rebuilds(&db);
+        ended > 0
+    });
+    let (status, _, stderr) = finish(child, Duration::from_secs(60), "load (rebuild cut off)");
+    assert_eq!(status.code(), Some(8), "{stderr}");
+    let loaded = SEED_ROWS + BIG_ROWS as i64;
+    assert_eq!(db.rows(), loaded, "the committed rows stay");
+    for said in [
+        &format!("committed {BIG_ROWS} rows into \"public\".\"t\""),
+        "do not load them again",
+        "still dropped, kept in the DDL journal: ",
+        "To finish: inrush recover --to '",
+        " --table 't'",
+        "a rerun of this same load finds its rows there",
+    ] {
+        assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");
+    }
+    assert!(db.journal_len() > 0, "what is not back is journaled");
+
+    let (status, _, stderr) = finish(spawn_big_load(&db), Duration::from_secs(120), "rerun");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("loaded nothing into"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("this input's {BIG_ROWS} rows were committed")),
+        "{stderr}"
+    );
+    assert_eq!(db.rows(), loaded, "the rerun loaded no row");
+    assert_eq!(db.journal_len(), 0);
+    assert_eq!(db.definitions(), before, "every definition is back");
+    assert_eq!(
+        db.int("SELECT count(*) FROM inrush.load_commits"),
+        0,
+        "the record is consumed"
+    );
+
+    let (status, _, stderr) = finish(spawn_big_load(&db), Duration::from_secs(120), "third run");
+    assert_eq!(
+        status.code(),
+        Some(4),
+        "the primary key refuses the rows again:\n{stderr}"
+    );
+    assert_eq!(db.rows(), loaded);
+    assert_eq!(db.definitions(), before);
+}
+
+/// A load that finishes leaves no record behind: the same input loaded again (after the rows
+/// were deleted) loads.
+#[test]
+fn a_finished_load_leaves_no_record() {
+    let db = Db::fresh();
+    let (status, _, stderr) = finish(spawn_big_load(&db), Duration::from_secs(120), "load");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM inrush.load_commits"), 0);
+    db.exec(&format!("DELETE FROM t WHERE id >= {FIRST_LOADED_ID}"));
+    let (status, _, stderr) = finish(spawn_big_load(&db), Duration::from_secs(120), "again");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert_eq!(db.rows(), SEED_ROWS + BIG_ROWS as i64, "{stderr}");
+}

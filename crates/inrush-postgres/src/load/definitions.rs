@@ -19,6 +19,13 @@ pub(super) struct Dropped {
     shards: Vec<(usize, Vec<ddl::JournalEntry>)>,
 }
 
+impl Dropped {
+    /// Something was dropped on the target itself.
+    pub(super) fn on_target(&self) -> bool {
+        !self.target.is_empty()
+    }
+}
+
 /// Journals and drops what the plan rebuilds after the load (nothing under `--check`), on the
 /// target and on each shard; when it may drop nothing on the target, lets other loads of the
 /// table run beside this one.
@@ -123,7 +130,9 @@ fn drop_on_target(
 
 /// Puts back what [`drop`] dropped, whatever happened to the load, and answers for the load:
 /// its summary, or why it failed. When the rows break a key put back after the commit, they
-/// are deleted again first (see [`undo`]).
+/// are deleted again first (see [`undo`]). `recorded`: the load recorded itself with its
+/// commit (`crate::commits`), and its record is deleted once everything is back.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn restore(
     streamed: Result<(LoadSummary, Vec<i64>)>,
     load: &Prepared,
@@ -132,6 +141,7 @@ pub(super) fn restore(
     opts: &LoadOptions,
     runtime: &Runtime,
     reporter: &dyn Reporter,
+    recorded: bool,
 ) -> Result<LoadSummary> {
     let (control, table) = (&load.control, &load.table);
     let lanes = opts.connections.max(1);
@@ -152,7 +162,15 @@ pub(super) fn restore(
     };
     let rebuilt = on_target.and(on_shards.into_iter().collect::<crate::Result<()>>());
     match (streamed, rebuilt) {
-        (Ok((summary, _)), Ok(())) => Ok(summary),
+        (Ok((mut summary, txids)), Ok(())) => {
+            if recorded && summary.loaded {
+                let forgotten = crate::commits::forget(control, table.oid, &txids);
+                if let Err(e) = runtime.block_on(forgotten) {
+                    summary.notes.push(format!("{e}: a rerun of this load into {} would load nothing until the record is deleted", table.qualified()));
+                }
+            }
+            Ok(summary)
+        }
         (Ok((_, txids)), Err(broken)) if broken.is_broken_key() => {
             // The rows break a key put back after the commit (a unique index that cannot be
             // built, a foreign key added back NOT VALID that does not validate): take exactly
@@ -185,10 +203,40 @@ pub(super) fn restore(
             })
         }
         (Err(error), Ok(())) => Err(error),
+        // Committed: the rows stay, whatever is left to put back.
+        (Ok((summary, _)), Err(e)) if summary.loaded => Err(Error::Unfinished {
+            rows: summary.rows,
+            table: table.qualified(),
+            reason: e.to_string(),
+            left: still_dropped(target, table, dropped, runtime),
+            recover: None,
+            // --resume's ledger and --on-conflict's merge see the rows there already.
+            rerun_loads_nothing: recorded || load.resume.is_some() || load.staging.is_some(),
+        }),
         (streamed, Err(e)) => Err(Error::IndexesNotRestored {
             load: streamed.err().map(|e| e.to_string()),
             reason: e.to_string(),
         }),
+    }
+}
+
+/// What the journal still holds for `table` after a failed restore, read on a session of its
+/// own (the control session may be the one that failed); what was dropped on the target when
+/// the server cannot be asked.
+fn still_dropped(
+    target: &ConnectOptions,
+    table: &TableInfo,
+    dropped: &Dropped,
+    runtime: &Runtime,
+) -> Vec<String> {
+    let pending = runtime.block_on(async {
+        let client = target.connect().await?;
+        ddl::pending(&client, Some(table.oid)).await
+    });
+    let named = |e: &ddl::JournalEntry| format!("{} {}", e.kind, e.name);
+    match pending {
+        Ok(entries) => entries.iter().map(named).collect(),
+        Err(_) => dropped.target.iter().map(named).collect(),
     }
 }
 

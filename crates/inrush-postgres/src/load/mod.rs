@@ -82,18 +82,45 @@ fn load(
             false => e,
         }
     })?;
+    if let Some(summary) = already_loaded(&load, opts, &runtime, started)? {
+        return Ok(summary);
+    }
     let inspected = Instant::now();
     let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
     let dropped_at = Instant::now();
-    let streamed = stream::stream(&mut load, target, opts, &runtime, reporter, started, waits);
+    // A failure after the commit would leave definitions dropped and the rows committed: the
+    // load records itself with its commit, so that a rerun of it loads nothing. `--resume`
+    // has its ledger for that, and `--on-conflict`'s merge takes the same rows twice as once.
+    let record = match dropped.on_target() && load.resume.is_none() && load.staging.is_none() {
+        true => inrush_load::commits::identity(&load.sources),
+        false => None,
+    };
+    let streamed = stream::stream(
+        &mut load,
+        target,
+        opts,
+        &runtime,
+        reporter,
+        started,
+        waits,
+        record.as_deref(),
+    );
     if let Some(st) = &load.staging {
         // Gone already after a merge; a failed load leaves it to drop here.
         let _ = runtime.block_on(st.drop(&load.control));
     }
     // Whatever happened to the load, dropped indexes are recreated now.
     let loaded_at = Instant::now();
-    let mut summary =
-        definitions::restore(streamed, &load, &dropped, target, opts, &runtime, reporter)?;
+    let mut summary = definitions::restore(
+        streamed,
+        &load,
+        &dropped,
+        target,
+        opts,
+        &runtime,
+        reporter,
+        record.is_some(),
+    )?;
     opts.interrupt.dropped(false);
     let rebuilt_at = Instant::now();
     if summary.loaded {
@@ -115,6 +142,46 @@ fn load(
     load.notes.append(&mut summary.notes);
     summary.notes = load.notes;
     Ok(summary)
+}
+
+/// A rerun of a load that committed and could not finish (see [`inrush_load::commits`]): its
+/// summary, the rows being in the table already; `prepare` has put back what it left dropped.
+fn already_loaded(
+    load: &prepare::Prepared,
+    opts: &LoadOptions,
+    runtime: &tokio::runtime::Runtime,
+    started: Instant,
+) -> Result<Option<LoadSummary>> {
+    if opts.check_only || opts.resume {
+        return Ok(None);
+    }
+    let identity = || inrush_load::commits::identity(&load.sources);
+    let earlier = runtime.block_on(crate::commits::earlier(
+        &load.control,
+        load.table.oid,
+        identity,
+    ));
+    let (id, earlier) = match earlier {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(None),
+        // Not readable by this user (another one made it): nothing this load can tell.
+        Err(e) => {
+            tracing::warn!("{e}");
+            return Ok(None);
+        }
+    };
+    let Some(note) = inrush_load::commits::judge(&earlier, &load.table.qualified())? else {
+        return Ok(None);
+    };
+    runtime.block_on(crate::commits::consume(&load.control, id))?;
+    Ok(Some(LoadSummary::nothing_loaded(
+        load.input_name.clone(),
+        load.table.qualified(),
+        load.session.server_version.clone(),
+        load.plan.clone(),
+        started.elapsed().as_secs_f64(),
+        note,
+    )))
 }
 
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.

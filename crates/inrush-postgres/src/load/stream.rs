@@ -24,7 +24,9 @@ use std::time::Instant;
 use tokio::runtime::Runtime;
 
 /// Streams the rows and commits; the summary, and the transactions' ids (to undo the load if a
-/// key put back after it does not hold).
+/// key put back after it does not hold). `record`: the input's identity, recorded in
+/// `inrush.load_commits` just before the commit (see [`crate::commits`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stream(
     load: &mut Prepared,
     target: &ConnectOptions,
@@ -33,6 +35,7 @@ pub(super) fn stream(
     reporter: &dyn Reporter,
     started: Instant,
     waits: &super::waits::Waits,
+    record: Option<&str>,
 ) -> Result<(LoadSummary, Vec<i64>)> {
     let (first, rejects) = (load.first.take(), load.rejects.take());
     let Prepared {
@@ -293,6 +296,16 @@ pub(super) fn stream(
     // is not two-phase, when it is not.
     let mut one_phase_reason = None;
     if !opts.check_only && resume.is_none() {
+        if let Some(identity) = record {
+            // Without the record a rerun would load the rows twice should the rebuild fail
+            // after the commit: no record, no commit.
+            let txids: Vec<i64> = finished.iter().map(|f| f.txid).collect();
+            let recorded = crate::commits::record(control, table, identity, rows, &txids);
+            if let Err(e) = runtime.block_on(recorded) {
+                runtime.block_on(rollback(&finished));
+                return Err(e.into());
+            }
+        }
         reporter.phase(Phase::Commit);
         let (joint, why_not) = runtime.block_on(joint_commit(control, shards, connections))?;
         one_phase_reason = why_not;

@@ -1,0 +1,125 @@
+//! PostgreSQL's side of [`inrush_load::commits`]: `inrush.load_commits`, one row for each load
+//! that dropped definitions and came to its commit, deleted once it put them back. Whether
+//! its transactions committed is asked of the server (`txid_status`), so the row is written
+//! just before the COMMIT, outside the load's transactions, and a load whose commit failed
+//! leaves a row that says so by itself: no second write after the commit is needed, which is
+//! exactly the moment a failing server or disk would refuse it.
+
+use crate::{query_error, Result, TableInfo};
+use inrush_load::commits::{Committed, EarlierLoad};
+use tokio_postgres::Client;
+
+const CREATE: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+     CREATE TABLE IF NOT EXISTS inrush.load_commits ( \
+       id bigserial PRIMARY KEY, \
+       table_oid oid NOT NULL, \
+       table_name text NOT NULL, \
+       identity text NOT NULL, \
+       rows bigint NOT NULL, \
+       txids bigint[] NOT NULL, \
+       recorded_at timestamptz NOT NULL DEFAULT now())";
+
+/// Records the load of `identity` into `table`: `rows` rows in the transactions `txids`
+/// (`txid_current()` of each), about to commit. Committed on its own.
+pub async fn record(
+    client: &Client,
+    table: &TableInfo,
+    identity: &str,
+    rows: u64,
+    txids: &[i64],
+) -> Result<()> {
+    client
+        .batch_execute(CREATE)
+        .await
+        .map_err(query_error("creating inrush.load_commits"))?;
+    client
+        .execute(
+            "INSERT INTO inrush.load_commits (table_oid, table_name, identity, rows, txids) \
+             VALUES ($1, $2, $3, $4, $5)",
+            &[
+                &table.oid,
+                &table.qualified(),
+                &identity,
+                &(rows as i64),
+                &txids,
+            ],
+        )
+        .await
+        .map_err(query_error("recording the load in inrush.load_commits"))?;
+    Ok(())
+}
+
+/// Deletes the record of the load whose transactions were `txids` (it finished).
+pub async fn forget(client: &Client, table_oid: u32, txids: &[i64]) -> Result<()> {
+    client
+        .execute(
+            "DELETE FROM inrush.load_commits WHERE table_oid = $1 AND txids = $2",
+            &[&table_oid, &txids],
+        )
+        .await
+        .map_err(query_error(
+            "deleting the load's record from inrush.load_commits",
+        ))?;
+    Ok(())
+}
+
+/// The record of an earlier load into `table_oid` whose input was `identity` (computed only
+/// when the table has a record at all), with whether it committed, and its id. A stale one
+/// (its commit failed) is deleted and not returned.
+pub async fn earlier(
+    client: &Client,
+    table_oid: u32,
+    identity: impl FnOnce() -> Option<String>,
+) -> Result<Option<(i64, EarlierLoad)>> {
+    let exists = client
+        .query_one("SELECT to_regclass('inrush.load_commits') IS NOT NULL", &[])
+        .await
+        .map_err(query_error("looking for inrush.load_commits"))?;
+    if !exists.get::<_, bool>(0) {
+        return Ok(None);
+    }
+    let rows = client
+        .query(
+            "SELECT id, identity, rows, recorded_at::text, \
+                    (SELECT count(*) FROM unnest(txids) t WHERE txid_status(t) = 'committed'), \
+                    cardinality(txids) \
+               FROM inrush.load_commits WHERE table_oid = $1 ORDER BY id DESC",
+            &[&table_oid],
+        )
+        .await
+        .map_err(query_error("reading inrush.load_commits"))?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    let Some(identity) = identity() else {
+        return Ok(None);
+    };
+    let Some(row) = rows.iter().find(|r| r.get::<_, &str>(1) == identity) else {
+        return Ok(None);
+    };
+    let (committed, total): (i64, i32) = (row.get(4), row.get(5));
+    let earlier = EarlierLoad {
+        rows: row.get::<_, i64>(2) as u64,
+        recorded_at: row.get(3),
+        committed: match committed {
+            0 => Committed::None,
+            n if n == i64::from(total) => Committed::All,
+            _ => Committed::Some,
+        },
+    };
+    let id: i64 = row.get(0);
+    if earlier.committed == Committed::None {
+        consume(client, id).await?;
+        return Ok(None);
+    }
+    Ok(Some((id, earlier)))
+}
+
+/// Deletes the record `id`: stale, or a rerun that loaded nothing consumed it.
+pub async fn consume(client: &Client, id: i64) -> Result<()> {
+    client
+        .execute("DELETE FROM inrush.load_commits WHERE id = $1", &[&id])
+        .await
+        .map_err(query_error("deleting a record from inrush.load_commits"))?;
+    Ok(())
+}
