@@ -730,16 +730,7 @@ const WHOLE: &str = "CREATE TABLE customers (id int PRIMARY KEY);
 #[test]
 fn rebuilt_definitions_keep_every_property() {
     let mut db = fresh_db();
-    let database: String = db
-        .client
-        .query_one("SELECT current_database()", &[])
-        .unwrap()
-        .get(0);
-    // An in-place tablespace (a directory under pg_tblspc) needs no directory of the server's
-    // OS user; tablespaces are the server's, so each test database has its own.
-    let space = format!("{database}_space");
-    db.exec("SET allow_in_place_tablespaces = on");
-    db.exec(&format!("CREATE TABLESPACE {space} LOCATION ''"));
+    let space = tablespace(&mut db);
     db.exec(&WHOLE.replace("{space}", &space));
     let before = catalog_snapshot(&mut db);
     assert!(
@@ -787,4 +778,124 @@ fn rebuilt_definitions_keep_every_property() {
     pipeline::recover(&db.target, Some("t")).unwrap();
     assert_catalog_is(&mut db, &before, "after recover");
     assert_eq!(journal_len(&mut db), 0);
+}
+
+/// The database's name, for the server-wide objects (tablespaces, roles) of one test.
+fn database_name(db: &mut TestDb) -> String {
+    db.client
+        .query_one("SELECT current_database()", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// An in-place tablespace (a directory under pg_tblspc, made by the server) of this test's
+/// own: it needs no directory owned by the server's OS user.
+fn tablespace(db: &mut TestDb) -> String {
+    let space = format!("{}_space", database_name(db));
+    db.exec("SET allow_in_place_tablespaces = on");
+    db.exec(&format!("CREATE TABLESPACE {space} LOCATION ''"));
+    space
+}
+
+/// A partitioned table's indexes come back whole too, each partition's index with its own
+/// tablespace, comment, statistics target and CLUSTER ON.
+#[test]
+fn rebuilt_partitioned_indexes_keep_every_property() {
+    let mut db = fresh_db();
+    let space = tablespace(&mut db);
+    db.exec(&format!(
+        "CREATE TABLE t (id int, name text, qty int, day date) PARTITION BY RANGE (day);
+         CREATE TABLE t_jan PARTITION OF t FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+         CREATE TABLE t_feb PARTITION OF t FOR VALUES FROM ('2024-02-01') TO ('2024-03-01');
+         CREATE INDEX t_qty_idx ON ONLY t (qty) TABLESPACE {space};
+         CREATE INDEX jan_qty ON t_jan (qty);
+         CREATE INDEX feb_qty ON t_feb (qty) TABLESPACE {space};
+         ALTER INDEX t_qty_idx ATTACH PARTITION jan_qty;
+         ALTER INDEX t_qty_idx ATTACH PARTITION feb_qty;
+         CREATE INDEX t_lower_name_idx ON t (lower(name));
+         ALTER INDEX t_jan_lower_idx ALTER COLUMN 1 SET STATISTICS 300;
+         COMMENT ON INDEX t_qty_idx IS 'by quantity';
+         COMMENT ON INDEX feb_qty IS 'February, by quantity';
+         ALTER TABLE t_jan CLUSTER ON jan_qty;"
+    ));
+    let before = catalog_snapshot(&mut db);
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| {
+            format!(
+                "{i},name {i},{},2024-0{}-{:02}\n",
+                i % 7,
+                i % 2 + 1,
+                i % 28 + 1
+            )
+            .into_bytes()
+        })
+        .collect();
+    let (_dir, path) = write_input(&data, "csv");
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let rebuilt: Vec<String> = summary.plan.rebuilt().into_iter().map(|i| i.name).collect();
+    assert_eq!(rebuilt, ["t_lower_name_idx", "t_qty_idx"]);
+    assert_catalog_is(&mut db, &before, "after a load");
+
+    drop_like_a_dead_loader(&db, |i| !i.unique, false);
+    pipeline::recover(&db.target, Some("t")).unwrap();
+    assert_catalog_is(&mut db, &before, "after recover");
+    assert_eq!(journal_len(&mut db), 0);
+}
+
+/// An index in a tablespace the loading role may not create in could not be built again there:
+/// it is kept during the load, and the summary says why.
+#[test]
+fn an_index_in_a_tablespace_the_loader_may_not_use_is_kept() {
+    let mut db = fresh_db();
+    let space = tablespace(&mut db);
+    let database = database_name(&mut db);
+    let role = format!("{database}_loader");
+    db.exec(&format!(
+        "CREATE ROLE {role};
+         GRANT CREATE ON DATABASE {database} TO {role};
+         GRANT CREATE ON SCHEMA public TO {role};
+         SET ROLE {role};
+         CREATE TABLE t (id int, name text);
+         CREATE INDEX t_name_idx ON t (name);
+         RESET ROLE;
+         ALTER INDEX t_name_idx SET TABLESPACE {space};"
+    ));
+    let before = catalog_snapshot(&mut db);
+    db.target = db.target.with_setting("role", &role);
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| format!("{i},name {i}\n").into_bytes())
+        .collect();
+    let (_dir, path) = write_input(&data, "csv");
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
+    assert!(
+        summary.notes.iter().any(|n| n.contains(&format!(
+            "kept during the load: permission denied: the current user may not create indexes in tablespace {space}"
+        ))),
+        "{:?}",
+        summary.notes
+    );
+    assert_eq!(db.count("t"), 2000);
+    assert_catalog_is(&mut db, &before, "after the load");
+}
+
+/// A key `WITHOUT OVERLAPS` is enforced by a GiST index, which `ADD CONSTRAINT ... USING INDEX`
+/// refuses: it stays during a load into an empty table, like an exclusion constraint.
+#[test]
+fn a_key_without_overlaps_stays_during_the_load() {
+    let mut db = fresh_db();
+    db.exec(
+        "CREATE EXTENSION btree_gist;
+         CREATE TABLE t (id int, during daterange, name text, PRIMARY KEY (id, during WITHOUT OVERLAPS));
+         CREATE INDEX t_name_idx ON t (name);",
+    );
+    let before = catalog_snapshot(&mut db);
+    let data: Vec<u8> = (1..=2000)
+        .flat_map(|i| format!("{i},\"[2024-01-01,2024-02-01)\",name {i}\n").into_bytes())
+        .collect();
+    let (_dir, path) = write_input(&data, "csv");
+    let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
+    let rebuilt: Vec<String> = summary.plan.rebuilt().into_iter().map(|i| i.name).collect();
+    assert_eq!(rebuilt, ["t_name_idx"]);
+    assert_eq!(db.count("t"), 2000);
+    assert_catalog_is(&mut db, &before, "after the load");
 }
