@@ -1170,3 +1170,159 @@ fn recover_and_a_second_load_leave_a_live_loads_keys_to_it() {
     assert_eq!(definition(&db, "c"), before);
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
 }
+
+/// Waits for `child` at most `secs` seconds (killing it then); its exit code and stderr.
+fn wait_for(mut child: std::process::Child, secs: u64, what: &str) -> (Option<i32>, String) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} did not end within {secs} s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Loads that change no definition (`--keep-indexes`) hold the table's lock only while they
+/// start: a second one runs and commits beside a live one. A load that drops the keys, started
+/// beside the live one, waits in its ALTER TABLE for that load's transactions (each of its
+/// connections opened the table first), never between them; all of them finish.
+#[test]
+fn loads_that_keep_the_keys_run_beside_each_other() {
+    let db = MariaDb::fresh("sharing");
+    let before = keyed_table(&db);
+    let dir = shared_dir();
+    let mut live = Command::new(BIN)
+        .args([
+            "load",
+            "-",
+            "--to",
+            &db.url,
+            "--table",
+            "c",
+            "--header",
+            "--no-progress",
+            "--keep-indexes",
+            "--connections",
+            "2",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = live.stdin.take().unwrap();
+    use std::io::Write;
+    stdin.write_all(keyed_rows(1..=100_000).as_bytes()).unwrap();
+    stdin.flush().unwrap();
+
+    let csv = write(dir.path(), "beside.csv", &keyed_rows(200_001..=210_000));
+    let beside = Command::new(BIN)
+        .args(load_args(&csv, &db, "c", &["--keep-indexes"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, stderr) = wait_for(beside, 60, "a load beside a live one that keeps the keys");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        db.rows("SELECT COUNT(*) FROM c WHERE id > 200000"),
+        ["10000"]
+    );
+
+    let csv = write(dir.path(), "alone.csv", &keyed_rows(300_001..=310_000));
+    let alone = Command::new(BIN)
+        .args(load_args(&csv, &db, "c", &["--index-threshold", "0"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(
+        &db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND info LIKE 'ALTER TABLE%DROP%' AND state LIKE '%metadata lock%'",
+    );
+    let rest = keyed_rows(100_001..=150_000);
+    stdin
+        .write_all(rest.strip_prefix("id,a,b\n").unwrap().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let (code, stderr) = wait_for(live, 120, "the live load");
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = wait_for(alone, 120, "the load that drops the keys");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        db.rows("SELECT COUNT(*), COUNT(DISTINCT id) FROM c"),
+        ["170000\t170000"]
+    );
+    assert_eq!(definition(&db, "c"), before);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_ddl_journal"), ["0"]);
+}
+
+/// The server ends the `ALTER TABLE ... ADD KEY` that puts the keys back after the commit: the
+/// rows stay, the exit code (8) and the message say so, with the command that finishes; the
+/// same command run again loads nothing, puts the keys back and consumes the load's record.
+#[test]
+fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
+    let db = MariaDb::fresh("unfinished");
+    let before = keyed_table(&db);
+    let dir = shared_dir();
+    const N: u64 = 400_000;
+    let input = write(dir.path(), "in.csv", &keyed_rows(1..=N));
+    let args = load_args(&input, &db, "c", &["--index-threshold", "0"]);
+    let mut load = Command::new(BIN)
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let rebuilding = db.rows(
+            "SELECT id FROM information_schema.processlist \
+             WHERE db = DATABASE() AND info LIKE 'ALTER TABLE%ADD%'",
+        );
+        if !rebuilding.is_empty() {
+            for id in rebuilding {
+                let _ = db.try_exec(&format!("KILL {id}"));
+            }
+            break;
+        }
+        assert!(
+            load.try_wait().unwrap().is_none(),
+            "the load ended before its rebuild was cut off"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no rebuild within 2 minutes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let (code, stderr) = wait_for(load, 120, "the load whose rebuild was cut off");
+    assert_eq!(code, Some(8), "{stderr}");
+    for said in [
+        &format!("committed {N} rows into"),
+        "do not load them again",
+        "still dropped, kept in the DDL journal: index c_i1, index c_i2",
+        "To finish: inrush recover --to 'mysql://",
+        "a rerun of this same load finds its rows there",
+    ] {
+        assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");
+    }
+    assert_eq!(db.rows("SELECT COUNT(*) FROM c"), [N.to_string()]);
+
+    let (code, out) = inrush(&args);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("loaded nothing into"), "{out}");
+    assert_keyed(&db, &before, N);
+    assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_load_commits"), ["0"]);
+}
