@@ -315,6 +315,9 @@ pub fn load_into(
             if streamed.is_ok() && opts.interrupt.is_set() {
                 plan.after = Maintenance::None;
             }
+            if dropped {
+                reporter.phase(Phase::Indexes);
+            }
             let ended = target.end(&table, &plan, streamed.is_ok());
             if ended.is_ok() {
                 opts.interrupt.dropped(false);

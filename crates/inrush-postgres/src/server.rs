@@ -271,6 +271,15 @@ impl PrivateServer {
         .map(|_| ())
     }
 
+    /// Stops the server as a crash would (`pg_ctl stop -m immediate`: every session cut off,
+    /// no checkpoint), for tests of what a load does when its server dies; [`restart`]
+    /// (PrivateServer::restart) brings it back through crash recovery, with the same settings.
+    pub fn crash(&self) -> Result<()> {
+        let data = self.data_dir().to_string_lossy().into_owned();
+        self.run("pg_ctl", &["-D", &data, "-m", "immediate", "-w", "stop"])
+            .map(|_| ())
+    }
+
     /// Stops the server (fast shutdown) and deletes its files.
     pub fn stop(&mut self) {
         if !self.stopped {

@@ -87,13 +87,19 @@ pub struct Db {
 impl Db {
     /// A new, empty database; `prefix` names it after the test file (`matrix_1234_7`).
     pub fn fresh(prefix: &str) -> Db {
+        let (base, conninfo) = server();
+        Db::fresh_on(base, conninfo, prefix)
+    }
+
+    /// The same on another server (`base`: its `postgres` database, also as a conninfo): a
+    /// test's own, which it may stop and start.
+    pub fn fresh_on(base: &ConnectOptions, conninfo: &str, prefix: &str) -> Db {
         static N: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "{prefix}_{}_{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         );
-        let (base, conninfo) = server();
         base.execute_blocking(&format!("CREATE DATABASE {name}"))
             .expect("CREATE DATABASE");
         let target = base.with_dbname(&name);

@@ -99,7 +99,9 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
         {
             4
         }
-        Some(L::Driver(_) | L::Engine { .. } | L::Source(_)) => 3,
+        // Nothing committed, and what the load dropped could not be put back: the server (or
+        // the connection to it) failed; the journal keeps the definitions for `recover`.
+        Some(L::Driver(_) | L::Engine { .. } | L::Source(_) | L::IndexesNotRestored { .. }) => 3,
         Some(L::Read(_)) => 4,
         Some(_) => 1,
         None if matches!(

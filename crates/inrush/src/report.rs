@@ -113,8 +113,37 @@ fn template(width: usize) -> String {
     line
 }
 
+/// The fault tests' seam (`tests/faults.rs`): with `INRUSH_TEST_PAUSE=PHASE:FILE`, a load that
+/// enters `PHASE` (`load`, `commit`, `indexes`, `analyze`, `vacuum`) creates `FILE` and waits
+/// while it exists, so a test can stop the server at that exact point of the load (between
+/// the commit and the rebuild, say), which no timing can hit reliably.
+fn pause_for_a_test(phase: Phase) {
+    let Ok(pause) = std::env::var("INRUSH_TEST_PAUSE") else {
+        return;
+    };
+    let name = match phase {
+        Phase::Inspect => "inspect",
+        Phase::Load => "load",
+        Phase::Commit => "commit",
+        Phase::Indexes => "indexes",
+        Phase::Maintain { vacuum: false } => "analyze",
+        Phase::Maintain { vacuum: true } => "vacuum",
+        Phase::Done => "done",
+    };
+    let Some((at, file)) = pause.split_once(':') else {
+        return;
+    };
+    if at != name || std::fs::write(file, name).is_err() {
+        return;
+    }
+    while std::path::Path::new(file).exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 impl Reporter for ProgressReporter {
     fn phase(&self, phase: Phase) {
+        pause_for_a_test(phase);
         let Some(bar) = &self.bar else { return };
         let message = match phase {
             Phase::Inspect => "inspecting the table",
