@@ -119,8 +119,9 @@ impl Source {
         let meta = (path != "-")
             .then(|| std::fs::metadata(&path).ok())
             .flatten();
-        let compressed = source::Compression::from_path(std::path::Path::new(&path))
-            != source::Compression::None;
+        let compressed = meta.as_ref().is_some_and(|m| m.is_file())
+            && source::Compression::of_file(std::path::Path::new(&path))
+                != source::Compression::None;
         Source {
             size: meta.as_ref().filter(|m| m.is_file()).map(|m| m.len()),
             seekable: meta.as_ref().is_some_and(|m| m.is_file()) && !compressed,

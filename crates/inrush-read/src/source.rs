@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// How the input's bytes are compressed, decided by the file name.
+/// How the input's bytes are compressed: what their first bytes say, else the file's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
     None,
@@ -32,6 +32,44 @@ impl Compression {
             _ => Compression::None,
         }
     }
+
+    /// What a stream's first bytes say: gzip's ID1 ID2 (RFC 1952) or a zstd frame's magic
+    /// number (RFC 8878); `None` for neither, which text never starts with (0x1f is a control
+    /// character, 0xb5 not the start of a UTF-8 sequence).
+    pub fn sniff(head: &[u8]) -> Option<Compression> {
+        match head {
+            [0x1f, 0x8b, ..] => Some(Compression::Gzip),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => Some(Compression::Zstd),
+            _ => None,
+        }
+    }
+
+    /// A file's compression: its first bytes, else (too short, unreadable) its name. A `.gz`
+    /// without the extension is read as gzip all the same, and a plain file named `.gz` as
+    /// plain.
+    pub fn of_file(path: &Path) -> Compression {
+        let mut head = [0; 4];
+        let read = File::open(path).and_then(|mut f| read_head(&mut f, &mut head));
+        match read {
+            Ok(n) if n == head.len() => Compression::sniff(&head).unwrap_or(Compression::None),
+            Ok(n) => Compression::sniff(&head[..n]).unwrap_or_else(|| Compression::from_path(path)),
+            Err(_) => Compression::from_path(path),
+        }
+    }
+}
+
+/// Reads until `head` is full or the stream ends; how many bytes it holds.
+fn read_head(reader: &mut impl Read, head: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < head.len() {
+        match reader.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// An opened input, ready to be split.
@@ -51,15 +89,24 @@ pub struct Input {
 /// Opens `path` (`-` for standard input); `consumed` is advanced by every raw byte read.
 pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
     if path == "-" {
+        // A pipe cannot be read twice: its first bytes, read to tell its compression, go
+        // before the rest.
+        let mut stdin = io::stdin();
+        let mut head = [0; 4];
+        let n = read_head(&mut stdin, &mut head).map_err(|cause| Error::Read {
+            name: "-".into(),
+            cause,
+        })?;
+        let compression = Compression::sniff(&head[..n]).unwrap_or(Compression::None);
         let counted = Counted {
-            inner: io::stdin(),
+            inner: io::Cursor::new(head[..n].to_vec()).chain(stdin),
             consumed,
         };
         return Ok(Input {
             name: "-".into(),
             size: None,
-            compression: Compression::None,
-            reader: Box::new(counted),
+            compression,
+            reader: decompressed(compression, counted, Path::new("-"))?,
             seekable: false,
         });
     }
@@ -72,30 +119,40 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
         path: p.to_path_buf(),
         cause,
     })?;
-    let compression = Compression::from_path(p);
+    // Only a regular file can be read twice (its head here, then from the start).
+    let compression = match meta.is_file() {
+        true => Compression::of_file(p),
+        false => Compression::from_path(p),
+    };
     let counted = Counted {
         inner: file,
         consumed,
-    };
-    let reader: Box<dyn Read + Send> = match compression {
-        Compression::None => Box::new(counted),
-        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
-            1 << 20,
-            counted,
-        ))),
-        Compression::Zstd => {
-            Box::new(zstd::Decoder::new(counted).map_err(|cause| Error::Open {
-                path: p.to_path_buf(),
-                cause,
-            })?)
-        }
     };
     Ok(Input {
         name: path.to_string(),
         size: meta.is_file().then_some(meta.len()),
         compression,
-        reader,
+        reader: decompressed(compression, counted, p)?,
         seekable: meta.is_file() && compression == Compression::None,
+    })
+}
+
+/// `raw` as its decompressed bytes.
+fn decompressed<R: Read + Send + 'static>(
+    compression: Compression,
+    raw: R,
+    path: &Path,
+) -> Result<Box<dyn Read + Send>> {
+    Ok(match compression {
+        Compression::None => Box::new(raw),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(
+            1 << 20,
+            raw,
+        ))),
+        Compression::Zstd => Box::new(zstd::Decoder::new(raw).map_err(|cause| Error::Open {
+            path: path.to_path_buf(),
+            cause,
+        })?),
     })
 }
 
@@ -208,6 +265,30 @@ pub fn fingerprint(path: &std::path::Path) -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compression_is_told_by_the_first_bytes_then_by_the_name() {
+        assert_eq!(
+            Compression::sniff(&[0x1f, 0x8b, 8, 0]),
+            Some(Compression::Gzip)
+        );
+        assert_eq!(
+            Compression::sniff(&[0x28, 0xb5, 0x2f, 0xfd]),
+            Some(Compression::Zstd)
+        );
+        assert_eq!(Compression::sniff(b"id,n"), None);
+        assert_eq!(Compression::sniff(&[0x1f]), None);
+        let dir = tempfile::tempdir().unwrap();
+        let named = dir.path().join("plain.csv.gz");
+        std::fs::write(&named, "id,name\n").unwrap();
+        assert_eq!(Compression::of_file(&named), Compression::None);
+        let short = dir.path().join("x.gz");
+        std::fs::write(&short, "1").unwrap();
+        assert_eq!(Compression::of_file(&short), Compression::Gzip);
+        let unnamed = dir.path().join("data");
+        std::fs::write(&unnamed, [0x1f, 0x8b, 8, 0, 0]).unwrap();
+        assert_eq!(Compression::of_file(&unnamed), Compression::Gzip);
+    }
 
     #[test]
     fn fingerprints_see_head_and_tail() {

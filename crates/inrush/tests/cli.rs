@@ -755,3 +755,58 @@ fn tls_as_sslmode_asks() {
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("certificate"), "{stderr}");
 }
+
+/// gzip and zstd are recognised by their first bytes, not only by a file's name: on standard
+/// input (`zcat`-less pipes) and in a file named without `.gz`.
+#[test]
+fn compressed_input_is_recognised_by_its_first_bytes() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let db = inrush_testkit::Db::fresh("cli");
+    db.exec("CREATE TABLE t (id int, name text)");
+    let csv = b"id,name\n1,alice\n2,\"bob\nsmith\"\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(csv).unwrap();
+    let gz = gz.finish().unwrap();
+    let zst = zstd::encode_all(&csv[..], 3).unwrap();
+    let load = |input: &str, stdin: Option<&[u8]>| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_inrush"))
+            .args([
+                "load",
+                input,
+                "--to",
+                &db.conninfo,
+                "--table",
+                "t",
+                "--header",
+            ])
+            .args(["--no-progress"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn inrush");
+        let mut pipe = child.stdin.take().expect("stdin");
+        if let Some(bytes) = stdin {
+            pipe.write_all(bytes).expect("write stdin");
+        }
+        drop(pipe);
+        let out = child.wait_with_output().expect("wait");
+        assert!(
+            out.status.success(),
+            "{input}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    load("-", Some(&gz));
+    load("-", Some(&zst));
+    let dir = tempfile::tempdir().unwrap();
+    let unnamed = dir.path().join("people.csv");
+    std::fs::write(&unnamed, &gz).unwrap();
+    load(unnamed.to_str().unwrap(), None);
+    assert_eq!(
+        db.text("SELECT count(*) || ' ' || string_agg(DISTINCT name, '|' ORDER BY name) FROM t"),
+        "6 alice|bob\nsmith"
+    );
+}
