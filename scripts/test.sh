@@ -18,7 +18,7 @@ done
 
 started=$SECONDS
 log=$(mktemp)
-servers="PostgreSQL 18"
+servers="PostgreSQL 18, MariaDB 10.11 and SQLite"
 finish() {
   local status=$? passed failed
   # cargo's "test result: ok. N passed; M failed" and pytest's "N failed, M passed in 9.1s".
@@ -57,7 +57,7 @@ if [ -x "$pg15/initdb" ]; then
     tests+=(--test "$(basename "$file" .rs)")
   done
   INRUSH_PG_BIN="$pg15" cargo test --workspace --locked "${tests[@]}" 2>&1 | tee -a "$log"
-  servers="PostgreSQL 18, and 15 for inrush-load's integration tests"
+  servers="$servers, PostgreSQL 15 for inrush-load's integration tests"
 else
   echo "== PostgreSQL 15 binaries not available: older-server tests skipped"
 fi

@@ -192,7 +192,7 @@ impl LoadPlan {
             (_, _, None) if size.empty => {
                 (true, "the table is empty and the load's size unknown: secondary indexes are rebuilt after the load".to_string())
             }
-            (_, _, None) => (false, "the load's size is unknown (standard input) and the table is not empty: indexes are kept".to_string()),
+            (_, _, None) => (false, "the load's size is unknown (standard input, a query, or `inrush plan` without --input) and the table is not empty: indexes are kept".to_string()),
         };
         let unique_after = large && (size.empty || opts.rebuild_unique) && opts.keep_keys.is_none();
         let indexes = indexes

@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[command(
     name = "inrush",
     version,
-    about = "Bulk loader for PostgreSQL: parses on every core, streams binary COPY over several connections"
+    about = "Bulk loader for PostgreSQL, MariaDB/MySQL and SQLite: parses on every core, streams each engine's bulk path (binary COPY, LOAD DATA LOCAL, prepared inserts) over several connections"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -141,8 +141,8 @@ impl FormatArg {
 #[derive(Args, Debug)]
 pub struct LoadArgs {
     /// Input files, directories (their files) or globs: CSV, TSV, JSON lines (plain, .gz or
-    /// .zst), Parquet or Arrow IPC; `-` reads standard input.
-    #[arg(required_unless_present = "from_query")]
+    /// .zst), Parquet or Arrow IPC; `-` reads standard input. (Required by a load unless
+    /// --from-query; checked when the load starts, so that `inrush plan` takes the same line.)
     pub inputs: Vec<String>,
     /// How the inputs are written (default: by their names, .csv .tsv .jsonl .ndjson .parquet
     /// .arrow .feather .ipc, looking through .gz/.zst; CSV when they say nothing).
@@ -162,10 +162,11 @@ pub struct LoadArgs {
     /// Cut --from-query into ranges of this integer column, one stream per connection.
     #[arg(long, requires = "from_query")]
     pub split_by: Option<String>,
-    /// Target: a libpq URI or key=value string; PG* variables and .pgpass fill the gaps, as for
-    /// psql (so without --to, PGHOST, PGUSER... or the local socket are used). Or a SQLite
-    /// database file: sqlite:///path/to.db, or a path ending in .db, .sqlite or .sqlite3
-    /// (created when missing).
+    /// Target: PostgreSQL as a libpq URI (postgresql://user@host/db) or key=value string;
+    /// PG* variables and .pgpass fill the gaps, as for psql (so without --to, PGHOST,
+    /// PGUSER... or the local socket are used). MariaDB or MySQL: mysql://user@host:3306/db
+    /// (or mariadb://; ~/.my.cnf gives the password). SQLite: sqlite:///path/to.db, or a path
+    /// ending in .db, .sqlite or .sqlite3 (created when missing).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Target table, as in SQL: `orders`, `sales.orders`, `"Orders"`.
@@ -385,31 +386,21 @@ impl PlanFlags {
     }
 }
 
+/// `inrush plan` takes a load's own command line (`inrush load ...` with `plan` for `load`).
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// The server, as for `load --to` (a libpq URI or key=value string, or a SQLite file).
-    #[arg(long, env = "INRUSH_TO")]
-    pub to: Option<String>,
-    /// The table the load would go into, as in SQL.
-    #[arg(long)]
-    pub table: String,
-    /// The file to be loaded (its size is weighed against the table's).
+    #[command(flatten)]
+    pub load: LoadArgs,
+    /// The file to be loaded, when the inputs do not name it (its size is weighed against
+    /// the table's); by default the load's inputs.
     #[arg(long)]
     pub input: Option<String>,
-    #[command(flatten)]
-    pub flags: PlanFlags,
-    /// As for a load with `--resume`: block by block, each block with its ledger row (keys
-    /// kept; routed to foreign partitions, committed on each server).
-    #[arg(long)]
-    pub resume: bool,
-    /// Print the plan as JSON on stdout.
-    #[arg(long)]
-    pub json: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct RecoverArgs {
-    /// The server, as for `load --to` (a libpq URI or key=value string, or a SQLite file).
+    /// The server, as for `load --to` (a PostgreSQL URI or key=value string, mysql://..., or a
+    /// SQLite file).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Only this table (default: every table in the journal).
@@ -532,7 +523,7 @@ impl Cli {
         match &self.command {
             Command::Load(a) => a.output.json,
             Command::Demo(a) => a.output.json,
-            Command::Plan(a) => a.json,
+            Command::Plan(a) => a.load.output.json,
             Command::Status(a) => a.json,
             Command::Lab(LabArgs {
                 command: LabCommand::Run(a),
@@ -548,7 +539,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Demo(args) => demo::run(args).map(|()| Outcome::Done),
         Command::Lab(args) => lab::run(args).map(|()| Outcome::Done),
         Command::Plan(args) => {
-            let json = args.json;
+            let json = args.load.output.json;
             let plan = args.plan()?;
             if json {
                 println!("{}", serde_json::to_string(&plan)?);
@@ -716,27 +707,31 @@ fn without_password(to: &str) -> String {
 impl PlanArgs {
     /// What a load with these options would do, from the target's catalog.
     pub fn plan(self) -> Result<inrush_load::LoadPlan> {
-        let args = self;
+        let PlanArgs { load: args, input } = self;
+        // The size of the input is what the plan weighs: a file's (standard input and queries
+        // have none known up front).
+        let input = input.or_else(|| args.inputs.first().filter(|i| *i != "-").cloned());
+        let (flags, resume) = (&args.plan, args.resume);
         Ok(match Target::of(args.to.as_deref())? {
             Target::Postgres(target) => inrush_postgres::load::plan(
                 &target,
                 &args.table,
-                args.input.as_deref(),
-                args.flags.options(),
-                args.flags.route.routing(),
-                args.resume,
+                input.as_deref(),
+                flags.options(),
+                flags.route.routing(),
+                resume,
             )?,
             Target::Sqlite(path) => {
                 let mut opts = LoadOptions::new("", args.table);
-                opts.plan = args.flags.options();
-                opts.resume = args.resume;
-                inrush_load::plan_into(&SqliteTarget::new(path), &opts, args.input.as_deref())?
+                opts.plan = flags.options();
+                opts.resume = resume;
+                inrush_load::plan_into(&SqliteTarget::new(path), &opts, input.as_deref())?
             }
             Target::Mysql(options) => {
                 let mut opts = LoadOptions::new("", args.table);
-                opts.plan = args.flags.options();
-                opts.resume = args.resume;
-                inrush_load::plan_into(&MysqlTarget::new(options), &opts, args.input.as_deref())?
+                opts.plan = flags.options();
+                opts.resume = resume;
+                inrush_load::plan_into(&MysqlTarget::new(options), &opts, input.as_deref())?
             }
         })
     }
@@ -772,6 +767,11 @@ impl LoadArgs {
     /// opened. A `stream` (the Python module's DataFrames) replaces the inputs.
     pub fn prepare(self, stream: Option<inrush_arrow::BatchStream>) -> Result<PreparedLoad> {
         let args = self;
+        if args.inputs.is_empty() && args.from_query.is_none() && stream.is_none() {
+            anyhow::bail!(inrush_load::Error::Usage(
+                "nothing to load: name input files, directories or globs, - for standard input, or --from-query".into()
+            ));
+        }
         let csv = CsvOptions {
             delimiter: args.delimiter,
             quote: args.quote,

@@ -393,8 +393,9 @@ pub fn human_summary(s: &LoadSummary) -> String {
     }
     if let (true, Some(file), Some(log)) = (s.rows_rejected > 0, &s.rejects_file, &s.rejects_log) {
         out.push_str(&format!(
-            "\n  {} rows refused: written to {file} (reasons in {log})",
-            group(s.rows_rejected)
+            "\n  {} row{} refused: written to {file} (reasons in {log})",
+            group(s.rows_rejected),
+            plural(s.rows_rejected as usize)
         ));
     }
     if s.values_resolved_by_server > 0 {

@@ -810,3 +810,51 @@ fn compressed_input_is_recognised_by_its_first_bytes() {
         "6 alice|bob\nsmith"
     );
 }
+
+/// `inrush plan` takes the load's own command line: `load` replaced by `plan`, the input's
+/// size weighed from its first input; a load with nothing to load is a usage error.
+#[test]
+fn plan_takes_the_loads_own_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("plan.db");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT); CREATE INDEX t_name ON t (name);
+         INSERT INTO t VALUES (1, 'a');",
+    )
+    .unwrap();
+    drop(conn);
+    let csv = dir.path().join("in.csv");
+    let rows: String = (2..5000).map(|i| format!("{i};name {i}\n")).collect();
+    std::fs::write(&csv, format!("id;name\n{rows}")).unwrap();
+    let (db, csv) = (db.to_str().unwrap(), csv.to_str().unwrap());
+    let common = ["--to", db, "--table", "t"];
+    let plan = inrush(
+        &[
+            &["plan", csv, "--header", "--delimiter", ";"][..],
+            &common[..],
+        ]
+        .concat(),
+    );
+    let said = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        plan.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    assert!(
+        said.contains("t_name") && !said.contains("unknown"),
+        "{said}"
+    );
+    let bare = inrush(&[&["plan"][..], &common[..]].concat());
+    let said = String::from_utf8_lossy(&bare.stdout);
+    assert!(
+        bare.status.success(),
+        "{}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
+    assert!(said.contains("without --input"), "{said}");
+    let nothing = inrush(&[&["load"][..], &common[..]].concat());
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&nothing.stderr).contains("nothing to load"));
+}
