@@ -20,7 +20,7 @@ const CREATE: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        recorded_at timestamptz NOT NULL DEFAULT now())";
 
 /// Records the load of `identity` into `table`: `rows` rows in the transactions `txids`
-/// (`txid_current()` of each), about to commit. Committed on its own.
+/// (`txid_current()` of each that wrote rows), about to commit. Committed on its own.
 pub async fn record(
     client: &Client,
     table: &TableInfo,
@@ -49,12 +49,13 @@ pub async fn record(
     Ok(())
 }
 
-/// Deletes the record of the load whose transactions were `txids` (it finished).
-pub async fn forget(client: &Client, table_oid: u32, txids: &[i64]) -> Result<()> {
+/// Deletes the record of the load of `identity` into `table_oid` (it finished; an earlier
+/// one of the same input was consumed or deleted as stale before it started).
+pub async fn forget(client: &Client, table_oid: u32, identity: &str) -> Result<()> {
     client
         .execute(
-            "DELETE FROM inrush.load_commits WHERE table_oid = $1 AND txids = $2",
-            &[&table_oid, &txids],
+            "DELETE FROM inrush.load_commits WHERE table_oid = $1 AND identity = $2",
+            &[&table_oid, &identity],
         )
         .await
         .map_err(query_error(

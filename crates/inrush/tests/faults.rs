@@ -127,8 +127,12 @@ fn input() -> &'static Path {
 /// `inrush load` of the input into `t`, with `extra`; held at the start of phase `pause` (see
 /// the module documentation) until `pause_file` is removed.
 fn spawn_load(db: &Db, pause: Option<(&str, &Path)>, extra: &[&str]) -> Child {
+    spawn_load_of(input(), db, pause, extra)
+}
+
+fn spawn_load_of(input: &Path, db: &Db, pause: Option<(&str, &Path)>, extra: &[&str]) -> Child {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_inrush"));
-    cmd.args(["load", input().to_str().unwrap(), "--to", &db.conninfo])
+    cmd.args(["load", input.to_str().unwrap(), "--to", &db.conninfo])
         .args(["--table", "t", "--no-progress"])
         .args(extra)
         .env("NO_COLOR", "1")
@@ -318,6 +322,44 @@ fn a_crash_between_the_commit_and_the_rebuild_exits_8_and_nothing_loads_twice() 
         assert!(stderr.contains("loaded nothing into"), "{stderr}");
         assert_whole(&db, &before, loaded, "after the rerun");
     }
+}
+
+/// A connection that streamed no row commits a transaction that wrote nothing, whose commit
+/// record the server need not flush: a crash right after the commit may leave it aborted. That
+/// must not make the rows that did commit look half committed (found by the cell above when
+/// the adaptive connections left a stream idle).
+#[test]
+fn a_crash_after_the_commit_with_idle_connections_still_loads_nothing_twice() {
+    let server = Server::lock();
+    let db = server.db(None);
+    let before = db.definitions();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let small = dir.path().join("small.csv");
+    let rows: String = (0..1000)
+        .map(|i| {
+            format!(
+                "{},{},{},Small {i}\n",
+                FIRST_LOADED_ID + i,
+                i % 100 + 1,
+                i % 7
+            )
+        })
+        .collect();
+    std::fs::write(&small, rows).expect("write the input");
+    let extra = ["--connections", "4", "--index-threshold", "0"];
+    let (_pause_dir, file) = pause_file();
+    let mut load = spawn_load_of(&small, &db, Some(("indexes", &file)), &extra);
+    wait_until(&mut load, "the pause before the rebuild", || file.exists());
+    server.crash();
+    std::fs::remove_file(&file).expect("release the load");
+    let (code, stderr) = finish(load, Duration::from_secs(60), "the load crashed");
+    assert_eq!(code, Some(8), "{stderr}");
+    server.restart();
+    let again = spawn_load_of(&small, &db, None, &extra);
+    let (code, stderr) = finish(again, Duration::from_secs(60), "rerun");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("loaded nothing into"), "{stderr}");
+    assert_whole(&db, &before, SEED_ROWS + 1000, "after the rerun");
 }
 
 /// Stopped while it rebuilds an index: exit 8, and `inrush recover` then the same load finish

@@ -130,8 +130,9 @@ fn drop_on_target(
 
 /// Puts back what [`drop`] dropped, whatever happened to the load, and answers for the load:
 /// its summary, or why it failed. When the rows break a key put back after the commit, they
-/// are deleted again first (see [`undo`]). `recorded`: the load recorded itself with its
-/// commit (`crate::commits`), and its record is deleted once everything is back.
+/// are deleted again first (see [`undo`]). `recorded`: the input's identity when the load
+/// recorded itself with its commit (`crate::commits`); the record is deleted once everything
+/// is back.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn restore(
     streamed: Result<(LoadSummary, Vec<i64>)>,
@@ -141,7 +142,7 @@ pub(super) fn restore(
     opts: &LoadOptions,
     runtime: &Runtime,
     reporter: &dyn Reporter,
-    recorded: bool,
+    recorded: Option<&str>,
 ) -> Result<LoadSummary> {
     let (control, table) = (&load.control, &load.table);
     let lanes = opts.connections.max(1);
@@ -162,9 +163,9 @@ pub(super) fn restore(
     };
     let rebuilt = on_target.and(on_shards.into_iter().collect::<crate::Result<()>>());
     match (streamed, rebuilt) {
-        (Ok((mut summary, txids)), Ok(())) => {
-            if recorded && summary.loaded {
-                let forgotten = crate::commits::forget(control, table.oid, &txids);
+        (Ok((mut summary, _)), Ok(())) => {
+            if let (Some(identity), true) = (recorded, summary.loaded) {
+                let forgotten = crate::commits::forget(control, table.oid, identity);
                 if let Err(e) = runtime.block_on(forgotten) {
                     summary.notes.push(format!("{e}: a rerun of this load into {} would load nothing until the record is deleted", table.qualified()));
                 }
@@ -211,7 +212,9 @@ pub(super) fn restore(
             left: still_dropped(target, table, dropped, runtime),
             recover: None,
             // --resume's ledger and --on-conflict's merge see the rows there already.
-            rerun_loads_nothing: recorded || load.resume.is_some() || load.staging.is_some(),
+            rerun_loads_nothing: recorded.is_some()
+                || load.resume.is_some()
+                || load.staging.is_some(),
         }),
         (streamed, Err(e)) => Err(Error::IndexesNotRestored {
             load: streamed.err().map(|e| e.to_string()),

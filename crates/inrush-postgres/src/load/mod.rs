@@ -119,7 +119,7 @@ fn load(
         opts,
         &runtime,
         reporter,
-        record.is_some(),
+        record.as_deref(),
     )?;
     opts.interrupt.dropped(false);
     let rebuilt_at = Instant::now();

@@ -299,7 +299,10 @@ pub(super) fn stream(
         if let Some(identity) = record {
             // Without the record a rerun would load the rows twice should the rebuild fail
             // after the commit: no record, no commit.
-            let txids: Vec<i64> = finished.iter().map(|f| f.txid).collect();
+            // Only the transactions that wrote rows: one that wrote nothing commits without
+            // waiting for its commit record to reach the disk, so a crash may leave it aborted.
+            let wrote = finished.iter().filter(|f| f.rows > 0);
+            let txids: Vec<i64> = wrote.map(|f| f.txid).collect();
             let recorded = crate::commits::record(control, table, identity, rows, &txids);
             if let Err(e) = runtime.block_on(recorded) {
                 runtime.block_on(rollback(&finished));
