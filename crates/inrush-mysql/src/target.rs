@@ -494,7 +494,17 @@ impl Target for MysqlTarget {
             true => "non-unique keys (disabled)".to_string(),
             false => format!("index {}", d.index),
         };
-        pending.map_or_else(|_| Vec::new(), |p| p.iter().map(named).collect())
+        match pending {
+            Ok(pending) => pending.iter().map(named).collect(),
+            // The server is gone (killed after the commit, say: `tests/mariadb_faults.rs`), so
+            // its journal cannot be read: what this load dropped and `end` could not put back
+            // is what the journal holds, and the exit 8 message must still name it.
+            Err(_) => self
+                .dropped
+                .lock()
+                .map(|d| d.iter().map(named).collect())
+                .unwrap_or_default(),
+        }
     }
 
     fn unfinished_loads(
@@ -621,12 +631,21 @@ impl Target for MysqlTarget {
             .unwrap_or_default();
         if !dropped.is_empty() {
             let started = Instant::now();
-            runtime()?.block_on(async {
-                let mut conn = self.options.connect().await?;
-                ddl::restore(&mut conn, &dropped).await?;
-                let _ = conn.disconnect().await;
-                Ok::<_, Error>(())
-            })?;
+            let restored = runtime().and_then(|rt| {
+                rt.block_on(async {
+                    let mut conn = self.options.connect().await?;
+                    ddl::restore(&mut conn, &dropped).await?;
+                    let _ = conn.disconnect().await;
+                    Ok::<_, Error>(())
+                })
+            });
+            if let Err(e) = restored {
+                // Kept for `still_dropped`, which names them when the journal cannot be read.
+                if let Ok(mut slot) = self.dropped.lock() {
+                    *slot = dropped;
+                }
+                return Err(e);
+            }
             done.rebuild_seconds = started.elapsed().as_secs_f64();
             done.steps.push(
                 match dropped.iter().any(|d| d.index == ddl::KEYS_DISABLED) {
