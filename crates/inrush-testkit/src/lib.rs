@@ -340,8 +340,67 @@ pub fn quoted_csv_line(line: &str) -> String {
 /// unpacks Debian's packages and runs the server as an unprivileged user), stopped at exit.
 pub struct Mariadb {
     dir: std::path::PathBuf,
+    port: u16,
     /// `mysql://inrush:inrush@127.0.0.1:PORT/`, a database name to follow.
     base_url: String,
+}
+
+impl Mariadb {
+    /// The live server's process id, from its pid file (`None` while it is down).
+    pub fn pid(&self) -> Option<u32> {
+        let pid: u32 = std::fs::read_to_string(self.dir.join("mariadbd.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        process_alive(pid).then_some(pid)
+    }
+
+    /// Kills the server as a crash would (`SIGKILL`: no shutdown, InnoDB recovers when it
+    /// starts again) and returns once it is gone. For a test binary whose server is its own
+    /// (one per test process): every test of the process loses it.
+    pub fn kill(&self) {
+        let Some(pid) = self.pid() else {
+            return;
+        };
+        // SAFETY: sending a signal to a process id; no memory is involved.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while process_alive(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "mariadbd {pid} outlived SIGKILL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Starts the server again on its data directory and port (after [`Mariadb::kill`]; a
+    /// running one is left as it is), once it answers.
+    pub fn restart(&self) {
+        let out = Command::new(mariadb_script())
+            .arg("start")
+            .arg(&self.dir)
+            .arg(self.port.to_string())
+            .output()
+            .expect("running scripts/mariadb.sh");
+        assert!(
+            out.status.success(),
+            "restarting the tests' MariaDB failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Whether process `pid` lives; a zombie (killed, not yet reaped by an init that may never
+/// reap it) does not.
+fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command's closing parenthesis.
+    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+    !matches!(state, None | Some(None) | Some(Some('Z')) | Some(Some('X')))
 }
 
 static MARIADB: OnceLock<Mariadb> = OnceLock::new();
@@ -385,6 +444,7 @@ pub fn mariadb() -> &'static Mariadb {
         unsafe { libc::atexit(stop_mariadb) };
         Mariadb {
             dir,
+            port,
             base_url: format!("mysql://inrush:inrush@127.0.0.1:{port}/"),
         }
     })
