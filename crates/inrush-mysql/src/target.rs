@@ -419,11 +419,17 @@ impl Target for MysqlTarget {
             // Under --resume each block is a transaction of its own. LOCK TABLES commits the
             // open transaction and START TRANSACTION releases the lock, so a locked load's
             // transaction is the one autocommit=0 opens, as the manual prescribes for InnoDB.
+            // Under LOCK TABLES a session writes only the tables it locked: the load's record
+            // (`crate::commits`, when `begin` dropped indexes) is written in its transaction.
+            let records = match self.dropped.lock() {
+                Ok(dropped) if !dropped.is_empty() => ", inrush_load_commits WRITE",
+                _ => "",
+            };
             let mut begin = match (resume, opts.table_lock) {
                 (Some(_), _) => Vec::new(),
                 (None, true) => vec![
                     "SET SESSION autocommit = 0".to_string(),
-                    format!("LOCK TABLES {qualified} WRITE"),
+                    format!("LOCK TABLES {qualified} WRITE{records}"),
                 ],
                 (None, false) if shares => {
                     vec!["START TRANSACTION".to_string(), claim::pin_sql(&qualified)]
