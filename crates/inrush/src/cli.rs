@@ -669,7 +669,7 @@ fn recover_command(to: Option<&str>, table: &str) -> String {
     let to = to.map_or(String::new(), |to| {
         format!(" --to {}", quoted(&without_password(to)))
     });
-    format!("inrush recover{to} --table {}", quoted(table))
+    format!("{} recover{to} --table {}", crate::command(), quoted(table))
 }
 
 /// `scheme://user:secret@host/db` without `:secret`; a `key=value` string without `password=`.
@@ -932,10 +932,14 @@ mod tests {
         ] {
             assert_eq!(without_password(to), shown, "{to}");
         }
+        let inrush = crate::command();
         assert_eq!(
             recover_command(Some("postgresql://a:pw@h/d"), "it's"),
-            "inrush recover --to 'postgresql://a@h/d' --table 'it'\\''s'"
+            format!("{inrush} recover --to 'postgresql://a@h/d' --table 'it'\\''s'")
         );
-        assert_eq!(recover_command(None, "t"), "inrush recover --table 't'");
+        assert_eq!(
+            recover_command(None, "t"),
+            format!("{inrush} recover --table 't'")
+        );
     }
 }

@@ -122,7 +122,9 @@ pub fn run(args: DemoArgs) -> Result<()> {
         server.keep();
         dirs
     });
-    let stop = |dir: &Path| format!("inrush demo --stop {}", dir.display());
+    // Commands as they run here: a fresh checkout's binary is on no PATH.
+    let inrush = crate::command();
+    let stop = |dir: &Path| format!("{inrush} demo --stop {}", dir.display());
     if args.output.json {
         let mut json = serde_json::json!({ "rows": args.rows, "inrush": summary, "psql_copy_seconds": psql_seconds, "speedup_vs_psql_copy": ratio });
         if let Some((dir, data_dir)) = &kept {
@@ -143,19 +145,19 @@ pub fn run(args: DemoArgs) -> Result<()> {
                 "  the server keeps running (--keep); its data directory: {}",
                 data_dir.display()
             ));
-            say(format!("  load your own file into it:\n    inrush load FILE --to '{conninfo}' --table T --header --create"));
+            say(format!("  load your own file into it:\n    {inrush} load FILE --to '{conninfo}' --table T --header --create"));
             say(format!("  query it: {} '{conninfo}'", psql.display()));
             say(format!("  stop it and delete its files: {}", stop(dir)));
         }
         // Not the user's URL again: it may hold a password.
-        (None, Some(_)) => say("  load your own file: inrush load FILE --to URL --table T --header, with the URL you gave the demo (--create makes the table)".into()),
+        (None, Some(_)) => say(format!("  load your own file: {inrush} load FILE --to URL --table T --header, with the URL you gave the demo (--create makes the table)")),
         (None, None) => {
-            say("  load your own file: inrush load FILE --to URL --table T --header (--create makes the table)".into());
+            say(format!("  load your own file: {inrush} load FILE --to URL --table T --header (--create makes the table)"));
             say("    --to takes any PostgreSQL server: a URL (postgresql://user@host:5432/db) or key=value string; PG* variables and ~/.pgpass fill the gaps, as for psql".into());
-            say("    this demo's server is stopped now: inrush demo --keep leaves it running and prints its --to".into());
+            say(format!("    this demo's server is stopped now: {inrush} demo --keep leaves it running and prints its --to"));
         }
     }
-    say("  see which bulk-insert advice holds on this machine: inrush lab run (quick scale, 25-40 min on 2 cores; --to URL for your server)".into());
+    say(format!("  see which bulk-insert advice holds on this machine: {inrush} lab run (quick scale, 25-40 min on 2 cores; --to URL for your server)"));
     Ok(())
 }
 

@@ -20,6 +20,25 @@ pub mod report;
 use clap::Parser;
 use std::io::IsTerminal;
 
+/// How the messages spell the command so that it runs as printed: `inrush` when that is what
+/// the `PATH` finds for this very program, else this program's path (a fresh checkout's
+/// `target/release/inrush` is on no `PATH`).
+pub fn command() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "inrush".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .filter_map(|dir| std::fs::canonicalize(dir.join("inrush")).ok())
+            .next()
+            .is_some_and(|found| found == me)
+    });
+    match on_path {
+        true => "inrush".into(),
+        false => me.display().to_string(),
+    }
+}
+
 /// Runs the command line `args` (the program name first) and returns its exit code.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
     let args = match cli::Cli::try_parse_from(args) {

@@ -141,7 +141,10 @@ fn demo_ending_says_what_to_load_into() {
         stderr.contains("--to takes any PostgreSQL server"),
         "{stderr}"
     );
-    assert!(stderr.contains("inrush demo --keep"), "{stderr}");
+    // Runnable as printed: the test's binary is on no PATH, so it is named by its path.
+    let me = std::fs::canonicalize(env!("CARGO_BIN_EXE_inrush")).unwrap();
+    let keep = format!("{} demo --keep", me.display());
+    assert!(stderr.contains(&keep), "{keep:?} missing from:\n{stderr}");
     assert!(stderr.contains("25-40 min"), "{stderr}");
 }
 

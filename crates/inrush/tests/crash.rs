@@ -1486,7 +1486,8 @@ fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
         &format!("committed {BIG_ROWS} rows into \"public\".\"t\""),
         "do not load them again",
         "still dropped, kept in the DDL journal: ",
-        "To finish: inrush recover --to '",
+        "To finish: ",
+        "inrush recover --to '",
         " --table 't'",
         "a rerun of this same load finds its rows there",
     ] {

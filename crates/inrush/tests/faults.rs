@@ -294,7 +294,7 @@ fn a_crash_between_the_commit_and_the_rebuild_exits_8_and_nothing_loads_twice() 
         assert_eq!(code, Some(8), "{stderr}");
         assert!(
             stderr.contains(&format!("committed {ROWS} rows"))
-                && stderr.contains("To finish: inrush recover"),
+                && stderr.contains("inrush recover --to"),
             "{stderr}"
         );
         server.restart();

@@ -1313,7 +1313,8 @@ fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
         &format!("committed {N} rows into"),
         "do not load them again",
         "still dropped, kept in the DDL journal: index c_i1, index c_i2",
-        "To finish: inrush recover --to 'mysql://",
+        "To finish: ",
+        "inrush recover --to 'mysql://",
         "a rerun of this same load finds its rows there",
     ] {
         assert!(stderr.contains(said), "{said:?} missing from:\n{stderr}");

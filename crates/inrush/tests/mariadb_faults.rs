@@ -179,7 +179,8 @@ fn assert_unfinished_message(stderr: &str, when: &str) {
         &format!("the load committed {ROWS} rows into"),
         "do not load them again",
         "still dropped, kept in the DDL journal: index t_customer_qty, index t_note",
-        "To finish: inrush recover --to 'mysql://",
+        "To finish: ",
+        "inrush recover --to 'mysql://",
         "a rerun of this same load finds its rows there",
     ] {
         assert!(
