@@ -1,7 +1,8 @@
 //! Loads into SQLite, as a user runs them: the table's contents against what the `sqlite3`
 //! shell's `.import` stores for the same good rows (binding each field as text), bad rows
 //! reported and kept out, refused options, and a killed or interrupted load leaving the file as
-//! it was. (`sqlite_matrix.rs` crosses the flags with the table shapes.)
+//! it was; SIGKILLed at moments drawn from `INRUSH_CRASH_SEED` (printed), with and without
+//! `--resume`. (`sqlite_matrix.rs` crosses the flags with the table shapes.)
 
 mod sqlite_common;
 
@@ -799,4 +800,403 @@ fn csv_syntax_corpus_reads_as_postgresql_copy_reads_it() {
             }
         }
     }
+}
+
+// The fault cells: the loader SIGKILLed at moments drawn from a seed, with and without
+// `--resume`, and the file judged after each kill as the next opener finds it.
+
+/// Rows of `t` before a killed load (ids 1 to 2000), and the first id of the input's rows.
+const KILL_SEED_ROWS: i64 = 2000;
+const KILL_FIRST_ID: i64 = 100_000;
+
+/// A primary key, a UNIQUE constraint (an index SQLite cannot drop) and two secondary
+/// indexes (dropped and built again inside a load much larger than the table), statistics
+/// already there (so that the load's `ANALYZE` adds no table).
+const KILL_SCHEMA: &str = "
+    CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, grp INTEGER NOT NULL, note TEXT);
+    CREATE INDEX t_grp_note ON t (grp, note DESC);
+    CREATE INDEX t_lower_note ON t (lower(note)) WHERE grp > 10;
+    WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < 2000)
+    INSERT INTO t SELECT i, 's' || i, i % 97, 'seed ' || i FROM g;
+    ANALYZE;";
+
+/// `rows` rows of about 350 bytes from id [`KILL_FIRST_ID`] on: 100,000 are about 35 MB, which
+/// the debug-built loader takes a couple of seconds over, and whose pages with those of the
+/// indexes built again outgrow its 64 MiB page cache, so that SQLite writes into the database
+/// file before the commit and a kill can leave a hot journal behind.
+fn wide_input(path: &Path, rows: i64) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(out, "id,code,grp,note").unwrap();
+    for i in KILL_FIRST_ID..KILL_FIRST_ID + rows {
+        let text = "abcdefghij".repeat(20 + (i % 21) as usize);
+        writeln!(out, "{i},c{i:08x},{},note {i} {text}", i % 97).unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// `count` delays below `within`, drawn from `INRUSH_CRASH_SEED` (splitmix64), as
+/// `crash.rs` draws them; the seed is printed so that a failure can be replayed.
+fn seeded_delays(count: usize, within: Duration) -> Vec<Duration> {
+    let seed: u64 = std::env::var("INRUSH_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_240_611);
+    eprintln!("kill delays from INRUSH_CRASH_SEED={seed}, within {within:?}");
+    let mut state = seed;
+    (0..count)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            Duration::from_millis(z % within.as_millis().max(1) as u64)
+        })
+        .collect()
+}
+
+/// `inrush load CSV --header --to DB --table t` plus `extra`, its stderr into `log`.
+fn spawn_load(csv: &Path, db: &Path, extra: &[&str], log: &Path) -> Child {
+    Command::new(BIN)
+        .args(["load", csv.to_str().unwrap(), "--header", "--to"])
+        .args([db.to_str().unwrap(), "--table", "t", "--no-progress"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends SIGKILL to `child` `delay` after `started` and reaps it: `None` when it was killed,
+/// or the exit code of a run that had ended first.
+fn kill_at(mut child: Child, started: Instant, delay: Duration) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    std::thread::sleep((started + delay).saturating_duration_since(Instant::now()));
+    // A child that exited but is not reaped yet takes the signal without effect.
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    match status.signal() {
+        Some(libc::SIGKILL) => None,
+        _ => Some(status.code().expect("an exit code or SIGKILL")),
+    }
+}
+
+/// The rollback journal a killed load left beside `db`, before anyone opened the file again:
+/// a hot one (its header written: the database file may hold pages of the unfinished
+/// transaction) must be rolled back by the next opener.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Journal {
+    None,
+    /// Created but never made hot (its first byte zero): the database file is untouched and
+    /// SQLite ignores it.
+    Cold,
+    Hot,
+}
+
+fn journal_of(db: &Path) -> (PathBuf, Journal) {
+    let path = PathBuf::from(format!("{}-journal", db.display()));
+    let state = match std::fs::read(&path) {
+        Err(_) => Journal::None,
+        Ok(bytes) if bytes.first().is_some_and(|&b| b != 0) => Journal::Hot,
+        Ok(_) => Journal::Cold,
+    };
+    (path, state)
+}
+
+/// Opens `db` as the next user would (rolling back a hot journal) and asserts that
+/// `PRAGMA integrity_check` says `ok`, and that a hot journal is gone with its transaction.
+fn open_intact(db: &Path, journal: (PathBuf, Journal), what: &str) -> Connection {
+    let conn = Connection::open(db).unwrap();
+    let check: Vec<String> = conn
+        .prepare("PRAGMA integrity_check")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(check, ["ok"], "{what}: the file is damaged");
+    if journal.1 == Journal::Hot {
+        assert!(
+            !journal.0.exists(),
+            "{what}: the hot journal is still there after the next opener read the file"
+        );
+    }
+    conn
+}
+
+/// Every definition in the file (`sqlite_schema`), the ledger's own tables left out.
+fn definitions(conn: &Connection) -> Vec<String> {
+    conn.prepare(
+        "SELECT type || ' ' || name || ' on ' || tbl_name || ': ' || coalesce(sql, '(implicit)') \
+         FROM sqlite_schema WHERE tbl_name NOT LIKE 'inrush\\_%' ESCAPE '\\' ORDER BY type, name",
+    )
+    .unwrap()
+    .query_map([], |r| r.get(0))
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// Rows, distinct ids, distinct codes, the sum of the ids and of the texts' lengths in `t`.
+fn key_totals(conn: &Connection) -> [i64; 5] {
+    conn.query_row(
+        "SELECT count(*), count(DISTINCT id), count(DISTINCT code), coalesce(sum(id), 0), \
+           coalesce(sum(length(code) + length(note)), 0) FROM t",
+        [],
+        |r| Ok([r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]),
+    )
+    .unwrap()
+}
+
+/// The seed rows plus `rows` input rows, each once: rows, distinct ids, distinct codes and
+/// the sum of the ids (the texts' lengths are not predicted).
+fn expected_keys(rows: i64) -> [i64; 4] {
+    let ids = |from: i64, to: i64| (from + to) * (to - from + 1) / 2;
+    let all = KILL_SEED_ROWS + rows;
+    let sum = ids(1, KILL_SEED_ROWS) + ids(KILL_FIRST_ID, KILL_FIRST_ID + rows - 1);
+    [all, all, all, sum]
+}
+
+/// A load without `--resume` is one transaction: SIGKILLed at any moment (reading, inserting,
+/// building the dropped indexes again, `ANALYZE`, committing, exiting), it leaves a file that
+/// passes `integrity_check` and holds either none of the load's rows, byte for byte as before
+/// once a hot journal is rolled back, or all of them, with every definition as before. Run
+/// again, the same load loads the rows (killed before the commit) or refuses them as
+/// duplicates with exit 4 (after).
+///
+/// (`--fast-unsafe` gives this up, as the README says: its journal is in memory, so pages
+/// SQLite spills into the file before the commit, once the load outgrows the page cache,
+/// cannot be rolled back. Killed that way this input left "database disk image is malformed";
+/// killed before the spill, the file was intact.)
+#[test]
+fn sigkill_at_seeded_moments_leaves_the_file_intact_and_the_load_all_or_nothing() {
+    const ROWS: i64 = 100_000;
+    const KILLS: usize = 5;
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wide.csv");
+    wide_input(&csv, ROWS);
+    let pristine = dir.path().join("pristine.db");
+    exec(&pristine, KILL_SCHEMA);
+    let bytes_before = std::fs::read(&pristine).unwrap();
+    let (schema_before, totals_before) = {
+        let conn = Connection::open(&pristine).unwrap();
+        (definitions(&conn), key_totals(&conn))
+    };
+    assert_eq!(totals_before[..4], expected_keys(0));
+
+    // A load never killed: how long one takes here, and the file it leaves.
+    let db = dir.path().join("t.db");
+    std::fs::copy(&pristine, &db).unwrap();
+    let started = Instant::now();
+    let (code, out) = load(&csv, &db, &[]);
+    let whole = started.elapsed();
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("indexes rebuilt after the load: t_grp_note, t_lower_note"),
+        "the kills are to find the indexes dropped too: {out}"
+    );
+    let totals_after = {
+        let conn = open_intact(&db, journal_of(&db), "a load never killed");
+        assert_eq!(definitions(&conn), schema_before, "a load never killed");
+        key_totals(&conn)
+    };
+    assert_eq!(totals_after[..4], expected_keys(ROWS));
+    eprintln!("one whole load: {whole:?}");
+
+    // The kills land anywhere in a load, and some after it.
+    let mut before_commit = 0;
+    let mut last = None;
+    for (kill, delay) in seeded_delays(KILLS, whole * 5 / 4).into_iter().enumerate() {
+        // A journal the last kill left unused (never made hot) goes too.
+        let _ = std::fs::remove_file(journal_of(&db).0);
+        std::fs::copy(&pristine, &db).unwrap();
+        let log = dir.path().join(format!("kill{kill}.log"));
+        let started = Instant::now();
+        let child = spawn_load(&csv, &db, &[], &log);
+        let ended = kill_at(child, started, delay);
+        let journal = journal_of(&db);
+        let what = format!(
+            "kill {kill}, {delay:?} after the start ({}, journal: {:?})",
+            match ended {
+                None => "killed".to_string(),
+                Some(code) => format!("had exited {code} first"),
+            },
+            journal.1
+        );
+        let conn = open_intact(&db, journal.clone(), &what);
+        assert_eq!(definitions(&conn), schema_before, "{what}");
+        let totals = key_totals(&conn);
+        drop(conn);
+        let outcome = if totals == totals_before {
+            assert!(
+                std::fs::read(&db).unwrap() == bytes_before,
+                "{what}: none of the load's rows, but the file is not as it was"
+            );
+            assert_eq!(ended, None, "{what}: exited without loading");
+            before_commit += 1;
+            "none of the rows"
+        } else if totals == totals_after {
+            // The load commits and then exits: a kill may fall between the two.
+            assert!(
+                matches!(ended, None | Some(0)),
+                "{what}: {}",
+                std::fs::read_to_string(&log).unwrap()
+            );
+            assert_ne!(
+                journal.1,
+                Journal::Hot,
+                "{what}: committed, yet a hot journal"
+            );
+            "all of the rows"
+        } else {
+            panic!("{what}: part of the load is in the table: {totals:?}, before {totals_before:?}, after {totals_after:?}");
+        };
+        eprintln!("{what}: {outcome}");
+        last = Some((what, totals));
+    }
+    assert!(
+        before_commit > 0,
+        "no kill came before the commit: the kills come too late for this machine"
+    );
+
+    // The same load again, on the file the last kill left.
+    let (what, totals) = last.unwrap();
+    let (code, out) = load(&csv, &db, &[]);
+    let conn = open_intact(&db, journal_of(&db), "the load run again");
+    assert_eq!(definitions(&conn), schema_before, "the load run again");
+    if totals == totals_before {
+        assert_eq!(code, 0, "after {what}: {out}");
+    } else {
+        assert_eq!(code, 4, "after {what}: {out}");
+        assert!(out.contains("UNIQUE constraint failed: t.id"), "{out}");
+    }
+    assert_eq!(key_totals(&conn), totals_after, "after {what}");
+}
+
+/// A `--resume` load SIGKILLed again and again at moments drawn from a seed: after each kill
+/// the file passes `integrity_check`, a hot journal is rolled back by the next opener, and the
+/// table holds exactly the rows of the blocks the ledger records (each block's lines, no other
+/// input row); the same command run once more exits 0 with every input row in the table
+/// exactly once, and the ledger's rows add up to them.
+#[test]
+fn sigkill_under_resume_then_a_rerun_loads_every_row_exactly_once() {
+    const ROWS: i64 = 60_000;
+    const KILLS: usize = 5;
+    let resume: &[&str] = &["--resume", "--block-size", "524288"];
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wide.csv");
+    wide_input(&csv, ROWS);
+    let pristine = dir.path().join("pristine.db");
+    exec(&pristine, KILL_SCHEMA);
+    let schema_before = definitions(&Connection::open(&pristine).unwrap());
+
+    // A load never killed: how long one takes here, and what it leaves.
+    let scratch = dir.path().join("scratch.db");
+    std::fs::copy(&pristine, &scratch).unwrap();
+    let started = Instant::now();
+    let (code, out) = load(&csv, &scratch, resume);
+    let whole = started.elapsed();
+    assert_eq!(code, 0, "{out}");
+    let totals_after = key_totals(&Connection::open(&scratch).unwrap());
+    assert_eq!(totals_after[..4], expected_keys(ROWS));
+    eprintln!("one whole load: {whole:?}");
+
+    // The table against its ledger: the rows each recorded block's lines hold (line 2 is id
+    // KILL_FIRST_ID), all there, and no input row outside the recorded blocks.
+    let matches_ledger = |conn: &Connection, what: &str| -> i64 {
+        let ledger = "SELECT count(*) FROM sqlite_schema WHERE name = 'inrush_load_ledger'";
+        if conn.query_row(ledger, [], |r| r.get::<_, i64>(0)).unwrap() == 0 {
+            let loaded: i64 = conn
+                .query_row(
+                    "SELECT count(*) FROM t WHERE id >= ?1",
+                    [KILL_FIRST_ID],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(loaded, 0, "{what}: rows loaded, yet no ledger");
+            return 0;
+        }
+        let (blocks, recorded, wrong): (i64, i64, i64) = conn
+            .query_row(
+                "SELECT count(*), coalesce(sum(rows), 0), \
+                   count(*) FILTER (WHERE rows <> next_line - first_line OR rows <> \
+                     (SELECT count(*) FROM t WHERE id >= ?1 + first_line - 2 AND id < ?1 + next_line - 2)) \
+                 FROM inrush_load_ledger",
+                [KILL_FIRST_ID],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            wrong, 0,
+            "{what}: {wrong} of {blocks} blocks do not hold their lines' rows"
+        );
+        let outside: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM t WHERE id >= ?1 AND NOT EXISTS (SELECT 1 FROM inrush_load_ledger l \
+                   WHERE t.id >= ?1 + l.first_line - 2 AND t.id < ?1 + l.next_line - 2)",
+                [KILL_FIRST_ID],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(outside, 0, "{what}: input rows of no recorded block");
+        let totals = key_totals(conn);
+        assert_eq!(
+            totals[0] - KILL_SEED_ROWS,
+            recorded,
+            "{what}: the table against its ledger"
+        );
+        assert_eq!(
+            [totals[1], totals[2]],
+            [totals[0]; 2],
+            "{what}: a key twice"
+        );
+        recorded
+    };
+
+    // Each run starts where the last stopped and is killed within a third of a whole load,
+    // so that the kills find the load at many points before it is done.
+    let db = dir.path().join("t.db");
+    std::fs::copy(&pristine, &db).unwrap();
+    let mut partial = std::collections::BTreeSet::new();
+    for (kill, delay) in seeded_delays(KILLS, whole / 3).into_iter().enumerate() {
+        let log = dir.path().join(format!("kill{kill}.log"));
+        let started = Instant::now();
+        let child = spawn_load(&csv, &db, resume, &log);
+        let ended = kill_at(child, started, delay);
+        let journal = journal_of(&db);
+        let what = format!(
+            "kill {kill}, {delay:?} after the start ({}, journal: {:?})",
+            match ended {
+                None => "killed".to_string(),
+                Some(code) => format!("had exited {code} first"),
+            },
+            journal.1
+        );
+        assert!(
+            matches!(ended, None | Some(0)),
+            "{what}: {}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        let conn = open_intact(&db, journal, &what);
+        assert_eq!(definitions(&conn), schema_before, "{what}");
+        let committed = matches_ledger(&conn, &what);
+        eprintln!("{what}: {committed} rows committed");
+        if 0 < committed && committed < ROWS {
+            partial.insert(committed);
+        }
+    }
+    assert!(
+        partial.len() >= 2,
+        "only {} kills found the load partly committed ({partial:?}): the kills come too early or too late for this machine",
+        partial.len()
+    );
+
+    let (code, out) = load(&csv, &db, resume);
+    assert_eq!(code, 0, "the run after {KILLS} kills: {out}");
+    assert!(out.contains("from earlier runs (--resume)"), "{out}");
+    let conn = open_intact(&db, journal_of(&db), "the run after the kills");
+    assert_eq!(definitions(&conn), schema_before);
+    assert_eq!(matches_ledger(&conn, "the run after the kills"), ROWS);
+    assert_eq!(key_totals(&conn), totals_after);
 }
