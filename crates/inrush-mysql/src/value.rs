@@ -49,6 +49,13 @@ enum Kind {
     /// `--create`'s boolean columns (TINYINT(1)): COPY's spellings of true and false, written
     /// as 1 and 0.
     Boolean,
+    /// Any other TINYINT(1), which is what MariaDB makes of BOOLEAN: COPY's spellings of true
+    /// and false as 1 and 0 (what `--create` infers, and what PostgreSQL's boolean takes,
+    /// loads again), integers in range as for any TINYINT.
+    Flag {
+        min: i128,
+        max: i128,
+    },
     /// `--create`'s binary columns: PostgreSQL's `\x` hex form, written as the bytes.
     Hex,
     /// Checked by the server alone.
@@ -68,7 +75,15 @@ impl ColumnCheck {
                 max: (1i128 << (bits - 1)) - 1,
             },
         };
+        let flag = column
+            .column_type
+            .to_ascii_lowercase()
+            .starts_with("tinyint(1)");
         let kind = match column.data_type.as_str() {
+            "tinyint" if flag => match int(8) {
+                Kind::Integer { min, max } => Kind::Flag { min, max },
+                other => other,
+            },
             "tinyint" => int(8),
             "smallint" => int(16),
             "mediumint" => int(24),
@@ -125,6 +140,7 @@ impl ColumnCheck {
         };
         match &self.kind {
             Kind::Boolean | Kind::Hex => self.write_converted(text, out),
+            Kind::Flag { .. } if boolean_word(text).is_some() => self.write_converted(text, out),
             _ => {
                 self.check(text)?;
                 if plain {
@@ -148,10 +164,10 @@ impl ColumnCheck {
     /// A value `--create` gave a column of another type: a boolean or `\x` hex.
     fn write_converted(&self, text: &str, out: &mut Vec<u8>) -> Result<(), String> {
         match &self.kind {
-            Kind::Boolean => match text.trim().to_ascii_lowercase().as_str() {
-                "t" | "true" | "y" | "yes" | "on" | "1" => out.push(b'1'),
-                "f" | "false" | "n" | "no" | "off" | "0" => out.push(b'0'),
-                _ => return Err(format!("not a boolean for column '{}'", self.name)),
+            Kind::Boolean | Kind::Flag { .. } => match boolean_word(text) {
+                Some(true) => out.push(b'1'),
+                Some(false) => out.push(b'0'),
+                None => return Err(format!("not a boolean for column '{}'", self.name)),
             },
             _ => {
                 let bytes = text
@@ -175,7 +191,7 @@ impl ColumnCheck {
     #[inline]
     fn check(&self, text: &str) -> Result<(), String> {
         match &self.kind {
-            Kind::Integer { min, max } => match short_integer(text) {
+            Kind::Integer { min, max } | Kind::Flag { min, max } => match short_integer(text) {
                 Some(v) if v >= *min && v <= *max => Ok(()),
                 _ => self.check_slow(text),
             },
@@ -192,7 +208,7 @@ impl ColumnCheck {
         let out_of_range = || Err(format!("Out of range value for column '{}'", self.name));
         let too_long = || Err(format!("Data too long for column '{}'", self.name));
         match &self.kind {
-            Kind::Integer { min, max } => match plain_integer(text) {
+            Kind::Integer { min, max } | Kind::Flag { min, max } => match plain_integer(text) {
                 Some(v) if v < *min || v > *max => out_of_range(),
                 // A 40-digit integer does not fit i128 either: out of every range.
                 None if is_plain_integer_form(text) => out_of_range(),
@@ -261,6 +277,16 @@ fn enum_members(column_type: &str) -> Vec<String> {
         members.push(member);
     }
     members
+}
+
+/// COPY's spellings of a boolean (`boolin`: any unique prefix of true, false, yes, no, and
+/// on, off, 1, 0; case and surrounding spaces ignored), as inrush's inference reads them.
+fn boolean_word(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "t" | "tr" | "tru" | "true" | "y" | "ye" | "yes" | "on" | "1" => Some(true),
+        "f" | "fa" | "fal" | "fals" | "false" | "n" | "no" | "of" | "off" | "0" => Some(false),
+        _ => None,
+    }
 }
 
 fn is_plain_integer_form(text: &str) -> bool {

@@ -26,6 +26,15 @@ pub struct Column {
     pub not_null: bool,
     /// Position in the primary key (1-based), 0 when not part of it.
     pub pk: i64,
+    /// A boolean in a STRICT table, which has no BOOLEAN type: an INTEGER column constrained
+    /// `CHECK ("c" IN (0, 1))`, as `--create` makes it; loaded from COPY's spellings of true
+    /// and false, like a column declared BOOLEAN.
+    pub boolean: bool,
+}
+
+/// The constraint that marks `column` of a STRICT table as a boolean (see [`Column::boolean`]).
+pub fn boolean_check(column: &str) -> String {
+    format!("CHECK ({} IN (0, 1))", quote(column))
 }
 
 #[derive(Debug, Clone)]
@@ -110,11 +119,28 @@ pub fn read(conn: &Connection, name: &str) -> Result<Option<Table>> {
                 declared: row.get(1)?,
                 not_null: row.get(2)?,
                 pk: row.get(3)?,
+                boolean: false,
             })
         })
         .map_err(reading())?;
     for column in rows {
         columns.push(column.map_err(reading())?);
+    }
+    if strict {
+        let sql: String = conn
+            .query_row(
+                &format!(
+                    "SELECT sql FROM {}.sqlite_schema WHERE type = 'table' AND name = ?1",
+                    quote(&schema)
+                ),
+                [&name],
+                |row| row.get(0),
+            )
+            .map_err(reading())?;
+        for column in &mut columns {
+            column.boolean = column.declared.eq_ignore_ascii_case("INTEGER")
+                && sql.contains(&boolean_check(&column.name));
+        }
     }
     let mut stmt = conn
         .prepare(&format!(

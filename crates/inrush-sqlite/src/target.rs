@@ -337,11 +337,12 @@ fn read_design(table: Table) -> Design {
         .columns
         .iter()
         .map(|c| {
-            let kind = Kind::of_declared(&c.declared, table.strict);
+            let declared = Kind::of_declared(&c.declared, table.strict);
+            let kind = if c.boolean { Kind::Bool } else { declared };
             ColumnCheck {
                 qualified: format!("{}.{}", table.name, c.name),
                 kind,
-                strict: table.strict.then_some(kind),
+                strict: table.strict.then_some(declared),
                 not_null: c.not_null,
                 rowid: rowid.as_deref() == Some(&c.name),
             }
@@ -351,7 +352,8 @@ fn read_design(table: Table) -> Design {
 }
 
 /// `--create`: a STRICT table with a storage type per inferred column, its values checked by
-/// the type inferred (a boolean column is INTEGER holding 1 and 0, dates are TEXT in ISO 8601).
+/// the type inferred (a boolean column is INTEGER holding 1 and 0, marked by its CHECK, dates
+/// are TEXT in ISO 8601).
 /// `--types` names one of STRICT's types.
 fn designed(
     name: &str,
@@ -410,7 +412,11 @@ fn designed(
         "CREATE TABLE {qualified} ({}) STRICT",
         kinds
             .iter()
-            .map(|(n, _, s)| format!("{} {}", quote(n), storage_name(*s)))
+            .map(|(n, kind, storage)| match kind {
+                // STRICT has no BOOLEAN: the constraint says it, to a later load too.
+                Kind::Bool => format!("{} INTEGER {}", quote(n), catalog::boolean_check(n)),
+                _ => format!("{} {}", quote(n), storage_name(*storage)),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     );
@@ -431,11 +437,12 @@ fn designed(
             strict: true,
             columns: kinds
                 .iter()
-                .map(|(n, _, s)| catalog::Column {
+                .map(|(n, kind, s)| catalog::Column {
                     name: n.clone(),
                     declared: storage_name(*s).into(),
                     not_null: false,
                     pk: 0,
+                    boolean: *kind == Kind::Bool,
                 })
                 .collect(),
             indexes: Vec::new(),
