@@ -227,7 +227,7 @@ fn create_makes_a_strict_typed_table() {
         .unwrap();
     assert_eq!(
         sql,
-        "CREATE TABLE \"t\" (\"id\" INTEGER, \"price\" REAL, \"day\" TEXT, \"flag\" INTEGER, \"note\" TEXT) STRICT"
+        "CREATE TABLE \"t\" (\"id\" INTEGER, \"price\" REAL, \"day\" TEXT, \"flag\" INTEGER CHECK (\"flag\" IN (0, 1)), \"note\" TEXT) STRICT"
     );
     assert_eq!(
         contents(&db),
