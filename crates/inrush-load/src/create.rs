@@ -6,17 +6,19 @@
 use crate::sources::{Opened, Sources};
 use crate::{Error, Result};
 use inrush_arrow::DataType;
+use inrush_encode::DateOrder;
 use inrush_read::csv::Record;
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 
 /// Each column's name and type for an input file (a query's come from the source server, see
-/// `QueryServer::columns`).
+/// `QueryServer::columns`). `order`: `--datestyle`'s, in which `31/12/2024` is a date.
 pub fn column_types(
     sources: &Sources,
     names: Option<&[String]>,
     projections: &[Vec<usize>],
     first: Option<&mut Opened>,
+    order: Option<DateOrder>,
 ) -> Result<Vec<(String, String)>> {
     let source = &sources.list[0];
     let Some(names) = names else {
@@ -66,7 +68,8 @@ pub fn column_types(
                 for line in text.lines() {
                     if json.parse(line, &mut fields).is_ok() {
                         for (i, field) in fields.iter().enumerate() {
-                            if let Some(value) = field.as_deref().and_then(json_kind) {
+                            let kind = field.as_deref().and_then(|f| json_kind(f, order));
+                            if let Some(value) = kind {
                                 observe(i, value);
                             }
                         }
@@ -87,7 +90,7 @@ pub fn column_types(
                     };
                     for (i, field) in rec.fields(&block.data).enumerate() {
                         if let Some(bytes) = field {
-                            observe(i, Kind::of(&String::from_utf8_lossy(bytes)));
+                            observe(i, Kind::of(&String::from_utf8_lossy(bytes), order));
                         }
                     }
                     pos = next;
@@ -150,7 +153,9 @@ impl Kind {
 
     /// What a text value reads as. Only types whose reading keeps the value: digits with a
     /// leading zero (`01234`, a zip code) are text, since a number would drop the zero.
-    fn of(text: &str) -> Kind {
+    /// `order`: `--datestyle`'s, in which `31/12/2024` reads as a date (the load's encoders
+    /// and sessions read it in that order too).
+    fn of(text: &str, order: Option<DateOrder>) -> Kind {
         let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
         let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
         let zero_led = |s: &str| s.len() > 1 && s.starts_with('0');
@@ -234,20 +239,72 @@ impl Kind {
         if uuid {
             return Kind::Uuid;
         }
-        Kind::Text
+        order.and_then(|o| slashed(text, o)).unwrap_or(Kind::Text)
     }
+}
+
+/// `31/12/2024` (`12/31/2024` in MDY), alone or with `HH:MM:SS[.fff]` after a space: a date or
+/// a timestamp when day and month are those of a real date in `order`.
+fn slashed(text: &str, order: DateOrder) -> Option<Kind> {
+    let (date, time) = match text.split_once(' ') {
+        Some((date, time)) => (date, Some(time)),
+        None => (text, None),
+    };
+    let mut parts = date.split('/');
+    let (first, second, year) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str, lens: std::ops::RangeInclusive<usize>| {
+        lens.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit())
+    };
+    if parts.next().is_some() || !digits(first, 1..=2) || !digits(second, 1..=2) {
+        return None;
+    }
+    if !digits(year, 4..=4) {
+        return None;
+    }
+    let (day, month) = match order {
+        DateOrder::Dmy => (first, second),
+        DateOrder::Mdy => (second, first),
+        DateOrder::Ymd => return None,
+    };
+    let (day, month, year): (u32, u32, u32) =
+        (day.parse().ok()?, month.parse().ok()?, year.parse().ok()?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if !(1..=days).contains(&day) {
+        return None;
+    }
+    let Some(time) = time else {
+        return Some(Kind::Date);
+    };
+    let b = time.as_bytes();
+    let clock = b.len() >= 8
+        && b[2] == b':'
+        && b[5] == b':'
+        && time[..8].bytes().filter(u8::is_ascii_digit).count() == 6
+        && time[8..]
+            .trim_start_matches('.')
+            .bytes()
+            .all(|c| c.is_ascii_digit())
+        && (b.len() == 8 || b[8] == b'.');
+    clock.then_some(Kind::Timestamp)
 }
 
 /// A JSON value's kind: objects and arrays as jsonb, numbers and `true`/`false` as themselves,
 /// strings by their content, but never as a number or boolean: JSON has its own for those, so
 /// a string (`"01234"`, `"1"`, `"yes"`) is text unless it is a date, timestamp or uuid.
-fn json_kind(raw: &str) -> Option<Kind> {
+fn json_kind(raw: &str, order: Option<DateOrder>) -> Option<Kind> {
     match raw.as_bytes().first()? {
         b'n' => None,
         b'{' | b'[' => Some(Kind::Json),
         b'"' => serde_json::from_str::<String>(raw)
             .ok()
-            .map(|s| match Kind::of(&s) {
+            .map(|s| match Kind::of(&s, order) {
                 Kind::Int
                 | Kind::BigInt
                 | Kind::Numeric
@@ -256,7 +313,7 @@ fn json_kind(raw: &str) -> Option<Kind> {
                 | Kind::Json => Kind::Text,
                 kind => kind,
             }),
-        _ => Some(Kind::of(raw)),
+        _ => Some(Kind::of(raw, order)),
     }
 }
 
@@ -305,7 +362,7 @@ mod tests {
     fn kind(values: &[&str]) -> Option<&'static str> {
         values
             .iter()
-            .map(|v| Kind::of(v))
+            .map(|v| Kind::of(v, None))
             .reduce(Kind::join)
             .map(Kind::sql)
     }
@@ -332,9 +389,28 @@ mod tests {
         );
         assert_eq!(kind(&["1", "x"]), Some("text"));
         assert_eq!(kind(&["2024-13-45x"]), Some("text"));
-        assert_eq!(json_kind("{\"a\": 1}"), Some(Kind::Json));
-        assert_eq!(json_kind("\"2024-01-02\""), Some(Kind::Date));
-        assert_eq!(json_kind("null"), None);
+        assert_eq!(json_kind("{\"a\": 1}", None), Some(Kind::Json));
+        assert_eq!(json_kind("\"2024-01-02\"", None), Some(Kind::Date));
+        assert_eq!(json_kind("null", None), None);
+    }
+
+    #[test]
+    fn slashed_dates_are_dates_in_the_order_datestyle_gives() {
+        let of = |v: &str, order| Kind::of(v, Some(order)).sql();
+        assert_eq!(of("31/12/2024", DateOrder::Dmy), "date");
+        assert_eq!(of("12/31/2024", DateOrder::Mdy), "date");
+        assert_eq!(of("31/12/2024", DateOrder::Mdy), "text");
+        assert_eq!(of("29/02/2023", DateOrder::Dmy), "text");
+        assert_eq!(of("29/02/2024", DateOrder::Dmy), "date");
+        assert_eq!(of("1/2/2024 10:00:00.5", DateOrder::Dmy), "timestamp");
+        assert_eq!(of("1/2/2024 10:00", DateOrder::Dmy), "text");
+        assert_eq!(of("31/12/24", DateOrder::Dmy), "text");
+        assert_eq!(of("2024/12/31", DateOrder::Ymd), "text");
+        assert_eq!(Kind::of("31/12/2024", None).sql(), "text");
+        assert_eq!(
+            json_kind("\"31/12/2024\"", Some(DateOrder::Dmy)),
+            Some(Kind::Date)
+        );
     }
 
     #[test]
@@ -363,13 +439,13 @@ mod tests {
         assert_eq!(kind(&["{\"a\": [1, 2]}", "[1, 2]"]), Some("jsonb"));
         assert_eq!(kind(&["{1,2}"]), Some("text"));
         // A JSON string is never a number or a boolean; a JSON number and true/false are.
-        assert_eq!(json_kind("\"01234\""), Some(Kind::Text));
-        assert_eq!(json_kind("\"12\""), Some(Kind::Text));
-        assert_eq!(json_kind("\"true\""), Some(Kind::Text));
-        assert_eq!(json_kind("\"{}\""), Some(Kind::Text));
-        assert_eq!(json_kind("12"), Some(Kind::Int));
-        assert_eq!(json_kind("1.5e3"), Some(Kind::Float));
-        assert_eq!(json_kind("false"), Some(Kind::Bool));
+        assert_eq!(json_kind("\"01234\"", None), Some(Kind::Text));
+        assert_eq!(json_kind("\"12\"", None), Some(Kind::Text));
+        assert_eq!(json_kind("\"true\"", None), Some(Kind::Text));
+        assert_eq!(json_kind("\"{}\"", None), Some(Kind::Text));
+        assert_eq!(json_kind("12", None), Some(Kind::Int));
+        assert_eq!(json_kind("1.5e3", None), Some(Kind::Float));
+        assert_eq!(json_kind("false", None), Some(Kind::Bool));
     }
 
     #[test]

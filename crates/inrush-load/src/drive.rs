@@ -49,6 +49,7 @@ pub fn load_into(
             header_names.as_deref(),
             &projections,
             first.as_mut(),
+            opts.date_order,
         )?),
         false => None,
     };

@@ -427,10 +427,11 @@ pub fn create_columns(
     header_names: Option<&[String]>,
     projections: &[Vec<usize>],
     first: Option<&mut Opened>,
+    order: Option<inrush_encode::DateOrder>,
 ) -> Result<Vec<(String, String)>> {
     match query_types {
         Some(types) => Ok(types.clone()),
-        None => crate::create::column_types(sources, header_names, projections, first),
+        None => crate::create::column_types(sources, header_names, projections, first, order),
     }
 }
 

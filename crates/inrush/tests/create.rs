@@ -103,3 +103,47 @@ fn mariadb_takes_again_what_create_made() {
         ["1,0,1,0,7"]
     );
 }
+
+/// `--create --datestyle DMY`: `31/12/2024` is a date, read in the order the user gave.
+#[test]
+fn postgres_create_reads_dates_in_the_order_datestyle_gives() {
+    let db = Db::fresh("create");
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("dmy.csv");
+    std::fs::write(
+        &csv,
+        "day,at\n31/12/2024,1/2/2025 10:00:00\n01/03/2025,28/02/2025 23:59:59\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "load",
+            csv.to_str().unwrap(),
+            "--to",
+            &db.conninfo,
+            "--table",
+            "dmy",
+        ])
+        .args([
+            "--header",
+            "--create",
+            "--datestyle",
+            "DMY",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        db.text("SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute WHERE attrelid = 'dmy'::regclass AND attnum > 0"),
+        "date,timestamp without time zone"
+    );
+    assert_eq!(
+        db.text("SELECT string_agg(day || ' ' || at, ',' ORDER BY day) FROM dmy"),
+        "2024-12-31 2025-02-01 10:00:00,2025-03-01 2025-02-28 23:59:59"
+    );
+}

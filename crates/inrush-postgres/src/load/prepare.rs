@@ -117,6 +117,7 @@ pub(super) fn prepare(
                 header_names.as_deref(),
                 &projections,
                 first.as_mut(),
+                opts.date_order,
             )?;
             Some(runtime.block_on(create::table_ddl(
                 &control,
