@@ -38,7 +38,10 @@ def _pyarrow(what: str):
     try:
         import pyarrow
     except ImportError:
-        raise UsageError(f"loading {what} needs pyarrow (pip install pyarrow)") from None
+        raise UsageError(
+            f"loading {what} needs pyarrow: pip install 'inrush[pandas]' (or '[polars]', "
+            "'[pyarrow]'; in a checkout: pip install '.[pandas]')"
+        ) from None
     return pyarrow
 
 

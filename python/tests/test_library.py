@@ -260,3 +260,12 @@ def test_a_producer_that_raises_fails_the_load_with_its_error(db, server, table)
     with pytest.raises(inrush.InrushError, match="the producer broke"):
         inrush.load(batches(), to=server, table=table)
     assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+
+
+def test_a_frame_without_pyarrow_says_which_extra_brings_it(monkeypatch, table):
+    import pandas as pd
+
+    # None in sys.modules makes `import pyarrow` raise ImportError, as on a machine without it.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(inrush.UsageError, match=r"pip install 'inrush\[pandas\]'"):
+        inrush.load(pd.DataFrame({"id": [1]}), to="sqlite:///unused.db", table=table)
