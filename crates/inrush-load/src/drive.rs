@@ -549,24 +549,31 @@ fn write_all(
         });
         *written += match writer.as_mut() {
             None => chunk.rows,
-            Some(writer) => writer.write(&chunk.data, chunk.rows, block, &mut |i, reason| {
-                refuse_row(&chunk, i, reason, plan, shared)
-            })?,
+            Some(writer) => {
+                writer.write(&chunk.data, chunk.rows, block, &mut |i, reason, column| {
+                    refuse_row(&chunk, i, reason, column, plan, shared)
+                })?
+            }
         };
     }
 }
 
 /// A row the engine refused: into the reject file when the user allows rejects, else the
-/// load's error, naming the row.
+/// load's error, naming the row (and the column the engine named, with the row's value there).
 fn refuse_row(
     chunk: &Chunk,
     i: usize,
     reason: String,
+    column: Option<String>,
     plan: &WorkerPlan,
     shared: &Shared,
 ) -> Result<()> {
     if let (Some(rejects), Some(index)) = (&shared.rejects, &chunk.rows_index) {
-        let (raw, location) = plan.row_source(chunk, index, i);
+        let (raw, mut location) = plan.row_source(chunk, index, i);
+        if let Some(column) = column {
+            let value = plan.field_text(chunk.source, raw, &column);
+            location = location.field(column, value.as_deref());
+        }
         return rejects.reject(raw, false, &location, &reason, None);
     }
     let location = plan

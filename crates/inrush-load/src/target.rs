@@ -179,7 +179,8 @@ pub trait RowEncoder: Send + Sync {
 /// Writes encoded rows inside the load's transaction; dropping it rolls back.
 pub trait Writer: Send {
     /// Writes `rows` rows encoded in `data`. A row the engine refuses (a constraint) is passed
-    /// to `refused` with its index in the chunk and the engine's message; when `refused`
+    /// to `refused` with its index in the chunk, the engine's message and the column it names
+    /// (for the reject log, with the row's value there); when `refused`
     /// accepts it (the user allows rejects) the other rows are written, else the load ends
     /// with its error. `block` (under `--resume`): which block of the input the rows are; they
     /// are committed with its ledger row (whose `rows` the writer fills in). Returns how many
@@ -190,7 +191,7 @@ pub trait Writer: Send {
         data: &Bytes,
         rows: u64,
         block: Option<Block>,
-        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64>;
 
     /// After every chunk is written and before any writer commits: the checks the plan left

@@ -973,6 +973,34 @@ impl WorkerPlan {
         )
     }
 
+    /// The text of `column`'s field in the record `raw` of `source` (a row the engine refused,
+    /// whose message named the column), when the record can be read again on its own.
+    pub fn field_text(&self, source: u32, raw: &[u8], column: &str) -> Option<Vec<u8>> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.name == column)
+            .or_else(|| {
+                let folded = |c: &&TargetColumn| c.name.eq_ignore_ascii_case(column);
+                self.columns.iter().position(|c| folded(&c))
+            })?;
+        match &self.decode {
+            Decode::Csv => {
+                let mut rec = Record::default();
+                self.source(source).parser()?.parse(raw, 0, &mut rec).ok()?;
+                rec.field(raw, i).map(<[u8]>::to_vec)
+            }
+            Decode::Jsonl(json) => {
+                let line = std::str::from_utf8(raw)
+                    .ok()?
+                    .trim_end_matches(['\r', '\n']);
+                let mut fields = Vec::new();
+                json.parse(line, &mut fields).ok()?;
+                fields.get(i)?.as_ref().map(|f| f.as_bytes().to_vec())
+            }
+        }
+    }
+
     /// Where a chunk starts, when its rows cannot be told apart.
     pub fn chunk_location(&self, source: u32, first_line: u64) -> Location {
         Location::record(self.source(source).name.clone(), first_line)

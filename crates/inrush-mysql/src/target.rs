@@ -958,8 +958,13 @@ impl Writer for MysqlWriter {
         data: &Bytes,
         rows: u64,
         block: Option<Block>,
-        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
+        // The reject log names the column the server's message names.
+        let refused = &mut |i, message: String| {
+            let column = writer::column_in_message(&message);
+            refused(i, message, column)
+        };
         let conn = self
             .conn
             .as_mut()

@@ -385,6 +385,26 @@ impl ChunkWriter {
     }
 }
 
+/// The column a refusal names: `... for column 'c'`, `... for column `db`.`t`.`c``, `Column
+/// 'c' cannot be null`; `None` for a key (`Duplicate entry ... for key ...`) or a trigger's
+/// SIGNAL.
+pub fn column_in_message(message: &str) -> Option<String> {
+    if let Some(rest) = message.split("for column ").nth(1) {
+        return match rest.strip_prefix('\'') {
+            Some(quoted) => quoted.split('\'').next().map(str::to_string),
+            // `db`.`t`.`c`: the last part (a name holds no backquote unescaped).
+            None => rest
+                .split(|c: char| c.is_whitespace())
+                .next()
+                .and_then(|path| path.rsplit('.').next())
+                .map(|last| last.trim_matches('`').replace("``", "`")),
+        };
+    }
+    let rest = message.strip_prefix("Column '")?;
+    rest.split_once("' cannot be null")
+        .map(|(c, _)| c.to_string())
+}
+
 /// The server's message without its ` at row N`: the pipeline names the input's line.
 /// `lines` in statements of `per` rows, the rest in statements of descending powers of two:
 /// a statement is prepared once per size (the connection caches it), and a chunk's rest of
@@ -440,6 +460,23 @@ fn local_infile_refused(e: mysql_async::Error, table: &str) -> inrush_load::Erro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_names_its_column_in_every_form_the_server_writes() {
+        for (message, column) in [
+            ("Data truncated for column 'birth' at row 3", Some("birth")),
+            ("Out of range value for column 'qty'", Some("qty")),
+            (
+                "Incorrect integer value: 'f' for column `db`.`t`.`flag` at row 1",
+                Some("flag"),
+            ),
+            ("Column 'name' cannot be null", Some("name")),
+            ("Duplicate entry '1' for key 'PRIMARY'", None),
+            ("refused by the trigger", None),
+        ] {
+            assert_eq!(column_in_message(message).as_deref(), column, "{message}");
+        }
+    }
 
     #[test]
     fn insert_batches_cover_the_lines_in_few_sizes() {

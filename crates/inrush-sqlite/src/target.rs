@@ -527,8 +527,13 @@ impl Writer for SqliteWriter {
         data: &Bytes,
         rows: u64,
         block: Option<Block>,
-        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
+        // The reject log names the column SQLite's message names.
+        let refused = &mut |i, message: String| {
+            let column = crate::writer::column_in_message(&message);
+            refused(i, message, column)
+        };
         let (Some(block), Some(input)) = (block, self.resume.clone()) else {
             return self.insert(data, rows, refused);
         };

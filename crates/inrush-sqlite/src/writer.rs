@@ -323,6 +323,19 @@ pub fn interrupt_watch(conn: &Connection, interrupt: &Arc<Interrupt>) -> Watch {
     interrupt.watch(Duration::from_millis(50), move || handle.interrupt())
 }
 
+/// The one column a constraint refusal names (`NOT NULL constraint failed: t.c`, `UNIQUE
+/// constraint failed: t.c`); `None` for several columns, a CHECK (named by the constraint) or
+/// a trigger's RAISE.
+pub fn column_in_message(message: &str) -> Option<String> {
+    let (_, columns) = message.split_once(" constraint failed: ")?;
+    if columns.contains(", ") || message.starts_with("CHECK") {
+        return None;
+    }
+    columns
+        .rsplit_once('.')
+        .map(|(_, column)| column.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1327,3 +1327,30 @@ fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
     assert_keyed(&db, &before, N);
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_load_commits"), ["0"]);
 }
+
+/// A row the server refuses goes to the reject log with the column its message names and the
+/// row's value there, as a row the client refuses does.
+#[test]
+fn the_reject_log_names_the_column_and_value_the_server_refused() {
+    let db = MariaDb::fresh("rejected_column");
+    db.exec("CREATE TABLE people (id INT PRIMARY KEY, birth DATE)");
+    let dir = shared_dir();
+    let csv = write(
+        dir.path(),
+        "people.csv",
+        "id,birth\n1,2024-02-28\n2,2024-02-30\n3,2024-03-01\n",
+    );
+    let rejects = dir.path().join("people.rejects");
+    let (code, out) = load(
+        &csv,
+        &db,
+        "people",
+        &["--max-errors", "5", "--rejects", rejects.to_str().unwrap()],
+    );
+    assert_eq!(code, 6, "{out}");
+    let log = std::fs::read_to_string(format!("{}.log", rejects.display())).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(entry["column"], "birth", "{log}");
+    assert_eq!(entry["value"], "2024-02-30", "{log}");
+    assert_eq!(entry["line"], 3, "{log}");
+}

@@ -1200,3 +1200,34 @@ fn sigkill_under_resume_then_a_rerun_loads_every_row_exactly_once() {
     assert_eq!(matches_ledger(&conn, "the run after the kills"), ROWS);
     assert_eq!(key_totals(&conn), totals_after);
 }
+
+/// A row SQLite refuses for a key goes to the reject log with the key's column and the row's
+/// value there.
+#[test]
+fn the_reject_log_names_the_key_column_sqlite_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("keys.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, code TEXT UNIQUE)")
+        .unwrap();
+    let csv = dir.path().join("keys.csv");
+    std::fs::write(&csv, "id,code\n1,a\n2,b\n3,a\n").unwrap();
+    let rejects = dir.path().join("keys.rejects");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(["load", csv.to_str().unwrap(), "--to", db.to_str().unwrap()])
+        .args(["--table", "t", "--header", "--no-progress", "--max-errors", "5"])
+        .args(["--rejects", rejects.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(format!("{}.log", rejects.display())).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(entry["column"], "code", "{log}");
+    assert_eq!(entry["value"], "a", "{log}");
+}
