@@ -114,6 +114,17 @@ pub fn load_into(
         whole_blocks: false,
     };
     let load_plan = target.plan(&table, opts, sources.size())?;
+    // --check writes the rows inside the writers' transactions and rolls them back, so the
+    // engine refuses what the load would; where it cannot, the rows are checked here only.
+    // A table --create would make has nothing for the engine to check: it is not made.
+    let (load_plan, check_skipped) = match opts.check_only {
+        true => (
+            load_plan.checked(),
+            target.checks_on_client_only(&table, opts),
+        ),
+        false => (load_plan, None),
+    };
+    let writes = !opts.check_only || (check_skipped.is_none() && table.create_sql.is_none());
     let mut notes: Vec<String> = sources.skipped_note().into_iter().collect();
     if let Some(sql) = &table.create_sql {
         notes.push(match opts.check_only {
@@ -142,9 +153,15 @@ pub fn load_into(
     };
     let dropped_at = Instant::now();
     let streamed = (|| -> Result<Streamed> {
-        let writers = match opts.check_only {
-            true => Vec::new(),
-            false => (0..target.writers(opts, ordered).max(1))
+        // --check: one writer, so that a key met twice in the input is refused as a duplicate,
+        // not waited on by another writer's open transaction.
+        let count = match opts.check_only {
+            true => 1,
+            false => target.writers(opts, ordered).max(1),
+        };
+        let writers = match writes {
+            false => Vec::new(),
+            true => (0..count)
                 .map(|_| {
                     target.writer(
                         &table,
@@ -272,6 +289,14 @@ pub fn load_into(
         let loaded_at = Instant::now();
         let committed = match writers.is_empty() {
             true => None,
+            // --check: dropping the writers rolls their transactions back.
+            false if opts.check_only => {
+                drop(writers);
+                if opts.interrupt.is_set() {
+                    return Err(Error::Interrupted);
+                }
+                None
+            }
             false => {
                 // Several writers' commits are one window: once the first commits, the others
                 // must too, so a stop is refused from before the first on. A single writer
@@ -410,6 +435,7 @@ pub fn load_into(
         rejects_log: rejects.as_ref().map(|(_, log)| log.clone()),
         rejects_file: rejects.map(|(file, _)| file),
         loaded: !opts.check_only,
+        check_skipped,
         rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
         blocks: None,
         plan: load_plan,

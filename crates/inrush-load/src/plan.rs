@@ -403,6 +403,28 @@ impl LoadPlan {
             .collect()
     }
 
+    /// `--check`: the rows go in inside transactions that are rolled back, so nothing is
+    /// dropped, built after or sorted: every index and key stays on the table and the server
+    /// checks each row as the load would (its refusal names the row's line), and nothing
+    /// runs after. Triggers stay as the plan has them (`disable_triggers`: disabled inside
+    /// the check's own transaction, where the engine can).
+    pub fn checked(mut self) -> Self {
+        let why = "--check: kept, the rows go in inside a transaction rolled back at the end, so the server checks each one";
+        for d in &mut self.indexes {
+            d.action = IndexAction::Keep;
+            d.reason = why.into();
+        }
+        for d in &mut self.foreign_keys {
+            d.action = IndexAction::Keep;
+            d.reason = why.into();
+        }
+        self.rule = "indexes and keys are kept: --check writes the rows inside a transaction it rolls back, so the server checks every key, foreign key, CHECK constraint and trigger as the load would".into();
+        self.sort = None;
+        self.sort_reason = None;
+        self.after = Maintenance::None;
+        self
+    }
+
     /// The rows will be written frozen (COPY FREEZE after TRUNCATE): nothing for VACUUM to do.
     pub fn loaded_frozen(mut self, frozen: bool) -> Self {
         if frozen

@@ -38,6 +38,10 @@ pub struct LoadSummary {
     pub rejects_log: Option<String>,
     /// False for `--check`: every row was read and checked, none was written.
     pub loaded: bool,
+    /// `--check`: the checks the server did not make, and why (the rows were checked on the
+    /// client only, not written in transactions rolled back); `None` for a load, and for a
+    /// check the server made in full (keys, foreign keys, CHECK constraints, triggers).
+    pub check_skipped: Option<String>,
     /// Rows earlier runs of this load had committed (`--resume`); `rows` counts this run's.
     pub rows_resumed: u64,
     /// `--resume`: the blocks this run committed, and those other processes loading the same
@@ -85,6 +89,7 @@ impl LoadSummary {
             rejects_log: None,
             // Not a `--check`: the rows are in the table; `connections: 0` says none were sent.
             loaded: true,
+            check_skipped: None,
             rows_resumed: 0,
             blocks: None,
             plan,

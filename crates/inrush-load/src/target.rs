@@ -51,6 +51,15 @@ pub trait Target: Sync {
         1
     }
 
+    /// `--check`: why the rows of this load cannot be written inside transactions rolled back
+    /// at the end (a table without transactions keeps what is written), so that the check
+    /// stays on the client: values only, not the table's keys, CHECK constraints, foreign
+    /// keys and triggers. `None`: the check writes them, and the engine checks every row.
+    fn checks_on_client_only(&self, table: &Table, opts: &LoadOptions) -> Option<String> {
+        let _ = (table, opts);
+        None
+    }
+
     /// Before the writers start: what the plan changes outside the load's transactions
     /// (indexes journaled and dropped, where DDL is not transactional). [`Target::end`] runs
     /// whatever happens after this returns. True when definitions are now dropped outside

@@ -192,7 +192,8 @@ impl Target for MysqlTarget {
                     table.engine
                 )))
             };
-            if opts.max_errors > 0 {
+            // --check writes nothing into such a table (see `checks_on_client_only`).
+            if opts.max_errors > 0 && !opts.check_only {
                 return cannot("--max-errors", "the rows around a refused row could not be taken back to load them again without it");
             }
             if opts.resume {
@@ -375,6 +376,15 @@ impl Target for MysqlTarget {
             )
             .collect();
         Ok(plan)
+    }
+
+    fn checks_on_client_only(&self, _: &target::Table, _: &LoadOptions) -> Option<String> {
+        let table = &self.design().ok()?.table;
+        (!table.transactional).then(|| format!(
+            "{} is {}, which is not transactional: rows written to check them could not be rolled back, so the values were checked on the client only; its keys, CHECK constraints, foreign keys and triggers were not",
+            table.qualified(),
+            table.engine
+        ))
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {

@@ -304,9 +304,17 @@ pub fn human_summary(s: &LoadSummary) -> String {
             s.seconds
         )
     } else {
+        // --check: what the server refused (in transactions rolled back), or which of its
+        // checks were not made.
+        let verdict = match (&s.check_skipped, s.rows_rejected) {
+            (Some(why), 0) => format!("their values would load, but the table's own checks were not made: {why}"),
+            (Some(why), n) => format!("{} would be refused, the others' values would load, but the table's own checks were not made: {why}", group(n)),
+            (None, 0) => "they would load".to_string(),
+            (None, n) => format!("{} would be refused, the others would load", group(n)),
+        };
         format!(
-            "checked {} rows against {} in {:.2} s: they would load; nothing was written",
-            group(s.rows),
+            "checked {} rows against {} in {:.2} s: {verdict}; nothing was written",
+            group(s.rows + s.rows_rejected),
             s.table,
             s.seconds
         )
@@ -598,6 +606,7 @@ mod tests {
             rejects_file: Some("data.csv.rejects".into()),
             rejects_log: Some("data.csv.rejects.log".into()),
             loaded: true,
+            check_skipped: None,
             rows_resumed: 0,
             blocks: None,
             plan: inrush_load::LoadPlan::decide(

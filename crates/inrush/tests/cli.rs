@@ -861,3 +861,86 @@ fn plan_takes_the_loads_own_command_line() {
     assert_eq!(nothing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&nothing.stderr).contains("nothing to load"));
 }
+
+/// `--check` finds what the load would refuse (issue 30): it writes the rows in a transaction
+/// it rolls back, so a key already in the table, a foreign-key miss and a CHECK violation
+/// end it with the load's exit 4 naming the row; with `--max-errors` every refused row goes
+/// to the reject file (exit 6, as a load with rejects); the table and its definitions are
+/// as they were, `--truncate` included.
+#[test]
+fn check_finds_what_the_server_would_refuse() {
+    let db = inrush_testkit::Db::fresh("check");
+    db.exec(
+        "CREATE TABLE parent (id int PRIMARY KEY); INSERT INTO parent VALUES (1), (2);
+         CREATE TABLE t (id int PRIMARY KEY, p int REFERENCES parent, n int CHECK (n >= 0));
+         CREATE INDEX t_n ON t (n);
+         INSERT INTO t VALUES (1, 1, 1), (2, 2, 2);",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_inrush");
+    let file = |name: &str, body: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (rows, definitions) = (db.text("SELECT * FROM t ORDER BY id"), db.definitions());
+    let check = |input: &str, extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            input,
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--header",
+            "--check",
+            "--no-progress",
+        ];
+        args.extend_from_slice(extra);
+        let (code, out) = inrush_testkit::run(bin, &args);
+        assert_eq!(db.text("SELECT * FROM t ORDER BY id"), rows, "{out}");
+        assert_eq!(db.definitions(), definitions, "{out}");
+        (code, out)
+    };
+    let again = file("again.csv", "id,p,n\n3,1,3\n1,1,1\n");
+    let (code, out) = check(&again, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("again.csv:3:"), "{out}");
+    assert!(out.contains("(id)=(1)"), "{out}");
+    // A foreign key is checked at the end of the COPY, which names the value, not the line.
+    let orphan = file("orphan.csv", "id,p,n\n3,9,3\n");
+    let (code, out) = check(&orphan, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("t_p_fkey") && out.contains("(p)=(9)"), "{out}");
+    let negative = file("negative.csv", "id,p,n\n3,1,-1\n");
+    let (code, out) = check(&negative, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("t_n_check") && out.contains("negative.csv:2:"),
+        "{out}"
+    );
+    // Every refused row in the reject file, the others counted as loadable.
+    let mixed = file("mixed.csv", "id,p,n\n3,1,3\n1,1,1\n4,9,4\n5,1,-5\n6,2,6\n");
+    let rejects = dir.path().join("mixed.rejects");
+    let rejects_arg = rejects.to_str().unwrap();
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--rejects", rejects_arg]);
+    assert_eq!(code, 6, "{out}");
+    assert!(
+        out.contains("checked 5 rows") && out.contains("3 would be refused"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was written"), "{out}");
+    let refused = std::fs::read_to_string(&rejects).unwrap();
+    let mut refused: Vec<&str> = refused.lines().collect();
+    refused.sort();
+    assert_eq!(refused, ["1,1,1", "4,9,4", "5,1,-5", "id,p,n"], "{out}");
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--json"]);
+    assert_eq!(code, 6, "{out}");
+    assert!(out.contains("\"loaded\":false"), "{out}");
+    // --truncate: checked against the table emptied in the transaction rolled back.
+    let (code, out) = check(&again, &["--truncate"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&orphan, &["--truncate"]);
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(db.journal_len(), 0);
+}

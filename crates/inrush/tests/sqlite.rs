@@ -1231,3 +1231,81 @@ fn the_reject_log_names_the_key_column_sqlite_refused() {
     assert_eq!(entry["column"], "code", "{log}");
     assert_eq!(entry["value"], "a", "{log}");
 }
+
+/// `--check` finds what the load would refuse (issue 30): the rows go in inside a transaction
+/// rolled back, so a key already in the table, a foreign-key miss and a CHECK violation end
+/// it with exit 4 naming the row; with `--max-errors` every refused row is in the reject file
+/// (exit 6); the file's rows and schema are as they were, `--truncate` included.
+#[test]
+fn check_finds_what_sqlite_would_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("check.db");
+    exec(
+        &db,
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY); INSERT INTO parent VALUES (1), (2);
+         CREATE TABLE t (id INTEGER PRIMARY KEY, p INTEGER REFERENCES parent, n INTEGER CHECK (n >= 0));
+         CREATE INDEX t_n ON t (n);
+         INSERT INTO t VALUES (1, 1, 1), (2, 2, 2);",
+    );
+    let schema = || {
+        let conn = Connection::open(&db).unwrap();
+        let sql: Vec<String> = conn
+            .prepare("SELECT sql FROM sqlite_schema ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        sql
+    };
+    let (rows, definitions) = (contents(&db), schema());
+    let check = |csv: &Path, extra: &[&str]| {
+        let mut args = vec!["--check"];
+        args.extend_from_slice(extra);
+        let (code, out) = load(csv, &db, &args);
+        assert_eq!(contents(&db), rows, "{out}");
+        assert_eq!(schema(), definitions, "{out}");
+        (code, out)
+    };
+    let again = write(dir.path(), "again.csv", "id,p,n\n3,1,3\n1,1,1\n");
+    let (code, out) = check(&again, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("again.csv:3") && out.contains("t.id"), "{out}");
+    let orphan = write(dir.path(), "orphan.csv", "id,p,n\n3,9,3\n");
+    let (code, out) = check(&orphan, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("FOREIGN KEY"), "{out}");
+    let negative = write(dir.path(), "negative.csv", "id,p,n\n3,1,-1\n");
+    let (code, out) = check(&negative, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("negative.csv:2") && out.contains("CHECK"),
+        "{out}"
+    );
+    let mixed = write(
+        dir.path(),
+        "mixed.csv",
+        "id,p,n\n3,1,3\n1,1,1\n4,9,4\n5,1,-5\n6,2,6\n",
+    );
+    let rejects = dir.path().join("mixed.rejects");
+    let rejects_arg = rejects.to_str().unwrap();
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--rejects", rejects_arg]);
+    assert_eq!(code, 6, "{out}");
+    assert!(
+        out.contains("checked 5 rows") && out.contains("3 would be refused"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was written"), "{out}");
+    let refused = std::fs::read_to_string(&rejects).unwrap();
+    let mut refused: Vec<&str> = refused.lines().collect();
+    refused.sort();
+    assert_eq!(refused, ["1,1,1", "4,9,4", "5,1,-5", "id,p,n"], "{out}");
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--json"]);
+    assert_eq!(code, 6, "{out}");
+    assert!(out.contains("\"loaded\":false"), "{out}");
+    // --truncate: checked against the table emptied in the transaction rolled back.
+    let (code, out) = check(&again, &["--truncate"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&orphan, &["--truncate"]);
+    assert_eq!(code, 4, "{out}");
+}

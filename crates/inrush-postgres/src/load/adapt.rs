@@ -64,10 +64,6 @@ pub(crate) struct Feed<'a> {
 }
 
 impl Feed<'_> {
-    pub fn ungated(chunks: flume::Receiver<Chunk>) -> Feed<'static> {
-        Feed { chunks, turn: None }
-    }
-
     /// Waits until this sink may take a chunk; false when the load was cancelled or the queue
     /// is done (the active sinks take what is left).
     pub async fn wait_turn(&self, shared: &Shared) -> bool {

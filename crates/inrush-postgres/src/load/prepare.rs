@@ -199,7 +199,7 @@ pub(super) fn prepare(
         format,
         frozen,
     );
-    let prelude = prelude(opts, &create_sql, &table);
+    let mut prelude = prelude(opts, &create_sql, &table);
     let decode = match sources.format {
         InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
             &columns
@@ -258,6 +258,18 @@ pub(super) fn prepare(
         runtime
             .block_on(control.batch_execute("ROLLBACK"))
             .map_err(crate::query_error("ROLLBACK"))?;
+    }
+    // --check: the rows go in inside the sink's transaction, rolled back at the end, with
+    // every definition in place (--disable-triggers: disabled in that transaction only).
+    if opts.check_only {
+        prelude.extend(load_plan.disabled_triggers().iter().map(|(name, _)| {
+            format!(
+                "ALTER TABLE {} DISABLE TRIGGER {}",
+                table.qualified(),
+                crate::quote_ident(name)
+            )
+        }));
+        load_plan = load_plan.checked();
     }
     if !opts.check_only {
         let blocked = if opts.max_errors > 0 {
@@ -406,7 +418,10 @@ async fn connections(
     to_shards: bool,
 ) -> crate::Result<Parallelism> {
     if opts.check_only {
-        return Ok(Parallelism::fixed(0, "--check: nothing is loaded"));
+        return Ok(Parallelism::fixed(
+            1,
+            "--check: one connection, whose transaction is rolled back at the end",
+        ));
     }
     if opts.truncate || opts.table_lock || opts.create {
         return Ok(Parallelism::fixed(

@@ -119,6 +119,7 @@ impl Staging {
         // The commit window: a stop asked before it (the merge cancelled, or asked since)
         // rolls back; one asked after it is told the rows are committed.
         let stopped = match &merged {
+            Ok(_) if opts.check_only => opts.interrupt.is_set(),
             Ok(_) => !opts.interrupt.begin_commit(),
             Err(_) => opts.interrupt.cancels(),
         };
@@ -126,8 +127,13 @@ impl Staging {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(inrush_load::Error::Interrupted);
         }
+        // --check: the merge met the table's keys, foreign keys and triggers; it is undone.
+        let end = match opts.check_only {
+            true => "ROLLBACK",
+            false => "COMMIT",
+        };
         let committed = match merged {
-            Ok(affected) => client.batch_execute("COMMIT").await.map(|()| affected),
+            Ok(affected) => client.batch_execute(end).await.map(|()| affected),
             Err(e) => Err(e),
         };
         match committed {

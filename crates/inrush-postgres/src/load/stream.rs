@@ -131,106 +131,101 @@ pub(super) fn stream(
         )
         .map_err(spawn_error)?
     };
-    let (finished, resolved, checked) =
-        std::thread::scope(|scope| -> Result<(Vec<Finished>, u64, u64)> {
-            let shared = &*shared;
-            let spawn = |name: String| std::thread::Builder::new().name(name);
-            let workers = spawn_workers(scope, plan, shared, opts.workers, block_rx, chunk_tx)?;
-            let middle = match middle {
-                Some((Some(key), from_workers, to_sinks)) => Some(
-                    spawn("inrush-sort".into())
-                        .spawn_scoped(scope, move || {
-                            let chunk_bytes = plan.chunk_bytes;
-                            if let Err(e) =
-                                sort::run(key, from_workers, to_sinks, shared, chunk_bytes)
-                            {
-                                shared.fail(e);
-                            }
-                        })
-                        .map_err(spawn_error)?,
-                ),
-                Some((None, from_workers, to_sinks)) => Some(
-                    spawn("inrush-order".into())
-                        .spawn_scoped(scope, move || order::run(from_workers, to_sinks, shared))
-                        .map_err(spawn_error)?,
-                ),
-                None => None,
-            };
-            let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
-            let _end_ticker = EndTicker(&done);
+    let (finished, resolved) = std::thread::scope(|scope| -> Result<(Vec<Finished>, u64)> {
+        let shared = &*shared;
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        let workers = spawn_workers(scope, plan, shared, opts.workers, block_rx, chunk_tx)?;
+        let middle = match middle {
+            Some((Some(key), from_workers, to_sinks)) => Some(
+                spawn("inrush-sort".into())
+                    .spawn_scoped(scope, move || {
+                        let chunk_bytes = plan.chunk_bytes;
+                        if let Err(e) = sort::run(key, from_workers, to_sinks, shared, chunk_bytes)
+                        {
+                            shared.fail(e);
+                        }
+                    })
+                    .map_err(spawn_error)?,
+            ),
+            Some((None, from_workers, to_sinks)) => Some(
+                spawn("inrush-order".into())
+                    .spawn_scoped(scope, move || order::run(from_workers, to_sinks, shared))
+                    .map_err(spawn_error)?,
+            ),
+            None => None,
+        };
+        let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
+        let _end_ticker = EndTicker(&done);
 
-            let (finished, checked) = runtime.block_on(async {
-                if opts.check_only {
-                    return (Vec::new(), drain(Feed::ungated(chunk_rx), shared).await);
-                }
-                let streams = sinks.into_iter().enumerate().map(|(i, sessions)| {
-                    let chunks = Feed {
-                        chunks: chunk_rx.clone(),
-                        turn: gate.as_ref().map(|gate| (gate, i)),
+        let finished = runtime.block_on(async {
+            let streams = sinks.into_iter().enumerate().map(|(i, sessions)| {
+                let chunks = Feed {
+                    chunks: chunk_rx.clone(),
+                    turn: gate.as_ref().map(|gate| (gate, i)),
+                };
+                let (plan, destinations, prelude, resumable) =
+                    (&plan, &destinations, &prelude, &resumable);
+                async move {
+                    let streamed = match resumable {
+                        Some(resumable) => {
+                            sink::run_resumable(
+                                sessions,
+                                destinations,
+                                format,
+                                chunks,
+                                shared,
+                                plan,
+                                resumable,
+                            )
+                            .await
+                        }
+                        None => {
+                            sink::run(
+                                sessions,
+                                prelude,
+                                destinations,
+                                format,
+                                chunks,
+                                shared,
+                                plan,
+                            )
+                            .await
+                        }
                     };
-                    let (plan, destinations, prelude, resumable) =
-                        (&plan, &destinations, &prelude, &resumable);
-                    async move {
-                        let streamed = match resumable {
-                            Some(resumable) => {
-                                sink::run_resumable(
-                                    sessions,
-                                    destinations,
-                                    format,
-                                    chunks,
-                                    shared,
-                                    plan,
-                                    resumable,
-                                )
-                                .await
-                            }
-                            None => {
-                                sink::run(
-                                    sessions,
-                                    prelude,
-                                    destinations,
-                                    format,
-                                    chunks,
-                                    shared,
-                                    plan,
-                                )
-                                .await
-                            }
-                        };
-                        match streamed {
-                            Ok(finished) => Some(finished),
-                            Err(e) => {
-                                shared.fail(e);
-                                None
-                            }
+                    match streamed {
+                        Ok(finished) => Some(finished),
+                        Err(e) => {
+                            shared.fail(e);
+                            None
                         }
                     }
-                });
-                // Two connections' transactions wait on each other only when both stay open
-                // to the end (not under --resume, which commits block by block).
-                let find_deadlocks = resume.is_none() && connections > 1;
-                let from_query = opts.from_query.is_some();
-                let watching = watch::watch(&watched, shared, find_deadlocks, from_query);
-                let pids: Vec<i32> = watched[0].sessions.iter().map(|s| s.pid).collect();
-                let adapting = adapt::control(gate.as_ref(), control, &pids, &chunk_rx, shared);
-                let results = tokio::select! {
-                    results = futures_util::future::join_all(streams) => results,
-                    never = watching => match never {},
-                    never = adapting => match never {},
-                };
-                drop(chunk_rx);
-                (results.into_iter().flatten().collect::<Vec<_>>(), 0)
+                }
             });
-            let resolved = join_workers(workers)?;
-            if let Some(middle) = middle {
-                middle
-                    .join()
-                    .map_err(|_| Error::Internal("the sort or order stage panicked".into()))?;
-            }
-            done.store(true, Ordering::Relaxed);
-            let _ = ticker.join();
-            Ok((finished, resolved, checked))
-        })?;
+            // Two connections' transactions wait on each other only when both stay open
+            // to the end (not under --resume, which commits block by block).
+            let find_deadlocks = resume.is_none() && connections > 1;
+            let from_query = opts.from_query.is_some();
+            let watching = watch::watch(&watched, shared, find_deadlocks, from_query);
+            let pids: Vec<i32> = watched[0].sessions.iter().map(|s| s.pid).collect();
+            let adapting = adapt::control(gate.as_ref(), control, &pids, &chunk_rx, shared);
+            let results = tokio::select! {
+                results = futures_util::future::join_all(streams) => results,
+                never = watching => match never {},
+                never = adapting => match never {},
+            };
+            drop(chunk_rx);
+            results.into_iter().flatten().collect::<Vec<_>>()
+        });
+        let resolved = join_workers(workers)?;
+        if let Some(middle) = middle {
+            middle
+                .join()
+                .map_err(|_| Error::Internal("the sort or order stage panicked".into()))?;
+        }
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        Ok((finished, resolved))
+    })?;
     reporter.progress(progress.snapshot());
     if !shared.is_cancelled() {
         // Every block was taken, so the readers have finished or are about to.
@@ -258,7 +253,7 @@ pub(super) fn stream(
         runtime.block_on(rollback(&finished));
         return Err(error);
     }
-    let rows: u64 = finished.iter().map(|f| f.rows).sum::<u64>() + checked;
+    let rows: u64 = finished.iter().map(|f| f.rows).sum();
     let sent = progress.rows_sent.load(Ordering::Relaxed);
     let refused: u64 = finished.iter().map(|f| f.refused).sum();
     // --resume: blocks sent, then found committed by another process loading the same input.
@@ -295,7 +290,14 @@ pub(super) fn stream(
     // With --resume every chunk committed on its own already. Across shards, why the commit
     // is not two-phase, when it is not.
     let mut one_phase_reason = None;
-    if !opts.check_only && resume.is_none() {
+    if opts.check_only {
+        // --check: every row met the server's checks; none stays. Under --on-conflict the rows
+        // are in the staging table, which the merge reads in a transaction it rolls back.
+        match staging.is_some() {
+            true => runtime.block_on(commit(&finished))?,
+            false => runtime.block_on(rollback(&finished)),
+        }
+    } else if resume.is_none() {
         if let Some(identity) = record {
             // Without the record a rerun would load the rows twice should the rebuild fail
             // after the commit: no record, no commit.
@@ -327,7 +329,7 @@ pub(super) fn stream(
         }
     });
     let merged = match &staging {
-        Some(st) if !opts.check_only => Some(runtime.block_on(st.merge(control, target, opts))?),
+        Some(st) => Some(runtime.block_on(st.merge(control, target, opts))?),
         _ => None,
     };
     let wal_after = runtime.block_on(SessionInfo::wal_lsn(control));
@@ -392,6 +394,7 @@ pub(super) fn stream(
                 .map(|r| r.log_path.display().to_string()),
             server_version: session.server_version.clone(),
             loaded: !opts.check_only,
+            check_skipped: None,
             rows_resumed: resume.as_ref().map_or(0, |r| r.2),
             blocks,
             plan: load_plan.clone(),
@@ -400,15 +403,6 @@ pub(super) fn stream(
         },
         txids,
     ))
-}
-
-/// `--check`: takes encoded chunks and counts their rows; nothing reaches the table.
-async fn drain(chunks: Feed<'_>, shared: &Shared) -> u64 {
-    let mut rows = 0;
-    while let Some(chunk) = sink::next_chunk(&chunks, shared).await {
-        rows += chunk.rows;
-    }
-    rows
 }
 
 /// Every sink's sessions (on the target, and on each shard), and the same sessions grouped by
