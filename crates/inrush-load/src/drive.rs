@@ -68,7 +68,7 @@ pub fn load_into(
     let resume = match opts.resume {
         false => None,
         true => {
-            let file = resume::input_file(&sources, opts.block_size)?;
+            let file = resume::input_file(&sources, first.as_ref(), opts.block_size)?;
             let committed = target.ledger(&table, &file)?;
             let start = Resume::start(&committed, &sources, first.as_mut(), &progress)?;
             // A stop keeps the blocks committed so far, and says so.

@@ -57,8 +57,13 @@ impl Resume {
 }
 
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
-/// modification time and fingerprint. Standard input cannot be resumed.
-pub fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
+/// modification time and fingerprint; and where its data starts, the position of `first`'s
+/// splitter (past a header) before it has cut a block. Standard input cannot be resumed.
+pub fn input_file(
+    sources: &Sources,
+    first: Option<&Opened>,
+    block_size: usize,
+) -> Result<InputFile> {
     // Refused here, before a ledger is read or made: its blocks are byte ranges of text.
     if sources.columnar() {
         return Err(Error::Usage(COLUMNAR.into()));
@@ -93,5 +98,6 @@ pub fn input_file(sources: &Sources, block_size: usize) -> Result<InputFile> {
         size: meta.len() as i64,
         mtime: mtime.to_string(),
         fingerprint: inrush_read::source::fingerprint(&path).map_err(open_error)?,
+        data_start: first.map_or(0, |f| f.splitter.position().0 as i64),
     })
 }

@@ -76,7 +76,7 @@ impl MysqlTarget {
 
 /// A runtime of its own for each caller: the pipeline's threads are plain threads, and each
 /// connection is used by one of them at a time.
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

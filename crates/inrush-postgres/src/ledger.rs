@@ -21,6 +21,7 @@
 use crate::catalog::relations_exist;
 use crate::{query_error, Error, Result};
 pub use inrush_core::ledger::{resume_point, Committed, InputFile};
+use inrush_core::ledger::{LoadStatus, Loading, Recorded};
 use tokio_postgres::Client;
 
 const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
@@ -328,54 +329,7 @@ impl InputIdentity {
             size: file.size,
             mtime: file.mtime,
             fingerprint: file.fingerprint,
-            data_start: 0,
-        }
-    }
-}
-
-/// One input's load into one table, as the ledger and the server's locks say now
-/// (`inrush status`).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct LoadStatus {
-    pub table: String,
-    pub input: String,
-    pub block_size: i64,
-    /// The input's size in bytes.
-    pub size: i64,
-    /// Blocks, rows and input bytes committed.
-    pub blocks: i64,
-    pub rows: i64,
-    pub bytes: i64,
-    pub started_at: String,
-    pub last_commit: Option<String>,
-    /// Whether the committed blocks cover the input from its first block to its end; `None`
-    /// for a ledger written before inrush recorded where the first block starts.
-    pub complete: Option<bool>,
-    /// The blocks being loaded now, and by which session.
-    pub loading: Vec<Loading>,
-    /// `complete`, `loading`, `interrupted` or `unknown` (see [`LoadStatus::state`]).
-    pub state: &'static str,
-}
-
-/// A block some session holds now: taken, not committed yet.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Loading {
-    /// The block's ordinal (`offset / block_size`).
-    pub block: i64,
-    pub pid: i32,
-    pub client_addr: Option<String>,
-    pub application_name: Option<String>,
-}
-
-impl LoadStatus {
-    /// `complete`, `loading` (some process holds a block now), `interrupted` (neither), or
-    /// `unknown`.
-    pub fn state(&self) -> &'static str {
-        match (self.complete, self.loading.is_empty()) {
-            (Some(true), _) => "complete",
-            (_, false) => "loading",
-            (Some(false), true) => "interrupted",
-            (None, true) => "unknown",
+            data_start: file.data_start,
         }
     }
 }
@@ -415,27 +369,20 @@ pub async fn status(client: &Client, table_oid: Option<u32>) -> Result<Vec<LoadS
         .map_err(query_error("reading inrush.load_ledger"))?;
     let mut statuses = Vec::with_capacity(loads.len());
     for row in loads {
-        let (size, data_start, bytes): (i64, Option<i64>, i64) =
-            (row.get(3), row.get(4), row.get(8));
         let key: i32 = row.get(10);
-        let mut status = LoadStatus {
+        let recorded = Recorded {
             table: row.get(0),
             input: row.get(1),
             block_size: row.get(2),
-            size,
+            size: row.get(3),
+            data_start: row.get(4),
             blocks: row.get(6),
             rows: row.get(7),
-            bytes,
+            bytes: row.get(8),
             started_at: row.get(5),
             last_commit: row.get(9),
-            // Blocks never overlap (the ledger's key, and the same cuts), so their bytes
-            // cover the data exactly when they add up to it.
-            complete: data_start.map(|start| bytes >= size - start),
-            loading: loading(client, key).await?,
-            state: "",
         };
-        status.state = status.state();
-        statuses.push(status);
+        statuses.push(LoadStatus::new(recorded, loading(client, key).await?));
     }
     Ok(statuses)
 }

@@ -1,12 +1,15 @@
 //! The load ledger for `--resume`, in two tables of the database file itself: every block of an
 //! input committed into a table is recorded in the same transaction as its rows, so after any
 //! crash the ledger says exactly which rows are in (the same design as PostgreSQL's
-//! `inrush.load_ledger`, see `inrush_postgres::ledger`).
+//! `inrush.load_ledger`, see `inrush_postgres::ledger`). [`status`] reads it for
+//! `inrush status`.
 
-use crate::failed;
-use inrush_core::ledger::{Committed, InputFile};
+use crate::{catalog, failed};
+use inrush_core::ledger::{Committed, InputFile, LoadStatus, Recorded};
 use inrush_load::{Error, Result};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::path::Path;
+use std::time::Duration;
 
 const CREATE_LEDGER: &str = "\
     CREATE TABLE IF NOT EXISTS inrush_load_inputs ( \
@@ -21,11 +24,37 @@ const CREATE_LEDGER: &str = "\
       committed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, \
       PRIMARY KEY (tbl, input, block_size, block_offset));";
 
+/// Whether `inrush_load_inputs` has its `data_start` column, which ledgers made before inrush
+/// recorded where the data starts lack.
+fn has_data_start(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM pragma_table_info('inrush_load_inputs') WHERE name = 'data_start'",
+        [],
+        |r| r.get::<_, i64>(0).map(|n| n > 0),
+    )
+}
+
+/// Makes the ledger's tables, or adds `data_start` to an older ledger's, in one write
+/// transaction (two processes starting together would both add the column).
+fn create(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(&format!("BEGIN IMMEDIATE; {CREATE_LEDGER}"))?;
+    let made = has_data_start(conn).and_then(|has| match has {
+        true => Ok(()),
+        false => conn.execute_batch("ALTER TABLE inrush_load_inputs ADD COLUMN data_start INTEGER"),
+    });
+    match made {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
 /// Registers the input for `table` (or checks it is unchanged) and returns its committed
 /// blocks by offset.
 pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Committed>> {
-    conn.execute_batch(CREATE_LEDGER)
-        .map_err(failed("creating the inrush_load_ledger table"))?;
+    create(conn).map_err(failed("creating the inrush_load_ledger table"))?;
     let known = conn
         .query_row(
             "SELECT size, mtime, fingerprint FROM inrush_load_inputs \
@@ -50,12 +79,28 @@ pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Commit
                     id.describe()
                 )));
             }
+            // A ledger older than `data_start` learns it here.
+            conn.execute(
+                "UPDATE inrush_load_inputs SET data_start = ?4 \
+                 WHERE tbl = ?1 AND input = ?2 AND block_size = ?3 AND data_start IS NULL",
+                (table, &id.input, id.block_size, id.data_start),
+            )
+            .map_err(failed("recording where the input's data starts"))?;
         }
         None => {
             conn.execute(
-                "INSERT INTO inrush_load_inputs (tbl, input, block_size, size, mtime, fingerprint) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                (table, &id.input, id.block_size, id.size, &id.mtime, &id.fingerprint),
+                "INSERT INTO inrush_load_inputs \
+                 (tbl, input, block_size, size, mtime, fingerprint, data_start) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                (
+                    table,
+                    &id.input,
+                    id.block_size,
+                    id.size,
+                    &id.mtime,
+                    &id.fingerprint,
+                    id.data_start,
+                ),
             )
             .map_err(failed("registering the input in inrush_load_inputs"))?;
         }
@@ -100,4 +145,80 @@ pub fn record(conn: &Connection, table: &str, id: &InputFile, block: Committed) 
     )
     .map(|_| ())
     .map_err(failed("recording the block in inrush_load_ledger"))
+}
+
+/// `inrush status` for the database file at `path`: every load in its ledger (into `table`
+/// only, when given). `loading` stays empty: SQLite has one writer at a time and no registry
+/// of what a process holds, so a load that runs now is told from an interrupted one by nothing
+/// in the file (both are `interrupted` until complete).
+pub fn status(path: &Path, table: Option<&str>) -> Result<Vec<LoadStatus>> {
+    // Read-only: a status never makes a database file, nor writes to one.
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(failed(format!("opening {}", path.display())))?;
+    // A load's commit holds the file a moment.
+    conn.busy_timeout(Duration::from_secs(10))
+        .map_err(failed("setting the busy timeout"))?;
+    // The ledger names a table as the load's catalog read spelled it.
+    let table = match table {
+        None => None,
+        Some(name) => match catalog::read(&conn, name)? {
+            Some(table) => Some(table.qualified()),
+            None => {
+                return Err(Error::Columns(format!(
+                    "table {name} does not exist in {}",
+                    path.display()
+                )))
+            }
+        },
+    };
+    let ledger: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_schema \
+             WHERE type = 'table' AND name IN ('inrush_load_inputs', 'inrush_load_ledger')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(failed("looking for inrush_load_ledger"))?;
+    if ledger < 2 {
+        return Ok(Vec::new());
+    }
+    let data_start = match has_data_start(&conn).map_err(failed("reading inrush_load_inputs"))? {
+        true => "i.data_start",
+        false => "NULL",
+    };
+    let mut stmt = conn
+        .prepare(&format!(
+            "SELECT i.tbl, i.input, i.block_size, i.size, {data_start}, i.started_at, \
+               count(l.block_offset), coalesce(sum(l.rows), 0), coalesce(sum(l.block_len), 0), \
+               max(l.committed_at) \
+             FROM inrush_load_inputs i LEFT JOIN inrush_load_ledger l \
+               ON l.tbl = i.tbl AND l.input = i.input AND l.block_size = i.block_size \
+             WHERE ?1 IS NULL OR i.tbl = ?1 \
+             GROUP BY i.tbl, i.input, i.block_size ORDER BY 1, 2, 3"
+        ))
+        .map_err(failed("reading inrush_load_ledger"))?;
+    let loads = stmt
+        .query_map([&table], |r| {
+            Ok(Recorded {
+                table: r.get(0)?,
+                input: r.get(1)?,
+                block_size: r.get(2)?,
+                size: r.get(3)?,
+                data_start: r.get(4)?,
+                started_at: r.get(5)?,
+                blocks: r.get(6)?,
+                rows: r.get(7)?,
+                bytes: r.get(8)?,
+                last_commit: r.get(9)?,
+            })
+        })
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .map_err(failed("reading inrush_load_ledger"))?;
+    Ok(loads
+        .into_iter()
+        .map(|load| LoadStatus::new(load, Vec::new()))
+        .collect())
 }

@@ -410,7 +410,8 @@ pub struct RecoverArgs {
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// The PostgreSQL server, as for `load --to`.
+    /// The target, as for `load --to` (a PostgreSQL URI or key=value string, mysql://..., or a
+    /// SQLite file).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Only loads into this table (default: every load in the ledger).
@@ -845,28 +846,37 @@ impl LoadArgs {
     }
 }
 
-/// Ctrl-C or SIGTERM asks the load to stop; what that means depends on the phase it is in, and
-/// the message says so (see `inrush_load::Signalled`). A second signal exits at once only when
-/// that leaves nothing dropped and nothing half-done: the server rolls back the open
-/// transactions of a closed connection.
-/// `inrush status`: the `--resume` loads in a PostgreSQL target's ledger.
+/// `inrush status`: the `--resume` loads in the target's ledger, whatever its engine.
 fn status(args: StatusArgs) -> Result<()> {
-    let Target::Postgres(target) = Target::of(args.to.as_deref())? else {
-        anyhow::bail!(inrush_load::Error::Usage(
-            "inrush status reads the ledger of `load --resume` in PostgreSQL (inrush.load_ledger); other targets have no such ledger".into()
-        ));
+    let table = args.table.as_deref();
+    let (loads, ledger) = match Target::of(args.to.as_deref())? {
+        Target::Postgres(target) => (
+            inrush_postgres::load::status(&target, table)?,
+            "inrush.load_ledger",
+        ),
+        Target::Sqlite(path) => (
+            inrush_sqlite::ledger::status(&path, table)?,
+            "inrush_load_ledger",
+        ),
+        Target::Mysql(options) => (
+            inrush_mysql::ledger::status(&options, table)?,
+            "inrush_load_ledger",
+        ),
     };
-    let loads = inrush_postgres::load::status(&target, args.table.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string(&loads)?);
     } else if loads.is_empty() {
-        eprintln!("no `inrush load --resume` recorded in inrush.load_ledger");
+        eprintln!("no `inrush load --resume` recorded in {ledger}");
     } else {
         print!("{}", report::load_status(&loads));
     }
     Ok(())
 }
 
+/// Ctrl-C or SIGTERM asks the load to stop; what that means depends on the phase it is in, and
+/// the message says so (see `inrush_load::Signalled`). A second signal exits at once only when
+/// that leaves nothing dropped and nothing half-done: the server rolls back the open
+/// transactions of a closed connection.
 fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<()> {
     let interrupt = interrupt.clone();
     ctrlc::set_handler(move || {

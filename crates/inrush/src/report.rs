@@ -185,7 +185,7 @@ impl Reporter for ProgressReporter {
 
 /// `1234567` → `1,234,567`.
 /// `inrush status`, for people: one paragraph per load.
-pub fn load_status(loads: &[inrush_postgres::ledger::LoadStatus]) -> String {
+pub fn load_status(loads: &[inrush_core::ledger::LoadStatus]) -> String {
     let mut out = String::new();
     for load in loads {
         let percent = match load.size {

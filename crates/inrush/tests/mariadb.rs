@@ -1328,6 +1328,110 @@ fn a_rebuild_cut_off_after_the_commit_exits_8_and_a_rerun_loads_nothing() {
     assert_eq!(db.rows("SELECT COUNT(*) FROM inrush_load_commits"), ["0"]);
 }
 
+/// `inrush status --to DB --table ours --json`: the one load in the ledger (null when none).
+fn status_json(db: &MariaDb) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["status", "--to", &db.url, "--table", "ours", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inrush status: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loads: serde_json::Value = serde_json::from_str(&stdout).expect("status JSON");
+    assert!(loads.as_array().map(Vec::len) <= Some(1), "{stdout}");
+    loads[0].clone()
+}
+
+/// `inrush status` reads MariaDB's ledger as PostgreSQL's: a `--resume` load stopped by SIGTERM
+/// mid-way (exit 130, its committed blocks kept) is `interrupted`, with the blocks and rows the
+/// table holds; once the same command has loaded the rest, `complete` (its blocks cover the
+/// input from past the header to its end).
+#[test]
+fn status_shows_a_stopped_resume_load_interrupted_then_complete() {
+    let db = MariaDb::fresh("status");
+    let dir = shared_dir();
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 200_000);
+    let args = load_args(
+        &csv,
+        &db,
+        "ours",
+        &["--resume", "--block-size", "65536", "--connections", "2"],
+    );
+    let child = Command::new(BIN)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let blocks = db
+            .try_exec("SELECT 1 FROM inrush_load_ledger LIMIT 1")
+            .ok()
+            .map(|()| db.rows("SELECT COUNT(*) FROM inrush_load_ledger"));
+        let done = blocks.is_some_and(|b| b[0].parse::<u64>().unwrap() >= 3);
+        if done || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    signal(&child);
+    let (code, stderr) = wait_for(child, 60, "the load stopped by SIGTERM");
+    assert_eq!(
+        code,
+        Some(130),
+        "the load ended before the signal: {stderr}"
+    );
+
+    let count = |sql: &str| -> i64 { db.rows(sql)[0].parse().unwrap() };
+    let interrupted = status_json(&db);
+    assert_eq!(interrupted["state"], "interrupted", "{interrupted}");
+    assert_eq!(interrupted["complete"], false, "{interrupted}");
+    assert_eq!(
+        interrupted["loading"],
+        serde_json::json!([]),
+        "{interrupted}"
+    );
+    let rows = count("SELECT COUNT(*) FROM ours");
+    assert!(0 < rows && rows < 200_000, "{rows} rows after the signal");
+    assert_eq!(interrupted["rows"], rows, "{interrupted}");
+    assert_eq!(
+        interrupted["blocks"],
+        count("SELECT COUNT(*) FROM inrush_load_ledger"),
+        "{interrupted}"
+    );
+    let size = std::fs::metadata(&csv).unwrap().len() as i64;
+    assert_eq!(interrupted["size"], size, "{interrupted}");
+    let (code, text) = inrush(&["status", "--to", &db.url, "--table", "ours"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("): interrupted\n"), "{text}");
+    assert!(text.contains("no process is loading it"), "{text}");
+
+    let (code, out) = inrush(&args);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("from earlier runs (--resume)"), "{out}");
+    assert_eq!(fingerprint(&db, "ours"), fingerprint(&db, "theirs"));
+    let complete = status_json(&db);
+    assert_eq!(complete["state"], "complete", "{complete}");
+    assert_eq!(complete["complete"], true, "{complete}");
+    assert_eq!(complete["rows"], 200_000, "{complete}");
+    assert_eq!(
+        complete["blocks"],
+        count("SELECT COUNT(*) FROM inrush_load_ledger"),
+        "{complete}"
+    );
+    // Every byte but the header's.
+    let header = std::fs::read_to_string(&csv).unwrap().find('\n').unwrap() as i64 + 1;
+    assert_eq!(complete["bytes"], size - header, "{complete}");
+    let (code, text) = inrush(&["status", "--to", &db.url]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("): complete\n"), "{text}");
+    assert!(text.contains("200,000 rows"), "{text}");
+}
+
 /// A row the server refuses goes to the reject log with the column its message names and the
 /// row's value there, as a row the client refuses does.
 #[test]

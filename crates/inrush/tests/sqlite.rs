@@ -1201,6 +1201,188 @@ fn sigkill_under_resume_then_a_rerun_loads_every_row_exactly_once() {
     assert_eq!(key_totals(&conn), totals_after);
 }
 
+/// `inrush status --to FILE --table t --json`: the one load in the ledger (null when none).
+fn status_json(db: &Path) -> serde_json::Value {
+    let db = db.to_str().unwrap();
+    let out = Command::new(BIN)
+        .args(["status", "--to", db, "--table", "t", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "inrush status: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let loads: serde_json::Value = serde_json::from_str(&stdout).expect("status JSON");
+    assert!(loads.as_array().map(Vec::len) <= Some(1), "{stdout}");
+    loads[0].clone()
+}
+
+/// `inrush status` reads SQLite's ledger as PostgreSQL's: a `--resume` load SIGKILLed mid-way
+/// is `interrupted`, with the blocks and rows the file holds (nothing `loading`: SQLite keeps
+/// no record of who holds what); once the same command has loaded the rest, `complete` (its
+/// blocks cover the input from past the header to its end).
+#[test]
+fn status_shows_a_killed_resume_load_interrupted_then_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("big.csv");
+    inrush_testkit::generate(BIN, &csv, 300_000);
+    let db = dir.path().join("status.db");
+    exec(
+        &db,
+        "CREATE TABLE t (fieldint1 INTEGER, fieldint2 INTEGER, fieldint3 INTEGER, \
+         fieldchar1 TEXT, fieldchar2 TEXT, fieldchar3 TEXT)",
+    );
+    let (input, to) = (csv.to_str().unwrap(), db.to_str().unwrap());
+    let args = [
+        "load",
+        input,
+        "--header",
+        "--to",
+        to,
+        "--table",
+        "t",
+        "--no-progress",
+        "--resume",
+        "--block-size",
+        "65536",
+    ];
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let reader = Connection::open(&db).unwrap();
+    reader.busy_timeout(Duration::from_secs(5)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Killed once some blocks are committed (a busy file or no ledger yet count as none).
+    while Instant::now() < deadline
+        && reader
+            .query_row("SELECT count(*) FROM inrush_load_ledger", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_or(0)
+            < 3
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the load ended before the kill"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let count = |sql: &str| -> i64 { reader.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let interrupted = status_json(&db);
+    assert_eq!(interrupted["state"], "interrupted", "{interrupted}");
+    assert_eq!(interrupted["complete"], false, "{interrupted}");
+    assert_eq!(
+        interrupted["loading"],
+        serde_json::json!([]),
+        "{interrupted}"
+    );
+    let rows = count("SELECT count(*) FROM t");
+    assert!(0 < rows && rows < 300_000, "{rows} rows after the kill");
+    assert_eq!(interrupted["rows"], rows, "{interrupted}");
+    assert_eq!(
+        interrupted["blocks"],
+        count("SELECT count(*) FROM inrush_load_ledger"),
+        "{interrupted}"
+    );
+    let size = std::fs::metadata(&csv).unwrap().len() as i64;
+    assert_eq!(interrupted["size"], size, "{interrupted}");
+    assert_eq!(
+        interrupted["input"],
+        csv.canonicalize().unwrap().to_str().unwrap(),
+        "{interrupted}"
+    );
+    let (code, text) = inrush(&["status", "--to", to, "--table", "t"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("): interrupted\n"), "{text}");
+    assert!(text.contains("no process is loading it"), "{text}");
+
+    let (code, out) = inrush(&args);
+    assert_eq!(code, 0, "{out}");
+    let complete = status_json(&db);
+    assert_eq!(complete["state"], "complete", "{complete}");
+    assert_eq!(complete["complete"], true, "{complete}");
+    assert_eq!(complete["rows"], 300_000, "{complete}");
+    assert_eq!(
+        complete["blocks"],
+        count("SELECT count(*) FROM inrush_load_ledger"),
+        "{complete}"
+    );
+    // Every byte but the header's.
+    let header = std::fs::read_to_string(&csv).unwrap().find('\n').unwrap() as i64 + 1;
+    assert_eq!(complete["bytes"], size - header, "{complete}");
+    let (code, text) = inrush(&["status", "--to", to]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("): complete\n"), "{text}");
+    assert!(text.contains("300,000 rows"), "{text}");
+}
+
+/// A ledger from before inrush recorded where the data starts cannot say whether a load is
+/// complete (`unknown`, as PostgreSQL's); the next `--resume` load adds the column and records
+/// its own input's start, so its load is `complete`.
+#[test]
+fn status_of_a_ledger_without_data_start_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    exec(
+        &db,
+        "CREATE TABLE t (a INTEGER, b TEXT); \
+         CREATE TABLE inrush_load_inputs ( \
+           tbl TEXT NOT NULL, input TEXT NOT NULL, block_size INTEGER NOT NULL, \
+           size INTEGER NOT NULL, mtime TEXT NOT NULL, fingerprint TEXT NOT NULL, \
+           started_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+           PRIMARY KEY (tbl, input, block_size)); \
+         CREATE TABLE inrush_load_ledger ( \
+           tbl TEXT NOT NULL, input TEXT NOT NULL, block_size INTEGER NOT NULL, \
+           block_offset INTEGER NOT NULL, block_len INTEGER NOT NULL, \
+           first_line INTEGER NOT NULL, next_line INTEGER NOT NULL, rows INTEGER NOT NULL, \
+           committed_at TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+           PRIMARY KEY (tbl, input, block_size, block_offset)); \
+         INSERT INTO inrush_load_inputs (tbl, input, block_size, size, mtime, fingerprint) \
+           VALUES ('\"main\".\"t\"', '/gone.csv', 1048576, 8, '0', 'f'); \
+         INSERT INTO inrush_load_ledger VALUES \
+           ('\"main\".\"t\"', '/gone.csv', 1048576, 4, 4, 2, 3, 1, CURRENT_TIMESTAMP);",
+    );
+    let old = status_json(&db);
+    assert_eq!(old["state"], "unknown", "{old}");
+    assert_eq!(old["complete"], serde_json::Value::Null, "{old}");
+    assert_eq!(old["rows"], 1, "{old}");
+
+    let csv = dir.path().join("new.csv");
+    std::fs::write(&csv, "a,b\n1,x\n2,y\n").unwrap();
+    let (code, out) = load(&csv, &db, &["--resume"]);
+    assert_eq!(code, 0, "{out}");
+    let db = db.to_str().unwrap();
+    let out = Command::new(BIN)
+        .args(["status", "--to", db, "--json"])
+        .output()
+        .unwrap();
+    let loads: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    let states: Vec<_> = loads
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["input"].as_str().unwrap().ends_with("new.csv"),
+                l["state"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [(false, "unknown".into()), (true, "complete".into())],
+        "{loads}"
+    );
+}
+
 /// A row SQLite refuses for a key goes to the reject log with the key's column and the row's
 /// value there.
 #[test]

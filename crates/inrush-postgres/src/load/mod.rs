@@ -31,8 +31,8 @@ mod watch;
 
 pub use definitions::{recover, Recovered};
 
-use crate::ledger::LoadStatus;
 use crate::{ConnectOptions, TableInfo};
+use inrush_core::ledger::LoadStatus;
 use inrush_core::{Phase, Reporter};
 use inrush_load::summary::Phases;
 use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, PartitionRouting, Result};

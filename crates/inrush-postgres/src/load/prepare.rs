@@ -144,13 +144,8 @@ pub(super) fn prepare(
     let resume = match opts.resume {
         false => None,
         true => {
-            let file = resume::input_file(&sources, opts.block_size)?;
-            let mut identity = ledger::InputIdentity::new(table.oid, file);
-            // Where the data starts (after a header): `inrush status` knows a load complete
-            // when its blocks cover the input from here.
-            if let Some(first) = &first {
-                identity.data_start = first.splitter.position().0 as i64;
-            }
+            let file = resume::input_file(&sources, first.as_ref(), opts.block_size)?;
+            let identity = ledger::InputIdentity::new(table.oid, file);
             let committed = runtime.block_on(ledger::open(&control, &identity))?;
             let Resume { skip, rows_before } =
                 Resume::start(&committed, &sources, first.as_mut(), &progress)?;
