@@ -4,6 +4,8 @@
 # to leave the server running and print its --to; `inrush demo --stop DIR` stops it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cargo build --release --locked -p inrush
-exec target/release/inrush demo "$@"
+scripts/setup.sh --demo
+# The tests' build (the dev profile, optimized: see Cargo.toml), so scripts/test.sh afterwards
+# compiles only the test harnesses, not every crate again.
+cargo build --workspace --locked --bins
+exec target/debug/inrush demo "$@"

