@@ -248,8 +248,9 @@ pub struct LoadArgs {
     /// Uses one connection.
     #[arg(long)]
     pub table_lock: bool,
-    /// Read and check every row against the table (CSV, field count, types, lengths, NOT NULL)
-    /// without loading anything; with --max-errors, lists every bad row in the reject file.
+    /// Find what the load would refuse, writing nothing: every row checked on the client, then
+    /// written in a transaction rolled back, so the server checks keys, foreign keys, CHECK
+    /// constraints and triggers; with --max-errors, lists every refused row in the reject file.
     #[arg(long)]
     pub check: bool,
     /// Bytes of input per unit of parallel work.

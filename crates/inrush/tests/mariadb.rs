@@ -1458,3 +1458,80 @@ fn the_reject_log_names_the_column_and_value_the_server_refused() {
     assert_eq!(entry["value"], "2024-02-30", "{log}");
     assert_eq!(entry["line"], 3, "{log}");
 }
+
+/// `--check` finds what the load would refuse (issue 30): the rows go in inside a transaction
+/// rolled back, so a key already in the table, a foreign-key miss and a CHECK violation end
+/// it with exit 4; with `--max-errors` every refused row is in the reject file (exit 6); the
+/// table's rows and definition are as they were, `--truncate` included. A MyISAM table keeps
+/// what is written: its check stays on the client, and the summary says which checks it skipped.
+#[test]
+fn check_finds_what_mariadb_would_refuse() {
+    let db = MariaDb::fresh("check");
+    db.exec(
+        "CREATE TABLE parent (id INT PRIMARY KEY); INSERT INTO parent VALUES (1), (2); \
+         CREATE TABLE t (id INT PRIMARY KEY, p INT, n INT, KEY t_n (n), \
+           CONSTRAINT t_p FOREIGN KEY (p) REFERENCES parent (id), CONSTRAINT t_n_check CHECK (n >= 0)); \
+         INSERT INTO t VALUES (1, 1, 1), (2, 2, 2); \
+         CREATE TABLE m (id INT PRIMARY KEY, n INT) ENGINE=MyISAM; INSERT INTO m VALUES (1, 1);",
+    );
+    let dir = shared_dir();
+    let (rows, definitions) = (db.rows("SELECT * FROM t ORDER BY id"), definition(&db, "t"));
+    let check = |csv: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["--check"];
+        args.extend_from_slice(extra);
+        let (code, out) = load(csv, &db, "t", &args);
+        assert_eq!(db.rows("SELECT * FROM t ORDER BY id"), rows, "{out}");
+        assert_eq!(definition(&db, "t"), definitions, "{out}");
+        (code, out)
+    };
+    let again = write(dir.path(), "again.csv", "id,p,n\n3,1,3\n1,1,1\n");
+    let (code, out) = check(&again, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("again.csv") && out.contains("Duplicate entry '1'"),
+        "{out}"
+    );
+    let orphan = write(dir.path(), "orphan.csv", "id,p,n\n3,9,3\n");
+    let (code, out) = check(&orphan, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("foreign key constraint fails"), "{out}");
+    let negative = write(dir.path(), "negative.csv", "id,p,n\n3,1,-1\n");
+    let (code, out) = check(&negative, &[]);
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("t_n_check"), "{out}");
+    let mixed = write(
+        dir.path(),
+        "mixed.csv",
+        "id,p,n\n3,1,3\n1,1,1\n4,9,4\n5,1,-5\n6,2,6\n",
+    );
+    let rejects = dir.path().join("mixed.rejects");
+    let rejects_arg = rejects.to_str().unwrap();
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--rejects", rejects_arg]);
+    assert_eq!(code, 6, "{out}");
+    assert!(
+        out.contains("checked 5 rows") && out.contains("3 would be refused"),
+        "{out}"
+    );
+    assert!(out.contains("nothing was written"), "{out}");
+    let refused = std::fs::read_to_string(&rejects).unwrap();
+    let mut refused: Vec<&str> = refused.lines().collect();
+    refused.sort();
+    assert_eq!(refused, ["1,1,1", "4,9,4", "5,1,-5", "id,p,n"], "{out}");
+    let (code, out) = check(&mixed, &["--max-errors", "10", "--json"]);
+    assert_eq!(code, 6, "{out}");
+    assert!(out.contains("\"loaded\":false"), "{out}");
+    // --truncate: checked against the table emptied in the transaction rolled back.
+    let (code, out) = check(&again, &["--truncate"]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = check(&orphan, &["--truncate"]);
+    assert_eq!(code, 4, "{out}");
+    // MyISAM: nothing written, and the summary says what was not checked.
+    let known = write(dir.path(), "known.csv", "id,n\n2,2\n1,1\n");
+    let (code, out) = load(&known, &db, "m", &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("not transactional") && out.contains("checks were not made"),
+        "{out}"
+    );
+    assert_eq!(db.rows("SELECT * FROM m"), ["1\t1"], "{out}");
+}
