@@ -285,6 +285,17 @@ fn phase_times(s: &LoadSummary) -> String {
     format!("time: {}", said.join(", "))
 }
 
+/// Why the load used the connections it did: the choice on its line, then each thing measured
+/// on a line of its own (the reason reads `choice: measured; measured; ...`).
+fn connections_lines(reason: &str) -> String {
+    let (choice, measured) = reason.split_once(": ").unwrap_or((reason, ""));
+    let mut out = format!("\n  connections: {choice}");
+    for part in measured.split("; ").filter(|p| !p.is_empty()) {
+        out.push_str(&format!("\n    {part}"));
+    }
+    out
+}
+
 pub fn human_summary(s: &LoadSummary) -> String {
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     // The rows were in the table already (a rerun of a load that committed): no rates, no plan.
@@ -387,7 +398,7 @@ pub fn human_summary(s: &LoadSummary) -> String {
         }
     }
     if s.loaded && !s.parallelism.reason.is_empty() {
-        out.push_str(&format!("\n  connections: {}", s.parallelism.reason));
+        out.push_str(&connections_lines(&s.parallelism.reason));
     }
     for note in &s.notes {
         out.push_str(&format!("\n  note: {note}"));
