@@ -43,14 +43,7 @@ pub async fn unfinished(
     conn: &mut Conn,
     (schema, table): (&str, &str),
 ) -> Result<Vec<(String, EarlierLoad)>> {
-    let exists: Option<u64> = conn
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'inrush_load_commits'",
-        )
-        .await
-        .map_err(engine_error("looking for inrush_load_commits"))?;
-    if exists.unwrap_or(0) == 0 {
+    if !crate::tables_exist(conn, &["inrush_load_commits"]).await? {
         return Ok(Vec::new());
     }
     let rows: Vec<(String, u64, String)> = conn

@@ -164,14 +164,7 @@ async fn journal(conn: &mut Conn, indexes: &[Dropped]) -> Result<()> {
 
 /// The journal's entries for one table (all tables: `None`), oldest first.
 pub async fn pending(conn: &mut Conn, table: Option<(&str, &str)>) -> Result<Vec<Dropped>> {
-    let exists: Option<u64> = conn
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'inrush_ddl_journal'",
-        )
-        .await
-        .map_err(engine_error("looking for inrush_ddl_journal"))?;
-    if exists.unwrap_or(0) == 0 {
+    if !crate::tables_exist(conn, &["inrush_ddl_journal"]).await? {
         return Ok(Vec::new());
     }
     let rows: Vec<(String, String, String, String)> = match table {

@@ -187,14 +187,7 @@ async fn read_status(
         ),
         None => None,
     };
-    let ledger: Option<i64> = conn
-        .query_first(
-            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() \
-             AND TABLE_NAME IN ('inrush_load_inputs', 'inrush_load_ledger')",
-        )
-        .await
-        .map_err(engine_error("looking for inrush_load_ledger"))?;
-    if ledger.unwrap_or(0) < 2 {
+    if !crate::tables_exist(conn, &["inrush_load_inputs", "inrush_load_ledger"]).await? {
         return Ok(Vec::new());
     }
     let data_start = match has_data_start(conn).await? {

@@ -53,6 +53,27 @@ pub use source::MysqlSource;
 pub use target::{recover, MysqlTarget, Recovered};
 
 /// A server error as the load reports it: what was being done, and the server's message.
+/// Whether every one of inrush's bookkeeping `tables` (the journal, the ledger, the records of
+/// committed loads) exists in the target database: none is made before a load needs it.
+pub(crate) async fn tables_exist(
+    conn: &mut mysql_async::Conn,
+    tables: &[&str],
+) -> inrush_load::Result<bool> {
+    use mysql_async::prelude::Queryable;
+    let placeholders = vec!["?"; tables.len()].join(", ");
+    let found: Option<u64> = conn
+        .exec_first(
+            format!(
+                "SELECT COUNT(*) FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN ({placeholders})"
+            ),
+            tables.to_vec(),
+        )
+        .await
+        .map_err(engine_error(format!("looking for {}", tables.join(", "))))?;
+    Ok(found.unwrap_or(0) == tables.len() as u64)
+}
+
 pub(crate) fn engine_error(
     what: impl Into<String>,
 ) -> impl FnOnce(mysql_async::Error) -> inrush_load::Error {
