@@ -172,7 +172,7 @@ fn demo_keep_leaves_a_server_to_load_into_until_stop() {
     let dir = dir.unwrap_or_else(|| panic!("no --stop line: {stderr}"));
     let conninfo = stderr
         .lines()
-        .find_map(|l| l.trim().strip_prefix("inrush load FILE --to '"))
+        .find_map(|l| l.split("inrush load FILE --to '").nth(1))
         .and_then(|l| l.split('\'').next())
         .unwrap_or_else(|| panic!("no load command: {stderr}"))
         .to_string();
