@@ -627,7 +627,8 @@ fn check_reads_and_judges_every_row_but_writes_none() {
         (summary.rows, summary.rows_rejected),
         (good.len() as u64, bad.len() as u64)
     );
-    assert_eq!(summary.connections, 0);
+    // One connection writes the rows in a transaction it rolls back, so the server checks them.
+    assert_eq!(summary.connections, 1);
     assert_eq!(db.count("t"), 0);
 }
 
