@@ -615,13 +615,16 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
 /// replica identity. Oids are replaced by names (tablespaces included): a rebuilt object has
 /// new ones.
 fn catalog_snapshot(db: &mut TestDb) -> Vec<String> {
+    // Before PostgreSQL 18 a stored expression keeps each node's offset in the statement that
+    // made it, which a rebuilt definition's prefix (its SET LOCAL default_tablespace) moves.
+    const UNPLACED: &str = "':location -?[0-9]+', ':location', 'g'";
     const TABLES: &str = "(SELECT 't'::regclass UNION SELECT relid FROM pg_partition_tree('t'))";
     let indexes = format!("(SELECT indexrelid FROM pg_index WHERE indrelid IN {TABLES})");
     let constraints = format!("(SELECT oid FROM pg_constraint WHERE conrelid IN {TABLES})");
     let queries = [
         format!(
             "SELECT 'pg_index ' || indexrelid::regclass || ' of ' || indrelid::regclass || ' ' || \
-                    (to_jsonb(i) - 'indexrelid' - 'indrelid')::text \
+                    regexp_replace((to_jsonb(i) - 'indexrelid' - 'indrelid')::text, {UNPLACED}) \
              FROM pg_index i WHERE indexrelid IN {indexes}"
         ),
         format!(
@@ -639,7 +642,7 @@ fn catalog_snapshot(db: &mut TestDb) -> Vec<String> {
             "SELECT 'pg_constraint ' || conname || ' of ' || conrelid::regclass || ' index=' || \
                     conindid::regclass || ' references=' || confrelid::regclass || ' parent=' || \
                     coalesce((SELECT p.conname FROM pg_constraint p WHERE p.oid = k.conparentid), '-') || ' ' || \
-                    (to_jsonb(k) - 'oid' - 'conrelid' - 'conindid' - 'confrelid' - 'conparentid')::text \
+                    regexp_replace((to_jsonb(k) - 'oid' - 'conrelid' - 'conindid' - 'confrelid' - 'conparentid')::text, {UNPLACED}) \
              FROM pg_constraint k WHERE oid IN {constraints}"
         ),
         format!(
@@ -883,6 +886,15 @@ fn an_index_in_a_tablespace_the_loader_may_not_use_is_kept() {
 #[test]
 fn a_key_without_overlaps_stays_during_the_load() {
     let mut db = fresh_db();
+    let version: i32 = db
+        .client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .expect("server version")
+        .get(0);
+    if version < 180_000 {
+        eprintln!("skipped: WITHOUT OVERLAPS keys came in PostgreSQL 18");
+        return;
+    }
     db.exec(
         "CREATE EXTENSION btree_gist;
          CREATE TABLE t (id int, during daterange, name text, PRIMARY KEY (id, during WITHOUT OVERLAPS));
