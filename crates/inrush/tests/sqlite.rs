@@ -1398,7 +1398,14 @@ fn the_reject_log_names_the_key_column_sqlite_refused() {
     let rejects = dir.path().join("keys.rejects");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
         .args(["load", csv.to_str().unwrap(), "--to", db.to_str().unwrap()])
-        .args(["--table", "t", "--header", "--no-progress", "--max-errors", "5"])
+        .args([
+            "--table",
+            "t",
+            "--header",
+            "--no-progress",
+            "--max-errors",
+            "5",
+        ])
         .args(["--rejects", rejects.to_str().unwrap()])
         .output()
         .unwrap();
