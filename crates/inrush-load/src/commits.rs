@@ -12,7 +12,7 @@
 //! recover loads nothing either; a load of any other input is not concerned.
 
 use crate::sources::{Origin, Sources};
-use crate::{Error, Result};
+use crate::{Error, LoadOptions, OnConflict, Result};
 
 /// A record of an earlier load of the same input into the same table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +50,22 @@ pub fn judge(earlier: &EarlierLoad, table: &str) -> Result<Option<String>> {
             "a load of this input into {table} at {recorded_at} committed only some of its connections (exit 5): loading it again would put those rows in twice; delete the rows it committed, then delete its record (inrush.load_commits / inrush_load_commits) and load again"
         ))),
         Committed::None => Ok(None),
+    }
+}
+
+/// Whether running the load again cannot put its rows in twice by itself: `--resume` skips the
+/// blocks its ledger holds, and `--on-conflict` merges rows that are there already.
+pub fn rerun_adds_nothing(opts: &LoadOptions) -> bool {
+    opts.resume || opts.on_conflict != OnConflict::Error
+}
+
+/// The input's identity, for the record a load keeps with its commit when it `dropped`
+/// definitions outside its transactions (a failure after the commit would leave them dropped
+/// and the rows in); `None` when it needs no record or its input cannot be recognised.
+pub fn to_record(opts: &LoadOptions, sources: &Sources, dropped: bool) -> Option<String> {
+    match dropped && !rerun_adds_nothing(opts) {
+        true => identity(sources),
+        false => None,
     }
 }
 

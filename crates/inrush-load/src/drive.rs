@@ -144,13 +144,8 @@ pub fn load_into(
     if dropped {
         opts.interrupt.dropped(true);
     }
-    // A failure after the commit would leave indexes dropped and the rows committed: the load
-    // records itself with its commit, so that a rerun of it loads nothing. `--resume` has its
-    // ledger for that, and `--on-conflict` takes the same rows twice as once.
-    let record = match dropped && !opts.resume && opts.on_conflict == OnConflict::Error {
-        true => crate::commits::identity(&sources),
-        false => None,
-    };
+    // Kept with the commit, so that a rerun after a failure past it loads nothing.
+    let record = crate::commits::to_record(opts, &sources, dropped);
     let dropped_at = Instant::now();
     let streamed = (|| -> Result<Streamed> {
         // --check: one writer, so that a key met twice in the input is refused as a duplicate,
@@ -383,9 +378,7 @@ pub fn load_into(
                 reason: e.to_string(),
                 left: target.still_dropped(&table),
                 recover: None,
-                rerun_loads_nothing: record.is_some()
-                    || opts.resume
-                    || opts.on_conflict != OnConflict::Error,
+                rerun_loads_nothing: record.is_some() || crate::commits::rerun_adds_nothing(opts),
             })
         }
         (streamed, Err(e)) => {

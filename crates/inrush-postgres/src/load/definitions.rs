@@ -211,10 +211,8 @@ pub(super) fn restore(
             reason: e.to_string(),
             left: still_dropped(target, table, dropped, runtime),
             recover: None,
-            // --resume's ledger and --on-conflict's merge see the rows there already.
             rerun_loads_nothing: recorded.is_some()
-                || load.resume.is_some()
-                || load.staging.is_some(),
+                || inrush_load::commits::rerun_adds_nothing(opts),
         }),
         (streamed, Err(e)) => Err(Error::IndexesNotRestored {
             load: streamed.err().map(|e| e.to_string()),

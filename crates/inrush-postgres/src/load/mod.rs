@@ -88,13 +88,8 @@ fn load(
     let inspected = Instant::now();
     let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
     let dropped_at = Instant::now();
-    // A failure after the commit would leave definitions dropped and the rows committed: the
-    // load records itself with its commit, so that a rerun of it loads nothing. `--resume`
-    // has its ledger for that, and `--on-conflict`'s merge takes the same rows twice as once.
-    let record = match dropped.on_target() && load.resume.is_none() && load.staging.is_none() {
-        true => inrush_load::commits::identity(&load.sources),
-        false => None,
-    };
+    // Kept with the commit, so that a rerun after a failure past it loads nothing.
+    let record = inrush_load::commits::to_record(opts, &load.sources, dropped.on_target());
     let streamed = stream::stream(
         &mut load,
         target,
