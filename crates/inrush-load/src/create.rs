@@ -11,6 +11,33 @@ use inrush_read::csv::Record;
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 
+/// `--types` for the columns `--create` inferred (`columns`: name and type): the type each
+/// column is given, if any. A name is matched as a header's is (exact, else the one column
+/// that differs only in case); one that matches no column, or several, is refused.
+pub fn given_types<'t>(
+    columns: &[(String, String)],
+    overrides: &'t [(String, String)],
+) -> Result<Vec<Option<&'t str>>> {
+    let names = || columns.iter().map(|(n, _)| n.as_str());
+    let mut given = vec![None; columns.len()];
+    for (name, sql_type) in overrides {
+        let Some(i) = crate::columns::position_by_name(names(), name) else {
+            let folded = names().filter(|n| n.eq_ignore_ascii_case(name)).count();
+            return Err(Error::Usage(match folded {
+                0 => format!(
+                    "--types: the input has no column {name:?} (it has: {})",
+                    names().collect::<Vec<_>>().join(", ")
+                ),
+                _ => format!(
+                    "--types: {name:?} names {folded} columns that differ only in case: write it as the input does"
+                ),
+            }));
+        };
+        given[i] = Some(sql_type.as_str());
+    }
+    Ok(given)
+}
+
 /// Each column's name and type for an input file (a query's come from the source server, see
 /// `QueryServer::columns`). `order`: `--datestyle`'s, in which `31/12/2024` is a date.
 pub fn column_types(
@@ -365,6 +392,43 @@ mod tests {
             .map(|v| Kind::of(v, None))
             .reduce(Kind::join)
             .map(Kind::sql)
+    }
+
+    #[test]
+    fn types_name_a_column_as_a_header_does_and_never_guess_between_two() {
+        let columns = |names: &[&str]| -> Vec<(String, String)> {
+            names
+                .iter()
+                .map(|n| (n.to_string(), "text".into()))
+                .collect()
+        };
+        let given = |t: &[(&str, &str)]| -> Vec<(String, String)> {
+            t.iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect()
+        };
+        let ab = columns(&["a", "B"]);
+        let types = given(&[("b", "int"), ("a", "date")]);
+        assert_eq!(
+            given_types(&ab, &types).unwrap(),
+            [Some("date"), Some("int")]
+        );
+        let err = given_types(&ab, &given(&[("c", "int")])).unwrap_err();
+        assert!(
+            err.to_string().contains("no column \"c\" (it has: a, B)"),
+            "{err}"
+        );
+        // Exact beats folded; two that differ only in case are not guessed between.
+        let both = columns(&["id", "ID"]);
+        let exact = given(&[("ID", "int")]);
+        assert_eq!(given_types(&both, &exact).unwrap(), [None, Some("int")]);
+        let err = given_types(&both, &given(&[("Id", "int")])).unwrap_err();
+        assert_eq!(err.kind(), crate::Kind::Usage);
+        assert!(
+            err.to_string()
+                .contains("2 columns that differ only in case"),
+            "{err}"
+        );
     }
 
     #[test]

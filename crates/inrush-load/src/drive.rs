@@ -33,7 +33,7 @@ pub fn load_into(
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     opts.validate()?;
-    target.refuse(opts)?;
+    crate::support::refuse(target.lacks(), opts)?;
     let progress = Arc::new(Progress::default());
     let Inputs {
         sources,
@@ -625,6 +625,7 @@ pub fn plan_into(target: &dyn Target, opts: &LoadOptions, input: Option<&str>) -
         ),
         None => None,
     };
+    crate::support::refuse(target.lacks(), opts)?;
     let table = target.prepare(opts, None)?;
     target.plan(&table, opts, input_size)
 }

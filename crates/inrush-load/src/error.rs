@@ -5,10 +5,13 @@ use inrush_core::Location;
 pub enum Error {
     #[error(transparent)]
     Read(#[from] inrush_read::Error),
-    /// The target engine's driver failed (a connection, a statement); its own error, whole, so
-    /// the binary can tell its kinds apart.
-    #[error(transparent)]
-    Driver(Box<dyn std::error::Error + Send + Sync>),
+    /// The target engine's driver failed (a connection, a statement, a key put back); its own
+    /// error, whole, with the kind the engine gave it.
+    #[error("{error}")]
+    Driver {
+        kind: Kind,
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The server of `--from-query` could not be reached, or refused or failed the query.
     #[error(transparent)]
     Source(#[from] inrush_core::query::QueryError),
@@ -19,6 +22,20 @@ pub enum Error {
     /// the input does not have); refused before anything is changed.
     #[error("{0}")]
     Usage(String),
+    /// The table the load names is not there (`place`: where it was looked for, as the engine
+    /// says it: ` in database "d"`).
+    #[error("table {table} does not exist{place} (--create makes it from the input)")]
+    NoSuchTable { table: String, place: String },
+    /// `--create` of a table that is there already.
+    #[error("--create: table {table} exists already{place} (load into it without --create)")]
+    TableExists { table: String, place: String },
+    /// `--resume` found the input different from the one its ledger describes.
+    #[error("--resume: {input} changed since its load began (then {then}; now {now}): load it without --resume into a table without its old rows, or restore the original file")]
+    InputChanged {
+        input: String,
+        then: String,
+        now: String,
+    },
     /// The input does not fit the table (unknown header column, duplicate column...).
     #[error("{0}")]
     Columns(String),
@@ -142,21 +159,98 @@ fn unfinished_message(
     format!("the load committed {rows} rows into {table}: they stay, do not load them again. After the commit, putting back what the load dropped failed: {reason}{left}. To finish: {recover}{rerun}")
 }
 
+/// What a failure means to the script that ran the load, whatever the engine: each kind is
+/// one exit code (the table in the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Anything not foreseen (1).
+    Other,
+    /// The command line: options that cannot work together, an input, a table or a column
+    /// that is not there; nothing was changed (2).
+    Usage,
+    /// The server or the connection failed, or what was dropped could not be put back (3).
+    Server,
+    /// The input: rows refused by inrush or the engine; nothing was committed (4).
+    BadInput,
+    /// The commit window: some connections committed, others did not (5).
+    PartialCommit,
+    /// A foreign key put back after the load holds `NOT VALID`: the rows stay (7).
+    KeyNotValid,
+    /// Committed, then what the load dropped could not be put back (8).
+    Unfinished,
+    /// Stopped by a signal (130).
+    Interrupted,
+}
+
+impl Kind {
+    /// An input's failure: an input that is not there (or cannot be opened) is a mistake in
+    /// the arguments; anything else in it is bad input.
+    pub fn of_read(e: &inrush_read::Error) -> Kind {
+        use inrush_read::Error as R;
+        match e {
+            R::Open { .. } | R::Inputs(_) | R::Options(_) => Kind::Usage,
+            _ => Kind::BadInput,
+        }
+    }
+
+    pub const fn exit_code(self) -> u8 {
+        match self {
+            Kind::Other => 1,
+            Kind::Usage => 2,
+            Kind::Server => 3,
+            Kind::BadInput => 4,
+            Kind::PartialCommit => 5,
+            Kind::KeyNotValid => 7,
+            Kind::Unfinished => 8,
+            Kind::Interrupted => 130,
+        }
+    }
+}
+
 impl Error {
+    /// An engine driver's error, of `kind`.
+    pub fn driver(kind: Kind, error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Driver {
+            kind,
+            error: Box::new(error),
+        }
+    }
+
+    /// The failure's kind: its exit code.
+    pub fn kind(&self) -> Kind {
+        use inrush_arrow::Error as A;
+        match self {
+            Error::Interrupted | Error::InterruptedResumable { .. } => Kind::Interrupted,
+            Error::PartialCommit { .. } => Kind::PartialCommit,
+            Error::Unfinished { .. } => Kind::Unfinished,
+            Error::Driver { kind, .. } => *kind,
+            Error::Usage(_)
+            | Error::NoSuchTable { .. }
+            | Error::TableExists { .. }
+            | Error::InputChanged { .. }
+            // A query that reads what the load locks is a mistake in the arguments, found
+            // only once both wait.
+            | Error::QueryBlocked { .. }
+            | Error::Arrow(A::Open { .. }) => Kind::Usage,
+            Error::Read(e) => Kind::of_read(e),
+            Error::BadRow { .. }
+            | Error::TooManyRejects { .. }
+            | Error::KeyViolated { .. }
+            | Error::ForeignKeyBroken { .. }
+            | Error::ServerRefused { .. }
+            | Error::SelfBlocked { .. }
+            | Error::Columns(_)
+            | Error::Arrow(A::Incompatible { .. }) => Kind::BadInput,
+            Error::Engine { .. } | Error::Source(_) | Error::IndexesNotRestored { .. } => {
+                Kind::Server
+            }
+            Error::Arrow(_) | Error::Rejects(_) | Error::Internal(_) => Kind::Other,
+        }
+    }
+
     /// True when the input (not the environment) is at fault.
     pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            Error::BadRow { .. }
-                | Error::TooManyRejects { .. }
-                | Error::KeyViolated { .. }
-                | Error::ForeignKeyBroken { .. }
-                | Error::ServerRefused { .. }
-                | Error::SelfBlocked { .. }
-                | Error::Columns(_)
-                | Error::Read(inrush_read::Error::Record { .. })
-                | Error::Arrow(inrush_arrow::Error::Incompatible { .. })
-        )
+        self.kind() == Kind::BadInput
     }
 }
 

@@ -34,11 +34,12 @@ pub mod sort;
 pub mod sources;
 pub mod stages;
 pub mod summary;
+pub mod support;
 pub mod target;
 pub mod worker;
 
 pub use drive::{load_into, plan_into};
-pub use error::{Error, Result};
+pub use error::{Error, Kind, Result};
 pub use interrupt::{Interrupt, Signalled, Watch};
 pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource};
 pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};

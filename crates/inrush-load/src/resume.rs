@@ -59,6 +59,21 @@ impl Resume {
 /// What identifies an input for --resume: its canonical path, the block size, and its size,
 /// modification time and fingerprint; and where its data starts, the position of `first`'s
 /// splitter (past a header) before it has cut a block. Standard input cannot be resumed.
+/// `--resume`: refuses the input when the ledger describes it otherwise (`then`: its size,
+/// modification time and fingerprint when the load began): two versions of one input must not
+/// be mixed in one table.
+pub fn unchanged(now: &InputFile, then: (i64, &str, &str)) -> Result<()> {
+    let (size, mtime, fingerprint) = then;
+    if (size, mtime, fingerprint) == (now.size, now.mtime.as_str(), now.fingerprint.as_str()) {
+        return Ok(());
+    }
+    Err(Error::InputChanged {
+        input: now.input.clone(),
+        then: format!("{size} bytes, modified {mtime}, fingerprint {fingerprint}"),
+        now: now.describe(),
+    })
+}
+
 pub fn input_file(
     sources: &Sources,
     first: Option<&Opened>,

@@ -15,6 +15,7 @@
 //! streams beside a control connection), with the same stages from [`crate::stages`].
 
 use crate::commits::EarlierLoad;
+use crate::support::Lacks;
 use crate::{Error, LoadOptions, LoadPlan, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
@@ -28,9 +29,9 @@ pub trait Target: Sync {
     /// How rows are written, for the summary (`multi-row INSERT`).
     fn method(&self) -> &'static str;
 
-    /// Options this target cannot honour, refused with [`crate::Error::Usage`] (naming the
-    /// option and why) before anything is read or changed.
-    fn refuse(&self, opts: &LoadOptions) -> Result<()>;
+    /// Options this engine cannot carry out, and why; refused by [`crate::support::refuse`]
+    /// before anything is read or changed.
+    fn lacks(&self) -> Lacks;
 
     /// Reads the table (`create`: the columns `--create` inferred, as names and SQL types,
     /// with `--types` already applied; the table is made inside the load's own transaction).

@@ -306,6 +306,14 @@ fn push_ordinal(out: &mut TupleWriter, ordinal: Option<u64>) {
     }
 }
 
+/// A resolver that could not reach the server: the server's failure, not the row's.
+fn resolver_failed(error: ResolveError) -> Error {
+    Error::Driver {
+        kind: crate::Kind::Server,
+        error,
+    }
+}
+
 /// Why one field failed: the server's wording, or a resolver that could not reach the server.
 enum FieldError {
     Refused(String),
@@ -661,7 +669,7 @@ impl WorkerPlan {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
                     }
-                    Err((_, FieldError::Resolver(e))) => return Err(Error::Driver(e)),
+                    Err((_, FieldError::Resolver(e))) => return Err(resolver_failed(e)),
                     Err((col, FieldError::Refused(reason))) => {
                         let text = &mut texts.text;
                         text.clear();
@@ -831,7 +839,7 @@ impl WorkerPlan {
             }
         }
         .map_err(|(col, e)| match e {
-            FieldError::Resolver(e) => Error::Driver(e),
+            FieldError::Resolver(e) => resolver_failed(e),
             FieldError::Refused(reason) => Error::BadRow {
                 location: self
                     .locate(source, block, start)

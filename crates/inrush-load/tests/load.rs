@@ -437,7 +437,7 @@ fn missing_table_and_unknown_header_column_are_clear() {
     let err = db
         .load(&db.load_options(&path, "nope"), &Silent)
         .unwrap_err();
-    assert!(matches!(err, Error::Driver(_)), "{err:?}");
+    assert!(matches!(err, Error::NoSuchTable { .. }), "{err:?}");
     assert!(
         err.to_string().contains("table nope does not exist"),
         "{err}"

@@ -171,11 +171,10 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
         .await
         .map_err(reading("definition"))?;
     let Some((schema, name, engine, data, index, transactions)) = found else {
-        return Err(Error::Columns(format!(
-            "table {} does not exist in database {}",
-            quote(&table),
-            quote(&schema)
-        )));
+        return Err(Error::NoSuchTable {
+            table: quote(&table),
+            place: format!(" in database {}", quote(&schema)),
+        });
     };
     type ColumnRow = (
         String,

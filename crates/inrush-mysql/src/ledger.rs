@@ -8,7 +8,7 @@
 use crate::options::MysqlOptions;
 use crate::{catalog, engine_error};
 use inrush_core::ledger::{Committed, InputFile, LoadStatus, Recorded};
-use inrush_load::{Error, Result};
+use inrush_load::Result;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
@@ -69,13 +69,7 @@ pub async fn open(conn: &mut Conn, table: &str, id: &InputFile) -> Result<Vec<Co
         .map_err(engine_error("reading inrush_load_inputs"))?;
     match known {
         Some((size, mtime, fingerprint)) => {
-            if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
-                return Err(Error::Usage(format!(
-                    "--resume: {} changed since its load began (then {size} bytes, modified {mtime}, fingerprint {fingerprint}; now {}): load it without --resume into a table without its old rows",
-                    id.input,
-                    id.describe()
-                )));
-            }
+            inrush_load::resume::unchanged(id, (size, &mtime, &fingerprint))?;
             // A ledger older than `data_start` learns it here.
             conn.exec_drop(
                 "UPDATE inrush_load_inputs SET data_start = ? \

@@ -12,6 +12,7 @@ use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
+use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
@@ -97,30 +98,26 @@ impl Target for MysqlTarget {
         }
     }
 
-    fn refuse(&self, opts: &LoadOptions) -> Result<()> {
-        let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
-        if opts.force_text {
-            return refuse(
-                "--text",
+    fn lacks(&self) -> Lacks {
+        &[
+            (
+                Feature::Text,
                 "PostgreSQL's text COPY; MariaDB is always given LOAD DATA's text",
-            );
-        }
-        if opts.date_order.is_some() {
-            return refuse(
-                "--datestyle",
+            ),
+            (
+                Feature::DateStyle,
                 "MariaDB reads dates as YYYY-MM-DD and has no date style to set",
-            );
-        }
-        if opts.plan.disable_triggers {
-            return refuse(
-                "--disable-triggers",
+            ),
+            (
+                Feature::DisableTriggers,
                 "MariaDB cannot disable a table's triggers",
-            );
-        }
-        if opts.plan.fast_unsafe {
-            return refuse("--fast-unsafe", "for SQLite targets only");
-        }
-        Ok(())
+            ),
+            (Feature::FastUnsafe, "for SQLite targets only"),
+            (
+                Feature::Route,
+                "partitions are routed by inrush on PostgreSQL only; MariaDB routes its own",
+            ),
+        ]
     }
 
     fn prepare(
@@ -166,10 +163,10 @@ impl Target for MysqlTarget {
         let local_infile = local_infile != 0;
         let (table, checks, create_sql) = match (create, existing) {
             (Some(_), Ok(t)) => {
-                return Err(Error::Columns(format!(
-                    "--create: table {} exists already (load into it without --create)",
-                    t.qualified()
-                )))
+                return Err(Error::TableExists {
+                    table: t.qualified(),
+                    place: String::new(),
+                })
             }
             (Some(columns), Err(_)) => {
                 let (schema, name) = catalog::split_name(&opts.table, database);
@@ -718,28 +715,13 @@ fn designed(
     columns: &[(String, String)],
     overrides: &[(String, String)],
 ) -> Result<(Table, Vec<ColumnCheck>, String)> {
-    for (column, _) in overrides {
-        if !columns.iter().any(|(n, _)| n.eq_ignore_ascii_case(column)) {
-            return Err(Error::Usage(format!(
-                "--types: the input has no column {column:?} (it has: {})",
-                columns
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    }
+    let given = inrush_load::create::given_types(columns, overrides)?;
     let mut table_columns = Vec::new();
     let mut checks = Vec::new();
     let mut definitions = Vec::new();
-    for (column, inferred) in columns {
-        let given = overrides
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(column))
-            .map(|(_, t)| t.clone());
+    for ((column, inferred), given) in columns.iter().zip(given) {
         let (sql_type, convention) = match given {
-            Some(t) => (t, None),
+            Some(t) => (t.to_string(), None),
             None => mariadb_type(column, inferred)?,
         };
         let lower = sql_type.to_ascii_lowercase();

@@ -19,7 +19,7 @@
 //! between the two commits), so the rows go to each server once without two-phase commit.
 
 use crate::catalog::relations_exist;
-use crate::{query_error, Error, Result};
+use crate::{query_error, Result};
 pub use inrush_core::ledger::{resume_point, Committed, InputFile};
 use inrush_core::ledger::{LoadStatus, Loading, Recorded};
 use tokio_postgres::Client;
@@ -52,15 +52,16 @@ const CREATE_SHARD_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputIdentity {
     pub table_oid: u32,
-    /// The canonical path.
-    pub input: String,
-    pub block_size: i64,
-    pub size: i64,
-    pub mtime: String,
-    pub fingerprint: String,
-    /// Where the first block starts (after a header): a load is complete when its committed
-    /// blocks run from here to `size`.
-    pub data_start: i64,
+    pub file: InputFile,
+}
+
+/// The input's fields read as the identity's own (`id.input`).
+impl std::ops::Deref for InputIdentity {
+    type Target = InputFile;
+
+    fn deref(&self) -> &InputFile {
+        &self.file
+    }
 }
 
 /// Serializes the creation of the ledger: `CREATE ... IF NOT EXISTS` run by two sessions at once
@@ -68,7 +69,7 @@ pub struct InputIdentity {
 const LEDGER_DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('inrush.load_ledger'))";
 
 /// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.
-pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>> {
+pub async fn open(client: &Client, id: &InputIdentity) -> inrush_load::Result<Vec<Committed>> {
     client
         .batch_execute(&format!(
             "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_LEDGER}; COMMIT"
@@ -96,18 +97,8 @@ pub async fn open(client: &Client, id: &InputIdentity) -> Result<Vec<Committed>>
         .await
         .map_err(query_error("reading inrush.load_inputs"))?;
     if let Some(row) = known {
-        let (size, mtime, fingerprint): (i64, String, String) =
-            (row.get(0), row.get(1), row.get(2));
-        if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
-            return Err(Error::InputChanged {
-                input: id.input.clone(),
-                then: format!("{size} bytes, modified {mtime}, fingerprint {fingerprint}"),
-                now: format!(
-                    "{} bytes, modified {}, fingerprint {}",
-                    id.size, id.mtime, id.fingerprint
-                ),
-            });
-        }
+        let then: (i64, String, String) = (row.get(0), row.get(1), row.get(2));
+        inrush_load::resume::unchanged(&id.file, (then.0, &then.1, &then.2))?;
     }
     let rows = client
         .query(
@@ -322,15 +313,7 @@ pub async fn settle_block(client: &Client, id: &InputIdentity, offset: i64) -> R
 
 impl InputIdentity {
     pub fn new(table_oid: u32, file: InputFile) -> Self {
-        InputIdentity {
-            table_oid,
-            input: file.input,
-            block_size: file.block_size,
-            size: file.size,
-            mtime: file.mtime,
-            fingerprint: file.fingerprint,
-            data_start: file.data_start,
-        }
+        InputIdentity { table_oid, file }
     }
 }
 

@@ -31,10 +31,17 @@ pub mod server;
 pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;
 
-/// A load's errors carry this crate's whole: the binary tells them apart by downcasting.
+/// A load's errors carry this crate's whole, with their kind; the causes every engine has
+/// become the pipeline's own errors, worded once.
 impl From<Error> for inrush_load::Error {
     fn from(e: Error) -> Self {
-        inrush_load::Error::Driver(Box::new(e))
+        match e {
+            Error::TableNotFound(table) => inrush_load::Error::NoSuchTable {
+                table,
+                place: " (or is not visible on the search_path)".into(),
+            },
+            e => inrush_load::Error::driver(e.kind(), e),
+        }
     }
 }
 pub use server::{PrivateServer, ServerOptions};
@@ -76,13 +83,6 @@ pub enum Error {
         table: String,
         message: String,
     },
-    /// `--resume` found the input different from the one its ledger describes.
-    #[error("{input} changed since the load it would resume (then: {then}; now: {now}); refusing to mix two versions of it: load it without --resume into an emptied table, or restore the original file")]
-    InputChanged {
-        input: String,
-        then: String,
-        now: String,
-    },
     #[error("private server: {0}")]
     Server(String),
     #[error("{context}: {cause}")]
@@ -95,6 +95,22 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// What the failure means to a script (see [`inrush_load::Kind`]).
+    pub fn kind(&self) -> inrush_load::Kind {
+        use inrush_load::Kind;
+        match self {
+            Error::Config(_) | Error::TableNotFound(_) | Error::NotATable(_) => Kind::Usage,
+            // Rows already in the table break a key put back: the data, not the server.
+            Error::UniqueViolated { .. } => Kind::BadInput,
+            Error::ForeignKeyViolated { .. } => Kind::KeyNotValid,
+            Error::Connect { .. }
+            | Error::Query { .. }
+            | Error::Permission(_)
+            | Error::Server(_)
+            | Error::Io { .. } => Kind::Server,
+        }
+    }
+
     /// Whether the load's rows break a key put back after it.
     pub fn is_broken_key(&self) -> bool {
         matches!(

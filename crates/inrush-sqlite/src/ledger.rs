@@ -72,13 +72,7 @@ pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Commit
         .map_err(failed("reading inrush_load_inputs"))?;
     match known {
         Some((size, mtime, fingerprint)) => {
-            if (size, &mtime, &fingerprint) != (id.size, &id.mtime, &id.fingerprint) {
-                return Err(Error::Usage(format!(
-                    "--resume: {} changed since its load began (then {size} bytes, modified {mtime}, fingerprint {fingerprint}; now {}): load it without --resume into a table without its old rows",
-                    id.input,
-                    id.describe()
-                )));
-            }
+            inrush_load::resume::unchanged(id, (size, &mtime, &fingerprint))?;
             // A ledger older than `data_start` learns it here.
             conn.execute(
                 "UPDATE inrush_load_inputs SET data_start = ?4 \

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
+use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
@@ -92,27 +93,22 @@ impl Target for SqliteTarget {
         "multi-row INSERT"
     }
 
-    fn refuse(&self, opts: &LoadOptions) -> Result<()> {
-        let refuse = |option: &str, why: &str| Err(Error::Usage(format!("{option}: {why}")));
-        if opts.force_text {
-            return refuse(
-                "--text",
+    fn lacks(&self) -> Lacks {
+        &[
+            (
+                Feature::Text,
                 "PostgreSQL's text COPY; SQLite is given bound values",
-            );
-        }
-        if opts.date_order.is_some() {
-            return refuse(
-                "--datestyle",
+            ),
+            (
+                Feature::DateStyle,
                 "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set",
-            );
-        }
-        if opts.plan.disable_triggers {
-            return refuse(
-                "--disable-triggers",
+            ),
+            (
+                Feature::DisableTriggers,
                 "SQLite cannot disable a table's triggers",
-            );
-        }
-        Ok(())
+            ),
+            (Feature::Route, "SQLite has no partitioned tables"),
+        ]
     }
 
     fn prepare(
@@ -124,11 +120,10 @@ impl Target for SqliteTarget {
         let existing = catalog::read(&conn, &opts.table)?;
         let (design, create_sql) = match (create, existing) {
             (Some(_), Some(t)) => {
-                return Err(Error::Columns(format!(
-                    "--create: table {} exists already in {} (load into it without --create)",
-                    t.qualified(),
-                    self.path.display()
-                )))
+                return Err(Error::TableExists {
+                    table: t.qualified(),
+                    place: format!(" in {}", self.path.display()),
+                })
             }
             (Some(columns), None) => {
                 let (design, sql) = designed(&opts.table, columns, &opts.create_types)?;
@@ -136,11 +131,10 @@ impl Target for SqliteTarget {
             }
             (None, Some(table)) => (read_design(table), None),
             (None, None) => {
-                return Err(Error::Columns(format!(
-                    "table {} does not exist in {} (--create makes it from the input)",
-                    opts.table,
-                    self.path.display()
-                )))
+                return Err(Error::NoSuchTable {
+                    table: opts.table.clone(),
+                    place: format!(" in {}", self.path.display()),
+                })
             }
         };
         if opts.on_conflict != OnConflict::Error && !design.table.has_unique_key() {
@@ -368,20 +362,10 @@ fn designed(
             (name.clone(), kind, storage)
         })
         .collect();
-    for (column, sql_type) in overrides {
-        let Some(slot) = kinds
-            .iter_mut()
-            .find(|(n, _, _)| n.eq_ignore_ascii_case(column))
-        else {
-            return Err(Error::Usage(format!(
-                "--types: the input has no column {column:?} (it has: {})",
-                kinds
-                    .iter()
-                    .map(|(n, _, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        };
+    let given = inrush_load::create::given_types(columns, overrides)?;
+    for (slot, sql_type) in kinds.iter_mut().zip(given) {
+        let Some(sql_type) = sql_type else { continue };
+        let column = &slot.0;
         let storage = match sql_type.to_ascii_uppercase().as_str() {
             "INT" | "INTEGER" => Kind::Integer,
             "REAL" => Kind::Real,

@@ -79,83 +79,25 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
     }
 }
 
-/// Maps an error to the documented exit codes.
+/// The documented exit code of a failure: its kind's (see [`inrush_load::Kind`]).
 pub fn exit_code(e: &anyhow::Error) -> u8 {
-    use inrush_load::Error as L;
-    match e.downcast_ref::<L>() {
-        Some(L::Interrupted | L::InterruptedResumable { .. }) => 130,
-        // A foreign key `recover` (or a load, for a dead load's leftovers) put back NOT VALID.
-        Some(L::Driver(e))
-            if matches!(
-                e.downcast_ref(),
-                Some(inrush_postgres::Error::ForeignKeyViolated { .. })
-            ) =>
-        {
-            7
+    use inrush_load::Kind;
+    let kind = if let Some(e) = e.downcast_ref::<inrush_load::Error>() {
+        e.kind()
+    } else if let Some(e) = e.downcast_ref::<inrush_read::Error>() {
+        Kind::of_read(e)
+    } else if let Some(e) = e.downcast_ref::<inrush_postgres::Error>() {
+        e.kind()
+    } else if let Some(e) = e.downcast_ref::<inrush_lab::Error>() {
+        match e {
+            inrush_lab::Error::Interrupted => Kind::Interrupted,
+            inrush_lab::Error::Postgres(_)
+            | inrush_lab::Error::Query { .. }
+            | inrush_lab::Error::Mariadb(_) => Kind::Server,
+            _ => Kind::Other,
         }
-        Some(L::PartialCommit { .. }) => 5,
-        // Committed, then not finished: neither "nothing happened" nor done.
-        Some(L::Unfinished { .. }) => 8,
-        // An input that is not there (or cannot be opened) is a mistake in the arguments; so
-        // is a query that reads what the load locks, found only once both wait.
-        Some(
-            L::Usage(_)
-            | L::QueryBlocked { .. }
-            | L::Read(
-                inrush_read::Error::Open { .. }
-                | inrush_read::Error::Inputs(_)
-                | inrush_read::Error::Options(_),
-            )
-            | L::Arrow(inrush_arrow::Error::Open { .. }),
-        ) => 2,
-        Some(err) if err.is_bad_input() => 4,
-        // Rows already in the table break a key `recover` recreates: the data, not the server.
-        Some(L::Driver(e))
-            if matches!(
-                e.downcast_ref(),
-                Some(inrush_postgres::Error::UniqueViolated { .. })
-            ) =>
-        {
-            4
-        }
-        // Nothing committed, and what the load dropped could not be put back: the server (or
-        // the connection to it) failed; the journal keeps the definitions for `recover`.
-        Some(L::Driver(_) | L::Engine { .. } | L::Source(_) | L::IndexesNotRestored { .. }) => 3,
-        Some(L::Read(_)) => 4,
-        Some(_) => 1,
-        None if matches!(
-            e.downcast_ref::<inrush_read::Error>(),
-            Some(inrush_read::Error::Options(_))
-        ) =>
-        {
-            2
-        }
-        None if matches!(
-            e.downcast_ref::<inrush_postgres::Error>(),
-            Some(inrush_postgres::Error::Config(_))
-        ) =>
-        {
-            2
-        }
-        None if e.downcast_ref::<inrush_postgres::Error>().is_some() => 3,
-        None if matches!(
-            e.downcast_ref::<inrush_lab::Error>(),
-            Some(inrush_lab::Error::Interrupted)
-        ) =>
-        {
-            130
-        }
-        None if matches!(
-            e.downcast_ref::<inrush_lab::Error>(),
-            Some(
-                inrush_lab::Error::Postgres(_)
-                    | inrush_lab::Error::Query { .. }
-                    | inrush_lab::Error::Mariadb(_)
-            )
-        ) =>
-        {
-            3
-        }
-        None => 1,
-    }
+    } else {
+        Kind::Other
+    };
+    kind.exit_code()
 }

@@ -248,7 +248,7 @@ fn create_makes_a_strict_typed_table() {
         "--create",
         "--no-progress",
     ]);
-    assert_eq!(code, 4, "{out}");
+    assert_eq!(code, 2, "{out}");
     assert!(out.contains("exists already"), "{out}");
 }
 

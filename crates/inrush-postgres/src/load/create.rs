@@ -1,7 +1,7 @@
 //! `--create` on PostgreSQL: the `CREATE TABLE` for the columns the pipeline inferred (see
 //! `inrush_load::create`), with `--types` checked against the server's own types.
 
-use inrush_load::columns::position_by_name;
+use inrush_load::create::given_types;
 use inrush_load::{Error, Result};
 use tokio_postgres::Client;
 
@@ -15,24 +15,17 @@ pub(crate) async fn table_ddl(
     overrides: &[(String, String)],
 ) -> Result<String> {
     let mut columns = columns.to_vec();
-    for (name, sql_type) in overrides {
-        let Some(i) = position_by_name(columns.iter().map(|(n, _)| n.as_str()), name) else {
-            return Err(Error::Usage(format!(
-                "--types: the input has no column {name:?} (it has: {})",
-                columns
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        };
+    let given = given_types(&columns, overrides)?;
+    for (i, sql_type) in given.into_iter().enumerate() {
+        let Some(sql_type) = sql_type else { continue };
+        let name = &columns[i].0;
         // The type goes into the DDL as written: only a name the server reads as a type.
         let known = control
-            .query_one("SELECT to_regtype($1) IS NOT NULL", &[sql_type])
+            .query_one("SELECT to_regtype($1) IS NOT NULL", &[&sql_type])
             .await
             .map(|row| row.get::<_, bool>(0));
         match known {
-            Ok(true) => columns[i].1 = sql_type.clone(),
+            Ok(true) => columns[i].1 = sql_type.to_string(),
             Ok(false) => {
                 return Err(Error::Usage(format!(
                 "--types: {sql_type:?} (for column {name:?}) is not a type of the target database"
@@ -52,9 +45,10 @@ pub(crate) async fn table_ddl(
         .await
         .map_err(crate::query_error(sql))?;
     if let Some(existing) = row.get::<_, Option<String>>(0) {
-        return Err(Error::Columns(format!(
-            "--create: table {existing} exists already (load into it without --create)"
-        )));
+        return Err(Error::TableExists {
+            table: existing,
+            place: String::new(),
+        });
     }
     let parts: Vec<String> = row.get(1);
     let qualified: Vec<String> = parts.iter().map(|p| crate::quote_ident(p)).collect();

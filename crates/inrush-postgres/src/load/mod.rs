@@ -50,7 +50,7 @@ pub fn run(
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     opts.validate()?;
-    refuse_sqlite_only(&opts.plan)?;
+    inrush_load::support::refuse(LACKS, opts)?;
     // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
     // that order, and the encoders learn it from the control session's DateStyle.
     let dated;
@@ -208,11 +208,12 @@ pub fn plan(
         ),
         None => None,
     };
-    refuse_sqlite_only(&opts)?;
     let load = LoadOptions {
         resume,
+        plan: opts,
         ..LoadOptions::new("", table)
     };
+    inrush_load::support::refuse(LACKS, &load)?;
     let opts = inrush_load::PlanOptions {
         keep_keys: load.keeps_keys().or(opts.keep_keys),
         ..opts
@@ -266,9 +267,7 @@ pub fn status(target: &ConnectOptions, table: Option<&str>) -> Result<Vec<LoadSt
 }
 
 /// Options PostgreSQL has no use for.
-fn refuse_sqlite_only(plan: &inrush_load::PlanOptions) -> Result<()> {
-    match plan.fast_unsafe {
-        true => Err(Error::Usage("--fast-unsafe: for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)".into())),
-        false => Ok(()),
-    }
-}
+pub const LACKS: inrush_load::support::Lacks = &[(
+    inrush_load::support::Feature::FastUnsafe,
+    "for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)",
+)];
