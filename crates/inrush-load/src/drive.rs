@@ -1,30 +1,33 @@
 //! A load into a target behind the [`Target`] interface: the pipeline's stages (readers,
 //! workers on every core, the order stage when the outcome depends on the input's order, the
-//! reject file, progress, interrupts) feeding one [`Writer`] on this thread.
+//! reject file, progress, interrupts) feeding the target's [`Writer`]s, each on a thread of
+//! its own. [`load_into`] tells the load's story: prepare, plan, stream, commit, end.
 //!
-//! All or nothing: the writer holds the load's one transaction, and any error, a refused row
-//! the user does not allow, or an interrupt before the commit drops it, which rolls back.
+//! All or nothing: each writer holds a transaction of the load, and any error, a refused row
+//! the user does not allow, or an interrupt before the commit drops them, which rolls back.
 
 use crate::columns::map_columns;
 use crate::rejects::Rejects;
 use crate::resume::{self, Resume};
+use crate::sources::{Opened, Sources};
 use crate::stages::{
     create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
     start_readers, EndTicker, Inputs, Shared, CANCEL_POLL,
 };
 use crate::summary::{Parallelism, Phases};
-use crate::target::{Committed, Target, Writer};
+use crate::target::{Committed, Table, Target, Writer};
 use crate::worker::{ArrowPlan, Chunk, Decode, Rows, WorkerPlan};
 use crate::{order, Error, LoadOptions, LoadPlan, LoadSummary, Maintenance, OnConflict, Result};
-use inrush_core::ledger::Committed as Block;
-use inrush_core::{Phase, Progress, Reporter};
+use inrush_core::ledger::{Committed as Block, InputFile};
+use inrush_core::{Phase, Progress, Reporter, TargetColumn};
 use inrush_read::inputs::InputFormat;
 use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Loads `opts`' inputs into `opts.table` of `target`.
+/// Loads `opts`' inputs into `opts.table` of `target`: the load's story, each step a function
+/// below.
 pub fn load_into(
     target: &dyn Target,
     opts: &LoadOptions,
@@ -34,6 +37,63 @@ pub fn load_into(
     reporter.phase(Phase::Inspect);
     opts.validate()?;
     crate::support::refuse(target.lacks(), opts)?;
+    // Prepare and plan: the inputs opened, the table read, what the load does around the rows.
+    let mut load = prepare(target, opts)?;
+    if let Some(summary) = already_loaded(target, &load, opts, started)? {
+        return Ok(summary);
+    }
+    let inspected = Instant::now();
+    // What the plan changes outside the load's transactions (indexes dropped) is put back by
+    // `end` whatever happens in between.
+    let dropped = !opts.check_only && target.begin(&load.table, &load.plan)?;
+    if dropped {
+        opts.interrupt.dropped(true);
+    }
+    // Kept with the commit, so that a rerun after a failure past it loads nothing.
+    let record = crate::commits::to_record(opts, &load.sources, dropped);
+    let dropped_at = Instant::now();
+    // Stream and commit, then finish: put back what was dropped, take statistics.
+    let streamed = stream(target, &mut load, opts, reporter, record.as_deref());
+    let ended = end(
+        target, &mut load, opts, reporter, &streamed, dropped, &record,
+    );
+    let streamed = settle(target, &load, opts, streamed, ended, &record)?;
+    reporter.phase(Phase::Done);
+    let at = [started, inspected, dropped_at];
+    Ok(summary(target, load, opts, streamed, at))
+}
+
+/// A writer, and the rows it wrote.
+type Wrote = (Box<dyn Writer>, u64);
+
+/// What the load read and decided before it changes anything.
+struct Prepared {
+    progress: Arc<Progress>,
+    sources: Arc<Sources>,
+    /// The first text source, opened (its header read); the readers take it.
+    first: Option<Opened>,
+    header_names: Option<Vec<String>>,
+    table: Table,
+    /// The columns the input feeds, in the input's order.
+    columns: Vec<TargetColumn>,
+    /// `--resume`: the input as the ledger knows it, and where to read on from.
+    resume: Option<(InputFile, Resume)>,
+    /// The reject file, when rows may be refused; the stages take it.
+    rejects: Option<Rejects>,
+    workers: WorkerPlan,
+    plan: LoadPlan,
+    /// `--check` of rows the engine cannot check inside a rolled-back transaction: why.
+    check_skipped: Option<String>,
+    /// Rows go to writers (not under a `--check` that stays on the client).
+    writes: bool,
+    /// Rows reach the writers in the input's order: which row is refused and which key wins
+    /// must not depend on which worker finished first.
+    ordered: bool,
+    notes: Vec<String>,
+}
+
+/// Opens the inputs, reads (or designs) the table, maps the columns and decides the plan.
+fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
     let progress = Arc::new(Progress::default());
     let Inputs {
         sources,
@@ -76,22 +136,7 @@ pub fn load_into(
             Some((file, start))
         }
     };
-    let rejects = match opts.max_errors {
-        0 => None,
-        limit => {
-            let path = opts
-                .rejects
-                .clone()
-                .unwrap_or_else(|| crate::stages::default_rejects_path(&sources));
-            let header = reject_header(first.as_ref(), header_names.as_deref());
-            Some(Rejects::create(
-                &path,
-                limit,
-                header.as_deref(),
-                opts.resume,
-            )?)
-        }
-    };
+    let rejects = open_rejects(opts, &sources, first.as_ref(), header_names.as_deref())?;
     let decode = match sources.format {
         InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
             &columns
@@ -101,7 +146,7 @@ pub fn load_into(
         )),
         _ => Decode::Csv,
     };
-    let plan = WorkerPlan {
+    let workers = WorkerPlan {
         decode,
         sources: sources.clone(),
         columns: columns.clone(),
@@ -113,16 +158,13 @@ pub fn load_into(
         route: None,
         whole_blocks: false,
     };
-    let load_plan = target.plan(&table, opts, sources.size())?;
+    let plan = target.plan(&table, opts, sources.size())?;
     // --check writes the rows inside the writers' transactions and rolls them back, so the
     // engine refuses what the load would; where it cannot, the rows are checked here only.
     // A table --create would make has nothing for the engine to check: it is not made.
-    let (load_plan, check_skipped) = match opts.check_only {
-        true => (
-            load_plan.checked(),
-            target.checks_on_client_only(&table, opts),
-        ),
-        false => (load_plan, None),
+    let (plan, check_skipped) = match opts.check_only {
+        true => (plan.checked(), target.checks_on_client_only(&table, opts)),
+        false => (plan, None),
     };
     let writes = !opts.check_only || (check_skipped.is_none() && table.create_sql.is_none());
     let mut notes: Vec<String> = sources.skipped_note().into_iter().collect();
@@ -132,274 +174,369 @@ pub fn load_into(
             false => format!("--create: {sql} (a load that fails leaves no table)"),
         });
     }
-    // Which row is refused and which key wins must not depend on which worker finished first.
-    let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
-    if let Some(summary) = already_loaded(target, &table, &sources, opts, &load_plan, started)? {
-        return Ok(summary);
-    }
-    let inspected = Instant::now();
-    // What the plan changes outside the load's transactions (indexes dropped) is put back by
-    // `end` whatever happens in between.
-    let dropped = !opts.check_only && target.begin(&table, &load_plan)?;
-    if dropped {
-        opts.interrupt.dropped(true);
-    }
-    // Kept with the commit, so that a rerun after a failure past it loads nothing.
-    let record = crate::commits::to_record(opts, &sources, dropped);
-    let dropped_at = Instant::now();
-    let streamed = (|| -> Result<Streamed> {
-        // --check: one writer, so that a key met twice in the input is refused as a duplicate,
-        // not waited on by another writer's open transaction.
-        let count = match opts.check_only {
-            true => 1,
-            false => target.writers(opts, ordered).max(1),
-        };
-        let writers = match writes {
-            false => Vec::new(),
-            true => (0..count)
-                .map(|_| {
-                    target.writer(
-                        &table,
-                        &columns,
-                        &load_plan,
-                        opts,
-                        resume.as_ref().map(|(file, _)| file),
-                    )
-                })
-                .collect::<Result<Vec<_>>>()?,
-        };
+    Ok(Prepared {
+        progress,
+        sources,
+        first,
+        header_names,
+        table,
+        columns,
+        resume,
+        rejects,
+        workers,
+        plan,
+        check_skipped,
+        writes,
+        ordered: opts.max_errors > 0 || opts.on_conflict != OnConflict::Error,
+        notes,
+    })
+}
 
-        reporter.phase(Phase::Load);
-        let shared = Arc::new(Shared::new(progress.clone(), rejects));
-        let (block_tx, block_rx) = flume::bounded(opts.workers.max(1) * 2);
-        let (chunk_tx, worker_chunks) = flume::bounded(opts.workers.max(1) * 2);
-        let (middle, chunk_rx) = match ordered {
-            false => (None, worker_chunks),
-            true => {
-                let (to_writer, chunk_rx) = flume::bounded(opts.workers.max(1) * 2);
-                (Some((worker_chunks, to_writer)), chunk_rx)
-            }
-        };
-        // Not scoped: a read from a pipe that never ends cannot be interrupted (see `pipeline`).
-        let readers = start_readers(
-            &sources,
-            first,
-            header_names.clone().filter(|_| sources.csv.header),
-            resume
-                .as_ref()
-                .map(|(_, r)| r.skip.clone())
-                .unwrap_or_default(),
-            None,
-            if ordered { 1 } else { opts.workers.max(1) },
-            &shared,
-            block_tx,
-        )
-        .map_err(spawn_error)?;
-        let done = AtomicBool::new(false);
-        let writer_count = writers.len();
-        let (written, writers) = std::thread::scope(|scope| -> Result<_> {
-            let shared = &*shared;
-            let spawn = |name: String| std::thread::Builder::new().name(name);
-            let workers = spawn_workers(scope, &plan, shared, opts.workers, block_rx, chunk_tx)?;
-            let middle = match middle {
-                Some((from_workers, to_writer)) => Some(
-                    spawn("inrush-order".into())
-                        .spawn_scoped(scope, move || order::run(from_workers, to_writer, shared))
-                        .map_err(spawn_error)?,
-                ),
-                None => None,
-            };
-            let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, &progress)?;
-            let _end_ticker = EndTicker(&done);
-            // Each writer on a thread of its own, all taking chunks from one queue; `--check` has
-            // none and counts the chunks' rows here.
-            let by_block = resume.is_some();
-            let mut streams = Vec::new();
-            for (i, mut writer) in writers.into_iter().enumerate() {
-                let (chunks, plan) = (chunk_rx.clone(), &plan);
-                let handle = spawn(format!("inrush-write-{i}")).spawn_scoped(scope, move || {
-                    let mut written = 0;
-                    if let Err(e) = write_all(
-                        Some(&mut writer),
-                        &chunks,
-                        plan,
-                        shared,
-                        by_block,
-                        &mut written,
-                    ) {
-                        shared.fail(e);
-                    }
-                    (writer, written)
-                });
-                streams.push(handle.map_err(spawn_error)?);
-            }
-            let mut written = 0;
-            if streams.is_empty() {
-                write_all(None, &chunk_rx, &plan, shared, by_block, &mut written)?;
-            }
-            drop(chunk_rx);
-            let mut writers = Vec::new();
-            for stream in streams {
-                let (writer, rows) = stream
-                    .join()
-                    .map_err(|_| Error::Internal("a writer panicked".into()))?;
-                written += rows;
-                writers.push((writer, rows));
-            }
-            join_workers(workers)?;
-            if let Some(middle) = middle {
-                middle
-                    .join()
-                    .map_err(|_| Error::Internal("the order stage panicked".into()))?;
-            }
-            done.store(true, Ordering::Relaxed);
-            let _ = ticker.join();
-            Ok((written, writers))
-        })?;
-        reporter.progress(progress.snapshot());
-        if !shared.is_cancelled() {
-            for reader in readers {
-                reader
-                    .join()
-                    .map_err(|_| Error::Internal("an input reader panicked".into()))?;
-            }
-        }
-        // The reject file is kept whatever happens: it describes the rows refused so far.
-        let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
-        if let Some(error) = shared.take_error() {
-            // Under --resume a stop keeps every block that committed: say so, and how to go on.
-            return Err(match (error, &resume) {
-                (Error::Interrupted, Some(_)) => Error::InterruptedResumable { rows: written },
-                (error, _) => error,
-            });
-        }
-        flushed?;
-        let rejected = shared.rejects.as_ref().map_or(0, Rejects::count);
-        // Every writer's own checks pass before any commits (a failed one commits nothing);
-        // they count as loading, as the row-by-row checks they replace would.
-        let mut writers = writers;
-        for (writer, _) in &mut writers {
-            writer.check()?;
-        }
-        let loaded_at = Instant::now();
-        let committed = match writers.is_empty() {
-            true => None,
-            // --check: dropping the writers rolls their transactions back.
-            false if opts.check_only => {
-                drop(writers);
-                if opts.interrupt.is_set() {
-                    return Err(Error::Interrupted);
-                }
-                None
-            }
-            false => {
-                // Several writers' commits are one window: once the first commits, the others
-                // must too, so a stop is refused from before the first on. A single writer
-                // marks that point itself, at its last statement that could still roll back
-                // (SQLite builds its indexes inside the transaction).
-                let stopped = match writers.len() {
-                    1 => opts.interrupt.is_set(),
-                    _ => !opts.interrupt.begin_commit(),
-                };
-                if stopped {
-                    return Err(match resume {
-                        Some(_) => Error::InterruptedResumable { rows: written },
-                        None => Error::Interrupted,
-                    });
-                }
-                if let (Some(identity), Some((last, _))) = (&record, writers.last_mut()) {
-                    last.record(identity, written)?;
-                }
-                reporter.phase(Phase::Commit);
-                Some(commit_all(writers)?)
-            }
-        };
-        Ok(Streamed {
-            written,
-            rejected,
-            loaded_at,
-            committed,
-            connections: writer_count,
-            rejects: shared.rejects.as_ref().map(|r| {
-                (
-                    r.path.display().to_string(),
-                    r.log_path.display().to_string(),
-                )
-            }),
-        })
-    })();
-    let ended = match opts.check_only {
-        true => Ok(Committed::default()),
-        false => {
-            // A stop after the commit puts back what was dropped and skips the upkeep.
-            let mut plan = load_plan.clone();
-            if streamed.is_ok() && opts.interrupt.is_set() {
-                plan.after = Maintenance::None;
-            }
-            if dropped {
-                reporter.phase(Phase::Indexes);
-            }
-            let ended = target.end(&table, &plan, streamed.is_ok());
-            if ended.is_ok() {
-                opts.interrupt.dropped(false);
-            }
-            if let (Some(identity), Ok(_), Ok(_)) = (&record, &streamed, &ended) {
-                if let Err(e) = target.forget_load(&table, identity) {
-                    notes.push(format!("{e}: a rerun of this load into {} would load nothing until its record is deleted", table.name));
-                }
-            }
-            ended
+/// The reject file, when `--max-errors` lets rows be refused.
+fn open_rejects(
+    opts: &LoadOptions,
+    sources: &Sources,
+    first: Option<&Opened>,
+    header_names: Option<&[String]>,
+) -> Result<Option<Rejects>> {
+    if opts.max_errors == 0 {
+        return Ok(None);
+    }
+    let path = opts
+        .rejects
+        .clone()
+        .unwrap_or_else(|| crate::stages::default_rejects_path(sources));
+    let header = reject_header(first, header_names);
+    Ok(Some(Rejects::create(
+        &path,
+        opts.max_errors,
+        header.as_deref(),
+        opts.resume,
+    )?))
+}
+
+/// The rows: the writers opened, the stages run, every writer's checks, then the commit
+/// (`record`: the input's identity, kept with it; see [`crate::commits`]).
+fn stream(
+    target: &dyn Target,
+    load: &mut Prepared,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+    record: Option<&str>,
+) -> Result<Streamed> {
+    // --check: one writer, so that a key met twice in the input is refused as a duplicate,
+    // not waited on by another writer's open transaction.
+    let count = match opts.check_only {
+        true => 1,
+        false => target.writers(opts, load.ordered).max(1),
+    };
+    let writers = match load.writes {
+        false => Vec::new(),
+        true => (0..count)
+            .map(|_| {
+                let resume = load.resume.as_ref().map(|(file, _)| file);
+                target.writer(&load.table, &load.columns, &load.plan, opts, resume)
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
+    let connections = writers.len();
+    reporter.phase(Phase::Load);
+    let shared = Arc::new(Shared::new(load.progress.clone(), load.rejects.take()));
+    let ran = run_stages(load, opts, reporter, &shared, writers);
+    // The reject file is kept whatever happens: it describes the rows refused so far.
+    let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
+    let resumable = load.resume.is_some();
+    let (written, mut writers) = ran?;
+    if let Some(error) = shared.take_error() {
+        // Under --resume a stop keeps every block that committed: say so, and how to go on.
+        return Err(match (error, resumable) {
+            (Error::Interrupted, true) => Error::InterruptedResumable { rows: written },
+            (error, _) => error,
+        });
+    }
+    flushed?;
+    // Every writer's own checks pass before any commits (a failed one commits nothing);
+    // they count as loading, as the row-by-row checks they replace would.
+    for (writer, _) in &mut writers {
+        writer.check()?;
+    }
+    let loaded_at = Instant::now();
+    let committed = commit(writers, opts, reporter, resumable, record, written)?;
+    Ok(Streamed {
+        written,
+        rejected: shared.rejects.as_ref().map_or(0, Rejects::count),
+        loaded_at,
+        committed,
+        connections,
+        rejects: shared.rejects.as_ref().map(|r| {
+            (
+                r.path.display().to_string(),
+                r.log_path.display().to_string(),
+            )
+        }),
+    })
+}
+
+/// Readers, workers on every core, the order stage when the outcome depends on the input's
+/// order, and each writer on a thread of its own, all taking chunks from one queue (`--check`
+/// on the client has none and counts the chunks' rows here); the rows written, and the
+/// writers with their rows.
+fn run_stages(
+    load: &mut Prepared,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+    shared: &Arc<Shared>,
+    writers: Vec<Box<dyn Writer>>,
+) -> Result<(u64, Vec<Wrote>)> {
+    let workers = opts.workers.max(1);
+    let (block_tx, block_rx) = flume::bounded(workers * 2);
+    let (chunk_tx, worker_chunks) = flume::bounded(workers * 2);
+    let (middle, chunk_rx) = match load.ordered {
+        false => (None, worker_chunks),
+        true => {
+            let (to_writer, chunk_rx) = flume::bounded(workers * 2);
+            (Some((worker_chunks, to_writer)), chunk_rx)
         }
     };
-    let Streamed {
-        written,
-        rejected,
-        loaded_at,
-        mut committed,
-        connections,
-        rejects,
-    } = match (streamed, ended) {
+    // Not scoped: a read from a pipe that never ends cannot be interrupted (see `stages`).
+    let readers = start_readers(
+        &load.sources,
+        load.first.take(),
+        load.header_names
+            .clone()
+            .filter(|_| load.sources.csv.header),
+        load.resume
+            .as_ref()
+            .map(|(_, r)| r.skip.clone())
+            .unwrap_or_default(),
+        None,
+        if load.ordered { 1 } else { workers },
+        shared,
+        block_tx,
+    )
+    .map_err(spawn_error)?;
+    let (plan, progress, by_block) = (&load.workers, &load.progress, load.resume.is_some());
+    let done = AtomicBool::new(false);
+    let ran = std::thread::scope(|scope| -> Result<_> {
+        let shared = &**shared;
+        let spawn = |name: String| std::thread::Builder::new().name(name);
+        let workers = spawn_workers(scope, plan, shared, opts.workers, block_rx, chunk_tx)?;
+        let middle = match middle {
+            Some((from_workers, to_writer)) => Some(
+                spawn("inrush-order".into())
+                    .spawn_scoped(scope, move || order::run(from_workers, to_writer, shared))
+                    .map_err(spawn_error)?,
+            ),
+            None => None,
+        };
+        let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
+        let _end_ticker = EndTicker(&done);
+        let mut streams = Vec::new();
+        for (i, mut writer) in writers.into_iter().enumerate() {
+            let chunks = chunk_rx.clone();
+            let handle = spawn(format!("inrush-write-{i}")).spawn_scoped(scope, move || {
+                let mut written = 0;
+                let wrote = write_all(
+                    Some(&mut writer),
+                    &chunks,
+                    plan,
+                    shared,
+                    by_block,
+                    &mut written,
+                );
+                if let Err(e) = wrote {
+                    shared.fail(e);
+                }
+                (writer, written)
+            });
+            streams.push(handle.map_err(spawn_error)?);
+        }
+        let mut written = 0;
+        if streams.is_empty() {
+            write_all(None, &chunk_rx, plan, shared, by_block, &mut written)?;
+        }
+        drop(chunk_rx);
+        let mut writers = Vec::new();
+        for stream in streams {
+            let (writer, rows) = stream
+                .join()
+                .map_err(|_| Error::Internal("a writer panicked".into()))?;
+            written += rows;
+            writers.push((writer, rows));
+        }
+        join_workers(workers)?;
+        if let Some(middle) = middle {
+            middle
+                .join()
+                .map_err(|_| Error::Internal("the order stage panicked".into()))?;
+        }
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        Ok((written, writers))
+    })?;
+    reporter.progress(progress.snapshot());
+    if !shared.is_cancelled() {
+        for reader in readers {
+            reader
+                .join()
+                .map_err(|_| Error::Internal("an input reader panicked".into()))?;
+        }
+    }
+    Ok(ran)
+}
+
+/// The commit window: every writer commits, or (`--check`) rolls back; `None` when nothing
+/// committed. `record` is written by the writer that commits last.
+fn commit(
+    mut writers: Vec<Wrote>,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+    resumable: bool,
+    record: Option<&str>,
+    written: u64,
+) -> Result<Option<Committed>> {
+    if writers.is_empty() {
+        return Ok(None);
+    }
+    if opts.check_only {
+        // --check: dropping the writers rolls their transactions back.
+        drop(writers);
+        return match opts.interrupt.is_set() {
+            true => Err(Error::Interrupted),
+            false => Ok(None),
+        };
+    }
+    // Several writers' commits are one window: once the first commits, the others must too,
+    // so a stop is refused from before the first on. A single writer marks that point itself,
+    // at its last statement that could still roll back (SQLite builds its indexes inside the
+    // transaction).
+    let stopped = match writers.len() {
+        1 => opts.interrupt.is_set(),
+        _ => !opts.interrupt.begin_commit(),
+    };
+    if stopped {
+        return Err(match resumable {
+            true => Error::InterruptedResumable { rows: written },
+            false => Error::Interrupted,
+        });
+    }
+    if let (Some(identity), Some((last, _))) = (record, writers.last_mut()) {
+        last.record(identity, written)?;
+    }
+    reporter.phase(Phase::Commit);
+    Ok(Some(commit_all(writers)?))
+}
+
+/// After the rows, committed or not: what `begin` dropped put back, and for a committed load
+/// the upkeep (a stop after the commit skips it); a finished load's commit record deleted.
+fn end(
+    target: &dyn Target,
+    load: &mut Prepared,
+    opts: &LoadOptions,
+    reporter: &dyn Reporter,
+    streamed: &Result<Streamed>,
+    dropped: bool,
+    record: &Option<String>,
+) -> Result<Committed> {
+    if opts.check_only {
+        return Ok(Committed::default());
+    }
+    let mut plan = load.plan.clone();
+    if streamed.is_ok() && opts.interrupt.is_set() {
+        plan.after = Maintenance::None;
+    }
+    if dropped {
+        reporter.phase(Phase::Indexes);
+    }
+    let ended = target.end(&load.table, &plan, streamed.is_ok());
+    if ended.is_ok() {
+        opts.interrupt.dropped(false);
+    }
+    if let (Some(identity), Ok(_), Ok(_)) = (record, streamed, &ended) {
+        if let Err(e) = target.forget_load(&load.table, identity) {
+            load.notes.push(format!(
+                "{e}: a rerun of this load into {} would load nothing until its record is deleted",
+                load.table.name
+            ));
+        }
+    }
+    ended
+}
+
+/// The load's outcome from the rows' and the end's: a failure after the commit is
+/// [`Error::Unfinished`] (the rows stay), one before it with definitions left dropped
+/// [`Error::IndexesNotRestored`].
+fn settle(
+    target: &dyn Target,
+    load: &Prepared,
+    opts: &LoadOptions,
+    streamed: Result<Streamed>,
+    ended: Result<Committed>,
+    record: &Option<String>,
+) -> Result<Streamed> {
+    match (streamed, ended) {
         (Ok(mut streamed), Ok(ended)) => {
-            streamed.committed = streamed.committed.map(|mut c| {
+            if let Some(c) = streamed.committed.as_mut() {
                 c.steps.extend(ended.steps);
                 c.notes.extend(ended.notes);
                 c.rebuild_seconds += ended.rebuild_seconds;
                 c.maintain_seconds += ended.maintain_seconds;
-                c
-            });
-            streamed
+            }
+            Ok(streamed)
         }
-        (Err(error), Ok(_)) => return Err(error),
+        (Err(error), Ok(_)) => Err(error),
         // Committed: the rows stay, whatever is left to put back.
-        (Ok(streamed), Err(e)) if streamed.committed.is_some() => {
-            return Err(Error::Unfinished {
-                rows: streamed.written,
-                table: table.name.clone(),
-                reason: e.to_string(),
-                left: target.still_dropped(&table),
-                recover: None,
-                rerun_loads_nothing: record.is_some() || crate::commits::rerun_adds_nothing(opts),
-            })
-        }
-        (streamed, Err(e)) => {
-            return Err(Error::IndexesNotRestored {
-                load: streamed.err().map(|e| e.to_string()),
-                reason: e.to_string(),
-            })
-        }
-    };
-    let rows = written;
+        (Ok(streamed), Err(e)) if streamed.committed.is_some() => Err(Error::Unfinished {
+            rows: streamed.written,
+            table: load.table.name.clone(),
+            reason: e.to_string(),
+            left: target.still_dropped(&load.table),
+            recover: None,
+            rerun_loads_nothing: record.is_some() || crate::commits::rerun_adds_nothing(opts),
+        }),
+        (streamed, Err(e)) => Err(Error::IndexesNotRestored {
+            load: streamed.err().map(|e| e.to_string()),
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// The summary of a load that streamed (`at`: when it started, finished inspecting, and had
+/// dropped what the plan drops).
+fn summary(
+    target: &dyn Target,
+    load: Prepared,
+    opts: &LoadOptions,
+    streamed: Streamed,
+    at: [Instant; 3],
+) -> LoadSummary {
+    let [started, inspected, dropped_at] = at;
+    let Streamed {
+        written: rows,
+        rejected,
+        loaded_at,
+        committed,
+        connections,
+        rejects,
+    } = streamed;
+    let Prepared {
+        progress,
+        sources,
+        table,
+        resume,
+        plan,
+        check_skipped,
+        mut notes,
+        ..
+    } = load;
     let bytes = progress.bytes_read.load(Ordering::Relaxed);
     let seconds = started.elapsed().as_secs_f64();
     let load_seconds = (loaded_at - dropped_at).as_secs_f64();
     let (rebuild, maintain) = committed
         .as_ref()
         .map_or((0.0, 0.0), |c| (c.rebuild_seconds, c.maintain_seconds));
-    if let Some(c) = committed.take() {
-        notes.extend(c.notes);
-    }
-    reporter.phase(Phase::Done);
-    Ok(LoadSummary {
+    notes.extend(committed.into_iter().flat_map(|c| c.notes));
+    LoadSummary {
         input: sources.describe(),
         table: table.name.clone(),
         rows,
@@ -431,7 +568,7 @@ pub fn load_into(
         check_skipped,
         rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
         blocks: None,
-        plan: load_plan,
+        plan,
         phases: Phases {
             inspect: (inspected - started).as_secs_f64(),
             drop_indexes: (dropped_at - inspected).as_secs_f64(),
@@ -440,19 +577,23 @@ pub fn load_into(
             maintain,
         },
         notes,
-    })
+    }
 }
 
 /// A rerun of a load that committed and could not finish (see [`crate::commits`]): its
 /// summary, the rows being in the table already; `prepare` has put back what it left dropped.
 fn already_loaded(
     target: &dyn Target,
-    table: &crate::target::Table,
-    sources: &crate::sources::Sources,
+    load: &Prepared,
     opts: &LoadOptions,
-    plan: &LoadPlan,
     started: Instant,
 ) -> Result<Option<LoadSummary>> {
+    let Prepared {
+        table,
+        sources,
+        plan,
+        ..
+    } = load;
     if opts.check_only || opts.resume {
         return Ok(None);
     }
@@ -513,7 +654,7 @@ struct Streamed {
 
 /// Commits every writer's transaction, one after the other: the load's commit window. A
 /// failure after the first commit leaves some writers' rows in and others' out, which is said.
-fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
+fn commit_all(writers: Vec<Wrote>) -> Result<Committed> {
     let connections = writers.len();
     let mut done = crate::target::Committed::default();
     let mut rows_committed = 0;

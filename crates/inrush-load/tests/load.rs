@@ -703,8 +703,7 @@ fn resume_refuses_a_changed_input() {
     std::fs::write(&path, numbered_rows(1001)).unwrap();
     let err = db.load(&opts, &Silent).unwrap_err();
     assert!(
-        err.to_string()
-            .contains("changed since the load it would resume"),
+        err.to_string().contains("changed since its load began"),
         "{err}"
     );
     assert_eq!(db.count("t"), 1000);

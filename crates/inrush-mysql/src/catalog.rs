@@ -150,7 +150,6 @@ pub fn split_name(name: &str, database: &str) -> (String, String) {
 /// The table `name` names in `database`.
 pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> {
     let (schema, table) = split_name(name, database);
-    let reading = |what: &str| engine_error(format!("reading the {what} of {schema}.{table}"));
     type TableRow = (
         String,
         String,
@@ -169,13 +168,52 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             (&schema, &table),
         )
         .await
-        .map_err(reading("definition"))?;
+        .map_err(reading(&schema, &table, "definition"))?;
     let Some((schema, name, engine, data, index, transactions)) = found else {
         return Err(Error::NoSuchTable {
             table: quote(&table),
             place: format!(" in database {}", quote(&schema)),
         });
     };
+    let columns = columns(conn, &schema, &name).await?;
+    let indexes = indexes(conn, &schema, &name).await?;
+    let foreign_keys = foreign_keys(conn, &schema, &name).await?;
+    let triggers: Vec<String> = conn
+        .exec(
+            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS \
+             WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ? ORDER BY TRIGGER_NAME",
+            (&schema, &name),
+        )
+        .await
+        .map_err(reading(&schema, &name, "triggers"))?;
+    let changed_by_delete = changed_by_delete(conn, &schema, &name).await?;
+    let qualified = format!("{}.{}", quote(&schema), quote(&name));
+    let any: Option<u8> = conn
+        .query_first(format!("SELECT 1 FROM {qualified} LIMIT 1"))
+        .await
+        .map_err(reading(&schema, &name, "rows"))?;
+    Ok(Table {
+        empty: any.is_none(),
+        schema,
+        name,
+        engine: engine.unwrap_or_default(),
+        transactional: transactions.as_deref() != Some("NO"),
+        columns,
+        indexes,
+        foreign_keys,
+        triggers,
+        changed_by_delete,
+        bytes: data.unwrap_or(0) + index.unwrap_or(0),
+    })
+}
+
+/// What `schema`.`name`'s catalog says of it, failing as reading its `what`.
+fn reading(schema: &str, name: &str, what: &str) -> impl FnOnce(mysql_async::Error) -> Error {
+    engine_error(format!("reading the {what} of {schema}.{name}"))
+}
+
+/// The columns that take values (not generated ones), in table order.
+async fn columns(conn: &mut Conn, schema: &str, name: &str) -> Result<Vec<Column>> {
     type ColumnRow = (
         String,
         String,
@@ -192,10 +230,10 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
                COALESCE(CHARACTER_MAXIMUM_LENGTH, 0), NUMERIC_PRECISION, NUMERIC_SCALE, EXTRA \
              FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? \
              ORDER BY ORDINAL_POSITION",
-            (&schema, &name),
+            (schema, name),
         )
         .await
-        .map_err(reading("columns"))?;
+        .map_err(reading(schema, name, "columns"))?;
     let columns = rows
         .into_iter()
         // Generated columns take no values.
@@ -217,14 +255,19 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             auto_increment: r.7.to_ascii_lowercase().contains("auto_increment"),
         })
         .collect();
+    Ok(columns)
+}
+
+/// Every index, its columns in order.
+async fn indexes(conn: &mut Conn, schema: &str, name: &str) -> Result<Vec<Index>> {
     let parts: Vec<(String, u64, Option<String>)> = conn
         .exec(
             "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS \
              WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY INDEX_NAME, SEQ_IN_INDEX",
-            (&schema, &name),
+            (schema, name),
         )
         .await
-        .map_err(reading("indexes"))?;
+        .map_err(reading(schema, name, "indexes"))?;
     let mut indexes: Vec<Index> = Vec::new();
     for (index, non_unique, column) in parts {
         if indexes.last().is_none_or(|i| i.name != index) {
@@ -238,6 +281,11 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             last.columns.push(column);
         }
     }
+    Ok(indexes)
+}
+
+/// Every foreign key, its columns and its parent's in order.
+async fn foreign_keys(conn: &mut Conn, schema: &str, name: &str) -> Result<Vec<ForeignKey>> {
     type KeyPart = (String, String, String, String, String);
     let parts: Vec<KeyPart> = conn
         .exec(
@@ -245,10 +293,10 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
                REFERENCED_COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
              WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? AND REFERENCED_TABLE_NAME IS NOT NULL \
              ORDER BY CONSTRAINT_NAME, ORDINAL_POSITION",
-            (&schema, &name),
+            (schema, name),
         )
         .await
-        .map_err(reading("foreign keys"))?;
+        .map_err(reading(schema, name, "foreign keys"))?;
     let mut foreign_keys: Vec<ForeignKey> = Vec::new();
     for (key, column, parent_schema, parent_table, parent_column) in parts {
         if foreign_keys.last().is_none_or(|k| k.name != key) {
@@ -265,14 +313,12 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
             last.parent_columns.push(parent_column);
         }
     }
-    let triggers: Vec<String> = conn
-        .exec(
-            "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS \
-             WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ? ORDER BY TRIGGER_NAME",
-            (&schema, &name),
-        )
-        .await
-        .map_err(reading("triggers"))?;
+    Ok(foreign_keys)
+}
+
+/// Other tables' foreign keys whose `ON DELETE` rule changes their rows when rows of this one
+/// are deleted.
+async fn changed_by_delete(conn: &mut Conn, schema: &str, name: &str) -> Result<Vec<String>> {
     let rules: Vec<(String, String, String, String)> = conn
         .exec(
             "SELECT CONSTRAINT_SCHEMA, TABLE_NAME, CONSTRAINT_NAME, DELETE_RULE \
@@ -281,11 +327,11 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
                AND DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') \
                AND NOT (CONSTRAINT_SCHEMA = ? AND TABLE_NAME = ?) \
              ORDER BY 1, 2, 3",
-            (&schema, &name, &schema, &name),
+            (schema, name, schema, name),
         )
         .await
-        .map_err(reading("keys that reference it"))?;
-    let changed_by_delete = rules
+        .map_err(reading(schema, name, "keys that reference it"))?;
+    Ok(rules
         .into_iter()
         .map(|(child_schema, child, key, rule)| {
             format!(
@@ -294,25 +340,7 @@ pub async fn read(conn: &mut Conn, name: &str, database: &str) -> Result<Table> 
                 quote(&child)
             )
         })
-        .collect();
-    let qualified = format!("{}.{}", quote(&schema), quote(&name));
-    let any: Option<u8> = conn
-        .query_first(format!("SELECT 1 FROM {qualified} LIMIT 1"))
-        .await
-        .map_err(reading("rows"))?;
-    Ok(Table {
-        empty: any.is_none(),
-        schema,
-        name,
-        engine: engine.unwrap_or_default(),
-        transactional: transactions.as_deref() != Some("NO"),
-        columns,
-        indexes,
-        foreign_keys,
-        triggers,
-        changed_by_delete,
-        bytes: data.unwrap_or(0) + index.unwrap_or(0),
-    })
+        .collect())
 }
 
 #[cfg(test)]
