@@ -305,8 +305,10 @@ def prepare_lineitem(args, scratch: Path) -> Dataset:
 # --------------------------------------------------------------------------------------------
 
 class Bench:
-    def __init__(self, server: Server, ds: Dataset, inrush: Path, streams: int):
+    def __init__(self, server: Server, ds: Dataset, inrush: Path, streams: int,
+                 before: Path | None = None):
         self.server, self.ds, self.inrush, self.streams = server, ds, inrush, streams
+        self.before = before
         self.parts = [server.scratch / f"part_{k}.bin" for k in range(streams)]
 
     def csv_options(self) -> str:
@@ -379,10 +381,10 @@ class Bench:
         # the peak of this Python process, which forked it.
         return seconds, {}
 
-    def inrush_load(self) -> tuple[float, dict]:
+    def inrush_load(self, binary: Path | None = None) -> tuple[float, dict]:
         # --no-analyze: psql \copy does no VACUUM/ANALYZE after the load either; the query-ready
         # comparison, which includes them, is bench/query_ready.py.
-        cmd = [str(self.inrush), "load", str(self.ds.csv), "--to", self.server.conninfo,
+        cmd = [str(binary or self.inrush), "load", str(self.ds.csv), "--to", self.server.conninfo,
                "--table", self.ds.table, "--json", "--no-progress", "--no-analyze"]
         if self.ds.header:
             cmd.append("--header")
@@ -401,7 +403,8 @@ class Bench:
 
     def measure(self, method: str) -> dict:
         fn = {"psql_copy": self.psql_copy, "server_binary_ceiling": self.server_binary_ceiling,
-              "socket_ceiling": self.socket_ceiling, "inrush": self.inrush_load}[method]
+              "socket_ceiling": self.socket_ceiling, "inrush": self.inrush_load,
+              "inrush_before": lambda: self.inrush_load(self.before)}[method]
         lsn0 = self.reset()
         seconds, extra = fn()
         self.verify(method)
@@ -442,9 +445,9 @@ def server_facts(server: Psql) -> dict:
 # Report
 # --------------------------------------------------------------------------------------------
 
-def summarize(results: list[dict], rows: int) -> dict:
+def summarize(results: list[dict], rows: int, methods=METHODS) -> dict:
     out = {}
-    for m in METHODS:
+    for m in methods:
         secs = [r["seconds"] for r in results if r["method"] == m]
         rss = [r["peak_rss_kib"] for r in results if r["method"] == m and "peak_rss_kib" in r]
         wal = [r["wal_bytes"] for r in results if r["method"] == m]
@@ -458,16 +461,18 @@ def summarize(results: list[dict], rows: int) -> dict:
         ratios[f"psql_copy/inrush ({stat})"] = out["psql_copy"][stat] / out["inrush"][stat]
         for c in CEILINGS:
             ratios[f"inrush/{c} ({stat})"] = out["inrush"][stat] / out[c][stat]
+        if "inrush_before" in out:
+            ratios[f"inrush/inrush_before ({stat})"] = out["inrush"][stat] / out["inrush_before"][stat]
     return {"methods": out, "ratios": ratios}
 
 
-def print_table(summary: dict, rows: int, streams: int) -> None:
+def print_table(summary: dict, rows: int, streams: int, methods=METHODS) -> None:
     print()
     print(f"{rows:,} rows; seconds are wall time of the client process(es), commit included")
     hdr = f"{'method':<28}{'best s':>9}{'median s':>10}{'rows/s (best)':>15}{'WAL MB':>9}{'peak RSS MB':>13}"
     print(hdr)
     print("-" * len(hdr))
-    for m in METHODS:
+    for m in methods:
         s = summary["methods"][m]
         name = f"{m} (x{streams})" if m in CEILINGS else m
         rss = f"{s['peak_rss_kib_max'] / 1024:.0f}" if s["peak_rss_kib_max"] else "-"
@@ -480,6 +485,9 @@ def print_table(summary: dict, rows: int, streams: int) -> None:
     for c in CEILINGS:
         print(f"{'inrush / ' + c:<31}{r[f'inrush/{c} (median)']:.2f} median, "
               f"{r[f'inrush/{c} (best)']:.2f} best    (1.0 = at the ceiling)")
+    if "inrush/inrush_before (median)" in r:
+        print(f"{'inrush / inrush_before':<31}{r['inrush/inrush_before (median)']:.3f} median, "
+              f"{r['inrush/inrush_before (best)']:.3f} best    (above 1.0: slower than before)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,6 +500,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     ap.add_argument("--streams", type=int, default=2, help="sessions of each ceiling (default 2)")
     ap.add_argument("--inrush", type=Path, default=REPO / "target/release/inrush")
+    ap.add_argument("--before", type=Path,
+                    help="another inrush binary (an earlier build) measured beside --inrush, as inrush_before")
     ap.add_argument("--pg-bin", help="directory with initdb, pg_ctl, psql, postgres")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, CSV, log)")
     ap.add_argument("--quick", action="store_true", help="100,000 rows, 1 round (a smoke test)")
@@ -532,7 +542,8 @@ def main() -> int:
             ds = prepare_sqlbulkcopy(args, inrush, server.scratch)
         else:
             ds = prepare_lineitem(args, server.scratch)
-        bench = Bench(server, ds, inrush, args.streams)
+        methods = METHODS + (("inrush_before",) if args.before else ())
+        bench = Bench(server, ds, inrush, args.streams, inrush_binary(args.before) if args.before else None)
         bench.create_table()
 
         # One load with psql to learn the row count (lineitem) and to cut the binary parts.
@@ -548,21 +559,21 @@ def main() -> int:
         # Untimed warm-up of every method: a fresh cluster creates (zero-fills) new WAL segments
         # the first time, which later loads recycle; without this, whichever ran first would pay.
         log("warm-up (untimed)")
-        for m in METHODS:
+        for m in methods:
             bench.measure(m)
 
         results = []
         for rnd in range(args.repeat):
             # Rotate the order each round so no method is always first or last after another.
-            order = METHODS[rnd % len(METHODS):] + METHODS[:rnd % len(METHODS)]
+            order = methods[rnd % len(methods):] + methods[:rnd % len(methods)]
             for m in order:
                 r = bench.measure(m)
                 r["round"] = rnd + 1
                 results.append(r)
                 log(f"round {rnd + 1}/{args.repeat}  {m:<22} {r['seconds']:8.3f} s")
 
-        summary = summarize(results, ds.expected_rows)
-        print_table(summary, ds.expected_rows, args.streams)
+        summary = summarize(results, ds.expected_rows, methods)
+        print_table(summary, ds.expected_rows, args.streams, methods)
 
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now()
@@ -572,7 +583,7 @@ def main() -> int:
                         "csv_bytes": ds.csv.stat().st_size, **ds.describe},
             "when": now.isoformat(timespec="seconds"),
             "settings": {"repeat": args.repeat, "streams": args.streams, "quick": args.quick,
-                         "inrush": str(inrush)},
+                         "inrush": str(inrush), "before": str(args.before) if args.before else None},
             "machine": machine(),
             "server": server_facts(server),
             "summary": summary,

@@ -9,15 +9,17 @@
 //! ([`commits`]), the input's order ([`order`],
 //! [`sort`]), the plan around the rows ([`plan`]), interrupts, and the [`LoadSummary`].
 //!
-//! A target is driven in one of two ways: through the [`target::Target`] interface, which
-//! [`load_into`] drives (SQLite, MariaDB), or by an engine crate that drives the stages itself
-//! (PostgreSQL's parallel COPY streams: `inrush-postgres`'s `load`). Either way the target's
-//! crate owns everything said to its engine; this crate says nothing to any server.
+//! Every engine is a [`target::Target`], and [`load_into`] is the one driver of all of them
+//! (PostgreSQL, MariaDB/MySQL, SQLite): the engine's crate owns everything said to its engine,
+//! its catalog, statements and commit; this crate says nothing to any server, and the rules
+//! every engine shares (options an engine lacks in [`support`], exit codes in [`Kind`], the
+//! commit records in [`commits`]) are written here once.
 //!
 //! Does not own: how bytes become records (`inrush-read`), values become PostgreSQL's wire
 //! bytes (`inrush-encode`), or any engine's catalog, statements or commit; nor printing
 //! anything.
 
+pub mod chunk;
 pub mod columns;
 pub mod commits;
 pub mod create;
@@ -30,6 +32,7 @@ pub mod plan;
 pub mod rejects;
 pub mod resume;
 pub mod route;
+mod shared;
 pub mod sort;
 pub mod sources;
 pub mod stages;

@@ -281,6 +281,31 @@ impl OnConflict {
             OnConflict::Update => "update",
         }
     }
+
+    /// Refuses a mode `table` gives nothing to conflict on, the same on every engine: `unique`
+    /// (it has a primary key or a unique index), `primary` (a primary key), and
+    /// `update_by_primary` (the engine's update finds the row a row replaces by its primary
+    /// key).
+    pub fn refuse_without_key(
+        self,
+        table: &str,
+        unique: bool,
+        primary: bool,
+        update_by_primary: bool,
+    ) -> crate::Result<()> {
+        let mode = self.name();
+        let refused = match self {
+            OnConflict::Error => return Ok(()),
+            _ if !unique => "no primary key or unique index for rows to conflict on",
+            OnConflict::Update if update_by_primary && !primary => {
+                "no primary key, which says which row a row replaces"
+            }
+            _ => return Ok(()),
+        };
+        Err(crate::Error::Usage(format!(
+            "--on-conflict {mode}: {table} has {refused}"
+        )))
+    }
 }
 
 /// `--from-query`: rows streamed from a source server (PostgreSQL's `COPY (query) TO STDOUT`,

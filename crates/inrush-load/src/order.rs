@@ -10,7 +10,7 @@
 //! Memory stays bounded: the one reader is at most the work queue's depth plus one unit per
 //! worker ahead of the sink, so at most that many units wait here.
 
-use crate::stages::{Shared, CANCEL_POLL};
+use crate::shared::{Shared, CANCEL_POLL};
 use crate::worker::Chunk;
 use std::collections::BTreeMap;
 

@@ -4,10 +4,11 @@
 //! Which destination a row has is the target's business ([`Route`]); this module only walks
 //! the tuples and keeps every chunk able to find its rows in the input again.
 
+use crate::chunk::{Chunk, RowsIndex};
 use crate::rejects::Rejects;
-use crate::worker::{Chunk, RowsIndex, WorkerPlan};
 use crate::{Error, Result};
 use bytes::Bytes;
+use inrush_core::Location;
 use std::sync::Arc;
 
 /// Where a row goes.
@@ -15,6 +16,21 @@ pub trait Route: Send + Sync {
     /// The destination of a row from its COPY BINARY fields in the load's column order
     /// (`None` for NULL), or the reason it has none, in COPY's words.
     fn route(&self, fields: &[Option<&[u8]>]) -> Result<u32, String>;
+}
+
+/// Finds a chunk's row in the input again, for a row no destination takes (the workers'
+/// plan knows the inputs).
+pub trait Locate {
+    /// The row's record as read, and where it is.
+    fn row_source<'c>(
+        &self,
+        chunk: &'c Chunk,
+        index: &'c RowsIndex,
+        row: usize,
+    ) -> (&'c [u8], Location);
+
+    /// Where row `row` of `chunk` is, as near as the chunk can tell without an index.
+    fn locate(&self, chunk: &Chunk, row: u64) -> Location;
 }
 
 /// The rows of one destination taken out of a chunk so far.
@@ -32,7 +48,7 @@ struct Piece {
 pub fn split(
     chunk: &Chunk,
     route: &dyn Route,
-    plan: &WorkerPlan,
+    plan: &dyn Locate,
     rejects: Option<&Rejects>,
 ) -> Result<Vec<Chunk>> {
     // Indexed by destination: a map lookup per row cost more than the routing itself.
@@ -89,7 +105,7 @@ fn refuse(
     chunk: &Chunk,
     row: usize,
     reason: String,
-    plan: &WorkerPlan,
+    plan: &dyn Locate,
     rejects: Option<&Rejects>,
 ) -> Result<()> {
     match (rejects, &chunk.rows_index) {
@@ -98,18 +114,10 @@ fn refuse(
             // 23514, check_violation: what the server says of a row no partition takes.
             rejects.reject(raw, false, &location, &reason, Some("23514"))
         }
-        _ => {
-            let location = plan
-                .locate_row(
-                    chunk.source,
-                    chunk.first_line,
-                    chunk.offset,
-                    chunk.len,
-                    row as u64,
-                )
-                .unwrap_or_else(|| plan.chunk_location(chunk.source, chunk.first_line));
-            Err(Error::BadRow { location, reason })
-        }
+        _ => Err(Error::BadRow {
+            location: plan.locate(chunk, row as u64),
+            reason,
+        }),
     }
 }
 

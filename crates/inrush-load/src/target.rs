@@ -7,19 +7,30 @@
 //! done around the load. [`load_into`](crate::load_into) drives any [`Target`].
 //!
 //! The flow: [`Target::prepare`] reads (or, for `--create`, designs) the table; the pipeline
-//! maps input fields to its columns and shares one [`RowEncoder`] among its workers, whose
-//! encoded rows go in chunks to one [`Writer`] on a thread of its own; when every chunk is
-//! written, [`Writer::commit`] makes the load visible, all or nothing.
-//!
-//! PostgreSQL drives the pipeline's stages itself (`inrush-postgres`'s `load`: M parallel COPY
-//! streams beside a control connection), with the same stages from [`crate::stages`].
+//! maps input fields to its columns, [`Target::plan`] decides what the load does around the
+//! rows, and the workers encode rows as [`Target::encoding`] says. [`Target::open`] opens the
+//! load's writing side, its [`Streams`]: by default one [`Writer`] per connection, each on a
+//! thread of its own taking chunks from one queue, then committed together
+//! ([`Threaded`]); an engine with its own way of streaming (PostgreSQL's COPY sinks with their
+//! watch and adaptive connections) brings its own.
 
 use crate::commits::EarlierLoad;
+use crate::resume::Claims;
+use crate::route::Route;
+use crate::shared::{Shared, CANCEL_POLL};
+use crate::sources::Sources;
+use crate::stages::spawn_error;
+use crate::summary::{Blocks, Parallelism};
 use crate::support::Lacks;
-use crate::{Error, LoadOptions, LoadPlan, Result};
+use crate::worker::{Chunk, Rows, WorkerPlan};
+use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::TargetColumn;
+use inrush_core::{Phase, Reporter, TargetColumn};
+use inrush_read::jsonl::ColumnForm;
+use std::sync::Arc;
+
+pub use crate::worker::{PlainFields, RowEncoder};
 
 /// A target engine, opened on one database.
 pub trait Target: Sync {
@@ -33,23 +44,86 @@ pub trait Target: Sync {
     /// before anything is read or changed.
     fn lacks(&self) -> Lacks;
 
+    /// Runs the whole `load` with what the engine watches beside it (PostgreSQL: sessions
+    /// outside the load holding a lock it waits on, told to `reporter`).
+    fn beside(
+        &self,
+        reporter: &dyn Reporter,
+        load: &mut dyn FnMut() -> Result<LoadSummary>,
+    ) -> Result<LoadSummary> {
+        let _ = reporter;
+        load()
+    }
+
     /// Reads the table (`create`: the columns `--create` inferred, as names and SQL types,
     /// with `--types` already applied; the table is made inside the load's own transaction).
     fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, String)]>) -> Result<Table>;
 
-    /// The values check and encoder for the columns the input feeds (their positions in
-    /// `table.columns`, in the input's order), shared by every worker.
-    fn encoder(&self, table: &Table, columns: &[usize]) -> Result<Box<dyn RowEncoder>>;
-
     /// What the load does around the rows (indexes dropped and built after, statistics), for
-    /// `load_bytes` of input; `inrush plan` prints it, the writer carries it out.
-    fn plan(&self, table: &Table, opts: &LoadOptions, load_bytes: Option<u64>) -> Result<LoadPlan>;
+    /// `load_bytes` of input into `columns` (the ones the input feeds, in its order); `inrush
+    /// plan` prints it, the load carries it out.
+    fn plan(
+        &self,
+        table: &Table,
+        columns: &[TargetColumn],
+        opts: &LoadOptions,
+        load_bytes: Option<u64>,
+    ) -> Result<LoadPlan>;
 
-    /// How many writers (connections, each with its own transaction) the load uses; `ordered`:
-    /// rows must reach the table in the input's order (one writer then).
+    /// How the workers turn records into rows for `columns` (the ones the input feeds, in its
+    /// order), after [`Target::plan`].
+    fn encoding(&self, table: &Table, columns: &[TargetColumn]) -> Result<Encoding>;
+
+    /// `--from-query` (its columns' names and types, `types`): how its rows reach the table,
+    /// for the summary's notes, after [`Target::encoding`].
+    fn query_note(
+        &self,
+        sources: &Sources,
+        types: &[(String, String)],
+        columns: &[TargetColumn],
+        opts: &LoadOptions,
+    ) -> Option<String> {
+        let _ = (sources, types, columns, opts);
+        None
+    }
+
+    /// Why the rows go in a slower form than the engine's best, when they do.
+    fn text_reason(&self) -> Option<String> {
+        None
+    }
+
+    /// Rows must reach the writers in the input's order, so that which row is refused and
+    /// which key wins does not depend on which worker finished first.
+    fn ordered(&self, opts: &LoadOptions) -> bool {
+        opts.max_errors > 0 || opts.on_conflict != OnConflict::Error
+    }
+
+    /// How many writers (connections, each with its own transaction) the default streams use;
+    /// `ordered`: rows must reach the table in the input's order (one writer then).
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
         let _ = (opts, ordered);
         1
+    }
+
+    /// Opens the load's writing side (see [`Streams`]): by default `writers` writers (one
+    /// under `--check`, so that a key met twice in the input is refused as a duplicate, not
+    /// waited on by another writer's open transaction).
+    fn open(
+        &self,
+        table: &Table,
+        columns: &[TargetColumn],
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+        resume: Option<&InputFile>,
+    ) -> Result<Box<dyn Streams + '_>> {
+        let count = match opts.check_only {
+            true => 1,
+            false => self.writers(opts, self.ordered(opts)).max(1),
+        };
+        let writers = (0..count)
+            .map(|_| self.writer(table, columns, plan, opts, resume))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Box::new(Threaded::new(writers, resume.is_some())))
     }
 
     /// `--check`: why the rows of this load cannot be written inside transactions rolled back
@@ -66,16 +140,24 @@ pub trait Target: Sync {
     /// whatever happens after this returns. True when definitions are now dropped outside
     /// the load's transactions, so an exit before `end` would leave them dropped: a signal
     /// then waits for them to be put back.
-    fn begin(&self, table: &Table, plan: &LoadPlan) -> Result<bool> {
-        let _ = (table, plan);
+    fn begin(&self, table: &Table, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        let _ = (table, plan, opts);
         Ok(false)
     }
 
     /// After the writers, committed (`committed`) or rolled back: what `begin` changed is put
     /// back, then, for a committed load, what the plan does after it outside its transactions
-    /// (statistics). An error means the table could not be put back as it was.
-    fn end(&self, table: &Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
-        let _ = (table, plan, committed);
+    /// (statistics, its phase told to `reporter`). An error means the table could not be put
+    /// back as it was (or, as [`Error::KeyViolated`], that the load was undone).
+    fn end(
+        &self,
+        table: &Table,
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+        committed: bool,
+        reporter: &dyn Reporter,
+    ) -> Result<Committed> {
+        let _ = (table, plan, opts, committed, reporter);
         Ok(Committed::default())
     }
 
@@ -102,13 +184,14 @@ pub trait Target: Sync {
     }
 
     /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
-    /// since) and returns the blocks of it already committed, by offset. A target without a
-    /// ledger refuses `--resume` in [`Target::refuse`].
+    /// since, [`Error::InputChanged`] by [`crate::resume::unchanged`]) and returns the blocks
+    /// of it already committed, by offset.
     fn ledger(&self, table: &Table, input: &InputFile) -> Result<Vec<Block>>;
 
-    /// Starts the load: the transaction, the plan's steps before the rows. Rows come to the
-    /// writer in chunks of what the encoder wrote. With `resume`, each chunk is a block of
-    /// that input, committed with its ledger row on its own.
+    /// One writer of the default streams: its transaction, the plan's steps before the rows.
+    /// Rows come to the writer in chunks of what the encoder wrote. With `resume`, each chunk
+    /// is a block of that input, committed with its ledger row on its own. A target that
+    /// opens streams of its own has none.
     fn writer(
         &self,
         table: &Table,
@@ -116,7 +199,12 @@ pub trait Target: Sync {
         plan: &LoadPlan,
         opts: &LoadOptions,
         resume: Option<&InputFile>,
-    ) -> Result<Box<dyn Writer>>;
+    ) -> Result<Box<dyn Writer>> {
+        let _ = (table, columns, plan, opts, resume);
+        Err(Error::Internal(
+            "this target opens streams of its own".into(),
+        ))
+    }
 }
 
 /// A table as a target describes it to the pipeline.
@@ -130,12 +218,29 @@ pub struct Table {
     pub bytes: Option<u64>,
     /// `--create`: the statement that makes the table, run in the load's transaction.
     pub create_sql: Option<String>,
+    /// `--create`: what the summary says of it, when the engine says more than the statement.
+    pub create_note: Option<String>,
     /// Other tables' foreign keys whose `ON DELETE` rule changes their rows when rows of this
     /// one are deleted (CASCADE, SET NULL, SET DEFAULT), each as the engine names it.
     pub changed_by_delete: Vec<String>,
 }
 
 impl Table {
+    /// Where each of `columns` stands among the table's columns.
+    pub fn positions(&self, columns: &[TargetColumn]) -> Result<Vec<usize>> {
+        columns
+            .iter()
+            .map(|c| {
+                self.columns
+                    .iter()
+                    .position(|t| t.name == c.name)
+                    .ok_or_else(|| {
+                        Error::Internal(format!("column {} is not in {}", c.name, self.name))
+                    })
+            })
+            .collect()
+    }
+
     /// Refuses `option`, which `does` delete rows of this table, when other tables' keys
     /// would follow those deletes: inrush changes no table but the one it loads.
     pub fn refuse_deletes(&self, option: &str, does: &str) -> Result<()> {
@@ -148,42 +253,6 @@ impl Table {
             self.changed_by_delete.join(", ")
         )))
     }
-}
-
-/// The fields of a row known to hold no backslash, tab, line feed, carriage return or NUL (the
-/// input block they were cut from has none), so a target that escapes those bytes in a line of
-/// text can copy them without looking: bit `i` for field `i`. Fields past the 64th are never
-/// known. (A mask, not a flag beside each field: the fields stay a plain `&str` each.)
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PlainFields(pub u64);
-
-impl PlainFields {
-    /// The mask of one flag per field, in field order (the first 64 count).
-    pub fn from_flags(flags: impl IntoIterator<Item = bool>) -> Self {
-        let set = flags
-            .into_iter()
-            .take(64)
-            .enumerate()
-            .filter(|&(_, plain)| plain);
-        PlainFields(set.fold(0, |mask, (i, _)| mask | 1 << i))
-    }
-
-    pub fn has(self, i: usize) -> bool {
-        i < 64 && self.0 >> i & 1 == 1
-    }
-}
-
-/// Turns one record's fields into the target's form of a row.
-pub trait RowEncoder: Send + Sync {
-    /// Appends the row made of `fields` (one per mapped column, `None` for NULL) to `out`.
-    /// A refused value leaves `out` as it was and names its column (an index into `fields`)
-    /// and the reason.
-    fn encode(
-        &self,
-        fields: &[Option<&str>],
-        plain: PlainFields,
-        out: &mut Vec<u8>,
-    ) -> Result<(), (usize, String)>;
 }
 
 /// Writes encoded rows inside the load's transaction; dropping it rolls back.
@@ -233,19 +302,295 @@ pub struct Committed {
     pub rebuild_seconds: f64,
     /// Seconds spent on statistics (ANALYZE) and the like.
     pub maintain_seconds: f64,
+    /// The rows the table took when they are not the rows written (`--on-conflict` merges
+    /// them, skipping or updating some).
+    pub rows: Option<u64>,
+    /// How the number of connections was chosen, when the streams chose it as they went.
+    pub parallelism: Option<Parallelism>,
+    /// `--resume`: the blocks this run loaded and found loaded by others.
+    pub blocks: Option<Blocks>,
+    /// Write-ahead log the load wrote, where the engine says.
+    pub wal_bytes: Option<u64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_fields_keep_the_first_64_flags_in_order() {
-        let flags = (0..70).map(|i| i % 3 == 0 || i >= 63);
-        let plain = PlainFields::from_flags(flags);
-        for i in 0..70 {
-            assert_eq!(plain.has(i), i < 64 && (i % 3 == 0 || i == 63), "field {i}");
-        }
-        assert_eq!(PlainFields::from_flags([]), PlainFields::default());
+impl Committed {
+    /// Adds what `later` (the end's) did.
+    pub fn extend(&mut self, later: Committed) {
+        self.steps.extend(later.steps);
+        self.notes.extend(later.notes);
+        self.rebuild_seconds += later.rebuild_seconds;
+        self.maintain_seconds += later.maintain_seconds;
+        self.rows = later.rows.or(self.rows);
+        self.parallelism = later.parallelism.or(self.parallelism.take());
+        self.blocks = later.blocks.or(self.blocks.take());
+        self.wal_bytes = later.wal_bytes.or(self.wal_bytes);
     }
+}
+
+/// How the workers turn records into an engine's rows, and where those go.
+pub struct Encoding {
+    pub rows: Rows,
+    /// Each row ends with its place in the input ([`WorkerPlan::ordinal`]).
+    pub ordinal: bool,
+    /// Rows split by destination before they are sent ([`crate::route`]).
+    pub route: Option<Box<dyn Route>>,
+    /// A routed block's pieces travel together ([`WorkerPlan::whole_blocks`]).
+    pub whole_blocks: bool,
+    /// JSON lines: how each column's value is read; `None`: as plain text.
+    pub json: Option<Vec<ColumnForm>>,
+    /// How the engine's own messages name the table, when not as [`Table::name`] does
+    /// (PostgreSQL's say the bare relation name).
+    pub relation: Option<String>,
+}
+
+impl Encoding {
+    /// Rows made by `encoder`, in one stream.
+    pub fn encoder(encoder: Box<dyn RowEncoder>) -> Encoding {
+        Encoding {
+            rows: Rows::Target(encoder),
+            ordinal: false,
+            route: None,
+            whole_blocks: false,
+            json: None,
+            relation: None,
+        }
+    }
+}
+
+/// The load's writing side: it takes the encoded chunks, checks what the plan left to the end,
+/// and commits, all or nothing. Dropped before its commit, it rolls back.
+pub trait Streams {
+    /// How many connections write at most (the queue before them holds twice as many chunks).
+    fn connections(&self) -> usize;
+
+    /// `--resume` by several processes at once: which blocks this one reads.
+    fn claims(&self) -> Option<Arc<dyn Claims>> {
+        None
+    }
+
+    /// Writes the chunks `chunks` brings until it closes or the load is cancelled, on the
+    /// driver's thread beside the stages; a failure goes to `shared`. The rows written.
+    fn write(&mut self, chunks: flume::Receiver<Chunk>, plan: &WorkerPlan, shared: &Shared) -> u64;
+
+    /// After every chunk is written and before anything commits: the checks the plan left to
+    /// the end of the load. An error rolls everything back.
+    fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// The commit window: every transaction commits, or (`--check`) rolls back; `None` when
+    /// nothing committed. `record` (see [`crate::commits`]) is kept with the commit.
+    fn commit(
+        self: Box<Self>,
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+        record: Option<&str>,
+        written: u64,
+    ) -> Result<Option<Committed>>;
+}
+
+/// The default [`Streams`]: each [`Writer`] on a thread of its own, all taking chunks from one
+/// queue, committed one after the other. Without writers (`--check` that stays on the client)
+/// the chunks' rows are counted here.
+pub struct Threaded {
+    writers: Vec<(Box<dyn Writer>, u64)>,
+    /// `--resume`: each chunk is a block, committed with its ledger row.
+    by_block: bool,
+}
+
+impl Threaded {
+    pub fn new(writers: Vec<Box<dyn Writer>>, by_block: bool) -> Threaded {
+        Threaded {
+            writers: writers.into_iter().map(|w| (w, 0)).collect(),
+            by_block,
+        }
+    }
+}
+
+impl Streams for Threaded {
+    fn connections(&self) -> usize {
+        self.writers.len()
+    }
+
+    fn write(&mut self, chunks: flume::Receiver<Chunk>, plan: &WorkerPlan, shared: &Shared) -> u64 {
+        let by_block = self.by_block;
+        if self.writers.is_empty() {
+            let mut counted = 0;
+            if let Err(e) = write_all(None, &chunks, plan, shared, by_block, &mut counted) {
+                shared.fail(e);
+            }
+            return counted;
+        }
+        std::thread::scope(|scope| {
+            let mut streams = Vec::new();
+            for (i, (writer, written)) in self.writers.iter_mut().enumerate() {
+                let chunks = chunks.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("inrush-write-{i}"))
+                    .spawn_scoped(scope, move || {
+                        let wrote =
+                            write_all(Some(writer), &chunks, plan, shared, by_block, written);
+                        if let Err(e) = wrote {
+                            shared.fail(e);
+                        }
+                    });
+                match spawned {
+                    Ok(handle) => streams.push(handle),
+                    Err(e) => shared.fail(spawn_error(e)),
+                }
+            }
+            drop(chunks);
+            for stream in streams {
+                if stream.join().is_err() {
+                    shared.fail(Error::Internal("a writer panicked".into()));
+                }
+            }
+        });
+        self.writers.iter().map(|(_, rows)| rows).sum()
+    }
+
+    fn check(&mut self) -> Result<()> {
+        // Every writer's own checks pass before any commits (a failed one commits nothing).
+        for (writer, _) in &mut self.writers {
+            writer.check()?;
+        }
+        Ok(())
+    }
+
+    fn commit(
+        self: Box<Self>,
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+        record: Option<&str>,
+        written: u64,
+    ) -> Result<Option<Committed>> {
+        let mut writers = self.writers;
+        if writers.is_empty() {
+            return Ok(None);
+        }
+        if opts.check_only {
+            // --check: dropping the writers rolls their transactions back.
+            drop(writers);
+            return match opts.interrupt.is_set() {
+                true => Err(Error::Interrupted),
+                false => Ok(None),
+            };
+        }
+        // Several writers' commits are one window: once the first commits, the others must
+        // too, so a stop is refused from before the first on. A single writer marks that point
+        // itself, at its last statement that could still roll back (SQLite builds its indexes
+        // inside the transaction).
+        let stopped = match writers.len() {
+            1 => opts.interrupt.is_set(),
+            _ => !opts.interrupt.begin_commit(),
+        };
+        if stopped {
+            return Err(match opts.resume {
+                true => Error::InterruptedResumable { rows: written },
+                false => Error::Interrupted,
+            });
+        }
+        if let (Some(identity), Some((last, _))) = (record, writers.last_mut()) {
+            last.record(identity, written)?;
+        }
+        reporter.phase(Phase::Commit);
+        commit_all(writers).map(Some)
+    }
+}
+
+/// Commits every writer's transaction, one after the other: the load's commit window. A
+/// failure after the first commit leaves some writers' rows in and others' out, which is said.
+fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
+    let connections = writers.len();
+    let mut done = Committed::default();
+    let mut rows_committed = 0;
+    for (i, (writer, rows)) in writers.into_iter().enumerate() {
+        match writer.commit() {
+            Ok(committed) => {
+                rows_committed += rows;
+                done.extend(committed);
+            }
+            Err(e) if i == 0 => return Err(e),
+            Err(e) => {
+                return Err(Error::PartialCommit {
+                    committed: i,
+                    connections,
+                    rows_committed,
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Hands every chunk to the writer (or, without one, counts its rows) until the queue closes
+/// or the load is cancelled, counting the rows written.
+fn write_all(
+    mut writer: Option<&mut Box<dyn Writer>>,
+    chunks: &flume::Receiver<Chunk>,
+    plan: &WorkerPlan,
+    shared: &Shared,
+    by_block: bool,
+    written: &mut u64,
+) -> Result<()> {
+    loop {
+        let chunk = match chunks.recv_timeout(CANCEL_POLL) {
+            Ok(chunk) => chunk,
+            Err(flume::RecvTimeoutError::Timeout) if !shared.is_cancelled() => continue,
+            Err(_) => return Ok(()),
+        };
+        if shared.is_cancelled() {
+            return Ok(());
+        }
+        let block = by_block.then_some(Block {
+            offset: chunk.offset as i64,
+            len: chunk.len as i64,
+            first_line: chunk.first_line as i64,
+            next_line: chunk.next_line as i64,
+            rows: 0,
+        });
+        *written += match writer.as_mut() {
+            None => chunk.rows,
+            Some(writer) => {
+                writer.write(&chunk.data, chunk.rows, block, &mut |i, reason, column| {
+                    refuse_row(&chunk, i, reason, column, plan, shared)
+                })?
+            }
+        };
+    }
+}
+
+/// A row the engine refused: into the reject file when the user allows rejects, else the
+/// load's error, naming the row (and the column the engine named, with the row's value there).
+fn refuse_row(
+    chunk: &Chunk,
+    i: usize,
+    reason: String,
+    column: Option<String>,
+    plan: &WorkerPlan,
+    shared: &Shared,
+) -> Result<()> {
+    if let (Some(rejects), Some(index)) = (&shared.rejects, &chunk.rows_index) {
+        let (raw, mut location) = plan.row_source(chunk, index, i);
+        if let Some(column) = column {
+            let value = plan.field_text(chunk.source, raw, &column);
+            location = location.field(column, value.as_deref());
+        }
+        return rejects.reject(raw, false, &location, &reason, None);
+    }
+    let location = plan
+        .locate_row(
+            chunk.source,
+            chunk.first_line,
+            chunk.offset,
+            chunk.len,
+            i as u64,
+        )
+        .unwrap_or_else(|| plan.chunk_location(chunk.source, chunk.first_line));
+    Err(Error::ServerRefused {
+        location: Some(Box::new(location)),
+        message: reason,
+        sqlstate: None,
+    })
 }

@@ -4,9 +4,8 @@
 
 use crate::rejects::Rejects;
 use crate::route::{self, Route};
+use crate::shared::{Shared, CANCEL_POLL};
 use crate::sources::{Columnar, Source, Sources, Unit, Work};
-use crate::stages::{Shared, CANCEL_POLL};
-use crate::target::{PlainFields, RowEncoder};
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
@@ -22,82 +21,7 @@ use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Encoded rows of one block, ready for any COPY stream, with what is needed to find a row
-/// again if the server refuses it.
-pub struct Chunk {
-    pub data: Bytes,
-    pub rows: u64,
-    /// The source the block came from (an index into the load's sources).
-    pub source: u32,
-    /// The position fields say where the rows came from (false once rows were sorted).
-    pub located: bool,
-    pub first_line: u64,
-    /// The line the next block starts on (for the resume ledger).
-    pub next_line: u64,
-    pub offset: u64,
-    pub len: usize,
-    /// With rejects allowed: where each row is, to COPY a part of the chunk again and to put a
-    /// row the server refuses into the reject file.
-    pub rows_index: Option<RowsIndex>,
-    /// Where the chunk stands in the input (see [`Order`]).
-    pub order: Order,
-    /// Where its rows go (a partition's index; 0 when rows are not routed).
-    pub dest: u32,
-    /// For a chunk split by destination ([`crate::route`]): each row's index in the chunk it
-    /// was taken from, which is what finds the row in the input again.
-    pub picked: Option<Arc<[u32]>>,
-    /// A block routed whole ([`WorkerPlan::whole_blocks`]): its rows by destination, a chunk
-    /// each (none when every row was refused); `data` is then empty and `rows` their sum.
-    pub pieces: Option<Vec<Chunk>>,
-}
-
-impl Chunk {
-    /// A chunk of no rows: a unit whose rows were all refused still ends with one.
-    pub fn empty() -> Chunk {
-        Chunk {
-            data: Bytes::new(),
-            rows: 0,
-            source: 0,
-            located: false,
-            first_line: 0,
-            next_line: 0,
-            offset: 0,
-            len: 0,
-            rows_index: None,
-            order: Order::default(),
-            dest: 0,
-            picked: None,
-            pieces: None,
-        }
-    }
-
-    /// The chunks its rows go in: its pieces when it is a block routed whole, else itself.
-    pub fn parts(&self) -> &[Chunk] {
-        self.pieces.as_deref().unwrap_or(std::slice::from_ref(self))
-    }
-}
-
-/// Where a chunk stands in the input: the unit it came from (a block, a columnar part, a run
-/// of a query's tuples), numbered in the order the reader sent them, and its place among that
-/// unit's chunks. With one reader thread this is the input's order, which `crate::order`
-/// restores for a load whose outcome depends on it (the first occurrence of a key wins).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Order {
-    pub unit: u64,
-    pub piece: u32,
-    /// The unit's last chunk: every unit ends with one, empty if need be.
-    pub last: bool,
-}
-
-/// Row `i` of a chunk is `data[tuples[i]..tuples[i + 1]]` (the last one runs to the end), and
-/// came from `block[records[i].0..records[i].1]`.
-pub struct RowsIndex {
-    pub block: Bytes,
-    pub tuples: Vec<u32>,
-    pub records: Vec<(u32, u32)>,
-    /// Columnar inputs: each row's number in its file (`block` then holds the rows as CSV).
-    pub row_numbers: Option<Vec<u64>>,
-}
+pub use crate::chunk::{Chunk, Order, RowsIndex};
 
 /// The rows of a columnar part encoded so far, and with rejects allowed, what finds them again.
 struct ChunkRows {
@@ -303,6 +227,60 @@ fn push_ordinal(out: &mut TupleWriter, ordinal: Option<u64>) {
             Ok(())
         });
         debug_assert!(appended.is_ok());
+    }
+}
+
+/// The fields of a row known to hold no backslash, tab, line feed, carriage return or NUL (the
+/// input block they were cut from has none), so a target that escapes those bytes in a line of
+/// text can copy them without looking: bit `i` for field `i`. Fields past the 64th are never
+/// known. (A mask, not a flag beside each field: the fields stay a plain `&str` each.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlainFields(pub u64);
+
+impl PlainFields {
+    /// The mask of one flag per field, in field order (the first 64 count).
+    pub fn from_flags(flags: impl IntoIterator<Item = bool>) -> Self {
+        let set = flags
+            .into_iter()
+            .take(64)
+            .enumerate()
+            .filter(|&(_, plain)| plain);
+        PlainFields(set.fold(0, |mask, (i, _)| mask | 1 << i))
+    }
+
+    pub fn has(self, i: usize) -> bool {
+        i < 64 && self.0 >> i & 1 == 1
+    }
+}
+
+/// Turns one record's fields into the target's form of a row.
+pub trait RowEncoder: Send + Sync {
+    /// Appends the row made of `fields` (one per mapped column, `None` for NULL) to `out`.
+    /// A refused value leaves `out` as it was and names its column (an index into `fields`)
+    /// and the reason.
+    fn encode(
+        &self,
+        fields: &[Option<&str>],
+        plain: PlainFields,
+        out: &mut Vec<u8>,
+    ) -> Result<(), (usize, String)>;
+}
+
+/// The workers' plan finds a routed chunk's rows in the inputs.
+impl route::Locate for WorkerPlan {
+    fn row_source<'c>(
+        &self,
+        chunk: &'c Chunk,
+        index: &'c RowsIndex,
+        row: usize,
+    ) -> (&'c [u8], Location) {
+        WorkerPlan::row_source(self, chunk, index, row)
+    }
+
+    fn locate(&self, chunk: &Chunk, row: u64) -> Location {
+        let at = (chunk.source, chunk.first_line, chunk.offset, chunk.len);
+        self.locate_row(at.0, at.1, at.2, at.3, row)
+            .unwrap_or_else(|| self.chunk_location(chunk.source, chunk.first_line))
     }
 }
 
@@ -1233,6 +1211,16 @@ fn check_encoding(data: &[u8]) -> Result<(), usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_fields_keep_the_first_64_flags_in_order() {
+        let flags = (0..70).map(|i| i % 3 == 0 || i >= 63);
+        let plain = PlainFields::from_flags(flags);
+        for i in 0..70 {
+            assert_eq!(plain.has(i), i < 64 && (i % 3 == 0 || i == 63), "field {i}");
+        }
+        assert_eq!(PlainFields::from_flags([]), PlainFields::default());
+    }
 
     #[test]
     fn encoding_check_finds_the_first_bad_byte() {

@@ -13,7 +13,7 @@ use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::support::{Feature, Lacks};
-use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
+use inrush_load::target::{self, Committed, Encoding, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -197,13 +197,8 @@ impl Target for MysqlTarget {
                 return cannot("--resume", "a block's rows would stay in the table without its ledger row after a crash, and be loaded twice");
             }
         }
-        if opts.on_conflict != OnConflict::Error && !table.has_unique_key() {
-            return Err(Error::Usage(format!(
-                "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
-                opts.on_conflict.name(),
-                table.qualified()
-            )));
-        }
+        let unique = table.has_unique_key();
+        (opts.on_conflict).refuse_without_key(&table.qualified(), unique, unique, false)?;
         let columns = table
             .columns
             .iter()
@@ -222,6 +217,7 @@ impl Target for MysqlTarget {
             columns,
             bytes: Some(table.bytes),
             create_sql,
+            create_note: None,
             changed_by_delete: table.changed_by_delete.clone(),
         };
         if opts.on_conflict == OnConflict::Update {
@@ -251,7 +247,8 @@ impl Target for MysqlTarget {
         Ok(described)
     }
 
-    fn encoder(&self, _: &target::Table, columns: &[usize]) -> Result<Box<dyn RowEncoder>> {
+    fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
+        let columns = table.positions(columns)?;
         let design = self.design()?;
         let checks = columns
             .iter()
@@ -261,12 +258,13 @@ impl Target for MysqlTarget {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Encoder { checks }))
+        Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
     fn plan(
         &self,
         table: &target::Table,
+        _: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
@@ -555,7 +553,7 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn begin(&self, table: &target::Table, plan: &LoadPlan) -> Result<bool> {
+    fn begin(&self, table: &target::Table, plan: &LoadPlan, _: &LoadOptions) -> Result<bool> {
         // DDL commits at once: --create's table is made here, and dropped again by `end` when
         // the load does not commit.
         if let Some(sql) = &table.create_sql {
@@ -620,7 +618,14 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn end(&self, table: &target::Table, plan: &LoadPlan, committed: bool) -> Result<Committed> {
+    fn end(
+        &self,
+        table: &target::Table,
+        plan: &LoadPlan,
+        _: &LoadOptions,
+        committed: bool,
+        _: &dyn inrush_core::Reporter,
+    ) -> Result<Committed> {
         let mut done = Committed::default();
         if let Some(note) = self.design.get().and_then(|d| d.method_note.clone()) {
             done.notes.push(note);

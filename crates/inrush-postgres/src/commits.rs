@@ -64,20 +64,16 @@ pub async fn forget(client: &Client, table_oid: u32, identity: &str) -> Result<(
     Ok(())
 }
 
-/// The record of an earlier load into `table_oid` whose input was `identity` (computed only
-/// when the table has a record at all), with whether it committed, and its id. A stale one
-/// (its commit failed) is deleted and not returned.
-pub async fn earlier(
-    client: &Client,
-    table_oid: u32,
-    identity: impl FnOnce() -> Option<String>,
-) -> Result<Option<(i64, EarlierLoad)>> {
+/// The records of earlier loads into `table_oid` that committed (some of their transactions
+/// at least), with their inputs' identities; a stale one (its commit failed) is deleted and
+/// not returned.
+pub async fn unfinished(client: &Client, table_oid: u32) -> Result<Vec<(String, EarlierLoad)>> {
     let exists = client
         .query_one("SELECT to_regclass('inrush.load_commits') IS NOT NULL", &[])
         .await
         .map_err(query_error("looking for inrush.load_commits"))?;
     if !exists.get::<_, bool>(0) {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let rows = client
         .query(
@@ -89,38 +85,29 @@ pub async fn earlier(
         )
         .await
         .map_err(query_error("reading inrush.load_commits"))?;
-    if rows.is_empty() {
-        return Ok(None);
+    let mut loads = Vec::new();
+    for row in rows {
+        let (committed, total): (i64, i32) = (row.get(4), row.get(5));
+        let earlier = EarlierLoad {
+            rows: row.get::<_, i64>(2) as u64,
+            recorded_at: row.get(3),
+            committed: match committed {
+                0 => Committed::None,
+                n if n == i64::from(total) => Committed::All,
+                _ => Committed::Some,
+            },
+        };
+        if earlier.committed == Committed::None {
+            let id: i64 = row.get(0);
+            client
+                .execute("DELETE FROM inrush.load_commits WHERE id = $1", &[&id])
+                .await
+                .map_err(query_error(
+                    "deleting a stale record from inrush.load_commits",
+                ))?;
+            continue;
+        }
+        loads.push((row.get::<_, String>(1), earlier));
     }
-    let Some(identity) = identity() else {
-        return Ok(None);
-    };
-    let Some(row) = rows.iter().find(|r| r.get::<_, &str>(1) == identity) else {
-        return Ok(None);
-    };
-    let (committed, total): (i64, i32) = (row.get(4), row.get(5));
-    let earlier = EarlierLoad {
-        rows: row.get::<_, i64>(2) as u64,
-        recorded_at: row.get(3),
-        committed: match committed {
-            0 => Committed::None,
-            n if n == i64::from(total) => Committed::All,
-            _ => Committed::Some,
-        },
-    };
-    let id: i64 = row.get(0);
-    if earlier.committed == Committed::None {
-        consume(client, id).await?;
-        return Ok(None);
-    }
-    Ok(Some((id, earlier)))
-}
-
-/// Deletes the record `id`: stale, or a rerun that loaded nothing consumed it.
-pub async fn consume(client: &Client, id: i64) -> Result<()> {
-    client
-        .execute("DELETE FROM inrush.load_commits WHERE id = $1", &[&id])
-        .await
-        .map_err(query_error("deleting a record from inrush.load_commits"))?;
-    Ok(())
+    Ok(loads)
 }

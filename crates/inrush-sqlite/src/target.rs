@@ -9,7 +9,7 @@ use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::support::{Feature, Lacks};
-use inrush_load::target::{self, Committed, PlainFields, RowEncoder, Target, Writer};
+use inrush_load::target::{self, Committed, Encoding, PlainFields, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
 use std::path::PathBuf;
@@ -137,13 +137,8 @@ impl Target for SqliteTarget {
                 })
             }
         };
-        if opts.on_conflict != OnConflict::Error && !design.table.has_unique_key() {
-            return Err(Error::Usage(format!(
-                "--on-conflict {}: {} has no primary key or unique index for rows to conflict on",
-                opts.on_conflict.name(),
-                design.table.qualified()
-            )));
-        }
+        let (name, unique) = (design.table.qualified(), design.table.has_unique_key());
+        (opts.on_conflict).refuse_without_key(&name, unique, unique, false)?;
         let columns = design
             .table
             .columns
@@ -169,13 +164,15 @@ impl Target for SqliteTarget {
             columns,
             bytes,
             create_sql,
+            create_note: None,
             changed_by_delete,
         };
         let _ = self.table.set(design);
         Ok(table)
     }
 
-    fn encoder(&self, _: &target::Table, columns: &[usize]) -> Result<Box<dyn RowEncoder>> {
+    fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
+        let columns = table.positions(columns)?;
         let design = self.design()?;
         let checks = columns
             .iter()
@@ -185,12 +182,13 @@ impl Target for SqliteTarget {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Encoder { checks }))
+        Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
     fn plan(
         &self,
         table: &target::Table,
+        _: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {

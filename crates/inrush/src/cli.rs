@@ -723,17 +723,11 @@ impl PlanArgs {
                 flags.route.routing(),
                 resume,
             )?,
-            Target::Sqlite(path) => {
+            other => {
                 let mut opts = LoadOptions::new("", args.table);
                 opts.plan = flags.options();
                 opts.resume = resume;
-                inrush_load::plan_into(&SqliteTarget::new(path), &opts, input.as_deref())?
-            }
-            Target::Mysql(options) => {
-                let mut opts = LoadOptions::new("", args.table);
-                opts.plan = flags.options();
-                opts.resume = resume;
-                inrush_load::plan_into(&MysqlTarget::new(options), &opts, input.as_deref())?
+                inrush_load::plan_into(&*other.engine()?, &opts, input.as_deref())?
             }
         })
     }
@@ -751,16 +745,8 @@ impl PreparedLoad {
         &self,
         reporter: &dyn inrush_core::progress::Reporter,
     ) -> Result<inrush_load::LoadSummary> {
-        let opts = &self.opts;
-        Ok(match &self.to {
-            Target::Postgres(target) => inrush_postgres::load::run(target, opts, reporter),
-            Target::Sqlite(path) => {
-                inrush_load::load_into(&SqliteTarget::new(path.clone()), opts, reporter)
-            }
-            Target::Mysql(options) => {
-                inrush_load::load_into(&MysqlTarget::new(options.clone()), opts, reporter)
-            }
-        }?)
+        let engine = self.to.engine()?;
+        Ok(inrush_load::load_into(&*engine, &self.opts, reporter)?)
     }
 }
 
@@ -902,6 +888,8 @@ enum Target {
 }
 
 impl Target {
+    /// The engine `to` names: by its URL's scheme (`mysql://`, `mariadb://`, `sqlite://`), a
+    /// SQLite file's name, else PostgreSQL (a URL, a conninfo, or the `PG*` variables).
     fn of(to: Option<&str>) -> Result<Target> {
         let to = to.unwrap_or("");
         if inrush_mysql::is_mysql_url(to) {
@@ -910,6 +898,17 @@ impl Target {
         Ok(match inrush_sqlite::database_path(to) {
             Some(path) => Target::Sqlite(path),
             None => Target::Postgres(ConnectOptions::parse(to)?),
+        })
+    }
+
+    /// The engine as the pipeline drives it.
+    fn engine(&self) -> Result<Box<dyn inrush_load::target::Target>> {
+        Ok(match self {
+            Target::Postgres(options) => {
+                Box::new(inrush_postgres::load::PostgresTarget::new(options.clone())?)
+            }
+            Target::Sqlite(path) => Box::new(SqliteTarget::new(path.clone())),
+            Target::Mysql(options) => Box::new(MysqlTarget::new(options.clone())),
         })
     }
 }

@@ -6,7 +6,7 @@
 //! COPY while that load's next COPY queued behind the DDL hung both. The claim is an advisory
 //! lock per table held by the control connection (`crate::ddl::claim`).
 
-use super::maintain::until_interrupted;
+use super::cancel::until_interrupted;
 use crate::{ddl, ConnectOptions};
 use inrush_load::{Error, LoadOptions, Result};
 use tokio_postgres::Client;

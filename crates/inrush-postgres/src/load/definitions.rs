@@ -3,16 +3,15 @@
 //! a load undone when the rows break a key put back after its commit; `inrush recover` for a
 //! load that died in between.
 
+use super::cancel::until_interrupted;
 use super::claim::Claim;
-use super::maintain::until_interrupted;
-use super::prepare::Prepared;
+use super::Load;
 use crate::{ddl, ConnectOptions, TableInfo};
-use inrush_core::{Phase, Reporter};
-use inrush_load::{Error, LoadOptions, LoadSummary, Result};
+use inrush_load::{Error, LoadOptions, LoadPlan, Result};
 use tokio::runtime::Runtime;
 
-/// What [`drop`] dropped: on the target, and on each shard (by its index in
-/// [`Prepared::shards`]), each journaled on its own server.
+/// What [`drop`] dropped: on the target, and on each shard (by its index in the load's
+/// shards), each journaled on its own server.
 #[derive(Default)]
 pub(super) struct Dropped {
     target: Vec<ddl::JournalEntry>,
@@ -20,22 +19,21 @@ pub(super) struct Dropped {
 }
 
 impl Dropped {
-    /// Something was dropped on the target itself.
-    pub(super) fn on_target(&self) -> bool {
-        !self.target.is_empty()
+    fn is_empty(&self) -> bool {
+        self.target.is_empty() && self.shards.is_empty()
     }
 }
 
 /// Journals and drops what the plan rebuilds after the load (nothing under `--check`), on the
 /// target and on each shard; when it may drop nothing on the target, lets other loads of the
-/// table run beside this one.
+/// table run beside this one. True when something is dropped now, kept in `load.dropped`.
 pub(super) fn drop(
-    load: &mut Prepared,
-    target: &ConnectOptions,
+    load: &mut Load,
+    plan: &LoadPlan,
     opts: &LoadOptions,
     runtime: &Runtime,
-) -> Result<Dropped> {
-    let target = drop_on_target(load, target, opts, runtime)?;
+) -> Result<bool> {
+    let target = drop_on_target(load, plan, opts, runtime)?;
     let mut shards = Vec::new();
     for plan in load.shard_plans.iter().filter(|p| !p.rebuilt.is_empty()) {
         let shard = &load.shards[plan.shard];
@@ -66,19 +64,20 @@ pub(super) fn drop(
             )),
         }
     }
-    Ok(Dropped { target, shards })
+    load.dropped = Dropped { target, shards };
+    Ok(!load.dropped.is_empty())
 }
 
 fn drop_on_target(
-    load: &mut Prepared,
-    target: &ConnectOptions,
+    load: &mut Load,
+    load_plan: &LoadPlan,
     opts: &LoadOptions,
     runtime: &Runtime,
 ) -> Result<Vec<ddl::JournalEntry>> {
-    let Prepared {
+    let Load {
+        target,
         control,
         table,
-        plan: load_plan,
         claim,
         create_sql,
         notes,
@@ -128,27 +127,17 @@ fn drop_on_target(
     })
 }
 
-/// Puts back what [`drop`] dropped, whatever happened to the load, and answers for the load:
-/// its summary, or why it failed. When the rows break a key put back after the commit, they
-/// are deleted again first (see [`undo`]). `recorded`: the input's identity when the load
-/// recorded itself with its commit (`crate::commits`); the record is deleted once everything
-/// is back.
-#[allow(clippy::too_many_arguments)]
+/// Puts back what [`drop`] dropped, whatever happened to the load (`committed` or not). When
+/// the rows of a committed load break a key put back after the commit, they are deleted again
+/// first (see [`undo`]) and the failure is [`Error::KeyViolated`].
 pub(super) fn restore(
-    streamed: Result<(LoadSummary, Vec<i64>)>,
-    load: &Prepared,
-    dropped: &Dropped,
-    target: &ConnectOptions,
+    load: &Load,
     opts: &LoadOptions,
     runtime: &Runtime,
-    reporter: &dyn Reporter,
-    recorded: Option<&str>,
-) -> Result<LoadSummary> {
-    let (control, table) = (&load.control, &load.table);
+    committed: bool,
+) -> Result<()> {
+    let (control, table, dropped) = (&load.control, &load.table, &load.dropped);
     let lanes = opts.connections.max(1);
-    if !dropped.target.is_empty() || !dropped.shards.is_empty() {
-        reporter.phase(Phase::Indexes);
-    }
     // Every server's, whatever another's restore did: none is left without its indexes.
     let on_shards: Vec<crate::Result<()>> = dropped
         .shards
@@ -159,85 +148,56 @@ pub(super) fn restore(
         .collect();
     let on_target = match dropped.target.is_empty() {
         true => Ok(()),
-        false => runtime.block_on(ddl::restore(target, &dropped.target, lanes)),
+        false => runtime.block_on(ddl::restore(&load.target, &dropped.target, lanes)),
     };
-    let rebuilt = on_target.and(on_shards.into_iter().collect::<crate::Result<()>>());
-    match (streamed, rebuilt) {
-        (Ok((mut summary, _)), Ok(())) => {
-            if let (Some(identity), true) = (recorded, summary.loaded) {
-                let forgotten = crate::commits::forget(control, table.oid, identity);
-                if let Err(e) = runtime.block_on(forgotten) {
-                    summary.notes.push(format!("{e}: a rerun of this load into {} would load nothing until the record is deleted", table.qualified()));
-                }
-            }
-            Ok(summary)
+    let broken = match on_target.and(on_shards.into_iter().collect::<crate::Result<()>>()) {
+        Ok(()) => return Ok(()),
+        Err(broken) if committed && broken.is_broken_key() => broken,
+        Err(e) => return Err(e.into()),
+    };
+    // The rows break a key put back after the commit (a unique index that cannot be built, a
+    // foreign key added back NOT VALID that does not validate): take exactly them out again,
+    // then put back every journaled definition and validate what was valid, so the table is
+    // as it was. Such keys are dropped only for loads whose rows all carry their
+    // transactions' ids (see `LoadOptions::keeps_keys`).
+    let (constraint, name, message) = broken.broken_key();
+    let undone = runtime.block_on(async {
+        let deleted = undo(control, table, &load.txids).await?;
+        let pending = ddl::pending(control, Some(table.oid)).await?;
+        ddl::restore(&load.target, &pending, lanes).await?;
+        if matches!(broken, crate::Error::ForeignKeyViolated { .. }) {
+            ddl::validate_foreign_key(control, &name, &constraint)
+                .await
+                .map_err(crate::query_error("validating the foreign key again"))?;
         }
-        (Ok((_, txids)), Err(broken)) if broken.is_broken_key() => {
-            // The rows break a key put back after the commit (a unique index that cannot be
-            // built, a foreign key added back NOT VALID that does not validate): take exactly
-            // them out again, then put back every journaled definition and validate what was
-            // valid, so the table is as it was. Such keys are dropped only for loads whose rows
-            // all carry their transactions' ids (see `LoadOptions::keeps_keys`).
-            let (constraint, name, message) = broken.broken_key();
-            let undone = runtime.block_on(async {
-                let deleted = undo(control, table, &txids).await?;
-                let pending = ddl::pending(control, Some(table.oid)).await?;
-                ddl::restore(target, &pending, opts.connections.max(1)).await?;
-                if matches!(broken, crate::Error::ForeignKeyViolated { .. }) {
-                    ddl::validate_foreign_key(control, &name, &constraint)
-                        .await
-                        .map_err(crate::query_error("validating the foreign key again"))?;
-                }
-                Ok::<_, crate::Error>(deleted)
-            });
-            Err(match undone {
-                Ok(deleted) => Error::KeyViolated {
-                    constraint,
-                    table: name,
-                    message,
-                    rows_undone: deleted,
-                },
-                Err(e) => Error::IndexesNotRestored {
-                    load: Some(format!("{constraint}: {message}")),
-                    reason: e.to_string(),
-                },
-            })
-        }
-        (Err(error), Ok(())) => Err(error),
-        // Committed: the rows stay, whatever is left to put back.
-        (Ok((summary, _)), Err(e)) if summary.loaded => Err(Error::Unfinished {
-            rows: summary.rows,
-            table: table.qualified(),
+        Ok::<_, crate::Error>(deleted)
+    });
+    Err(match undone {
+        Ok(deleted) => Error::KeyViolated {
+            constraint,
+            table: name,
+            message,
+            rows_undone: deleted,
+        },
+        Err(e) => Error::IndexesNotRestored {
+            load: Some(format!("{constraint}: {message}")),
             reason: e.to_string(),
-            left: still_dropped(target, table, dropped, runtime),
-            recover: None,
-            rerun_loads_nothing: recorded.is_some()
-                || inrush_load::commits::rerun_adds_nothing(opts),
-        }),
-        (streamed, Err(e)) => Err(Error::IndexesNotRestored {
-            load: streamed.err().map(|e| e.to_string()),
-            reason: e.to_string(),
-        }),
-    }
+        },
+    })
 }
 
-/// What the journal still holds for `table` after a failed restore, read on a session of its
-/// own (the control session may be the one that failed); what was dropped on the target when
-/// the server cannot be asked.
-fn still_dropped(
-    target: &ConnectOptions,
-    table: &TableInfo,
-    dropped: &Dropped,
-    runtime: &Runtime,
-) -> Vec<String> {
+/// What the journal still holds for the load's table after a failed restore, read on a
+/// session of its own (the control session may be the one that failed); what was dropped on
+/// the target when the server cannot be asked.
+pub(super) fn still_dropped(load: &Load, runtime: &Runtime) -> Vec<String> {
     let pending = runtime.block_on(async {
-        let client = target.connect().await?;
-        ddl::pending(&client, Some(table.oid)).await
+        let client = load.target.connect().await?;
+        ddl::pending(&client, Some(load.table.oid)).await
     });
     let named = |e: &ddl::JournalEntry| format!("{} {}", e.kind, e.name);
     match pending {
         Ok(entries) => entries.iter().map(named).collect(),
-        Err(_) => dropped.target.iter().map(named).collect(),
+        Err(_) => load.dropped.target.iter().map(named).collect(),
     }
 }
 

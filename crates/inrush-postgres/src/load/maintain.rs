@@ -1,26 +1,26 @@
 //! After a committed load: statistics (`ANALYZE`), and the visibility map (`VACUUM`) when the
 //! plan asks for it; cancelled, not waited for, when the user interrupts.
 
-use super::prepare::Prepared;
+use super::cancel::until_interrupted;
+use super::Load;
 use crate::ConnectOptions;
 use inrush_core::{Phase, Reporter};
 use inrush_load::plan::Maintenance;
-use inrush_load::stages::CANCEL_POLL;
-use inrush_load::LoadOptions;
+use inrush_load::{LoadOptions, LoadPlan};
 use tokio::runtime::Runtime;
 
 /// Runs the plan's upkeep; a failure or an interrupt is a note (the rows are committed).
 pub(super) fn maintain(
-    load: &mut Prepared,
-    target: &ConnectOptions,
+    load: &mut Load,
+    load_plan: &LoadPlan,
     opts: &LoadOptions,
     runtime: &Runtime,
     reporter: &dyn Reporter,
 ) {
-    let Prepared {
+    let Load {
+        target,
         control,
         table,
-        plan: load_plan,
         notes,
         shards,
         ..
@@ -42,7 +42,7 @@ pub(super) fn maintain(
     // (the coordinator's ANALYZE samples foreign partitions, but leaves the shards' own
     // statistics and visibility maps as they were).
     let mut work: Vec<(&tokio_postgres::Client, &ConnectOptions, String)> =
-        vec![(&*control, target, table.qualified())];
+        vec![(&*control, &*target, table.qualified())];
     for shard in shards.iter() {
         for remote in &shard.tables {
             work.push((&shard.control, &shard.options, remote.clone()));
@@ -64,27 +64,6 @@ pub(super) fn maintain(
             // The rows are committed; only the upkeep failed (usually: not the table's owner).
             Err(e) => notes.push(format!("{sql} failed: {}", crate::describe_pg_error(&e))),
             Ok(()) => {}
-        }
-    }
-}
-
-/// Runs `work` on `client` until it ends; if the user interrupts first, asks the server to
-/// cancel it and waits for it to end.
-pub(crate) async fn until_interrupted<T>(
-    work: impl std::future::Future<Output = T>,
-    client: &tokio_postgres::Client,
-    target: &ConnectOptions,
-    opts: &LoadOptions,
-) -> T {
-    tokio::pin!(work);
-    loop {
-        tokio::select! {
-            done = &mut work => return done,
-            _ = tokio::time::sleep(CANCEL_POLL) => if opts.interrupt.is_set() {
-                // Best effort: when the cancel cannot reach the server, the work runs to its end.
-                let _ = target.cancel(&client.cancel_token()).await;
-                return work.await;
-            }
         }
     }
 }

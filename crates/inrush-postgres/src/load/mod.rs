@@ -1,6 +1,8 @@
-//! inrush's PostgreSQL load: the pipeline's stages (`inrush_load::stages`) feeding M COPY
-//! streams, with everything said around them (the plan's DDL, the journal, the ledger, the
-//! staging table of `--on-conflict`, the commit).
+//! PostgreSQL as a [`Target`] of inrush's one pipeline (`inrush_load::load_into`): the table
+//! read and claimed (`table`), the plan and the COPY statements decided (`decide`), what the
+//! plan drops journaled and put back (`definitions`), the rows streamed by M COPY sessions
+//! beside a control session and committed together (`streams`), and the statistics taken
+//! after (`maintain`).
 //!
 //! ```text
 //! inputs ─▶ reader threads ─▶ [blocks: bounded] ─▶ N worker threads ─▶ [chunks: bounded] ─▶ M COPY sinks
@@ -17,170 +19,325 @@
 
 mod adapt;
 mod blocks;
+mod cancel;
 mod claim;
 mod create;
+mod decide;
 mod definitions;
 mod maintain;
-mod prepare;
 mod retry;
 mod sink;
 mod staging;
-mod stream;
+mod streams;
+mod table;
 mod waits;
 mod watch;
 
 pub use definitions::{recover, Recovered};
 
-use crate::{ConnectOptions, TableInfo};
-use inrush_core::ledger::LoadStatus;
-use inrush_core::{Phase, Reporter};
-use inrush_load::summary::Phases;
+use crate::copy::CopyFormat;
+use crate::ledger::{Book, InputIdentity};
+use crate::route::{Router, ShardServer};
+use crate::{ConnectOptions, SessionInfo, TableInfo};
+use claim::Claim;
+use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
+use inrush_core::{Reporter, TargetColumn};
+use inrush_load::commits::EarlierLoad;
+use inrush_load::sources::Sources;
+use inrush_load::summary::Parallelism;
+use inrush_load::support::{Feature, Lacks};
+use inrush_load::target::{self, Committed, Encoding, Streams, Target};
 use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, PartitionRouting, Result};
-use std::time::Instant;
+use sink::Destination;
+use staging::Staging;
+use std::sync::{Mutex, MutexGuard};
+use tokio::runtime::Runtime;
+use tokio_postgres::Client;
 
 /// Loads `opts`' inputs into `opts.table` of `target`; all or nothing (see the module
-/// documentation). Each stage is a module: `prepare` reads and decides, `definitions` drops
-/// what the plan rebuilds, `stream` loads and commits the rows, `definitions` puts back what
-/// was dropped, `maintain` takes statistics.
+/// documentation).
 pub fn run(
     target: &ConnectOptions,
     opts: &LoadOptions,
     reporter: &dyn Reporter,
 ) -> Result<LoadSummary> {
-    let started = Instant::now();
-    reporter.phase(Phase::Inspect);
-    opts.validate()?;
-    inrush_load::support::refuse(LACKS, opts)?;
-    // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
-    // that order, and the encoders learn it from the control session's DateStyle.
-    let dated;
-    let target = match opts.date_order {
-        Some(order) => {
-            dated = target.with_setting("DateStyle", &order.date_style());
-            &dated
-        }
-        None => target,
-    };
-    waits::Waits::around(target, reporter, |waits| {
-        load(target, opts, reporter, started, waits)
-    })
+    inrush_load::load_into(&PostgresTarget::new(target.clone())?, opts, reporter)
 }
 
-/// [`run`] once its options are checked, with `waits` told the load's sessions.
-fn load(
-    target: &ConnectOptions,
-    opts: &LoadOptions,
-    reporter: &dyn Reporter,
-    started: Instant,
-    waits: &waits::Waits,
-) -> Result<LoadSummary> {
-    let runtime = runtime()?;
-    // A stop during the inspection cancels its statement (see `prepare`): that error is the stop.
-    let mut load = prepare::prepare(target, opts, &runtime, waits).map_err(|e| {
-        match opts.interrupt.cancels() {
-            true => Error::Interrupted,
-            false => e,
-        }
-    })?;
-    if let Some(summary) = already_loaded(&load, opts, &runtime, started)? {
-        return Ok(summary);
-    }
-    let inspected = Instant::now();
-    let dropped = definitions::drop(&mut load, target, opts, &runtime)?;
-    let dropped_at = Instant::now();
-    // Kept with the commit, so that a rerun after a failure past it loads nothing.
-    let record = inrush_load::commits::to_record(opts, &load.sources, dropped.on_target());
-    let streamed = stream::stream(
-        &mut load,
-        target,
-        opts,
-        &runtime,
-        reporter,
-        started,
-        waits,
-        record.as_deref(),
-    );
-    if let Some(st) = &load.staging {
-        // Gone already after a merge; a failed load leaves it to drop here.
-        let _ = runtime.block_on(st.drop(&load.control));
-    }
-    // Whatever happened to the load, dropped indexes are recreated now.
-    let loaded_at = Instant::now();
-    let mut summary = definitions::restore(
-        streamed,
-        &load,
-        &dropped,
-        target,
-        opts,
-        &runtime,
-        reporter,
-        record.as_deref(),
-    )?;
-    opts.interrupt.dropped(false);
-    let rebuilt_at = Instant::now();
-    if summary.loaded {
-        maintain::maintain(&mut load, target, opts, &runtime, reporter);
-    }
-    summary.phases = Phases {
-        inspect: (inspected - started).as_secs_f64(),
-        drop_indexes: (dropped_at - inspected).as_secs_f64(),
-        load: (loaded_at - dropped_at).as_secs_f64(),
-        rebuild_indexes: (rebuilt_at - loaded_at).as_secs_f64(),
-        maintain: rebuilt_at.elapsed().as_secs_f64(),
-    };
-    reporter.phase(Phase::Done);
-    summary.seconds = started.elapsed().as_secs_f64();
-    summary.rows_per_second = summary.rows as f64 / summary.seconds.max(1e-9);
-    summary.megabytes_per_second = summary.bytes as f64 / 1e6 / summary.seconds.max(1e-9);
-    summary.load_rows_per_second = summary.rows as f64 / summary.phases.load.max(1e-9);
-    summary.load_megabytes_per_second = summary.bytes as f64 / 1e6 / summary.phases.load.max(1e-9);
-    load.notes.append(&mut summary.notes);
-    summary.notes = load.notes;
-    Ok(summary)
+/// A PostgreSQL database as a target. What one load learns and holds (its sessions, the claim,
+/// the plan's statements, what it dropped) lives in `load` from `prepare` to the end.
+pub struct PostgresTarget {
+    options: ConnectOptions,
+    /// One thread for every session's I/O: the CPU work is in the pipeline's workers.
+    runtime: Runtime,
+    waits: waits::Waits,
+    load: Mutex<Option<Load>>,
 }
 
-/// A rerun of a load that committed and could not finish (see [`inrush_load::commits`]): its
-/// summary, the rows being in the table already; `prepare` has put back what it left dropped.
-fn already_loaded(
-    load: &prepare::Prepared,
-    opts: &LoadOptions,
-    runtime: &tokio::runtime::Runtime,
-    started: Instant,
-) -> Result<Option<LoadSummary>> {
-    if opts.check_only || opts.resume {
-        return Ok(None);
+/// One load's sessions and decisions.
+struct Load {
+    /// The options every session of the load connects with (`--datestyle` set).
+    target: ConnectOptions,
+    /// Reads the catalog, holds the claim, drops and puts back definitions, commits.
+    control: Client,
+    session: SessionInfo,
+    table: TableInfo,
+    claim: Claim,
+    /// `--create`: the table's DDL, run first by the load's transaction.
+    create_sql: Option<String>,
+    /// `--resume`: the input as the ledger knows it.
+    identity: Option<InputIdentity>,
+    format: CopyFormat,
+    /// Why the load goes as text COPY.
+    text_reason: Option<String>,
+    staging: Option<Staging>,
+    /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
+    /// routed to on the client), and what each COPY transaction runs before it.
+    destinations: Vec<Destination>,
+    prelude: Vec<String>,
+    /// The rows' partitions found on the client: the router, taken by the workers.
+    router: Option<Router>,
+    whole_blocks: bool,
+    /// The foreign servers of a load routed to foreign partitions, connected, and what the
+    /// plan takes off each remote table.
+    shards: Vec<ShardServer>,
+    shard_plans: Vec<decide::ShardPlan>,
+    /// `--resume` onto foreign servers: where each shard records the blocks it committed.
+    shard_book: Option<Book>,
+    /// How many connections stream, and how that was chosen.
+    parallelism: Parallelism,
+    /// Rows reach the sinks in the input's order (one reader, the order stage).
+    ordered: bool,
+    dropped: definitions::Dropped,
+    /// The committed transactions' ids: their rows carry them as `xmin` (see
+    /// `definitions::undo`).
+    txids: Vec<i64>,
+    notes: Vec<String>,
+}
+
+impl PostgresTarget {
+    pub fn new(options: ConnectOptions) -> Result<PostgresTarget> {
+        Ok(PostgresTarget {
+            options,
+            runtime: runtime()?,
+            waits: waits::Waits::default(),
+            load: Mutex::new(None),
+        })
     }
-    let identity = || inrush_load::commits::identity(&load.sources);
-    let earlier = runtime.block_on(crate::commits::earlier(
-        &load.control,
-        load.table.oid,
-        identity,
-    ));
-    let (id, earlier) = match earlier {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok(None),
-        // Not readable by this user (another one made it): nothing this load can tell.
-        Err(e) => {
-            tracing::warn!("{e}");
-            return Ok(None);
+
+    /// The load `prepare` opened.
+    fn load(&self) -> Result<MutexGuard<'_, Option<Load>>> {
+        self.load
+            .lock()
+            .map_err(|_| Error::Internal("the load's state was poisoned".into()))
+    }
+
+    /// Runs `f` on the load `prepare` opened.
+    fn with<T>(&self, f: impl FnOnce(&mut Load) -> Result<T>) -> Result<T> {
+        match self.load()?.as_mut() {
+            Some(load) => f(load),
+            None => Err(Error::Internal(
+                "the PostgreSQL load was not prepared".into(),
+            )),
         }
-    };
-    let Some(note) = inrush_load::commits::judge(&earlier, &load.table.qualified())? else {
-        return Ok(None);
-    };
-    runtime.block_on(crate::commits::consume(&load.control, id))?;
-    Ok(Some(LoadSummary::nothing_loaded(
-        load.input_name.clone(),
-        load.table.qualified(),
-        load.session.server_version.clone(),
-        load.plan.clone(),
-        started.elapsed().as_secs_f64(),
-        note,
-    )))
+    }
+}
+
+/// Options PostgreSQL has no use for.
+pub const LACKS: Lacks = &[(
+    Feature::FastUnsafe,
+    "for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)",
+)];
+
+impl Target for PostgresTarget {
+    fn version(&self) -> String {
+        let load = self.load.lock().ok();
+        let load = load.as_ref().and_then(|l| l.as_ref());
+        load.map_or_else(String::new, |l| l.session.server_version.clone())
+    }
+
+    fn method(&self) -> &'static str {
+        let load = self.load.lock().ok();
+        let load = load.as_ref().and_then(|l| l.as_ref());
+        load.map_or(CopyFormat::Binary, |l| l.format).name()
+    }
+
+    fn lacks(&self) -> Lacks {
+        LACKS
+    }
+
+    fn beside(
+        &self,
+        reporter: &dyn Reporter,
+        load: &mut dyn FnMut() -> Result<LoadSummary>,
+    ) -> Result<LoadSummary> {
+        self.waits.around(&self.options, reporter, load)
+    }
+
+    fn prepare(
+        &self,
+        opts: &LoadOptions,
+        create: Option<&[(String, String)]>,
+    ) -> Result<target::Table> {
+        let load = table::open(&self.options, opts, create, &self.runtime, &self.waits)?;
+        let described = target::Table {
+            name: load.table.qualified(),
+            columns: load.table.columns.clone(),
+            bytes: None,
+            create_note: load.create_sql.as_ref().map(|sql| {
+                let frozen = decide::frozen(opts, &load.table);
+                format!(
+                    "--create: {sql}, in the load's own transaction{}",
+                    match frozen {
+                        true => " (rows written frozen: COPY FREEZE)",
+                        false => "",
+                    }
+                )
+            }),
+            create_sql: load.create_sql.clone(),
+            // --truncate of a referenced table is refused by `table::open` already.
+            changed_by_delete: Vec::new(),
+        };
+        *self.load()? = Some(load);
+        Ok(described)
+    }
+
+    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
+        self.with(|load| {
+            let identity = InputIdentity::new(load.table.oid, input.clone());
+            let committed = self
+                .runtime
+                .block_on(crate::ledger::open(&load.control, &identity))?;
+            load.identity = Some(identity);
+            Ok(committed)
+        })
+    }
+
+    fn plan(
+        &self,
+        _: &target::Table,
+        columns: &[TargetColumn],
+        opts: &LoadOptions,
+        load_bytes: Option<u64>,
+    ) -> Result<LoadPlan> {
+        self.with(|load| decide::decide(load, columns, opts, load_bytes, &self.runtime))
+    }
+
+    fn encoding(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
+        self.with(|load| Ok(decide::encoding(load, columns)))
+    }
+
+    fn query_note(
+        &self,
+        sources: &Sources,
+        types: &[(String, String)],
+        columns: &[TargetColumn],
+        opts: &LoadOptions,
+    ) -> Option<String> {
+        let load = self.load.lock().ok()?;
+        let load = load.as_ref()?;
+        let staged = load.staging.is_some();
+        Some(decide::passthrough(
+            sources,
+            types,
+            columns,
+            load.format,
+            opts,
+            staged,
+        ))
+    }
+
+    fn text_reason(&self) -> Option<String> {
+        let load = self.load.lock().ok()?;
+        load.as_ref()?.text_reason.clone()
+    }
+
+    fn ordered(&self, opts: &LoadOptions) -> bool {
+        let load = self.load.lock().ok();
+        match load.as_ref().and_then(|l| l.as_ref()) {
+            Some(load) => load.ordered,
+            None => opts.max_errors > 0,
+        }
+    }
+
+    fn begin(&self, _: &target::Table, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        self.with(|load| definitions::drop(load, plan, opts, &self.runtime))
+    }
+
+    fn open(
+        &self,
+        _: &target::Table,
+        _: &[TargetColumn],
+        _: &LoadPlan,
+        opts: &LoadOptions,
+        _: Option<&InputFile>,
+    ) -> Result<Box<dyn Streams + '_>> {
+        let load = self.load()?.take();
+        let load =
+            load.ok_or_else(|| Error::Internal("the PostgreSQL load was not prepared".into()))?;
+        Ok(Box::new(streams::PgStreams::open(self, load, opts)?))
+    }
+
+    fn end(
+        &self,
+        _: &target::Table,
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+        committed: bool,
+        reporter: &dyn Reporter,
+    ) -> Result<Committed> {
+        self.with(|load| {
+            if let Some(st) = &load.staging {
+                // Gone already after a merge; a failed load leaves it to drop here.
+                let _ = self.runtime.block_on(st.drop(&load.control));
+            }
+            let started = std::time::Instant::now();
+            let restored = definitions::restore(load, opts, &self.runtime, committed);
+            let rebuild_seconds = started.elapsed().as_secs_f64();
+            restored?;
+            let mut done = Committed {
+                rebuild_seconds,
+                ..Committed::default()
+            };
+            if committed && !opts.check_only {
+                let started = std::time::Instant::now();
+                maintain::maintain(load, plan, opts, &self.runtime, reporter);
+                done.maintain_seconds = started.elapsed().as_secs_f64();
+            }
+            done.notes.append(&mut load.notes);
+            Ok(done)
+        })
+    }
+
+    fn still_dropped(&self, _: &target::Table) -> Vec<String> {
+        self.with(|load| Ok(definitions::still_dropped(load, &self.runtime)))
+            .unwrap_or_default()
+    }
+
+    fn unfinished_loads(&self, _: &target::Table) -> Result<Vec<(String, EarlierLoad)>> {
+        self.with(|load| {
+            let earlier = crate::commits::unfinished(&load.control, load.table.oid);
+            match self.runtime.block_on(earlier) {
+                Ok(loads) => Ok(loads),
+                // Not readable by this user (another one made it): nothing this load can tell.
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    Ok(Vec::new())
+                }
+            }
+        })
+    }
+
+    fn forget_load(&self, _: &target::Table, identity: &str) -> Result<()> {
+        self.with(|load| {
+            let forgotten = crate::commits::forget(&load.control, load.table.oid, identity);
+            Ok(self.runtime.block_on(forgotten)?)
+        })
+    }
 }
 
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.
-fn runtime() -> Result<tokio::runtime::Runtime> {
+fn runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -188,7 +345,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// `inrush plan`: what a load of `input` into `table` would do around the COPY (`resume`: a
-/// load with `--resume`).
+/// load with `--resume`), read from the catalog without claiming the table.
 pub fn plan(
     target: &ConnectOptions,
     table: &str,
@@ -218,38 +375,9 @@ pub fn plan(
         keep_keys: load.keeps_keys().or(opts.keep_keys),
         ..opts
     };
-    let runtime = runtime()?;
-    Ok(runtime.block_on(async {
-        let client = target.connect().await?;
-        let table = TableInfo::read(&client, table).await?;
-        let mut plan =
-            prepare::decide_plan(&client, &table, input_size, opts, false, false).await?;
-        // As if the input fed every column, in binary, with nothing that keeps its order.
-        plan.choose_sort(&table.columns, None);
-        let blocked = match routing {
-            PartitionRouting::Server => Some("--route server"),
-            _ if plan.sort.is_some() => Some("the rows are sorted by a kept index's key first"),
-            PartitionRouting::Auto | PartitionRouting::Client => None,
-        };
-        let columns = &table.columns;
-        let (routed, routing) = prepare::routing(
-            &client, &table, columns, blocked, target, false, routing, resume,
-        )
-        .await?;
-        plan.routing = routing;
-        if let (Some(routed), Some(sentence)) = (routed, plan.routing.as_mut()) {
-            for shard_plan in prepare::shard_plans(&routed.shards, input_size, opts).await? {
-                if !shard_plan.rebuilt.is_empty() {
-                    sentence.push_str(&format!(
-                        "; on foreign server {}: {}",
-                        routed.shards[shard_plan.shard].shard.server,
-                        shard_plan.describe()
-                    ));
-                }
-            }
-        }
-        Ok::<_, crate::Error>(plan)
-    })?)
+    runtime()?.block_on(decide::preview(
+        target, table, input_size, opts, routing, resume,
+    ))
 }
 
 /// `inrush status`: every `--resume` load in the target's ledger (into `table` only, when
@@ -265,9 +393,3 @@ pub fn status(target: &ConnectOptions, table: Option<&str>) -> Result<Vec<LoadSt
         crate::ledger::status(&client, oid).await
     })?)
 }
-
-/// Options PostgreSQL has no use for.
-pub const LACKS: inrush_load::support::Lacks = &[(
-    inrush_load::support::Feature::FastUnsafe,
-    "for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)",
-)];

@@ -6,7 +6,7 @@
 //! That transaction is the load's commit window (see `inrush_load::interrupt`): a stop before
 //! its COMMIT cancels the merge and rolls it back.
 
-use super::maintain::until_interrupted;
+use super::cancel::until_interrupted;
 use crate::{quote_ident, ConnectOptions, Error, TableInfo};
 use inrush_core::TargetColumn;
 use inrush_load::{LoadOptions, OnConflict, Result};
@@ -32,16 +32,8 @@ impl Staging {
         // update by.
         let target = table.qualified();
         let key = primary_key(client, table).await?;
-        if mode == OnConflict::Update && key.is_empty() {
-            return Err(inrush_load::Error::Usage(format!(
-                "--on-conflict update needs a primary key on {target}: it says which row a row replaces"
-            )));
-        }
-        if !table.indexes(client).await?.iter().any(|i| i.unique) {
-            return Err(inrush_load::Error::Usage(format!(
-                "--on-conflict needs a primary key or unique constraint on {target}: without one no row conflicts with another"
-            )));
-        }
+        let unique = table.indexes(client).await?.iter().any(|i| i.unique);
+        mode.refuse_without_key(&target, unique, !key.is_empty(), true)?;
         let name = format!(
             "inrush.{}",
             quote_ident(&format!("stage_{}_{}", table.oid, std::process::id()))

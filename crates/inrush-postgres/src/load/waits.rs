@@ -20,17 +20,17 @@ pub(crate) struct Waits {
 impl Waits {
     /// Runs `load` with the watch beside it; the watch ends as soon as `load` returns.
     pub fn around<T>(
+        &self,
         target: &ConnectOptions,
         reporter: &dyn Reporter,
-        load: impl FnOnce(&Waits) -> T,
+        load: impl FnOnce() -> T,
     ) -> T {
-        let waits = Waits::default();
         // The sender is dropped when `load` returns: the watch's wait ends at once, so a
         // short load is not held back by its sleep.
         let (running, stopped) = channel::<()>();
         std::thread::scope(|s| {
-            s.spawn(|| waits.watch(target, reporter, stopped));
-            let result = load(&waits);
+            s.spawn(|| self.watch(target, reporter, stopped));
+            let result = load();
             drop(running);
             result
         })

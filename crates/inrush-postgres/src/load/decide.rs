@@ -1,216 +1,206 @@
-//! Before anything changes: the inputs opened far enough to name their columns, the table read
-//! (made, for `--create`, in a transaction rolled back at once), the claim on it, the encoding,
-//! the COPY statement and what each transaction runs first, the plan, and how many connections.
+//! The plan, once the table is read and the input's columns mapped: COPY's format, the
+//! staging table of `--on-conflict`, the statements each COPY transaction runs, what the plan
+//! drops, how the rows find their partitions (and foreign servers), and how many connections.
 
-use super::claim::{self, Claim};
-use super::create;
 use super::sink::Destination;
 use super::staging::Staging;
+use super::Load;
 use crate::copy::{copy_from_stdin, CopyFormat};
-use crate::ledger::{self, Book, InputIdentity};
+use crate::ledger::Book;
 use crate::resolve::Resolver;
 use crate::route::{self, Router, Routing, ShardServer};
-use crate::{activity, ddl, ConnectOptions, SessionInfo, TableInfo, TableSize};
-use inrush_core::{Progress, TargetColumn, ValueType};
+use crate::{activity, ddl, ConnectOptions, TableInfo, TableSize};
+use inrush_core::{TargetColumn, ValueType};
 use inrush_encode::{DateOrder, EncodeContext};
-use inrush_load::columns::map_columns;
-use inrush_load::rejects::Rejects;
-use inrush_load::resume::{self, Resume};
-use inrush_load::sources::{Opened, Sources};
-use inrush_load::stages::{create_columns, default_rejects_path, json_form, reject_header, Inputs};
+use inrush_load::sources::Sources;
+use inrush_load::stages::json_form;
 use inrush_load::summary::Parallelism;
-use inrush_load::worker::{ArrowPlan, Decode, Rows, WorkerPlan};
+use inrush_load::target::Encoding;
+use inrush_load::worker::Rows;
 use inrush_load::{LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
-use inrush_read::inputs::InputFormat;
-use inrush_read::jsonl::JsonLineParser;
-use std::collections::HashSet;
-use std::sync::Arc;
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
 
-/// Everything the load decided before it changes anything.
-pub(super) struct Prepared {
-    /// The session that reads the catalog, holds the claim, drops and restores definitions.
-    pub control: Client,
-    pub progress: Arc<Progress>,
-    pub sources: Arc<Sources>,
-    /// The first text source, opened (its header read); the readers take it.
-    pub first: Option<Opened>,
-    pub header_names: Option<Vec<String>>,
-    pub input_name: String,
-    pub session: SessionInfo,
-    pub table: TableInfo,
-    pub claim: Claim,
-    /// `--create`: the table's DDL, run first by the load's transaction.
-    pub create_sql: Option<String>,
-    /// `--resume`: the input's identity in the ledger, the blocks to skip, the rows loaded
-    /// before.
-    pub resume: Option<(InputIdentity, HashSet<u64>, u64)>,
-    /// The reject file, when rows may be refused; the stages take it.
-    pub rejects: Option<Rejects>,
-    pub format: CopyFormat,
-    /// Why the load goes as text COPY.
-    pub text_reason: Option<String>,
-    pub staging: Option<Staging>,
-    /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
-    /// routed to on the client), and what each COPY transaction runs before it.
-    pub destinations: Vec<Destination>,
-    pub prelude: Vec<String>,
-    /// The foreign servers of a load routed to foreign partitions, connected, and what the
-    /// plan takes off each remote table.
-    pub shards: Vec<ShardServer>,
-    pub shard_plans: Vec<ShardPlan>,
-    /// `--resume` onto foreign servers: where each shard records the blocks it committed.
-    pub shard_book: Option<Book>,
-    pub workers: WorkerPlan,
-    pub plan: LoadPlan,
-    pub notes: Vec<String>,
-    /// Connections opened, each with its transaction.
-    pub connections: usize,
-    /// How that number was chosen; when `adaptive`, `chosen` is how many start streaming and
-    /// the load chooses on (see `adapt`).
-    pub parallelism: Parallelism,
-    /// Rows reach the table in the input's order (one reader, the order stage).
-    pub ordered: bool,
+/// COPY FREEZE needs the table made or emptied in the same subtransaction: not under the
+/// savepoints --max-errors loads each chunk in, nor on a partitioned table, which the server
+/// refuses to freeze.
+pub(super) fn frozen(opts: &LoadOptions, table: &TableInfo) -> bool {
+    (opts.truncate || opts.create) && opts.max_errors == 0 && !table.partitioned
 }
 
-/// Reads, opens and decides (see the module documentation).
-pub(super) fn prepare(
-    target: &ConnectOptions,
+/// Decides the load into `columns` (the ones the input feeds, in its order) of `load_bytes`
+/// of input: its plan, and in `load` how its rows go.
+pub(super) fn decide(
+    load: &mut Load,
+    columns: &[TargetColumn],
     opts: &LoadOptions,
+    load_bytes: Option<u64>,
     runtime: &Runtime,
-    waits: &super::waits::Waits,
-) -> Result<Prepared> {
-    let progress = Arc::new(Progress::default());
-    let Inputs {
-        sources,
-        query_types,
-        mut first,
-        header_names,
-        projections,
-    } = Inputs::open(opts, &progress)?;
-    let input_name = sources.describe();
-    let input_size = sources.size();
-    let control = runtime.block_on(target.connect())?;
-    waits.add(runtime.block_on(crate::activity::backend_pid(&control))?);
-    // A stop while the inspection waits (on a lock another session holds on the table) cancels
-    // the waiting statement, so the load ends now rather than when the lock is let go.
-    let _cancel = {
-        let (target, token) = (target.clone(), control.cancel_token());
-        opts.interrupt
-            .watch(std::time::Duration::from_millis(500), move || {
-                if let Ok(runtime) = super::runtime() {
-                    // Best effort, as every cancel: the stop is seen after the wait anyway.
-                    let _ = runtime.block_on(target.cancel(&token));
-                }
-            })
-    };
-    // --create: the table is made in a transaction on the control connection only to read it
-    // back (then rolled back); the load makes it again in its own transaction, so COPY FREEZE
-    // applies and a failed load leaves no table behind.
-    let create_sql = match opts.create {
-        false => None,
-        true => {
-            let columns = create_columns(
-                &sources,
-                &query_types,
-                header_names.as_deref(),
-                &projections,
-                first.as_mut(),
-                opts.date_order,
-            )?;
-            Some(runtime.block_on(create::table_ddl(
-                &control,
-                &opts.table,
-                &columns,
-                &opts.create_types,
-            ))?)
-        }
-    };
-    let (session, table, claim) =
-        runtime.block_on(open_table(&control, target, opts, &create_sql))?;
+) -> Result<LoadPlan> {
+    let _cancel = super::cancel::cancel_on_interrupt(&load.target, &load.control, opts);
+    runtime
+        .block_on(decide_load(load, columns, opts, load_bytes))
+        .map_err(|e| super::cancel::stopped(opts, e))
+}
 
-    let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
-    let origin = sources.names_origin();
-    let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
-    let columns = map_columns(&table.columns, &table.qualified(), explicit, header_origin)?;
-    let header = reject_header(first.as_ref(), header_names.as_deref());
-    let arrow = projections
-        .into_iter()
-        .zip(&sources.list)
-        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
-        .collect::<Result<Vec<_>>>()?;
-    // --resume: which blocks this input already has in the table, and where to read on from.
-    let resume = match opts.resume {
-        false => None,
-        true => {
-            let file = resume::input_file(&sources, first.as_ref(), opts.block_size)?;
-            let identity = ledger::InputIdentity::new(table.oid, file);
-            let committed = runtime.block_on(ledger::open(&control, &identity))?;
-            let Resume { skip, rows_before } =
-                Resume::start(&committed, &sources, first.as_mut(), &progress)?;
-            Some((identity, skip, rows_before))
-        }
-    };
-    let rejects = match opts.max_errors {
-        0 => None,
-        limit => {
-            let path = opts
-                .rejects
-                .clone()
-                .unwrap_or_else(|| default_rejects_path(&sources));
-            Some(Rejects::create(
-                &path,
-                limit,
-                header.as_deref(),
-                opts.resume,
-            )?)
-        }
-    };
-    let (format, text_reason) = copy_format(opts, &columns);
+async fn decide_load(
+    load: &mut Load,
+    columns: &[TargetColumn],
+    opts: &LoadOptions,
+    input_size: Option<u64>,
+) -> Result<LoadPlan> {
+    let (format, text_reason) = copy_format(opts, columns);
+    load.format = format;
+    load.text_reason = text_reason;
     // --on-conflict skip|update: the connections COPY into an unlogged staging table (their
     // commits touch only it), then one transaction merges it into the table and drops it.
-    let staging = match opts.on_conflict {
-        OnConflict::Error => None,
-        mode => Some(runtime.block_on(Staging::create(&control, &table, &columns, mode))?),
-    };
-    let query_note = query_types
-        .as_ref()
-        .map(|types| passthrough(&sources, types, &columns, format, opts, staging.is_some()));
+    if opts.on_conflict != OnConflict::Error {
+        load.staging =
+            Some(Staging::create(&load.control, &load.table, columns, opts.on_conflict).await?);
+    }
     let mut copy_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
-    if staging.is_some() {
+    if load.staging.is_some() {
         copy_columns.push(Staging::ORDINAL.into());
     }
-    // COPY FREEZE needs the table made or emptied in the same subtransaction: not under the
-    // savepoints --max-errors loads each chunk in.
-    // Nor on a partitioned table, which the server refuses to freeze.
-    let frozen = (opts.truncate || opts.create) && opts.max_errors == 0 && !table.partitioned;
-    let statement = copy_from_stdin(
-        staging
-            .as_ref()
-            .map_or(table.qualified(), |st| st.name.clone())
-            .as_str(),
-        &copy_columns,
-        format,
-        frozen,
-    );
-    let mut prelude = prelude(opts, &create_sql, &table);
-    let decode = match sources.format {
-        InputFormat::Jsonl => Decode::Jsonl(JsonLineParser::new(
-            &columns
-                .iter()
-                .map(|c| (c.name.clone(), json_form(&c.value_type)))
-                .collect::<Vec<_>>(),
-        )),
-        _ => Decode::Csv,
+    let frozen = frozen(opts, &load.table);
+    let into = match &load.staging {
+        Some(st) => st.name.clone(),
+        None => load.table.qualified(),
     };
-    let resolving = target.clone();
-    let mut workers = WorkerPlan {
-        decode,
-        sources: sources.clone(),
+    let statement = copy_from_stdin(&into, &copy_columns, format, frozen);
+    load.prelude = prelude(opts, &load.create_sql, &load.table);
+    let plan_options = inrush_load::PlanOptions {
+        keep_keys: opts.keeps_keys(),
+        // Other loads of the table run beside this one: it changes no definition.
+        rebuild_indexes: opts.plan.rebuild_indexes && load.claim == super::Claim::Alone,
+        ..opts.plan
+    };
+    let emptied = opts.truncate || opts.create;
+    let table = &load.table;
+    let mut plan = decide_plan(
+        &load.control,
+        table,
+        input_size,
+        plan_options,
+        emptied,
+        frozen,
+    )
+    .await?;
+    if load.claim == super::Claim::Shared {
+        plan.rule = format!(
+            "indexes and keys are kept: another inrush load of {} was running when this one started, and only a load that runs alone changes them",
+            table.qualified()
+        );
+    }
+    if load.create_sql.is_some() {
+        load.control
+            .batch_execute("ROLLBACK")
+            .await
+            .map_err(crate::query_error("ROLLBACK"))?;
+    }
+    // --check: the rows go in inside the sink's transaction, rolled back at the end, with
+    // every definition in place (--disable-triggers: disabled in that transaction only).
+    if opts.check_only {
+        let disabled = plan.disabled_triggers();
+        load.prelude.extend(disabled.iter().map(|(name, _)| {
+            format!(
+                "ALTER TABLE {} DISABLE TRIGGER {}",
+                table.qualified(),
+                crate::quote_ident(name)
+            )
+        }));
+    } else {
+        let blocked = if opts.max_errors > 0 {
+            Some("--max-errors finds refused rows by their place in the input")
+        } else if opts.resume {
+            Some("--resume commits the input block by block, in order")
+        } else if load.staging.is_some() {
+            Some("--on-conflict keeps the input's order")
+        } else if format == CopyFormat::Text {
+            Some("text COPY (a column with no binary encoder)")
+        } else {
+            None
+        };
+        plan.choose_sort(columns, blocked);
+    }
+    let blocked = routing_blocked(opts, format, load.staging.is_some(), &plan);
+    let (routed, routing) = routing(
+        &load.control,
+        table,
         columns,
+        blocked,
+        &load.target,
+        opts.truncate,
+        opts.routing,
+        opts.resume,
+    )
+    .await?;
+    plan.routing = routing;
+    load.destinations = match routed {
+        Some(Routed { router, shards }) => {
+            // --truncate empties every leaf in the load's own transaction: each leaf can then
+            // be written frozen, which COPY into the partitioned table cannot do.
+            let frozen_leaves = opts.truncate && opts.max_errors == 0;
+            plan = plan.loaded_frozen(frozen_leaves);
+            let destinations = leaf_destinations(&router, &copy_columns, format, frozen_leaves);
+            load.router = Some(router);
+            load.whole_blocks = opts.resume;
+            load.shards = shards;
+            destinations
+        }
+        None => vec![Destination {
+            statement,
+            server: 0,
+        }],
+    };
+    if let (Some(_), false) = (&load.identity, load.shards.is_empty()) {
+        let sessions: Vec<&Client> = load.shards.iter().map(|s| &s.control).collect();
+        load.shard_book = Some(Book::open_shard(&load.control, &sessions).await?);
+    }
+    if !opts.check_only {
+        load.shard_plans = shard_plans(&load.shards, input_size, plan_options).await?;
+    }
+    let keys_checked =
+        plan.checks_keys_during_load() || load.shard_plans.iter().any(|p| p.checks_keys);
+    let to_shards = !load.shards.is_empty();
+    load.parallelism = connections(&load.control, opts, keys_checked, to_shards).await?;
+    load.ordered = opts.max_errors > 0 && load.parallelism.opened == 1;
+    Ok(plan)
+}
+
+/// Each leaf's COPY: into its remote table on its own server for a foreign leaf, else into
+/// the leaf.
+fn leaf_destinations(
+    router: &Router,
+    copy_columns: &[String],
+    format: CopyFormat,
+    frozen: bool,
+) -> Vec<Destination> {
+    router
+        .leaves
+        .iter()
+        .map(|leaf| match &leaf.remote {
+            Some(remote) => Destination {
+                statement: copy_from_stdin(&remote.qualified, &remote.columns, format, false),
+                server: remote.shard + 1,
+            },
+            None => Destination {
+                statement: copy_from_stdin(&leaf.qualified, copy_columns, format, frozen),
+                server: 0,
+            },
+        })
+        .collect()
+}
+
+/// How the workers encode the rows: binary (or text) COPY tuples, the values no binary encoder
+/// takes read by the server through a resolver of its own, each row's place in the input for
+/// the staging table, and the router.
+pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Encoding {
+    let resolving = load.target.clone();
+    let session = &load.session;
+    Encoding {
         rows: Rows::Copy {
-            format,
+            format: load.format,
             ctx: EncodeContext {
                 server_version_num: session.server_version_num,
                 session_time_zone_is_utc: session.time_zone_is_utc(),
@@ -220,185 +210,54 @@ pub(super) fn prepare(
                 Box::new(Resolver::new(resolving.clone(), columns.to_vec()))
             }),
         },
-        relation: table.name.clone(),
-        ordinal: staging.is_some(),
-        arrow,
-        chunk_bytes: opts.block_size.max(64 * 1024),
-        route: None,
-        whole_blocks: false,
-    };
+        ordinal: load.staging.is_some(),
+        route: load
+            .router
+            .take()
+            .map(|r| Box::new(r) as Box<dyn inrush_load::route::Route>),
+        whole_blocks: load.whole_blocks,
+        json: Some(columns.iter().map(|c| json_form(&c.value_type)).collect()),
+        relation: Some(load.table.name.clone()),
+    }
+}
 
-    let plan_options = inrush_load::PlanOptions {
-        keep_keys: opts.keeps_keys(),
-        // Other loads of the table run beside this one: it changes no definition.
-        rebuild_indexes: opts.plan.rebuild_indexes && claim == Claim::Alone,
-        ..opts.plan
+/// `inrush plan`: the plan of a load of `input_size` bytes into `table`, as if the input fed
+/// every column in binary, with nothing that keeps its order; nothing is claimed or changed.
+pub(super) async fn preview(
+    target: &ConnectOptions,
+    table: &str,
+    input_size: Option<u64>,
+    opts: inrush_load::PlanOptions,
+    mode: PartitionRouting,
+    resume: bool,
+) -> Result<LoadPlan> {
+    let client = target.connect().await?;
+    let table = TableInfo::read(&client, table).await?;
+    let mut plan = decide_plan(&client, &table, input_size, opts, false, false).await?;
+    plan.choose_sort(&table.columns, None);
+    let blocked = match mode {
+        PartitionRouting::Server => Some("--route server"),
+        _ if plan.sort.is_some() => Some("the rows are sorted by a kept index's key first"),
+        PartitionRouting::Auto | PartitionRouting::Client => None,
     };
-    let mut load_plan = runtime.block_on(decide_plan(
-        &control,
-        &table,
-        input_size,
-        plan_options,
-        opts.truncate || opts.create,
-        frozen,
-    ))?;
-    if claim == Claim::Shared {
-        load_plan.rule = format!(
-            "indexes and keys are kept: another inrush load of {} was running when this one started, and only a load that runs alone changes them",
-            table.qualified()
-        );
-    }
-
-    if create_sql.is_some() {
-        runtime
-            .block_on(control.batch_execute("ROLLBACK"))
-            .map_err(crate::query_error("ROLLBACK"))?;
-    }
-    // --check: the rows go in inside the sink's transaction, rolled back at the end, with
-    // every definition in place (--disable-triggers: disabled in that transaction only).
-    if opts.check_only {
-        prelude.extend(load_plan.disabled_triggers().iter().map(|(name, _)| {
-            format!(
-                "ALTER TABLE {} DISABLE TRIGGER {}",
-                table.qualified(),
-                crate::quote_ident(name)
-            )
-        }));
-        load_plan = load_plan.checked();
-    }
-    if !opts.check_only {
-        let blocked = if opts.max_errors > 0 {
-            Some("--max-errors finds refused rows by their place in the input")
-        } else if opts.resume {
-            Some("--resume commits the input block by block, in order")
-        } else if staging.is_some() {
-            Some("--on-conflict keeps the input's order")
-        } else if format == CopyFormat::Text {
-            Some("text COPY (a column with no binary encoder)")
-        } else {
-            None
-        };
-        load_plan.choose_sort(&workers.columns, blocked);
-    }
-    let blocked = routing_blocked(opts, format, staging.is_some(), &load_plan);
-    let (routed, routing) = runtime.block_on(routing(
-        &control,
-        &table,
-        &workers.columns,
-        blocked,
-        target,
-        opts.truncate,
-        opts.routing,
-        opts.resume,
-    ))?;
-    load_plan.routing = routing;
-    let (destinations, shards) = match routed {
-        Some(Routed { router, shards }) => {
-            // --truncate empties every leaf in the load's own transaction: each leaf can then
-            // be written frozen, which COPY into the partitioned table cannot do.
-            let frozen_leaves = opts.truncate && opts.max_errors == 0;
-            load_plan = load_plan.loaded_frozen(frozen_leaves);
-            let destinations = router
-                .leaves
-                .iter()
-                .map(|leaf| match &leaf.remote {
-                    Some(remote) => Destination {
-                        statement: copy_from_stdin(
-                            &remote.qualified,
-                            &remote.columns,
-                            format,
-                            false,
-                        ),
-                        server: remote.shard + 1,
-                    },
-                    None => Destination {
-                        statement: copy_from_stdin(
-                            &leaf.qualified,
-                            &copy_columns,
-                            format,
-                            frozen_leaves,
-                        ),
-                        server: 0,
-                    },
-                })
-                .collect();
-            workers.route = Some(Box::new(router));
-            workers.whole_blocks = opts.resume;
-            (destinations, shards)
+    let columns = &table.columns;
+    let (routed, routing) = routing(
+        &client, &table, columns, blocked, target, false, mode, resume,
+    )
+    .await?;
+    plan.routing = routing;
+    if let (Some(routed), Some(sentence)) = (routed, plan.routing.as_mut()) {
+        for shard_plan in shard_plans(&routed.shards, input_size, opts).await? {
+            if !shard_plan.rebuilt.is_empty() {
+                sentence.push_str(&format!(
+                    "; on foreign server {}: {}",
+                    routed.shards[shard_plan.shard].shard.server,
+                    shard_plan.describe()
+                ));
+            }
         }
-        None => (
-            vec![Destination {
-                statement,
-                server: 0,
-            }],
-            Vec::new(),
-        ),
-    };
-    let shard_book = match (&resume, shards.is_empty()) {
-        (Some(_), false) => {
-            let sessions: Vec<&Client> = shards.iter().map(|s| &s.control).collect();
-            Some(runtime.block_on(Book::open_shard(&control, &sessions))?)
-        }
-        _ => None,
-    };
-    let shard_plans = match opts.check_only {
-        true => Vec::new(),
-        false => runtime.block_on(shard_plans(&shards, input_size, plan_options))?,
-    };
-    let mut notes: Vec<String> = query_note
-        .into_iter()
-        .chain(sources.skipped_note())
-        .collect();
-    if let Some(sql) = &create_sql {
-        notes.push(match opts.check_only {
-            true => format!("--create: would run {sql} (--check: nothing was created)"),
-            false => format!(
-                "--create: {sql}, in the load's own transaction{}",
-                match frozen {
-                    true => " (rows written frozen: COPY FREEZE)",
-                    false => "",
-                }
-            ),
-        });
     }
-    let keys_checked =
-        load_plan.checks_keys_during_load() || shard_plans.iter().any(|p| p.checks_keys);
-    let parallelism = runtime.block_on(connections(
-        &control,
-        opts,
-        keys_checked,
-        !shards.is_empty(),
-    ))?;
-    let connections = parallelism.opened;
-    let ordered = opts.max_errors > 0 && connections == 1;
-    Ok(Prepared {
-        control,
-        progress,
-        sources,
-        first,
-        header_names,
-        input_name,
-        session,
-        table,
-        claim,
-        create_sql,
-        resume,
-        rejects,
-        format,
-        text_reason,
-        staging,
-        destinations,
-        prelude,
-        shard_plans,
-        shards,
-        shard_book,
-        workers,
-        plan: load_plan,
-        notes,
-        connections,
-        parallelism,
-        ordered,
-    })
+    Ok(plan)
 }
 
 /// How many connections the load opens, and how many of them stream at first. One transaction
@@ -448,65 +307,6 @@ async fn connections(
         chosen: start.min(cap),
         reason: String::new(),
     })
-}
-
-/// Reads the table (made first, for `--create`, in a transaction the caller rolls back), takes
-/// the claim on it, and puts back what a load that died left dropped.
-async fn open_table(
-    control: &Client,
-    target: &ConnectOptions,
-    opts: &LoadOptions,
-    create_sql: &Option<String>,
-) -> Result<(SessionInfo, TableInfo, Claim)> {
-    let session = SessionInfo::read(control).await?;
-    if let Some(sql) = &create_sql {
-        control
-            .batch_execute(&format!("BEGIN; {sql}"))
-            .await
-            .map_err(crate::query_error(sql.as_str()))?;
-    }
-    let table = TableInfo::read(control, &opts.table).await?;
-    if opts.truncate && create_sql.is_none() {
-        let keys = table.referenced_by(control).await?;
-        if !keys.is_empty() {
-            return Err(inrush_load::Error::Usage(format!(
-                "--truncate: the server does not TRUNCATE {} while other tables' foreign keys reference it: {}; load without --truncate",
-                table.qualified(),
-                keys.join(", ")
-            )));
-        }
-    }
-    // A new table is this load's alone; another table's definitions may be another load's.
-    let claim = match create_sql {
-        Some(_) => Claim::Alone,
-        None => {
-            let must_be_alone = opts.truncate || opts.table_lock || opts.plan.disable_triggers;
-            claim::take(
-                control,
-                table.oid,
-                &table.qualified(),
-                must_be_alone,
-                target,
-                opts,
-            )
-            .await?
-        }
-    };
-    // Definitions a load that died left in the journal come back before anything else
-    // (a live load's are its own business).
-    let leftovers = match (&create_sql, claim) {
-        (None, Claim::Alone) => ddl::pending(control, Some(table.oid)).await?,
-        _ => Vec::new(),
-    };
-    if !leftovers.is_empty() {
-        tracing::warn!(
-            "recreating {} index(es) an earlier load of {} left dropped",
-            leftovers.len(),
-            table.qualified()
-        );
-        ddl::restore(target, &leftovers, opts.connections.max(1)).await?;
-    }
-    Ok((session, table, claim))
 }
 
 /// Why a partitioned table's rows cannot be routed on the client in this load, if not.
@@ -626,7 +426,7 @@ fn citus_rule(table: &TableInfo, method: &str) -> String {
 /// load: the table's own secondary indexes, by the rule that decides the target's (a unique key
 /// stays: rows that broke one could not be taken out of the shard again).
 pub(super) struct ShardPlan {
-    /// Its index in [`Prepared::shards`].
+    /// Its index in the load's shards.
     pub shard: usize,
     pub table: TableInfo,
     pub rebuilt: Vec<crate::IndexInfo>,
@@ -701,7 +501,7 @@ fn copy_format(opts: &LoadOptions, columns: &[TargetColumn]) -> (CopyFormat, Opt
 
 /// A query whose columns have the very types of the target's (and no OIDs in their binary
 /// form) is streamed as COPY BINARY and its tuples go on untouched; says how the rows go.
-fn passthrough(
+pub(super) fn passthrough(
     sources: &Sources,
     types: &[(String, String)],
     columns: &[TargetColumn],

@@ -1,5 +1,8 @@
-//! One exit code per cause, whatever the engine: the same mistakes made against PostgreSQL,
-//! MariaDB and SQLite exit with the same code (the README's table) and change nothing.
+//! What every engine must do, run on each of PostgreSQL, MariaDB and SQLite through the
+//! command line: an engine is done when it passes these. The same mistakes exit with the same
+//! code (the README's table) and change nothing; good rows round-trip; a bad row loads nothing
+//! unless rejects are allowed, and then only it is left out; `--check` writes nothing; a
+//! `--resume` rerun loads nothing twice; a table `--create` made takes the same file again.
 
 use inrush_testkit::{Db, MariaDb};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ struct Engine {
 }
 
 fn postgres() -> Engine {
-    let db = std::rc::Rc::new(Db::fresh("exit_codes"));
+    let db = std::rc::Rc::new(Db::fresh("conformance"));
     let (exec, count) = (db.clone(), db.clone());
     Engine {
         name: "PostgreSQL",
@@ -34,7 +37,7 @@ fn postgres() -> Engine {
 }
 
 fn mariadb() -> Engine {
-    let db = std::rc::Rc::new(MariaDb::fresh("exit_codes"));
+    let db = std::rc::Rc::new(MariaDb::fresh("conformance"));
     let (exec, count) = (db.clone(), db.clone());
     Engine {
         name: "MariaDB",
@@ -153,17 +156,93 @@ fn same_mistakes_same_codes(engine: Engine) {
     );
 }
 
-#[test]
-fn postgresql_exits_with_the_same_code_for_the_same_mistake() {
-    same_mistakes_same_codes(postgres());
+/// Good rows in, as written; all or nothing; rejects; `--check`; `--resume`; `--create`.
+fn loads_as_every_engine_must(engine: &Engine) {
+    let name = engine.name;
+    let load = |input: &Path, table: &str, extra: &[&str]| load_to(&engine.to, input, table, extra);
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (1..=2000).map(|i| format!("{i},name {i}\n")).collect();
+    let good = write(dir.path(), "good.csv", &format!("id,v\n{rows}"));
+    (engine.exec)("CREATE TABLE g (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    let (code, out) = load(&good, "g", &["--json", "--block-size", "4096"]);
+    assert_eq!(code, 0, "{name}, good rows: {out}");
+    assert!(out.contains("\"rows\":2000"), "{name}: {out}");
+    assert_eq!((engine.count)("g"), 2000, "{name}: every good row");
+
+    // A bad row late in the input: nothing of it loads, or (rejects allowed) all but it.
+    let bad = write(dir.path(), "bad.csv", &format!("id,v\n{rows}x,late\n"));
+    (engine.exec)("CREATE TABLE b (id INTEGER, v VARCHAR(20))");
+    let (code, out) = load(&bad, "b", &["--block-size", "4096"]);
+    assert_eq!(code, 4, "{name}, a bad row: {out}");
+    assert_eq!(
+        (engine.count)("b"),
+        0,
+        "{name}: a failed load leaves nothing"
+    );
+    let rejects = dir.path().join("b.rejects.csv");
+    let rejects_arg = rejects.to_str().unwrap();
+    let allowed = [
+        "--max-errors",
+        "5",
+        "--rejects",
+        rejects_arg,
+        "--block-size",
+        "4096",
+    ];
+    let (code, out) = load(&bad, "b", &allowed);
+    assert_eq!(code, 6, "{name}, a bad row allowed: {out}");
+    assert_eq!(
+        (engine.count)("b"),
+        2000,
+        "{name}: all rows but the bad one"
+    );
+    let refused = std::fs::read_to_string(&rejects).unwrap();
+    assert!(refused.contains("x,late"), "{name}: {refused}");
+
+    // --check reads and checks, and writes nothing.
+    (engine.exec)("CREATE TABLE c (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    let (code, out) = load(&good, "c", &["--check"]);
+    assert_eq!(code, 0, "{name}, --check: {out}");
+    assert_eq!((engine.count)("c"), 0, "{name}: --check wrote rows");
+
+    // --resume: a rerun of a finished load adds nothing.
+    (engine.exec)("CREATE TABLE r (id INTEGER, v VARCHAR(20))");
+    for run in 1..=2 {
+        let (code, out) = load(&good, "r", &["--resume", "--block-size", "4096"]);
+        assert_eq!(code, 0, "{name}, --resume run {run}: {out}");
+        assert_eq!((engine.count)("r"), 2000, "{name}: --resume run {run}");
+    }
+
+    // What --create makes takes the same file again.
+    let typed = write(
+        dir.path(),
+        "typed.csv",
+        "id,flag,day,amount,note\n1,t,2024-01-31,1.5,a\n2,f,2024-02-29,-2.25,\"b, c\"\n",
+    );
+    let (code, out) = load(&typed, "made", &["--create"]);
+    assert_eq!(code, 0, "{name}, --create: {out}");
+    let (code, out) = load(&typed, "made", &[]);
+    assert_eq!(code, 0, "{name}, the same file again: {out}");
+    assert_eq!((engine.count)("made"), 4, "{name}: both loads' rows");
 }
 
 #[test]
-fn mariadb_exits_with_the_same_code_for_the_same_mistake() {
-    same_mistakes_same_codes(mariadb());
+fn postgresql_conforms() {
+    let engine = postgres();
+    loads_as_every_engine_must(&engine);
+    same_mistakes_same_codes(engine);
 }
 
 #[test]
-fn sqlite_exits_with_the_same_code_for_the_same_mistake() {
-    same_mistakes_same_codes(sqlite());
+fn mariadb_conforms() {
+    let engine = mariadb();
+    loads_as_every_engine_must(&engine);
+    same_mistakes_same_codes(engine);
+}
+
+#[test]
+fn sqlite_conforms() {
+    let engine = sqlite();
+    loads_as_every_engine_must(&engine);
+    same_mistakes_same_codes(engine);
 }

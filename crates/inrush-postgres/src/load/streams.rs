@@ -1,0 +1,534 @@
+//! The rows: one COPY stream per connection, each in its own transaction, with the watch and
+//! the adaptive controller beside them; then every transaction committed together (or, under
+//! `--resume`, block by block already), or all rolled back.
+
+use super::adapt::{self, Feed, Gate};
+use super::blocks::BlockClaims;
+use super::sink::{self, Finished, Sessions};
+use super::{watch, Load, PostgresTarget};
+use crate::ledger::Book;
+use crate::prepared::JointCommit;
+use crate::route::ShardServer;
+use crate::{ConnectOptions, SessionInfo};
+use inrush_core::{Phase, Reporter};
+use inrush_load::resume::Claims;
+use inrush_load::stages::Shared;
+use inrush_load::summary::Blocks;
+use inrush_load::target::{Committed, Streams};
+use inrush_load::worker::{Chunk, WorkerPlan};
+use inrush_load::{Error, LoadOptions, Result};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The load's COPY sinks. The load is taken from the target while they stream and given back
+/// when they commit or are dropped (which rolls every transaction back).
+pub(super) struct PgStreams<'t> {
+    target: &'t PostgresTarget,
+    load: Option<Load>,
+    /// Each connection's sessions, until they stream.
+    sinks: Vec<Sessions>,
+    /// The sinks' sessions on each server, the target's first, for the watch.
+    watched: Vec<Vec<watch::Session>>,
+    /// `--resume`: the blocks this process reads, among the others loading the same input.
+    claims: Option<Arc<BlockClaims>>,
+    /// The adaptive number of streaming connections (see `adapt`).
+    gate: Option<Gate>,
+    /// The transactions whose COPY finished, open until the commit.
+    finished: Vec<Finished>,
+    wal_before: Option<u64>,
+    /// The rows come from a `--from-query`, which may run on the target's server.
+    from_query: bool,
+}
+
+impl<'t> PgStreams<'t> {
+    /// Connects every sink's sessions (on the target and each shard) for `load`.
+    pub(super) fn open(
+        target: &'t PostgresTarget,
+        load: Load,
+        opts: &LoadOptions,
+    ) -> Result<PgStreams<'t>> {
+        let runtime = &target.runtime;
+        let wal_before = runtime.block_on(SessionInfo::wal_lsn(&load.control));
+        let parallelism = load.parallelism.clone();
+        let mut streams = PgStreams {
+            target,
+            load: Some(load),
+            sinks: Vec::new(),
+            watched: Vec::new(),
+            claims: None,
+            gate: None,
+            finished: Vec::new(),
+            wal_before,
+            from_query: opts.from_query.is_some(),
+        };
+        let load = streams.load()?;
+        let (sinks, watched) = runtime.block_on(connect_sinks(
+            &load.target,
+            &load.shards,
+            parallelism.opened,
+        ))?;
+        for session in &watched[0] {
+            target.waits.add(session.pid);
+        }
+        // --resume: other processes may load the same input; blocks are taken before they
+        // are read.
+        let claims = match &load.identity {
+            Some(identity) => {
+                opts.interrupt.resumable();
+                Some(Arc::new(BlockClaims::start(&load.target, identity)?))
+            }
+            None => None,
+        };
+        // By default only some of the connections stream at first, and a controller chooses
+        // how many as the load goes (see `adapt`).
+        streams.gate = parallelism
+            .adaptive
+            .then(|| Gate::new(parallelism.chosen, parallelism.opened));
+        (streams.sinks, streams.watched, streams.claims) = (sinks, watched, claims);
+        Ok(streams)
+    }
+
+    fn load(&self) -> Result<&Load> {
+        self.load
+            .as_ref()
+            .ok_or_else(|| Error::Internal("the load has ended".into()))
+    }
+
+    /// Every sink streams until the queue closes, with the watch and the controller beside.
+    fn stream(&mut self, chunks: flume::Receiver<Chunk>, plan: &WorkerPlan, shared: &Shared) {
+        let Some(load) = self.load.as_ref() else {
+            return;
+        };
+        let sinks = std::mem::take(&mut self.sinks);
+        let connections = sinks.len();
+        let gate = self.gate.as_ref();
+        let claims = self.claims.as_deref();
+        // Where each server's sinks reconnect and record the blocks they commit.
+        let resumable = load.identity.as_ref().zip(claims).map(|(input, claims)| {
+            let on_shards = load
+                .shards
+                .iter()
+                .filter_map(|s| Some((&s.options, load.shard_book.clone()?)));
+            sink::Resumable {
+                input,
+                servers: std::iter::once((&load.target, Book::Target))
+                    .chain(on_shards)
+                    .collect(),
+                claims,
+            }
+        });
+        let mut sessions = std::mem::take(&mut self.watched).into_iter();
+        let mut watched = vec![watch::Watched {
+            control: &load.control,
+            target: &load.target,
+            sessions: sessions.next().unwrap_or_default(),
+        }];
+        watched.extend(
+            load.shards
+                .iter()
+                .zip(sessions)
+                .map(|(s, sessions)| watch::Watched {
+                    control: &s.control,
+                    target: &s.options,
+                    sessions,
+                }),
+        );
+        let (format, destinations, prelude) = (load.format, &load.destinations, &load.prelude);
+        let finished = self.target.runtime.block_on(async {
+            let streams = sinks.into_iter().enumerate().map(|(i, sessions)| {
+                let chunks = Feed {
+                    chunks: chunks.clone(),
+                    turn: gate.map(|gate| (gate, i)),
+                };
+                let resumable = &resumable;
+                async move {
+                    let streamed = match resumable {
+                        Some(resumable) => {
+                            sink::run_resumable(
+                                sessions,
+                                destinations,
+                                format,
+                                chunks,
+                                shared,
+                                plan,
+                                resumable,
+                            )
+                            .await
+                        }
+                        None => {
+                            sink::run(
+                                sessions,
+                                prelude,
+                                destinations,
+                                format,
+                                chunks,
+                                shared,
+                                plan,
+                            )
+                            .await
+                        }
+                    };
+                    match streamed {
+                        Ok(finished) => Some(finished),
+                        Err(e) => {
+                            shared.fail(e);
+                            None
+                        }
+                    }
+                }
+            });
+            // Two connections' transactions wait on each other only when both stay open
+            // to the end (not under --resume, which commits block by block).
+            let find_deadlocks = resumable.is_none() && connections > 1;
+            let from_query = self.from_query;
+            let watching = watch::watch(&watched, shared, find_deadlocks, from_query);
+            let pids: Vec<i32> = watched[0].sessions.iter().map(|s| s.pid).collect();
+            let adapting = adapt::control(gate, &load.control, &pids, &chunks, shared);
+            let results = tokio::select! {
+                results = futures_util::future::join_all(streams) => results,
+                never = watching => match never {},
+                never = adapting => match never {},
+            };
+            drop(chunks);
+            results.into_iter().flatten().collect::<Vec<_>>()
+        });
+        // Every row sent is in a transaction, or in the reject file, or committed by another
+        // process loading the same input.
+        let rows: u64 = finished.iter().map(|f| f.rows).sum();
+        let refused: u64 = finished.iter().map(|f| f.refused).sum();
+        let by_others: u64 = finished.iter().map(|f| f.by_others.1).sum();
+        let sent = shared.progress.rows_sent.load(Ordering::Relaxed);
+        if !shared.is_cancelled()
+            && (rows + refused + by_others != sent || finished.len() != connections)
+        {
+            shared.fail(Error::Internal(format!(
+                "the server counted {rows} rows but {sent} were sent; rolled back"
+            )));
+        }
+        self.finished = finished;
+    }
+}
+
+impl Streams for PgStreams<'_> {
+    fn connections(&self) -> usize {
+        self.load.as_ref().map_or(0, |l| l.parallelism.opened)
+    }
+
+    fn claims(&self) -> Option<Arc<dyn Claims>> {
+        self.claims.clone().map(|c| c as Arc<dyn Claims>)
+    }
+
+    fn write(&mut self, chunks: flume::Receiver<Chunk>, plan: &WorkerPlan, shared: &Shared) -> u64 {
+        self.stream(chunks, plan, shared);
+        self.finished.iter().map(|f| f.rows).sum()
+    }
+
+    fn commit(
+        mut self: Box<Self>,
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+        record: Option<&str>,
+        written: u64,
+    ) -> Result<Option<Committed>> {
+        let finished = std::mem::take(&mut self.finished);
+        let committed = self.commit_finished(&finished, opts, reporter, record, written);
+        if committed.is_err() {
+            self.target.runtime.block_on(rollback(&finished));
+        }
+        committed.map(Some)
+    }
+}
+
+impl PgStreams<'_> {
+    /// Commits (or, for `--check`, rolls back) `finished`, merges the staging table, and says
+    /// what the load did.
+    fn commit_finished(
+        &mut self,
+        finished: &[Finished],
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+        record: Option<&str>,
+        written: u64,
+    ) -> Result<Committed> {
+        let runtime = &self.target.runtime;
+        let load = self
+            .load
+            .as_mut()
+            .ok_or_else(|| Error::Internal("the load has ended".into()))?;
+        let resumable = load.identity.is_some();
+        // From here on a signal no longer rolls back: the commit and a stop agree on which
+        // came first (see `Interrupt`).
+        let stopped = match opts.check_only {
+            // Under --on-conflict these commits fill the staging table only: the merge into the
+            // table is the commit window (see `Staging::merge`).
+            false if load.staging.is_none() => !opts.interrupt.begin_commit(),
+            _ => opts.interrupt.is_set(),
+        };
+        if stopped {
+            return Err(match resumable {
+                true => Error::InterruptedResumable { rows: written },
+                false => Error::Interrupted,
+            });
+        }
+        // With --resume every chunk committed on its own already. Across shards, why the
+        // commit is not two-phase, when it is not.
+        let mut one_phase_reason = None;
+        if opts.check_only {
+            // --check: every row met the server's checks; none stays. Under --on-conflict the
+            // rows are in the staging table, which the merge reads in a transaction it rolls
+            // back.
+            match load.staging.is_some() {
+                true => runtime.block_on(commit(finished))?,
+                false => runtime.block_on(rollback(finished)),
+            }
+        } else if !resumable {
+            if let Some(identity) = record {
+                // Without the record a rerun would load the rows twice should the rebuild fail
+                // after the commit: no record, no commit. Only the transactions that wrote
+                // rows: one that wrote nothing commits without waiting for its commit record
+                // to reach the disk, so a crash may leave it aborted.
+                let wrote = finished.iter().filter(|f| f.rows > 0);
+                let txids: Vec<i64> = wrote.map(|f| f.txid).collect();
+                let recorded =
+                    crate::commits::record(&load.control, &load.table, identity, written, &txids);
+                runtime.block_on(recorded)?;
+            }
+            reporter.phase(Phase::Commit);
+            let connections = finished.len();
+            let joint = joint_commit(&load.control, &load.shards, connections);
+            let (joint, why_not) = runtime.block_on(joint)?;
+            one_phase_reason = why_not;
+            match joint {
+                Some(joint) => runtime.block_on(commit_prepared(&load.control, joint, finished))?,
+                None => runtime.block_on(commit(finished))?,
+            }
+        }
+        load.txids = finished.iter().map(|f| f.txid).collect();
+        let blocks = self.claims.as_ref().map(|claims| {
+            let (by_others, rows_by_others, taken_over) = claims.by_others();
+            Blocks {
+                loaded: finished.iter().map(|f| f.blocks).sum(),
+                by_others: finished.iter().map(|f| f.by_others.0).sum::<u64>() + by_others,
+                rows_by_others: finished.iter().map(|f| f.by_others.1).sum::<u64>()
+                    + rows_by_others,
+                taken_over,
+            }
+        });
+        let merged = match &load.staging {
+            Some(st) => Some(runtime.block_on(st.merge(&load.control, &load.target, opts))?),
+            None => None,
+        };
+        let wal_after = runtime.block_on(SessionInfo::wal_lsn(&load.control));
+        let mut notes = std::mem::take(&mut load.notes);
+        if let Some(affected) = merged {
+            notes.push(format!(
+                "--on-conflict {}: {written} input rows, {affected} inserted or updated, {} skipped",
+                opts.on_conflict.name(),
+                written - affected.min(written)
+            ));
+        }
+        notes.extend(commit_note(load, opts, one_phase_reason));
+        let parallelism = match &self.gate {
+            Some(gate) => gate.parallelism(),
+            None => load.parallelism.clone(),
+        };
+        Ok(Committed {
+            notes,
+            rows: merged,
+            parallelism: Some(parallelism),
+            blocks,
+            wal_bytes: self
+                .wal_before
+                .zip(wal_after)
+                .map(|(b, a)| a.saturating_sub(b)),
+            ..Committed::default()
+        })
+    }
+}
+
+/// How a load routed to foreign servers committed on them.
+fn commit_note(load: &Load, opts: &LoadOptions, one_phase: Option<String>) -> Option<String> {
+    let shards = load.shards.len();
+    if shards == 0 || opts.check_only {
+        return None;
+    }
+    Some(match one_phase {
+        _ if load.identity.is_some() => format!(
+            "--resume: each block committed on its own on the {shards} foreign server(s) it has rows for, then on the target, not with two-phase commit: each server's ledger says which blocks it has"
+        ),
+        None => format!(
+            "committed on the target and {shards} foreign server(s) together, with two-phase commit"
+        ),
+        Some(why) => format!(
+            "committed one transaction per server on the target and {shards} foreign server(s), not with two-phase commit ({why}): a failure between the first COMMIT and the last would be reported as a partial commit"
+        ),
+    })
+}
+
+impl Drop for PgStreams<'_> {
+    /// Rolls back what did not commit, and gives the load back to the target, which puts back
+    /// what the load dropped.
+    fn drop(&mut self) {
+        if !self.finished.is_empty() {
+            self.target.runtime.block_on(rollback(&self.finished));
+        }
+        if let (Some(load), Ok(mut slot)) = (self.load.take(), self.target.load.lock()) {
+            *slot = Some(load);
+        }
+    }
+}
+
+/// Every sink's sessions (on the target, and on each shard), and the same sessions grouped by
+/// server (the target's first) for the watch.
+async fn connect_sinks(
+    target: &ConnectOptions,
+    shards: &[ShardServer],
+    connections: usize,
+) -> crate::Result<(Vec<Sessions>, Vec<Vec<watch::Session>>)> {
+    let connects = (0..connections).map(|_| async {
+        let client = target.connect().await?;
+        let shards = futures_util::future::try_join_all(shards.iter().map(|s| s.options.connect()));
+        Ok::<_, crate::Error>(Sessions {
+            client,
+            shards: shards.await?,
+        })
+    });
+    let sinks = futures_util::future::try_join_all(connects).await?;
+    let mut watched: Vec<Vec<watch::Session>> = (0..=shards.len()).map(|_| Vec::new()).collect();
+    for sink in &sinks {
+        watched[0].push(watch::Session::of(&sink.client).await?);
+        for (k, shard) in sink.shards.iter().enumerate() {
+            watched[k + 1].push(watch::Session::of(shard).await?);
+        }
+    }
+    Ok((sinks, watched))
+}
+
+/// The load's two-phase commit, logged, when it writes to shards and every server can hold
+/// each connection's transaction prepared (`max_prepared_transactions`) and the log can be
+/// written; else why not (`None` for a load on the target alone).
+async fn joint_commit(
+    control: &tokio_postgres::Client,
+    shards: &[ShardServer],
+    connections: usize,
+) -> crate::Result<(Option<JointCommit>, Option<String>)> {
+    if shards.is_empty() {
+        return Ok((None, None));
+    }
+    let slots = crate::prepared::slots(control).await?;
+    let enough = |slots: i64| slots >= connections as i64;
+    if !enough(slots) || !shards.iter().all(|s| enough(s.prepared_slots)) {
+        let why = format!("max_prepared_transactions is below {connections} on one of them");
+        return Ok((None, Some(why)));
+    }
+    let servers: Vec<String> = shards.iter().map(|s| s.shard.server.clone()).collect();
+    Ok(match JointCommit::begin(control, &servers).await {
+        Ok(joint) => (Some(joint), None),
+        Err(e) => (None, Some(format!("its log on the target: {e}"))),
+    })
+}
+
+/// Every session of every sink: on the target first, then on each shard.
+fn all_sessions(finished: &[Finished]) -> impl Iterator<Item = &tokio_postgres::Client> {
+    finished
+        .iter()
+        .flat_map(|f| std::iter::once(&f.client).chain(&f.shards))
+}
+
+/// Best effort: a connection that cannot roll back is closed, which rolls back too.
+async fn rollback(finished: &[Finished]) {
+    let rollbacks = all_sessions(finished).map(|c| c.batch_execute("ROLLBACK"));
+    futures_util::future::join_all(rollbacks).await;
+}
+
+/// All or nothing across servers (see [`crate::prepared`]): every transaction PREPAREd, the
+/// decision logged, then each COMMIT PREPARED. A failed PREPARE rolls every one back; a COMMIT
+/// PREPARED that fails after the decision leaves that transaction prepared on its server, the
+/// error names it, and `inrush recover` commits it.
+async fn commit_prepared(
+    control: &tokio_postgres::Client,
+    joint: JointCommit,
+    finished: &[Finished],
+) -> Result<()> {
+    let gids: Vec<(&tokio_postgres::Client, String)> = all_sessions(finished)
+        .enumerate()
+        .map(|(n, c)| (c, joint.gid(n)))
+        .collect();
+    let prepared = on_each(&gids, |_, gid| format!("PREPARE TRANSACTION '{gid}'")).await;
+    if let Some(first_error) = prepared.iter().find_map(|r| r.as_ref().err()) {
+        let reason = crate::describe_pg_error(first_error);
+        // A session whose PREPARE failed still has its transaction open.
+        on_each(&gids, |n, gid| match prepared[n].is_ok() {
+            true => format!("ROLLBACK PREPARED '{gid}'"),
+            false => "ROLLBACK".to_string(),
+        })
+        .await;
+        joint.end(control).await;
+        return Err(Error::from(crate::Error::Server(format!(
+            "PREPARE TRANSACTION failed, every server rolled back: {reason}"
+        ))));
+    }
+    if let Err(e) = joint.decide(control).await {
+        on_each(&gids, |_, gid| format!("ROLLBACK PREPARED '{gid}'")).await;
+        joint.end(control).await;
+        return Err(e.into());
+    }
+    let results = on_each(&gids, |_, gid| format!("COMMIT PREPARED '{gid}'")).await;
+    let left: Vec<&str> = gids
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_err())
+        .map(|((_, gid), _)| gid.as_str())
+        .collect();
+    let Some(first_error) = results.iter().find_map(|r| r.as_ref().err()) else {
+        joint.end(control).await;
+        return Ok(());
+    };
+    Err(Error::PartialCommit {
+        committed: gids.len() - left.len(),
+        connections: gids.len(),
+        rows_committed: finished.iter().map(|f| f.rows).sum(),
+        reason: format!(
+            "{}; still prepared, committed by `inrush recover`: {}",
+            crate::describe_pg_error(first_error),
+            left.join(", ")
+        ),
+    })
+}
+
+/// Runs `sql(n, gid)` on each (`n`th) session at once; each one's result, in `gids`' order.
+async fn on_each(
+    gids: &[(&tokio_postgres::Client, String)],
+    sql: impl Fn(usize, &str) -> String,
+) -> Vec<Result<(), tokio_postgres::Error>> {
+    let runs = gids.iter().enumerate().map(|(n, (client, gid))| {
+        let statement = sql(n, gid);
+        async move { client.batch_execute(&statement).await }
+    });
+    futures_util::future::join_all(runs).await
+}
+
+/// Commits every connection at once; reports exactly how many made it if not all did.
+async fn commit(finished: &[Finished]) -> Result<()> {
+    let commits = all_sessions(finished).map(|c| c.batch_execute("COMMIT"));
+    let results = futures_util::future::join_all(commits).await;
+    let committed = results.iter().filter(|r| r.is_ok()).count();
+    let sessions = results.len();
+    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else {
+        return Ok(());
+    };
+    if committed == 0 {
+        return Err(crate::Error::Query {
+            what: "COMMIT".into(),
+            cause: first_error,
+        }
+        .into());
+    }
+    let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
+    Err(Error::PartialCommit {
+        committed,
+        connections: sessions,
+        rows_committed,
+        reason: crate::describe_pg_error(&first_error),
+    })
+}

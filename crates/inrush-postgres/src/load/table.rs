@@ -1,0 +1,130 @@
+//! Before anything changes: the control session, the table read (made, for `--create`, in a
+//! transaction `decide` rolls back once the plan is read), the claim on it, and what a load
+//! that died left dropped put back.
+
+use super::cancel::{cancel_on_interrupt, stopped};
+use super::claim::{self, Claim};
+use super::waits::Waits;
+use super::{create, Load};
+use crate::{ddl, ConnectOptions, SessionInfo, TableInfo};
+use inrush_load::summary::Parallelism;
+use inrush_load::{Error, LoadOptions, Result};
+use tokio::runtime::Runtime;
+use tokio_postgres::Client;
+
+/// Opens the load on `options`' database: its control session (watched by `waits`), the
+/// table (designed from `create`'s inferred columns), the claim.
+pub(super) fn open(
+    options: &ConnectOptions,
+    opts: &LoadOptions,
+    create: Option<&[(String, String)]>,
+    runtime: &Runtime,
+    waits: &Waits,
+) -> Result<Load> {
+    // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
+    // that order, and the encoders learn it from the control session's DateStyle.
+    let target = match opts.date_order {
+        Some(order) => options.with_setting("DateStyle", &order.date_style()),
+        None => options.clone(),
+    };
+    let control = runtime.block_on(target.connect())?;
+    waits.add(runtime.block_on(crate::activity::backend_pid(&control))?);
+    let _cancel = cancel_on_interrupt(&target, &control, opts);
+    let opened = runtime.block_on(async {
+        // --create: the table is made in a transaction on the control connection only to read
+        // it back (then rolled back); the load makes it again in its own transaction, so COPY
+        // FREEZE applies and a failed load leaves no table behind.
+        let create_sql = match create {
+            Some(columns) => {
+                Some(create::table_ddl(&control, &opts.table, columns, &opts.create_types).await?)
+            }
+            None => None,
+        };
+        let (session, table, claim) = open_table(&control, &target, opts, &create_sql).await?;
+        Ok::<_, Error>((create_sql, session, table, claim))
+    });
+    let (create_sql, session, table, claim) = opened.map_err(|e| stopped(opts, e))?;
+    Ok(Load {
+        target,
+        control,
+        session,
+        table,
+        claim,
+        create_sql,
+        identity: None,
+        format: crate::copy::CopyFormat::Binary,
+        text_reason: None,
+        staging: None,
+        destinations: Vec::new(),
+        prelude: Vec::new(),
+        router: None,
+        whole_blocks: false,
+        shards: Vec::new(),
+        shard_plans: Vec::new(),
+        shard_book: None,
+        parallelism: Parallelism::fixed(1, ""),
+        ordered: false,
+        dropped: Default::default(),
+        txids: Vec::new(),
+        notes: Vec::new(),
+    })
+}
+
+/// Reads the table (made first, for `--create`, in a transaction the caller rolls back), takes
+/// the claim on it, and puts back what a load that died left dropped.
+async fn open_table(
+    control: &Client,
+    target: &ConnectOptions,
+    opts: &LoadOptions,
+    create_sql: &Option<String>,
+) -> Result<(SessionInfo, TableInfo, Claim)> {
+    let session = SessionInfo::read(control).await?;
+    if let Some(sql) = &create_sql {
+        control
+            .batch_execute(&format!("BEGIN; {sql}"))
+            .await
+            .map_err(crate::query_error(sql.as_str()))?;
+    }
+    let table = TableInfo::read(control, &opts.table).await?;
+    if opts.truncate && create_sql.is_none() {
+        let keys = table.referenced_by(control).await?;
+        if !keys.is_empty() {
+            return Err(Error::Usage(format!(
+                "--truncate: the server does not TRUNCATE {} while other tables' foreign keys reference it: {}; load without --truncate",
+                table.qualified(),
+                keys.join(", ")
+            )));
+        }
+    }
+    // A new table is this load's alone; another table's definitions may be another load's.
+    let claim = match create_sql {
+        Some(_) => Claim::Alone,
+        None => {
+            let must_be_alone = opts.truncate || opts.table_lock || opts.plan.disable_triggers;
+            claim::take(
+                control,
+                table.oid,
+                &table.qualified(),
+                must_be_alone,
+                target,
+                opts,
+            )
+            .await?
+        }
+    };
+    // Definitions a load that died left in the journal come back before anything else
+    // (a live load's are its own business).
+    let leftovers = match (&create_sql, claim) {
+        (None, Claim::Alone) => ddl::pending(control, Some(table.oid)).await?,
+        _ => Vec::new(),
+    };
+    if !leftovers.is_empty() {
+        tracing::warn!(
+            "recreating {} index(es) an earlier load of {} left dropped",
+            leftovers.len(),
+            table.qualified()
+        );
+        ddl::restore(target, &leftovers, opts.connections.max(1)).await?;
+    }
+    Ok((session, table, claim))
+}
