@@ -92,6 +92,7 @@ SCENARIOS = {
 LABELS = {"one_local_stream": "one LOCAL stream", "two_local_streams": "two LOCAL streams",
           "server_ceiling": "server ceiling (x2)", "inrush": "inrush",
           "inrush_c2": "inrush --connections 2", "inrush_parquet": "inrush from Parquet",
+          "inrush_before": "inrush, --before build", "inrush_c2_before": "inrush --connections 2, --before build",
           "load_data_indexed": "LOAD DATA, indexed", "load_then_alter": "LOAD DATA + ALTER"}
 
 
@@ -407,8 +408,8 @@ def add_indexes_sql(table: str) -> str:
 
 
 class Bench:
-    def __init__(self, server: Server, data: Data, inrush: Path):
-        self.server, self.data, self.inrush = server, data, inrush
+    def __init__(self, server: Server, data: Data, inrush: Path, before: Path | None = None):
+        self.server, self.data, self.inrush, self.before = server, data, inrush, before
         self.indexed_reference = ""  # SHOW CREATE TABLE of the indexed table as created
 
     def show_create(self, table: str) -> str:
@@ -445,10 +446,11 @@ class Bench:
         if method == "inrush_parquet":
             return [[str(self.inrush), "load", str(d.parquet), "--to", s.url, "--table", table,
                      "--json", "--no-progress"]]
-        if method in ("inrush", "inrush_c2"):
-            cmd = [str(self.inrush), "load", str(d.csv), "--header", "--to", s.url, "--table", table,
+        if method in ("inrush", "inrush_c2", "inrush_before", "inrush_c2_before"):
+            binary = self.before if method.endswith("_before") else self.inrush
+            cmd = [str(binary), "load", str(d.csv), "--header", "--to", s.url, "--table", table,
                    "--json", "--no-progress"]
-            return [cmd + (["--connections", "2"] if method == "inrush_c2" else [])]
+            return [cmd + (["--connections", "2"] if method.startswith("inrush_c2") else [])]
         raise ValueError(method)
 
     def measure(self, scenario: str, method: str) -> dict:
@@ -595,6 +597,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     ap.add_argument("--scenario", choices=("both", "plain", "indexed"), default="both")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
+    ap.add_argument("--before", type=Path,
+                    help="another inrush binary (an earlier build) measured in the same rounds (plain scenario)")
     ap.add_argument("--port", type=int, help="the server's TCP port (default: a free one)")
     ap.add_argument("--server-option", action="append", default=[], metavar="OPT",
                     help="a mariadbd option for the private server, e.g. --innodb-autoinc-lock-mode=2 "
@@ -616,6 +620,9 @@ def main() -> int:
     inrush = run.inrush_binary(args.inrush)
     scenarios = {sc: methods for sc, methods in SCENARIOS[args.dataset].items()
                  if args.scenario in ("both", sc)}
+    before = run.inrush_binary(args.before) if args.before else None
+    if before and "plain" in scenarios:
+        scenarios["plain"] += ("inrush_before", "inrush_c2_before")
     signal.signal(signal.SIGTERM, run.interrupt)  # the same way out as Ctrl-C: the server stops
 
     server = Server(args.scratch, args.port, args.server_option)
@@ -627,7 +634,7 @@ def main() -> int:
                 f"{facts['innodb_autoinc_lock_mode']})")
         data = Data(args, inrush, server.files)
         run.log(f"halves for two streams: {data.half_rows[0]:,} + {data.half_rows[1]:,} rows")
-        bench = Bench(server, data, inrush)
+        bench = Bench(server, data, inrush, before)
 
         # Untimed warm-up of every method (each verified like the timed loads): the first loads
         # of a new server grow its files and fill its caches, which would favour whatever ran later.

@@ -284,7 +284,7 @@ fn run_stages(
     streams: &mut dyn Streams,
 ) -> Result<(u64, u64)> {
     let workers = opts.workers.max(1);
-    let depth = workers.max(streams.connections()) * 2;
+    let depth = streams.queue(workers).max(1);
     let (block_tx, block_rx) = flume::bounded(workers * 2);
     let (chunk_tx, worker_chunks) = flume::bounded(depth);
     let (middle, chunk_rx) = match (&load.plan.sort, load.ordered) {

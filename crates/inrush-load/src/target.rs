@@ -360,8 +360,14 @@ impl Encoding {
 /// The load's writing side: it takes the encoded chunks, checks what the plan left to the end,
 /// and commits, all or nothing. Dropped before its commit, it rolls back.
 pub trait Streams {
-    /// How many connections write at most (the queue before them holds twice as many chunks).
+    /// How many connections write at most.
     fn connections(&self) -> usize;
+
+    /// How many encoded chunks may wait for the streams, given `workers` workers: enough to
+    /// keep every stream busy, few enough to bound memory. By default twice the workers.
+    fn queue(&self, workers: usize) -> usize {
+        workers * 2
+    }
 
     /// `--resume` by several processes at once: which blocks this one reads.
     fn claims(&self) -> Option<Arc<dyn Claims>> {

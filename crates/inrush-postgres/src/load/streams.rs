@@ -214,6 +214,14 @@ impl Streams for PgStreams<'_> {
         self.load.as_ref().map_or(0, |l| l.parallelism.opened)
     }
 
+    /// Twice the connections that stream at first.
+    fn queue(&self, _: usize) -> usize {
+        self.load
+            .as_ref()
+            .map_or(1, |l| l.parallelism.chosen.max(1))
+            * 2
+    }
+
     fn claims(&self) -> Option<Arc<dyn Claims>> {
         self.claims.clone().map(|c| c as Arc<dyn Claims>)
     }
