@@ -147,7 +147,7 @@ def load(
     disable_triggers: bool = False,
     no_sort: bool = False,
     fast_unsafe: bool = False,
-    route: str = "server",
+    route: Optional[str] = None,
     name: Optional[str] = None,
     progress: Union[bool, Callable[[Optional[str], int, int, Optional[int]], None]] = False,
 ) -> LoadResult:
@@ -162,7 +162,7 @@ def load(
     the gaps), ``mysql://``/``mariadb://...``, or ``sqlite:///path.db``; default: the
     ``INRUSH_TO`` variable. Every other option is the ``inrush load`` flag of the same name
     (``inrush load --help``): ``on_conflict`` is "error", "skip" or "update"; ``route`` (a
-    partitioned table) is "server" or "client"; ``types`` maps
+    partitioned table, PostgreSQL only) is "auto" (the default), "server" or "client"; ``types`` maps
     column names to SQL types for ``create``. ``name`` names a DataFrame in messages and the
     reject log (default "DataFrame"). ``progress``: True draws a tqdm bar when tqdm is
     installed; a callable gets ``(phase, rows, bytes_read, bytes_total)``; default: silent.
@@ -227,7 +227,7 @@ def plan(
     disable_triggers: bool = False,
     no_sort: bool = False,
     fast_unsafe: bool = False,
-    route: str = "server",
+    route: Optional[str] = None,
 ) -> Dict[str, Any]:
     """What a load into ``table`` would do around its rows (indexes dropped and rebuilt, keys,
     triggers, settings, maintenance) and why, read from the server's catalog; ``source``, a
@@ -260,7 +260,7 @@ def _plan_flags(
     disable_triggers: bool,
     no_sort: bool,
     fast_unsafe: bool,
-    route: str,
+    route: Optional[str],
 ) -> List[str]:
     """The flags ``load`` and ``plan`` share (the command's PlanFlags)."""
     return _flag("index-threshold", index_threshold) + _flag("after", after) + _flag("route", route) + _switches(

@@ -206,11 +206,15 @@ fn loads_as_every_engine_must(engine: &Engine) {
     assert_eq!((engine.count)("c"), 0, "{name}: --check wrote rows");
 
     // --resume: a rerun of a finished load adds nothing.
-    (engine.exec)("CREATE TABLE r (id INTEGER, v VARCHAR(20))");
+    (engine.exec)("CREATE TABLE resumed (id INTEGER, v VARCHAR(20))");
     for run in 1..=2 {
-        let (code, out) = load(&good, "r", &["--resume", "--block-size", "4096"]);
+        let (code, out) = load(&good, "resumed", &["--resume", "--block-size", "4096"]);
         assert_eq!(code, 0, "{name}, --resume run {run}: {out}");
-        assert_eq!((engine.count)("r"), 2000, "{name}: --resume run {run}");
+        assert_eq!(
+            (engine.count)("resumed"),
+            2000,
+            "{name}: --resume run {run}"
+        );
     }
 
     // What --create makes takes the same file again.
