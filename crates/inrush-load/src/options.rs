@@ -283,21 +283,20 @@ impl OnConflict {
     }
 
     /// Refuses a mode `table` gives nothing to conflict on, the same on every engine: `unique`
-    /// (it has a primary key or a unique index), `primary` (a primary key), and
-    /// `update_by_primary` (the engine's update finds the row a row replaces by its primary
-    /// key).
+    /// (it has a primary key or a unique index), and `primary`, for an engine whose update
+    /// finds the row a row replaces by the primary key: whether the table has one (`None`
+    /// where any unique key does).
     pub fn refuse_without_key(
         self,
         table: &str,
         unique: bool,
-        primary: bool,
-        update_by_primary: bool,
+        primary: Option<bool>,
     ) -> crate::Result<()> {
         let mode = self.name();
         let refused = match self {
             OnConflict::Error => return Ok(()),
             _ if !unique => "no primary key or unique index for rows to conflict on",
-            OnConflict::Update if update_by_primary && !primary => {
+            OnConflict::Update if primary == Some(false) => {
                 "no primary key, which says which row a row replaces"
             }
             _ => return Ok(()),

@@ -198,7 +198,7 @@ impl Target for MysqlTarget {
             }
         }
         let unique = table.has_unique_key();
-        (opts.on_conflict).refuse_without_key(&table.qualified(), unique, unique, false)?;
+        (opts.on_conflict).refuse_without_key(&table.qualified(), unique, None)?;
         let columns = table
             .columns
             .iter()

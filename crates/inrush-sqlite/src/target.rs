@@ -138,7 +138,7 @@ impl Target for SqliteTarget {
             }
         };
         let (name, unique) = (design.table.qualified(), design.table.has_unique_key());
-        (opts.on_conflict).refuse_without_key(&name, unique, unique, false)?;
+        (opts.on_conflict).refuse_without_key(&name, unique, None)?;
         let columns = design
             .table
             .columns

@@ -33,7 +33,7 @@ impl Staging {
         let target = table.qualified();
         let key = primary_key(client, table).await?;
         let unique = table.indexes(client).await?.iter().any(|i| i.unique);
-        mode.refuse_without_key(&target, unique, !key.is_empty(), true)?;
+        mode.refuse_without_key(&target, unique, Some(!key.is_empty()))?;
         let name = format!(
             "inrush.{}",
             quote_ident(&format!("stage_{}_{}", table.oid, std::process::id()))
