@@ -132,6 +132,11 @@ impl PostgresTarget {
             .map_err(|_| Error::Internal("the load's state was poisoned".into()))
     }
 
+    /// What `f` reads of the load, if one is open (and its state not poisoned).
+    fn peek<T>(&self, f: impl FnOnce(&Load) -> T) -> Option<T> {
+        self.load.lock().ok()?.as_ref().map(f)
+    }
+
     /// Runs `f` on the load `prepare` opened.
     fn with<T>(&self, f: impl FnOnce(&mut Load) -> Result<T>) -> Result<T> {
         match self.load()?.as_mut() {
@@ -151,15 +156,12 @@ pub const LACKS: Lacks = &[(
 
 impl Target for PostgresTarget {
     fn version(&self) -> String {
-        let load = self.load.lock().ok();
-        let load = load.as_ref().and_then(|l| l.as_ref());
-        load.map_or_else(String::new, |l| l.session.server_version.clone())
+        self.peek(|l| l.session.server_version.clone())
+            .unwrap_or_default()
     }
 
     fn method(&self) -> &'static str {
-        let load = self.load.lock().ok();
-        let load = load.as_ref().and_then(|l| l.as_ref());
-        load.map_or(CopyFormat::Binary, |l| l.format).name()
+        self.peek(|l| l.format).unwrap_or(CopyFormat::Binary).name()
     }
 
     fn lacks(&self) -> Lacks {
@@ -234,30 +236,18 @@ impl Target for PostgresTarget {
         columns: &[TargetColumn],
         opts: &LoadOptions,
     ) -> Option<String> {
-        let load = self.load.lock().ok()?;
-        let load = load.as_ref()?;
-        let staged = load.staging.is_some();
-        Some(decide::passthrough(
-            sources,
-            types,
-            columns,
-            load.format,
-            opts,
-            staged,
-        ))
+        self.peek(|l| {
+            let staged = l.staging.is_some();
+            decide::passthrough(sources, types, columns, l.format, opts, staged)
+        })
     }
 
     fn text_reason(&self) -> Option<String> {
-        let load = self.load.lock().ok()?;
-        load.as_ref()?.text_reason.clone()
+        self.peek(|l| l.text_reason.clone()).flatten()
     }
 
     fn ordered(&self, opts: &LoadOptions) -> bool {
-        let load = self.load.lock().ok();
-        match load.as_ref().and_then(|l| l.as_ref()) {
-            Some(load) => load.ordered,
-            None => opts.max_errors > 0,
-        }
+        self.peek(|l| l.ordered).unwrap_or(opts.max_errors > 0)
     }
 
     fn begin(&self, _: &target::Table, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
