@@ -1,16 +1,19 @@
 //! The COPY BINARY framing: a signature header, tuples of length-prefixed fields, a trailer.
 //! <https://www.postgresql.org/docs/current/sql-copy.html#id-1.9.3.55.9.4>
 
+use std::borrow::BorrowMut;
+
 /// Signature, flags (no OIDs) and an empty header extension.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
 /// A field count of -1 ends the data.
 pub const TRAILER: &[u8] = &(-1i16).to_be_bytes();
 
-/// Builds tuples in a growing buffer; a field's length is patched in once its bytes are known,
-/// so encoders write straight into the buffer with no intermediate copy.
+/// Builds tuples in a growing buffer (its own, or one it borrows: [`TupleWriter::on`]); a
+/// field's length is patched in once its bytes are known, so encoders write straight into the
+/// buffer with no intermediate copy.
 #[derive(Debug, Default)]
-pub struct TupleWriter {
-    buf: Vec<u8>,
+pub struct TupleWriter<B: BorrowMut<Vec<u8>> = Vec<u8>> {
+    buf: B,
 }
 
 impl TupleWriter {
@@ -20,23 +23,39 @@ impl TupleWriter {
         }
     }
 
+    pub fn into_inner(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+impl<'b> TupleWriter<&'b mut Vec<u8>> {
+    /// Appends tuples to `buf`.
+    pub fn on(buf: &'b mut Vec<u8>) -> Self {
+        TupleWriter { buf }
+    }
+}
+
+impl<B: BorrowMut<Vec<u8>>> TupleWriter<B> {
     pub fn len(&self) -> usize {
-        self.buf.len()
+        self.buf.borrow().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.buf.is_empty()
+        self.buf.borrow().is_empty()
     }
 
     /// Starts a tuple; returns the mark to [`TupleWriter::rewind`] to if a field fails.
     pub fn begin_tuple(&mut self, fields: u16) -> usize {
-        let mark = self.buf.len();
-        self.buf.extend_from_slice(&fields.to_be_bytes());
+        let buf = self.buf.borrow_mut();
+        let mark = buf.len();
+        buf.extend_from_slice(&fields.to_be_bytes());
         mark
     }
 
     pub fn null(&mut self) {
-        self.buf.extend_from_slice(&(-1i32).to_be_bytes());
+        self.buf
+            .borrow_mut()
+            .extend_from_slice(&(-1i32).to_be_bytes());
     }
 
     /// Reserves the length slot and lets `encode` append the value; patches the length after.
@@ -44,26 +63,23 @@ impl TupleWriter {
         &mut self,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let slot = self.buf.len();
-        self.buf.extend_from_slice(&[0; 4]);
-        encode(&mut self.buf)?;
-        let len = (self.buf.len() - slot - 4) as i32;
-        self.buf[slot..slot + 4].copy_from_slice(&len.to_be_bytes());
+        let buf = self.buf.borrow_mut();
+        let slot = buf.len();
+        buf.extend_from_slice(&[0; 4]);
+        encode(buf)?;
+        let len = (buf.len() - slot - 4) as i32;
+        buf[slot..slot + 4].copy_from_slice(&len.to_be_bytes());
         Ok(())
     }
 
     /// The buffer itself, for text COPY lines, which need no framing.
     pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
+        self.buf.borrow_mut()
     }
 
     /// Drops everything written since `mark` (a tuple abandoned half way).
     pub fn rewind(&mut self, mark: usize) {
-        self.buf.truncate(mark);
-    }
-
-    pub fn into_inner(self) -> Vec<u8> {
-        self.buf
+        self.buf.borrow_mut().truncate(mark);
     }
 }
 
@@ -73,7 +89,7 @@ mod tests {
 
     #[test]
     fn tuple_layout_matches_the_protocol() {
-        let mut w = TupleWriter::default();
+        let mut w = TupleWriter::with_capacity(0);
         w.begin_tuple(2);
         w.field::<()>(|out| {
             out.extend_from_slice(&42i32.to_be_bytes());
@@ -89,7 +105,7 @@ mod tests {
 
     #[test]
     fn rewind_forgets_a_failed_tuple() {
-        let mut w = TupleWriter::default();
+        let mut w = TupleWriter::with_capacity(0);
         let mark = w.begin_tuple(1);
         let failed = w.field(|out| {
             out.push(1);

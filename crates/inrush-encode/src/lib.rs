@@ -2,8 +2,7 @@
 //!
 //! Owns: the COPY BINARY framing ([`binary_copy`]), one encoder per supported type that turns a
 //! field's text into that type's binary send format exactly as the server's own input function
-//! would have read it ([`types`]), the escaping for the text COPY fallback ([`text_copy`]), and
-//! what asks the server for a deferred value ([`Resolve`]).
+//! would have read it ([`types`]), and the escaping for the text COPY fallback ([`text_copy`]).
 //!
 //! The rule every encoder follows: answer `Ok` only when certain the server's text input would
 //! accept the value and produce these bytes; answer [`EncodeError::Refused`] only when certain it
@@ -50,21 +49,3 @@ impl CopyFormat {
         }
     }
 }
-
-/// Reads the values an encoder answered [`EncodeError::Deferred`] for with the server's own
-/// input function (one per encoding thread; `inrush-postgres`'s resolver is the one there is).
-pub trait Resolve: Send {
-    /// The binary form of `text` read as column `column`'s type, or the server's reason for
-    /// refusing it; `Err` when the server could not be asked.
-    fn resolve(
-        &mut self,
-        column: usize,
-        text: &str,
-    ) -> std::result::Result<std::result::Result<Vec<u8>, String>, ResolveError>;
-
-    /// Values sent to the server so far.
-    fn round_trips(&self) -> u64;
-}
-
-/// Why the server could not be asked (the driver's own error, whole).
-pub type ResolveError = Box<dyn std::error::Error + Send + Sync>;

@@ -158,8 +158,6 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         sources: sources.clone(),
         columns: columns.clone(),
         rows: encoding.rows,
-        relation: encoding.relation.unwrap_or_else(|| table.name.clone()),
-        ordinal: encoding.ordinal,
         arrow,
         chunk_bytes: opts.block_size.max(64 * 1024),
         route: encoding.route,

@@ -4,7 +4,7 @@
 //! directories, globs, standard input, a query on another server, batches in memory), the
 //! mapping of input fields to table columns ([`columns`]), the pipeline's stages ([`stages`]:
 //! reader threads, parse/encode workers on every core, bounded queues, progress), what a worker
-//! does with a block ([`worker`]), chunks split by destination ([`route`]), the reject file
+//! does with a block ([`worker`]) and what it asks of the engine's encoder ([`encoder`]), chunks split by destination ([`route`]), the reject file
 //! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), what a rerun of a committed load does
 //! ([`commits`]), the input's order ([`order`],
 //! [`sort`]), the plan around the rows ([`plan`]), interrupts, and the [`LoadSummary`].
@@ -24,6 +24,7 @@ pub mod columns;
 pub mod commits;
 pub mod create;
 mod drive;
+pub mod encoder;
 mod error;
 mod interrupt;
 mod options;

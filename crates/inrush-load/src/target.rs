@@ -22,7 +22,7 @@ use crate::sources::Sources;
 use crate::stages::spawn_error;
 use crate::summary::{Blocks, Parallelism};
 use crate::support::Lacks;
-use crate::worker::{Chunk, Rows, WorkerPlan};
+use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
@@ -30,7 +30,7 @@ use inrush_core::{Phase, Reporter, TargetColumn};
 use inrush_read::jsonl::ColumnForm;
 use std::sync::Arc;
 
-pub use crate::worker::{PlainFields, RowEncoder};
+pub use crate::encoder::{At, PlainFields, Refused, RowEncoder, RowWriter};
 
 /// A target engine, opened on one database.
 pub trait Target: Sync {
@@ -329,30 +329,23 @@ impl Committed {
 
 /// How the workers turn records into an engine's rows, and where those go.
 pub struct Encoding {
-    pub rows: Rows,
-    /// Each row ends with its place in the input ([`WorkerPlan::ordinal`]).
-    pub ordinal: bool,
+    pub rows: Box<dyn RowEncoder>,
     /// Rows split by destination before they are sent ([`crate::route`]).
     pub route: Option<Box<dyn Route>>,
     /// A routed block's pieces travel together ([`WorkerPlan::whole_blocks`]).
     pub whole_blocks: bool,
     /// JSON lines: how each column's value is read; `None`: as plain text.
     pub json: Option<Vec<ColumnForm>>,
-    /// How the engine's own messages name the table, when not as [`Table::name`] does
-    /// (PostgreSQL's say the bare relation name).
-    pub relation: Option<String>,
 }
 
 impl Encoding {
     /// Rows made by `encoder`, in one stream.
     pub fn encoder(encoder: Box<dyn RowEncoder>) -> Encoding {
         Encoding {
-            rows: Rows::Target(encoder),
-            ordinal: false,
+            rows: encoder,
             route: None,
             whole_blocks: false,
             json: None,
-            relation: None,
         }
     }
 }

@@ -1,7 +1,8 @@
-//! What one parse/encode worker does with a block: read every record (CSV or JSON lines), check
-//! and encode every field into a COPY chunk, and say exactly where and why when a row cannot be
-//! loaded.
+//! What one parse/encode worker does with a block: read every record (CSV or JSON lines), hand
+//! its fields to the engine's [`RowWriter`], gather the rows into a chunk, and say exactly where
+//! and why when a row cannot be loaded.
 
+use crate::encoder::{gathered, At, PlainFields, Refused, RowEncoder, RowWriter, ValueTexts};
 use crate::rejects::Rejects;
 use crate::route::{self, Route};
 use crate::shared::{Shared, CANCEL_POLL};
@@ -10,10 +11,6 @@ use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
 use inrush_core::{Location, TargetColumn};
-use inrush_encode::binary_copy::TupleWriter;
-use inrush_encode::{
-    text_copy, ColumnEncoder, CopyFormat, EncodeContext, EncodeError, Resolve, ResolveError,
-};
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
 use inrush_read::encoding::Encoding;
 use inrush_read::jsonl::{JsonFields, JsonLineParser};
@@ -25,7 +22,7 @@ pub use crate::chunk::{Chunk, Order, RowsIndex};
 
 /// The rows of a columnar part encoded so far, and with rejects allowed, what finds them again.
 struct ChunkRows {
-    out: TupleWriter,
+    out: Vec<u8>,
     rows: u64,
     source: u32,
     /// The part's index, or a stream slice's first row: what the chunks' `offset` holds.
@@ -50,7 +47,7 @@ impl ChunkRows {
     fn new(plan: &WorkerPlan, source: u32, part: u64, indexed: bool) -> Self {
         let capacity = plan.chunk_bytes + plan.chunk_bytes / 4;
         ChunkRows {
-            out: TupleWriter::with_capacity(capacity),
+            out: Vec::with_capacity(capacity),
             rows: 0,
             source,
             part,
@@ -74,12 +71,12 @@ impl ChunkRows {
 
     /// The rows so far as a chunk; starts a new one.
     fn take(&mut self, next_row: u64) -> Chunk {
-        let out = std::mem::replace(&mut self.out, TupleWriter::with_capacity(self.capacity));
+        let out = std::mem::replace(&mut self.out, Vec::with_capacity(self.capacity));
         let first_line = self.first_row.take().unwrap_or(next_row);
         let rows = std::mem::take(&mut self.rows);
         let index = self.index.as_mut().map(std::mem::take);
         Chunk {
-            data: Bytes::from(out.into_inner()),
+            data: Bytes::from(out),
             rows,
             source: self.source,
             located: true,
@@ -101,28 +98,6 @@ impl ChunkRows {
     }
 }
 
-/// Asks the server for a value the client deferred, appending its binary form.
-fn resolve_into(
-    resolver: &mut Option<Box<dyn Resolve>>,
-    column: usize,
-    text: &str,
-    buf: &mut Vec<u8>,
-) -> Result<(), FieldError> {
-    let Some(resolver) = resolver else {
-        return Err(FieldError::Refused(
-            "internal error: a deferred value with no PostgreSQL server to read it".into(),
-        ));
-    };
-    match resolver.resolve(column, text) {
-        Ok(Ok(value)) => {
-            buf.extend_from_slice(&value);
-            Ok(())
-        }
-        Ok(Err(reason)) => Err(FieldError::Refused(reason)),
-        Err(e) => Err(FieldError::Resolver(e)),
-    }
-}
-
 /// How records are read out of a block.
 pub enum Decode {
     /// COPY's CSV, with each source's own parser (line endings differ between files).
@@ -131,34 +106,13 @@ pub enum Decode {
     Jsonl(JsonLineParser),
 }
 
-/// What a worker makes of a record's values.
-pub enum Rows {
-    /// PostgreSQL's COPY tuples (binary, or text lines); values the client defers are read by
-    /// the server's own input functions, through a resolver `resolver` makes for each worker.
-    Copy {
-        format: CopyFormat,
-        ctx: EncodeContext,
-        resolver: ResolverFactory,
-    },
-    /// Another target's rows, made by its encoder (see [`crate::target`]).
-    Target(Box<dyn RowEncoder>),
-}
-
-/// Makes each worker's resolver for the load's columns.
-pub type ResolverFactory = Box<dyn Fn(&[TargetColumn]) -> Box<dyn Resolve> + Send + Sync>;
-
 /// Everything a worker needs, shared read-only by all workers.
 pub struct WorkerPlan {
     pub decode: Decode,
     pub sources: Arc<Sources>,
     pub columns: Vec<TargetColumn>,
-    pub rows: Rows,
-    /// The relation's bare name, as the server names it in NOT NULL messages.
-    pub relation: String,
-    /// Append each record's place in the input as a last bigint field (see
-    /// [`WorkerPlan::ordinal`]): the input order, for `--on-conflict` to keep the first
-    /// occurrence of a key (skip) or let the last win (update).
-    pub ordinal: bool,
+    /// The engine's encoder.
+    pub rows: Box<dyn RowEncoder>,
     /// Columnar sources: per source, which fields feed the columns and how (empty otherwise).
     pub arrow: Vec<ArrowPlan>,
     /// Encoded bytes after which a columnar part's rows go out as a chunk (memory stays
@@ -215,56 +169,9 @@ pub fn csv_line<'v>(values: impl Iterator<Item = Option<&'v str>>) -> Vec<u8> {
     line
 }
 
-/// Bits of [`WorkerPlan::ordinal`] for the position within one input (256 TiB); the source's
-/// number sits above them, within a positive bigint.
-const ORDINAL_POSITION_BITS: u32 = 48;
-
-/// Appends the binary tuple's last field, the ordinal, when there is one.
-fn push_ordinal(out: &mut TupleWriter, ordinal: Option<u64>) {
-    if let Some(ordinal) = ordinal {
-        let appended: Result<(), ()> = out.field(|buf| {
-            buf.extend_from_slice(&(ordinal as i64).to_be_bytes());
-            Ok(())
-        });
-        debug_assert!(appended.is_ok());
-    }
-}
-
-/// The fields of a row known to hold no backslash, tab, line feed, carriage return or NUL (the
-/// input block they were cut from has none), so a target that escapes those bytes in a line of
-/// text can copy them without looking: bit `i` for field `i`. Fields past the 64th are never
-/// known. (A mask, not a flag beside each field: the fields stay a plain `&str` each.)
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PlainFields(pub u64);
-
-impl PlainFields {
-    /// The mask of one flag per field, in field order (the first 64 count).
-    pub fn from_flags(flags: impl IntoIterator<Item = bool>) -> Self {
-        let set = flags
-            .into_iter()
-            .take(64)
-            .enumerate()
-            .filter(|&(_, plain)| plain);
-        PlainFields(set.fold(0, |mask, (i, _)| mask | 1 << i))
-    }
-
-    pub fn has(self, i: usize) -> bool {
-        i < 64 && self.0 >> i & 1 == 1
-    }
-}
-
-/// Turns one record's fields into the target's form of a row.
-pub trait RowEncoder: Send + Sync {
-    /// Appends the row made of `fields` (one per mapped column, `None` for NULL) to `out`.
-    /// A refused value leaves `out` as it was and names its column (an index into `fields`)
-    /// and the reason.
-    fn encode(
-        &self,
-        fields: &[Option<&str>],
-        plain: PlainFields,
-        out: &mut Vec<u8>,
-    ) -> Result<(), (usize, String)>;
-}
+/// Bits of [`At::position`] for the position within one input (256 TiB); the source's number
+/// sits above them, within a positive bigint.
+const POSITION_BITS: u32 = 48;
 
 /// The workers' plan finds a routed chunk's rows in the inputs.
 impl route::Locate for WorkerPlan {
@@ -282,20 +189,6 @@ impl route::Locate for WorkerPlan {
         self.locate_row(at.0, at.1, at.2, at.3, row)
             .unwrap_or_else(|| self.chunk_location(chunk.source, chunk.first_line))
     }
-}
-
-/// A resolver that could not reach the server: the server's failure, not the row's.
-fn resolver_failed(error: ResolveError) -> Error {
-    Error::Driver {
-        kind: crate::Kind::Server,
-        error,
-    }
-}
-
-/// Why one field failed: the server's wording, or a resolver that could not reach the server.
-enum FieldError {
-    Refused(String),
-    Resolver(ResolveError),
 }
 
 /// A record read out of a block: CSV fields in the block, or a JSON line's values.
@@ -333,17 +226,17 @@ impl<'a> Fields<'a> {
 
 impl WorkerPlan {
     /// Runs until the block queue closes, the chunk queue closes, or the load is cancelled.
-    /// Returns how many values the server resolved for this worker.
+    /// Returns how many values the engine read for this worker one by one.
     pub fn run(
         &self,
         shared: &Shared,
         work: flume::Receiver<Work>,
         chunks: flume::Sender<Chunk>,
     ) -> u64 {
-        let mut resolver = match &self.rows {
-            Rows::Copy { resolver, .. } => Some(resolver(&self.columns)),
-            Rows::Target(_) => None,
-        };
+        // A CSV field comes from a block checked to hold no NUL byte (or a record checked on
+        // its own), so its text needs no second look; a JSON string can decode to one.
+        let mut rows = self.rows.worker(matches!(self.decode, Decode::Csv));
+        let rows = rows.as_mut();
         loop {
             let work = match work.recv_timeout(CANCEL_POLL) {
                 Ok(work) => work,
@@ -391,7 +284,7 @@ impl WorkerPlan {
             };
             let done = match &work.unit {
                 Unit::Block(block) => self
-                    .encode_block(work.source, block, &mut resolver, shared.rejects.as_ref())
+                    .encode_block(work.source, block, rows, shared.rejects.as_ref())
                     .map(|chunk| send(chunk, true)),
                 // A query's binary tuples, already in the target's types and column order.
                 Unit::Tuples(block) => Ok(send(
@@ -412,17 +305,11 @@ impl WorkerPlan {
                     },
                     true,
                 )),
-                Unit::Batch(first_row, batch) => self.encode_slice(
-                    work.source,
-                    *first_row,
-                    batch,
-                    &mut resolver,
-                    shared,
-                    &mut send,
-                ),
+                Unit::Batch(first_row, batch) => {
+                    self.encode_slice(work.source, *first_row, batch, rows, shared, &mut send)
+                }
                 Unit::Part(part) => {
-                    let sent =
-                        self.encode_part(work.source, part, &mut resolver, shared, &mut send);
+                    let sent = self.encode_part(work.source, part, rows, shared, &mut send);
                     shared
                         .progress
                         .bytes_read
@@ -439,7 +326,7 @@ impl WorkerPlan {
                 }
             }
         }
-        resolver.map_or(0, |r| r.round_trips())
+        rows.round_trips()
     }
 
     fn source(&self, source: u32) -> &Source {
@@ -452,7 +339,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         block: &Block,
-        resolver: &mut Option<Box<dyn Resolve>>,
+        rows_out: &mut dyn RowWriter,
         rejects: Option<&Rejects>,
     ) -> Result<Chunk> {
         // Single-byte encodings become UTF-8 here, on every core; the rest of the block's way
@@ -469,11 +356,10 @@ impl WorkerPlan {
         let data = &block.data[..];
         // Checked once per block; only a block with a bad byte is checked record by record.
         let block_is_valid = check_encoding(data).is_ok();
-        let mut out = TupleWriter::with_capacity(data.len() + data.len() / 4 + 64);
+        let mut out = Vec::with_capacity(data.len() + data.len() / 4 + 64);
         let mut rows = 0u64;
         let mut index = rejects.map(|_| (Vec::new(), Vec::new()));
         let mut reader = RecordReader::new(self, source, data)?;
-        let encoders = self.encoders();
         let mut pos = 0;
         while pos < data.len() {
             let start = pos;
@@ -482,10 +368,8 @@ impl WorkerPlan {
                 // A blank line in JSON lines: no record.
                 Ok(None) => None,
                 Ok(Some(fields)) => {
-                    let encoded = self.encode_fields(
-                        source, block, start, &fields, &encoders, &mut out, resolver,
-                    );
-                    Some(encoded)
+                    let at = (source, block, start);
+                    Some(self.encode_fields(at, &fields, rows_out, &mut out))
                 }
                 Err(reason) => {
                     let mut location = self.locate(source, block, start);
@@ -527,7 +411,7 @@ impl WorkerPlan {
             pos = next;
         }
         Ok(Chunk {
-            data: Bytes::from(out.into_inner()),
+            data: Bytes::from(out),
             rows,
             source,
             located: true,
@@ -553,7 +437,7 @@ impl WorkerPlan {
         &self,
         source: u32,
         part: &Part,
-        resolver: &mut Option<Box<dyn Resolve>>,
+        rows: &mut dyn RowWriter,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -563,7 +447,7 @@ impl WorkerPlan {
         };
         let batches = file.read_part(part.index, &plan.projection)?;
         let (id, first_row) = (part.index as u64, part.first_row);
-        self.encode_batches(source, id, first_row, batches, resolver, shared, send)
+        self.encode_batches(source, id, first_row, batches, rows, shared, send)
     }
 
     /// Encodes a slice of a stream's batch, its columns taken in the target's order.
@@ -572,7 +456,7 @@ impl WorkerPlan {
         source: u32,
         first_row: u64,
         batch: &RecordBatch,
-        resolver: &mut Option<Box<dyn Resolve>>,
+        rows: &mut dyn RowWriter,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -585,7 +469,7 @@ impl WorkerPlan {
             first_row,
             first_row,
             Box::new(std::iter::once(Ok(projected))),
-            resolver,
+            rows,
             shared,
             send,
         )
@@ -608,7 +492,7 @@ impl WorkerPlan {
         id: u64,
         first_row: u64,
         batches: inrush_arrow::PartBatches,
-        resolver: &mut Option<Box<dyn Resolve>>,
+        rows: &mut dyn RowWriter,
         shared: &Shared,
         send: &mut dyn FnMut(Chunk, bool) -> bool,
     ) -> Result<bool> {
@@ -617,7 +501,7 @@ impl WorkerPlan {
         let rejects = shared.rejects.as_ref();
         let mut batch_rows = ChunkRows::new(self, source, id, rejects.is_some());
         let mut row_number = first_row;
-        let mut texts = RowTexts::default();
+        let mut texts = ValueTexts::default();
         // One batch decoded at a time: a part (a Parquet row group) may be far larger.
         for batch in batches {
             if shared.is_cancelled() {
@@ -635,20 +519,17 @@ impl WorkerPlan {
             for row in 0..batch.num_rows() {
                 row_number += 1;
                 let tuple_start = batch_rows.out.len() as u32;
-                match self.encode_arrow_row(
-                    &columns,
+                let at = At {
                     plain,
-                    row,
-                    &mut batch_rows.out,
-                    resolver,
-                    &mut texts,
-                    self.ordinal(source, row_number),
-                ) {
+                    position: self.position(source, row_number),
+                };
+                let out = &mut batch_rows.out;
+                match rows.arrow_row(&columns, row, at, &mut texts, out) {
                     Ok(()) => {
                         batch_rows.push(tuple_start, row_number, || Self::row_as_csv(&columns, row))
                     }
-                    Err((_, FieldError::Resolver(e))) => return Err(resolver_failed(e)),
-                    Err((col, FieldError::Refused(reason))) => {
+                    Err(Refused::Failed(error)) => return Err(error),
+                    Err(Refused::Value(col, reason)) => {
                         let text = &mut texts.text;
                         text.clear();
                         columns[col].text(row, text);
@@ -679,84 +560,6 @@ impl WorkerPlan {
         Ok(send(batch_rows.take(row_number), true))
     }
 
-    /// One row of a columnar batch into a COPY tuple (binary, or a text line). `plain`: the
-    /// columns whose text forms never hold a byte to escape.
-    #[allow(clippy::too_many_arguments)]
-    fn encode_arrow_row(
-        &self,
-        columns: &[Prepared],
-        plain: PlainFields,
-        row: usize,
-        out: &mut TupleWriter,
-        resolver: &mut Option<Box<dyn Resolve>>,
-        texts: &mut RowTexts,
-        ordinal: Option<u64>,
-    ) -> Result<(), (usize, FieldError)> {
-        let no_server = EncodeContext::default();
-        let (format, ctx) = match &self.rows {
-            Rows::Copy { format, ctx, .. } => (*format, ctx),
-            Rows::Target(_) => (CopyFormat::Text, &no_server),
-        };
-        if format == CopyFormat::Text {
-            let RowTexts { text, spans } = texts;
-            text.clear();
-            spans.clear();
-            for (i, column) in columns.iter().enumerate() {
-                if column.is_null(row) {
-                    spans.push(None);
-                    continue;
-                }
-                let start = text.len();
-                column.text(row, text);
-                if text[start..].contains('\0') {
-                    return Err((
-                        i,
-                        FieldError::Refused(Encoding::Utf8.undecodable_reason(b"\0")),
-                    ));
-                }
-                spans.push(Some(start..text.len()));
-            }
-            let fields = spans.iter().map(|s| s.clone().map(|r| text[r].as_bytes()));
-            return match &self.rows {
-                Rows::Target(encoder) => {
-                    encode_target_row(encoder.as_ref(), spans.len(), fields, plain, out)
-                }
-                Rows::Copy { .. } => self.encode_text_row(fields, out, ordinal),
-            };
-        }
-        let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
-        for (i, (prepared, column)) in columns.iter().zip(&self.columns).enumerate() {
-            if prepared.is_null(row) {
-                if column.not_null {
-                    out.rewind(mark);
-                    return Err((i, FieldError::Refused(self.not_null_reason(column))));
-                }
-                out.null();
-                continue;
-            }
-            let written = out.field(|buf| {
-                let start = buf.len();
-                match prepared.encode(row, ctx, buf) {
-                    Ok(()) => Ok(()),
-                    Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
-                    Err(EncodeError::Deferred) => {
-                        buf.truncate(start);
-                        let text = &mut texts.text;
-                        text.clear();
-                        prepared.text(row, text);
-                        resolve_into(resolver, i, text, buf)
-                    }
-                }
-            });
-            if let Err(e) = written {
-                out.rewind(mark);
-                return Err((i, e));
-            }
-        }
-        push_ordinal(out, ordinal);
-        Ok(())
-    }
-
     /// A columnar row as a CSV line of its values' text forms (for the reject file).
     fn row_as_csv(columns: &[Prepared], row: usize) -> Vec<u8> {
         let texts: Vec<Option<String>> = columns
@@ -772,26 +575,13 @@ impl WorkerPlan {
         csv_line(texts.iter().map(|t| t.as_deref()))
     }
 
-    /// Each column's encoder. A CSV field comes from a block checked to hold no NUL byte (or
-    /// a record checked on its own), so its text needs no second look; a JSON string can
-    /// decode to one.
-    fn encoders(&self) -> Vec<ColumnEncoder> {
-        let nul_free = matches!(self.decode, Decode::Csv);
-        let encoder = |c: &TargetColumn| ColumnEncoder::new(&c.value_type, c.typmod, nul_free);
-        self.columns.iter().map(encoder).collect()
-    }
-
-    /// Checks the field count and encodes the fields of the record at `start`.
-    #[allow(clippy::too_many_arguments)]
+    /// Checks the field count and writes the record at `start` of `block`.
     fn encode_fields(
         &self,
-        source: u32,
-        block: &Block,
-        start: usize,
+        (source, block, start): (u32, &Block, usize),
         fields: &Fields<'_>,
-        encoders: &[ColumnEncoder],
-        out: &mut TupleWriter,
-        resolver: &mut Option<Box<dyn Resolve>>,
+        rows: &mut dyn RowWriter,
+        out: &mut Vec<u8>,
     ) -> Result<()> {
         let data = &block.data[..];
         if fields.len() != self.columns.len() {
@@ -800,116 +590,35 @@ impl WorkerPlan {
                 reason: self.field_count_reason(fields.len()),
             });
         }
-        let ordinal = self.ordinal(source, block.offset + start as u64);
-        let values = (0..fields.len()).map(|i| fields.get(data, i));
-        match &self.rows {
-            Rows::Copy {
-                format: CopyFormat::Binary,
-                ctx,
-                ..
-            } => self.encode_binary_row(values, encoders, out, resolver, ctx, ordinal),
-            Rows::Copy {
-                format: CopyFormat::Text,
-                ..
-            } => self.encode_text_row(values, out, ordinal),
-            Rows::Target(encoder) => {
-                encode_target_row(encoder.as_ref(), fields.len(), values, fields.plain(), out)
+        let at = At {
+            plain: fields.plain(),
+            position: self.position(source, block.offset + start as u64),
+        };
+        // Safe: the record was checked to be UTF-8 (with its block, or on its own), and fields
+        // are cut at ASCII bytes (or are JSON strings decoded into UTF-8).
+        let text = |i| {
+            let field = fields.get(data, i);
+            field.map(|b| unsafe { std::str::from_utf8_unchecked(b) })
+        };
+        let values = (0..fields.len()).map(text);
+        gathered(fields.len(), values, |values| rows.row(values, at, out)).map_err(|refused| {
+            match refused {
+                Refused::Failed(error) => error,
+                Refused::Value(col, reason) => Error::BadRow {
+                    location: self
+                        .locate(source, block, start)
+                        .field(self.columns[col].name.clone(), fields.get(data, col)),
+                    reason,
+                },
             }
-        }
-        .map_err(|(col, e)| match e {
-            FieldError::Resolver(e) => resolver_failed(e),
-            FieldError::Refused(reason) => Error::BadRow {
-                location: self
-                    .locate(source, block, start)
-                    .field(self.columns[col].name.clone(), fields.get(data, col)),
-                reason,
-            },
         })
     }
 
-    fn encode_binary_row<'f>(
-        &self,
-        fields: impl Iterator<Item = Option<&'f [u8]>>,
-        encoders: &[ColumnEncoder],
-        out: &mut TupleWriter,
-        resolver: &mut Option<Box<dyn Resolve>>,
-        ctx: &EncodeContext,
-        ordinal: Option<u64>,
-    ) -> Result<(), (usize, FieldError)> {
-        let mark = out.begin_tuple((self.columns.len() + usize::from(ordinal.is_some())) as u16);
-        let columns = self.columns.iter().zip(encoders);
-        for (i, ((column, encoder), field)) in columns.zip(fields).enumerate() {
-            let Some(bytes) = field else {
-                if column.not_null {
-                    out.rewind(mark);
-                    return Err((i, FieldError::Refused(self.not_null_reason(column))));
-                }
-                out.null();
-                continue;
-            };
-            // Safe: the record was checked to be UTF-8 (with its block, or on its own), and
-            // fields are cut at ASCII bytes (or are JSON strings decoded into UTF-8).
-            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-            let written = out.field(|buf| {
-                let start = buf.len();
-                match encoder.encode(text, ctx, buf) {
-                    Ok(()) => Ok(()),
-                    Err(EncodeError::Refused(reason)) => Err(FieldError::Refused(reason)),
-                    Err(EncodeError::Deferred) => {
-                        buf.truncate(start);
-                        resolve_into(resolver, i, text, buf)
-                    }
-                }
-            });
-            if let Err(e) = written {
-                out.rewind(mark);
-                return Err((i, e));
-            }
-        }
-        push_ordinal(out, ordinal);
-        Ok(())
-    }
-
-    /// A record's place in the whole input when [`WorkerPlan::ordinal`] asks for it: its
-    /// source's number above its `position` there (a byte offset, or a columnar row's number),
-    /// so the rows of a later input come after every row of an earlier one.
-    fn ordinal(&self, source: u32, position: u64) -> Option<u64> {
-        self.ordinal
-            .then_some((u64::from(source) << ORDINAL_POSITION_BITS) | position)
-    }
-
-    /// Text COPY: the server parses values; the client still parses the input and checks NULLs.
-    fn encode_text_row<'f>(
-        &self,
-        fields: impl Iterator<Item = Option<&'f [u8]>>,
-        out: &mut TupleWriter,
-        ordinal: Option<u64>,
-    ) -> Result<(), (usize, FieldError)> {
-        let mark = out.len();
-        for (i, (column, field)) in self.columns.iter().zip(fields).enumerate() {
-            if field.is_none() && column.not_null {
-                out.rewind(mark);
-                return Err((i, FieldError::Refused(self.not_null_reason(column))));
-            }
-            let line = out.bytes_mut();
-            if i > 0 {
-                line.push(b'\t');
-            }
-            text_copy::push_field(line, field);
-        }
-        if let Some(ordinal) = ordinal {
-            out.bytes_mut()
-                .extend_from_slice(format!("\t{ordinal}").as_bytes());
-        }
-        out.bytes_mut().push(b'\n');
-        Ok(())
-    }
-
-    fn not_null_reason(&self, column: &TargetColumn) -> String {
-        format!(
-            "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-            column.name, self.relation
-        )
+    /// A record's place in the whole input ([`At::position`]): its source's number above its
+    /// `position` there (a byte offset, or a columnar row's number), so the rows of a later
+    /// input come after every row of an earlier one.
+    fn position(&self, source: u32, position: u64) -> u64 {
+        (u64::from(source) << POSITION_BITS) | position
     }
 
     fn field_count_reason(&self, found: usize) -> String {
@@ -1040,50 +749,6 @@ impl WorkerPlan {
     }
 }
 
-/// A columnar row's values as text, reused from row to row: an allocation per value cost
-/// more than rendering it.
-#[derive(Default)]
-struct RowTexts {
-    text: String,
-    /// Each value's bytes in `text`; `None` for NULL.
-    spans: Vec<Option<std::ops::Range<usize>>>,
-}
-
-/// A row for another target: its encoder checks and writes every value.
-fn encode_target_row<'f>(
-    encoder: &dyn RowEncoder,
-    width: usize,
-    fields: impl Iterator<Item = Option<&'f [u8]>>,
-    plain: PlainFields,
-    out: &mut TupleWriter,
-) -> Result<(), (usize, FieldError)> {
-    // Safe: fields are UTF-8, as in `encode_binary_row`.
-    let texts = fields.map(|f| f.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
-    // The fields in one slice, gathered by one tight loop: an iterator behind `dyn` cost a
-    // call and a chain of loads per field, 14% of a MariaDB load's client CPU. Rows this
-    // wide fill a buffer on the stack; wider ones, a Vec.
-    let mut inline = [None; INLINE_FIELDS];
-    let mut wide = Vec::new();
-    let fields: &[Option<&str>] = match width {
-        0..=INLINE_FIELDS => {
-            for (slot, text) in inline.iter_mut().zip(texts) {
-                *slot = text;
-            }
-            &inline[..width]
-        }
-        _ => {
-            wide.extend(texts);
-            &wide
-        }
-    };
-    encoder
-        .encode(fields, plain, out.bytes_mut())
-        .map_err(|(i, reason)| (i, FieldError::Refused(reason)))
-}
-
-/// Rows of up to this many fields reach another target's encoder from a buffer on the stack.
-const INLINE_FIELDS: usize = 32;
-
 /// Reads the records of one block, whatever the input format; `next` is where the record
 /// after the last one read starts (also after a bad record).
 struct RecordReader<'a> {
@@ -1117,7 +782,7 @@ impl<'a> RecordReader<'a> {
             }
             Decode::Jsonl(parser) => Syntax::Jsonl(parser),
         };
-        let plain_block = matches!(plan.rows, Rows::Target(_))
+        let plain_block = plan.rows.reads_plain()
             && matches!(syntax, Syntax::Csv(..))
             && memchr::memchr3(b'\\', b'\t', b'\r', data).is_none();
         Ok(RecordReader {
@@ -1211,16 +876,6 @@ fn check_encoding(data: &[u8]) -> Result<(), usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn plain_fields_keep_the_first_64_flags_in_order() {
-        let flags = (0..70).map(|i| i % 3 == 0 || i >= 63);
-        let plain = PlainFields::from_flags(flags);
-        for i in 0..70 {
-            assert_eq!(plain.has(i), i < 64 && (i % 3 == 0 || i == 63), "field {i}");
-        }
-        assert_eq!(PlainFields::from_flags([]), PlainFields::default());
-    }
 
     #[test]
     fn encoding_check_finds_the_first_bad_byte() {

@@ -13,7 +13,9 @@ use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::support::{Feature, Lacks};
-use inrush_load::target::{self, Committed, Encoding, PlainFields, RowEncoder, Target, Writer};
+use inrush_load::target::{
+    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Target, Writer,
+};
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -910,20 +912,21 @@ struct Encoder {
 }
 
 impl RowEncoder for Encoder {
-    fn encode(
-        &self,
-        fields: &[Option<&str>],
-        plain: PlainFields,
-        out: &mut Vec<u8>,
-    ) -> Result<(), (usize, String)> {
+    fn worker(&self, _: bool) -> Box<dyn RowWriter + '_> {
+        Box::new(self)
+    }
+}
+
+impl RowWriter for &Encoder {
+    fn row(&mut self, fields: &[Option<&str>], at: At, out: &mut Vec<u8>) -> Result<(), Refused> {
         let mark = out.len();
         for (i, (check, field)) in self.checks.iter().zip(fields.iter().copied()).enumerate() {
             if i > 0 {
                 out.push(b'\t');
             }
-            if let Err(reason) = check.write(field, plain.has(i), out) {
+            if let Err(reason) = check.write(field, at.plain.has(i), out) {
                 out.truncate(mark);
-                return Err((i, reason));
+                return Err(Refused::Value(i, reason));
             }
         }
         out.push(b'\n');

@@ -78,20 +78,6 @@ impl Resolver {
     }
 }
 
-impl inrush_encode::Resolve for Resolver {
-    fn resolve(
-        &mut self,
-        column: usize,
-        text: &str,
-    ) -> Result<Result<Vec<u8>, String>, inrush_encode::ResolveError> {
-        Resolver::resolve(self, column, text).map_err(|e| e.into())
-    }
-
-    fn round_trips(&self) -> u64 {
-        self.round_trips
-    }
-}
-
 /// A result column's bytes exactly as the server sent them in binary.
 pub(crate) struct RawValue(pub Vec<u8>);
 

@@ -9,7 +9,7 @@ use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{TargetColumn, ValueType};
 use inrush_load::support::{Feature, Lacks};
-use inrush_load::target::{self, Committed, Encoding, PlainFields, RowEncoder, Target, Writer};
+use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
 use std::path::PathBuf;
@@ -465,19 +465,24 @@ struct Encoder {
 }
 
 impl RowEncoder for Encoder {
-    fn encode(
-        &self,
-        fields: &[Option<&str>],
-        _: PlainFields,
-        out: &mut Vec<u8>,
-    ) -> Result<(), (usize, String)> {
+    fn worker(&self, _: bool) -> Box<dyn target::RowWriter + '_> {
+        Box::new(self)
+    }
+
+    fn reads_plain(&self) -> bool {
+        false
+    }
+}
+
+impl target::RowWriter for &Encoder {
+    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
         let mark = out.len();
         for (i, (check, field)) in self.checks.iter().zip(fields.iter().copied()).enumerate() {
             match check.value(field) {
                 Ok(value) => push_value(out, &value),
                 Err(reason) => {
                     out.truncate(mark);
-                    return Err((i, reason));
+                    return Err(Refused::Value(i, reason));
                 }
             }
         }

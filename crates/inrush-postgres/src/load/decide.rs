@@ -2,12 +2,12 @@
 //! staging table of `--on-conflict`, the statements each COPY transaction runs, what the plan
 //! drops, how the rows find their partitions (and foreign servers), and how many connections.
 
+use super::rows::CopyRows;
 use super::sink::Destination;
 use super::staging::Staging;
 use super::Load;
 use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::Book;
-use crate::resolve::Resolver;
 use crate::route::{self, Router, Routing, ShardServer};
 use crate::{activity, ddl, ConnectOptions, TableInfo, TableSize};
 use inrush_core::{TargetColumn, ValueType};
@@ -16,7 +16,6 @@ use inrush_load::sources::Sources;
 use inrush_load::stages::json_form;
 use inrush_load::summary::Parallelism;
 use inrush_load::target::Encoding;
-use inrush_load::worker::Rows;
 use inrush_load::{LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
@@ -196,28 +195,26 @@ fn leaf_destinations(
 /// takes read by the server through a resolver of its own, each row's place in the input for
 /// the staging table, and the router.
 pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Encoding {
-    let resolving = load.target.clone();
     let session = &load.session;
     Encoding {
-        rows: Rows::Copy {
+        rows: Box::new(CopyRows {
             format: load.format,
             ctx: EncodeContext {
                 server_version_num: session.server_version_num,
                 session_time_zone_is_utc: session.time_zone_is_utc(),
                 date_order: DateOrder::of_date_style(&session.date_style),
             },
-            resolver: Box::new(move |columns| {
-                Box::new(Resolver::new(resolving.clone(), columns.to_vec()))
-            }),
-        },
-        ordinal: load.staging.is_some(),
+            columns: columns.to_vec(),
+            relation: load.table.name.clone(),
+            ordinal: load.staging.is_some(),
+            target: load.target.clone(),
+        }),
         route: load
             .router
             .take()
             .map(|r| Box::new(r) as Box<dyn inrush_load::route::Route>),
         whole_blocks: load.whole_blocks,
         json: Some(columns.iter().map(|c| json_form(&c.value_type)).collect()),
-        relation: Some(load.table.name.clone()),
     }
 }
 

@@ -26,6 +26,7 @@ mod decide;
 mod definitions;
 mod maintain;
 mod retry;
+mod rows;
 mod sink;
 mod staging;
 mod streams;
