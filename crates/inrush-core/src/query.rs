@@ -6,6 +6,7 @@
 //! as a file, so every value is read by the target's own rules. Each engine crate implements
 //! [`QueryServer`] for its connection options; the binary picks one by the `--from` URL.
 
+use crate::SqlType;
 use std::io::Read;
 
 /// A source server, opened on one database.
@@ -13,12 +14,9 @@ pub trait QueryServer: Send + Sync + std::fmt::Debug {
     /// The engine, for messages (`PostgreSQL`, `MariaDB`).
     fn engine(&self) -> &'static str;
 
-    /// The names and types of `sql`'s result columns, types spelled as PostgreSQL's
-    /// `format_type` spells them (`integer`, `character varying(20)`, `numeric(10,2)`,
-    /// `timestamp without time zone`): the vocabulary `--create` maps to every target's types.
-    /// A source of another engine names the PostgreSQL type its values read as without loss
-    /// (an unsigned `INT` is a `bigint`).
-    fn columns(&self, sql: &str) -> Result<Vec<(String, String)>, QueryError>;
+    /// The names and types of `sql`'s result columns: each the type its values read as
+    /// without loss (an unsigned `INT` is a `bigint`), which `--create` maps to the target's.
+    fn columns(&self, sql: &str) -> Result<Vec<(String, SqlType)>, QueryError>;
 
     /// `sql` cut into at most `parts` queries over ranges of the integer column `column` (its
     /// minimum to its maximum; rows with NULL in the first), for parallel streams.

@@ -6,6 +6,7 @@
 use crate::sources::{Opened, Sources};
 use crate::{Error, Result};
 use inrush_arrow::DataType;
+use inrush_core::SqlType;
 use inrush_encode::DateOrder;
 use inrush_read::csv::Record;
 use inrush_read::inputs::InputFormat;
@@ -15,7 +16,7 @@ use inrush_read::jsonl::{ColumnForm, JsonLineParser};
 /// column is given, if any. A name is matched as a header's is (exact, else the one column
 /// that differs only in case); one that matches no column, or several, is refused.
 pub fn given_types<'t>(
-    columns: &[(String, String)],
+    columns: &[(String, SqlType)],
     overrides: &'t [(String, String)],
 ) -> Result<Vec<Option<&'t str>>> {
     let names = || columns.iter().map(|(n, _)| n.as_str());
@@ -46,7 +47,7 @@ pub fn column_types(
     projections: &[Vec<usize>],
     first: Option<&mut Opened>,
     order: Option<DateOrder>,
-) -> Result<Vec<(String, String)>> {
+) -> Result<Vec<(String, SqlType)>> {
     let source = &sources.list[0];
     let Some(names) = names else {
         return Err(Error::Columns(
@@ -63,7 +64,7 @@ pub fn column_types(
                 let data_type = schema.field(i).data_type();
                 let sql = arrow_sql_type(data_type).ok_or_else(|| {
                     Error::Columns(format!(
-                        "--create: no PostgreSQL type for column {name:?} (Arrow {data_type})"
+                        "--create: no SQL type for column {name:?} (Arrow {data_type})"
                     ))
                 })?;
                 Ok((name.clone(), sql))
@@ -128,7 +129,7 @@ pub fn column_types(
     Ok(names
         .iter()
         .zip(kinds)
-        .map(|(name, kind)| (name.clone(), kind.unwrap_or(Kind::Text).sql().to_string()))
+        .map(|(name, kind)| (name.clone(), kind.unwrap_or(Kind::Text).sql_type()))
         .collect())
 }
 
@@ -149,19 +150,19 @@ enum Kind {
 }
 
 impl Kind {
-    fn sql(self) -> &'static str {
+    fn sql_type(self) -> SqlType {
         match self {
-            Kind::Int => "integer",
-            Kind::BigInt => "bigint",
-            Kind::Numeric => "numeric",
-            Kind::Float => "double precision",
-            Kind::Bool => "boolean",
-            Kind::Date => "date",
-            Kind::Timestamp => "timestamp",
-            Kind::TimestampTz => "timestamptz",
-            Kind::Uuid => "uuid",
-            Kind::Json => "jsonb",
-            Kind::Text => "text",
+            Kind::Int => SqlType::Integer,
+            Kind::BigInt => SqlType::BigInt,
+            Kind::Numeric => SqlType::Numeric(None),
+            Kind::Float => SqlType::Double,
+            Kind::Bool => SqlType::Boolean,
+            Kind::Date => SqlType::Date,
+            Kind::Timestamp => SqlType::Timestamp(None),
+            Kind::TimestampTz => SqlType::TimestampTz(None),
+            Kind::Uuid => SqlType::Uuid,
+            Kind::Json => SqlType::Json,
+            Kind::Text => SqlType::Text,
         }
     }
 
@@ -344,39 +345,41 @@ fn json_kind(raw: &str, order: Option<DateOrder>) -> Option<Kind> {
     }
 }
 
-/// The PostgreSQL type an Arrow type's values are, for `--create`.
-fn arrow_sql_type(data_type: &DataType) -> Option<String> {
+/// The type an Arrow type's values are, for `--create`.
+fn arrow_sql_type(data_type: &DataType) -> Option<SqlType> {
     Some(match data_type {
-        DataType::Boolean => "boolean".into(),
-        DataType::Int8 | DataType::Int16 | DataType::UInt8 => "smallint".into(),
-        DataType::Int32 | DataType::UInt16 => "integer".into(),
-        DataType::Int64 | DataType::UInt32 => "bigint".into(),
-        DataType::UInt64 => "numeric(20,0)".into(),
-        DataType::Float16 | DataType::Float32 => "real".into(),
-        DataType::Float64 => "double precision".into(),
-        DataType::Decimal32(p, s) | DataType::Decimal64(p, s) => format!("numeric({p},{s})"),
-        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) if *s >= 0 && p <= &76 => {
-            format!("numeric({p},{s})")
-        }
-        DataType::Decimal128(..) | DataType::Decimal256(..) => "numeric".into(),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text".into(),
+        DataType::Boolean => SqlType::Boolean,
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => SqlType::SmallInt,
+        DataType::Int32 | DataType::UInt16 => SqlType::Integer,
+        DataType::Int64 | DataType::UInt32 => SqlType::BigInt,
+        DataType::UInt64 => SqlType::Numeric(Some((20, 0))),
+        DataType::Float16 | DataType::Float32 => SqlType::Real,
+        DataType::Float64 => SqlType::Double,
+        DataType::Decimal32(p, s)
+        | DataType::Decimal64(p, s)
+        | DataType::Decimal128(p, s)
+        | DataType::Decimal256(p, s) => match u32::try_from(*s) {
+            Ok(s) if *p <= 76 => SqlType::Numeric(Some((u32::from(*p), s))),
+            _ => SqlType::Numeric(None),
+        },
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => SqlType::Text,
         DataType::Binary
         | DataType::LargeBinary
         | DataType::BinaryView
-        | DataType::FixedSizeBinary(_) => "bytea".into(),
-        DataType::Date32 | DataType::Date64 => "date".into(),
-        DataType::Time32(_) | DataType::Time64(_) => "time".into(),
-        DataType::Timestamp(_, None) => "timestamp".into(),
-        DataType::Timestamp(_, Some(_)) => "timestamptz".into(),
-        DataType::Duration(_) | DataType::Interval(_) => "interval".into(),
+        | DataType::FixedSizeBinary(_) => SqlType::Bytes,
+        DataType::Date32 | DataType::Date64 => SqlType::Date,
+        DataType::Time32(_) | DataType::Time64(_) => SqlType::Time(None),
+        DataType::Timestamp(_, None) => SqlType::Timestamp(None),
+        DataType::Timestamp(_, Some(_)) => SqlType::TimestampTz(None),
+        DataType::Duration(_) | DataType::Interval(_) => SqlType::Interval,
         DataType::Dictionary(_, values) => return arrow_sql_type(values),
         DataType::List(item) | DataType::LargeList(item) | DataType::FixedSizeList(item, _) => {
             match item.data_type() {
-                DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) => "jsonb".into(),
-                inner => format!("{}[]", arrow_sql_type(inner)?),
+                DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_) => SqlType::Json,
+                inner => SqlType::Array(Box::new(arrow_sql_type(inner)?)),
             }
         }
-        DataType::Struct(_) | DataType::Map(..) => "jsonb".into(),
+        DataType::Struct(_) | DataType::Map(..) => SqlType::Json,
         _ => return None,
     })
 }
@@ -386,20 +389,20 @@ mod tests {
     use super::*;
 
     /// The type a column of these values gets.
-    fn kind(values: &[&str]) -> Option<&'static str> {
+    fn kind(values: &[&str]) -> Option<SqlType> {
         values
             .iter()
             .map(|v| Kind::of(v, None))
             .reduce(Kind::join)
-            .map(Kind::sql)
+            .map(Kind::sql_type)
     }
 
     #[test]
     fn types_name_a_column_as_a_header_does_and_never_guess_between_two() {
-        let columns = |names: &[&str]| -> Vec<(String, String)> {
+        let columns = |names: &[&str]| -> Vec<(String, SqlType)> {
             names
                 .iter()
-                .map(|n| (n.to_string(), "text".into()))
+                .map(|n| (n.to_string(), SqlType::Text))
                 .collect()
         };
         let given = |t: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -433,26 +436,29 @@ mod tests {
 
     #[test]
     fn text_values_get_the_narrowest_type_that_holds_them() {
-        assert_eq!(kind(&["1", "-20"]), Some("integer"));
-        assert_eq!(kind(&["1", "3000000000"]), Some("bigint"));
-        assert_eq!(kind(&["1", "2.50"]), Some("numeric"));
-        assert_eq!(kind(&["1.5", "1e10"]), Some("double precision"));
-        assert_eq!(kind(&["99999999999999999999"]), Some("numeric"));
-        assert_eq!(kind(&["true", "FALSE"]), Some("boolean"));
+        assert_eq!(kind(&["1", "-20"]), Some(SqlType::Integer));
+        assert_eq!(kind(&["1", "3000000000"]), Some(SqlType::BigInt));
+        assert_eq!(kind(&["1", "2.50"]), Some(SqlType::Numeric(None)));
+        assert_eq!(kind(&["1.5", "1e10"]), Some(SqlType::Double));
+        assert_eq!(
+            kind(&["99999999999999999999"]),
+            Some(SqlType::Numeric(None))
+        );
+        assert_eq!(kind(&["true", "FALSE"]), Some(SqlType::Boolean));
         assert_eq!(
             kind(&["2024-01-02", "2024-01-02 03:04:05.5"]),
-            Some("timestamp")
+            Some(SqlType::Timestamp(None))
         );
         assert_eq!(
             kind(&["2024-01-02T03:04:05Z", "2024-01-02 03:04:05+02:00"]),
-            Some("timestamptz")
+            Some(SqlType::TimestampTz(None))
         );
         assert_eq!(
             kind(&["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"]),
-            Some("uuid")
+            Some(SqlType::Uuid)
         );
-        assert_eq!(kind(&["1", "x"]), Some("text"));
-        assert_eq!(kind(&["2024-13-45x"]), Some("text"));
+        assert_eq!(kind(&["1", "x"]), Some(SqlType::Text));
+        assert_eq!(kind(&["2024-13-45x"]), Some(SqlType::Text));
         assert_eq!(json_kind("{\"a\": 1}", None), Some(Kind::Json));
         assert_eq!(json_kind("\"2024-01-02\"", None), Some(Kind::Date));
         assert_eq!(json_kind("null", None), None);
@@ -460,17 +466,20 @@ mod tests {
 
     #[test]
     fn slashed_dates_are_dates_in_the_order_datestyle_gives() {
-        let of = |v: &str, order| Kind::of(v, Some(order)).sql();
-        assert_eq!(of("31/12/2024", DateOrder::Dmy), "date");
-        assert_eq!(of("12/31/2024", DateOrder::Mdy), "date");
-        assert_eq!(of("31/12/2024", DateOrder::Mdy), "text");
-        assert_eq!(of("29/02/2023", DateOrder::Dmy), "text");
-        assert_eq!(of("29/02/2024", DateOrder::Dmy), "date");
-        assert_eq!(of("1/2/2024 10:00:00.5", DateOrder::Dmy), "timestamp");
-        assert_eq!(of("1/2/2024 10:00", DateOrder::Dmy), "text");
-        assert_eq!(of("31/12/24", DateOrder::Dmy), "text");
-        assert_eq!(of("2024/12/31", DateOrder::Ymd), "text");
-        assert_eq!(Kind::of("31/12/2024", None).sql(), "text");
+        let of = |v: &str, order| Kind::of(v, Some(order)).sql_type();
+        assert_eq!(of("31/12/2024", DateOrder::Dmy), SqlType::Date);
+        assert_eq!(of("12/31/2024", DateOrder::Mdy), SqlType::Date);
+        assert_eq!(of("31/12/2024", DateOrder::Mdy), SqlType::Text);
+        assert_eq!(of("29/02/2023", DateOrder::Dmy), SqlType::Text);
+        assert_eq!(of("29/02/2024", DateOrder::Dmy), SqlType::Date);
+        assert_eq!(
+            of("1/2/2024 10:00:00.5", DateOrder::Dmy),
+            SqlType::Timestamp(None)
+        );
+        assert_eq!(of("1/2/2024 10:00", DateOrder::Dmy), SqlType::Text);
+        assert_eq!(of("31/12/24", DateOrder::Dmy), SqlType::Text);
+        assert_eq!(of("2024/12/31", DateOrder::Ymd), SqlType::Text);
+        assert_eq!(Kind::of("31/12/2024", None).sql_type(), SqlType::Text);
         assert_eq!(
             json_kind("\"31/12/2024\"", Some(DateOrder::Dmy)),
             Some(Kind::Date)
@@ -480,28 +489,28 @@ mod tests {
     #[test]
     fn a_guess_never_changes_a_value() {
         // A leading zero would be dropped by a number: zip codes, account numbers stay text.
-        assert_eq!(kind(&["01234", "00501"]), Some("text"));
-        assert_eq!(kind(&["12345", "00501"]), Some("text"));
-        assert_eq!(kind(&["-007"]), Some("text"));
-        assert_eq!(kind(&["00.5"]), Some("text"));
-        assert_eq!(kind(&["01e3"]), Some("text"));
-        assert_eq!(kind(&["0", "-0", "10"]), Some("integer"));
-        assert_eq!(kind(&["0.5", "-0.5", ".5"]), Some("numeric"));
+        assert_eq!(kind(&["01234", "00501"]), Some(SqlType::Text));
+        assert_eq!(kind(&["12345", "00501"]), Some(SqlType::Text));
+        assert_eq!(kind(&["-007"]), Some(SqlType::Text));
+        assert_eq!(kind(&["00.5"]), Some(SqlType::Text));
+        assert_eq!(kind(&["01e3"]), Some(SqlType::Text));
+        assert_eq!(kind(&["0", "-0", "10"]), Some(SqlType::Integer));
+        assert_eq!(kind(&["0.5", "-0.5", ".5"]), Some(SqlType::Numeric(None)));
         // COPY's boolean spellings, in any case; 1 and 0 stay integers.
         assert_eq!(
             kind(&["t", "F", "yes", "No", "on", "OFF", "y", "n"]),
-            Some("boolean")
+            Some(SqlType::Boolean)
         );
-        assert_eq!(kind(&["1", "0"]), Some("integer"));
-        assert_eq!(kind(&["t", "1"]), Some("text"));
+        assert_eq!(kind(&["1", "0"]), Some(SqlType::Integer));
+        assert_eq!(kind(&["t", "1"]), Some(SqlType::Text));
         assert_eq!(
             kind(&["1e3", "NaN", "Infinity", "-inf", "2.5"]),
-            Some("double precision")
+            Some(SqlType::Double)
         );
-        assert_eq!(kind(&["1e999"]), Some("text"));
+        assert_eq!(kind(&["1e999"]), Some(SqlType::Text));
         // JSON objects and arrays in a CSV field, as in JSON lines; a PostgreSQL array is text.
-        assert_eq!(kind(&["{\"a\": [1, 2]}", "[1, 2]"]), Some("jsonb"));
-        assert_eq!(kind(&["{1,2}"]), Some("text"));
+        assert_eq!(kind(&["{\"a\": [1, 2]}", "[1, 2]"]), Some(SqlType::Json));
+        assert_eq!(kind(&["{1,2}"]), Some(SqlType::Text));
         // A JSON string is never a number or a boolean; a JSON number and true/false are.
         assert_eq!(json_kind("\"01234\"", None), Some(Kind::Text));
         assert_eq!(json_kind("\"12\"", None), Some(Kind::Text));
@@ -513,20 +522,23 @@ mod tests {
     }
 
     #[test]
-    fn arrow_types_map_to_their_postgresql_types() {
+    fn arrow_types_map_to_the_types_that_hold_their_values() {
         use inrush_arrow::Field;
         use std::sync::Arc;
         assert_eq!(
-            arrow_sql_type(&DataType::Decimal128(15, 2)).as_deref(),
-            Some("numeric(15,2)")
+            arrow_sql_type(&DataType::Decimal128(15, 2)),
+            Some(SqlType::Numeric(Some((15, 2))))
         );
         let list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
-        assert_eq!(arrow_sql_type(&list).as_deref(), Some("text[]"));
-        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8View));
-        assert_eq!(arrow_sql_type(&dict).as_deref(), Some("text"));
         assert_eq!(
-            arrow_sql_type(&DataType::UInt64).as_deref(),
-            Some("numeric(20,0)")
+            arrow_sql_type(&list),
+            Some(SqlType::Array(Box::new(SqlType::Text)))
+        );
+        let dict = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8View));
+        assert_eq!(arrow_sql_type(&dict), Some(SqlType::Text));
+        assert_eq!(
+            arrow_sql_type(&DataType::UInt64),
+            Some(SqlType::Numeric(Some((20, 0))))
         );
     }
 }

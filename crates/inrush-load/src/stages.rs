@@ -18,7 +18,7 @@ use crate::resume::Claims;
 use crate::sources::{first_line_keys, Columnar, Opened, Origin, Sources, Unit, Work};
 use crate::worker::{csv_line, WorkerPlan};
 use crate::{Error, LoadOptions, Result};
-use inrush_core::{Progress, Reporter, ScalarType, ValueType};
+use inrush_core::{Progress, Reporter, ScalarType, SqlType, ValueType};
 use inrush_read::csv::Block;
 use inrush_read::jsonl::ColumnForm;
 use std::path::PathBuf;
@@ -259,7 +259,7 @@ fn check_header(
 pub struct Inputs {
     pub sources: Arc<Sources>,
     /// A query's column names and types, read from its server.
-    pub query_types: Option<Vec<(String, String)>>,
+    pub query_types: Option<Vec<(String, SqlType)>>,
     /// The first text source, opened: its header (or first JSON line) names the columns.
     pub first: Option<Opened>,
     pub header_names: Option<Vec<String>>,
@@ -380,12 +380,12 @@ impl Drop for EndTicker<'_> {
 /// from themselves.
 pub fn create_columns(
     sources: &Sources,
-    query_types: &Option<Vec<(String, String)>>,
+    query_types: &Option<Vec<(String, SqlType)>>,
     header_names: Option<&[String]>,
     projections: &[Vec<usize>],
     first: Option<&mut Opened>,
     order: Option<inrush_encode::DateOrder>,
-) -> Result<Vec<(String, String)>> {
+) -> Result<Vec<(String, SqlType)>> {
     match query_types {
         Some(types) => Ok(types.clone()),
         None => crate::create::column_types(sources, header_names, projections, first, order),

@@ -26,7 +26,7 @@ use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::{Phase, Reporter, TargetColumn};
+use inrush_core::{Phase, Reporter, SqlType, TargetColumn};
 use inrush_read::jsonl::ColumnForm;
 use std::sync::Arc;
 
@@ -55,9 +55,10 @@ pub trait Target: Sync {
         load()
     }
 
-    /// Reads the table (`create`: the columns `--create` inferred, as names and SQL types,
-    /// with `--types` already applied; the table is made inside the load's own transaction).
-    fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, String)]>) -> Result<Table>;
+    /// Reads the table (`create`: the columns `--create` inferred, each mapped to the engine's
+    /// own type unless `--types` names one, [`crate::create::given_types`]; the table is made
+    /// inside the load's own transaction).
+    fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, SqlType)]>) -> Result<Table>;
 
     /// What the load does around the rows (indexes dropped and built after, statistics), for
     /// `load_bytes` of input into `columns` (the ones the input feeds, in its order); `inrush
@@ -79,7 +80,7 @@ pub trait Target: Sync {
     fn query_note(
         &self,
         sources: &Sources,
-        types: &[(String, String)],
+        types: &[(String, SqlType)],
         columns: &[TargetColumn],
         opts: &LoadOptions,
     ) -> Option<String> {

@@ -11,14 +11,15 @@
 //!   refuses them as bad rows, unless `--zero-dates-null` asks for NULL (what MySQL's own
 //!   connectors return for them).
 //!
-//! The types, as a user moving a MySQL schema expects (PostgreSQL's names, which every
-//! target's `--create` maps): `TINYINT(1)` and `BIT(1)` are `boolean`; an unsigned integer is the
-//! next wider type (`BIGINT UNSIGNED` is `numeric(20,0)`); `DATETIME` is `timestamp`,
-//! `TIMESTAMP` is `timestamptz`; `ENUM` and `SET` are `text`; `JSON` (MySQL's type, or MariaDB's
-//! alias with its `json_valid` check) is `jsonb`; `YEAR` is `smallint`.
+//! The types ([`SqlType`], which every target's `--create` maps), as a user moving a MySQL
+//! schema expects: `TINYINT(1)` and `BIT(1)` are booleans; an unsigned integer is the next
+//! wider type (`BIGINT UNSIGNED` is `numeric(20,0)`); `DATETIME` is a timestamp, `TIMESTAMP` one
+//! with its zone; `ENUM` and `SET` are text; `JSON` (MySQL's type, or MariaDB's alias with its
+//! `json_valid` check) is JSON; `YEAR` is a `smallint`.
 
 use crate::options::MysqlOptions;
 use inrush_core::query::{key_ranges, ChunkReader, ChunkSender, QueryError, QueryServer};
+use inrush_core::SqlType;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Column, Conn, Value};
@@ -162,14 +163,14 @@ impl QueryServer for MysqlSource {
         "MariaDB"
     }
 
-    fn columns(&self, sql: &str) -> Result<Vec<(String, String)>, QueryError> {
+    fn columns(&self, sql: &str) -> Result<Vec<(String, SqlType)>, QueryError> {
         self.block_on(async {
             let mut conn = self.connect().await?;
             let columns = self.described(&mut conn, sql).await?;
             let _ = conn.disconnect().await;
             Ok(columns
                 .into_iter()
-                .map(|c| (c.name, c.kind.pg_type()))
+                .map(|c| (c.name, c.kind.sql_type()))
                 .collect())
         })
     }
@@ -283,8 +284,13 @@ struct Source {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Boolean,
-    /// `smallint`, `integer`, `bigint`, `numeric(20,0)`, `real`, `double precision`.
-    Number(&'static str),
+    SmallInt,
+    Integer,
+    BigInt,
+    /// `BIGINT UNSIGNED`: 20 digits.
+    Unsigned64,
+    Float,
+    Double,
     Decimal {
         precision: u32,
         scale: u32,
@@ -314,15 +320,15 @@ impl Kind {
         let chars = (length / 4).max(1);
         match column.column_type() {
             T::MYSQL_TYPE_TINY if length == 1 => Kind::Boolean,
-            T::MYSQL_TYPE_TINY | T::MYSQL_TYPE_YEAR => Kind::Number("smallint"),
-            T::MYSQL_TYPE_SHORT if !unsigned => Kind::Number("smallint"),
-            T::MYSQL_TYPE_SHORT | T::MYSQL_TYPE_INT24 => Kind::Number("integer"),
-            T::MYSQL_TYPE_LONG if !unsigned => Kind::Number("integer"),
-            T::MYSQL_TYPE_LONG => Kind::Number("bigint"),
-            T::MYSQL_TYPE_LONGLONG if !unsigned => Kind::Number("bigint"),
-            T::MYSQL_TYPE_LONGLONG => Kind::Number("numeric(20,0)"),
-            T::MYSQL_TYPE_FLOAT => Kind::Number("real"),
-            T::MYSQL_TYPE_DOUBLE => Kind::Number("double precision"),
+            T::MYSQL_TYPE_TINY | T::MYSQL_TYPE_YEAR => Kind::SmallInt,
+            T::MYSQL_TYPE_SHORT if !unsigned => Kind::SmallInt,
+            T::MYSQL_TYPE_SHORT | T::MYSQL_TYPE_INT24 => Kind::Integer,
+            T::MYSQL_TYPE_LONG if !unsigned => Kind::Integer,
+            T::MYSQL_TYPE_LONG => Kind::BigInt,
+            T::MYSQL_TYPE_LONGLONG if !unsigned => Kind::BigInt,
+            T::MYSQL_TYPE_LONGLONG => Kind::Unsigned64,
+            T::MYSQL_TYPE_FLOAT => Kind::Float,
+            T::MYSQL_TYPE_DOUBLE => Kind::Double,
             T::MYSQL_TYPE_DECIMAL | T::MYSQL_TYPE_NEWDECIMAL => {
                 let scale = u32::from(column.decimals());
                 // The length counts the sign and the point besides the digits.
@@ -363,26 +369,30 @@ impl Kind {
         }
     }
 
-    /// The type as PostgreSQL's `format_type` spells it.
-    fn pg_type(self) -> String {
+    /// The type its values read as without loss.
+    fn sql_type(self) -> SqlType {
         match self {
-            Kind::Boolean => "boolean".into(),
-            Kind::Number(name) => name.into(),
+            Kind::Boolean => SqlType::Boolean,
+            Kind::SmallInt => SqlType::SmallInt,
+            Kind::Integer => SqlType::Integer,
+            Kind::BigInt => SqlType::BigInt,
+            Kind::Unsigned64 => SqlType::Numeric(Some((20, 0))),
+            Kind::Float => SqlType::Real,
+            Kind::Double => SqlType::Double,
             Kind::Decimal { precision, scale } if precision > 0 => {
-                format!("numeric({precision},{scale})")
+                SqlType::Numeric(Some((precision, scale)))
             }
-            Kind::Decimal { .. } => "numeric".into(),
-            Kind::Date => "date".into(),
-            Kind::Datetime => "timestamp without time zone".into(),
-            Kind::Timestamp => "timestamp with time zone".into(),
-            Kind::Time => "time without time zone".into(),
-            Kind::Bits(n) => format!("bit({n})"),
-            Kind::Json => "jsonb".into(),
-            Kind::Varchar(Some(n)) => format!("character varying({n})"),
-            Kind::Varchar(None) => "character varying".into(),
-            Kind::Char(n) => format!("character({n})"),
-            Kind::Text => "text".into(),
-            Kind::Bytes => "bytea".into(),
+            Kind::Decimal { .. } => SqlType::Numeric(None),
+            Kind::Date => SqlType::Date,
+            Kind::Datetime => SqlType::Timestamp(None),
+            Kind::Timestamp => SqlType::TimestampTz(None),
+            Kind::Time => SqlType::Time(None),
+            Kind::Bits(n) => SqlType::Bit(n),
+            Kind::Json => SqlType::Json,
+            Kind::Varchar(n) => SqlType::Varchar(n),
+            Kind::Char(n) => SqlType::Char(n),
+            Kind::Text => SqlType::Text,
+            Kind::Bytes => SqlType::Bytes,
         }
     }
 

@@ -10,7 +10,7 @@ use crate::writer::{self, ChunkWriter, Conflict, Method};
 use bytes::Bytes;
 use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::{TargetColumn, ValueType};
+use inrush_core::{SqlType, TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{
@@ -125,7 +125,7 @@ impl Target for MysqlTarget {
     fn prepare(
         &self,
         opts: &LoadOptions,
-        create: Option<&[(String, String)]>,
+        create: Option<&[(String, SqlType)]>,
     ) -> Result<target::Table> {
         let rt = runtime()?;
         let database = self.options.database();
@@ -714,12 +714,12 @@ impl Target for MysqlTarget {
     }
 }
 
-/// `--create`: the table for the columns `inrush-load` inferred (named as PostgreSQL names
-/// types), typed as a user moving data into MariaDB expects; `--types` gives MariaDB types.
+/// `--create`: the table for the columns `inrush-load` inferred, typed as a user moving data
+/// into MariaDB expects; `--types` gives MariaDB types.
 fn designed(
     schema: String,
     name: String,
-    columns: &[(String, String)],
+    columns: &[(String, SqlType)],
     overrides: &[(String, String)],
 ) -> Result<(Table, Vec<ColumnCheck>, String)> {
     let given = inrush_load::create::given_types(columns, overrides)?;
@@ -801,56 +801,37 @@ enum Convention {
     Hex,
 }
 
-/// The MariaDB type for a type `inrush-load` inferred, or a query's column type as
-/// PostgreSQL's `format_type` spells it (`character varying(20)`, `timestamp(3) without time
-/// zone`).
-fn mariadb_type(column: &str, inferred: &str) -> Result<(String, Option<Convention>)> {
-    let t = inferred.to_ascii_lowercase();
-    let plain = |s: &str| Ok((s.to_string(), None));
-    // A typmod in parentheses, as in `character varying(20)` or `timestamp(3) ...`.
-    let typmod = t
-        .split_once('(')
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .map(|(n, _)| n);
-    let fraction = typmod.unwrap_or("6");
-    match t.as_str() {
-        _ if t.starts_with("character varying(") => plain(&format!("VARCHAR({})", typmod.unwrap_or_default())),
-        // MariaDB's CHAR holds at most 255 characters.
-        _ if t.starts_with("character(") => match typmod.and_then(|n| n.parse::<u32>().ok()) {
-            Some(n) if n <= 255 => plain(&format!("CHAR({n})")),
-            Some(n) => plain(&format!("VARCHAR({n})")),
-            None => plain("LONGTEXT"),
-        },
-        _ if t.starts_with("timestamp") && t.ends_with("without time zone") => {
-            plain(&format!("DATETIME({fraction})"))
-        }
-        _ if t.starts_with("time") && t.ends_with("without time zone") => {
-            plain(&format!("TIME({fraction})"))
-        }
-        _ if t.starts_with("timestamp") && t.ends_with("with time zone") => {
-            mariadb_type(column, "timestamptz")
-        }
-        "smallint" => plain("SMALLINT"),
-        "integer" => plain("INT"),
-        "bigint" => plain("BIGINT"),
-        "real" => plain("FLOAT"),
-        "double precision" => plain("DOUBLE"),
+/// The MariaDB type for a type `--create` inferred, or a query's column has.
+fn mariadb_type(column: &str, inferred: &SqlType) -> Result<(String, Option<Convention>)> {
+    use SqlType::*;
+    let plain = |s: String| Ok((s, None));
+    let fraction = |digits: &Option<u32>| digits.unwrap_or(6);
+    match inferred {
+        Boolean => Ok(("BOOLEAN".into(), Some(Convention::Boolean))),
+        SmallInt => plain("SMALLINT".into()),
+        Integer => plain("INT".into()),
+        BigInt => plain("BIGINT".into()),
         // Unconstrained: the widest exact type, so no digit is lost.
-        "numeric" => plain("DECIMAL(65,30)"),
-        "boolean" => Ok(("BOOLEAN".into(), Some(Convention::Boolean))),
-        "date" => plain("DATE"),
-        "timestamp" => plain("DATETIME(6)"),
-        "time" => plain("TIME(6)"),
-        "uuid" => plain("CHAR(36)"),
-        "json" | "jsonb" => plain("JSON"),
-        "bytea" => Ok(("LONGBLOB".into(), Some(Convention::Hex))),
-        "timestamptz" => Err(Error::Usage(format!(
+        Numeric(None) => plain("DECIMAL(65,30)".into()),
+        Numeric(Some((precision, scale))) => plain(format!("DECIMAL({precision},{scale})")),
+        Real => plain("FLOAT".into()),
+        Double => plain("DOUBLE".into()),
+        Varchar(Some(n)) => plain(format!("VARCHAR({n})")),
+        // MariaDB's CHAR holds at most 255 characters.
+        Char(n) if *n <= 255 => plain(format!("CHAR({n})")),
+        Char(n) => plain(format!("VARCHAR({n})")),
+        Date => plain("DATE".into()),
+        Time(digits) => plain(format!("TIME({})", fraction(digits))),
+        Timestamp(digits) => plain(format!("DATETIME({})", fraction(digits))),
+        TimestampTz(_) => Err(Error::Usage(format!(
             "--create: column {column:?} holds times with a zone, which MariaDB's DATETIME cannot take; give it a type with --types {column}=VARCHAR(40), or convert the input to UTC"
         ))),
-        numeric if numeric.starts_with("numeric(") => {
-            plain(&numeric.replacen("numeric", "DECIMAL", 1))
+        Uuid => plain("CHAR(36)".into()),
+        Json => plain("JSON".into()),
+        Bytes => Ok(("LONGBLOB".into(), Some(Convention::Hex))),
+        Varchar(None) | Text | Bit(_) | Interval | Array(_) | Source { .. } => {
+            plain("LONGTEXT".into())
         }
-        _ => plain("LONGTEXT"),
     }
 }
 

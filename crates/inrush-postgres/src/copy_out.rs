@@ -6,6 +6,7 @@
 
 use crate::{query_error, quote_ident, ConnectOptions, Result};
 use inrush_core::query::{key_ranges, ChunkReader, QueryError, QueryServer};
+use inrush_core::SqlType;
 use std::io::{self, Read};
 
 impl QueryServer for ConnectOptions {
@@ -13,7 +14,7 @@ impl QueryServer for ConnectOptions {
         "PostgreSQL"
     }
 
-    fn columns(&self, sql: &str) -> Result<Vec<(String, String)>, QueryError> {
+    fn columns(&self, sql: &str) -> Result<Vec<(String, SqlType)>, QueryError> {
         column_types(self, sql).map_err(source_error)
     }
 
@@ -163,10 +164,10 @@ fn split_by(from: &ConnectOptions, query: &str, column: &str, parts: usize) -> R
     Ok(queries)
 }
 
-/// The names and types (as `format_type` spells them, typmods included) of `query`'s result
-/// columns on the source server, for `--create`. Read from a temporary view in a transaction
-/// that is rolled back, so nothing is left on the source.
-fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, String)>> {
+/// The names and types (read from `format_type`'s names, typmods included) of `query`'s
+/// result columns on the source server, for `--create`. Read from a temporary view in a
+/// transaction that is rolled back, so nothing is left on the source.
+fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, SqlType)>> {
     let mut client = from.connect_blocking()?;
     let mut tx = client.transaction().map_err(query_error("BEGIN"))?;
     let view = format!("CREATE TEMPORARY VIEW inrush_query_columns AS {query}");
@@ -175,5 +176,6 @@ fn column_types(from: &ConnectOptions, query: &str) -> Result<Vec<(String, Strin
     let sql = "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute \
                WHERE attrelid = 'inrush_query_columns'::regclass AND attnum > 0 ORDER BY attnum";
     let rows = tx.query(sql, &[]).map_err(query_error(sql))?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    let named = |r: &postgres::Row| (r.get(0), crate::sql_type::parse(r.get(1)));
+    Ok(rows.iter().map(named).collect())
 }

@@ -7,7 +7,8 @@
 //! a partitioned table's rows to its leaves ([`route`]), the
 //! journal of dropped definitions ([`ddl`]), the record of a load between its commit and its
 //! end ([`commits`]), the `--resume` ledger ([`ledger`]), a private
-//! throwaway server for the demo and tests ([`server`]), and the load itself ([`load`]: the
+//! throwaway server for the demo and tests ([`server`]), PostgreSQL's names for the types
+//! `--create` makes and a source query has ([`sql_type`]), and the load itself ([`load`]: the
 //! pipeline's stages from `inrush-load` driven into parallel COPY streams, and the plan, the
 //! staging, the claims and the commit around them). Identifiers are always quoted
 //! ([`quote_ident`]); passwords never appear in any message this crate builds.
@@ -27,6 +28,7 @@ pub mod prepared;
 pub mod resolve;
 pub mod route;
 pub mod server;
+pub mod sql_type;
 
 pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
 pub use options::ConnectOptions;

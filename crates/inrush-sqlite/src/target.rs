@@ -7,7 +7,7 @@ use crate::{failed, quote};
 use bytes::Bytes;
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::{TargetColumn, ValueType};
+use inrush_core::{SqlType, TargetColumn, ValueType};
 use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
@@ -114,7 +114,7 @@ impl Target for SqliteTarget {
     fn prepare(
         &self,
         opts: &LoadOptions,
-        create: Option<&[(String, String)]>,
+        create: Option<&[(String, SqlType)]>,
     ) -> Result<target::Table> {
         let conn = self.open()?;
         let existing = catalog::read(&conn, &opts.table)?;
@@ -349,7 +349,7 @@ fn read_design(table: Table) -> Design {
 /// `--types` names one of STRICT's types.
 fn designed(
     name: &str,
-    columns: &[(String, String)],
+    columns: &[(String, SqlType)],
     overrides: &[(String, String)],
 ) -> Result<(Design, String)> {
     let (schema, table) = catalog::split_name(name);
@@ -434,28 +434,21 @@ fn designed(
     Ok((design, sql))
 }
 
-/// The check and STRICT storage type for a type `--create` inferred (named as PostgreSQL
-/// names it, the vocabulary of `inrush-load`'s inference).
-fn inferred_kind(sql_type: &str) -> (Kind, Kind) {
-    let t = sql_type.to_ascii_lowercase();
-    if t == "boolean" {
-        (Kind::Bool, Kind::Integer)
-    } else if t.starts_with("smallint") || t.starts_with("integer") || t.starts_with("bigint") {
-        (Kind::Integer, Kind::Integer)
-    } else if t.starts_with("real") || t.starts_with("double") || t.starts_with("numeric") {
-        (Kind::Real, Kind::Real)
-    } else if t == "date" {
-        (Kind::Date, Kind::Text)
-    } else if t.starts_with("timestamp") {
-        (Kind::DateTime, Kind::Text)
-    } else if t.starts_with("time") {
-        (Kind::Time, Kind::Text)
-    } else if t.starts_with("json") {
-        (Kind::Json, Kind::Text)
-    } else if t == "bytea" {
-        (Kind::Blob, Kind::Blob)
-    } else {
-        (Kind::Text, Kind::Text)
+/// The check and STRICT storage type for a type `--create` inferred (or a query's column has).
+fn inferred_kind(sql_type: &SqlType) -> (Kind, Kind) {
+    use SqlType::*;
+    match sql_type {
+        Boolean => (Kind::Bool, Kind::Integer),
+        SmallInt | Integer | BigInt => (Kind::Integer, Kind::Integer),
+        Real | Double | Numeric(_) => (Kind::Real, Kind::Real),
+        Date => (Kind::Date, Kind::Text),
+        Timestamp(_) | TimestampTz(_) => (Kind::DateTime, Kind::Text),
+        Time(_) => (Kind::Time, Kind::Text),
+        Json => (Kind::Json, Kind::Text),
+        Bytes => (Kind::Blob, Kind::Blob),
+        Varchar(_) | Char(_) | Text | Bit(_) | Interval | Uuid | Array(_) | Source { .. } => {
+            (Kind::Text, Kind::Text)
+        }
     }
 }
 

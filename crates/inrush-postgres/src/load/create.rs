@@ -1,6 +1,7 @@
 //! `--create` on PostgreSQL: the `CREATE TABLE` for the columns the pipeline inferred (see
 //! `inrush_load::create`), with `--types` checked against the server's own types.
 
+use inrush_core::SqlType;
 use inrush_load::create::given_types;
 use inrush_load::{Error, Result};
 use tokio_postgres::Client;
@@ -11,11 +12,14 @@ use tokio_postgres::Client;
 pub(crate) async fn table_ddl(
     control: &Client,
     table: &str,
-    columns: &[(String, String)],
+    inferred: &[(String, SqlType)],
     overrides: &[(String, String)],
 ) -> Result<String> {
-    let mut columns = columns.to_vec();
-    let given = given_types(&columns, overrides)?;
+    let given = given_types(inferred, overrides)?;
+    let mut columns: Vec<(String, String)> = inferred
+        .iter()
+        .map(|(column, sql_type)| (column.clone(), crate::sql_type::name(sql_type)))
+        .collect();
     for (i, sql_type) in given.into_iter().enumerate() {
         let Some(sql_type) = sql_type else { continue };
         let name = &columns[i].0;

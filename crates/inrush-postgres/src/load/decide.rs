@@ -10,7 +10,7 @@ use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::Book;
 use crate::route::{self, Router, Routing, ShardServer};
 use crate::{activity, ddl, ConnectOptions, TableInfo, TableSize};
-use inrush_core::{TargetColumn, ValueType};
+use inrush_core::{SqlType, TargetColumn, ValueType};
 use inrush_encode::{DateOrder, EncodeContext};
 use inrush_load::sources::Sources;
 use inrush_load::stages::json_form;
@@ -500,7 +500,7 @@ fn copy_format(opts: &LoadOptions, columns: &[TargetColumn]) -> (CopyFormat, Opt
 /// form) is streamed as COPY BINARY and its tuples go on untouched; says how the rows go.
 pub(super) fn passthrough(
     sources: &Sources,
-    types: &[(String, String)],
+    types: &[(String, SqlType)],
     columns: &[TargetColumn],
     format: CopyFormat,
     opts: &LoadOptions,
@@ -512,7 +512,8 @@ pub(super) fn passthrough(
             ValueType::Array { elem_oid, .. } => *elem_oid < 16384,
             ValueType::Unsupported => false,
         };
-        oid_free && types.iter().any(|(n, t)| *n == c.name && *t == c.type_sql)
+        let same = |t: &SqlType| crate::sql_type::name(t) == c.type_sql;
+        oid_free && types.iter().any(|(n, t)| *n == c.name && same(t))
     });
     let binary = sources
         .query()

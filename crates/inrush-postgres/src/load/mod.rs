@@ -42,7 +42,7 @@ use crate::route::{Router, ShardServer};
 use crate::{ConnectOptions, SessionInfo, TableInfo};
 use claim::Claim;
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
-use inrush_core::{Reporter, TargetColumn};
+use inrush_core::{Reporter, SqlType, TargetColumn};
 use inrush_load::commits::EarlierLoad;
 use inrush_load::sources::Sources;
 use inrush_load::summary::Parallelism;
@@ -180,7 +180,7 @@ impl Target for PostgresTarget {
     fn prepare(
         &self,
         opts: &LoadOptions,
-        create: Option<&[(String, String)]>,
+        create: Option<&[(String, SqlType)]>,
     ) -> Result<target::Table> {
         let load = table::open(&self.options, opts, create, &self.runtime, &self.waits)?;
         let described = target::Table {
@@ -233,7 +233,7 @@ impl Target for PostgresTarget {
     fn query_note(
         &self,
         sources: &Sources,
-        types: &[(String, String)],
+        types: &[(String, SqlType)],
         columns: &[TargetColumn],
         opts: &LoadOptions,
     ) -> Option<String> {

@@ -7,6 +7,7 @@ use super::claim::{self, Claim};
 use super::waits::Waits;
 use super::{create, Load};
 use crate::{ddl, ConnectOptions, SessionInfo, TableInfo};
+use inrush_core::SqlType;
 use inrush_load::summary::Parallelism;
 use inrush_load::{Error, LoadOptions, Result};
 use tokio::runtime::Runtime;
@@ -17,7 +18,7 @@ use tokio_postgres::Client;
 pub(super) fn open(
     options: &ConnectOptions,
     opts: &LoadOptions,
-    create: Option<&[(String, String)]>,
+    create: Option<&[(String, SqlType)]>,
     runtime: &Runtime,
     waits: &Waits,
 ) -> Result<Load> {
