@@ -1,19 +1,14 @@
 //! Argument definitions and their translation into library options.
 
-use crate::{demo, lab, report};
+use crate::{demo, engines, lab, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
-use inrush_core::query::QueryServer;
 use inrush_encode::DateOrder;
 use inrush_load::{AfterLoad, LoadOptions, OnConflict, PartitionRouting, PlanOptions, QuerySource};
-use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
-use inrush_postgres::ConnectOptions;
 use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::generate::{self, Schema, TextFormat};
 use inrush_read::inputs::InputFormat;
-use inrush_sqlite::SqliteTarget;
-use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -551,54 +546,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Recover(args) => {
-            let target = match Target::of(args.to.as_deref())? {
-                Target::Postgres(target) => target,
-                Target::Sqlite(path) => {
-                    eprintln!("nothing to recover: a load into SQLite ({}) is one transaction, which a failure rolls back", path.display());
-                    return Ok(Outcome::Done);
-                }
-                Target::Mysql(options) => {
-                    let recovered = inrush_mysql::recover(&options, args.table.as_deref())?;
-                    if recovered.restored.is_empty() && recovered.busy.is_empty() {
-                        eprintln!(
-                            "nothing to recover: the DDL journal (inrush_ddl_journal) is empty"
-                        );
-                    }
-                    for table in &recovered.busy {
-                        eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
-                    }
-                    for d in &recovered.restored {
-                        eprintln!("recreated index {} on {}.{}", d.index, d.schema, d.table);
-                    }
-                    return Ok(Outcome::Done);
-                }
-            };
-            let recovered = inrush_postgres::load::recover(&target, args.table.as_deref())?;
-            let joint = &recovered.prepared;
-            let nothing = joint.committed.is_empty() && joint.rolled_back.is_empty();
-            if recovered.restored.is_empty() && recovered.busy.is_empty() && nothing {
-                eprintln!("nothing to recover: the DDL journal is empty, and no load left a transaction prepared");
-            }
-            for gid in &joint.committed {
-                eprintln!("committed prepared transaction {gid} (its load had decided to commit)");
-            }
-            for gid in &joint.rolled_back {
-                eprintln!(
-                    "rolled back prepared transaction {gid} (its load died before it decided)"
-                );
-            }
-            for load in &joint.busy {
-                eprintln!("left alone: joint commit {load} (its load is still committing)");
-            }
-            for table in &recovered.busy {
-                eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
-            }
-            for entry in &recovered.restored {
-                eprintln!(
-                    "recreated {} {} on {}",
-                    entry.kind, entry.name, entry.table_name
-                );
-            }
+            let to = args.to.as_deref().unwrap_or("");
+            engines::named(to).recover(to, args.table.as_deref())?;
             Ok(Outcome::Done)
         }
         Command::Status(args) => status(args).map(|()| Outcome::Done),
@@ -713,30 +662,20 @@ impl PlanArgs {
         // The size of the input is what the plan weighs: a file's (standard input and queries
         // have none known up front).
         let input = input.or_else(|| args.inputs.first().filter(|i| *i != "-").cloned());
-        let (flags, resume) = (&args.plan, args.resume);
-        Ok(match Target::of(args.to.as_deref())? {
-            Target::Postgres(target) => inrush_postgres::load::plan(
-                &target,
-                &args.table,
-                input.as_deref(),
-                flags.options(),
-                flags.route.routing(),
-                resume,
-            )?,
-            other => {
-                let mut opts = LoadOptions::new("", args.table);
-                opts.plan = flags.options();
-                opts.resume = resume;
-                inrush_load::plan_into(&*other.engine()?, &opts, input.as_deref())?
-            }
-        })
+        let to = args.to.as_deref().unwrap_or("");
+        let mut opts = LoadOptions::new("", args.table);
+        opts.plan = args.plan.options();
+        opts.routing = args.plan.route.routing();
+        opts.resume = args.resume;
+        engines::named(to).plan(to, &opts, input.as_deref())
     }
 }
 
 /// A load as its arguments describe it, checked and ready to run.
 pub struct PreparedLoad {
     pub opts: LoadOptions,
-    to: Target,
+    /// `--to`, as written.
+    to: String,
 }
 
 impl PreparedLoad {
@@ -745,8 +684,8 @@ impl PreparedLoad {
         &self,
         reporter: &dyn inrush_core::progress::Reporter,
     ) -> Result<inrush_load::LoadSummary> {
-        let engine = self.to.engine()?;
-        Ok(inrush_load::load_into(&*engine, &self.opts, reporter)?)
+        let target = engines::named(&self.to).target(&self.to)?;
+        Ok(inrush_load::load_into(&*target, &self.opts, reporter)?)
     }
 }
 
@@ -768,27 +707,13 @@ impl LoadArgs {
             header: args.header,
         };
         csv.validate()?;
-        let to = Target::of(args.to.as_deref())?;
+        let to = args.to.clone().unwrap_or_default();
         let mut opts = LoadOptions::new("", args.table);
         opts.inputs = args.inputs;
         opts.format = args.format.map(FormatArg::format);
         if let Some(sql) = args.from_query {
             let from = args.from.as_deref().unwrap_or("");
-            let from: Arc<dyn QueryServer> = if inrush_mysql::is_mysql_url(from) {
-                let options = MysqlOptions::parse_option("--from", from)?;
-                Arc::new(MysqlSource::new(options, args.zero_dates_null))
-            } else if inrush_sqlite::database_path(from).is_some() {
-                // Named by engine, not echoed: the URL may hold a password.
-                anyhow::bail!(inrush_load::Error::Usage(
-                    "--from names a SQLite file: --from-query reads from PostgreSQL, MariaDB or MySQL".into()
-                ));
-            } else if args.zero_dates_null {
-                anyhow::bail!(inrush_load::Error::Usage(
-                    "--zero-dates-null: only a MariaDB/MySQL --from has zero dates".into()
-                ));
-            } else {
-                Arc::new(ConnectOptions::parse(from)?)
-            };
+            let from = engines::named(from).source(from, args.zero_dates_null)?;
             opts.from_query = Some(QuerySource {
                 from,
                 sql,
@@ -835,21 +760,8 @@ impl LoadArgs {
 
 /// `inrush status`: the `--resume` loads in the target's ledger, whatever its engine.
 fn status(args: StatusArgs) -> Result<()> {
-    let table = args.table.as_deref();
-    let (loads, ledger) = match Target::of(args.to.as_deref())? {
-        Target::Postgres(target) => (
-            inrush_postgres::load::status(&target, table)?,
-            "inrush.load_ledger",
-        ),
-        Target::Sqlite(path) => (
-            inrush_sqlite::ledger::status(&path, table)?,
-            "inrush_load_ledger",
-        ),
-        Target::Mysql(options) => (
-            inrush_mysql::ledger::status(&options, table)?,
-            "inrush_load_ledger",
-        ),
-    };
+    let to = args.to.as_deref().unwrap_or("");
+    let (loads, ledger) = engines::named(to).status(to, args.table.as_deref())?;
     if args.json {
         println!("{}", serde_json::to_string(&loads)?);
     } else if loads.is_empty() {
@@ -874,43 +786,6 @@ fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<
         }
     })
     .context("installing the Ctrl-C handler")
-}
-
-/// The engine `--to` names.
-// One per process, as Command.
-#[allow(clippy::large_enum_variant)]
-enum Target {
-    Postgres(ConnectOptions),
-    /// A database file (`sqlite:///path.db`, or a path ending in .db, .sqlite, .sqlite3).
-    Sqlite(std::path::PathBuf),
-    /// `mysql://` or `mariadb://`.
-    Mysql(MysqlOptions),
-}
-
-impl Target {
-    /// The engine `to` names: by its URL's scheme (`mysql://`, `mariadb://`, `sqlite://`), a
-    /// SQLite file's name, else PostgreSQL (a URL, a conninfo, or the `PG*` variables).
-    fn of(to: Option<&str>) -> Result<Target> {
-        let to = to.unwrap_or("");
-        if inrush_mysql::is_mysql_url(to) {
-            return Ok(Target::Mysql(MysqlOptions::parse(to)?));
-        }
-        Ok(match inrush_sqlite::database_path(to) {
-            Some(path) => Target::Sqlite(path),
-            None => Target::Postgres(ConnectOptions::parse(to)?),
-        })
-    }
-
-    /// The engine as the pipeline drives it.
-    fn engine(&self) -> Result<Box<dyn inrush_load::target::Target>> {
-        Ok(match self {
-            Target::Postgres(options) => {
-                Box::new(inrush_postgres::load::PostgresTarget::new(options.clone())?)
-            }
-            Target::Sqlite(path) => Box::new(SqliteTarget::new(path.clone())),
-            Target::Mysql(options) => Box::new(MysqlTarget::new(options.clone())),
-        })
-    }
 }
 
 /// How a successful command ended; failures are errors.

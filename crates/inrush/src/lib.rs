@@ -14,6 +14,7 @@
 
 pub mod cli;
 mod demo;
+pub mod engines;
 mod lab;
 pub mod report;
 

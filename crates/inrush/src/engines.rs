@@ -1,0 +1,254 @@
+//! The engines inrush loads into and reads queries from, chosen from one registry by the URL's
+//! scheme (as sqlx's `Database::URL_SCHEMES`): `--to`, `--from`, `status`, `recover` and `plan`
+//! all ask it, so a new engine is one entry here beside its crate.
+
+use anyhow::Result;
+use inrush_core::ledger::LoadStatus;
+use inrush_core::query::QueryServer;
+use inrush_load::target::Target;
+use inrush_load::{Error, LoadOptions, LoadPlan};
+use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
+use inrush_postgres::ConnectOptions;
+use inrush_sqlite::SqliteTarget;
+use std::sync::Arc;
+
+/// An engine, as the commands use it. `to` and `from` are as the user wrote them (they may hold
+/// a password: never echoed).
+pub trait Engine: Sync {
+    /// For messages (`MariaDB/MySQL`).
+    fn name(&self) -> &'static str;
+
+    /// The URL schemes that name it.
+    fn schemes(&self) -> &'static [&'static str];
+
+    /// Whether `to`, with no scheme of any engine, names it all the same (a SQLite file's
+    /// path).
+    fn names_without_scheme(&self, to: &str) -> bool {
+        let _ = to;
+        false
+    }
+
+    /// The load target `to` names.
+    fn target(&self, to: &str) -> Result<Box<dyn Target>>;
+
+    /// The server of `--from-query` that `from` names; `zero_dates_null` is MariaDB's own.
+    fn source(&self, from: &str, zero_dates_null: bool) -> Result<Arc<dyn QueryServer>> {
+        let _ = (from, zero_dates_null);
+        Err(usage(format!(
+            "--from names {}: --from-query reads from PostgreSQL, MariaDB or MySQL",
+            self.name()
+        )))
+    }
+
+    /// `inrush plan`: what a load of `input` with `opts` would do.
+    fn plan(&self, to: &str, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
+        Ok(inrush_load::plan_into(&*self.target(to)?, opts, input)?)
+    }
+
+    /// `inrush status`: the `--resume` loads the target's ledger holds, and the ledger's name.
+    fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)>;
+
+    /// `inrush recover`: puts back what loads that died left, telling stderr what it did.
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<()>;
+}
+
+/// Every engine; PostgreSQL is last, as the one named by anything else (a `key=value` string,
+/// the `PG*` variables, nothing at all).
+pub static ENGINES: &[&dyn Engine] = &[&Mariadb, &Sqlite, &Postgres];
+
+/// The engine `url` names: by its scheme, else the one that claims it, else PostgreSQL.
+pub fn named(url: &str) -> &'static dyn Engine {
+    let scheme = url
+        .split_once(':')
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    let by_scheme = |e: &&&dyn Engine| scheme.as_deref().is_some_and(|s| e.schemes().contains(&s));
+    let found = ENGINES.iter().find(by_scheme);
+    let found = found.or_else(|| ENGINES.iter().find(|e| e.names_without_scheme(url)));
+    *found.unwrap_or(&ENGINES[ENGINES.len() - 1])
+}
+
+fn usage(message: String) -> anyhow::Error {
+    Error::Usage(message).into()
+}
+
+struct Postgres;
+
+impl Engine for Postgres {
+    fn name(&self) -> &'static str {
+        "PostgreSQL"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["postgresql", "postgres"]
+    }
+
+    fn target(&self, to: &str) -> Result<Box<dyn Target>> {
+        let options = ConnectOptions::parse(to)?;
+        Ok(Box::new(inrush_postgres::load::PostgresTarget::new(
+            options,
+        )?))
+    }
+
+    fn source(&self, from: &str, zero_dates_null: bool) -> Result<Arc<dyn QueryServer>> {
+        if zero_dates_null {
+            return Err(usage(
+                "--zero-dates-null: only a MariaDB/MySQL --from has zero dates".into(),
+            ));
+        }
+        Ok(Arc::new(ConnectOptions::parse(from)?))
+    }
+
+    /// PostgreSQL's plan also shows how rows find their partitions and foreign shards.
+    fn plan(&self, to: &str, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
+        let target = ConnectOptions::parse(to)?;
+        let (table, plan, routing) = (&opts.table, opts.plan, opts.routing);
+        let plan = inrush_postgres::load::plan(&target, table, input, plan, routing, opts.resume);
+        Ok(plan?)
+    }
+
+    fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
+        let target = ConnectOptions::parse(to)?;
+        let loads = inrush_postgres::load::status(&target, table)?;
+        Ok((loads, "inrush.load_ledger"))
+    }
+
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {
+        let recovered = inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table)?;
+        let joint = &recovered.prepared;
+        let nothing = joint.committed.is_empty() && joint.rolled_back.is_empty();
+        if recovered.restored.is_empty() && recovered.busy.is_empty() && nothing {
+            eprintln!("nothing to recover: the DDL journal is empty, and no load left a transaction prepared");
+        }
+        for gid in &joint.committed {
+            eprintln!("committed prepared transaction {gid} (its load had decided to commit)");
+        }
+        for gid in &joint.rolled_back {
+            eprintln!("rolled back prepared transaction {gid} (its load died before it decided)");
+        }
+        for load in &joint.busy {
+            eprintln!("left alone: joint commit {load} (its load is still committing)");
+        }
+        for table in &recovered.busy {
+            eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
+        }
+        for entry in &recovered.restored {
+            eprintln!(
+                "recreated {} {} on {}",
+                entry.kind, entry.name, entry.table_name
+            );
+        }
+        Ok(())
+    }
+}
+
+struct Mariadb;
+
+impl Engine for Mariadb {
+    fn name(&self) -> &'static str {
+        "MariaDB/MySQL"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["mysql", "mariadb"]
+    }
+
+    fn target(&self, to: &str) -> Result<Box<dyn Target>> {
+        Ok(Box::new(MysqlTarget::new(MysqlOptions::parse(to)?)))
+    }
+
+    fn source(&self, from: &str, zero_dates_null: bool) -> Result<Arc<dyn QueryServer>> {
+        let options = MysqlOptions::parse_option("--from", from)?;
+        Ok(Arc::new(MysqlSource::new(options, zero_dates_null)))
+    }
+
+    fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
+        let loads = inrush_mysql::ledger::status(&MysqlOptions::parse(to)?, table)?;
+        Ok((loads, "inrush_load_ledger"))
+    }
+
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {
+        let recovered = inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?;
+        if recovered.restored.is_empty() && recovered.busy.is_empty() {
+            eprintln!("nothing to recover: the DDL journal (inrush_ddl_journal) is empty");
+        }
+        for table in &recovered.busy {
+            eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
+        }
+        for d in &recovered.restored {
+            eprintln!("recreated index {} on {}.{}", d.index, d.schema, d.table);
+        }
+        Ok(())
+    }
+}
+
+struct Sqlite;
+
+impl Sqlite {
+    fn path(to: &str) -> Result<std::path::PathBuf> {
+        inrush_sqlite::database_path(to)
+            .ok_or_else(|| usage("--to: a SQLite URL names no file (sqlite:///path/to.db)".into()))
+    }
+}
+
+impl Engine for Sqlite {
+    fn name(&self) -> &'static str {
+        "a SQLite file"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["sqlite"]
+    }
+
+    fn names_without_scheme(&self, to: &str) -> bool {
+        inrush_sqlite::database_path(to).is_some()
+    }
+
+    fn target(&self, to: &str) -> Result<Box<dyn Target>> {
+        Ok(Box::new(SqliteTarget::new(Self::path(to)?)))
+    }
+
+    fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
+        let loads = inrush_sqlite::ledger::status(&Self::path(to)?, table)?;
+        Ok((loads, "inrush_load_ledger"))
+    }
+
+    fn recover(&self, to: &str, _: Option<&str>) -> Result<()> {
+        let path = Self::path(to)?;
+        eprintln!(
+            "nothing to recover: a load into SQLite ({}) is one transaction, which a failure rolls back",
+            path.display()
+        );
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_url_names_its_engine_and_anything_else_is_postgresql() {
+        let cases = [
+            ("mysql://root@h/db", "MariaDB/MySQL"),
+            ("MariaDB://root@h/db", "MariaDB/MySQL"),
+            ("sqlite:///tmp/x.db", "a SQLite file"),
+            ("data/x.sqlite3", "a SQLite file"),
+            ("postgresql://u@h/db", "PostgreSQL"),
+            ("postgres://u@h/db", "PostgreSQL"),
+            ("host=h dbname=db", "PostgreSQL"),
+            ("", "PostgreSQL"),
+        ];
+        for (url, engine) in cases {
+            assert_eq!(named(url).name(), engine, "{url}");
+        }
+    }
+
+    #[test]
+    fn no_two_engines_share_a_scheme() {
+        let mut schemes: Vec<_> = ENGINES.iter().flat_map(|e| e.schemes()).collect();
+        let all = schemes.len();
+        schemes.sort();
+        schemes.dedup();
+        assert_eq!(schemes.len(), all);
+    }
+}
