@@ -398,8 +398,11 @@ class Bench:
             raise BenchError(f"inrush --json printed no JSON object: {fin.stdout!r} {fin.stderr!r}") from e
         if summary.get("rows") != self.ds.expected_rows:
             raise BenchError(f"inrush reports {summary.get('rows')} rows, expected {self.ds.expected_rows}")
+        # The engine's log: `engine.log` (builds before 2026-11-28 said `wal_bytes`).
+        log = (summary.get("engine") or {}).get("log") or {}
         return seconds, {"peak_rss_kib": fin.maxrss_kib, "summary": summary,
-                         "json_seconds": summary.get("seconds"), "json_wal_bytes": summary.get("wal_bytes")}
+                         "json_seconds": summary.get("seconds"),
+                         "json_wal_bytes": log.get("bytes", summary.get("wal_bytes"))}
 
     def measure(self, method: str) -> dict:
         fn = {"psql_copy": self.psql_copy, "server_binary_ceiling": self.server_binary_ceiling,

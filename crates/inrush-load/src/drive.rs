@@ -14,7 +14,7 @@ use crate::stages::{
     create_columns, join_workers, reject_header, spawn_error, spawn_ticker, spawn_workers,
     start_readers, EndTicker, Inputs, Shared,
 };
-use crate::summary::{Parallelism, Phases};
+use crate::summary::{EngineReport, Parallelism, Phases};
 use crate::target::{Committed, Streams, Table, Target, Threaded};
 use crate::worker::{ArrowPlan, Decode, WorkerPlan};
 use crate::{order, sort, Error, LoadOptions, LoadPlan, LoadSummary, Maintenance, Result};
@@ -489,14 +489,16 @@ fn summary(
         megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
         load_rows_per_second: rows as f64 / load_seconds.max(1e-9),
         load_megabytes_per_second: bytes as f64 / 1e6 / load_seconds.max(1e-9),
-        wal_bytes: committed.wal_bytes,
         connections: parallelism.chosen,
         parallelism,
         workers: opts.workers.max(1),
-        copy_format: target.method(),
-        text_reason: target.text_reason(),
-        values_resolved_by_server: resolved,
-        server_version: target.version(),
+        engine: EngineReport {
+            version: target.version(),
+            method: target.method(),
+            slower_because: target.slower_because(),
+            log: committed.log,
+            values_read_by_server: resolved,
+        },
         rows_rejected: rejected,
         rejects_log: rejects.as_ref().map(|(_, log)| log.clone()),
         rejects_file: rejects.map(|(file, _)| file),

@@ -18,20 +18,13 @@ pub struct LoadSummary {
     pub load_rows_per_second: f64,
     /// `bytes / phases.load`, in MB per second.
     pub load_megabytes_per_second: f64,
-    /// WAL the server wrote while the load ran (includes any concurrent activity).
-    pub wal_bytes: Option<u64>,
     /// Connections that streamed rows at the end of the load (see `parallelism`).
     pub connections: usize,
     /// How the number of connections was chosen, and why.
     pub parallelism: Parallelism,
     pub workers: usize,
-    /// `binary` or `text`.
-    pub copy_format: &'static str,
-    /// Why text COPY was used, when it was.
-    pub text_reason: Option<String>,
-    /// Values the client handed to the server's parser (rare forms, see inrush-encode).
-    pub values_resolved_by_server: u64,
-    pub server_version: String,
+    /// What the engine did, in its own terms.
+    pub engine: EngineReport,
     /// Rows refused and written to the reject file (`--max-errors`); 0 when none were.
     pub rows_rejected: u64,
     pub rejects_file: Option<String>,
@@ -61,7 +54,7 @@ impl LoadSummary {
     pub fn nothing_loaded(
         input: String,
         table: String,
-        server_version: String,
+        version: String,
         plan: crate::LoadPlan,
         seconds: f64,
         note: String,
@@ -76,14 +69,14 @@ impl LoadSummary {
             megabytes_per_second: 0.0,
             load_rows_per_second: 0.0,
             load_megabytes_per_second: 0.0,
-            wal_bytes: None,
             connections: 0,
             parallelism: Parallelism::fixed(0, "nothing to load"),
             workers: 0,
-            copy_format: "none",
-            text_reason: None,
-            values_resolved_by_server: 0,
-            server_version,
+            engine: EngineReport {
+                version,
+                method: "none",
+                ..EngineReport::default()
+            },
             rows_rejected: 0,
             rejects_file: None,
             rejects_log: None,
@@ -100,6 +93,32 @@ impl LoadSummary {
             notes: vec![note],
         }
     }
+}
+
+/// What the engine did, in its own terms: the one part of the summary that differs from engine
+/// to engine.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EngineReport {
+    /// The engine and its version (`PostgreSQL 18.1`, `SQLite 3.50.4`).
+    pub version: String,
+    /// How the rows were written (`binary COPY`, `LOAD DATA LOCAL`, `multi-row INSERT`).
+    pub method: &'static str,
+    /// Why the rows went in a slower form than the engine's best, when they did.
+    pub slower_because: Option<String>,
+    /// The log the engine wrote while the load ran, where it says (includes any concurrent
+    /// activity).
+    pub log: Option<Log>,
+    /// Values the engine's own parser read for the client, one by one (PostgreSQL's values
+    /// no client encoder reads exactly, see inrush-encode).
+    pub values_read_by_server: u64,
+}
+
+/// A log the engine writes every change to before its data files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Log {
+    /// What the engine calls it: PostgreSQL's `WAL`, InnoDB's `redo log`.
+    pub name: &'static str,
+    pub bytes: u64,
 }
 
 /// A resumable load's blocks, when several processes may share the input (`--resume`).

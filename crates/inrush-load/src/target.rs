@@ -20,7 +20,7 @@ use crate::route::Route;
 use crate::shared::{Shared, CANCEL_POLL};
 use crate::sources::Sources;
 use crate::stages::spawn_error;
-use crate::summary::{Blocks, Parallelism};
+use crate::summary::{Blocks, Log, Parallelism};
 use crate::support::Lacks;
 use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
@@ -89,7 +89,7 @@ pub trait Target: Sync {
     }
 
     /// Why the rows go in a slower form than the engine's best, when they do.
-    fn text_reason(&self) -> Option<String> {
+    fn slower_because(&self) -> Option<String> {
         None
     }
 
@@ -310,8 +310,8 @@ pub struct Committed {
     pub parallelism: Option<Parallelism>,
     /// `--resume`: the blocks this run loaded and found loaded by others.
     pub blocks: Option<Blocks>,
-    /// Write-ahead log the load wrote, where the engine says.
-    pub wal_bytes: Option<u64>,
+    /// The log the load wrote, where the engine says.
+    pub log: Option<Log>,
 }
 
 impl Committed {
@@ -324,7 +324,7 @@ impl Committed {
         self.rows = later.rows.or(self.rows);
         self.parallelism = later.parallelism.or(self.parallelism.take());
         self.blocks = later.blocks.or(self.blocks.take());
-        self.wal_bytes = later.wal_bytes.or(self.wal_bytes);
+        self.log = later.log.or(self.log);
     }
 }
 

@@ -372,7 +372,7 @@ fn day_first_timestamps_are_read_on_the_client() {
     opts.date_order = Some(DateOrder::Dmy);
     let summary = db.load(&opts, &Silent).expect("loads");
     assert_eq!(summary.rows, 5000);
-    assert_eq!(summary.values_resolved_by_server, 0);
+    assert_eq!(summary.engine.values_read_by_server, 0);
     assert_eq!(
         one(
             &mut db,

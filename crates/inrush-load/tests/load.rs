@@ -353,15 +353,16 @@ fn unsupported_types_fall_back_to_text_copy() {
     db.exec("CREATE TABLE t (a int, net inet, p point)");
     let (_dir, path) = write_input(b"1,10.0.0.1,\"(1,2)\"\n2,,\n", "csv");
     let summary = db.load(&db.load_options(&path, "t"), &Silent).unwrap();
-    assert_eq!(summary.copy_format, "text");
+    assert_eq!(summary.engine.method, "text COPY");
     assert!(
         summary
-            .text_reason
+            .engine
+            .slower_because
             .as_deref()
             .unwrap_or("")
             .contains("net (inet)"),
         "{:?}",
-        summary.text_reason
+        summary.engine.slower_because
     );
     assert_eq!(db.rows_as_text("t"), ["(1,10.0.0.1,\"(1,2)\")", "(2,,)"]);
 }
@@ -464,8 +465,11 @@ fn summary_counts_rows_bytes_and_wal() {
     assert_eq!(summary.rows, 1000);
     assert_eq!(summary.bytes, data.len() as u64);
     assert_eq!(summary.connections, 2);
-    assert_eq!(summary.copy_format, "binary");
-    assert!(summary.wal_bytes.unwrap_or(0) > 0);
+    assert_eq!(summary.engine.method, "binary COPY");
+    assert!(summary
+        .engine
+        .log
+        .is_some_and(|log| log.name == "WAL" && log.bytes > 0));
     assert_eq!(db.count("t"), 1000);
 }
 

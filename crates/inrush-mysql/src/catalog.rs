@@ -343,6 +343,21 @@ async fn changed_by_delete(conn: &mut Conn, schema: &str, name: &str) -> Result<
         .collect())
 }
 
+/// The redo log's position (`Innodb_lsn_current`, else `Innodb_os_log_written`): the
+/// difference over a load is the redo it wrote (and whatever else ran meanwhile).
+pub async fn redo_position(conn: &mut Conn) -> Option<u64> {
+    for name in ["Innodb_lsn_current", "Innodb_os_log_written"] {
+        let row: Option<(String, String)> = conn
+            .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .await
+            .ok()?;
+        if let Some(v) = row.and_then(|(_, v)| v.parse().ok()) {
+            return Some(v);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -352,17 +352,7 @@ impl LabConn {
     /// The redo log's position (`Innodb_lsn_current`, else `Innodb_os_log_written`): the
     /// difference over a run is the redo it wrote.
     pub async fn redo_position(&mut self) -> Option<u64> {
-        for name in ["Innodb_lsn_current", "Innodb_os_log_written"] {
-            let row: Option<(String, String)> = self
-                .conn
-                .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
-                .await
-                .ok()?;
-            if let Some(v) = row.and_then(|(_, v)| v.parse().ok()) {
-                return Some(v);
-            }
-        }
-        None
+        crate::catalog::redo_position(&mut self.conn).await
     }
 
     /// `SET SESSION name = value`.

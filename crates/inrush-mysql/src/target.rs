@@ -12,6 +12,7 @@ use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn, ValueType};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
+use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{
     self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Target, Writer,
@@ -35,6 +36,8 @@ pub struct MysqlTarget {
     claim: Mutex<Option<Claim>>,
     /// How many writers `writer` made, to know when the last one has.
     writers_made: AtomicUsize,
+    /// The redo log's position when the rows began (see `catalog::redo_position`).
+    redo_before: Mutex<Option<u64>>,
 }
 
 struct Design {
@@ -60,7 +63,19 @@ impl MysqlTarget {
             dropped: Mutex::new(Vec::new()),
             claim: Mutex::new(None),
             writers_made: AtomicUsize::new(0),
+            redo_before: Mutex::new(None),
         }
+    }
+
+    /// The redo log's position now; `None` where the server does not say (or cannot be asked:
+    /// the summary then has no log line, nothing else changes).
+    fn redo_position(&self) -> Option<u64> {
+        runtime().ok()?.block_on(async {
+            let mut conn = self.options.connect().await.ok()?;
+            let position = catalog::redo_position(&mut conn).await;
+            let _ = conn.disconnect().await;
+            position
+        })
     }
 
     /// Lets the table's lock go: this load changes none of its definitions.
@@ -556,6 +571,9 @@ impl Target for MysqlTarget {
     }
 
     fn begin(&self, table: &target::Table, plan: &LoadPlan, _: &LoadOptions) -> Result<bool> {
+        if let Ok(mut before) = self.redo_before.lock() {
+            *before = self.redo_position();
+        }
         // DDL commits at once: --create's table is made here, and dropped again by `end` when
         // the load does not commit.
         if let Some(sql) = &table.create_sql {
@@ -643,6 +661,14 @@ impl Target for MysqlTarget {
                 Ok::<_, Error>(())
             })?;
             return Ok(done);
+        }
+        // The redo of the rows (and of whatever else ran meanwhile), before the indexes.
+        let before = self.redo_before.lock().ok().and_then(|b| *b);
+        if let (true, Some(before)) = (committed, before) {
+            done.log = self.redo_position().map(|after| Log {
+                name: "redo log",
+                bytes: after.saturating_sub(before),
+            });
         }
         let dropped = self
             .dropped

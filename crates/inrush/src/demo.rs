@@ -100,10 +100,10 @@ pub fn run(args: DemoArgs) -> Result<()> {
     }
     let summary = best.context("the demo ran no round")?;
     say(format!(
-        "  inrush:     {:>6.2} s  ({} rows/s, {} COPY, {} connections, {} workers)",
+        "  inrush:     {:>6.2} s  ({} rows/s, {}, {} connections, {} workers)",
         summary.seconds,
         group(summary.rows_per_second as u64),
-        summary.copy_format,
+        summary.engine.method,
         summary.connections,
         summary.workers
     ));

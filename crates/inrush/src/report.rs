@@ -342,12 +342,8 @@ pub fn human_summary(s: &LoadSummary) -> String {
     );
     if s.loaded {
         out.push_str(&format!(
-            "{}{} over {} connection{}{}, ",
-            s.copy_format,
-            match s.copy_format {
-                "binary" | "text" => " COPY",
-                _ => "",
-            },
+            "{} over {} connection{}{}, ",
+            s.engine.method,
             s.connections,
             plural(s.connections),
             match s.parallelism.adaptive {
@@ -373,8 +369,12 @@ pub fn human_summary(s: &LoadSummary) -> String {
             group(b.rows_by_others)
         ));
     }
-    if let Some(wal) = s.wal_bytes.filter(|_| s.loaded) {
-        out.push_str(&format!("; WAL written {}", DecimalBytes(wal)));
+    if let Some(log) = s.engine.log.filter(|_| s.loaded) {
+        out.push_str(&format!(
+            "; {} written {}",
+            log.name,
+            DecimalBytes(log.bytes)
+        ));
     }
     let rebuilt = rebuilt(s);
     if !rebuilt.is_empty() {
@@ -403,8 +403,8 @@ pub fn human_summary(s: &LoadSummary) -> String {
     for note in &s.notes {
         out.push_str(&format!("\n  note: {note}"));
     }
-    if let Some(reason) = &s.text_reason {
-        out.push_str(&format!("\n  text COPY because: {reason}"));
+    if let Some(reason) = &s.engine.slower_because {
+        out.push_str(&format!("\n  {} because: {reason}", s.engine.method));
     }
     // Printed with the plan above when that is; a partitioned table's routing always is.
     if let (Some(routing), false) = (&plan.routing, plan_printed) {
@@ -417,10 +417,10 @@ pub fn human_summary(s: &LoadSummary) -> String {
             plural(s.rows_rejected as usize)
         ));
     }
-    if s.values_resolved_by_server > 0 {
+    if s.engine.values_read_by_server > 0 {
         out.push_str(&format!(
             "\n  {} values in rare forms were read by the server's own parser",
-            group(s.values_resolved_by_server)
+            group(s.engine.values_read_by_server)
         ));
     }
     out
@@ -598,7 +598,6 @@ mod tests {
             megabytes_per_second: 215.5,
             load_rows_per_second: 1_000_000.0,
             load_megabytes_per_second: 334.0,
-            wal_bytes: Some(400_000_000),
             connections: 2,
             parallelism: inrush_load::summary::Parallelism {
                 adaptive: true,
@@ -609,10 +608,16 @@ mod tests {
                         .into(),
             },
             workers: 2,
-            copy_format: "binary",
-            text_reason: None,
-            values_resolved_by_server: 3,
-            server_version: "18.1".into(),
+            engine: inrush_load::summary::EngineReport {
+                version: "18.1".into(),
+                method: "binary COPY",
+                slower_because: None,
+                log: Some(inrush_load::summary::Log {
+                    name: "WAL",
+                    bytes: 400_000_000,
+                }),
+                values_read_by_server: 3,
+            },
             rows_rejected: 2,
             rejects_file: Some("data.csv.rejects".into()),
             rejects_log: Some("data.csv.rejects.log".into()),
@@ -657,10 +662,13 @@ mod tests {
         insta::assert_snapshot!(human_summary(&s));
         let checked = LoadSummary {
             loaded: false,
-            wal_bytes: Some(0),
             connections: 0,
             rows_rejected: 0,
-            values_resolved_by_server: 0,
+            engine: inrush_load::summary::EngineReport {
+                log: None,
+                values_read_by_server: 0,
+                ..s.engine.clone()
+            },
             ..s
         };
         insta::assert_snapshot!("checked", human_summary(&checked));

@@ -127,7 +127,7 @@ fn demo_runs_end_to_end_and_reports_json() {
         serde_json::from_str(stdout.trim()).expect("one JSON object on stdout");
     assert_eq!(json["rows"], 5000);
     assert_eq!(json["inrush"]["rows"], 5000);
-    assert_eq!(json["inrush"]["copy_format"], "binary");
+    assert_eq!(json["inrush"]["engine"]["method"], "binary COPY");
     assert!(json["psql_copy_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 

@@ -75,6 +75,25 @@ fn many_rows_over_several_connections_equal_the_servers_load() {
 /// rows go in as multi-row INSERTs: the server's own LOAD DATA's rows, their ids 1 to n once
 /// each, and the plan and summary say why.
 #[test]
+fn the_summary_says_how_much_redo_log_the_load_wrote() {
+    let db = MariaDb::fresh("redo");
+    let dir = shared_dir();
+    let csv = sqlbulkcopy_twins(&db, dir.path(), "", 20_000);
+    let (code, out) = load(&csv, &db, "ours", &["--json"]);
+    assert_eq!(code, 0, "{out}");
+    let json = out.lines().rev().find(|l| l.starts_with('{')).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(json).unwrap();
+    let engine = &summary["engine"];
+    assert_eq!(engine["method"], "LOAD DATA LOCAL", "{out}");
+    assert_eq!(engine["log"]["name"], "redo log", "{out}");
+    // 20,000 rows of about 100 bytes each go through the redo log at least once.
+    assert!(
+        engine["log"]["bytes"].as_u64().unwrap() > 1_000_000,
+        "{out}"
+    );
+}
+
+#[test]
 fn an_auto_increment_table_is_loaded_by_inserts_that_do_not_take_turns() {
     let db = MariaDb::fresh("autoinc");
     let dir = shared_dir();

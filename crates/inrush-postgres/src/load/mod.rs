@@ -162,7 +162,10 @@ impl Target for PostgresTarget {
     }
 
     fn method(&self) -> &'static str {
-        self.peek(|l| l.format).unwrap_or(CopyFormat::Binary).name()
+        match self.peek(|l| l.format).unwrap_or(CopyFormat::Binary) {
+            CopyFormat::Binary => "binary COPY",
+            CopyFormat::Text => "text COPY",
+        }
     }
 
     fn lacks(&self) -> Lacks {
@@ -243,7 +246,7 @@ impl Target for PostgresTarget {
         })
     }
 
-    fn text_reason(&self) -> Option<String> {
+    fn slower_because(&self) -> Option<String> {
         self.peek(|l| l.text_reason.clone()).flatten()
     }
 

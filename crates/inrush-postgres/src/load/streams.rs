@@ -13,7 +13,7 @@ use crate::{ConnectOptions, SessionInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::resume::Claims;
 use inrush_load::stages::Shared;
-use inrush_load::summary::Blocks;
+use inrush_load::summary::{Blocks, Log};
 use inrush_load::target::{Committed, Streams};
 use inrush_load::worker::{Chunk, WorkerPlan};
 use inrush_load::{Error, LoadOptions, Result};
@@ -345,10 +345,10 @@ impl PgStreams<'_> {
             rows: merged,
             parallelism: Some(parallelism),
             blocks,
-            wal_bytes: self
-                .wal_before
-                .zip(wal_after)
-                .map(|(b, a)| a.saturating_sub(b)),
+            log: self.wal_before.zip(wal_after).map(|(b, a)| Log {
+                name: "WAL",
+                bytes: a.saturating_sub(b),
+            }),
             ..Committed::default()
         })
     }
