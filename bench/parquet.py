@@ -88,18 +88,21 @@ def create(server: run.Server, table: str) -> None:
     server.sql(f"DROP TABLE IF EXISTS {table}", f"CREATE TABLE {table} ({ddl})", "CHECKPOINT")
 
 
-def measure(method: str, server: run.Server, inrush: Path, parquet: Path, csv: Path, rows: int | None) -> dict:
+def measure(method: str, server: run.Server, inrush: Path, parquet: Path, csv: Path, rows: int | None,
+            before: Path | None = None) -> dict:
     table = ARROW if method in ("adbc", "inrush_parquet_arrow") else STANDARD
+    if method.endswith("_before"):
+        inrush = before
     create(server, table)
     lsn0 = int(server.sql("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn"))
     if method == "adbc":
         uri = f"postgresql:///postgres?host={server.sock}&port={run.PORT}&user=postgres"
         cmd = [python(), "-c", ADBC_SCRIPT, str(parquet), uri, table]
     else:
-        source = csv if method == "inrush_csv" else parquet
+        source = csv if method.startswith("inrush_csv") else parquet
         cmd = [str(inrush), "load", str(source), "--to", server.conninfo, "--table", table,
                "--json", "--no-progress", "--no-analyze"]
-        if method == "inrush_csv":
+        if method.startswith("inrush_csv"):
             cmd.append("--header")
     t = time.perf_counter()
     fin = run.Child(cmd).wait()
@@ -118,30 +121,37 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     ap.add_argument("--pg-bin")
+    ap.add_argument("--before", type=Path,
+                    help="an earlier inrush build: measures it beside --inrush from Parquet and CSV "
+                         "(inrush_parquet_before, inrush_csv_before) instead of ADBC")
     args = ap.parse_args()
     if not args.inrush.exists():
         run.log("building inrush (release)")
         subprocess.run(["cargo", "build", "--release", "--locked", "-p", "inrush"], cwd=run.REPO, check=True)
-    versions = ensure_adbc()
+    versions = None if args.before else ensure_adbc()
     server = run.Server(run.find_pg_bin(args.pg_bin))
     try:
         server.start()
         parquet, csv = generate(args.scale, server.scratch)
         run.log(f"lineitem SF {args.scale}: parquet {parquet.stat().st_size / 1e6:.0f} MB, csv {csv.stat().st_size / 1e6:.0f} MB")
-        # What ADBC says when the table has the standard types.
-        create(server, STANDARD)
-        uri = f"postgresql:///postgres?host={server.sock}&port={run.PORT}&user=postgres"
-        refused = run.run([python(), "-c", ADBC_SCRIPT, str(parquet), uri, STANDARD], check=False)
-        # The driver's message spans lines (ERROR, CONTEXT, SQLSTATE): keep them from the error on.
-        err = refused.stderr.strip()
-        adbc_standard = " ".join(err[err.find("ERROR"):].split()) if refused.returncode else "loaded"
-        run.log(f"adbc into the standard lineitem table: {adbc_standard}")
-        methods = ["inrush_parquet", "inrush_csv", "adbc", "inrush_parquet_arrow"]
+        adbc_standard = None
+        if args.before:
+            methods = ["inrush_parquet", "inrush_parquet_before", "inrush_csv", "inrush_csv_before"]
+        else:
+            # What ADBC says when the table has the standard types.
+            create(server, STANDARD)
+            uri = f"postgresql:///postgres?host={server.sock}&port={run.PORT}&user=postgres"
+            refused = run.run([python(), "-c", ADBC_SCRIPT, str(parquet), uri, STANDARD], check=False)
+            # The driver's message spans lines (ERROR, CONTEXT, SQLSTATE): keep them from the error on.
+            err = refused.stderr.strip()
+            adbc_standard = " ".join(err[err.find("ERROR"):].split()) if refused.returncode else "loaded"
+            run.log(f"adbc into the standard lineitem table: {adbc_standard}")
+            methods = ["inrush_parquet", "inrush_csv", "adbc", "inrush_parquet_arrow"]
         rows = None
         results = []
         for r in range(args.repeat + 1):  # round 0 warms caches and learns the row count
             for m in methods:
-                res = measure(m, server, args.inrush, parquet, csv, rows)
+                res = measure(m, server, args.inrush, parquet, csv, rows, args.before)
                 rows = rows or res["rows"]
                 run.log(f"round {r} {m:22s} {res['seconds']:7.2f} s  {res['wal_bytes'] / 1e6:8.0f} MB WAL")
                 if r > 0:
@@ -164,9 +174,14 @@ def main() -> int:
             s = summary[m]
             print(f"  {m:22s} {s['median']:6.2f} s ({s['best']:.2f})  {s['rows_per_second_median'] / 1e6:5.2f} M rows/s")
         p = summary["inrush_parquet"]["median"]
-        print(f"  inrush parquet vs csv: {summary['inrush_csv']['median'] / p:.2f}x; "
-              f"vs adbc (same Arrow-typed table): {summary['adbc']['median'] / summary['inrush_parquet_arrow']['median']:.2f}x")
-        print(f"  adbc into the standard table: {adbc_standard}")
+        if args.before:
+            for kind in ("parquet", "csv"):
+                now, then = summary[f"inrush_{kind}"]["median"], summary[f"inrush_{kind}_before"]["median"]
+                print(f"  inrush / inrush_before from {kind}: {now / then:.3f} median (above 1.0: slower than before)")
+        else:
+            print(f"  inrush parquet vs csv: {summary['inrush_csv']['median'] / p:.2f}x; "
+                  f"vs adbc (same Arrow-typed table): {summary['adbc']['median'] / summary['inrush_parquet_arrow']['median']:.2f}x")
+            print(f"  adbc into the standard table: {adbc_standard}")
         print(f"  raw figures: {path}")
     finally:
         server.close()

