@@ -47,7 +47,7 @@ struct CopyWriter<'r> {
     rows: &'r CopyRows,
     encoders: Vec<ColumnEncoder>,
     resolver: Resolver,
-    /// A columnar value's text, when the server reads it.
+    /// A deferred value's text, for the server to read.
     text: String,
 }
 
@@ -70,38 +70,20 @@ impl RowWriter for CopyWriter<'_> {
         if self.rows.format == CopyFormat::Text {
             return as_text(self, columns, row, at, texts, out);
         }
-        let mut out = TupleWriter::on(out);
-        let mark = out.begin_tuple(self.width());
-        for (i, (prepared, column)) in columns.iter().zip(&self.rows.columns).enumerate() {
-            if prepared.is_null(row) {
-                if column.not_null {
-                    out.rewind(mark);
-                    return Err(Refused::Value(i, self.rows.not_null_reason(column)));
-                }
-                out.null();
-                continue;
-            }
-            let (ctx, resolver, text) = (&self.rows.ctx, &mut self.resolver, &mut self.text);
-            let written = out.field(|buf| {
-                let start = buf.len();
-                match prepared.encode(row, ctx, buf) {
-                    Ok(()) => Ok(()),
-                    Err(EncodeError::Refused(reason)) => Err(Refused::Value(i, reason)),
-                    Err(EncodeError::Deferred) => {
-                        buf.truncate(start);
-                        text.clear();
-                        prepared.text(row, text);
-                        resolve_into(resolver, i, text, buf)
-                    }
-                }
-            });
-            if let Err(refused) = written {
-                out.rewind(mark);
-                return Err(refused);
-            }
-        }
-        self.push_ordinal(&mut out, at);
-        Ok(())
+        let CopyWriter {
+            rows,
+            resolver,
+            text,
+            ..
+        } = self;
+        let values = Values {
+            null: |i: usize| columns[i].is_null(row),
+            encode: |i: usize, ctx: &EncodeContext, buf: &mut Vec<u8>| {
+                columns[i].encode(row, ctx, buf)
+            },
+            text: |i: usize, text: &mut String| columns[i].text(row, text),
+        };
+        rows.binary_tuple(values, at, out, resolver, text)
     }
 
     fn round_trips(&self) -> u64 {
@@ -110,48 +92,26 @@ impl RowWriter for CopyWriter<'_> {
 }
 
 impl CopyWriter<'_> {
-    /// Fields in a tuple: the columns, and the ordinal when there is one.
-    fn width(&self) -> u16 {
-        (self.rows.columns.len() + usize::from(self.rows.ordinal)) as u16
-    }
-
     fn binary_row(
         &mut self,
         fields: &[Option<&str>],
         at: At,
         out: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        let mut out = TupleWriter::on(out);
-        let mark = out.begin_tuple(self.width());
-        let columns = self.rows.columns.iter().zip(&self.encoders);
-        for (i, ((column, encoder), field)) in columns.zip(fields).enumerate() {
-            let Some(text) = field else {
-                if column.not_null {
-                    out.rewind(mark);
-                    return Err(Refused::Value(i, self.rows.not_null_reason(column)));
-                }
-                out.null();
-                continue;
-            };
-            let (ctx, resolver) = (&self.rows.ctx, &mut self.resolver);
-            let written = out.field(|buf| {
-                let start = buf.len();
-                match encoder.encode(text, ctx, buf) {
-                    Ok(()) => Ok(()),
-                    Err(EncodeError::Refused(reason)) => Err(Refused::Value(i, reason)),
-                    Err(EncodeError::Deferred) => {
-                        buf.truncate(start);
-                        resolve_into(resolver, i, text, buf)
-                    }
-                }
-            });
-            if let Err(refused) = written {
-                out.rewind(mark);
-                return Err(refused);
-            }
-        }
-        self.push_ordinal(&mut out, at);
-        Ok(())
+        let CopyWriter {
+            rows,
+            encoders,
+            resolver,
+            text,
+        } = self;
+        let values = Values {
+            null: |i: usize| fields[i].is_none(),
+            encode: |i: usize, ctx: &EncodeContext, buf: &mut Vec<u8>| {
+                encoders[i].encode(fields[i].unwrap_or_default(), ctx, buf)
+            },
+            text: |i: usize, text: &mut String| text.push_str(fields[i].unwrap_or_default()),
+        };
+        rows.binary_tuple(values, at, out, resolver, text)
     }
 
     /// Text COPY: the server reads the values; the client still checks NULLs.
@@ -173,20 +133,72 @@ impl CopyWriter<'_> {
         out.push(b'\n');
         Ok(())
     }
+}
 
-    /// Appends the binary tuple's last field, the ordinal, when there is one.
-    fn push_ordinal(&self, out: &mut TupleWriter<&mut Vec<u8>>, at: At) {
-        if self.rows.ordinal {
+/// One row's values, as a binary tuple takes them: whether column `i`'s is NULL, its binary
+/// form, and (when the client defers it) its text for the server to read.
+struct Values<N, E, T> {
+    null: N,
+    encode: E,
+    text: T,
+}
+
+impl CopyRows {
+    /// Appends one binary tuple of `values`, with the ordinal when there is one; a refused
+    /// value leaves `out` as it was.
+    fn binary_tuple<N, E, T>(
+        &self,
+        mut values: Values<N, E, T>,
+        at: At,
+        out: &mut Vec<u8>,
+        resolver: &mut Resolver,
+        scratch: &mut String,
+    ) -> Result<(), Refused>
+    where
+        N: Fn(usize) -> bool,
+        E: FnMut(usize, &EncodeContext, &mut Vec<u8>) -> Result<(), EncodeError>,
+        T: FnMut(usize, &mut String),
+    {
+        let mut out = TupleWriter::on(out);
+        let width = self.columns.len() + usize::from(self.ordinal);
+        let mark = out.begin_tuple(width as u16);
+        for (i, column) in self.columns.iter().enumerate() {
+            if (values.null)(i) {
+                if column.not_null {
+                    out.rewind(mark);
+                    return Err(Refused::Value(i, self.not_null_reason(column)));
+                }
+                out.null();
+                continue;
+            }
+            let written = out.field(|buf| {
+                let start = buf.len();
+                match (values.encode)(i, &self.ctx, buf) {
+                    Ok(()) => Ok(()),
+                    Err(EncodeError::Refused(reason)) => Err(Refused::Value(i, reason)),
+                    Err(EncodeError::Deferred) => {
+                        buf.truncate(start);
+                        scratch.clear();
+                        (values.text)(i, scratch);
+                        resolve_into(resolver, i, scratch, buf)
+                    }
+                }
+            });
+            if let Err(refused) = written {
+                out.rewind(mark);
+                return Err(refused);
+            }
+        }
+        if self.ordinal {
             let appended: Result<(), ()> = out.field(|buf| {
                 buf.extend_from_slice(&(at.position as i64).to_be_bytes());
                 Ok(())
             });
             debug_assert!(appended.is_ok());
         }
+        Ok(())
     }
-}
 
-impl CopyRows {
     fn not_null_reason(&self, column: &TargetColumn) -> String {
         format!(
             "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
