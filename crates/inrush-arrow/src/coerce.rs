@@ -12,8 +12,10 @@ use crate::render::{self, Style};
 use crate::{Error, Result};
 use arrow_array::Array;
 use arrow_schema::{DataType, Field, TimeUnit};
-use inrush_core::{ScalarType, TargetColumn, ValueType};
-use inrush_encode::{encode_value, ColumnEncoder, EncodeContext, EncodeError};
+use inrush_core::TargetColumn;
+use inrush_encode::{
+    encode_value, ColumnEncoder, EncodeContext, EncodeError, ScalarType, ValueType,
+};
 use std::cell::RefCell;
 
 /// How one Arrow column goes into one target column; decided once, before any row is read.
@@ -80,9 +82,20 @@ thread_local! {
 }
 
 impl Coercion {
-    /// Err names the column and both types when no value could ever fit (e.g. Boolean into
-    /// date, Struct into int).
-    pub fn new(field: &Field, column: &TargetColumn) -> Result<Coercion> {
+    /// Values of `field` as their text forms, for a target that reads text.
+    pub fn text(field: &Field, column: &TargetColumn) -> Result<Coercion> {
+        Coercion::new(field, column, &ValueType::Unsupported, -1)
+    }
+
+    /// Values of `field` in PostgreSQL's binary form of `value_type` with `typmod` applied
+    /// (text forms for [`ValueType::Unsupported`]). Err names the column and both types when
+    /// no value could ever fit (e.g. Boolean into date, Struct into int).
+    pub fn new(
+        field: &Field,
+        column: &TargetColumn,
+        value_type: &ValueType,
+        typmod: i32,
+    ) -> Result<Coercion> {
         let dt = render::value_type(field.data_type());
         let incompatible = || Error::Incompatible {
             column: column.name.clone(),
@@ -92,12 +105,12 @@ impl Coercion {
         if !render::renderable(dt) {
             return Err(incompatible());
         }
-        let (path, style) = match &column.value_type {
+        let (path, style) = match value_type {
             ValueType::Scalar { scalar } => {
                 if !scalar_fits(dt, *scalar) {
                     return Err(incompatible());
                 }
-                (scalar_path(dt, *scalar, column.typmod), style_for(*scalar))
+                (scalar_path(dt, *scalar, typmod), style_for(*scalar))
             }
             ValueType::Array { elem, .. } => {
                 let fits = if render::is_string(dt) || *dt == DataType::Null {
@@ -127,10 +140,10 @@ impl Coercion {
             ),
         };
         Ok(Coercion {
-            value_type: column.value_type.clone(),
-            typmod: column.typmod,
-            encoder: ColumnEncoder::new(&column.value_type, column.typmod, false),
-            nul_free_encoder: ColumnEncoder::new(&column.value_type, column.typmod, true),
+            value_type: value_type.clone(),
+            typmod,
+            encoder: ColumnEncoder::new(value_type, typmod, false),
+            nul_free_encoder: ColumnEncoder::new(value_type, typmod, true),
             path,
             style,
         })

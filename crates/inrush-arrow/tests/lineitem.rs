@@ -6,20 +6,30 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use inrush_arrow::{ArrowFile, Coercion, Prepared};
-use inrush_core::{ScalarType, TargetColumn, ValueType};
-use inrush_encode::{encode_value, EncodeContext, EncodeError};
+use inrush_core::{SqlType, TargetColumn};
+use inrush_encode::{encode_value, EncodeContext, EncodeError, ScalarType, ValueType};
 use parquet::arrow::ArrowWriter;
 use parquet::file::properties::WriterProperties;
 use std::sync::Arc;
 
-fn target(name: &str, scalar: ScalarType, typmod: i32, type_sql: &str) -> TargetColumn {
-    TargetColumn {
+/// A lineitem column and the binary type PostgreSQL's encoder writes it in.
+struct Col {
+    column: TargetColumn,
+    value_type: ValueType,
+    typmod: i32,
+}
+
+fn target(name: &str, scalar: ScalarType, typmod: i32, type_sql: &str) -> Col {
+    let column = TargetColumn {
         name: name.into(),
         type_sql: type_sql.into(),
-        typmod,
-        value_type: ValueType::Scalar { scalar },
+        sql_type: SqlType::Text,
         not_null: true,
-        input_sql: String::new(),
+    };
+    Col {
+        column,
+        value_type: ValueType::Scalar { scalar },
+        typmod,
     }
 }
 
@@ -97,12 +107,14 @@ fn lineitem_parquet_into_the_standard_table() {
     let file_schema = file.schema();
     let projection: Vec<usize> = table
         .iter()
-        .map(|c| file_schema.index_of(&c.name).unwrap())
+        .map(|c| file_schema.index_of(&c.column.name).unwrap())
         .collect();
     let coercions: Vec<Coercion> = table
         .iter()
         .zip(&projection)
-        .map(|(c, &i)| Coercion::new(file_schema.field(i), c).unwrap())
+        .map(|(c, &i)| {
+            Coercion::new(file_schema.field(i), &c.column, &c.value_type, c.typmod).unwrap()
+        })
         .collect();
     assert_eq!(file.parts().len(), 4);
 

@@ -15,8 +15,7 @@ pub struct IndexInfo {
     pub unique: bool,
     /// The constraint (primary key, unique, exclusion) the index enforces, if any.
     pub constraint: Option<String>,
-    /// `p`, `u` or `x` for the constraint's kind.
-    pub constraint_kind: Option<String>,
+    pub constraint_kind: Option<ConstraintKind>,
     /// The constraint is DEFERRABLE.
     pub deferrable: bool,
     /// A foreign key of some table relies on this index.
@@ -26,6 +25,15 @@ pub struct IndexInfo {
     pub bytes: i64,
     /// A B-tree's first key when it is a plain column (not an expression).
     pub leading_column: Option<String>,
+}
+
+/// What a constraint enforced by an index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConstraintKind {
+    PrimaryKey,
+    Unique,
+    /// No two rows' values conflict by the index's operators (PostgreSQL's EXCLUDE).
+    Exclusion,
 }
 
 /// A foreign key of the target table (one it references other tables through).
@@ -53,9 +61,8 @@ pub struct TableSize {
 /// triggers, sequences with a small cache, defaults that call volatile functions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct HiddenWork {
-    /// (name, definition, `tgenabled`: O origin, A always, R replica, D disabled) of user
-    /// triggers.
-    pub triggers: Vec<(String, String, String)>,
+    /// User triggers.
+    pub triggers: Vec<Trigger>,
     /// (column, sequence, cache) of columns filled from a sequence.
     pub sequences: Vec<(String, String, i64)>,
     /// (column, default expression) of defaults calling a volatile function.
@@ -69,4 +76,37 @@ pub struct HiddenWork {
     pub partitions: i64,
     /// (name, value) of the settings that matter for a bulk load.
     pub settings: Vec<(String, String)>,
+}
+
+/// A trigger on the target table.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Trigger {
+    pub name: String,
+    /// The statement that creates it, where the engine gives one.
+    pub definition: String,
+    pub firing: Firing,
+}
+
+/// When a trigger fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Firing {
+    /// In ordinary sessions (every engine's default).
+    Origin,
+    /// In replication sessions too (PostgreSQL's `ENABLE ALWAYS`).
+    Always,
+    /// Only in replication sessions (PostgreSQL's `ENABLE REPLICA`).
+    Replica,
+    Disabled,
+}
+
+impl Trigger {
+    /// A trigger that fires in ordinary sessions, of an engine that gives no definition.
+    pub fn named(name: &str) -> Trigger {
+        Trigger {
+            name: name.to_string(),
+            definition: String::new(),
+            firing: Firing::Origin,
+        }
+    }
 }

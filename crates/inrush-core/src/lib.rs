@@ -1,6 +1,6 @@
 //! Vocabulary shared by every inrush crate, with no I/O of its own.
 //!
-//! Owns: day counts as calendar dates ([`calendar`]), the description of a target column and its value type ([`schema`]), a column's type in no engine's spelling ([`sql_type`]), where a value came
+//! Owns: day counts as calendar dates ([`calendar`]), what a target column is to every engine ([`schema`]), a column's type in no engine's spelling ([`sql_type`]), where a value came
 //! from ([`location`]), how a running load tells the outside world about itself
 //! ([`progress`]), and what a load asks of a server it reads a query from ([`query`]).
 //!
@@ -19,5 +19,5 @@ pub mod sql_type;
 
 pub use location::Location;
 pub use progress::{Phase, Progress, ProgressSnapshot, Reporter, Silent};
-pub use schema::{ScalarType, TargetColumn, ValueType};
+pub use schema::TargetColumn;
 pub use sql_type::SqlType;

@@ -1,113 +1,15 @@
-//! What a target column is, as far as encoding values for it is concerned.
+//! What a target column is, in terms every engine shares.
 
-/// Types inrush encodes itself into COPY BINARY. Anything else is [`ValueType::Unsupported`]
-/// and makes its table fall back to text COPY.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScalarType {
-    Bool,
-    Int2,
-    Int4,
-    Int8,
-    Float4,
-    Float8,
-    Numeric,
-    /// `text`, and enum labels (whose binary form is their text).
-    Text,
-    Varchar,
-    Bpchar,
-    Bytea,
-    Date,
-    Time,
-    Timestamp,
-    Timestamptz,
-    Interval,
-    Uuid,
-    Json,
-    Jsonb,
-}
+use crate::SqlType;
 
-impl ScalarType {
-    /// The built-in type with this OID, if inrush encodes it.
-    pub fn from_oid(oid: u32) -> Option<ScalarType> {
-        Some(match oid {
-            16 => ScalarType::Bool,
-            17 => ScalarType::Bytea,
-            20 => ScalarType::Int8,
-            21 => ScalarType::Int2,
-            23 => ScalarType::Int4,
-            25 => ScalarType::Text,
-            114 => ScalarType::Json,
-            700 => ScalarType::Float4,
-            701 => ScalarType::Float8,
-            1042 => ScalarType::Bpchar,
-            1043 => ScalarType::Varchar,
-            1082 => ScalarType::Date,
-            1083 => ScalarType::Time,
-            1114 => ScalarType::Timestamp,
-            1184 => ScalarType::Timestamptz,
-            1186 => ScalarType::Interval,
-            1700 => ScalarType::Numeric,
-            2950 => ScalarType::Uuid,
-            3802 => ScalarType::Jsonb,
-            _ => return None,
-        })
-    }
-
-    /// The OID of the built-in type (enum labels report `text`).
-    pub fn oid(self) -> u32 {
-        match self {
-            ScalarType::Bool => 16,
-            ScalarType::Bytea => 17,
-            ScalarType::Int8 => 20,
-            ScalarType::Int2 => 21,
-            ScalarType::Int4 => 23,
-            ScalarType::Text => 25,
-            ScalarType::Json => 114,
-            ScalarType::Float4 => 700,
-            ScalarType::Float8 => 701,
-            ScalarType::Bpchar => 1042,
-            ScalarType::Varchar => 1043,
-            ScalarType::Date => 1082,
-            ScalarType::Time => 1083,
-            ScalarType::Timestamp => 1114,
-            ScalarType::Timestamptz => 1184,
-            ScalarType::Interval => 1186,
-            ScalarType::Numeric => 1700,
-            ScalarType::Uuid => 2950,
-            ScalarType::Jsonb => 3802,
-        }
-    }
-}
-
-/// How values for one column are encoded.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase", tag = "kind")]
-pub enum ValueType {
-    Scalar {
-        scalar: ScalarType,
-    },
-    /// A one-dimensional array; `elem_oid` is what the binary array header must name, which for
-    /// an array of enums is the enum's own OID.
-    Array {
-        elem: ScalarType,
-        elem_oid: u32,
-    },
-    /// No binary encoder: the table is loaded through text COPY and the server parses it.
-    Unsupported,
-}
-
-/// A column of the target table that the input feeds.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// A column of the target table that the input feeds. What an engine needs beyond this to
+/// write values (PostgreSQL's OIDs and type modifiers) it keeps in its own crate.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetColumn {
     pub name: String,
-    /// `format_type(atttypid, atttypmod)`: how the server spells the type, typmod included.
+    /// The type as the engine spells it, length and precision included (for messages).
     pub type_sql: String,
-    /// The type modifier that applies to values (for a domain, its base type's), -1 for none.
-    pub typmod: i32,
-    pub value_type: ValueType,
+    /// The type in the engines' shared terms (`SqlType::Source` for one only its engine has).
+    pub sql_type: SqlType,
     pub not_null: bool,
-    /// A SELECT that reads `$1` (text) with the type's own input function and typmod, exactly as
-    /// COPY does. (A cast would not do: `'abc'::varchar(2)` truncates where COPY refuses.)
-    pub input_sql: String,
 }

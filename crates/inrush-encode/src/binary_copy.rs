@@ -83,6 +83,31 @@ impl<B: BorrowMut<Vec<u8>>> TupleWriter<B> {
     }
 }
 
+/// The fields of the tuple at `pos` of `data` (a field count, then each field's length, -1 for
+/// NULL, and bytes) into `fields`: the reading side of [`TupleWriter`]. Where the tuple ends,
+/// or `None` if it is cut short.
+pub fn tuple_fields<'d>(
+    data: &'d [u8],
+    pos: usize,
+    fields: &mut Vec<Option<&'d [u8]>>,
+) -> Option<usize> {
+    fields.clear();
+    let count = i16::from_be_bytes(data.get(pos..pos + 2)?.try_into().ok()?);
+    let mut at = pos + 2;
+    for _ in 0..count.max(0) {
+        let len = i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?);
+        at += 4;
+        if len < 0 {
+            fields.push(None);
+        } else {
+            let end = at + len as usize;
+            fields.push(Some(data.get(at..end)?));
+            at = end;
+        }
+    }
+    Some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +140,18 @@ mod tests {
         w.rewind(mark);
         assert!(w.is_empty());
         assert_eq!(HEADER.len(), 19);
+    }
+
+    #[test]
+    fn reads_fields_and_nulls_of_a_tuple() {
+        let mut data = Vec::new();
+        data.extend_from_slice(&2i16.to_be_bytes());
+        data.extend_from_slice(&3i32.to_be_bytes());
+        data.extend_from_slice(b"abc");
+        data.extend_from_slice(&(-1i32).to_be_bytes());
+        let mut fields = Vec::new();
+        assert_eq!(tuple_fields(&data, 0, &mut fields), Some(data.len()));
+        assert_eq!(fields, vec![Some(&b"abc"[..]), None]);
+        assert_eq!(tuple_fields(&data[..6], 0, &mut fields), None);
     }
 }

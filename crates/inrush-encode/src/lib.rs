@@ -1,8 +1,9 @@
 //! Text values to PostgreSQL wire bytes.
 //!
-//! Owns: the COPY BINARY framing ([`binary_copy`]), one encoder per supported type that turns a
-//! field's text into that type's binary send format exactly as the server's own input function
-//! would have read it ([`types`]), and the escaping for the text COPY fallback ([`text_copy`]).
+//! Owns: the COPY BINARY framing ([`binary_copy`]), the types it encodes, known by OID
+//! ([`ScalarType`]), one encoder per such type that turns a field's text into its binary send
+//! format exactly as the server's own input function would have read it ([`types`]), and the
+//! escaping for the text COPY fallback ([`text_copy`]).
 //!
 //! The rule every encoder follows: answer `Ok` only when certain the server's text input would
 //! accept the value and produce these bytes; answer [`EncodeError::Refused`] only when certain it
@@ -16,8 +17,10 @@
 pub mod binary_copy;
 pub mod text_copy;
 pub mod types;
+mod value_type;
 
 pub use types::{encode_value, push_array_element, ColumnEncoder, DateOrder, EncodeContext};
+pub use value_type::{ScalarType, ValueType};
 
 /// Why a value could not be encoded on the client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

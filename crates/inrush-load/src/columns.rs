@@ -64,18 +64,14 @@ pub fn position_by_name<'n>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inrush_core::{ScalarType, ValueType};
+    use inrush_core::SqlType;
 
     fn table() -> Vec<TargetColumn> {
         let col = |name: &str| TargetColumn {
             name: name.into(),
             type_sql: "integer".into(),
-            typmod: -1,
-            value_type: ValueType::Scalar {
-                scalar: ScalarType::Int4,
-            },
+            sql_type: SqlType::Integer,
             not_null: false,
-            input_sql: "SELECT int4in($1::text::cstring)".into(),
         };
         vec![col("id"), col("Name"), col("qty")]
     }

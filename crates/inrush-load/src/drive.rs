@@ -117,11 +117,6 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
     let origin = sources.names_origin();
     let header_origin = header_names.as_deref().map(|n| (n, origin.as_str()));
     let columns = map_columns(&table.columns, &table.name, explicit, header_origin)?;
-    let arrow = projections
-        .into_iter()
-        .zip(&sources.list)
-        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns))
-        .collect::<Result<Vec<_>>>()?;
     // --resume: which blocks this input already has in the table, and where to read on from.
     let resume = match opts.resume {
         false => None,
@@ -153,6 +148,11 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         }
         _ => Decode::Csv,
     };
+    let arrow = projections
+        .into_iter()
+        .zip(&sources.list)
+        .map(|(projection, source)| ArrowPlan::new(source, projection, &columns, &*encoding.rows))
+        .collect::<Result<Vec<_>>>()?;
     let workers = WorkerPlan {
         decode,
         sources: sources.clone(),
@@ -320,8 +320,7 @@ fn run_stages(
             Some((Some(key), from_workers, to_streams)) => Some(
                 spawn("inrush-sort")
                     .spawn_scoped(scope, move || {
-                        let sorted =
-                            sort::run(&key, from_workers, to_streams, shared, plan.chunk_bytes);
+                        let sorted = sort::run(&key, plan, from_workers, to_streams, shared);
                         if let Err(e) = sorted {
                             shared.fail(e);
                         }

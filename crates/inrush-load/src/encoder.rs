@@ -4,7 +4,8 @@
 //! `LOAD DATA` lines, SQLite's values), behind [`RowEncoder`].
 
 use crate::Error;
-use inrush_arrow::Prepared;
+use inrush_arrow::{Coercion, Field, Prepared};
+use inrush_core::TargetColumn;
 use inrush_read::encoding::Encoding;
 use std::ops::Range;
 
@@ -18,6 +19,32 @@ pub trait RowEncoder: Send + Sync {
     /// Whether the writer reads [`At::plain`] (worth a scan of every block to know).
     fn reads_plain(&self) -> bool {
         true
+    }
+
+    /// How a columnar input's `field` goes into the mapped column `column` (`target`); by
+    /// default as its values' text forms, for [`RowWriter::row`].
+    fn coercion(
+        &self,
+        field: &Field,
+        column: usize,
+        target: &TargetColumn,
+    ) -> inrush_arrow::Result<Coercion> {
+        let _ = column;
+        Coercion::text(field, target)
+    }
+
+    /// The fields of the row of `data` (rows this encoder wrote) that starts at `pos`, into
+    /// `fields` (`None` for NULL); where the row ends, or `None` if `data` is cut short. Only
+    /// an engine whose plans route rows ([`crate::route`]) or sort them ([`crate::sort`]) is
+    /// asked.
+    fn fields<'d>(
+        &self,
+        data: &'d [u8],
+        pos: usize,
+        fields: &mut Vec<Option<&'d [u8]>>,
+    ) -> Option<usize> {
+        let _ = (data, pos, fields);
+        None
     }
 }
 

@@ -4,8 +4,10 @@
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
-use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
-use inrush_core::{ScalarType, TargetColumn, ValueType};
+use inrush_core::catalog::{
+    ConstraintKind, Firing, ForeignKeyInfo, HiddenWork, IndexInfo, TableSize,
+};
+use inrush_core::TargetColumn;
 use std::fmt;
 
 /// The user's say in the plan.
@@ -148,7 +150,7 @@ pub struct SortKey {
     pub column: String,
     /// The column's position among the loaded columns.
     pub position: usize,
-    /// The binary values compare as big-endian signed integers (sign bit flipped); else as
+    /// The values' bytes compare as big-endian signed integers (sign bit flipped); else as
     /// bytes (text in byte order, which is what locality needs, not the collation's order).
     pub signed: bool,
 }
@@ -209,7 +211,7 @@ impl LoadPlan {
                     }
                 } else if partitioned {
                     (IndexAction::Keep, "unique, on a partitioned table (a constraint cannot be attached USING INDEX there): enforced during the load".to_string())
-                } else if index.constraint_kind.as_deref() == Some("x") {
+                } else if index.constraint_kind == Some(ConstraintKind::Exclusion) {
                     (IndexAction::Keep, "exclusion constraint: enforced during the load".to_string())
                 } else if index.deferrable {
                     (IndexAction::Keep, "deferrable constraint: enforced during the load".to_string())
@@ -297,9 +299,15 @@ impl LoadPlan {
 
     /// Picks the index whose leading key the rows are sorted by, when that pays: every index is
     /// kept (the load is small next to a non-empty table), a B-tree's first key is a loaded
-    /// column whose binary form sorts (integers, dates, timestamps, text, uuid), and the load
-    /// fits [`SORT_BUDGET`]. `blocked` says why this load cannot be sorted at all, if so.
-    pub fn choose_sort(&mut self, columns: &[TargetColumn], blocked: Option<&str>) {
+    /// column the engine's encoder writes in a form that sorts (`sortable`, by the column's
+    /// position: `Some(signed)`, see [`SortKey::signed`]), and the load fits [`SORT_BUDGET`]. `blocked` says why this load cannot be
+    /// sorted at all, if so.
+    pub fn choose_sort(
+        &mut self,
+        columns: &[TargetColumn],
+        sortable: impl Fn(usize) -> Option<bool>,
+        blocked: Option<&str>,
+    ) {
         let kept: Vec<&IndexDecision> = self
             .indexes
             .iter()
@@ -328,7 +336,7 @@ impl LoadPlan {
         let mut candidates = kept;
         candidates.sort_by_key(|d| {
             (
-                d.index.constraint_kind.as_deref() != Some("p"),
+                d.index.constraint_kind != Some(ConstraintKind::PrimaryKey),
                 !d.index.unique,
                 -d.index.bytes,
             )
@@ -337,22 +345,7 @@ impl LoadPlan {
             let bytes = d.index.bytes.max(0) as u64;
             let column = d.index.leading_column.as_deref()?;
             let position = columns.iter().position(|c| c.name == column)?;
-            let signed = match &columns[position].value_type {
-                ValueType::Scalar { scalar } => match scalar {
-                    ScalarType::Int2
-                    | ScalarType::Int4
-                    | ScalarType::Int8
-                    | ScalarType::Date
-                    | ScalarType::Timestamp
-                    | ScalarType::Timestamptz => true,
-                    ScalarType::Text
-                    | ScalarType::Varchar
-                    | ScalarType::Bpchar
-                    | ScalarType::Uuid => false,
-                    _ => return None,
-                },
-                _ => return None,
-            };
+            let signed = sortable(position)?;
             Some((
                 SortKey {
                     index: d.name.clone(),
@@ -390,16 +383,16 @@ impl LoadPlan {
         }
     }
 
-    /// (name, `tgenabled`) of the triggers to disable during the load.
-    pub fn disabled_triggers(&self) -> Vec<(String, String)> {
+    /// (name, how it fires now) of the triggers to disable during the load.
+    pub fn disabled_triggers(&self) -> Vec<(String, Firing)> {
         if !self.disable_triggers {
             return Vec::new();
         }
         self.hidden
             .triggers
             .iter()
-            .filter(|t| t.2 != "D")
-            .map(|t| (t.0.clone(), t.2.clone()))
+            .filter(|t| t.firing != Firing::Disabled)
+            .map(|t| (t.name.clone(), t.firing))
             .collect()
     }
 
@@ -502,9 +495,10 @@ impl fmt::Display for LoadPlan {
             writeln!(f, "  foreign key {}  {action}  {}", d.name, d.reason)?;
         }
         let h = &self.hidden;
-        for (name, _, enabled) in &h.triggers {
-            let state = match (enabled.as_str(), self.disable_triggers) {
-                ("D", _) => "disabled already",
+        for trigger in &h.triggers {
+            let name = &trigger.name;
+            let state = match (trigger.firing, self.disable_triggers) {
+                (Firing::Disabled, _) => "disabled already",
                 (_, true) => "disabled during the load (--disable-triggers), re-enabled after",
                 (_, false) => {
                     "fires for every row (kept; --disable-triggers to skip it during the load)"
@@ -562,7 +556,7 @@ mod tests {
             definition: format!("CREATE INDEX {name} ON public.t USING btree (a)"),
             unique,
             constraint: constraint.map(str::to_string),
-            constraint_kind: constraint.map(|_| "p".to_string()),
+            constraint_kind: constraint.map(|_| ConstraintKind::PrimaryKey),
             deferrable: false,
             referenced: false,
             invalid: false,
@@ -620,11 +614,11 @@ mod tests {
     #[test]
     fn hidden_work_is_reported() {
         let hidden = HiddenWork {
-            triggers: vec![(
-                "t_audit".into(),
-                "CREATE TRIGGER t_audit ...".into(),
-                "O".into(),
-            )],
+            triggers: vec![inrush_core::catalog::Trigger {
+                name: "t_audit".into(),
+                definition: "CREATE TRIGGER t_audit ...".into(),
+                firing: Firing::Origin,
+            }],
             sequences: vec![("id".into(), "t_id_seq".into(), 1)],
             volatile_defaults: vec![("created".into(), "clock_timestamp()".into())],
             toast_bytes: 5 << 20,

@@ -1,10 +1,12 @@
-//! Rows split by destination between the workers and the sinks: each chunk of COPY BINARY
-//! tuples becomes one chunk per destination (a partition, for PostgreSQL), the rows of each in
-//! the input's order. A row with no destination is a bad row, refused as COPY would refuse it.
-//! Which destination a row has is the target's business ([`Route`]); this module only walks
-//! the tuples and keeps every chunk able to find its rows in the input again.
+//! Rows split by destination between the workers and the sinks: each chunk of encoded rows
+//! becomes one chunk per destination (a partition, for PostgreSQL), the rows of each in the
+//! input's order. A row with no destination is a bad row, refused as the engine would refuse
+//! it. How a row's fields are read ([`RowEncoder::fields`]) and which destination they have
+//! ([`Route`]) are the engine's business; this module only walks the rows and keeps every
+//! chunk able to find its rows in the input again.
 
 use crate::chunk::{Chunk, RowsIndex};
+use crate::encoder::RowEncoder;
 use crate::rejects::Rejects;
 use crate::{Error, Result};
 use bytes::Bytes;
@@ -13,8 +15,9 @@ use std::sync::Arc;
 
 /// Where a row goes.
 pub trait Route: Send + Sync {
-    /// The destination of a row from its COPY BINARY fields in the load's column order
-    /// (`None` for NULL), or the reason it has none, in COPY's words.
+    /// The destination of a row from its fields in the load's column order, as
+    /// [`RowEncoder::fields`] reads them (`None` for NULL), or the reason it has none, in the
+    /// engine's words.
     fn route(&self, fields: &[Option<&[u8]>]) -> Result<u32, String>;
 }
 
@@ -47,6 +50,7 @@ struct Piece {
 /// `rejects`, or ends the load when rejects are not allowed.
 pub fn split(
     chunk: &Chunk,
+    rows: &dyn RowEncoder,
     route: &dyn Route,
     plan: &dyn Locate,
     rejects: Option<&Rejects>,
@@ -56,8 +60,9 @@ pub fn split(
     let mut fields = Vec::new();
     let mut pos = 0;
     for row in 0..chunk.rows as usize {
-        let end = tuple_fields(&chunk.data, pos, &mut fields)
-            .ok_or_else(|| Error::Internal("a malformed COPY BINARY tuple to route".into()))?;
+        let end = rows
+            .fields(&chunk.data, pos, &mut fields)
+            .ok_or_else(|| Error::Internal("a malformed row to route".into()))?;
         match route.route(&fields) {
             Ok(dest) => {
                 let dest = dest as usize;
@@ -141,47 +146,5 @@ fn piece_chunk(chunk: &Chunk, dest: u32, piece: Piece) -> Chunk {
         dest,
         picked: Some(Arc::from(piece.picked)),
         pieces: None,
-    }
-}
-
-/// The fields of the tuple at `pos` (a field count, then each field's length, -1 for NULL,
-/// and bytes) into `fields`; where the tuple ends, or `None` if it is cut short.
-fn tuple_fields<'d>(
-    data: &'d [u8],
-    pos: usize,
-    fields: &mut Vec<Option<&'d [u8]>>,
-) -> Option<usize> {
-    fields.clear();
-    let count = i16::from_be_bytes(data.get(pos..pos + 2)?.try_into().ok()?);
-    let mut at = pos + 2;
-    for _ in 0..count.max(0) {
-        let len = i32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?);
-        at += 4;
-        if len < 0 {
-            fields.push(None);
-        } else {
-            let end = at + len as usize;
-            fields.push(Some(data.get(at..end)?));
-            at = end;
-        }
-    }
-    Some(at)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_fields_and_nulls_of_a_tuple() {
-        let mut data = Vec::new();
-        data.extend_from_slice(&2i16.to_be_bytes());
-        data.extend_from_slice(&3i32.to_be_bytes());
-        data.extend_from_slice(b"abc");
-        data.extend_from_slice(&(-1i32).to_be_bytes());
-        let mut fields = Vec::new();
-        assert_eq!(tuple_fields(&data, 0, &mut fields), Some(data.len()));
-        assert_eq!(fields, vec![Some(&b"abc"[..]), None]);
-        assert_eq!(tuple_fields(&data[..6], 0, &mut fields), None);
     }
 }

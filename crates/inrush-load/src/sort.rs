@@ -2,9 +2,10 @@
 //! [`crate::plan::SortKey`]): the index then takes its new entries leaf by leaf. The rows are
 //! held in memory, which the plan bounds ([`crate::plan::SORT_BUDGET`]).
 
+use crate::encoder::RowEncoder;
 use crate::plan::SortKey;
 use crate::stages::{Shared, CANCEL_POLL};
-use crate::worker::Chunk;
+use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, Result};
 use bytes::Bytes;
 
@@ -18,14 +19,15 @@ struct Row {
 }
 
 /// Takes every chunk the workers encode, then sends the rows on sorted, in chunks of about
-/// `chunk_bytes`. Returns false when the load was cancelled or the sinks went away.
+/// the plan's `chunk_bytes`. Returns false when the load was cancelled or the sinks went away.
 pub fn run(
     key: &SortKey,
+    plan: &WorkerPlan,
     input: flume::Receiver<Chunk>,
     output: flume::Sender<Chunk>,
     shared: &Shared,
-    chunk_bytes: usize,
 ) -> Result<bool> {
+    let chunk_bytes = plan.chunk_bytes;
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
     loop {
@@ -36,7 +38,7 @@ pub fn run(
             Err(flume::RecvTimeoutError::Disconnected) => break,
         };
         let index = chunks.len() as u32;
-        split_tuples(&chunk.data, key, index, &mut rows)?;
+        keyed_rows(&chunk.data, &*plan.rows, key, index, &mut rows)?;
         chunks.push(chunk.data);
     }
     if shared.is_cancelled() {
@@ -74,44 +76,34 @@ pub fn run(
     Ok(count == 0 || send(out, count))
 }
 
-/// Appends the rows of one chunk of binary COPY tuples (16-bit field count, then each field's
-/// 32-bit length and bytes; -1 for NULL) with their keys.
-fn split_tuples(data: &[u8], key: &SortKey, chunk: u32, rows: &mut Vec<Row>) -> Result<()> {
-    let malformed = || Error::Internal("sorting: a chunk is not whole binary COPY tuples".into());
-    let read = |at: usize, n: usize| data.get(at..at + n).ok_or_else(malformed);
+/// Appends the rows of one chunk with their keys, its rows cut by the engine's encoder.
+fn keyed_rows(
+    data: &[u8],
+    encoder: &dyn RowEncoder,
+    key: &SortKey,
+    chunk: u32,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let mut fields = Vec::new();
     let mut pos = 0;
     while pos < data.len() {
-        let start = pos;
-        let count = read(pos, 2)?;
-        let fields = u16::from_be_bytes([count[0], count[1]]) as usize;
-        pos += 2;
-        let mut value = None;
-        for field in 0..fields {
-            let raw = read(pos, 4)?;
-            pos += 4;
-            // -1 is NULL: no bytes follow.
-            let Ok(len) = usize::try_from(i32::from_be_bytes([raw[0], raw[1], raw[2], raw[3]]))
-            else {
-                continue;
-            };
-            if field == key.position {
-                let mut bytes = read(pos, len)?.to_vec();
-                if key.signed {
-                    if let Some(first) = bytes.first_mut() {
-                        *first ^= 0x80;
-                    }
-                }
-                value = Some(bytes);
+        let end = encoder
+            .fields(data, pos, &mut fields)
+            .ok_or_else(|| Error::Internal("sorting: a chunk is not whole rows".into()))?;
+        let value = fields.get(key.position).copied().flatten().map(|bytes| {
+            let mut bytes = bytes.to_vec();
+            if let Some(first) = bytes.first_mut().filter(|_| key.signed) {
+                *first ^= 0x80;
             }
-            pos += len;
-        }
-        read(start, pos - start)?;
+            bytes
+        });
         rows.push(Row {
             key: value,
             chunk,
-            start: start as u32,
-            end: pos as u32,
+            start: pos as u32,
+            end: end as u32,
         });
+        pos = end;
     }
     Ok(())
 }
@@ -119,51 +111,70 @@ fn split_tuples(data: &[u8], key: &SortKey, chunk: u32, rows: &mut Vec<Row>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inrush_encode::binary_copy::TupleWriter;
+    use crate::encoder::RowWriter;
 
-    fn key(signed: bool) -> SortKey {
-        SortKey {
-            index: "i".into(),
-            column: "k".into(),
-            position: 1,
-            signed,
+    /// Rows of one-byte lengths (255 for NULL) and bytes, two fields each.
+    struct Pairs;
+
+    impl RowEncoder for Pairs {
+        fn worker(&self, _: bool) -> Box<dyn RowWriter + '_> {
+            unreachable!("the test writes its rows itself")
+        }
+
+        fn fields<'d>(
+            &self,
+            data: &'d [u8],
+            mut pos: usize,
+            fields: &mut Vec<Option<&'d [u8]>>,
+        ) -> Option<usize> {
+            fields.clear();
+            for _ in 0..2 {
+                let len = *data.get(pos)?;
+                pos += 1;
+                if len == 255 {
+                    fields.push(None);
+                } else {
+                    fields.push(Some(data.get(pos..pos + usize::from(len))?));
+                    pos += usize::from(len);
+                }
+            }
+            Some(pos)
         }
     }
 
     #[test]
-    fn tuples_split_with_their_keys_in_sort_order() {
-        let mut out = TupleWriter::with_capacity(256);
+    fn rows_come_with_their_keys_in_sort_order() {
+        let mut data = Vec::new();
         for (k, v) in [
             (Some(5i32), "a"),
             (Some(-3), "bb"),
             (None, "c"),
             (Some(0), ""),
         ] {
-            out.begin_tuple(2);
-            let _ = out.field(|b| -> Result<(), ()> {
-                b.extend_from_slice(v.as_bytes());
-                Ok(())
-            });
+            data.push(v.len() as u8);
+            data.extend_from_slice(v.as_bytes());
             match k {
                 Some(k) => {
-                    let _ = out.field(|b| -> Result<(), ()> {
-                        b.extend_from_slice(&k.to_be_bytes());
-                        Ok(())
-                    });
+                    data.push(4);
+                    data.extend_from_slice(&k.to_be_bytes());
                 }
-                None => out.null(),
+                None => data.push(255),
             }
         }
-        let data = out.into_inner();
+        let key = SortKey {
+            index: "i".into(),
+            column: "k".into(),
+            position: 1,
+            signed: true,
+        };
         let mut rows = Vec::new();
-        split_tuples(&data, &key(true), 0, &mut rows).unwrap();
+        keyed_rows(&data, &Pairs, &key, 0, &mut rows).unwrap();
         assert_eq!(rows.len(), 4);
         assert_eq!(rows.last().map(|r| r.end as usize), Some(data.len()));
         assert!(rows[2].key.is_none());
         // -3 < 0 < 5 once the sign bit is flipped.
         assert!(rows[1].key < rows[3].key && rows[3].key < rows[0].key);
-        let mut bad = data.clone();
-        bad.truncate(data.len() - 1);
-        assert!(split_tuples(&bad, &key(true), 0, &mut Vec::new()).is_err());
+        let cut = &data[..data.len() - 1];
+        assert!(keyed_rows(cut, &Pairs, &key, 0, &mut Vec::new()).is_err());
     }
 }

@@ -18,9 +18,8 @@ use crate::resume::Claims;
 use crate::sources::{first_line_keys, Columnar, Opened, Origin, Sources, Unit, Work};
 use crate::worker::{csv_line, WorkerPlan};
 use crate::{Error, LoadOptions, Result};
-use inrush_core::{Progress, Reporter, ScalarType, SqlType, ValueType};
+use inrush_core::{Progress, Reporter, SqlType};
 use inrush_read::csv::Block;
-use inrush_read::jsonl::ColumnForm;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,17 +35,6 @@ pub fn default_rejects_path(sources: &Sources) -> PathBuf {
             PathBuf::from(format!("{}.rejects", one.name))
         }
         _ => PathBuf::from("inrush.rejects"),
-    }
-}
-
-/// How a JSON value goes into a column of this type.
-pub fn json_form(value_type: &ValueType) -> ColumnForm {
-    match value_type {
-        ValueType::Scalar {
-            scalar: ScalarType::Json | ScalarType::Jsonb,
-        } => ColumnForm::Json,
-        ValueType::Array { .. } => ColumnForm::Array,
-        _ => ColumnForm::Plain,
     }
 }
 

@@ -133,7 +133,12 @@ pub struct ArrowPlan {
 
 impl ArrowPlan {
     /// Checks every (field, column) pair before any row is read.
-    pub fn new(source: &Source, projection: Vec<usize>, columns: &[TargetColumn]) -> Result<Self> {
+    pub fn new(
+        source: &Source,
+        projection: Vec<usize>,
+        columns: &[TargetColumn],
+        rows: &dyn RowEncoder,
+    ) -> Result<Self> {
         let file = source
             .arrow
             .as_ref()
@@ -142,7 +147,8 @@ impl ArrowPlan {
         let coercions = projection
             .iter()
             .zip(columns)
-            .map(|(&i, column)| Coercion::new(schema.field(i), column))
+            .enumerate()
+            .map(|(at, (&i, column))| rows.coercion(schema.field(i), at, column))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(ArrowPlan {
             projection,
@@ -263,7 +269,13 @@ impl WorkerPlan {
             let mut send = |chunk: Chunk, last: bool| match &self.route {
                 None => send_one(chunk, last),
                 Some(route) => {
-                    match route::split(&chunk, route.as_ref(), self, shared.rejects.as_ref()) {
+                    match route::split(
+                        &chunk,
+                        &*self.rows,
+                        route.as_ref(),
+                        self,
+                        shared.rejects.as_ref(),
+                    ) {
                         Ok(pieces) if self.whole_blocks => {
                             send_one(route::bundle(chunk, pieces), last)
                         }

@@ -1,6 +1,7 @@
 //! What a MariaDB/MySQL table is made of, read from `information_schema`.
 
 use crate::engine_error;
+use inrush_core::SqlType;
 use inrush_load::{Error, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -115,6 +116,49 @@ pub struct Column {
     pub precision: Option<u64>,
     pub scale: Option<u64>,
     pub auto_increment: bool,
+}
+
+impl Column {
+    /// The column's type in the engines' shared terms (`Source` for MariaDB's own: enums,
+    /// sets, spatial types, years).
+    pub fn sql_type(&self) -> SqlType {
+        let column_type = self.column_type.to_ascii_lowercase();
+        let unsigned = column_type.contains("unsigned");
+        let digits = |n: Option<u64>| n.and_then(|n| u32::try_from(n).ok());
+        match self.data_type.as_str() {
+            "tinyint" if column_type.starts_with("tinyint(1)") => SqlType::Boolean,
+            "tinyint" => SqlType::SmallInt,
+            "smallint" if !unsigned => SqlType::SmallInt,
+            "smallint" | "mediumint" => SqlType::Integer,
+            "int" | "integer" if !unsigned => SqlType::Integer,
+            "int" | "integer" => SqlType::BigInt,
+            "bigint" if !unsigned => SqlType::BigInt,
+            "bigint" => SqlType::Numeric(Some((20, 0))),
+            "decimal" | "numeric" => {
+                SqlType::Numeric(digits(self.precision).zip(digits(self.scale)))
+            }
+            "float" => SqlType::Real,
+            "double" => SqlType::Double,
+            "bit" if column_type == "bit(1)" => SqlType::Boolean,
+            "date" => SqlType::Date,
+            // The catalog read has no DATETIME_PRECISION: the fraction's digits are unknown.
+            "datetime" => SqlType::Timestamp(None),
+            "timestamp" => SqlType::TimestampTz(None),
+            "time" => SqlType::Time(None),
+            "char" => digits(self.max_length).map_or(SqlType::Text, SqlType::Char),
+            "varchar" => SqlType::Varchar(digits(self.max_length)),
+            "tinytext" | "text" | "mediumtext" | "longtext" => SqlType::Text,
+            "binary" | "varbinary" | "tinyblob" | "blob" | "mediumblob" | "longblob" => {
+                SqlType::Bytes
+            }
+            "json" => SqlType::Json,
+            "uuid" => SqlType::Uuid,
+            _ => SqlType::Source {
+                engine: "mariadb",
+                name: self.column_type.clone(),
+            },
+        }
+    }
 }
 
 impl Table {

@@ -8,9 +8,9 @@ use crate::options::MysqlOptions;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
 use bytes::Bytes;
-use inrush_core::catalog::{ForeignKeyInfo, IndexInfo, TableSize};
+use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::{SqlType, TargetColumn, ValueType};
+use inrush_core::{SqlType, TargetColumn};
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Lacks};
@@ -222,11 +222,9 @@ impl Target for MysqlTarget {
             .map(|c| TargetColumn {
                 name: c.name.clone(),
                 type_sql: c.column_type.clone(),
-                typmod: -1,
-                value_type: ValueType::Unsupported,
+                sql_type: c.sql_type(),
                 // AUTO_INCREMENT fills a NULL.
                 not_null: c.not_null && !c.auto_increment,
-                input_sql: String::new(),
             })
             .collect();
         let described = target::Table {
@@ -295,7 +293,7 @@ impl Target for MysqlTarget {
                 definition: String::new(),
                 unique: index.unique,
                 constraint: (index.name == "PRIMARY").then(|| index.name.clone()),
-                constraint_kind: (index.name == "PRIMARY").then(|| "p".to_string()),
+                constraint_kind: (index.name == "PRIMARY").then_some(ConstraintKind::PrimaryKey),
                 deferrable: false,
                 referenced: false,
                 invalid: false,
@@ -377,7 +375,7 @@ impl Target for MysqlTarget {
             .table
             .triggers
             .iter()
-            .map(|t| (t.clone(), String::new(), "O".into()))
+            .map(|t| Trigger::named(t))
             .collect();
         plan.hidden.settings = std::iter::once(("engine".to_string(), design.table.engine.clone()))
             .chain(

@@ -1,8 +1,10 @@
 //! What the catalog says about the target table and the session, read before a load.
 
 use crate::{quote_ident, Error, Result};
+use inrush_core::catalog::{ConstraintKind, Firing, Trigger};
 pub use inrush_core::catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, TableSize};
-use inrush_core::{ScalarType, TargetColumn, ValueType};
+use inrush_core::TargetColumn;
+use inrush_encode::{ScalarType, ValueType};
 use std::collections::HashMap;
 use tokio_postgres::Client;
 
@@ -117,7 +119,12 @@ impl TableInfo {
                 constraint: r.get(3),
                 invalid: r.get(4),
                 bytes: r.get(5),
-                constraint_kind: r.get(6),
+                constraint_kind: match r.get::<_, Option<&str>>(6) {
+                    Some("p") => Some(ConstraintKind::PrimaryKey),
+                    Some("u") => Some(ConstraintKind::Unique),
+                    Some("x") => Some(ConstraintKind::Exclusion),
+                    _ => None,
+                },
                 deferrable: r.get(7),
                 referenced: r.get(8),
                 leading_column: r.get(9),
@@ -331,6 +338,19 @@ pub struct IndexExtras {
     pub denied_tablespaces: Option<String>,
 }
 
+/// A column of the target table with what PostgreSQL's encoders need beyond the shared
+/// description.
+#[derive(Debug, Clone)]
+pub struct PgColumn {
+    pub column: TargetColumn,
+    /// The type modifier that applies to values (for a domain, its base type's), -1 for none.
+    pub typmod: i32,
+    pub value_type: ValueType,
+    /// A SELECT that reads `$1` (text) with the type's own input function and typmod, exactly as
+    /// COPY does. (A cast would not do: `'abc'::varchar(2)` truncates where COPY refuses.)
+    pub input_sql: String,
+}
+
 /// The target table: its name as the server spells it and the columns a load may feed.
 #[derive(Debug, Clone)]
 pub struct TableInfo {
@@ -338,12 +358,24 @@ pub struct TableInfo {
     pub schema: String,
     pub name: String,
     /// Columns COPY would fill without a column list: not dropped, not generated.
-    pub columns: Vec<TargetColumn>,
+    pub columns: Vec<PgColumn>,
     /// A partitioned table (rows go to its partitions).
     pub partitioned: bool,
 }
 
 impl TableInfo {
+    /// The columns as every engine describes them.
+    pub fn target_columns(&self) -> Vec<TargetColumn> {
+        self.columns.iter().map(|c| c.column.clone()).collect()
+    }
+
+    /// The table's own description of `columns` (which the load maps from this table's);
+    /// `None` if one is not this table's.
+    pub fn described(&self, columns: &[TargetColumn]) -> Option<Vec<PgColumn>> {
+        let own = |c: &TargetColumn| self.columns.iter().find(|own| own.column.name == c.name);
+        columns.iter().map(|c| own(c).cloned()).collect()
+    }
+
     /// `"schema"."table"`, safe to splice into SQL.
     pub fn qualified(&self) -> String {
         format!("{}.{}", quote_ident(&self.schema), quote_ident(&self.name))
@@ -423,12 +455,17 @@ impl TableInfo {
             };
             let (value_type, typmod, io_type) = resolve_type(client, ty, r.get(2)).await?;
             let input_sql = input_function_sql(client, io_type, typmod).await?;
-            columns.push(TargetColumn {
+            let type_sql: String = r.get(1);
+            let column = TargetColumn {
                 name: r.get(0),
-                type_sql: r.get(1),
+                sql_type: crate::sql_type::parse(&type_sql),
+                type_sql,
+                not_null: r.get(3),
+            };
+            columns.push(PgColumn {
+                column,
                 typmod,
                 value_type,
-                not_null: r.get(3),
                 input_sql,
             });
         }
@@ -571,7 +608,16 @@ impl TableInfo {
             .await
             .map_err(q("triggers"))?
             .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .map(|r| Trigger {
+                name: r.get(0),
+                definition: r.get(1),
+                firing: match r.get::<_, &str>(2) {
+                    "A" => Firing::Always,
+                    "R" => Firing::Replica,
+                    "D" => Firing::Disabled,
+                    _ => Firing::Origin,
+                },
+            })
             .collect();
         let sequences = client
             .query(

@@ -12,6 +12,7 @@
 
 use crate::catalog::{relations_exist, ForeignKeyInfo, IndexInfo};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
+use inrush_core::catalog::{ConstraintKind, Firing};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio_postgres::Client;
@@ -85,7 +86,7 @@ struct Dropped {
     drop: String,
 }
 
-/// Journals `indexes`, `foreign_keys` and `triggers` (name, `tgenabled`) of `table`
+/// Journals `indexes`, `foreign_keys` and `triggers` (name, how it fires) of `table`
 /// (committed), then drops the first two and disables the triggers (committed). Needs the right
 /// to create the `inrush` schema (or its existence) and ownership of the table.
 pub async fn journal_and_drop(
@@ -93,7 +94,7 @@ pub async fn journal_and_drop(
     table: &TableInfo,
     indexes: &[IndexInfo],
     foreign_keys: &[ForeignKeyInfo],
-    triggers: &[(String, String)],
+    triggers: &[(String, Firing)],
 ) -> Result<Vec<JournalEntry>> {
     let qualified = table.qualified();
     let mut objects = dropped_indexes(client, table, indexes).await?;
@@ -117,12 +118,12 @@ pub async fn journal_and_drop(
             ),
         });
     }
-    for (name, enabled) in triggers {
+    for (name, firing) in triggers {
         // Back to exactly the firing mode it had.
-        let mode = match enabled.as_str() {
-            "A" => "ENABLE ALWAYS",
-            "R" => "ENABLE REPLICA",
-            _ => "ENABLE",
+        let mode = match firing {
+            Firing::Always => "ENABLE ALWAYS",
+            Firing::Replica => "ENABLE REPLICA",
+            Firing::Origin | Firing::Disabled => "ENABLE",
         };
         objects.push(Dropped {
             kind: TRIGGER,
@@ -213,9 +214,13 @@ async fn dropped_indexes(
     let mut objects = Vec::new();
     for i in indexes {
         let extras = extras.remove(&i.name).unwrap_or_default();
-        let (attach, drop) = match (&i.constraint, i.constraint_kind.as_deref()) {
-            (Some(constraint), Some(kind @ ("p" | "u"))) => {
-                let clause = if kind == "p" { "PRIMARY KEY" } else { "UNIQUE" };
+        let clause = match i.constraint_kind {
+            Some(ConstraintKind::PrimaryKey) => Some("PRIMARY KEY"),
+            Some(ConstraintKind::Unique) => Some("UNIQUE"),
+            Some(ConstraintKind::Exclusion) | None => None,
+        };
+        let (attach, drop) = match (&i.constraint, clause) {
+            (Some(constraint), Some(clause)) => {
                 let attach = format!(
                     "ALTER TABLE {qualified} ADD CONSTRAINT {} {clause} USING INDEX {}{}",
                     quote_ident(constraint),

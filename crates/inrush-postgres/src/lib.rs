@@ -30,7 +30,9 @@ pub mod route;
 pub mod server;
 pub mod sql_type;
 
-pub use catalog::{ForeignKeyInfo, HiddenWork, IndexInfo, SessionInfo, TableInfo, TableSize};
+pub use catalog::{
+    ForeignKeyInfo, HiddenWork, IndexInfo, PgColumn, SessionInfo, TableInfo, TableSize,
+};
 pub use options::ConnectOptions;
 
 /// A load's errors carry this crate's whole, with their kind; the causes every engine has

@@ -5,7 +5,6 @@
 //! `01/02/2024` costs one round trip per distinct value, not per row.
 
 use crate::{ConnectOptions, Error, Result};
-use inrush_core::TargetColumn;
 use postgres::types::{FromSql, Type};
 use std::collections::HashMap;
 
@@ -15,7 +14,9 @@ const CACHE_LIMIT: usize = 65_536;
 /// One connection's worth of value resolution; one per worker thread, opened on first use.
 pub struct Resolver {
     target: ConnectOptions,
-    columns: Vec<TargetColumn>,
+    /// Per column, the SELECT that reads `$1` with its type's input function
+    /// ([`crate::PgColumn::input_sql`]).
+    inputs: Vec<String>,
     client: Option<postgres::Client>,
     statements: HashMap<usize, postgres::Statement>,
     cache: HashMap<(usize, Box<str>), Result<Vec<u8>, String>>,
@@ -24,10 +25,10 @@ pub struct Resolver {
 }
 
 impl Resolver {
-    pub fn new(target: ConnectOptions, columns: Vec<TargetColumn>) -> Self {
+    pub fn new(target: ConnectOptions, inputs: Vec<String>) -> Self {
         Resolver {
             target,
-            columns,
+            inputs,
             client: None,
             statements: HashMap::new(),
             cache: HashMap::new(),
@@ -48,7 +49,7 @@ impl Resolver {
         let stmt = match self.statements.get(&col) {
             Some(s) => s.clone(),
             None => {
-                let sql = &self.columns[col].input_sql;
+                let sql = &self.inputs[col];
                 let s = client.prepare(sql).map_err(|cause| Error::Query {
                     what: format!("preparing {sql}"),
                     cause,

@@ -5,9 +5,9 @@ use crate::value::{push_value, ColumnCheck, Kind};
 use crate::writer::{self, Conflict, RowWriter};
 use crate::{failed, quote};
 use bytes::Bytes;
-use inrush_core::catalog::{IndexInfo, TableSize};
+use inrush_core::catalog::{IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
-use inrush_core::{SqlType, TargetColumn, ValueType};
+use inrush_core::{SqlType, TargetColumn};
 use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
@@ -143,13 +143,12 @@ impl Target for SqliteTarget {
             .table
             .columns
             .iter()
-            .map(|c| TargetColumn {
+            .zip(&design.checks)
+            .map(|(c, check)| TargetColumn {
                 name: c.name.clone(),
                 type_sql: c.declared.clone(),
-                typmod: -1,
-                value_type: ValueType::Unsupported,
+                sql_type: check.kind.sql_type(),
                 not_null: c.not_null,
-                input_sql: String::new(),
             })
             .collect();
         let (bytes, changed_by_delete) = match create_sql {
@@ -253,7 +252,7 @@ impl Target for SqliteTarget {
             .table
             .triggers
             .iter()
-            .map(|t| (t.clone(), String::new(), "O".into()))
+            .map(|t| Trigger::named(t))
             .collect();
         Ok(plan)
     }

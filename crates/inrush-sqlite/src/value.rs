@@ -25,6 +25,8 @@
 //! [`Values`]): per value a tag byte, then 8 bytes for an integer or a length and bytes for
 //! text and blobs.
 
+use inrush_core::SqlType;
+
 /// How SQLite treats values bound to a column (its declared type's affinity), and which
 /// convention inrush checks on top of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +75,26 @@ impl Kind {
             Kind::Json
         } else {
             Kind::Numeric
+        }
+    }
+
+    /// The kind in the engines' shared terms: SQLite's integers are 64-bit, its reals
+    /// doubles; BLOB affinity and ANY keep whatever they are given.
+    pub fn sql_type(self) -> SqlType {
+        match self {
+            Kind::Integer => SqlType::BigInt,
+            Kind::Real => SqlType::Double,
+            Kind::Numeric => SqlType::Numeric(None),
+            Kind::Text => SqlType::Text,
+            Kind::Blob | Kind::Any => SqlType::Source {
+                engine: "sqlite",
+                name: self.strict_name().into(),
+            },
+            Kind::Bool => SqlType::Boolean,
+            Kind::Date => SqlType::Date,
+            Kind::Time => SqlType::Time(None),
+            Kind::DateTime => SqlType::Timestamp(None),
+            Kind::Json => SqlType::Json,
         }
     }
 

@@ -10,8 +10,8 @@ use arrow_array::{
 };
 use arrow_buffer::NullBuffer;
 use arrow_schema::{DataType, TimeUnit};
-use inrush_core::{ScalarType, ValueType};
 use inrush_encode::{ColumnEncoder, EncodeContext, EncodeError};
+use inrush_encode::{ScalarType, ValueType};
 
 /// One column array ready for [`Coercion`]'s per-value work; see [`Coercion::prepare`].
 pub struct Prepared<'a> {

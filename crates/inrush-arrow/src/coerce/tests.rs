@@ -5,22 +5,33 @@ use arrow_array::*;
 use arrow_schema::{Field, Fields};
 use std::sync::Arc;
 
-fn column(value_type: ValueType, typmod: i32, type_sql: &str) -> TargetColumn {
-    TargetColumn {
+/// A target column with the binary type PostgreSQL's encoder writes it in.
+#[derive(Clone)]
+struct Col {
+    column: TargetColumn,
+    value_type: ValueType,
+    typmod: i32,
+}
+
+fn column(value_type: ValueType, typmod: i32, type_sql: &str) -> Col {
+    let column = TargetColumn {
         name: "c".into(),
         type_sql: type_sql.into(),
-        typmod,
-        value_type,
+        sql_type: inrush_core::SqlType::Text,
         not_null: false,
-        input_sql: String::new(),
+    };
+    Col {
+        column,
+        value_type,
+        typmod,
     }
 }
 
-fn scalar(s: ScalarType, typmod: i32, type_sql: &str) -> TargetColumn {
+fn scalar(s: ScalarType, typmod: i32, type_sql: &str) -> Col {
     column(ValueType::Scalar { scalar: s }, typmod, type_sql)
 }
 
-fn array_of(elem: ScalarType, type_sql: &str) -> TargetColumn {
+fn array_of(elem: ScalarType, type_sql: &str) -> Col {
     column(
         ValueType::Array {
             elem,
@@ -31,9 +42,15 @@ fn array_of(elem: ScalarType, type_sql: &str) -> TargetColumn {
     )
 }
 
-fn coercion(array: &dyn Array, target: &TargetColumn) -> Coercion {
+impl Col {
+    fn coercion(&self, field: &Field) -> Result<Coercion> {
+        Coercion::new(field, &self.column, &self.value_type, self.typmod)
+    }
+}
+
+fn coercion(array: &dyn Array, target: &Col) -> Coercion {
     let field = Field::new("c", array.data_type().clone(), true);
-    match Coercion::new(&field, target) {
+    match target.coercion(&field) {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     }
@@ -68,7 +85,7 @@ fn reference(c: &Coercion, array: &dyn Array, row: usize) -> Result<Vec<u8>, Enc
 
 /// Every non-null row: where the reference decides (Ok or Refused), the coercion decides the
 /// same. Returns how many rows the reference decided.
-fn assert_equivalent(array: &dyn Array, target: &TargetColumn) -> usize {
+fn assert_equivalent(array: &dyn Array, target: &Col) -> usize {
     let c = coercion(array, target);
     let mut decided = 0;
     for row in 0..array.len() {
@@ -90,7 +107,7 @@ fn assert_equivalent(array: &dyn Array, target: &TargetColumn) -> usize {
             "row {row}, text {:?}, {:?} into {}",
             text(&c, array, row),
             array.data_type(),
-            target.type_sql
+            target.column.type_sql
         );
     }
     decided
@@ -111,7 +128,7 @@ impl Rng {
     }
 }
 
-fn int_targets() -> [TargetColumn; 3] {
+fn int_targets() -> [Col; 3] {
     [
         scalar(ScalarType::Int2, -1, "smallint"),
         scalar(ScalarType::Int4, -1, "integer"),
@@ -553,9 +570,7 @@ fn lists_into_arrays() {
     ));
     // A list into a scalar column is refused up front.
     let field = Field::new("c", ints.data_type().clone(), true);
-    let e = Coercion::new(&field, &int_targets()[1])
-        .unwrap_err()
-        .to_string();
+    let e = int_targets()[1].coercion(&field).unwrap_err().to_string();
     assert!(e.contains("column \"c\"") && e.contains("integer"), "{e}");
 }
 
@@ -597,7 +612,7 @@ fn structs_maps_and_lists_into_json() {
 
     // Struct into int: refused before any row is read.
     let field = Field::new("s", s.data_type().clone(), true);
-    let e = Coercion::new(&field, &int_targets()[1]).unwrap_err();
+    let e = int_targets()[1].coercion(&field).unwrap_err();
     assert!(matches!(e, Error::Incompatible { .. }), "{e}");
     let _ = Fields::empty();
 }
@@ -607,8 +622,8 @@ fn incompatible_pairs_name_the_column_and_both_types() {
     let date = scalar(ScalarType::Date, -1, "date");
     let field = Field::new("flag", DataType::Boolean, true);
     let mut target = date.clone();
-    target.name = "shipdate".into();
-    let e = Coercion::new(&field, &target).unwrap_err().to_string();
+    target.column.name = "shipdate".into();
+    let e = target.coercion(&field).unwrap_err().to_string();
     assert_eq!(
         e,
         "column \"shipdate\": cannot load Arrow Boolean into date"
@@ -624,7 +639,7 @@ fn incompatible_pairs_name_the_column_and_both_types() {
     ] {
         let field = Field::new("c", dt.clone(), true);
         assert!(
-            Coercion::new(&field, &scalar(t, -1, "t")).is_err(),
+            scalar(t, -1, "t").coercion(&field).is_err(),
             "{dt} into {t:?}"
         );
     }
@@ -698,7 +713,11 @@ fn generated_decimals_and_integers_into_numeric_typmods() {
         for t in &targets {
             // Only overflowing values are left to the server (its message has a detail).
             let decided = assert_equivalent(&a, t);
-            assert!(decided >= 3, "{decided} for {scale} into {}", t.type_sql);
+            assert!(
+                decided >= 3,
+                "{decided} for {scale} into {}",
+                t.column.type_sql
+            );
             if t.typmod == -1 {
                 assert_eq!(decided, a.len());
             }
@@ -746,7 +765,7 @@ fn generated_decimals_and_integers_into_numeric_typmods() {
 fn bench_direct_paths_against_the_text_path() {
     let n = 1_000_000;
     let mut rng = Rng(1);
-    let cases: Vec<(&str, ArrayRef, TargetColumn)> = vec![
+    let cases: Vec<(&str, ArrayRef, Col)> = vec![
         (
             "int64 -> int4",
             Arc::new(Int64Array::from(
@@ -1085,10 +1104,10 @@ fn native_text_forms_match_the_rendered_ones() {
 /// Every non-null row of `array`: the encoding `prepare` chose (direct or not, as `direct`
 /// says) answers as the general path does, errors included, and as the text path where that
 /// decides.
-fn assert_direct(array: &dyn Array, target: &TargetColumn, direct: bool) {
+fn assert_direct(array: &dyn Array, target: &Col, direct: bool) {
     let c = coercion(array, target);
     let p = c.prepare(array);
-    let what = format!("{:?} into {}", array.data_type(), target.type_sql);
+    let what = format!("{:?} into {}", array.data_type(), target.column.type_sql);
     assert_eq!(p.is_direct(), direct, "{what}");
     let ctx = EncodeContext::default();
     for row in 0..array.len() {

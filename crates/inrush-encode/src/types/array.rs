@@ -11,8 +11,8 @@
 //! dimension decorations, empty or oddly quoted elements and any other malformed literal.
 use super::is_pg_space;
 use crate::EncodeContext;
+use crate::ScalarType;
 use crate::{EncodeError, Result};
-use inrush_core::ScalarType;
 use std::borrow::Cow;
 
 /// Appends `text` as one element of an array literal (the writer's side of [`split`]),

@@ -17,7 +17,7 @@ mod uuid;
 pub use array::push_element as push_array_element;
 
 use crate::Result;
-use inrush_core::{ScalarType, ValueType};
+use crate::{ScalarType, ValueType};
 
 /// Facts about the target session that change how text is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,14 +9,14 @@ use super::Load;
 use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::Book;
 use crate::route::{self, Router, Routing, ShardServer};
-use crate::{activity, ddl, ConnectOptions, TableInfo, TableSize};
-use inrush_core::{SqlType, TargetColumn, ValueType};
-use inrush_encode::{DateOrder, EncodeContext};
+use crate::{activity, ddl, ConnectOptions, PgColumn, TableInfo, TableSize};
+use inrush_core::{SqlType, TargetColumn};
+use inrush_encode::{DateOrder, EncodeContext, ScalarType, ValueType};
 use inrush_load::sources::Sources;
-use inrush_load::stages::json_form;
 use inrush_load::summary::Parallelism;
 use inrush_load::target::Encoding;
-use inrush_load::{LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
+use inrush_load::{Error, LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
+use inrush_read::jsonl::ColumnForm;
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
 
@@ -48,7 +48,8 @@ async fn decide_load(
     opts: &LoadOptions,
     input_size: Option<u64>,
 ) -> Result<LoadPlan> {
-    let (format, text_reason) = copy_format(opts, columns);
+    let described = described(&load.table, columns)?;
+    let (format, text_reason) = copy_format(opts, &described);
     load.format = format;
     load.text_reason = text_reason;
     // --on-conflict skip|update: the connections COPY into an unlogged staging table (their
@@ -120,7 +121,7 @@ async fn decide_load(
         } else {
             None
         };
-        plan.choose_sort(columns, blocked);
+        plan.choose_sort(columns, |at| sortable(&described[at]), blocked);
     }
     let blocked = routing_blocked(opts, format, load.staging.is_some(), &plan);
     let (routed, routing) = routing(
@@ -194,9 +195,11 @@ fn leaf_destinations(
 /// How the workers encode the rows: binary (or text) COPY tuples, the values no binary encoder
 /// takes read by the server through a resolver of its own, each row's place in the input for
 /// the staging table, and the router.
-pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Encoding {
+pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Result<Encoding> {
+    let columns = described(&load.table, columns)?;
+    let json = columns.iter().map(|c| json_form(&c.value_type)).collect();
     let session = &load.session;
-    Encoding {
+    Ok(Encoding {
         rows: Box::new(CopyRows {
             format: load.format,
             ctx: EncodeContext {
@@ -204,7 +207,7 @@ pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Encoding {
                 session_time_zone_is_utc: session.time_zone_is_utc(),
                 date_order: DateOrder::of_date_style(&session.date_style),
             },
-            columns: columns.to_vec(),
+            columns,
             relation: load.table.name.clone(),
             ordinal: load.staging.is_some(),
             target: load.target.clone(),
@@ -214,8 +217,35 @@ pub(super) fn encoding(load: &mut Load, columns: &[TargetColumn]) -> Encoding {
             .take()
             .map(|r| Box::new(r) as Box<dyn inrush_load::route::Route>),
         whole_blocks: load.whole_blocks,
-        json: Some(columns.iter().map(|c| json_form(&c.value_type)).collect()),
+        json: Some(json),
+    })
+}
+
+/// `columns` as the load's table describes them.
+fn described(table: &TableInfo, columns: &[TargetColumn]) -> Result<Vec<PgColumn>> {
+    let not_ours = || {
+        Error::Internal(format!(
+            "a column mapped is not one of {}",
+            table.qualified()
+        ))
+    };
+    table.described(columns).ok_or_else(not_ours)
+}
+
+/// How a JSON value goes into a column of this type.
+fn json_form(value_type: &ValueType) -> ColumnForm {
+    match value_type {
+        ValueType::Scalar {
+            scalar: ScalarType::Json | ScalarType::Jsonb,
+        } => ColumnForm::Json,
+        ValueType::Array { .. } => ColumnForm::Array,
+        _ => ColumnForm::Plain,
     }
+}
+
+/// Whether the column's binary form sorts, and as signed numbers (see [`CopyRows::signed`]).
+fn sortable(column: &PgColumn) -> Option<bool> {
+    CopyRows::signed(&column.value_type)
 }
 
 /// `inrush plan`: the plan of a load of `input_size` bytes into `table`, as if the input fed
@@ -231,15 +261,15 @@ pub(super) async fn preview(
     let client = target.connect().await?;
     let table = TableInfo::read(&client, table).await?;
     let mut plan = decide_plan(&client, &table, input_size, opts, false, false).await?;
-    plan.choose_sort(&table.columns, None);
+    let columns = table.target_columns();
+    plan.choose_sort(&columns, |at| sortable(&table.columns[at]), None);
     let blocked = match mode {
         PartitionRouting::Server => Some("--route server"),
         _ if plan.sort.is_some() => Some("the rows are sorted by a kept index's key first"),
         PartitionRouting::Auto | PartitionRouting::Client => None,
     };
-    let columns = &table.columns;
     let (routed, routing) = routing(
-        &client, &table, columns, blocked, target, false, mode, resume,
+        &client, &table, &columns, blocked, target, false, mode, resume,
     )
     .await?;
     plan.routing = routing;
@@ -478,11 +508,11 @@ pub(super) async fn shard_plans(
 }
 
 /// Binary COPY, unless asked for text or a column has no binary encoder.
-fn copy_format(opts: &LoadOptions, columns: &[TargetColumn]) -> (CopyFormat, Option<String>) {
+fn copy_format(opts: &LoadOptions, columns: &[PgColumn]) -> (CopyFormat, Option<String>) {
     let unsupported: Vec<String> = columns
         .iter()
         .filter(|c| c.value_type == ValueType::Unsupported)
-        .map(|c| format!("{} ({})", c.name, c.type_sql))
+        .map(|c| format!("{} ({})", c.column.name, c.column.type_sql))
         .collect();
     if opts.force_text {
         (CopyFormat::Text, Some("requested".to_string()))
@@ -501,7 +531,7 @@ fn copy_format(opts: &LoadOptions, columns: &[TargetColumn]) -> (CopyFormat, Opt
 pub(super) fn passthrough(
     sources: &Sources,
     types: &[(String, SqlType)],
-    columns: &[TargetColumn],
+    columns: &[PgColumn],
     format: CopyFormat,
     opts: &LoadOptions,
     staged: bool,
@@ -512,6 +542,7 @@ pub(super) fn passthrough(
             ValueType::Array { elem_oid, .. } => *elem_oid < 16384,
             ValueType::Unsupported => false,
         };
+        let c = &c.column;
         let same = |t: &SqlType| crate::sql_type::name(t) == c.type_sql;
         oid_free && types.iter().any(|(n, t)| *n == c.name && same(t))
     });
@@ -527,7 +558,7 @@ pub(super) fn passthrough(
     } else {
         let _ = sources
             .passthrough
-            .set(columns.iter().map(|c| c.name.clone()).collect());
+            .set(columns.iter().map(|c| c.column.name.clone()).collect());
         "as COPY BINARY tuples, untouched (every column has the target's type)"
     };
     format!("--from-query: rows streamed {how}")

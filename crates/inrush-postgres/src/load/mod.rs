@@ -188,7 +188,7 @@ impl Target for PostgresTarget {
         let load = table::open(&self.options, opts, create, &self.runtime, &self.waits)?;
         let described = target::Table {
             name: load.table.qualified(),
-            columns: load.table.columns.clone(),
+            columns: load.table.target_columns(),
             bytes: None,
             create_note: load.create_sql.as_ref().map(|sql| {
                 let frozen = decide::frozen(opts, &load.table);
@@ -230,7 +230,7 @@ impl Target for PostgresTarget {
     }
 
     fn encoding(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        self.with(|load| Ok(decide::encoding(load, columns)))
+        self.with(|load| decide::encoding(load, columns))
     }
 
     fn query_note(
@@ -242,8 +242,12 @@ impl Target for PostgresTarget {
     ) -> Option<String> {
         self.peek(|l| {
             let staged = l.staging.is_some();
-            decide::passthrough(sources, types, columns, l.format, opts, staged)
+            let columns = l.table.described(columns)?;
+            Some(decide::passthrough(
+                sources, types, &columns, l.format, opts, staged,
+            ))
         })
+        .flatten()
     }
 
     fn slower_because(&self) -> Option<String> {

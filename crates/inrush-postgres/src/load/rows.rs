@@ -6,18 +6,18 @@
 
 use crate::copy::CopyFormat;
 use crate::resolve::Resolver;
-use crate::ConnectOptions;
-use inrush_arrow::Prepared;
+use crate::{ConnectOptions, PgColumn};
+use inrush_arrow::{Coercion, Field, Prepared};
 use inrush_core::TargetColumn;
-use inrush_encode::binary_copy::TupleWriter;
-use inrush_encode::{text_copy, ColumnEncoder, EncodeContext, EncodeError};
+use inrush_encode::binary_copy::{tuple_fields, TupleWriter};
+use inrush_encode::{text_copy, ColumnEncoder, EncodeContext, EncodeError, ScalarType, ValueType};
 use inrush_load::encoder::{as_text, At, Refused, RowEncoder, RowWriter, ValueTexts};
 
 /// One load's COPY encoding, shared by the workers.
 pub(super) struct CopyRows {
     pub format: CopyFormat,
     pub ctx: EncodeContext,
-    pub columns: Vec<TargetColumn>,
+    pub columns: Vec<PgColumn>,
     /// The relation's bare name, as the server names it in NOT NULL messages.
     pub relation: String,
     /// Each row ends with its [`At::position`] as a bigint field.
@@ -28,17 +28,38 @@ pub(super) struct CopyRows {
 
 impl RowEncoder for CopyRows {
     fn worker(&self, nul_free: bool) -> Box<dyn RowWriter + '_> {
-        let encoder = |c: &TargetColumn| ColumnEncoder::new(&c.value_type, c.typmod, nul_free);
+        let encoder = |c: &PgColumn| ColumnEncoder::new(&c.value_type, c.typmod, nul_free);
+        let inputs = self.columns.iter().map(|c| c.input_sql.clone()).collect();
         Box::new(CopyWriter {
             rows: self,
             encoders: self.columns.iter().map(encoder).collect(),
-            resolver: Resolver::new(self.target.clone(), self.columns.clone()),
+            resolver: Resolver::new(self.target.clone(), inputs),
             text: String::new(),
         })
     }
 
     fn reads_plain(&self) -> bool {
         false
+    }
+
+    fn coercion(
+        &self,
+        field: &Field,
+        column: usize,
+        target: &TargetColumn,
+    ) -> inrush_arrow::Result<Coercion> {
+        // Under text COPY too: the type decides how values render (uuid, json).
+        let ours = &self.columns[column];
+        Coercion::new(field, target, &ours.value_type, ours.typmod)
+    }
+
+    fn fields<'d>(
+        &self,
+        data: &'d [u8],
+        pos: usize,
+        fields: &mut Vec<Option<&'d [u8]>>,
+    ) -> Option<usize> {
+        tuple_fields(data, pos, fields)
     }
 }
 
@@ -118,7 +139,7 @@ impl CopyWriter<'_> {
     fn text_row(&self, fields: &[Option<&str>], at: At, out: &mut Vec<u8>) -> Result<(), Refused> {
         let mark = out.len();
         for (i, (column, field)) in self.rows.columns.iter().zip(fields).enumerate() {
-            if field.is_none() && column.not_null {
+            if field.is_none() && column.column.not_null {
                 out.truncate(mark);
                 return Err(Refused::Value(i, self.rows.not_null_reason(column)));
             }
@@ -164,7 +185,7 @@ impl CopyRows {
         let mark = out.begin_tuple(width as u16);
         for (i, column) in self.columns.iter().enumerate() {
             if (values.null)(i) {
-                if column.not_null {
+                if column.column.not_null {
                     out.rewind(mark);
                     return Err(Refused::Value(i, self.not_null_reason(column)));
                 }
@@ -199,11 +220,26 @@ impl CopyRows {
         Ok(())
     }
 
-    fn not_null_reason(&self, column: &TargetColumn) -> String {
+    fn not_null_reason(&self, column: &PgColumn) -> String {
         format!(
             "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-            column.name, self.relation
+            column.column.name, self.relation
         )
+    }
+
+    /// Whether values of this type sort by their binary form: `Some(true)` as big-endian signed
+    /// numbers (integers, dates, timestamps), `Some(false)` as bytes (text in byte order,
+    /// which is what an index's locality needs, not the collation's order; uuid).
+    pub fn signed(value_type: &ValueType) -> Option<bool> {
+        use ScalarType as S;
+        match value_type {
+            ValueType::Scalar { scalar } => match scalar {
+                S::Int2 | S::Int4 | S::Int8 | S::Date | S::Timestamp | S::Timestamptz => Some(true),
+                S::Text | S::Varchar | S::Bpchar | S::Uuid => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }
 
