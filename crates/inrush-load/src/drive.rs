@@ -166,6 +166,10 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
     // --check writes the rows inside the writers' transactions and rolls them back, so the
     // engine refuses what the load would; where it cannot, the rows are checked here only.
     // A table --create would make has nothing for the engine to check: it is not made.
+    let plan = match opts.prepare {
+        Some(_) => plan.for_task(),
+        None => plan,
+    };
     let (plan, check_skipped) = match opts.check_only {
         true => (plan.checked(), target.checks_on_client_only(&table, opts)),
         false => (plan, None),
@@ -505,6 +509,7 @@ fn summary(
         check_skipped,
         rows_resumed: resume.as_ref().map_or(0, |(_, r)| r.rows_before),
         blocks: committed.blocks,
+        prepared: committed.prepared,
         plan,
         phases: Phases {
             inspect: (inspected - started).as_secs_f64(),

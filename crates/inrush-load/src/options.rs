@@ -81,6 +81,9 @@ pub struct LoadOptions {
     pub table_lock: bool,
     /// Read, parse and check every row against the table, but load nothing (`--check`).
     pub check_only: bool,
+    /// `--prepare JOB:PART`: a task of a distributed write, whose transactions end prepared
+    /// for the job's coordinator to decide (see [`crate::job`]).
+    pub prepare: Option<crate::job::Prepare>,
     /// Set from outside (a signal handler) to stop the load; says what stopping means in the
     /// phase the load is in.
     pub interrupt: std::sync::Arc<crate::Interrupt>,
@@ -109,7 +112,6 @@ impl LoadOptions {
             max_errors: 0,
             rejects: None,
             interrupt: Default::default(),
-            check_only: false,
             truncate: false,
             create: false,
             create_types: Vec::new(),
@@ -117,6 +119,8 @@ impl LoadOptions {
             stream: None,
             on_conflict: OnConflict::Error,
             table_lock: false,
+            check_only: false,
+            prepare: None,
             plan: crate::PlanOptions::default(),
         }
     }
@@ -237,6 +241,22 @@ impl LoadOptions {
                 "--keep-indexes",
                 "one rebuilds keys after the load, the other keeps every index",
             );
+        }
+        if self.prepare.is_some() {
+            let task =
+                "a task of a distributed write leaves its rows prepared for the job to commit";
+            let refused = [
+                (self.resume, "--resume", "--resume commits block by block"),
+                (self.create, "--create", "the job makes its table once, before its tasks"),
+                (self.truncate, "--truncate", "the job empties its table once (mode overwrite)"),
+                (on_conflict, "--on-conflict", "the merge commits on its own"),
+                (self.check_only, "--check", "--check loads nothing"),
+                (self.table_lock, "--table-lock", "every task would wait for the others' prepared transactions, which wait for the job"),
+                (self.plan.disable_triggers, "--disable-triggers", "disabling them locks the table until the job decides, which the other tasks would wait for"),
+            ];
+            if let Some((_, option, why)) = refused.iter().find(|(asked, ..)| *asked) {
+                return conflict("--prepare", option, &format!("{task}; {why}"));
+            }
         }
         if self.rejects.is_some() && self.max_errors == 0 {
             return Err(crate::Error::Usage(

@@ -396,6 +396,24 @@ impl LoadPlan {
             .collect()
     }
 
+    /// `--prepare`: a task of a distributed write changes no definition and runs nothing
+    /// after its rows (its transactions stay open, prepared, until the job decides): every
+    /// index and key stays, and the job's coordinator plans the table once for all tasks.
+    pub fn for_task(mut self) -> Self {
+        let why = "--prepare: kept, a task of a distributed write changes no definition";
+        for d in &mut self.indexes {
+            d.action = IndexAction::Keep;
+            d.reason = why.into();
+        }
+        for d in &mut self.foreign_keys {
+            d.action = IndexAction::Keep;
+            d.reason = why.into();
+        }
+        self.rule = "indexes and keys are kept: a task of a distributed write leaves the table's definitions to its job".into();
+        self.after = Maintenance::None;
+        self
+    }
+
     /// `--check`: the rows go in inside transactions that are rolled back, so nothing is
     /// dropped, built after or sorted: every index and key stays on the table and the server
     /// checks each row as the load would (its refusal names the row's line), and nothing

@@ -40,6 +40,9 @@ pub struct LoadSummary {
     /// `--resume`: the blocks this run committed, and those other processes loading the same
     /// input committed while it ran.
     pub blocks: Option<Blocks>,
+    /// `--prepare`: the transactions the load left prepared, named for its job's coordinator
+    /// to commit or roll back; empty otherwise.
+    pub prepared: Vec<String>,
     /// What was done around the COPY, and why.
     pub plan: crate::LoadPlan,
     /// Seconds per phase; `seconds` is their sum: the time until the table is ready to query.
@@ -85,6 +88,7 @@ impl LoadSummary {
             check_skipped: None,
             rows_resumed: 0,
             blocks: None,
+            prepared: Vec::new(),
             plan,
             phases: Phases {
                 inspect: seconds,

@@ -17,6 +17,8 @@ pub enum Feature {
     FastUnsafe,
     /// `--route client|server`: who finds each row's partition.
     Route,
+    /// `--prepare`: a task of a distributed write, its transactions left prepared.
+    Prepare,
 }
 
 impl Feature {
@@ -28,6 +30,7 @@ impl Feature {
             Feature::DisableTriggers => "--disable-triggers",
             Feature::FastUnsafe => "--fast-unsafe",
             Feature::Route => "--route",
+            Feature::Prepare => "--prepare",
         }
     }
 
@@ -39,6 +42,7 @@ impl Feature {
             Feature::DisableTriggers => opts.plan.disable_triggers,
             Feature::FastUnsafe => opts.plan.fast_unsafe,
             Feature::Route => opts.routing != PartitionRouting::Auto,
+            Feature::Prepare => opts.prepare.is_some(),
         }
     }
 }

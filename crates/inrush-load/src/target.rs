@@ -312,6 +312,8 @@ pub struct Committed {
     pub blocks: Option<Blocks>,
     /// The log the load wrote, where the engine says.
     pub log: Option<Log>,
+    /// `--prepare`: the transactions left prepared for the job to decide.
+    pub prepared: Vec<String>,
 }
 
 impl Committed {
@@ -325,6 +327,7 @@ impl Committed {
         self.parallelism = later.parallelism.or(self.parallelism.take());
         self.blocks = later.blocks.or(self.blocks.take());
         self.log = later.log.or(self.log);
+        self.prepared.extend(later.prepared);
     }
 }
 

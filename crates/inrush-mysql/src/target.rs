@@ -134,6 +134,10 @@ impl Target for MysqlTarget {
                 Feature::Route,
                 "partitions are routed by inrush on PostgreSQL only; MariaDB routes its own",
             ),
+            (
+                Feature::Prepare,
+                "distributed writes are two-phase on PostgreSQL only so far (not with MariaDB's XA)",
+            ),
         ]
     }
 

@@ -13,17 +13,26 @@
 //! [`resolve`]) finds those of a load on each server: a decided load's are committed, an
 //! undecided load's rolled back. The loading session holds an advisory lock on its id until it
 //! is done, so a recover beside a load that is still committing leaves it alone.
+//!
+//! A distributed write (a Spark job, `inrush load --prepare`) is the same log with its parts
+//! in other processes: the coordinator logs the job ([`job_begin`]), each task PREPAREs its
+//! transactions as `inrush_<job>_<part>_<n>` ([`prepare_part`]), and the coordinator decides
+//! ([`job_commit`]): the decision names the winning transactions (a retried or speculative
+//! attempt prepares too, and must not land twice), which are committed, and every other
+//! transaction of the job is rolled back. `recover` after a decision commits the winners only.
 
 use crate::catalog::relations_exist;
 use crate::route::shard;
 use crate::{query_error, ConnectOptions, Error, Result};
+use inrush_load::job::{JobOutcome, JobStep};
 use tokio_postgres::Client;
 
 const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      CREATE TABLE IF NOT EXISTS inrush.joint_commits ( \
        load_id text PRIMARY KEY, servers text[] NOT NULL, \
        decided boolean NOT NULL DEFAULT false, \
-       started_at timestamptz NOT NULL DEFAULT now())";
+       started_at timestamptz NOT NULL DEFAULT now()); \
+     ALTER TABLE inrush.joint_commits ADD COLUMN IF NOT EXISTS winners text[]";
 
 /// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
 /// prepared, for a joint commit.
@@ -134,7 +143,7 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
     }
     let loads = control
         .query(
-            "SELECT load_id, servers, decided FROM inrush.joint_commits ORDER BY started_at",
+            "SELECT load_id, servers, decided, winners FROM inrush.joint_commits ORDER BY started_at",
             &[],
         )
         .await
@@ -142,6 +151,13 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
     for load in loads {
         let (id, servers, decided): (String, Vec<String>, bool) =
             (load.get(0), load.get(1), load.get(2));
+        // A job's decision names its winners; a load's covers every transaction.
+        let winners: Option<Vec<String>> = load.get(3);
+        let decision = match (decided, winners) {
+            (false, _) => Decision::RollBack,
+            (true, None) => Decision::CommitAll,
+            (true, Some(winners)) => Decision::Commit(winners),
+        };
         let free: bool = control
             .query_one("SELECT pg_try_advisory_lock($1)", &[&lock_key(&id)])
             .await
@@ -152,7 +168,7 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
             continue;
         }
         let joint = JointCommit { id };
-        decide_on(control, "the target", &joint, decided, &mut resolved).await?;
+        decide_on(control, "the target", &joint.id, &decision, &mut resolved).await?;
         for server in &servers {
             let Some(found) = shard::shard_named(control, server, target).await? else {
                 return Err(Error::Server(format!(
@@ -163,44 +179,234 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
             let options = ConnectOptions::parse(&found.conninfo)?;
             let client = options.connect().await?;
             let name = format!("foreign server {server}");
-            decide_on(&client, &name, &joint, decided, &mut resolved).await?;
+            decide_on(&client, &name, &joint.id, &decision, &mut resolved).await?;
         }
         joint.end(control).await;
     }
     Ok(resolved)
 }
 
-/// Commits (`decided`) or rolls back every transaction of `joint` still prepared on `client`'s
-/// server.
+/// What becomes of a logged load's prepared transactions.
+enum Decision {
+    /// Undecided: none may land.
+    RollBack,
+    /// A load decided: all of them.
+    CommitAll,
+    /// A job decided: these; the rest were other attempts.
+    Commit(Vec<String>),
+}
+
+/// Carries out `decision` on every transaction of load (or job) `id` still prepared on
+/// `client`'s server.
 async fn decide_on(
     client: &Client,
     server: &str,
-    joint: &JointCommit,
-    decided: bool,
+    id: &str,
+    decision: &Decision,
     resolved: &mut Resolved,
 ) -> Result<()> {
-    let prefix = format!("inrush_{}_", joint.id);
-    let gids = client
+    for gid in prepared_of(client, id).await? {
+        let commit = match decision {
+            Decision::RollBack => false,
+            Decision::CommitAll => true,
+            Decision::Commit(winners) => winners.contains(&gid),
+        };
+        finish_one(client, &gid, commit).await?;
+        let into = match commit {
+            true => &mut resolved.committed,
+            false => &mut resolved.rolled_back,
+        };
+        into.push(format!("{gid} on {server}"));
+    }
+    Ok(())
+}
+
+/// The transactions of load (or job) `id` prepared in `client`'s database.
+async fn prepared_of(client: &Client, id: &str) -> Result<Vec<String>> {
+    let prefix = format!("inrush_{id}_");
+    let rows = client
         .query(
             "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, $1) AND database = current_database()",
             &[&prefix],
         )
         .await
         .map_err(query_error("reading pg_prepared_xacts"))?;
-    for row in gids {
-        let gid: String = row.get(0);
-        let (sql, into) = match decided {
-            true => (format!("COMMIT PREPARED '{gid}'"), &mut resolved.committed),
-            false => (
-                format!("ROLLBACK PREPARED '{gid}'"),
-                &mut resolved.rolled_back,
-            ),
-        };
-        client
-            .batch_execute(&sql)
-            .await
-            .map_err(query_error(sql.clone()))?;
-        into.push(format!("{gid} on {server}"));
-    }
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// COMMIT PREPARED or ROLLBACK PREPARED `gid` (read from the server: quoted, whoever made it).
+async fn finish_one(client: &Client, gid: &str, commit: bool) -> Result<()> {
+    let literal = gid.replace('\'', "''");
+    let sql = match commit {
+        true => format!("COMMIT PREPARED '{literal}'"),
+        false => format!("ROLLBACK PREPARED '{literal}'"),
+    };
+    client
+        .batch_execute(&sql)
+        .await
+        .map_err(query_error(sql.clone()))
+}
+
+/// A distributed write's coordinator: one step of job `job` (see the module documentation).
+pub fn job(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
+    let job = inrush_load::job::job_name(job)?;
+    let runtime = crate::load::runtime()?;
+    Ok(runtime.block_on(async {
+        let client = target.connect().await?;
+        match step {
+            JobStep::Begin => crate::prepared::job_begin(&client, job)
+                .await
+                .map(|()| JobOutcome::default()),
+            JobStep::Commit(winners) => crate::prepared::job_commit(&client, job, winners).await,
+            JobStep::Abort => crate::prepared::job_abort(&client, job).await,
+        }
+    })?)
+}
+
+/// Logs distributed write `job` (letters and digits), undecided, before its tasks start.
+pub async fn job_begin(control: &Client, job: &str) -> Result<()> {
+    control
+        .batch_execute(CREATE_LOG)
+        .await
+        .map_err(query_error("creating the inrush.joint_commits table"))?;
+    control
+        .execute(
+            "INSERT INTO inrush.joint_commits (load_id, servers) VALUES ($1, '{}')",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("logging the distributed write"))?;
     Ok(())
+}
+
+/// A task of `part.job`: PREPAREs each of `sessions`' transactions as the part's `n`th, then
+/// checks that the job is still undecided. A task that prepares after its job decided (a
+/// speculative attempt still running) rolls its own transactions back: the coordinator's
+/// sweep of the job's other transactions may have passed. Err: nothing of the part stays
+/// prepared (a failed PREPARE leaves its session's transaction open, for the caller to roll
+/// back).
+pub async fn prepare_part(
+    control: &Client,
+    part: &inrush_load::job::Prepare,
+    sessions: &[&Client],
+) -> Result<Vec<String>> {
+    let gids: Vec<String> = (0..sessions.len())
+        .map(|n| format!("{}{n}", part.prefix()))
+        .collect();
+    let statements: Vec<String> = gids
+        .iter()
+        .map(|gid| format!("PREPARE TRANSACTION '{gid}'"))
+        .collect();
+    let prepares = sessions
+        .iter()
+        .zip(&statements)
+        .map(|(c, sql)| c.batch_execute(sql));
+    let results = futures_util::future::join_all(prepares).await;
+    let failed = results.iter().find_map(|r| r.as_ref().err());
+    let open: Option<bool> = match failed {
+        Some(_) => None,
+        None => control
+            .query_opt(
+                "SELECT NOT decided FROM inrush.joint_commits WHERE load_id = $1",
+                &[&part.job],
+            )
+            .await
+            .map_err(query_error("reading the job's decision"))?
+            .map(|r| r.get(0)),
+    };
+    if open == Some(true) {
+        return Ok(gids);
+    }
+    for (gid, prepared) in gids.iter().zip(&results) {
+        if prepared.is_ok() {
+            finish_one(control, gid, false).await?;
+        }
+    }
+    Err(match failed {
+        Some(e) => Error::Server(format!(
+            "PREPARE TRANSACTION failed, this part rolled back: {}",
+            crate::describe_pg_error(e)
+        )),
+        None => Error::Server(format!(
+            "distributed write {} has ended (decided, or never logged on this server): this part's rows were rolled back",
+            part.job
+        )),
+    })
+}
+
+/// Decides distributed write `job`: `winners` (one prepared part per task) are committed,
+/// every other transaction of the job rolled back, and the log row goes. The decision is
+/// logged first, naming the winners, so a coordinator that dies after it leaves `recover`
+/// to finish exactly this. Refused, with everything rolled back, when a winner is not
+/// prepared (a `recover` ran while the job wrote): the job lands whole or not at all.
+pub async fn job_commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOutcome> {
+    // A recover beside the decision waits for it (see `resolve`).
+    control
+        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
+        .await
+        .map_err(query_error("locking the distributed write"))?;
+    let decided = decide_job(control, job, winners).await;
+    let outcome = match decided {
+        Ok(()) => finish_job(control, job, Some(winners)).await,
+        Err(e) => {
+            let _ = finish_job(control, job, None).await;
+            Err(e)
+        }
+    };
+    let _ = control
+        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
+        .await;
+    outcome
+}
+
+/// Rolls back every transaction of distributed write `job` and forgets it.
+pub async fn job_abort(control: &Client, job: &str) -> Result<JobOutcome> {
+    finish_job(control, job, None).await
+}
+
+/// Logs the decision to commit `winners`, once each of them is prepared.
+async fn decide_job(control: &Client, job: &str, winners: &[String]) -> Result<()> {
+    let prepared = prepared_of(control, job).await?;
+    if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
+        return Err(Error::Server(format!(
+            "distributed write {job}: transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"
+        )));
+    }
+    let logged = control
+        .execute(
+            "UPDATE inrush.joint_commits SET decided = true, winners = $2 \
+             WHERE load_id = $1 AND NOT decided",
+            &[&job, &winners],
+        )
+        .await
+        .map_err(query_error("recording the distributed write's decision"))?;
+    match logged {
+        1 => Ok(()),
+        _ => Err(Error::Server(format!(
+            "distributed write {job} is not logged as undecided on this server"
+        ))),
+    }
+}
+
+/// Commits `winners` (none for an abort), rolls back the job's other transactions, then
+/// drops its log row.
+async fn finish_job(control: &Client, job: &str, winners: Option<&[String]>) -> Result<JobOutcome> {
+    let mut outcome = JobOutcome::default();
+    let winners = winners.unwrap_or_default();
+    for gid in prepared_of(control, job).await? {
+        let commit = winners.contains(&gid);
+        finish_one(control, &gid, commit).await?;
+        match commit {
+            true => outcome.committed.push(gid),
+            false => outcome.rolled_back.push(gid),
+        }
+    }
+    control
+        .execute(
+            "DELETE FROM inrush.joint_commits WHERE load_id = $1",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("forgetting the distributed write"))?;
+    Ok(outcome)
 }

@@ -12,6 +12,7 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_pyarrow::FromPyArrow;
 use inrush_arrow::BatchStream;
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
+use inrush_load::job::JobStep;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -94,6 +95,31 @@ fn load(
         (Err(_), Some(keyboard)) => Err(keyboard),
         (Err(e), None) => Err(failure(py, &e)),
     }
+}
+
+/// One step of a distributed write's coordinator (`inrush.spark`) on `to`: `begin` logs job
+/// `job` before its tasks load with `--prepare`; `commit` commits `winners` (the prepared
+/// transactions of the parts that succeeded) and rolls back the job's others; `abort` rolls
+/// back all. Returns what was committed and rolled back, as JSON.
+#[pyfunction]
+#[pyo3(signature = (to, job, step, winners=Vec::new()))]
+fn job(
+    py: Python<'_>,
+    to: String,
+    job: String,
+    step: &str,
+    winners: Vec<String>,
+) -> PyResult<String> {
+    let step = match step {
+        "begin" => JobStep::Begin,
+        "commit" => JobStep::Commit(winners),
+        "abort" => JobStep::Abort,
+        other => return Err(PyRuntimeError::new_err(format!("no job step {other:?}"))),
+    };
+    let engine = inrush::engines::named(&to);
+    let outcome = py.detach(|| engine.job(&to, &job, &step));
+    let outcome = outcome.map_err(|e| failure(py, &e))?;
+    serde_json::to_string(&outcome).map_err(to_runtime)
 }
 
 /// What `inrush plan <argv>` would print, as JSON.
@@ -221,6 +247,7 @@ fn _inrush(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(job, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

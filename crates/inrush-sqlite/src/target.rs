@@ -108,6 +108,10 @@ impl Target for SqliteTarget {
                 "SQLite cannot disable a table's triggers",
             ),
             (Feature::Route, "SQLite has no partitioned tables"),
+            (
+                Feature::Prepare,
+                "SQLite has no two-phase commit (and a file takes one writer at a time)",
+            ),
         ]
     }
 

@@ -248,6 +248,11 @@ pub struct LoadArgs {
     /// constraints and triggers; with --max-errors, lists every refused row in the reject file.
     #[arg(long)]
     pub check: bool,
+    /// A task of a distributed write (what `inrush.spark` runs on each executor): leave the
+    /// load's transactions prepared, named `inrush_JOB_PART_<n>`, for the job's coordinator to
+    /// commit with its other tasks' (or roll back). PostgreSQL only; indexes and keys are kept.
+    #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse)]
+    pub prepare: Option<inrush_load::job::Prepare>,
     /// Bytes of input per unit of parallel work.
     #[arg(long, default_value_t = 1 << 20, hide = true)]
     pub block_size: usize,
@@ -747,6 +752,7 @@ impl LoadArgs {
             OnConflictArg::Update => OnConflict::Update,
         };
         opts.table_lock = args.table_lock;
+        opts.prepare = args.prepare;
         opts.rejects = args.rejects;
         if let Some(stream) = stream {
             opts.stream = Some(stream);

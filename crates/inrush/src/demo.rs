@@ -42,10 +42,14 @@ pub fn run(args: DemoArgs) -> Result<()> {
             url.clone(),
         ),
         None => {
-            let started = server.insert(
-                PrivateServer::start(&ServerOptions::default())
-                    .context("starting a private PostgreSQL")?,
-            );
+            // Prepared transactions let the private server take what needs them: a Spark
+            // job's all-or-nothing write (`inrush.spark`), a load across foreign servers.
+            let options = ServerOptions {
+                settings: vec![("max_prepared_transactions".into(), "32".into())],
+                ..ServerOptions::default()
+            };
+            let started = server
+                .insert(PrivateServer::start(&options).context("starting a private PostgreSQL")?);
             say(format!("  started a private server: {}", started.version()));
             (
                 started.connect_options("postgres"),

@@ -5,6 +5,7 @@
 use anyhow::Result;
 use inrush_core::ledger::LoadStatus;
 use inrush_core::query::QueryServer;
+use inrush_load::job::{JobOutcome, JobStep};
 use inrush_load::target::Target;
 use inrush_load::{Error, LoadOptions, LoadPlan};
 use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
@@ -50,6 +51,16 @@ pub trait Engine: Sync {
 
     /// `inrush recover`: puts back what loads that died left, telling stderr what it did.
     fn recover(&self, to: &str, table: Option<&str>) -> Result<()>;
+
+    /// A distributed write's coordinator (`inrush.spark`): one step of job `job`, whose tasks
+    /// load with `--prepare` (see [`inrush_load::job`]).
+    fn job(&self, to: &str, job: &str, step: &JobStep) -> Result<JobOutcome> {
+        let _ = (to, job, step);
+        Err(usage(format!(
+            "{}: distributed writes are two-phase on PostgreSQL only so far",
+            self.name()
+        )))
+    }
 }
 
 /// Every engine; PostgreSQL is last, as the one named by anything else (a `key=value` string,
@@ -110,6 +121,14 @@ impl Engine for Postgres {
         let target = ConnectOptions::parse(to)?;
         let loads = inrush_postgres::load::status(&target, table)?;
         Ok((loads, "inrush.load_ledger"))
+    }
+
+    fn job(&self, to: &str, job: &str, step: &JobStep) -> Result<JobOutcome> {
+        Ok(inrush_postgres::prepared::job(
+            &ConnectOptions::parse(to)?,
+            job,
+            step,
+        )?)
     }
 
     fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {

@@ -625,6 +625,7 @@ mod tests {
             check_skipped: None,
             rows_resumed: 0,
             blocks: None,
+            prepared: Vec::new(),
             plan: inrush_load::LoadPlan::decide(
                 "\"public\".\"t\"",
                 false,

@@ -31,7 +31,9 @@ pub(crate) async fn take(
     target: &ConnectOptions,
     opts: &LoadOptions,
 ) -> Result<Claim> {
-    if ddl::claim(control, table_oid).await? {
+    // A task of a distributed write changes nothing, and alone it would make its job's other
+    // tasks wait for it: it shares, even when it is the first.
+    if opts.prepare.is_none() && ddl::claim(control, table_oid).await? {
         return Ok(Claim::Alone);
     }
     if !must_be_alone && ddl::share_claim(control, table_oid).await? {

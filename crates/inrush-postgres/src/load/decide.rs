@@ -136,6 +136,15 @@ async fn decide_load(
     )
     .await?;
     plan.routing = routing;
+    if let (Some(_), Some(_)) = (
+        &opts.prepare,
+        routed.as_ref().filter(|r| !r.shards.is_empty()),
+    ) {
+        return Err(Error::Usage(format!(
+            "--prepare: {} has foreign partitions, whose own two-phase commit a task of a distributed write cannot join",
+            table.qualified()
+        )));
+    }
     load.destinations = match routed {
         Some(Routed { router, shards }) => {
             // --truncate empties every leaf in the load's own transaction: each leaf can then

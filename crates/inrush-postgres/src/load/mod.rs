@@ -335,7 +335,7 @@ impl Target for PostgresTarget {
 }
 
 /// The async runtime for the connections: one thread, since the CPU work is in the workers.
-fn runtime() -> Result<Runtime> {
+pub(crate) fn runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

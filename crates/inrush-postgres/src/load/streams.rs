@@ -281,6 +281,7 @@ impl PgStreams<'_> {
         // With --resume every chunk committed on its own already. Across shards, why the
         // commit is not two-phase, when it is not.
         let mut one_phase_reason = None;
+        let mut prepared = Vec::new();
         if opts.check_only {
             // --check: every row met the server's checks; none stays. Under --on-conflict the
             // rows are in the staging table, which the merge reads in a transaction it rolls
@@ -289,6 +290,12 @@ impl PgStreams<'_> {
                 true => runtime.block_on(commit(finished))?,
                 false => runtime.block_on(rollback(finished)),
             }
+        } else if let Some(part) = &opts.prepare {
+            // A task of a distributed write: its job commits it, with the others.
+            reporter.phase(Phase::Commit);
+            let sessions: Vec<&tokio_postgres::Client> = all_sessions(finished).collect();
+            let gids = crate::prepared::prepare_part(&load.control, part, &sessions);
+            prepared = runtime.block_on(gids)?;
         } else if !resumable {
             if let Some(identity) = record {
                 // Without the record a rerun would load the rows twice should the rebuild fail
@@ -349,6 +356,7 @@ impl PgStreams<'_> {
                 name: "WAL",
                 bytes: a.saturating_sub(b),
             }),
+            prepared,
             ..Committed::default()
         })
     }

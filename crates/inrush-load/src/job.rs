@@ -1,0 +1,82 @@
+//! A distributed write (a Spark job): tasks in other processes load their parts, each leaving
+//! its transactions prepared ([`Prepare`], `inrush load --prepare`), and one coordinator
+//! decides for all of them at once ([`JobStep`]): the parts that succeeded land together, or
+//! none does. The engine carries it out (PostgreSQL: `inrush_postgres::prepared`).
+
+/// A task of a distributed write: the load's transactions end with `PREPARE TRANSACTION`,
+/// each named `inrush_<job>_<part>_<n>` (names `inrush recover` finds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepare {
+    pub job: String,
+    pub part: String,
+}
+
+/// A job's or part's name: 1 to 40 ASCII letters and digits, since the names go into SQL
+/// literals and `_` separates them.
+fn word(w: &str) -> Option<String> {
+    (!w.is_empty() && w.len() <= 40 && w.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .then(|| w.to_string())
+}
+
+/// `job`, if it can name a job.
+pub fn job_name(job: &str) -> crate::Result<&str> {
+    match word(job) {
+        Some(_) => Ok(job),
+        None => Err(crate::Error::Usage(format!(
+            "{job:?} cannot name a distributed write (1 to 40 ASCII letters and digits)"
+        ))),
+    }
+}
+
+impl Prepare {
+    /// `JOB:PART` (see [`job_name`]).
+    pub fn parse(spelled: &str) -> Result<Prepare, String> {
+        let (job, part) = spelled
+            .split_once(':')
+            .and_then(|(job, part)| word(job).zip(word(part)))
+            .ok_or_else(|| {
+                format!("{spelled:?} is not JOB:PART (each 1 to 40 ASCII letters and digits)")
+            })?;
+        Ok(Prepare { job, part })
+    }
+
+    /// What every transaction name of this part starts with.
+    pub fn prefix(&self) -> String {
+        format!("inrush_{}_{}_", self.job, self.part)
+    }
+}
+
+/// What the coordinator does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobStep {
+    /// Logs the job, undecided, before its tasks start.
+    Begin,
+    /// Commits these prepared transactions (the parts that succeeded, one attempt each) and
+    /// rolls back the job's others.
+    Commit(Vec<String>),
+    /// Rolls back every transaction of the job.
+    Abort,
+}
+
+/// What the coordinator's step did, by transaction name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct JobOutcome {
+    pub committed: Vec<String>,
+    pub rolled_back: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_is_named_by_words_that_cannot_break_out_of_a_literal() {
+        let p = Prepare::parse("a1b2:p3a0").unwrap();
+        assert_eq!(p.prefix(), "inrush_a1b2_p3a0_");
+        for bad in ["", "job", "job:", ":part", "jo_b:p", "j:p'", "j:p:q", "é:p"] {
+            assert!(Prepare::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(job_name("j0b").is_ok());
+        assert!(job_name("j0b'; DROP").is_err());
+    }
+}
