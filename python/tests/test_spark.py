@@ -1,0 +1,237 @@
+"""Distributed writes: the two-phase protocol a Spark job's tasks and driver follow (tried
+with plain loads, attempt by attempt), then real Spark (``local[2,4]``: two cores, a task
+retried up to three times) writing through ``format("inrush")``. Each Spark table is compared
+row for row with the same DataFrame loaded by the module in one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pyarrow as pa
+import pytest
+
+import inrush
+from conftest import rows
+from inrush import _inrush
+
+
+def prepared(db, job=""):
+    """The names of the transactions prepared for inrush (of `job`)."""
+    return [r[0] for r in rows(db, f"SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'inrush_{job}%' ORDER BY 1")]
+
+
+def logged_jobs(db):
+    exists = rows(db, "SELECT to_regclass('inrush.joint_commits')")[0][0]
+    return [] if exists is None else rows(db, "SELECT load_id FROM inrush.joint_commits")
+
+
+def numbers(start, stop):
+    return pa.table({"id": pa.array(range(start, stop), pa.int64())})
+
+
+def part(server, table, job, name, data):
+    result = inrush.load(data, to=server, table=table, prepare=f"{job}:{name}", connections=1)
+    return result.summary["prepared"]
+
+
+def test_only_the_winning_attempt_of_a_part_lands(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+    job = "jobwin1"
+    _inrush.job(server, job, "begin")
+    first = part(server, table, job, "p0a0", numbers(0, 100))
+    # A speculative attempt of the same part: the same keys, in a transaction of its own.
+    second = part(server, table, job, "p1a0", numbers(100, 200))
+    assert len(first) == 1 and len(second) == 1
+    assert prepared(db, job) == sorted(first + second)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)], "nothing visible before the decision"
+    outcome = json.loads(_inrush.job(server, job, "commit", first))
+    assert outcome == {"committed": first, "rolled_back": second}
+    assert rows(db, f"SELECT min(id), max(id), count(*) FROM {table}") == [("0", "99", "100")]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+def test_a_part_that_prepares_after_its_job_decided_rolls_itself_back(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    job = "jobstraggler"
+    _inrush.job(server, job, "begin")
+    _inrush.job(server, job, "commit", [])
+    with pytest.raises(inrush.ServerError, match="has ended"):
+        part(server, table, job, "p0a1", numbers(0, 10))
+    assert prepared(db) == []
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+
+
+def test_an_aborted_job_leaves_nothing(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    job = "jobabort"
+    _inrush.job(server, job, "begin")
+    gids = part(server, table, job, "p0a0", numbers(0, 10))
+    outcome = json.loads(_inrush.job(server, job, "abort"))
+    assert outcome == {"committed": [], "rolled_back": gids}
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+def test_recover_finishes_a_decision_its_driver_did_not_carry_out(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    job = "jobrecover"
+    _inrush.job(server, job, "begin")
+    kept = part(server, table, job, "p0a0", numbers(0, 10))
+    lost = part(server, table, job, "p0a1", numbers(0, 10))
+    # The driver logged its decision, then died before any COMMIT PREPARED.
+    db.execute(
+        "UPDATE inrush.joint_commits SET decided = true, winners = %s WHERE load_id = %s",
+        (kept, job),
+    )
+    assert _inrush.main(["inrush", "recover", "--to", server]) == 0
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("10",)]
+    assert prepared(db) == [] and logged_jobs(db) == []
+    assert lost  # rolled back, not committed: the count says so
+
+
+def test_a_commit_whose_parts_vanished_lands_nothing(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    job = "jobvanished"
+    _inrush.job(server, job, "begin")
+    kept = part(server, table, job, "p0a0", numbers(0, 10))
+    gone = part(server, table, job, "p1a0", numbers(10, 20))
+    db.execute(f"ROLLBACK PREPARED '{gone[0]}'")
+    with pytest.raises(inrush.ServerError, match="no longer prepared"):
+        _inrush.job(server, job, "commit", kept + gone)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+@pytest.mark.parametrize(
+    "options, refused",
+    [
+        ({"create": True}, "--create"),
+        ({"truncate": True}, "--truncate"),
+        ({"on_conflict": "skip"}, "--on-conflict"),
+        ({"disable_triggers": True}, "--disable-triggers"),
+    ],
+)
+def test_a_part_refuses_what_would_break_its_job(server, table, options, refused):
+    with pytest.raises(inrush.UsageError, match=f"--prepare cannot be combined with {refused}"):
+        inrush.load(numbers(0, 1), to=server, table=table, prepare="job:p0a0", **options)
+
+
+def test_a_job_is_refused_where_the_engine_has_no_two_phase_commit(tmp_path):
+    with pytest.raises(inrush.UsageError, match="--prepare"):
+        inrush.load(numbers(0, 1), to=f"sqlite:///{tmp_path}/x.db", table="t", prepare="job:p0a0")
+    with pytest.raises(inrush.UsageError, match="PostgreSQL only"):
+        _inrush.job(f"sqlite:///{tmp_path}/x.db", "job", "begin")
+
+
+# --- Spark ----------------------------------------------------------------------------------
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark 4 is installed by scripts/setup.sh")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One session for the module: starting Spark costs seconds."""
+    # The executors' Python is this one, which has inrush installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import inrush.spark
+
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("inrush-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    inrush.spark.register(session)
+    yield session
+    session.stop()
+
+
+COLUMNS = (
+    "id bigint PRIMARY KEY, flag boolean, amount numeric(12,2), ratio double precision, "
+    "name text, day date, at timestamptz, tags text[], blob bytea"
+)
+
+
+def frame(spark, rows_count, partitions):
+    return spark.range(0, rows_count, 1, partitions).selectExpr(
+        "id",
+        "id % 3 = 0 AS flag",
+        "CAST(id / 7 AS DECIMAL(12,2)) AS amount",
+        "id / 3.0d AS ratio",
+        "CASE WHEN id % 5 = 0 THEN NULL ELSE concat('name ', id) END AS name",
+        "date_add(DATE'2024-01-01', CAST(id % 400 AS INT)) AS day",
+        "timestamp_seconds(1700000000 + id) AS at",
+        "array(concat('t', id % 4), 'x') AS tags",
+        "CAST(concat('b', id) AS BINARY) AS blob",
+    )
+
+
+def write(df, server, table, mode="append", **options):
+    writer = df.write.format("inrush").option("to", server).option("table", table).mode(mode)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.save()
+
+
+def test_a_dataframe_lands_as_the_module_loads_it_in_one_process(spark, db, server, table):
+    db.execute(f"CREATE TABLE {table} ({COLUMNS})")
+    db.execute(f"CREATE TABLE {table}_one ({COLUMNS})")
+    df = frame(spark, 20_000, 4)
+    write(df, server, table)
+    inrush.load(df.toArrow(), to=server, table=f"{table}_one")
+    ours = rows(db, f"SELECT * FROM {table} ORDER BY id")
+    assert len(ours) == 20_000
+    assert ours == rows(db, f"SELECT * FROM {table}_one ORDER BY id")
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+def test_a_failed_job_leaves_the_table_as_it_was(spark, db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, note text)")
+    db.execute(f"INSERT INTO {table} VALUES (-1, 'before')")
+
+    def fail_in_partition_one(batches):
+        from pyspark import TaskContext
+
+        for batch in batches:
+            yield batch
+            if TaskContext.get().partitionId() == 1:
+                raise RuntimeError("partition 1 fails every time")
+
+    df = spark.range(0, 10_000, 1, 3).selectExpr("id", "'new' AS note")
+    df = df.mapInArrow(fail_in_partition_one, df.schema)
+    with pytest.raises(Exception, match="partition 1 fails every time"):
+        write(df, server, table)
+    assert rows(db, f"SELECT * FROM {table}") == [("-1", "before")]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+def test_a_task_that_fails_once_is_retried_and_its_rows_land_once(spark, db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+
+    def first_attempt_fails(batches):
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        for batch in batches:
+            yield batch
+            if task.partitionId() == 1 and task.attemptNumber() == 0:
+                raise RuntimeError("the first attempt of partition 1 dies mid-stream")
+
+    df = spark.range(0, 30_000, 1, 3)
+    df = df.mapInArrow(first_attempt_fails, df.schema)
+    write(df, server, table)
+    assert rows(db, f"SELECT count(*), count(DISTINCT id) FROM {table}") == [("30000", "30000")]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+def test_options_are_checked_on_the_driver(spark, server, table):
+    df = spark.range(0, 10)
+    with pytest.raises(Exception, match="needs .option"):
+        df.write.format("inrush").option("to", server).mode("append").save()
+    with pytest.raises(Exception, match="unknown option"):
+        write(df, server, table, batchsize=10)
