@@ -149,6 +149,7 @@ def load(
     fast_unsafe: bool = False,
     route: Optional[str] = None,
     prepare: Optional[str] = None,
+    stage: Optional[str] = None,
     name: Optional[str] = None,
     progress: Union[bool, Callable[[Optional[str], int, int, Optional[int]], None]] = False,
 ) -> LoadResult:
@@ -162,8 +163,9 @@ def load(
     ``to``: ``postgresql://...`` (or a libpq key=value string; PG* variables and .pgpass fill
     the gaps), ``mysql://``/``mariadb://...``, or ``sqlite:///path.db``; default: the
     ``INRUSH_TO`` variable. ``prepare`` ("JOB:PART") makes the load a task of a distributed
-    write, its transactions left prepared for the job to decide (``inrush.spark`` sets it;
-    ``summary["prepared"]`` names them). Every other option is the ``inrush load`` flag of the same name
+    write, its transactions left prepared for the job to decide, and ``stage`` one whose rows
+    are committed into the part's own table for the job to move (``inrush.spark`` sets them;
+    ``summary["prepared"]`` names what the job decides). Every other option is the ``inrush load`` flag of the same name
     (``inrush load --help``): ``on_conflict`` is "error", "skip" or "update"; ``route`` (a
     partitioned table, PostgreSQL only) is "auto" (the default), "server" or "client"; ``types`` maps
     column names to SQL types for ``create``. ``name`` names a DataFrame in messages and the
@@ -191,6 +193,7 @@ def load(
     argv += _flag("workers", workers)
     argv += _flag("connections", connections)
     argv += _flag("prepare", prepare)
+    argv += _flag("stage", stage)
     argv += _switches(
         header=header,
         create=create,

@@ -4,19 +4,22 @@
     inrush.spark.register(spark)
     df.write.format("inrush").option("to", url).option("table", "orders").mode("append").save()
 
-Each task streams its Arrow batches through inrush's encoders into binary COPY and ends with
-its transactions prepared, not committed (``inrush load --prepare``); the commit messages name
-them. The driver then decides once for the whole job: it commits the prepared transactions of
-the attempts Spark kept and rolls back every other one (failed, retried and speculative
-attempts), so the table takes every row exactly once or, when the job fails, none. The
-decision is logged in the target first (``inrush.joint_commits``): a driver that dies after it
-leaves ``inrush recover --to URL`` to finish exactly that.
+Each task streams its Arrow batches through inrush's encoders into binary COPY and leaves its
+part for the driver to decide: *prepared* (its transactions end with PREPARE TRANSACTION, not
+COMMIT: ``inrush load --prepare``) or, where the server has no prepared transactions and for
+``mode("overwrite")``, *staged* (committed into an unlogged table of the part's own:
+``--stage``). The driver then decides once for the whole job: the parts of the attempts Spark
+kept land and every other one (failed, retried, speculative attempts) is taken back, so the
+table takes every row exactly once or, when the job fails, none. Prepared parts are committed
+after the decision is logged in the target (``inrush.joint_commits``): a driver that dies
+after it leaves ``inrush recover --to URL`` to finish exactly that. Staged parts move in one
+transaction (which empties the table first for an overwrite: readers see the old rows or the
+new).
 
-Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``connections`` (per
-task, default 1), ``workers`` (encoder threads per task), ``max_errors`` (per task) with
-``rejects`` (a path on each executor: each task writes ``<rejects>.<partition>``), and
-``datestyle``. PostgreSQL targets; the server needs ``max_prepared_transactions`` of at least
-the tasks running at once times their connections.
+Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts`` ("auto",
+"prepared" or "staged"); ``connections`` (per task, default 1), ``workers`` (encoder threads
+per task), ``max_errors`` (per task) with ``rejects`` (a path on each executor: each task
+writes ``<rejects>.<partition>``), and ``datestyle``. PostgreSQL targets.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ def register(spark: Any) -> None:
 
 @dataclass
 class PartWritten(WriterCommitMessage):  # type: ignore[misc]
-    """What one task attempt left prepared, for the driver to commit or roll back."""
+    """What one task attempt left for the driver to land or take back: its prepared
+    transactions, or its staging table."""
 
     partition: int
     attempt: int
@@ -85,12 +89,8 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self.table = options.get("table") or options.get("dbtable")
         if not self.to or not self.table:
             raise UsageError('format("inrush") needs .option("to", URL) and .option("table", NAME)')
-        if overwrite:
-            raise UsageError(
-                'format("inrush"): mode "overwrite" is not supported yet; use mode "append" '
-                "(into an empty table for a fresh copy)"
-            )
-        unknown = set(options) - set(_LOAD_OPTIONS) - {"to", "table", "dbtable", "rejects", "path"}
+        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts", "path"}
+        unknown = set(options) - known
         if unknown:
             raise UsageError(f'format("inrush"): unknown option(s) {", ".join(sorted(unknown))}')
         self.load_options: Dict[str, Any] = {
@@ -100,7 +100,17 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self.rejects = options.get("rejects")
         # Letters and digits: the job names prepared transactions (`inrush_<job>_...`).
         self.job = uuid.uuid4().hex[:20]
-        _inrush.job(self.to, self.job, "begin")
+        begun = json.loads(
+            _inrush.job(
+                self.to,
+                self.job,
+                "begin",
+                table=self.table,
+                overwrite=overwrite,
+                parts=options.get("parts", "auto"),
+            )
+        )
+        self.parts = begun["parts"]
 
     def write(self, iterator: Iterator[Any]) -> PartWritten:
         from pyspark import TaskContext
@@ -114,11 +124,14 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
         batches = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
         rejects = f"{self.rejects}.{partition}" if self.rejects else None
+        name = f"{self.job}:p{partition}a{attempt}"
+        staged = self.parts == "staged"
         result = load(
             batches,
             to=self.to,
             table=self.table,
-            prepare=f"{self.job}:p{partition}a{attempt}",
+            prepare=None if staged else name,
+            stage=name if staged else None,
             rejects=rejects,
             name=f"partition {partition}",
             **self.load_options,
@@ -132,8 +145,9 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         )
 
     def commit(self, messages: List[Optional[PartWritten]]) -> None:
-        winners = [gid for m in messages if m is not None for gid in m.prepared]
-        json.loads(_inrush.job(self.to, self.job, "commit", winners))
+        winners = [name for m in messages if m is not None for name in m.prepared]
+        _inrush.job(self.to, self.job, "commit", winners=winners)
 
     def abort(self, messages: List[Optional[PartWritten]]) -> None:
-        json.loads(_inrush.job(self.to, self.job, "abort"))
+        # By the job's name: Spark's messages can miss partitions that finished.
+        _inrush.job(self.to, self.job, "abort")

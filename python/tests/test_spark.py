@@ -31,45 +31,59 @@ def numbers(start, stop):
     return pa.table({"id": pa.array(range(start, stop), pa.int64())})
 
 
-def part(server, table, job, name, data):
-    result = inrush.load(data, to=server, table=table, prepare=f"{job}:{name}", connections=1)
+def begin(server, table, job, **options):
+    return json.loads(_inrush.job(server, job, "begin", table=table, **options))["parts"]
+
+
+def part(server, table, job, name, data, staged=False):
+    how = {"stage" if staged else "prepare": f"{job}:{name}"}
+    result = inrush.load(data, to=server, table=table, connections=1, **how)
     return result.summary["prepared"]
+
+
+def commit(server, job, winners):
+    return json.loads(_inrush.job(server, job, "commit", winners=winners))
+
+
+def staging_tables(db, job=""):
+    return rows(db, f"SELECT relname FROM pg_class WHERE relname LIKE 'stage_{job}%' ORDER BY 1")
 
 
 def test_only_the_winning_attempt_of_a_part_lands(db, server, table):
     db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
     job = "jobwin1"
-    _inrush.job(server, job, "begin")
+    assert begin(server, table, job) == "prepared"
     first = part(server, table, job, "p0a0", numbers(0, 100))
     # A speculative attempt of the same part: the same keys, in a transaction of its own.
     second = part(server, table, job, "p1a0", numbers(100, 200))
     assert len(first) == 1 and len(second) == 1
     assert prepared(db, job) == sorted(first + second)
     assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)], "nothing visible before the decision"
-    outcome = json.loads(_inrush.job(server, job, "commit", first))
-    assert outcome == {"committed": first, "rolled_back": second}
+    outcome = commit(server, job, first)
+    assert (outcome["committed"], outcome["rolled_back"]) == (first, second)
     assert rows(db, f"SELECT min(id), max(id), count(*) FROM {table}") == [("0", "99", "100")]
     assert prepared(db) == [] and logged_jobs(db) == []
 
 
 def test_a_part_that_prepares_after_its_job_decided_rolls_itself_back(db, server, table):
     db.execute(f"CREATE TABLE {table} (id bigint)")
-    job = "jobstraggler"
-    _inrush.job(server, job, "begin")
-    _inrush.job(server, job, "commit", [])
-    with pytest.raises(inrush.ServerError, match="has ended"):
-        part(server, table, job, "p0a1", numbers(0, 10))
-    assert prepared(db) == []
+    for staged in (False, True):
+        job = f"jobstraggler{int(staged)}"
+        begin(server, table, job, parts="staged" if staged else "prepared")
+        commit(server, job, [])
+        with pytest.raises(inrush.ServerError, match="has ended"):
+            part(server, table, job, "p0a1", numbers(0, 10), staged=staged)
+    assert prepared(db) == [] and staging_tables(db) == []
     assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
 
 
 def test_an_aborted_job_leaves_nothing(db, server, table):
     db.execute(f"CREATE TABLE {table} (id bigint)")
     job = "jobabort"
-    _inrush.job(server, job, "begin")
+    begin(server, table, job)
     gids = part(server, table, job, "p0a0", numbers(0, 10))
     outcome = json.loads(_inrush.job(server, job, "abort"))
-    assert outcome == {"committed": [], "rolled_back": gids}
+    assert (outcome["committed"], outcome["rolled_back"]) == ([], gids)
     assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
     assert prepared(db) == [] and logged_jobs(db) == []
 
@@ -77,7 +91,7 @@ def test_an_aborted_job_leaves_nothing(db, server, table):
 def test_recover_finishes_a_decision_its_driver_did_not_carry_out(db, server, table):
     db.execute(f"CREATE TABLE {table} (id bigint)")
     job = "jobrecover"
-    _inrush.job(server, job, "begin")
+    begin(server, table, job)
     kept = part(server, table, job, "p0a0", numbers(0, 10))
     lost = part(server, table, job, "p0a1", numbers(0, 10))
     # The driver logged its decision, then died before any COMMIT PREPARED.
@@ -94,12 +108,12 @@ def test_recover_finishes_a_decision_its_driver_did_not_carry_out(db, server, ta
 def test_a_commit_whose_parts_vanished_lands_nothing(db, server, table):
     db.execute(f"CREATE TABLE {table} (id bigint)")
     job = "jobvanished"
-    _inrush.job(server, job, "begin")
+    begin(server, table, job)
     kept = part(server, table, job, "p0a0", numbers(0, 10))
     gone = part(server, table, job, "p1a0", numbers(10, 20))
     db.execute(f"ROLLBACK PREPARED '{gone[0]}'")
     with pytest.raises(inrush.ServerError, match="no longer prepared"):
-        _inrush.job(server, job, "commit", kept + gone)
+        commit(server, job, kept + gone)
     assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
     assert prepared(db) == [] and logged_jobs(db) == []
 
@@ -118,11 +132,54 @@ def test_a_part_refuses_what_would_break_its_job(server, table, options, refused
         inrush.load(numbers(0, 1), to=server, table=table, prepare="job:p0a0", **options)
 
 
+def test_staged_parts_move_in_one_transaction_and_losers_are_dropped(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, note text DEFAULT 'default')")
+    db.execute(f"INSERT INTO {table} VALUES (-1, 'old')")
+    job = "jobstaged"
+    assert begin(server, table, job, parts="staged") == "staged"
+    kept = part(server, table, job, "p0a1", numbers(0, 50), staged=True)
+    lost = part(server, table, job, "p0a0", numbers(0, 50), staged=True)
+    assert kept == ['inrush."stage_jobstaged_p0a1"']
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("1",)], "nothing visible before the decision"
+    outcome = commit(server, job, kept)
+    assert (outcome["committed"], outcome["rolled_back"]) == (kept, lost)
+    # Columns the parts did not load take their defaults in the move.
+    assert rows(db, f"SELECT count(*), min(id), max(id), count(*) FILTER (WHERE note = 'default') FROM {table}") == [
+        ("51", "-1", "49", "50")
+    ]
+    assert staging_tables(db) == [] and logged_jobs(db) == []
+
+
+def test_an_overwrite_is_staged_and_empties_the_table_in_the_move(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+    db.execute(f"INSERT INTO {table} SELECT generate_series(1000, 1009)")
+    job = "joboverwrite"
+    assert begin(server, table, job, overwrite=True) == "staged"
+    kept = part(server, table, job, "p0a0", numbers(0, 5), staged=True)
+    commit(server, job, kept)
+    assert rows(db, f"SELECT id FROM {table} ORDER BY id") == [(str(i),) for i in range(5)]
+    with pytest.raises(inrush.UsageError, match="staged, not prepared"):
+        begin(server, table, "jobbad", overwrite=True, parts="prepared")
+
+
+def test_a_staged_move_that_breaks_a_key_lands_nothing(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+    job = "jobdup"
+    begin(server, table, job, parts="staged")
+    # Two partitions that hold the same key: each part is checked alone, the move meets both.
+    first = part(server, table, job, "p0a0", numbers(0, 10), staged=True)
+    second = part(server, table, job, "p1a0", numbers(5, 15), staged=True)
+    with pytest.raises(inrush.ServerError, match="duplicate key"):
+        commit(server, job, first + second)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    assert staging_tables(db) == [] and logged_jobs(db) == []
+
+
 def test_a_job_is_refused_where_the_engine_has_no_two_phase_commit(tmp_path):
     with pytest.raises(inrush.UsageError, match="--prepare"):
         inrush.load(numbers(0, 1), to=f"sqlite:///{tmp_path}/x.db", table="t", prepare="job:p0a0")
     with pytest.raises(inrush.UsageError, match="PostgreSQL only"):
-        _inrush.job(f"sqlite:///{tmp_path}/x.db", "job", "begin")
+        _inrush.job(f"sqlite:///{tmp_path}/x.db", "job", "begin", table="t")
 
 
 # --- Spark ----------------------------------------------------------------------------------
@@ -178,16 +235,42 @@ def write(df, server, table, mode="append", **options):
     writer.save()
 
 
-def test_a_dataframe_lands_as_the_module_loads_it_in_one_process(spark, db, server, table):
+@pytest.mark.parametrize("parts", ["prepared", "staged"])
+def test_a_dataframe_lands_as_the_module_loads_it_in_one_process(spark, db, server, table, parts):
     db.execute(f"CREATE TABLE {table} ({COLUMNS})")
     db.execute(f"CREATE TABLE {table}_one ({COLUMNS})")
     df = frame(spark, 20_000, 4)
-    write(df, server, table)
+    write(df, server, table, parts=parts)
     inrush.load(df.toArrow(), to=server, table=f"{table}_one")
     ours = rows(db, f"SELECT * FROM {table} ORDER BY id")
     assert len(ours) == 20_000
     assert ours == rows(db, f"SELECT * FROM {table}_one ORDER BY id")
-    assert prepared(db) == [] and logged_jobs(db) == []
+    assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
+
+
+def test_an_overwrite_is_seen_whole_or_not_at_all_by_a_concurrent_reader(spark, db, server, table):
+    import threading
+
+    import psycopg
+
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+    db.execute(f"INSERT INTO {table} SELECT generate_series(1, 1000)")
+    seen, done = set(), threading.Event()
+
+    def read():
+        with psycopg.connect(server, autocommit=True) as reader:
+            while not done.is_set():
+                seen.add(reader.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        write(spark.range(0, 50_000, 1, 4), server, table, mode="overwrite")
+    finally:
+        done.set()
+        reader.join()
+    assert seen <= {1000, 50_000} and 1000 in seen
+    assert rows(db, f"SELECT count(*), min(id) FROM {table}") == [("50000", "0")]
 
 
 def test_a_failed_job_leaves_the_table_as_it_was(spark, db, server, table):
@@ -207,7 +290,7 @@ def test_a_failed_job_leaves_the_table_as_it_was(spark, db, server, table):
     with pytest.raises(Exception, match="partition 1 fails every time"):
         write(df, server, table)
     assert rows(db, f"SELECT * FROM {table}") == [("-1", "before")]
-    assert prepared(db) == [] and logged_jobs(db) == []
+    assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
 
 
 def test_a_task_that_fails_once_is_retried_and_its_rows_land_once(spark, db, server, table):

@@ -1,14 +1,19 @@
-//! A distributed write (a Spark job): tasks in other processes load their parts, each leaving
-//! its transactions prepared ([`Prepare`], `inrush load --prepare`), and one coordinator
-//! decides for all of them at once ([`JobStep`]): the parts that succeeded land together, or
-//! none does. The engine carries it out (PostgreSQL: `inrush_postgres::prepared`).
+//! A distributed write (a Spark job): tasks in other processes load their parts, and one
+//! coordinator decides for all of them at once ([`JobStep`]): the parts that succeeded land
+//! together, or none does. A part is left either prepared (`inrush load --prepare`: its
+//! transactions end with PREPARE TRANSACTION) or staged (`--stage`: its rows committed into a
+//! table of their own that the decision moves into the target in one transaction, for servers
+//! without prepared transactions and for overwrites). The engine carries it out (PostgreSQL:
+//! `inrush_postgres::prepared`).
 
 /// A task of a distributed write: the load's transactions end with `PREPARE TRANSACTION`,
-/// each named `inrush_<job>_<part>_<n>` (names `inrush recover` finds).
+/// each named `inrush_<job>_<part>_<n>` (names `inrush recover` finds), or, `staged`, its rows
+/// are committed into the part's own table, `stage_<job>_<part>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepare {
     pub job: String,
     pub part: String,
+    pub staged: bool,
 }
 
 /// A job's or part's name: 1 to 40 ASCII letters and digits, since the names go into SQL
@@ -37,7 +42,27 @@ impl Prepare {
             .ok_or_else(|| {
                 format!("{spelled:?} is not JOB:PART (each 1 to 40 ASCII letters and digits)")
             })?;
-        Ok(Prepare { job, part })
+        Ok(Prepare {
+            job,
+            part,
+            staged: false,
+        })
+    }
+
+    /// The same part, staged.
+    pub fn staged(self) -> Prepare {
+        Prepare {
+            staged: true,
+            ..self
+        }
+    }
+
+    /// As the option that asks for it is written.
+    pub fn option(&self) -> &'static str {
+        match self.staged {
+            true => "--stage",
+            false => "--prepare",
+        }
     }
 
     /// What every transaction name of this part starts with.
@@ -46,11 +71,26 @@ impl Prepare {
     }
 }
 
+/// How a job's parts wait for the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Parts {
+    /// Staged where the server has no prepared transactions, or the job overwrites.
+    Auto,
+    Prepared,
+    Staged,
+}
+
 /// What the coordinator does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobStep {
-    /// Logs the job, undecided, before its tasks start.
-    Begin,
+    /// Logs the job, undecided, before its tasks start: into `table`, emptied first when
+    /// `overwrite` (in the decision's transaction), its parts as `parts` asks.
+    Begin {
+        table: String,
+        overwrite: bool,
+        parts: Parts,
+    },
     /// Commits these prepared transactions (the parts that succeeded, one attempt each) and
     /// rolls back the job's others.
     Commit(Vec<String>),
@@ -58,11 +98,13 @@ pub enum JobStep {
     Abort,
 }
 
-/// What the coordinator's step did, by transaction name.
+/// What the coordinator's step did: the parts committed and rolled back (transactions, or
+/// staging tables), and, for a begin, how the parts are to wait.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct JobOutcome {
     pub committed: Vec<String>,
     pub rolled_back: Vec<String>,
+    pub parts: Option<Parts>,
 }
 
 #[cfg(test)]

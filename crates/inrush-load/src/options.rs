@@ -243,8 +243,7 @@ impl LoadOptions {
             );
         }
         if self.prepare.is_some() {
-            let task =
-                "a task of a distributed write leaves its rows prepared for the job to commit";
+            let task = "a task of a distributed write leaves its rows for the job to commit";
             let refused = [
                 (self.resume, "--resume", "--resume commits block by block"),
                 (self.create, "--create", "the job makes its table once, before its tasks"),
@@ -255,7 +254,8 @@ impl LoadOptions {
                 (self.plan.disable_triggers, "--disable-triggers", "disabling them locks the table until the job decides, which the other tasks would wait for"),
             ];
             if let Some((_, option, why)) = refused.iter().find(|(asked, ..)| *asked) {
-                return conflict("--prepare", option, &format!("{task}; {why}"));
+                let prepare = self.prepare.as_ref().map_or("--prepare", |p| p.option());
+                return conflict(prepare, option, &format!("{task}; {why}"));
             }
         }
         if self.rejects.is_some() && self.max_errors == 0 {

@@ -21,6 +21,7 @@ pub mod commits;
 pub mod copy;
 pub mod copy_out;
 pub mod ddl;
+pub mod job;
 pub mod ledger;
 pub mod load;
 pub mod options;

@@ -14,25 +14,24 @@
 //! undecided load's rolled back. The loading session holds an advisory lock on its id until it
 //! is done, so a recover beside a load that is still committing leaves it alone.
 //!
-//! A distributed write (a Spark job, `inrush load --prepare`) is the same log with its parts
-//! in other processes: the coordinator logs the job ([`job_begin`]), each task PREPAREs its
-//! transactions as `inrush_<job>_<part>_<n>` ([`prepare_part`]), and the coordinator decides
-//! ([`job_commit`]): the decision names the winning transactions (a retried or speculative
-//! attempt prepares too, and must not land twice), which are committed, and every other
-//! transaction of the job is rolled back. `recover` after a decision commits the winners only.
+//! A distributed write ([`crate::job`]) keeps its log here too, its decision naming the
+//! winning transactions: `recover` after such a decision commits the winners only, and drops
+//! what an undecided job staged.
 
 use crate::catalog::relations_exist;
 use crate::route::shard;
 use crate::{query_error, ConnectOptions, Error, Result};
-use inrush_load::job::{JobOutcome, JobStep};
 use tokio_postgres::Client;
 
-const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+pub(crate) const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      CREATE TABLE IF NOT EXISTS inrush.joint_commits ( \
        load_id text PRIMARY KEY, servers text[] NOT NULL, \
        decided boolean NOT NULL DEFAULT false, \
        started_at timestamptz NOT NULL DEFAULT now()); \
-     ALTER TABLE inrush.joint_commits ADD COLUMN IF NOT EXISTS winners text[]";
+     ALTER TABLE inrush.joint_commits ADD COLUMN IF NOT EXISTS winners text[], \
+       ADD COLUMN IF NOT EXISTS staged boolean NOT NULL DEFAULT false, \
+       ADD COLUMN IF NOT EXISTS target text, \
+       ADD COLUMN IF NOT EXISTS overwrite boolean NOT NULL DEFAULT false";
 
 /// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
 /// prepared, for a joint commit.
@@ -53,7 +52,7 @@ pub struct JointCommit {
 }
 
 /// The advisory lock a load holds on its id while it commits.
-fn lock_key(id: &str) -> i64 {
+pub(crate) fn lock_key(id: &str) -> i64 {
     // Distinct from the table claims' keys (`ddl::claim_key`) by construction: those are
     // small oids shifted, these a hash.
     let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -169,6 +168,13 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
         }
         let joint = JointCommit { id };
         decide_on(control, "the target", &joint.id, &decision, &mut resolved).await?;
+        // A staged job moves its parts in one transaction: whatever is left never landed.
+        for table in crate::job::part_tables(control, &joint.id).await? {
+            crate::job::drop_tables(control, std::slice::from_ref(&table)).await?;
+            resolved
+                .rolled_back
+                .push(format!("{table} (staged, dropped)"));
+        }
         for server in &servers {
             let Some(found) = shard::shard_named(control, server, target).await? else {
                 return Err(Error::Server(format!(
@@ -222,7 +228,7 @@ async fn decide_on(
 }
 
 /// The transactions of load (or job) `id` prepared in `client`'s database.
-async fn prepared_of(client: &Client, id: &str) -> Result<Vec<String>> {
+pub(crate) async fn prepared_of(client: &Client, id: &str) -> Result<Vec<String>> {
     let prefix = format!("inrush_{id}_");
     let rows = client
         .query(
@@ -235,7 +241,7 @@ async fn prepared_of(client: &Client, id: &str) -> Result<Vec<String>> {
 }
 
 /// COMMIT PREPARED or ROLLBACK PREPARED `gid` (read from the server: quoted, whoever made it).
-async fn finish_one(client: &Client, gid: &str, commit: bool) -> Result<()> {
+pub(crate) async fn finish_one(client: &Client, gid: &str, commit: bool) -> Result<()> {
     let literal = gid.replace('\'', "''");
     let sql = match commit {
         true => format!("COMMIT PREPARED '{literal}'"),
@@ -245,168 +251,4 @@ async fn finish_one(client: &Client, gid: &str, commit: bool) -> Result<()> {
         .batch_execute(&sql)
         .await
         .map_err(query_error(sql.clone()))
-}
-
-/// A distributed write's coordinator: one step of job `job` (see the module documentation).
-pub fn job(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
-    let job = inrush_load::job::job_name(job)?;
-    let runtime = crate::load::runtime()?;
-    Ok(runtime.block_on(async {
-        let client = target.connect().await?;
-        match step {
-            JobStep::Begin => crate::prepared::job_begin(&client, job)
-                .await
-                .map(|()| JobOutcome::default()),
-            JobStep::Commit(winners) => crate::prepared::job_commit(&client, job, winners).await,
-            JobStep::Abort => crate::prepared::job_abort(&client, job).await,
-        }
-    })?)
-}
-
-/// Logs distributed write `job` (letters and digits), undecided, before its tasks start.
-pub async fn job_begin(control: &Client, job: &str) -> Result<()> {
-    control
-        .batch_execute(CREATE_LOG)
-        .await
-        .map_err(query_error("creating the inrush.joint_commits table"))?;
-    control
-        .execute(
-            "INSERT INTO inrush.joint_commits (load_id, servers) VALUES ($1, '{}')",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("logging the distributed write"))?;
-    Ok(())
-}
-
-/// A task of `part.job`: PREPAREs each of `sessions`' transactions as the part's `n`th, then
-/// checks that the job is still undecided. A task that prepares after its job decided (a
-/// speculative attempt still running) rolls its own transactions back: the coordinator's
-/// sweep of the job's other transactions may have passed. Err: nothing of the part stays
-/// prepared (a failed PREPARE leaves its session's transaction open, for the caller to roll
-/// back).
-pub async fn prepare_part(
-    control: &Client,
-    part: &inrush_load::job::Prepare,
-    sessions: &[&Client],
-) -> Result<Vec<String>> {
-    let gids: Vec<String> = (0..sessions.len())
-        .map(|n| format!("{}{n}", part.prefix()))
-        .collect();
-    let statements: Vec<String> = gids
-        .iter()
-        .map(|gid| format!("PREPARE TRANSACTION '{gid}'"))
-        .collect();
-    let prepares = sessions
-        .iter()
-        .zip(&statements)
-        .map(|(c, sql)| c.batch_execute(sql));
-    let results = futures_util::future::join_all(prepares).await;
-    let failed = results.iter().find_map(|r| r.as_ref().err());
-    let open: Option<bool> = match failed {
-        Some(_) => None,
-        None => control
-            .query_opt(
-                "SELECT NOT decided FROM inrush.joint_commits WHERE load_id = $1",
-                &[&part.job],
-            )
-            .await
-            .map_err(query_error("reading the job's decision"))?
-            .map(|r| r.get(0)),
-    };
-    if open == Some(true) {
-        return Ok(gids);
-    }
-    for (gid, prepared) in gids.iter().zip(&results) {
-        if prepared.is_ok() {
-            finish_one(control, gid, false).await?;
-        }
-    }
-    Err(match failed {
-        Some(e) => Error::Server(format!(
-            "PREPARE TRANSACTION failed, this part rolled back: {}",
-            crate::describe_pg_error(e)
-        )),
-        None => Error::Server(format!(
-            "distributed write {} has ended (decided, or never logged on this server): this part's rows were rolled back",
-            part.job
-        )),
-    })
-}
-
-/// Decides distributed write `job`: `winners` (one prepared part per task) are committed,
-/// every other transaction of the job rolled back, and the log row goes. The decision is
-/// logged first, naming the winners, so a coordinator that dies after it leaves `recover`
-/// to finish exactly this. Refused, with everything rolled back, when a winner is not
-/// prepared (a `recover` ran while the job wrote): the job lands whole or not at all.
-pub async fn job_commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOutcome> {
-    // A recover beside the decision waits for it (see `resolve`).
-    control
-        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
-        .await
-        .map_err(query_error("locking the distributed write"))?;
-    let decided = decide_job(control, job, winners).await;
-    let outcome = match decided {
-        Ok(()) => finish_job(control, job, Some(winners)).await,
-        Err(e) => {
-            let _ = finish_job(control, job, None).await;
-            Err(e)
-        }
-    };
-    let _ = control
-        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
-        .await;
-    outcome
-}
-
-/// Rolls back every transaction of distributed write `job` and forgets it.
-pub async fn job_abort(control: &Client, job: &str) -> Result<JobOutcome> {
-    finish_job(control, job, None).await
-}
-
-/// Logs the decision to commit `winners`, once each of them is prepared.
-async fn decide_job(control: &Client, job: &str, winners: &[String]) -> Result<()> {
-    let prepared = prepared_of(control, job).await?;
-    if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
-        return Err(Error::Server(format!(
-            "distributed write {job}: transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"
-        )));
-    }
-    let logged = control
-        .execute(
-            "UPDATE inrush.joint_commits SET decided = true, winners = $2 \
-             WHERE load_id = $1 AND NOT decided",
-            &[&job, &winners],
-        )
-        .await
-        .map_err(query_error("recording the distributed write's decision"))?;
-    match logged {
-        1 => Ok(()),
-        _ => Err(Error::Server(format!(
-            "distributed write {job} is not logged as undecided on this server"
-        ))),
-    }
-}
-
-/// Commits `winners` (none for an abort), rolls back the job's other transactions, then
-/// drops its log row.
-async fn finish_job(control: &Client, job: &str, winners: Option<&[String]>) -> Result<JobOutcome> {
-    let mut outcome = JobOutcome::default();
-    let winners = winners.unwrap_or_default();
-    for gid in prepared_of(control, job).await? {
-        let commit = winners.contains(&gid);
-        finish_one(control, &gid, commit).await?;
-        match commit {
-            true => outcome.committed.push(gid),
-            false => outcome.rolled_back.push(gid),
-        }
-    }
-    control
-        .execute(
-            "DELETE FROM inrush.joint_commits WHERE load_id = $1",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("forgetting the distributed write"))?;
-    Ok(outcome)
 }

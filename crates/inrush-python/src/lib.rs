@@ -12,7 +12,7 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_pyarrow::FromPyArrow;
 use inrush_arrow::BatchStream;
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
-use inrush_load::job::JobStep;
+use inrush_load::job::{JobStep, Parts};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -98,20 +98,38 @@ fn load(
 }
 
 /// One step of a distributed write's coordinator (`inrush.spark`) on `to`: `begin` logs job
-/// `job` before its tasks load with `--prepare`; `commit` commits `winners` (the prepared
-/// transactions of the parts that succeeded) and rolls back the job's others; `abort` rolls
-/// back all. Returns what was committed and rolled back, as JSON.
+/// `job` into `table` (emptied by the decision when `overwrite`) before its tasks load with
+/// `--prepare` or `--stage`, as the returned `parts` says (`parts`: "auto", "prepared" or
+/// "staged"); `commit` lands `winners` (the parts of the attempts kept) and takes back the
+/// job's others; `abort` takes back all. Returns what was committed and taken back, as JSON.
 #[pyfunction]
-#[pyo3(signature = (to, job, step, winners=Vec::new()))]
+#[pyo3(signature = (to, job, step, table=String::new(), overwrite=false, parts="auto", winners=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
 fn job(
     py: Python<'_>,
     to: String,
     job: String,
     step: &str,
+    table: String,
+    overwrite: bool,
+    parts: &str,
     winners: Vec<String>,
 ) -> PyResult<String> {
+    let parts = match parts {
+        "auto" => Parts::Auto,
+        "prepared" => Parts::Prepared,
+        "staged" => Parts::Staged,
+        other => {
+            let message = format!("parts {other:?}: auto, prepared or staged");
+            return Err(raise(py, "UsageError", &message, None));
+        }
+    };
     let step = match step {
-        "begin" => JobStep::Begin,
+        "begin" => JobStep::Begin {
+            table,
+            overwrite,
+            parts,
+        },
         "commit" => JobStep::Commit(winners),
         "abort" => JobStep::Abort,
         other => return Err(PyRuntimeError::new_err(format!("no job step {other:?}"))),

@@ -253,6 +253,11 @@ pub struct LoadArgs {
     /// commit with its other tasks' (or roll back). PostgreSQL only; indexes and keys are kept.
     #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse)]
     pub prepare: Option<inrush_load::job::Prepare>,
+    /// Like --prepare, for a server without prepared transactions (or a job that overwrites
+    /// its table): commit the rows into the part's own table, inrush."stage_JOB_PART", which
+    /// the job's coordinator moves into the table with its other tasks' (or drops).
+    #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse, conflicts_with = "prepare")]
+    pub stage: Option<inrush_load::job::Prepare>,
     /// Bytes of input per unit of parallel work.
     #[arg(long, default_value_t = 1 << 20, hide = true)]
     pub block_size: usize,
@@ -752,7 +757,9 @@ impl LoadArgs {
             OnConflictArg::Update => OnConflict::Update,
         };
         opts.table_lock = args.table_lock;
-        opts.prepare = args.prepare;
+        opts.prepare = args
+            .prepare
+            .or(args.stage.map(inrush_load::job::Prepare::staged));
         opts.rejects = args.rejects;
         if let Some(stream) = stream {
             opts.stream = Some(stream);

@@ -124,7 +124,7 @@ impl Engine for Postgres {
     }
 
     fn job(&self, to: &str, job: &str, step: &JobStep) -> Result<JobOutcome> {
-        Ok(inrush_postgres::prepared::job(
+        Ok(inrush_postgres::job::step(
             &ConnectOptions::parse(to)?,
             job,
             step,

@@ -63,9 +63,14 @@ async fn decide_load(
         copy_columns.push(Staging::ORDINAL.into());
     }
     let frozen = frozen(opts, &load.table);
-    let into = match &load.staging {
-        Some(st) => st.name.clone(),
-        None => load.table.qualified(),
+    if let Some(part) = opts.prepare.as_ref().filter(|p| p.staged) {
+        let made = crate::job::create_part_table(&load.control, &load.table, columns, part);
+        load.part_table = Some(made.await?);
+    }
+    let into = match (&load.staging, &load.part_table) {
+        (Some(st), _) => st.name.clone(),
+        (None, Some(part)) => part.clone(),
+        (None, None) => load.table.qualified(),
     };
     let statement = copy_from_stdin(&into, &copy_columns, format, frozen);
     load.prelude = prelude(opts, &load.create_sql, &load.table);
@@ -123,7 +128,8 @@ async fn decide_load(
         };
         plan.choose_sort(columns, |at| sortable(&described[at]), blocked);
     }
-    let blocked = routing_blocked(opts, format, load.staging.is_some(), &plan);
+    let staged = load.staging.is_some() || load.part_table.is_some();
+    let blocked = routing_blocked(opts, format, staged, &plan);
     let (routed, routing) = routing(
         &load.control,
         table,
@@ -355,7 +361,7 @@ fn routing_blocked(
     if opts.routing == PartitionRouting::Server {
         Some("--route server")
     } else if staged {
-        Some("--on-conflict merges its staging table into the partitioned table")
+        Some("the rows go to a staging table first, then into the partitioned table")
     } else if format != CopyFormat::Binary {
         Some("text COPY: inrush routes on the binary values")
     } else if plan.sort.is_some() {

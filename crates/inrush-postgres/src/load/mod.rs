@@ -92,6 +92,8 @@ struct Load {
     /// Why the load goes as text COPY.
     text_reason: Option<String>,
     staging: Option<Staging>,
+    /// `--stage`: the part's own table the rows go to (see `crate::prepared`).
+    part_table: Option<String>,
     /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
     /// routed to on the client), and what each COPY transaction runs before it.
     destinations: Vec<Destination>,
@@ -288,6 +290,10 @@ impl Target for PostgresTarget {
             if let Some(st) = &load.staging {
                 // Gone already after a merge; a failed load leaves it to drop here.
                 let _ = self.runtime.block_on(st.drop(&load.control));
+            }
+            if let (Some(part), false) = (&load.part_table, committed) {
+                let dropped = crate::job::drop_tables(&load.control, std::slice::from_ref(part));
+                let _ = self.runtime.block_on(dropped);
             }
             let started = std::time::Instant::now();
             let restored = definitions::restore(load, opts, &self.runtime, committed);

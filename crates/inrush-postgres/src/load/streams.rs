@@ -293,9 +293,19 @@ impl PgStreams<'_> {
         } else if let Some(part) = &opts.prepare {
             // A task of a distributed write: its job commits it, with the others.
             reporter.phase(Phase::Commit);
-            let sessions: Vec<&tokio_postgres::Client> = all_sessions(finished).collect();
-            let gids = crate::prepared::prepare_part(&load.control, part, &sessions);
-            prepared = runtime.block_on(gids)?;
+            prepared = match &load.part_table {
+                Some(table) => {
+                    runtime.block_on(commit(finished))?;
+                    let open = crate::job::staged_part_done(&load.control, part, table);
+                    runtime.block_on(open)?;
+                    vec![table.clone()]
+                }
+                None => {
+                    let sessions: Vec<&tokio_postgres::Client> = all_sessions(finished).collect();
+                    let gids = crate::job::prepare_part(&load.control, part, &sessions);
+                    runtime.block_on(gids)?
+                }
+            };
         } else if !resumable {
             if let Some(identity) = record {
                 // Without the record a rerun would load the rows twice should the rebuild fail

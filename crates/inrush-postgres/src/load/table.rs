@@ -56,6 +56,7 @@ pub(super) fn open(
         format: crate::copy::CopyFormat::Binary,
         text_reason: None,
         staging: None,
+        part_table: None,
         destinations: Vec::new(),
         prelude: Vec::new(),
         router: None,

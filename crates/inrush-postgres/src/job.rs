@@ -1,0 +1,379 @@
+//! Distributed writes (a Spark job): tasks in other processes load their parts, the job's
+//! coordinator decides once for all of them (see `inrush_load::job`).
+//!
+//! 1. The coordinator logs the job in `inrush.joint_commits`, undecided, with its table
+//!    ([`begin`]), and says how the parts are to wait.
+//! 2. Each task loads its part and leaves it *prepared* (its transactions end with PREPARE
+//!    TRANSACTION `inrush_<job>_<part>_<n>`: [`prepare_part`]) or *staged* (committed into the
+//!    part's own unlogged table, `inrush."stage_<job>_<part>"`: [`create_part_table`]), then
+//!    checks that the job is still undecided; one that finds it decided (a straggling attempt)
+//!    takes its part back, since the coordinator's sweep of the job may have passed.
+//! 3. The coordinator commits the parts of the attempts it keeps and takes back every other
+//!    one ([`commit`]). Prepared: the decision is logged first, naming the winners, then each
+//!    is committed (a dead coordinator's decision is finished by `inrush recover`, which never
+//!    lands a loser). Staged: one transaction empties the table (an overwrite), moves the
+//!    winners' rows into it and drops every part table, so readers see the old rows or the
+//!    new, and there is nothing to finish after a crash.
+//!
+//! A recover beside a decision waits for it (an advisory lock on the job's name); one that
+//! runs while the tasks write takes the job back whole, and the commit then finds a winner
+//! gone and lands nothing.
+
+use crate::prepared::{finish_one, lock_key, prepared_of, CREATE_LOG};
+use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
+use inrush_core::TargetColumn;
+use inrush_load::job::{JobOutcome, JobStep, Parts, Prepare};
+use tokio_postgres::Client;
+
+/// One step of job `job` on `target`.
+pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
+    let job = inrush_load::job::job_name(job)?;
+    let runtime = crate::load::runtime()?;
+    let outcome = runtime.block_on(async {
+        let client = target.connect().await?;
+        match step {
+            JobStep::Begin {
+                table,
+                overwrite,
+                parts,
+            } => begin(&client, job, table, *overwrite, *parts).await,
+            JobStep::Commit(winners) => commit(&client, job, winners).await,
+            JobStep::Abort => abort(&client, job).await,
+        }
+    });
+    Ok(outcome?)
+}
+
+/// Logs the job into `table` (which must exist and take INSERTs), undecided; its parts wait
+/// prepared when the server can hold them and the job appends, else staged.
+async fn begin(
+    control: &Client,
+    job: &str,
+    table: &str,
+    overwrite: bool,
+    parts: Parts,
+) -> Result<JobOutcome> {
+    let target = TableInfo::read(control, table).await?;
+    let parts = match parts {
+        Parts::Prepared if overwrite => return Err(Error::Config(
+            "an overwrite moves its rows in one transaction: its parts are staged, not prepared"
+                .into(),
+        )),
+        Parts::Auto if overwrite || crate::prepared::slots(control).await? == 0 => Parts::Staged,
+        Parts::Auto => Parts::Prepared,
+        chosen => chosen,
+    };
+    control
+        .batch_execute(CREATE_LOG)
+        .await
+        .map_err(query_error("creating the inrush.joint_commits table"))?;
+    control
+        .execute(
+            "INSERT INTO inrush.joint_commits (load_id, servers, staged, target, overwrite) \
+             VALUES ($1, '{}', $2, $3, $4)",
+            &[
+                &job,
+                &(parts == Parts::Staged),
+                &target.qualified(),
+                &overwrite,
+            ],
+        )
+        .await
+        .map_err(query_error("logging the distributed write"))?;
+    Ok(JobOutcome {
+        parts: Some(parts),
+        ..JobOutcome::default()
+    })
+}
+
+/// Whether `job` is logged and undecided: its tasks' parts may still wait for it.
+async fn undecided(control: &Client, job: &str) -> Result<bool> {
+    if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
+        return Ok(false);
+    }
+    let row = control
+        .query_opt(
+            "SELECT NOT decided FROM inrush.joint_commits WHERE load_id = $1",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("reading the job's decision"))?;
+    Ok(row.is_some_and(|r| r.get(0)))
+}
+
+fn ended(job: &str) -> Error {
+    Error::Server(format!(
+        "distributed write {job} has ended (decided, or never logged on this server): this part's rows were taken back"
+    ))
+}
+
+/// A prepared part: PREPAREs each of `sessions`' transactions as the part's `n`th. Err:
+/// nothing of the part stays prepared (a failed PREPARE leaves its session's transaction
+/// open, for the caller to roll back).
+pub async fn prepare_part(
+    control: &Client,
+    part: &Prepare,
+    sessions: &[&Client],
+) -> Result<Vec<String>> {
+    let gids: Vec<String> = (0..sessions.len())
+        .map(|n| format!("{}{n}", part.prefix()))
+        .collect();
+    let statements: Vec<String> = gids
+        .iter()
+        .map(|gid| format!("PREPARE TRANSACTION '{gid}'"))
+        .collect();
+    let prepares = sessions
+        .iter()
+        .zip(&statements)
+        .map(|(c, sql)| c.batch_execute(sql));
+    let results = futures_util::future::join_all(prepares).await;
+    let failed = results.iter().find_map(|r| r.as_ref().err());
+    if failed.is_none() && undecided(control, &part.job).await? {
+        return Ok(gids);
+    }
+    for (gid, prepared) in gids.iter().zip(&results) {
+        if prepared.is_ok() {
+            finish_one(control, gid, false).await?;
+        }
+    }
+    Err(match failed {
+        Some(e) => Error::Server(format!(
+            "PREPARE TRANSACTION failed, this part rolled back: {}",
+            crate::describe_pg_error(e)
+        )),
+        None => ended(&part.job),
+    })
+}
+
+/// A staged part's table, made empty for the part's `columns` of `table` (their types, no
+/// constraint: the move into the table checks them).
+pub async fn create_part_table(
+    control: &Client,
+    table: &TableInfo,
+    columns: &[TargetColumn],
+    part: &Prepare,
+) -> Result<String> {
+    let name = format!(
+        "inrush.{}",
+        quote_ident(&format!("stage_{}_{}", part.job, part.part))
+    );
+    let list: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
+    let sql = format!(
+        "CREATE SCHEMA IF NOT EXISTS inrush; DROP TABLE IF EXISTS {name}; \
+         CREATE UNLOGGED TABLE {name} AS SELECT {} FROM {} WITH NO DATA",
+        list.join(", "),
+        table.qualified()
+    );
+    control
+        .batch_execute(&sql)
+        .await
+        .map_err(query_error("creating the part's staging table"))?;
+    Ok(name)
+}
+
+/// A staged part, committed into `table`: still wanted if its job is undecided, else dropped.
+pub async fn staged_part_done(control: &Client, part: &Prepare, table: &str) -> Result<()> {
+    if undecided(control, &part.job).await? {
+        return Ok(());
+    }
+    drop_tables(control, &[table.to_string()]).await?;
+    Err(ended(&part.job))
+}
+
+/// The staging tables of job `id`'s parts, as `inrush."stage_..."`.
+pub async fn part_tables(client: &Client, id: &str) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = 'inrush' AND c.relkind = 'r' AND starts_with(c.relname::text, $1) \
+             ORDER BY 1",
+            &[&format!("stage_{id}_")],
+        )
+        .await
+        .map_err(query_error("finding the job's staging tables"))?;
+    Ok(rows
+        .iter()
+        .map(|r| format!("inrush.{}", quote_ident(r.get(0))))
+        .collect())
+}
+
+/// Drops `tables` (names as [`part_tables`] gives them).
+pub async fn drop_tables(client: &Client, tables: &[String]) -> Result<()> {
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let sql = format!("DROP TABLE IF EXISTS {}", tables.join(", "));
+    client
+        .batch_execute(&sql)
+        .await
+        .map_err(query_error("dropping the job's staging tables"))
+}
+
+/// Commits `winners` (one part per task: prepared transactions, or staging tables) and takes
+/// back every other part of the job, then forgets it.
+async fn commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOutcome> {
+    // A recover beside the decision waits for it (see `crate::prepared::resolve`).
+    control
+        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
+        .await
+        .map_err(query_error("locking the distributed write"))?;
+    let decided = match logged(control, job).await {
+        Ok(Some(Logged { staged: true, target, overwrite })) => {
+            move_staged(control, job, &target, overwrite, winners).await
+        }
+        Ok(Some(_)) => match decide_prepared(control, job, winners).await {
+            Ok(()) => finish(control, job, winners).await,
+            Err(e) => Err(e),
+        },
+        Ok(None) => Err(Error::Server(format!(
+            "distributed write {job} is not logged on this server (decided already, or taken back by `inrush recover`)"
+        ))),
+        Err(e) => Err(e),
+    };
+    if decided.is_err() {
+        let _ = finish(control, job, &[]).await;
+    }
+    let _ = control
+        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
+        .await;
+    decided
+}
+
+/// Takes back every part of the job and forgets it.
+async fn abort(control: &Client, job: &str) -> Result<JobOutcome> {
+    finish(control, job, &[]).await
+}
+
+/// The job as its log row has it.
+struct Logged {
+    staged: bool,
+    target: String,
+    overwrite: bool,
+}
+
+async fn logged(control: &Client, job: &str) -> Result<Option<Logged>> {
+    let row = control
+        .query_opt(
+            "SELECT staged, coalesce(target, ''), overwrite FROM inrush.joint_commits \
+             WHERE load_id = $1 AND NOT decided",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("reading the distributed write's log"))?;
+    Ok(row.map(|r| Logged {
+        staged: r.get(0),
+        target: r.get(1),
+        overwrite: r.get(2),
+    }))
+}
+
+/// Logs the decision to commit the prepared `winners`, once each of them is prepared.
+async fn decide_prepared(control: &Client, job: &str, winners: &[String]) -> Result<()> {
+    let prepared = prepared_of(control, job).await?;
+    if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
+        return Err(Error::Server(format!(
+            "distributed write {job}: transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"
+        )));
+    }
+    control
+        .execute(
+            "UPDATE inrush.joint_commits SET decided = true, winners = $2 WHERE load_id = $1",
+            &[&job, &winners],
+        )
+        .await
+        .map_err(query_error("recording the distributed write's decision"))?;
+    Ok(())
+}
+
+/// Commits the prepared `winners` (none: takes everything back), rolls back the job's other
+/// transactions, drops its staging tables, then its log row.
+async fn finish(control: &Client, job: &str, winners: &[String]) -> Result<JobOutcome> {
+    let mut outcome = JobOutcome::default();
+    for gid in prepared_of(control, job).await? {
+        let commit = winners.contains(&gid);
+        finish_one(control, &gid, commit).await?;
+        match commit {
+            true => outcome.committed.push(gid),
+            false => outcome.rolled_back.push(gid),
+        }
+    }
+    let tables = part_tables(control, job).await?;
+    drop_tables(control, &tables).await?;
+    outcome.rolled_back.extend(tables);
+    forget(control, job).await?;
+    Ok(outcome)
+}
+
+async fn forget(client: &Client, job: &str) -> Result<()> {
+    client
+        .execute(
+            "DELETE FROM inrush.joint_commits WHERE load_id = $1",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("forgetting the distributed write"))?;
+    Ok(())
+}
+
+/// The staged decision, in one transaction: `target` emptied (`overwrite`), the `winners`'
+/// rows moved into it, every part table of the job dropped and the job forgotten.
+async fn move_staged(
+    control: &Client,
+    job: &str,
+    target: &str,
+    overwrite: bool,
+    winners: &[String],
+) -> Result<JobOutcome> {
+    let tables = part_tables(control, job).await?;
+    if let Some(lost) = winners.iter().find(|w| !tables.contains(w)) {
+        return Err(Error::Server(format!(
+            "distributed write {job}: staging table {lost} is gone (did `inrush recover` run while the job wrote?); nothing was moved"
+        )));
+    }
+    let mut sql = vec!["BEGIN".to_string()];
+    if overwrite {
+        sql.push(format!("TRUNCATE {target}"));
+    }
+    for winner in winners {
+        let list = columns_of(control, winner).await?.join(", ");
+        sql.push(format!(
+            "INSERT INTO {target} ({list}) SELECT {list} FROM {winner}"
+        ));
+    }
+    if !tables.is_empty() {
+        sql.push(format!("DROP TABLE {}", tables.join(", ")));
+    }
+    sql.push(format!(
+        "DELETE FROM inrush.joint_commits WHERE load_id = '{job}'"
+    ));
+    sql.push("COMMIT".to_string());
+    if let Err(cause) = control.batch_execute(&sql.join("; ")).await {
+        let _ = control.batch_execute("ROLLBACK").await;
+        return Err(Error::Query {
+            what: format!("moving the parts of distributed write {job} into {target}"),
+            cause,
+        });
+    }
+    let rolled_back = tables
+        .into_iter()
+        .filter(|t| !winners.contains(t))
+        .collect();
+    Ok(JobOutcome {
+        committed: winners.to_vec(),
+        rolled_back,
+        parts: None,
+    })
+}
+
+/// The columns of staging table `table`, quoted, in order.
+async fn columns_of(client: &Client, table: &str) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            "SELECT attname::text FROM pg_attribute WHERE attrelid = $1::text::regclass \
+             AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            &[&table],
+        )
+        .await
+        .map_err(query_error("reading a staging table's columns"))?;
+    Ok(rows.iter().map(|r| quote_ident(r.get(0))).collect())
+}
