@@ -21,9 +21,10 @@ log=$(mktemp)
 servers="PostgreSQL 18, MariaDB 10.11 and SQLite"
 finish() {
   local status=$? passed failed
-  # cargo's "test result: ok. N passed; M failed" and pytest's "N failed, M passed in 9.1s".
+  # cargo's "test result: ok. N passed; M failed" and pytest's last line, "N failed, M passed
+  # in 9.1s" or "M passed, K warnings in 9.1s".
   read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6; next }
-    / passed in [0-9.]+s|[0-9]+ failed/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+    /^[0-9]+ (passed|failed)/ { for (i = 1; i < NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
     END { print p + 0, f + 0 }' "$log")
   rm -f "$log"
   local took="$(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s"
