@@ -400,17 +400,10 @@ impl LoadPlan {
     /// after its rows (its transactions stay open, prepared, until the job decides): every
     /// index and key stays, and the job's coordinator plans the table once for all tasks.
     pub fn for_task(mut self) -> Self {
-        let why = "--prepare: kept, a task of a distributed write changes no definition";
-        for d in &mut self.indexes {
-            d.action = IndexAction::Keep;
-            d.reason = why.into();
-        }
-        for d in &mut self.foreign_keys {
-            d.action = IndexAction::Keep;
-            d.reason = why.into();
-        }
-        self.rule = "indexes and keys are kept: a task of a distributed write leaves the table's definitions to its job".into();
-        self.after = Maintenance::None;
+        self.keep_everything(
+            "--prepare: kept, a task of a distributed write changes no definition",
+            "indexes and keys are kept: a task of a distributed write leaves the table's definitions to its job",
+        );
         self
     }
 
@@ -420,7 +413,17 @@ impl LoadPlan {
     /// runs after. Triggers stay as the plan has them (`disable_triggers`: disabled inside
     /// the check's own transaction, where the engine can).
     pub fn checked(mut self) -> Self {
-        let why = "--check: kept, the rows go in inside a transaction rolled back at the end, so the server checks each one";
+        self.keep_everything(
+            "--check: kept, the rows go in inside a transaction rolled back at the end, so the server checks each one",
+            "indexes and keys are kept: --check writes the rows inside a transaction it rolls back, so the server checks every key, foreign key, CHECK constraint and trigger as the load would",
+        );
+        self.sort = None;
+        self.sort_reason = None;
+        self
+    }
+
+    /// Every index and foreign key kept (`why`, the plan's `rule`), and nothing run after.
+    fn keep_everything(&mut self, why: &str, rule: &str) {
         for d in &mut self.indexes {
             d.action = IndexAction::Keep;
             d.reason = why.into();
@@ -429,11 +432,8 @@ impl LoadPlan {
             d.action = IndexAction::Keep;
             d.reason = why.into();
         }
-        self.rule = "indexes and keys are kept: --check writes the rows inside a transaction it rolls back, so the server checks every key, foreign key, CHECK constraint and trigger as the load would".into();
-        self.sort = None;
-        self.sort_reason = None;
+        self.rule = rule.into();
         self.after = Maintenance::None;
-        self
     }
 
     /// The rows will be written frozen (COPY FREEZE after TRUNCATE): nothing for VACUUM to do.
