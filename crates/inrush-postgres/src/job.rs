@@ -217,26 +217,45 @@ async fn commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOu
         .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
         .await
         .map_err(query_error("locking the distributed write"))?;
+    // Before the decision a failure takes the whole job back; after it (a COMMIT PREPARED
+    // that failed part way) the logged decision stands, for `inrush recover` to finish: taking
+    // the remaining winners back then would land the job in part.
     let decided = match logged(control, job).await {
         Ok(Some(Logged { staged: true, target, overwrite })) => {
-            move_staged(control, job, &target, overwrite, winners).await
+            let moved = move_staged(control, job, &target, overwrite, winners).await;
+            match moved {
+                Ok(outcome) => Ok(outcome),
+                // The move's transaction rolled back: nothing landed.
+                Err(e) => Err(take_back(control, job, e).await),
+            }
         }
         Ok(Some(_)) => match decide_prepared(control, job, winners).await {
-            Ok(()) => finish(control, job, winners).await,
-            Err(e) => Err(e),
+            Ok(()) => finish(control, job, winners).await.map_err(|e| {
+                Error::Server(format!(
+                    "distributed write {job} was decided, then committing its parts failed ({e}): `inrush recover` commits the rest"
+                ))
+            }),
+            Err(e) => Err(take_back(control, job, e).await),
         },
-        Ok(None) => Err(Error::Server(format!(
-            "distributed write {job} is not logged on this server (decided already, or taken back by `inrush recover`)"
-        ))),
-        Err(e) => Err(e),
+        Ok(None) => {
+            let gone = Error::Server(format!(
+                "distributed write {job} is not logged on this server (decided already, or taken back by `inrush recover`)"
+            ));
+            Err(take_back(control, job, gone).await)
+        }
+        Err(e) => Err(take_back(control, job, e).await),
     };
-    if decided.is_err() {
-        let _ = finish(control, job, &[]).await;
-    }
     let _ = control
         .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
         .await;
     decided
+}
+
+/// Takes back every part of the job after `failure` stopped it before any landed; the
+/// failure stays the error.
+async fn take_back(control: &Client, job: &str, failure: Error) -> Error {
+    let _ = finish(control, job, &[]).await;
+    failure
 }
 
 /// Takes back every part of the job and forgets it.
