@@ -16,16 +16,25 @@ after it leaves ``inrush recover --to URL`` to finish exactly that. Staged parts
 transaction (which empties the table first for an overwrite: readers see the old rows or the
 new).
 
+Structured Streaming: ``df.writeStream.format("inrush")`` writes each micro-batch the same way,
+as a job named for the query and the batch, and its decision records the batch in the target's
+``inrush.stream_batches`` in the same transaction. A query restarted from its checkpoint that
+replays a batch the target already took (Spark had not noted its commit) loads and lands
+nothing of it: each batch's rows land exactly once. ``outputMode("complete")`` replaces the
+table's rows at every batch, atomically, as an overwrite does.
+
 Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts`` ("auto",
 "prepared" or "staged"); ``connections`` (per task, default 1), ``workers`` (encoder threads
 per task), ``max_errors`` (per task) with ``rejects`` (a path on each executor: each task
-writes ``<rejects>.<partition>``), and ``datestyle``. PostgreSQL targets.
+writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``), and
+``datestyle``. PostgreSQL targets.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional
@@ -34,10 +43,16 @@ from inrush import _inrush, load
 from inrush.errors import UsageError
 
 try:
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceStreamArrowWriter,
+        WriterCommitMessage,
+    )
 except ImportError as missing:  # pragma: no cover - said when register() is called
     _MISSING: Optional[ImportError] = missing
-    DataSource = DataSourceArrowWriter = WriterCommitMessage = object  # type: ignore
+    DataSource = DataSourceArrowWriter = DataSourceStreamArrowWriter = object  # type: ignore
+    WriterCommitMessage = object  # type: ignore
 else:
     _MISSING = None
 
@@ -59,17 +74,20 @@ def register(spark: Any) -> None:
 @dataclass
 class PartWritten(WriterCommitMessage):  # type: ignore[misc]
     """What one task attempt left for the driver to land or take back: its prepared
-    transactions, or its staging table."""
+    transactions, or its staging table. In a stream, also the query, and whether the target
+    had the batch already (``done``: nothing loaded)."""
 
     partition: int
     attempt: int
     rows: int
     rejected: int
     prepared: List[str] = field(default_factory=list)
+    query: Optional[str] = None
+    done: bool = False
 
 
 class InrushDataSource(DataSource):  # type: ignore[misc]
-    """``format("inrush")``: writes only (batch)."""
+    """``format("inrush")``: writes only, batch and streaming."""
 
     @classmethod
     def name(cls) -> str:
@@ -78,10 +96,15 @@ class InrushDataSource(DataSource):  # type: ignore[misc]
     def writer(self, schema: Any, overwrite: bool) -> "InrushWriter":
         return InrushWriter(dict(self.options), overwrite)
 
+    def streamWriter(self, schema: Any, overwrite: bool) -> "InrushStreamWriter":
+        return InrushStreamWriter(dict(self.options), overwrite)
 
-class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
-    """Made on the driver (which logs the job), pickled to every task, and asked on the
-    driver to commit or abort once the tasks are done."""
+
+class _Settings:
+    """The writer's options, checked on the driver, and how a task loads its part."""
+
+    # Spark's own options that reach a data source (a stream's checkpoint).
+    _SPARK = {"path", "checkpointlocation"}
 
     def __init__(self, options: Dict[str, str], overwrite: bool):
         options = {k.lower(): v for k, v in options.items()}
@@ -89,7 +112,7 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         self.table = options.get("table") or options.get("dbtable")
         if not self.to or not self.table:
             raise UsageError('format("inrush") needs .option("to", URL) and .option("table", NAME)')
-        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts", "path"}
+        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts"} | self._SPARK
         unknown = set(options) - known
         if unknown:
             raise UsageError(f'format("inrush"): unknown option(s) {", ".join(sorted(unknown))}')
@@ -98,44 +121,58 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         }
         self.load_options.setdefault("connections", 1)
         self.rejects = options.get("rejects")
+        self.parts = options.get("parts", "auto")
+        self.overwrite = overwrite
+
+    def begin(self, job: str, **batch: Any) -> Dict[str, Any]:
+        """Logs ``job`` on the target (see ``_inrush.job``)."""
+        begun = _inrush.job(
+            self.to, job, "begin", table=self.table, overwrite=self.overwrite, parts=self.parts, **batch
+        )
+        return json.loads(begun)
+
+    def load_part(self, first: Any, rest: Iterator[Any], part: str, staged: bool, where: str) -> Any:
+        """Loads ``first`` and the ``rest`` of a task's batches as ``part`` (``JOB:PART``);
+        ``where`` names the task's partition (and batch) in rejects and messages."""
+        import pyarrow as pa
+
+        batches = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], rest))
+        return load(
+            batches,
+            to=self.to,
+            table=self.table,
+            prepare=None if staged else part,
+            stage=part if staged else None,
+            rejects=f"{self.rejects}.{where}" if self.rejects else None,
+            name=f"partition {where}",
+            **self.load_options,
+        )
+
+
+def _task() -> Any:
+    from pyspark import TaskContext
+
+    return TaskContext.get()
+
+
+class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    """Made on the driver (which logs the job), pickled to every task, and asked on the
+    driver to commit or abort once the tasks are done."""
+
+    def __init__(self, options: Dict[str, str], overwrite: bool):
+        self.settings = _Settings(options, overwrite)
         # Letters and digits: the job names prepared transactions (`inrush_<job>_...`).
         self.job = uuid.uuid4().hex[:20]
-        begun = json.loads(
-            _inrush.job(
-                self.to,
-                self.job,
-                "begin",
-                table=self.table,
-                overwrite=overwrite,
-                parts=options.get("parts", "auto"),
-            )
-        )
-        self.parts = begun["parts"]
+        self.parts = self.settings.begin(self.job)["parts"]
 
     def write(self, iterator: Iterator[Any]) -> PartWritten:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
+        context = _task()
         partition, attempt = context.partitionId(), context.attemptNumber()
         first = next(iterator, None)
         if first is None:
             return PartWritten(partition, attempt, rows=0, rejected=0)
-        import pyarrow as pa
-
-        batches = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], iterator))
-        rejects = f"{self.rejects}.{partition}" if self.rejects else None
-        name = f"{self.job}:p{partition}a{attempt}"
-        staged = self.parts == "staged"
-        result = load(
-            batches,
-            to=self.to,
-            table=self.table,
-            prepare=None if staged else name,
-            stage=name if staged else None,
-            rejects=rejects,
-            name=f"partition {partition}",
-            **self.load_options,
-        )
+        part = f"{self.job}:p{partition}a{attempt}"
+        result = self.settings.load_part(first, iterator, part, self.parts == "staged", str(partition))
         return PartWritten(
             partition,
             attempt,
@@ -146,8 +183,64 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def commit(self, messages: List[Optional[PartWritten]]) -> None:
         winners = [name for m in messages if m is not None for name in m.prepared]
-        _inrush.job(self.to, self.job, "commit", winners=winners)
+        _inrush.job(self.settings.to, self.job, "commit", winners=winners)
 
     def abort(self, messages: List[Optional[PartWritten]]) -> None:
         # By the job's name: Spark's messages can miss partitions that finished.
-        _inrush.job(self.to, self.job, "abort")
+        _inrush.job(self.settings.to, self.job, "abort")
+
+
+def stream_job(query: str, batch: int) -> str:
+    """The job that writes micro-batch ``batch`` of streaming query ``query`` (Spark's query
+    id, kept across restarts): the same name whichever run writes it, so that a replay finds
+    the batch's log and ledger entries."""
+    return f"s{query.replace('-', '')[:18]}b{batch}"
+
+
+class InrushStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+    """A micro-batch's writer. Spark makes one on the driver for the batch's tasks and another
+    for its commit, so nothing is logged here: the first task to load logs the batch's job,
+    which is named for the query and batch that every task and the commit can see."""
+
+    def __init__(self, options: Dict[str, str], overwrite: bool):
+        self.settings = _Settings(options, overwrite)
+
+    def write(self, iterator: Iterator[Any]) -> PartWritten:
+        context = _task()
+        partition, attempt = context.partitionId(), context.attemptNumber()
+        query = context.getLocalProperty("sql.streaming.queryId")
+        batch = int(context.getLocalProperty("streaming.sql.batchId"))
+        first = next(iterator, None)
+        if first is None:
+            return PartWritten(partition, attempt, rows=0, rejected=0, query=query)
+        job = stream_job(query, batch)
+        begun = self.settings.begin(job, query=query, batch=batch)
+        if begun["done"]:
+            return PartWritten(partition, attempt, rows=0, rejected=0, query=query, done=True)
+        # A run restarted after a crash may meet its predecessor's parts of the same batch:
+        # a nonce keeps their names apart, and the decision takes the predecessor's back.
+        part = f"{job}:p{partition}a{attempt}r{os.urandom(4).hex()}"
+        staged = begun["parts"] == "staged"
+        result = self.settings.load_part(first, iterator, part, staged, f"{batch}.{partition}")
+        return PartWritten(
+            partition,
+            attempt,
+            rows=result.rows,
+            rejected=result.rejected,
+            prepared=list(result.summary.get("prepared", [])),
+            query=query,
+        )
+
+    def commit(self, messages: List[Optional[PartWritten]], batchId: int) -> None:
+        query = next((m.query for m in messages if m is not None), None)
+        if query is None:  # a batch of no partitions
+            return
+        winners = [name for m in messages if m is not None for name in m.prepared]
+        _inrush.job(
+            self.settings.to, stream_job(query, batchId), "commit", winners=winners, query=query, batch=batchId
+        )
+
+    def abort(self, messages: List[Optional[PartWritten]], batchId: int) -> None:
+        query = next((m.query for m in messages if m is not None), None)
+        if query is not None:
+            _inrush.job(self.settings.to, stream_job(query, batchId), "abort")

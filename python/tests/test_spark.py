@@ -118,6 +118,46 @@ def test_a_commit_whose_parts_vanished_lands_nothing(db, server, table):
     assert prepared(db) == [] and logged_jobs(db) == []
 
 
+def test_an_abort_after_the_decision_finishes_it_instead(db, server, table):
+    # Spark follows a commit that failed part way with an abort: the logged decision stands.
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    job = "jobabortlate"
+    begin(server, table, job)
+    kept = part(server, table, job, "p0a0", numbers(0, 10))
+    lost = part(server, table, job, "p0a1", numbers(0, 10))
+    db.execute(
+        "UPDATE inrush.joint_commits SET decided = true, winners = %s WHERE load_id = %s",
+        (kept, job),
+    )
+    outcome = json.loads(_inrush.job(server, job, "abort"))
+    assert (outcome["committed"], outcome["rolled_back"]) == (kept, lost)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("10",)]
+    assert prepared(db) == [] and logged_jobs(db) == []
+
+
+@pytest.mark.parametrize("parts", ["prepared", "staged"])
+def test_a_streaming_batch_lands_once_however_often_it_is_written(db, server, table, parts):
+    db.execute(f"CREATE TABLE {table} (id bigint)")
+    batch = {"query": f"q-{parts}", "batch": 7}
+    job = f"jobbatch{parts}"
+    staged = parts == "staged"
+    for run in range(2):
+        begun = json.loads(_inrush.job(server, job, "begin", table=table, parts=parts, **batch))
+        assert begun["done"] == (run == 1), "the ledger knows the batch after its first commit"
+        if run == 0:
+            kept = part(server, table, job, "p0a0r0", numbers(0, 10), staged=staged)
+        else:  # A replay's tasks load nothing; one that loads anyway takes its part back.
+            with pytest.raises(inrush.ServerError, match="has ended"):
+                part(server, table, job, "p0a0r1", numbers(0, 10), staged=staged)
+        outcome = json.loads(_inrush.job(server, job, "commit", winners=kept, **batch))
+        assert outcome["done"] == (run == 1)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("10",)]
+    assert rows(db, f"SELECT query, batch, job FROM inrush.stream_batches WHERE query = 'q-{parts}'") == [
+        (f"q-{parts}", "7", job)
+    ]
+    assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
+
+
 @pytest.mark.parametrize(
     "options, refused",
     [
@@ -318,3 +358,85 @@ def test_options_are_checked_on_the_driver(spark, server, table):
         df.write.format("inrush").option("to", server).mode("append").save()
     with pytest.raises(Exception, match="unknown option"):
         write(df, server, table, batchsize=10)
+
+
+def stream_files(spark, directory, first, count, step=1000):
+    """Files ``first`` .. ``first + count - 1`` of a stream source, ``step`` ids each."""
+    for n in range(first, first + count):
+        # One file each: the stream takes one file per batch.
+        df = spark.range(n * step, (n + 1) * step, 1, 1).selectExpr("id", "CAST(id % 7 AS INT) AS k")
+        df.write.mode("overwrite").parquet(f"{directory}/part{n}")
+
+
+def start_stream(spark, directory, server, table, checkpoint, **options):
+    source = (
+        spark.readStream.schema("id bigint, k int")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(f"{directory}/part*")
+        .repartition(2)
+    )
+    writer = source.writeStream.format("inrush").option("to", server).option("table", table)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.option("checkpointLocation", checkpoint).start()
+
+
+def run_stream(*args, **options):
+    query = start_stream(*args, **options)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return query.id
+
+
+def test_a_restarted_stream_lands_every_batch_once(spark, db, server, table, tmp_path):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, k int)")
+    source, checkpoint = tmp_path / "in", str(tmp_path / "checkpoint")
+    stream_files(spark, source, 0, 3)
+    query = run_stream(spark, source, server, table, checkpoint)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("3000",)]
+    # A crash after the target took batch 2 but before Spark noted it: the restart replays it.
+    os.remove(f"{checkpoint}/commits/2")
+    os.remove(f"{checkpoint}/commits/.2.crc")
+    # And one after the tasks of batch 3 had left a part, which is no winner of any decision.
+    import inrush.spark
+
+    job = inrush.spark.stream_job(query, 3)
+    _inrush.job(server, job, "begin", table=table, query=query, batch=3)
+    part(server, table, job, "p0a0rdead", pa.table({"id": pa.array([-1], pa.int64())}))
+    stream_files(spark, source, 3, 2)
+    assert run_stream(spark, source, server, table, checkpoint) == query, "the same query"
+    assert rows(db, f"SELECT count(*), min(id), max(id) FROM {table}") == [("5000", "0", "4999")]
+    assert rows(db, f"SELECT batch FROM inrush.stream_batches WHERE query = '{query}' ORDER BY 1") == [
+        (str(b),) for b in range(5)
+    ]
+    assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
+
+
+def test_a_complete_mode_stream_replaces_the_table_at_every_batch(spark, db, server, table, tmp_path):
+    db.execute(f"CREATE TABLE {table} (k int PRIMARY KEY, n bigint)")
+    source = tmp_path / "in"
+    stream_files(spark, source, 0, 2)
+    counts = (
+        spark.readStream.schema("id bigint, k int")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(f"{source}/part*")
+        .groupBy("k")
+        .agg({"id": "count"})
+        .withColumnRenamed("count(id)", "n")
+    )
+    query = (
+        counts.writeStream.format("inrush")
+        .option("to", server)
+        .option("table", table)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .outputMode("complete")
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert rows(db, f"SELECT sum(n), count(*) FROM {table}") == [("2000", "7")]
+    assert staging_tables(db) == [] and logged_jobs(db) == []

@@ -81,30 +81,48 @@ pub enum Parts {
     Staged,
 }
 
+/// One micro-batch of a streaming query (Spark's query id, which a restart from the same
+/// checkpoint keeps, and the batch's number): a job that writes one lands it in the target's
+/// ledger of written batches in the same decision, so a replay of the batch lands nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub query: String,
+    pub id: i64,
+}
+
 /// What the coordinator does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobStep {
-    /// Logs the job, undecided, before its tasks start: into `table`, emptied first when
-    /// `overwrite` (in the decision's transaction), its parts as `parts` asks.
+    /// Logs the job, undecided, before its parts load: into `table`, emptied first when
+    /// `overwrite` (in the decision's transaction), its parts as `parts` asks. Idempotent,
+    /// since a stream's tasks each begin their batch's job: the first one logs it and every
+    /// part waits as that one chose. A `batch` already in the ledger is [`JobOutcome::done`].
     Begin {
         table: String,
         overwrite: bool,
         parts: Parts,
+        batch: Option<Batch>,
     },
-    /// Commits these prepared transactions (the parts that succeeded, one attempt each) and
-    /// rolls back the job's others.
-    Commit(Vec<String>),
+    /// Commits these prepared transactions or staging tables (the parts that succeeded, one
+    /// attempt each) and takes back the job's others; with `batch`, records it in the ledger
+    /// in the same decision, or, if it is there already, lands nothing of this job.
+    Commit {
+        winners: Vec<String>,
+        batch: Option<Batch>,
+    },
     /// Rolls back every transaction of the job.
     Abort,
 }
 
 /// What the coordinator's step did: the parts committed and rolled back (transactions, or
-/// staging tables), and, for a begin, how the parts are to wait.
+/// staging tables), for a begin how the parts are to wait, and whether the job's batch had
+/// been written already (its parts have nothing to load; its commit landed nothing).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct JobOutcome {
     pub committed: Vec<String>,
     pub rolled_back: Vec<String>,
     pub parts: Option<Parts>,
+    pub done: bool,
 }
 
 #[cfg(test)]

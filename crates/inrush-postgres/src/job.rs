@@ -15,14 +15,20 @@
 //!    winners' rows into it and drops every part table, so readers see the old rows or the
 //!    new, and there is nothing to finish after a crash.
 //!
+//! A streaming query's micro-batch is a job named for the query and batch, begun by its
+//! tasks (the first one logs it), and its decision also records the batch in
+//! `inrush.stream_batches`: a replayed batch (a query restarted from its checkpoint after the
+//! target took the batch but Spark had not noted it) finds itself there, loads nothing, and
+//! its commit lands nothing.
+//!
 //! A recover beside a decision waits for it (an advisory lock on the job's name); one that
 //! runs while the tasks write takes the job back whole, and the commit then finds a winner
 //! gone and lands nothing.
 
-use crate::prepared::{finish_one, lock_key, prepared_of, CREATE_LOG};
+use crate::prepared::{create_log, finish_one, lock_key, prepared_of};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use inrush_core::TargetColumn;
-use inrush_load::job::{JobOutcome, JobStep, Parts, Prepare};
+use inrush_load::job::{Batch, JobOutcome, JobStep, Parts, Prepare};
 use tokio_postgres::Client;
 
 /// One step of job `job` on `target`.
@@ -36,22 +42,27 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
                 table,
                 overwrite,
                 parts,
-            } => begin(&client, job, table, *overwrite, *parts).await,
-            JobStep::Commit(winners) => commit(&client, job, winners).await,
+                batch,
+            } => begin(&client, job, table, *overwrite, *parts, batch.as_ref()).await,
+            JobStep::Commit { winners, batch } => {
+                commit(&client, job, winners, batch.as_ref()).await
+            }
             JobStep::Abort => abort(&client, job).await,
         }
     });
     Ok(outcome?)
 }
 
-/// Logs the job into `table` (which must exist and take INSERTs), undecided; its parts wait
-/// prepared when the server can hold them and the job appends, else staged.
+/// Logs the job into `table` (which must exist and take INSERTs), undecided, unless it is
+/// logged already; its parts wait prepared when the server can hold them and the job
+/// appends, else staged.
 async fn begin(
     control: &Client,
     job: &str,
     table: &str,
     overwrite: bool,
     parts: Parts,
+    batch: Option<&Batch>,
 ) -> Result<JobOutcome> {
     let target = TableInfo::read(control, table).await?;
     let parts = match parts {
@@ -63,14 +74,19 @@ async fn begin(
         Parts::Auto => Parts::Prepared,
         chosen => chosen,
     };
-    control
-        .batch_execute(CREATE_LOG)
-        .await
-        .map_err(query_error("creating the inrush.joint_commits table"))?;
+    create_log(control).await?;
+    if let Some(batch) = batch {
+        if written(control, batch).await? {
+            return Ok(JobOutcome {
+                done: true,
+                ..JobOutcome::default()
+            });
+        }
+    }
     control
         .execute(
             "INSERT INTO inrush.joint_commits (load_id, servers, staged, target, overwrite) \
-             VALUES ($1, '{}', $2, $3, $4)",
+             VALUES ($1, '{}', $2, $3, $4) ON CONFLICT (load_id) DO NOTHING",
             &[
                 &job,
                 &(parts == Parts::Staged),
@@ -80,10 +96,50 @@ async fn begin(
         )
         .await
         .map_err(query_error("logging the distributed write"))?;
+    // As the job was first logged: the tasks of a stream each begin it.
+    let staged: Option<bool> = control
+        .query_opt(
+            "SELECT staged FROM inrush.joint_commits WHERE load_id = $1 AND NOT decided",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("reading the distributed write's log"))?
+        .map(|r| r.get(0));
+    let Some(staged) = staged else {
+        return Err(ended(job));
+    };
     Ok(JobOutcome {
-        parts: Some(parts),
+        parts: Some(if staged { Parts::Staged } else { Parts::Prepared }),
         ..JobOutcome::default()
     })
+}
+
+/// Whether a decision recorded `batch` as written.
+async fn written(control: &Client, batch: &Batch) -> Result<bool> {
+    if !crate::catalog::relations_exist(control, &["inrush.stream_batches"]).await? {
+        return Ok(false);
+    }
+    let row = control
+        .query_one(
+            "SELECT EXISTS (SELECT FROM inrush.stream_batches WHERE query = $1 AND batch = $2)",
+            &[&batch.query, &batch.id],
+        )
+        .await
+        .map_err(query_error("reading the ledger of streaming batches"))?;
+    Ok(row.get(0))
+}
+
+/// Records `batch` as written by `job`, inside the decision's transaction.
+async fn record(control: &Client, job: &str, batch: Option<&Batch>) -> Result<()> {
+    let Some(batch) = batch else { return Ok(()) };
+    control
+        .execute(
+            "INSERT INTO inrush.stream_batches (query, batch, job) VALUES ($1, $2, $3)",
+            &[&batch.query, &batch.id, &job],
+        )
+        .await
+        .map_err(query_error("recording the streaming batch"))?;
+    Ok(())
 }
 
 /// Whether `job` is logged and undecided: its tasks' parts may still wait for it.
@@ -211,25 +267,61 @@ pub async fn drop_tables(client: &Client, tables: &[String]) -> Result<()> {
 
 /// Commits `winners` (one part per task: prepared transactions, or staging tables) and takes
 /// back every other part of the job, then forgets it.
-async fn commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOutcome> {
+async fn commit(
+    control: &Client,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> Result<JobOutcome> {
     // A recover beside the decision waits for it (see `crate::prepared::resolve`).
     control
         .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
         .await
         .map_err(query_error("locking the distributed write"))?;
+    let decided = match batch {
+        Some(b) => match written(control, b).await {
+            Ok(true) => replayed(control, job).await,
+            Ok(false) => decide(control, job, winners, batch).await,
+            Err(e) => Err(e),
+        },
+        None => decide(control, job, winners, None).await,
+    };
+    let _ = control
+        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
+        .await;
+    decided
+}
+
+/// A batch that an earlier run of its query landed: that run's decision, if it is still to
+/// be finished, is finished; every other part of the job is taken back.
+async fn replayed(control: &Client, job: &str) -> Result<JobOutcome> {
+    let winners = decided_winners(control, job).await?.unwrap_or_default();
+    Ok(JobOutcome {
+        done: true,
+        ..finish(control, job, &winners).await?
+    })
+}
+
+/// The decision on a job the ledger does not hold (see [`commit`]).
+async fn decide(
+    control: &Client,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> Result<JobOutcome> {
     // Before the decision a failure takes the whole job back; after it (a COMMIT PREPARED
     // that failed part way) the logged decision stands, for `inrush recover` to finish: taking
     // the remaining winners back then would land the job in part.
-    let decided = match logged(control, job).await {
+    match logged(control, job).await {
         Ok(Some(Logged { staged: true, target, overwrite })) => {
-            let moved = move_staged(control, job, &target, overwrite, winners).await;
+            let moved = move_staged(control, job, &target, overwrite, winners, batch).await;
             match moved {
                 Ok(outcome) => Ok(outcome),
                 // The move's transaction rolled back: nothing landed.
                 Err(e) => Err(take_back(control, job, e).await),
             }
         }
-        Ok(Some(_)) => match decide_prepared(control, job, winners).await {
+        Ok(Some(_)) => match decide_prepared(control, job, winners, batch).await {
             Ok(()) => finish(control, job, winners).await.map_err(|e| {
                 Error::Server(format!(
                     "distributed write {job} was decided, then committing its parts failed ({e}): `inrush recover` commits the rest"
@@ -237,6 +329,8 @@ async fn commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOu
             }),
             Err(e) => Err(take_back(control, job, e).await),
         },
+        // A batch whose every partition was empty: no task logged it.
+        Ok(None) if batch.is_some() && winners.is_empty() => Ok(JobOutcome::default()),
         Ok(None) => {
             let gone = Error::Server(format!(
                 "distributed write {job} is not logged on this server (decided already, or taken back by `inrush recover`)"
@@ -244,11 +338,7 @@ async fn commit(control: &Client, job: &str, winners: &[String]) -> Result<JobOu
             Err(take_back(control, job, gone).await)
         }
         Err(e) => Err(take_back(control, job, e).await),
-    };
-    let _ = control
-        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
-        .await;
-    decided
+    }
 }
 
 /// Takes back every part of the job after `failure` stopped it before any landed; the
@@ -258,9 +348,38 @@ async fn take_back(control: &Client, job: &str, failure: Error) -> Error {
     failure
 }
 
-/// Takes back every part of the job and forgets it.
+/// Takes back every part of the job and forgets it, unless its decision was logged (a
+/// commit that failed part way, which Spark follows with an abort; or an earlier run's
+/// decision on a replayed streaming batch): then it finishes that decision, as `recover`
+/// would, since taking its remaining winners back would land the job in part.
 async fn abort(control: &Client, job: &str) -> Result<JobOutcome> {
-    finish(control, job, &[]).await
+    control
+        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
+        .await
+        .map_err(query_error("locking the distributed write"))?;
+    let finished = match decided_winners(control, job).await {
+        Ok(winners) => finish(control, job, &winners.unwrap_or_default()).await,
+        Err(e) => Err(e),
+    };
+    let _ = control
+        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
+        .await;
+    finished
+}
+
+/// The winners of `job`'s logged decision, if it has one.
+async fn decided_winners(control: &Client, job: &str) -> Result<Option<Vec<String>>> {
+    if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
+        return Ok(None);
+    }
+    let row = control
+        .query_opt(
+            "SELECT coalesce(winners, '{}') FROM inrush.joint_commits WHERE load_id = $1 AND decided",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("reading the distributed write's log"))?;
+    Ok(row.map(|r| r.get(0)))
 }
 
 /// The job as its log row has it.
@@ -286,22 +405,53 @@ async fn logged(control: &Client, job: &str) -> Result<Option<Logged>> {
     }))
 }
 
-/// Logs the decision to commit the prepared `winners`, once each of them is prepared.
-async fn decide_prepared(control: &Client, job: &str, winners: &[String]) -> Result<()> {
+/// Logs the decision to commit the prepared `winners`, once each of them is prepared (and
+/// records `batch` with it).
+async fn decide_prepared(
+    control: &Client,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> Result<()> {
     let prepared = prepared_of(control, job).await?;
     if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
         return Err(Error::Server(format!(
             "distributed write {job}: transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"
         )));
     }
+    in_transaction(control, async {
+        control
+            .execute(
+                "UPDATE inrush.joint_commits SET decided = true, winners = $2 WHERE load_id = $1",
+                &[&job, &winners],
+            )
+            .await
+            .map_err(query_error("recording the distributed write's decision"))?;
+        record(control, job, batch).await
+    })
+    .await
+}
+
+/// Runs `work` in one transaction of `control`'s: committed if it succeeds, else rolled back.
+async fn in_transaction(
+    control: &Client,
+    work: impl std::future::Future<Output = Result<()>>,
+) -> Result<()> {
     control
-        .execute(
-            "UPDATE inrush.joint_commits SET decided = true, winners = $2 WHERE load_id = $1",
-            &[&job, &winners],
-        )
+        .batch_execute("BEGIN")
         .await
-        .map_err(query_error("recording the distributed write's decision"))?;
-    Ok(())
+        .map_err(query_error("beginning the decision"))?;
+    let done = match work.await {
+        Ok(()) => control
+            .batch_execute("COMMIT")
+            .await
+            .map_err(query_error("committing the decision")),
+        Err(e) => Err(e),
+    };
+    if done.is_err() {
+        let _ = control.batch_execute("ROLLBACK").await;
+    }
+    done
 }
 
 /// Commits the prepared `winners` (none: takes everything back), rolls back the job's other
@@ -342,6 +492,7 @@ async fn move_staged(
     target: &str,
     overwrite: bool,
     winners: &[String],
+    batch: Option<&Batch>,
 ) -> Result<JobOutcome> {
     let tables = part_tables(control, job).await?;
     if let Some(lost) = winners.iter().find(|w| !tables.contains(w)) {
@@ -349,7 +500,7 @@ async fn move_staged(
             "distributed write {job}: staging table {lost} is gone (did `inrush recover` run while the job wrote?); nothing was moved"
         )));
     }
-    let mut sql = vec!["BEGIN".to_string()];
+    let mut sql = vec![];
     if overwrite {
         sql.push(format!("TRUNCATE {target}"));
     }
@@ -365,14 +516,15 @@ async fn move_staged(
     sql.push(format!(
         "DELETE FROM inrush.joint_commits WHERE load_id = '{job}'"
     ));
-    sql.push("COMMIT".to_string());
-    if let Err(cause) = control.batch_execute(&sql.join("; ")).await {
-        let _ = control.batch_execute("ROLLBACK").await;
-        return Err(Error::Query {
-            what: format!("moving the parts of distributed write {job} into {target}"),
-            cause,
-        });
-    }
+    let what = format!("moving the parts of distributed write {job} into {target}");
+    in_transaction(control, async {
+        control
+            .batch_execute(&sql.join("; "))
+            .await
+            .map_err(|cause| Error::Query { what, cause })?;
+        record(control, job, batch).await
+    })
+    .await?;
     let rolled_back = tables
         .into_iter()
         .filter(|t| !winners.contains(t))
@@ -380,7 +532,7 @@ async fn move_staged(
     Ok(JobOutcome {
         committed: winners.to_vec(),
         rolled_back,
-        parts: None,
+        ..JobOutcome::default()
     })
 }
 

@@ -23,7 +23,9 @@ use crate::route::shard;
 use crate::{query_error, ConnectOptions, Error, Result};
 use tokio_postgres::Client;
 
-pub(crate) const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
+/// The decision log, and the ledger of the streaming batches a decision landed (see
+/// `crate::job`).
+const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      CREATE TABLE IF NOT EXISTS inrush.joint_commits ( \
        load_id text PRIMARY KEY, servers text[] NOT NULL, \
        decided boolean NOT NULL DEFAULT false, \
@@ -31,7 +33,26 @@ pub(crate) const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      ALTER TABLE inrush.joint_commits ADD COLUMN IF NOT EXISTS winners text[], \
        ADD COLUMN IF NOT EXISTS staged boolean NOT NULL DEFAULT false, \
        ADD COLUMN IF NOT EXISTS target text, \
-       ADD COLUMN IF NOT EXISTS overwrite boolean NOT NULL DEFAULT false";
+       ADD COLUMN IF NOT EXISTS overwrite boolean NOT NULL DEFAULT false; \
+     CREATE TABLE IF NOT EXISTS inrush.stream_batches ( \
+       query text, batch bigint, job text NOT NULL, \
+       written_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (query, batch))";
+
+/// Makes the decision log (and the streaming ledger) if missing. Under a lock: a stream's
+/// tasks make it concurrently on a fresh target, and two CREATE ... IF NOT EXISTS racing
+/// each other fail on the catalog's unique index.
+pub(crate) async fn create_log(client: &Client) -> Result<()> {
+    let key = lock_key("inrush.joint_commits");
+    let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({key}); {CREATE_LOG}; COMMIT");
+    if let Err(cause) = client.batch_execute(&sql).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(Error::Query {
+            what: "creating the inrush.joint_commits table".into(),
+            cause,
+        });
+    }
+    Ok(())
+}
 
 /// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
 /// prepared, for a joint commit.
@@ -65,10 +86,7 @@ impl JointCommit {
     /// Logs a new load spanning the target and `servers` (foreign server names), undecided.
     /// Fails when the log cannot be written (the right to create schema `inrush`).
     pub async fn begin(control: &Client, servers: &[String]) -> Result<JointCommit> {
-        control
-            .batch_execute(CREATE_LOG)
-            .await
-            .map_err(query_error("creating the inrush.joint_commits table"))?;
+        create_log(control).await?;
         let id: String = control
             .query_one(
                 "SELECT left(md5(random()::text || clock_timestamp()::text || pg_backend_pid()), 16)",

@@ -12,7 +12,7 @@ use arrow_array::ffi_stream::RecordBatchStreamReader;
 use arrow_pyarrow::FromPyArrow;
 use inrush_arrow::BatchStream;
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
-use inrush_load::job::{JobStep, Parts};
+use inrush_load::job::{Batch, JobStep, Parts};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -101,9 +101,11 @@ fn load(
 /// `job` into `table` (emptied by the decision when `overwrite`) before its tasks load with
 /// `--prepare` or `--stage`, as the returned `parts` says (`parts`: "auto", "prepared" or
 /// "staged"); `commit` lands `winners` (the parts of the attempts kept) and takes back the
-/// job's others; `abort` takes back all. Returns what was committed and taken back, as JSON.
+/// job's others; `abort` takes back all. A streaming micro-batch gives its `query` and `batch`:
+/// `begin` says `done` when the ledger has it already, `commit` records it. Returns what was
+/// committed and taken back, as JSON.
 #[pyfunction]
-#[pyo3(signature = (to, job, step, table=String::new(), overwrite=false, parts="auto", winners=Vec::new()))]
+#[pyo3(signature = (to, job, step, table=String::new(), overwrite=false, parts="auto", winners=Vec::new(), query=None, batch=None))]
 #[allow(clippy::too_many_arguments)]
 fn job(
     py: Python<'_>,
@@ -114,6 +116,8 @@ fn job(
     overwrite: bool,
     parts: &str,
     winners: Vec<String>,
+    query: Option<String>,
+    batch: Option<i64>,
 ) -> PyResult<String> {
     let parts = match parts {
         "auto" => Parts::Auto,
@@ -124,13 +128,22 @@ fn job(
             return Err(raise(py, "UsageError", &message, None));
         }
     };
+    let batch = match (query, batch) {
+        (Some(query), Some(id)) => Some(Batch { query, id }),
+        (None, None) => None,
+        _ => {
+            let message = "a streaming batch needs both query and batch";
+            return Err(raise(py, "UsageError", message, None));
+        }
+    };
     let step = match step {
         "begin" => JobStep::Begin {
             table,
             overwrite,
             parts,
+            batch,
         },
-        "commit" => JobStep::Commit(winners),
+        "commit" => JobStep::Commit { winners, batch },
         "abort" => JobStep::Abort,
         other => return Err(PyRuntimeError::new_err(format!("no job step {other:?}"))),
     };
