@@ -26,14 +26,21 @@ table's rows at every batch, atomically, as an overwrite does.
 Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts`` ("auto",
 "prepared" or "staged"); ``connections`` (per task, default 1), ``workers`` (encoder threads
 per task), ``max_errors`` (per task) with ``rejects`` (a path on each executor: each task
-writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``), and
-``datestyle``. PostgreSQL targets.
+writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``),
+``datestyle``, and ``keep_indexes`` ("true": the job drops no index). PostgreSQL targets.
+
+The driver plans the table once for the whole job, as ``inrush load`` would for an input of
+unknown size: an empty table (or one the job overwrites) loses its plain secondary indexes
+before the tasks start and has them rebuilt after the decision, then ``ANALYZE`` (``VACUUM
+(ANALYZE)`` where the job is most of an indexed table). Keys stay. A stream changes no
+definition.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -57,6 +64,8 @@ else:
     _MISSING = None
 
 __all__ = ["register", "InrushDataSource"]
+
+log = logging.getLogger("inrush.spark")
 
 # The options a task passes on to its load, with their types.
 _LOAD_OPTIONS = {"connections": int, "workers": int, "max_errors": int, "datestyle": str}
@@ -112,7 +121,7 @@ class _Settings:
         self.table = options.get("table") or options.get("dbtable")
         if not self.to or not self.table:
             raise UsageError('format("inrush") needs .option("to", URL) and .option("table", NAME)')
-        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts"} | self._SPARK
+        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts", "keep_indexes"} | self._SPARK
         unknown = set(options) - known
         if unknown:
             raise UsageError(f'format("inrush"): unknown option(s) {", ".join(sorted(unknown))}')
@@ -122,14 +131,25 @@ class _Settings:
         self.load_options.setdefault("connections", 1)
         self.rejects = options.get("rejects")
         self.parts = options.get("parts", "auto")
+        keep = options.get("keep_indexes", "false").lower()
+        if keep not in ("true", "false"):
+            raise UsageError(f'format("inrush"): keep_indexes is true or false, not {keep!r}')
+        self.keep_indexes = keep == "true"
         self.overwrite = overwrite
 
     def begin(self, job: str, **batch: Any) -> Dict[str, Any]:
         """Logs ``job`` on the target (see ``_inrush.job``)."""
         begun = _inrush.job(
-            self.to, job, "begin", table=self.table, overwrite=self.overwrite, parts=self.parts, **batch
+            self.to,
+            job,
+            "begin",
+            table=self.table,
+            overwrite=self.overwrite,
+            parts=self.parts,
+            keep_indexes=self.keep_indexes,
+            **batch,
         )
-        return json.loads(begun)
+        return _told(begun)
 
     def load_part(self, first: Any, rest: Iterator[Any], part: str, staged: bool, where: str) -> Any:
         """Loads ``first`` and the ``rest`` of a task's batches as ``part`` (``JOB:PART``);
@@ -147,6 +167,15 @@ class _Settings:
             name=f"partition {where}",
             **self.load_options,
         )
+
+
+def _told(outcome: str) -> Dict[str, Any]:
+    """A job step's outcome, its notes logged (on the driver: what the plan dropped and
+    rebuilt)."""
+    told = json.loads(outcome)
+    for note in told.get("notes", []):
+        log.info("%s", note)
+    return told
 
 
 def _task() -> Any:
@@ -183,11 +212,11 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
 
     def commit(self, messages: List[Optional[PartWritten]]) -> None:
         winners = [name for m in messages if m is not None for name in m.prepared]
-        _inrush.job(self.settings.to, self.job, "commit", winners=winners)
+        _told(_inrush.job(self.settings.to, self.job, "commit", winners=winners))
 
     def abort(self, messages: List[Optional[PartWritten]]) -> None:
         # By the job's name: Spark's messages can miss partitions that finished.
-        _inrush.job(self.settings.to, self.job, "abort")
+        _told(_inrush.job(self.settings.to, self.job, "abort"))
 
 
 def stream_job(query: str, batch: int) -> str:

@@ -158,6 +158,59 @@ def test_a_streaming_batch_lands_once_however_often_it_is_written(db, server, ta
     assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
 
 
+def indexes(db, table):
+    return [r[0] for r in rows(db, f"SELECT indexname FROM pg_indexes WHERE tablename = '{table}' ORDER BY 1")]
+
+
+def analyzed(db, table):
+    return rows(db, f"SELECT last_analyze IS NOT NULL, last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = '{table}'")
+
+
+@pytest.mark.parametrize("parts", ["prepared", "staged"])
+def test_a_job_into_an_empty_table_builds_its_secondary_indexes_once_after(db, server, table, parts):
+    db.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, note text)")
+    db.execute(f"CREATE INDEX {table}_note ON {table} (note)")
+    job = f"jobplan{parts}"
+    begun = json.loads(_inrush.job(server, job, "begin", table=table, parts=parts))
+    assert indexes(db, table) == [f"{table}_pkey"], "the key stays, the secondary index waits"
+    assert any("dropped for the job" in n for n in begun["notes"])
+    data = pa.table({"id": pa.array(range(100), pa.int64()), "note": pa.array([f"n{i % 7}" for i in range(100)])})
+    kept = part(server, table, job, "p0a0", data, staged=parts == "staged")
+    outcome = commit(server, job, kept)
+    assert indexes(db, table) == [f"{table}_note", f"{table}_pkey"]
+    assert rows(db, f"SELECT count(*) FROM {table} WHERE note = 'n3'") == [("14",)]
+    assert any(n.startswith("VACUUM (ANALYZE)") for n in outcome["notes"]), outcome["notes"]
+    assert analyzed(db, table) == [("True", "True")]
+    assert rows(db, "SELECT count(*) FROM inrush.ddl_journal") == [("0",)]
+
+
+def test_an_aborted_or_abandoned_job_puts_its_indexes_back(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint, note text)")
+    db.execute(f"CREATE INDEX {table}_note ON {table} (note)")
+    begin(server, table, "jobplanabort")
+    assert indexes(db, table) == []
+    _inrush.job(server, "jobplanabort", "abort")
+    assert indexes(db, table) == [f"{table}_note"]
+    # A driver that dies after its begin: `recover` takes the job back and puts the index back.
+    begin(server, table, "jobplandead")
+    assert indexes(db, table) == []
+    assert _inrush.main(["inrush", "recover", "--to", server]) == 0
+    assert indexes(db, table) == [f"{table}_note"]
+    assert logged_jobs(db) == [] and rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+
+
+def test_a_job_keeps_its_indexes_when_asked_or_when_the_table_has_rows(db, server, table):
+    db.execute(f"CREATE TABLE {table} (id bigint, note text)")
+    db.execute(f"CREATE INDEX {table}_note ON {table} (note)")
+    json.loads(_inrush.job(server, "jobkeep", "begin", table=table, keep_indexes=True))
+    assert indexes(db, table) == [f"{table}_note"]
+    commit(server, "jobkeep", [])
+    db.execute(f"INSERT INTO {table} VALUES (1, 'x')")
+    begin(server, table, "jobfull")
+    assert indexes(db, table) == [f"{table}_note"], "the job's size is unknown: a table with rows keeps them"
+    commit(server, "jobfull", [])
+
+
 @pytest.mark.parametrize(
     "options, refused",
     [
@@ -279,8 +332,12 @@ def write(df, server, table, mode="append", **options):
 def test_a_dataframe_lands_as_the_module_loads_it_in_one_process(spark, db, server, table, parts):
     db.execute(f"CREATE TABLE {table} ({COLUMNS})")
     db.execute(f"CREATE TABLE {table}_one ({COLUMNS})")
+    db.execute(f"CREATE INDEX {table}_day ON {table} (day)")
     df = frame(spark, 20_000, 4)
     write(df, server, table, parts=parts)
+    # Dropped by the driver before the tasks, built once after the decision.
+    assert indexes(db, table) == [f"{table}_day", f"{table}_pkey"]
+    assert analyzed(db, table) == [("True", "True")]
     inrush.load(df.toArrow(), to=server, table=f"{table}_one")
     ours = rows(db, f"SELECT * FROM {table} ORDER BY id")
     assert len(ours) == 20_000

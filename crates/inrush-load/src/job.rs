@@ -97,11 +97,15 @@ pub enum JobStep {
     /// `overwrite` (in the decision's transaction), its parts as `parts` asks. Idempotent,
     /// since a stream's tasks each begin their batch's job: the first one logs it and every
     /// part waits as that one chose. A `batch` already in the ledger is [`JobOutcome::done`].
+    /// A job of no batch plans the table once for all its tasks (indexes dropped now, rebuilt
+    /// after the decision, unless `keep_indexes`); a stream's batches change no definition,
+    /// since a task's begin cannot drop what another task already loads beside.
     Begin {
         table: String,
         overwrite: bool,
         parts: Parts,
         batch: Option<Batch>,
+        keep_indexes: bool,
     },
     /// Commits these prepared transactions or staging tables (the parts that succeeded, one
     /// attempt each) and takes back the job's others; with `batch`, records it in the ledger
@@ -115,14 +119,16 @@ pub enum JobStep {
 }
 
 /// What the coordinator's step did: the parts committed and rolled back (transactions, or
-/// staging tables), for a begin how the parts are to wait, and whether the job's batch had
-/// been written already (its parts have nothing to load; its commit landed nothing).
+/// staging tables), for a begin how the parts are to wait, whether the job's batch had been
+/// written already (its parts have nothing to load; its commit landed nothing), and what the
+/// step did to the table's definitions and statistics.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct JobOutcome {
     pub committed: Vec<String>,
     pub rolled_back: Vec<String>,
     pub parts: Option<Parts>,
     pub done: bool,
+    pub notes: Vec<String>,
 }
 
 #[cfg(test)]

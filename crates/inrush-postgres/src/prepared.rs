@@ -33,7 +33,9 @@ const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      ALTER TABLE inrush.joint_commits ADD COLUMN IF NOT EXISTS winners text[], \
        ADD COLUMN IF NOT EXISTS staged boolean NOT NULL DEFAULT false, \
        ADD COLUMN IF NOT EXISTS target text, \
-       ADD COLUMN IF NOT EXISTS overwrite boolean NOT NULL DEFAULT false; \
+       ADD COLUMN IF NOT EXISTS overwrite boolean NOT NULL DEFAULT false, \
+       ADD COLUMN IF NOT EXISTS planned boolean NOT NULL DEFAULT false, \
+       ADD COLUMN IF NOT EXISTS upkeep text; \
      CREATE TABLE IF NOT EXISTS inrush.stream_batches ( \
        query text, batch bigint, job text NOT NULL, \
        written_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (query, batch))";

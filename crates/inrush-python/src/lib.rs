@@ -98,14 +98,15 @@ fn load(
 }
 
 /// One step of a distributed write's coordinator (`inrush.spark`) on `to`: `begin` logs job
-/// `job` into `table` (emptied by the decision when `overwrite`) before its tasks load with
+/// `job` into `table` (emptied by the decision when `overwrite`; its indexes planned as a load
+/// of unknown size would, unless `keep_indexes`) before its tasks load with
 /// `--prepare` or `--stage`, as the returned `parts` says (`parts`: "auto", "prepared" or
 /// "staged"); `commit` lands `winners` (the parts of the attempts kept) and takes back the
 /// job's others; `abort` takes back all. A streaming micro-batch gives its `query` and `batch`:
 /// `begin` says `done` when the ledger has it already, `commit` records it. Returns what was
 /// committed and taken back, as JSON.
 #[pyfunction]
-#[pyo3(signature = (to, job, step, table=String::new(), overwrite=false, parts="auto", winners=Vec::new(), query=None, batch=None))]
+#[pyo3(signature = (to, job, step, table=String::new(), overwrite=false, parts="auto", winners=Vec::new(), query=None, batch=None, keep_indexes=false))]
 #[allow(clippy::too_many_arguments)]
 fn job(
     py: Python<'_>,
@@ -118,6 +119,7 @@ fn job(
     winners: Vec<String>,
     query: Option<String>,
     batch: Option<i64>,
+    keep_indexes: bool,
 ) -> PyResult<String> {
     let parts = match parts {
         "auto" => Parts::Auto,
@@ -142,6 +144,7 @@ fn job(
             overwrite,
             parts,
             batch,
+            keep_indexes,
         },
         "commit" => JobStep::Commit { winners, batch },
         "abort" => JobStep::Abort,

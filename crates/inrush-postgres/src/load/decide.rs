@@ -597,7 +597,7 @@ fn prelude(opts: &LoadOptions, create_sql: &Option<String>, table: &TableInfo) -
 
 /// Reads what the plan weighs (indexes, keys, size, per-row work) and decides. `emptied`: the
 /// table counts as empty (`--truncate` empties it in the load's own transaction).
-pub(super) async fn decide_plan(
+pub(crate) async fn decide_plan(
     client: &tokio_postgres::Client,
     table: &TableInfo,
     input_size: Option<u64>,

@@ -23,6 +23,7 @@ mod cancel;
 mod claim;
 mod create;
 mod decide;
+pub(crate) use decide::decide_plan;
 mod definitions;
 mod maintain;
 mod retry;

@@ -25,6 +25,8 @@
 //! runs while the tasks write takes the job back whole, and the commit then finds a winner
 //! gone and lands nothing.
 
+mod plan;
+
 use crate::prepared::{create_log, finish_one, lock_key, prepared_of};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use inrush_core::TargetColumn;
@@ -43,14 +45,82 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
                 overwrite,
                 parts,
                 batch,
-            } => begin(&client, job, table, *overwrite, *parts, batch.as_ref()).await,
-            JobStep::Commit { winners, batch } => {
-                commit(&client, job, winners, batch.as_ref()).await
+                keep_indexes,
+            } => {
+                let how = (*overwrite, *parts, *keep_indexes);
+                begin(&client, job, table, how, batch.as_ref()).await
             }
-            JobStep::Abort => abort(&client, job).await,
+            JobStep::Commit { winners, batch } => {
+                let row = job_row(&client, job).await?;
+                let decided = commit(&client, job, winners, batch.as_ref()).await;
+                let landed = decided.as_ref().is_ok_and(|o| !o.committed.is_empty());
+                after_decision(&client, (target, job), row, landed, decided).await
+            }
+            JobStep::Abort => {
+                let row = job_row(&client, job).await?;
+                let finished = abort(&client, job).await;
+                let landed = finished.as_ref().is_ok_and(|o| !o.committed.is_empty());
+                after_decision(&client, (target, job), row, landed, finished).await
+            }
         }
     });
     Ok(outcome?)
+}
+
+/// What the log says of a job for after its decision: its table and what its plan does then.
+struct JobRow {
+    target: String,
+    planned: bool,
+    upkeep: Option<String>,
+    overwrite: bool,
+}
+
+async fn job_row(control: &Client, job: &str) -> Result<Option<JobRow>> {
+    if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
+        return Ok(None);
+    }
+    let row = control
+        .query_opt(
+            "SELECT coalesce(target, ''), planned, upkeep, overwrite FROM inrush.joint_commits WHERE load_id = $1",
+            &[&job],
+        )
+        .await
+        .map_err(query_error("reading the distributed write's log"))?;
+    Ok(row.map(|r| JobRow {
+        target: r.get(0),
+        planned: r.get(1),
+        upkeep: r.get(2),
+        overwrite: r.get(3),
+    }))
+}
+
+/// A planned job's table, put back after its decision (`decided`, which `landed` rows, or an
+/// overwrite's), whichever way it went, once the job is gone from the log. A job still logged
+/// has prepared parts waiting for `recover` (a decision that failed part way): an index
+/// build would wait on their locks, so `recover` builds after it has finished them.
+async fn after_decision(
+    control: &Client,
+    (target, job): (&ConnectOptions, &str),
+    row: Option<JobRow>,
+    landed: bool,
+    decided: Result<JobOutcome>,
+) -> Result<JobOutcome> {
+    let Some(row) = row.filter(|r| r.planned) else {
+        return decided;
+    };
+    if decided.is_err() && !matches!(job_row(control, job).await, Ok(None)) {
+        return decided;
+    }
+    let landed = landed || (row.overwrite && decided.is_ok());
+    let finished = plan::finish(control, target, &row.target, row.upkeep.as_deref(), landed).await;
+    match (decided, finished) {
+        (Ok(mut outcome), Ok(notes)) => {
+            outcome.notes.extend(notes);
+            Ok(outcome)
+        }
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+    }
 }
 
 /// Logs the job into `table` (which must exist and take INSERTs), undecided, unless it is
@@ -60,8 +130,7 @@ async fn begin(
     control: &Client,
     job: &str,
     table: &str,
-    overwrite: bool,
-    parts: Parts,
+    (overwrite, parts, keep_indexes): (bool, Parts, bool),
     batch: Option<&Batch>,
 ) -> Result<JobOutcome> {
     let target = TableInfo::read(control, table).await?;
@@ -83,19 +152,32 @@ async fn begin(
             });
         }
     }
-    control
+    // A stream's batch is begun by each of its tasks: none may drop what another loads beside.
+    let plan = match batch {
+        None => Some(plan::plan_job(control, &target, overwrite, keep_indexes).await?),
+        Some(_) => None,
+    };
+    let logged = control
         .execute(
-            "INSERT INTO inrush.joint_commits (load_id, servers, staged, target, overwrite) \
-             VALUES ($1, '{}', $2, $3, $4) ON CONFLICT (load_id) DO NOTHING",
+            "INSERT INTO inrush.joint_commits (load_id, servers, staged, target, overwrite, planned, upkeep) \
+             VALUES ($1, '{}', $2, $3, $4, $5, $6) ON CONFLICT (load_id) DO NOTHING",
             &[
                 &job,
                 &(parts == Parts::Staged),
                 &target.qualified(),
                 &overwrite,
+                &plan.is_some(),
+                &plan.as_ref().and_then(|p| p.upkeep.clone()),
             ],
         )
         .await
         .map_err(query_error("logging the distributed write"))?;
+    // Logged first: a coordinator that dies now leaves a job `recover` takes back, and its
+    // drop in the journal, which `recover` puts back.
+    let mut notes = Vec::new();
+    if let (Some(plan), 1) = (&plan, logged) {
+        notes.extend(plan.drop(control, &target).await);
+    }
     // As the job was first logged: the tasks of a stream each begin it.
     let staged: Option<bool> = control
         .query_opt(
@@ -109,7 +191,12 @@ async fn begin(
         return Err(ended(job));
     };
     Ok(JobOutcome {
-        parts: Some(if staged { Parts::Staged } else { Parts::Prepared }),
+        parts: Some(if staged {
+            Parts::Staged
+        } else {
+            Parts::Prepared
+        }),
+        notes,
         ..JobOutcome::default()
     })
 }
