@@ -25,7 +25,8 @@ table's rows at every batch, atomically, as an overwrite does.
 
 Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts`` ("auto",
 "prepared" or "staged"); ``connections`` (per task, default 1), ``workers`` (encoder threads
-per task), ``max_errors`` (per task) with ``rejects`` (a path on each executor: each task
+per task), ``max_errors`` (over the whole job, or a stream's batch: each task stops at it alone,
+and the driver fails the job when its tasks refused more together) with ``rejects`` (a path on each executor: each task
 writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``),
 ``datestyle``, and ``keep_indexes`` ("true": the job drops no index). PostgreSQL targets.
 
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional
 
 from inrush import _inrush, load
-from inrush.errors import UsageError
+from inrush.errors import BadInputError, UsageError
 
 try:
     from pyspark.sql.datasource import (
@@ -137,6 +138,15 @@ class _Settings:
         self.keep_indexes = keep == "true"
         self.overwrite = overwrite
 
+    def over_limit(self, messages: List[Optional["PartWritten"]]) -> Optional[str]:
+        """Why the job's refused rows, counted across its tasks, fail it (each task stops at
+        ``max_errors`` on its own; the job's limit is the same number, over all of them)."""
+        refused = sum(m.rejected for m in messages if m is not None)
+        limit = self.load_options.get("max_errors", 0)
+        if refused <= limit:
+            return None
+        return f"the job's tasks refused {refused} rows, more than max_errors ({limit}): nothing was committed"
+
     def begin(self, job: str, **batch: Any) -> Dict[str, Any]:
         """Logs ``job`` on the target (see ``_inrush.job``)."""
         begun = _inrush.job(
@@ -211,6 +221,10 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         )
 
     def commit(self, messages: List[Optional[PartWritten]]) -> None:
+        over = self.settings.over_limit(messages)
+        if over is not None:
+            # Spark follows a failed commit with abort, which takes every part back.
+            raise BadInputError(over)
         winners = [name for m in messages if m is not None for name in m.prepared]
         _told(_inrush.job(self.settings.to, self.job, "commit", winners=winners))
 
@@ -264,6 +278,9 @@ class InrushStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
         query = next((m.query for m in messages if m is not None), None)
         if query is None:  # a batch of no partitions
             return
+        over = self.settings.over_limit(messages)
+        if over is not None:
+            raise BadInputError(f"batch {batchId}: {over}")
         winners = [name for m in messages if m is not None for name in m.prepared]
         _inrush.job(
             self.settings.to, stream_job(query, batchId), "commit", winners=winners, query=query, batch=batchId

@@ -497,3 +497,22 @@ def test_a_complete_mode_stream_replaces_the_table_at_every_batch(spark, db, ser
         query.stop()
     assert rows(db, f"SELECT sum(n), count(*) FROM {table}") == [("2000", "7")]
     assert staging_tables(db) == [] and logged_jobs(db) == []
+
+
+def test_max_errors_counts_the_refused_rows_of_the_whole_job(spark, db, server, table, tmp_path):
+    db.execute(f"CREATE TABLE {table} (id bigint, n int)")
+    # Two bad values in each of four partitions: each task stays under 5, the job does not.
+    df = spark.range(0, 400, 1, 4).selectExpr(
+        "id", "CASE WHEN id % 50 = 0 THEN 'bad' ELSE CAST(id AS STRING) END AS n"
+    )
+    rejects = tmp_path / "rejects"
+    with pytest.raises(Exception, match=r"refused 8 rows, more than max_errors \(5\)"):
+        write(df, server, table, max_errors=5, rejects=rejects)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    assert prepared(db) == [] and staging_tables(db) == [] and logged_jobs(db) == []
+    write(df, server, table, max_errors=8, rejects=rejects)
+    assert rows(db, f"SELECT count(*) FROM {table}") == [("392",)]
+    # Each task's refused rows, and why (column, value, reason), beside the rows.
+    for partition in range(4):
+        assert (tmp_path / f"rejects.{partition}").read_text().count("bad") == 2
+        assert '"column":"n"' in (tmp_path / f"rejects.{partition}.log").read_text().replace(" ", "")
