@@ -28,7 +28,9 @@ Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts
 per task), ``max_errors`` (over the whole job, or a stream's batch: each task stops at it alone,
 and the driver fails the job when its tasks refused more together) with ``rejects`` (a path on each executor: each task
 writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``),
-``datestyle``, and ``keep_indexes`` ("true": the job drops no index). PostgreSQL targets.
+``datestyle``, and ``keep_indexes`` ("true": the job drops no index). PostgreSQL targets, and
+MariaDB/MySQL, where each part is an XA transaction (prepared, as above; no staged form, so no
+overwrite) and the log is ``inrush_joint_commits`` in the target database.
 
 The driver plans the table once for the whole job, as ``inrush load`` would for an input of
 unknown size: an empty table (or one the job overwrites) loses its plain secondary indexes

@@ -275,6 +275,98 @@ def test_a_job_is_refused_where_the_engine_has_no_two_phase_commit(tmp_path):
         _inrush.job(f"sqlite:///{tmp_path}/x.db", "job", "begin", table="t")
 
 
+# --- MariaDB: parts as XA transactions ------------------------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MARIADB = os.path.join(REPO, "scripts", "mariadb.sh")
+
+
+@pytest.fixture(scope="module")
+def mariadb():
+    """A private MariaDB for the module (scripts/mariadb.sh, as the Rust tests start theirs)."""
+    import shutil
+    import socket
+    import subprocess
+    import tempfile
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Directly under /tmp: the server runs as its own user, who must reach the directory.
+    datadir = tempfile.mkdtemp(prefix="inrush-spark-mariadb-")
+    subprocess.run([MARIADB, "install"], check=True, capture_output=True)
+    started = subprocess.run([MARIADB, "start", datadir, str(port)], check=True, capture_output=True, text=True)
+    url = started.stdout.strip().splitlines()[-1]
+
+    def sql(statement):
+        done = subprocess.run(
+            [MARIADB, "client", datadir, "--batch", "--skip-column-names", "-e", statement],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return [tuple(line.split("\t")) for line in done.stdout.splitlines()]
+
+    yield url, sql
+    subprocess.run([MARIADB, "stop", datadir], check=True, capture_output=True)
+    shutil.rmtree(datadir, ignore_errors=True)
+
+
+def xa_prepared(sql, job=""):
+    return sorted(r[3] for r in sql("XA RECOVER") if r[3].startswith(f"inrush_{job}"))
+
+
+def test_mariadb_parts_are_xa_transactions_and_only_winners_land(mariadb, table):
+    url, sql = mariadb
+    sql(f"CREATE TABLE {table} (id bigint PRIMARY KEY)")
+    job = "mjobwin"
+    assert begin(url, table, job) == "prepared"
+    kept = part(url, table, job, "p0a1", numbers(0, 100))
+    # A speculative attempt of another part (one of the same keys would wait on the first's
+    # row locks, which a prepared transaction keeps).
+    lost = part(url, table, job, "p1a0", numbers(100, 200))
+    assert kept == [f"inrush_{job}_p0a1_0"] and xa_prepared(sql, job) == sorted(kept + lost)
+    assert sql(f"SELECT count(*) FROM {table}") == [("0",)], "nothing visible before the decision"
+    outcome = commit(url, job, kept)
+    assert (outcome["committed"], outcome["rolled_back"]) == (kept, lost)
+    assert sql(f"SELECT count(*), min(id), max(id) FROM {table}") == [("100", "0", "99")]
+    assert xa_prepared(sql) == [] and sql("SELECT count(*) FROM inrush_joint_commits") == [("0",)]
+    # A straggler that prepares after the decision takes itself back.
+    with pytest.raises(inrush.ServerError, match="has ended"):
+        part(url, table, job, "p0a2", numbers(100, 110))
+    assert xa_prepared(sql) == [] and sql(f"SELECT count(*) FROM {table}") == [("100",)]
+
+
+def test_mariadb_recover_finishes_a_decision_and_a_batch_lands_once(mariadb, table):
+    url, sql = mariadb
+    sql(f"CREATE TABLE {table} (id bigint)")
+    job = "mjobrecover"
+    begin(url, table, job)
+    kept = part(url, table, job, "p0a0", numbers(0, 10))
+    part(url, table, job, "p1a0", numbers(0, 10))
+    sql(f"UPDATE inrush_joint_commits SET decided = TRUE, winners = '{kept[0]}' WHERE load_id = '{job}'")
+    assert _inrush.main(["inrush", "recover", "--to", url]) == 0
+    assert sql(f"SELECT count(*) FROM {table}") == [("10",)] and xa_prepared(sql) == []
+    batch = {"query": "mq", "batch": 3}
+    for run in range(2):
+        begun = json.loads(_inrush.job(url, "mjobbatch", "begin", table=table, **batch))
+        assert begun["done"] == (run == 1)
+        winners = part(url, table, "mjobbatch", "p0a0", numbers(10, 20)) if run == 0 else []
+        assert json.loads(_inrush.job(url, "mjobbatch", "commit", winners=winners, **batch))["done"] == (run == 1)
+    assert sql(f"SELECT count(*) FROM {table}") == [("20",)]
+
+
+def test_mariadb_refuses_what_it_cannot_make_atomic(mariadb, table):
+    url, sql = mariadb
+    sql(f"CREATE TABLE {table} (id bigint)")
+    with pytest.raises(inrush.UsageError, match="overwrite into MariaDB/MySQL cannot be atomic"):
+        begin(url, table, "mjobover", overwrite=True)
+    with pytest.raises(inrush.UsageError, match="staged parts are PostgreSQL's"):
+        begin(url, table, "mjobstaged", parts="staged")
+    with pytest.raises(inrush.UsageError, match="--stage"):
+        inrush.load(numbers(0, 1), to=url, table=table, stage="job:p0a0")
+
+
 # --- Spark ----------------------------------------------------------------------------------
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark 4 is installed by scripts/setup.sh")
@@ -516,3 +608,28 @@ def test_max_errors_counts_the_refused_rows_of_the_whole_job(spark, db, server, 
     for partition in range(4):
         assert (tmp_path / f"rejects.{partition}").read_text().count("bad") == 2
         assert '"column":"n"' in (tmp_path / f"rejects.{partition}.log").read_text().replace(" ", "")
+
+
+def test_a_dataframe_lands_in_mariadb_once_though_a_task_is_retried(spark, mariadb, table):
+    url, sql = mariadb
+    columns = "id bigint PRIMARY KEY, flag boolean, amount decimal(12,2), ratio double, name text, day date, `at` datetime(6), `blob` varbinary(32)"
+    sql(f"CREATE TABLE {table} ({columns})")
+    sql(f"CREATE TABLE {table}_one ({columns})")
+
+    def first_attempt_fails(batches):
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        for batch in batches:
+            yield batch
+            if task.partitionId() == 1 and task.attemptNumber() == 0:
+                raise RuntimeError("the first attempt of partition 1 dies mid-stream")
+
+    # MariaDB's DATETIME has no zone: the times go without one.
+    df = frame(spark, 20_000, 4).drop("tags").selectExpr("*", "CAST(at AS TIMESTAMP_NTZ) AS at_ntz")
+    df = df.drop("at").withColumnRenamed("at_ntz", "at")
+    write(df.mapInArrow(first_attempt_fails, df.schema), url, table)
+    inrush.load(df.toArrow(), to=url, table=f"{table}_one")
+    ours = sql(f"SELECT * FROM {table} ORDER BY id")
+    assert len(ours) == 20_000 and ours == sql(f"SELECT * FROM {table}_one ORDER BY id")
+    assert xa_prepared(sql) == [] and sql("SELECT count(*) FROM inrush_joint_commits") == [("0",)]

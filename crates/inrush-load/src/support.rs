@@ -19,6 +19,8 @@ pub enum Feature {
     Route,
     /// `--prepare`: a task of a distributed write, its transactions left prepared.
     Prepare,
+    /// `--stage`: a task of a distributed write, its rows committed into a table of its own.
+    Stage,
 }
 
 impl Feature {
@@ -31,6 +33,7 @@ impl Feature {
             Feature::FastUnsafe => "--fast-unsafe",
             Feature::Route => "--route",
             Feature::Prepare => "--prepare",
+            Feature::Stage => "--stage",
         }
     }
 
@@ -42,7 +45,8 @@ impl Feature {
             Feature::DisableTriggers => opts.plan.disable_triggers,
             Feature::FastUnsafe => opts.plan.fast_unsafe,
             Feature::Route => opts.routing != PartitionRouting::Auto,
-            Feature::Prepare => opts.prepare.is_some(),
+            Feature::Prepare => opts.prepare.as_ref().is_some_and(|p| !p.staged),
+            Feature::Stage => opts.prepare.as_ref().is_some_and(|p| p.staged),
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod catalog;
 pub mod claim;
 pub mod commits;
 pub mod ddl;
+pub mod job;
 pub mod lab;
 pub mod ledger;
 pub mod options;

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::job::Prepare;
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Lacks};
@@ -135,8 +136,8 @@ impl Target for MysqlTarget {
                 "partitions are routed by inrush on PostgreSQL only; MariaDB routes its own",
             ),
             (
-                Feature::Prepare,
-                "distributed writes are two-phase on PostgreSQL only so far (not with MariaDB's XA)",
+                Feature::Stage,
+                "a part waits as an XA transaction (--prepare) on MariaDB/MySQL; staged parts are PostgreSQL's",
             ),
         ]
     }
@@ -402,8 +403,9 @@ impl Target for MysqlTarget {
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
-        // A table lock belongs to one session.
-        match ordered || opts.truncate || opts.table_lock {
+        // A table lock belongs to one session; a distributed write's part is one XA
+        // transaction.
+        match ordered || opts.truncate || opts.table_lock || opts.prepare.is_some() {
             true => 1,
             false => opts.connections.max(1),
         }
@@ -437,6 +439,15 @@ impl Target for MysqlTarget {
             || opts.table_lock
             || table.create_sql.is_some()
             || !plan.rebuilt().is_empty());
+        // A distributed write's part: its one XA transaction (see `crate::job`).
+        let xa = match &opts.prepare {
+            Some(part) => Some((crate::job::part_gid(part)?, part.clone())),
+            None => None,
+        };
+        let start = match &xa {
+            Some((gid, _)) => format!("XA START '{gid}'"),
+            None => "START TRANSACTION".to_string(),
+        };
         let rt = runtime()?;
         let conn = rt.block_on(async {
             let mut conn = self.options.connect().await?;
@@ -455,10 +466,8 @@ impl Target for MysqlTarget {
                     "SET SESSION autocommit = 0".to_string(),
                     format!("LOCK TABLES {qualified} WRITE{records}"),
                 ],
-                (None, false) if shares => {
-                    vec!["START TRANSACTION".to_string(), claim::pin_sql(&qualified)]
-                }
-                (None, false) => vec!["START TRANSACTION".to_string()],
+                (None, false) if shares => vec![start.clone(), claim::pin_sql(&qualified)],
+                (None, false) => vec![start.clone()],
             };
             if opts.truncate {
                 // TRUNCATE would commit at once: DELETE keeps a failed load's rows as they were.
@@ -503,6 +512,8 @@ impl Target for MysqlTarget {
             resume: resume.map(|file| (qualified.clone(), file.clone())),
             deferred,
             locked: opts.table_lock,
+            xa,
+            options: self.options.clone(),
             table: (design.table.schema.clone(), design.table.name.clone()),
             interrupt: opts.interrupt.clone(),
             _watch: watch,
@@ -871,6 +882,8 @@ pub struct Recovered {
     /// Tables left to the live load that holds them (`schema`.`table`): it puts their
     /// definitions back when it ends.
     pub busy: Vec<String>,
+    /// The distributed writes a coordinator left, finished or taken back.
+    pub jobs: crate::job::Resolved,
 }
 
 /// `inrush recover`: adds back what the DDL journal of the database holds (for one table, or
@@ -879,6 +892,7 @@ pub struct Recovered {
 pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Recovered> {
     runtime()?.block_on(async {
         let mut conn = options.connect().await?;
+        let jobs = crate::job::resolve(&mut conn).await?;
         let named = table.map(|t| catalog::split_name(t, options.database()));
         let pending = ddl::pending(
             &mut conn,
@@ -890,7 +904,10 @@ pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Recovered>
             .map(|d| (d.schema.clone(), d.table.clone()))
             .collect();
         tables.dedup();
-        let mut recovered = Recovered::default();
+        let mut recovered = Recovered {
+            jobs,
+            ..Recovered::default()
+        };
         for (schema, name) in tables {
             if !claim::try_take(&mut conn, &schema, &name).await? {
                 recovered.busy.push(format!(
@@ -954,6 +971,10 @@ struct MysqlWriter {
     deferred: Vec<ForeignKey>,
     /// `--table-lock`: the session holds `LOCK TABLES ... WRITE` until after its COMMIT.
     locked: bool,
+    /// `--prepare`: the XA transaction the connection's rows are in, left prepared for the
+    /// job to decide, and the part it holds.
+    xa: Option<(String, Prepare)>,
+    options: MysqlOptions,
     /// The table's schema and name, for the load's record (`crate::commits`).
     table: (String, String),
     interrupt: std::sync::Arc<inrush_load::Interrupt>,
@@ -1071,6 +1092,22 @@ impl Writer for MysqlWriter {
         // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
         if !resumed && !self.interrupt.begin_commit() {
             return Err(Error::Interrupted);
+        }
+        if let Some((gid, part)) = self.xa.take() {
+            return self.rt.block_on(async {
+                for sql in [format!("XA END '{gid}'"), format!("XA PREPARE '{gid}'")] {
+                    conn.query_drop(&sql)
+                        .await
+                        .map_err(engine_error(format!("{sql}: preparing the part")))?;
+                }
+                // The prepared transaction outlives the session (MariaDB 10.5 and later).
+                let _ = conn.disconnect().await;
+                crate::job::part_prepared(&self.options, &part, &gid).await?;
+                Ok(Committed {
+                    prepared: vec![gid],
+                    ..Committed::default()
+                })
+            });
         }
         self.rt.block_on(async {
             // Under --resume every block committed already.

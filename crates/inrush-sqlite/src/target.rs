@@ -112,6 +112,10 @@ impl Target for SqliteTarget {
                 Feature::Prepare,
                 "SQLite has no two-phase commit (and a file takes one writer at a time)",
             ),
+            (
+                Feature::Stage,
+                "SQLite takes one writer at a time: a distributed write's tasks could not load beside each other",
+            ),
         ]
     }
 

@@ -57,7 +57,7 @@ pub trait Engine: Sync {
     fn job(&self, to: &str, job: &str, step: &JobStep) -> Result<JobOutcome> {
         let _ = (to, job, step);
         Err(usage(format!(
-            "{}: distributed writes are two-phase on PostgreSQL only so far",
+            "{}: distributed writes are two-phase on PostgreSQL and MariaDB/MySQL only",
             self.name()
         )))
     }
@@ -185,10 +185,32 @@ impl Engine for Mariadb {
         Ok((loads, "inrush_load_ledger"))
     }
 
+    fn job(&self, to: &str, job: &str, step: &JobStep) -> Result<JobOutcome> {
+        Ok(inrush_mysql::job::step(
+            &MysqlOptions::parse(to)?,
+            job,
+            step,
+        )?)
+    }
+
     fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {
         let recovered = inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?;
-        if recovered.restored.is_empty() && recovered.busy.is_empty() {
-            eprintln!("nothing to recover: the DDL journal (inrush_ddl_journal) is empty");
+        let jobs = &recovered.jobs;
+        let no_jobs =
+            jobs.committed.is_empty() && jobs.rolled_back.is_empty() && jobs.busy.is_empty();
+        if recovered.restored.is_empty() && recovered.busy.is_empty() && no_jobs {
+            eprintln!("nothing to recover: the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared");
+        }
+        for gid in &jobs.committed {
+            eprintln!("committed XA transaction {gid} (its job had decided to commit)");
+        }
+        for gid in &jobs.rolled_back {
+            eprintln!(
+                "rolled back XA transaction {gid} (its job had not decided, or did not keep it)"
+            );
+        }
+        for job in &jobs.busy {
+            eprintln!("left alone: distributed write {job} (its coordinator is deciding now)");
         }
         for table in &recovered.busy {
             eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");

@@ -1,0 +1,410 @@
+//! Distributed writes (a Spark job) on MariaDB/MySQL: the protocol of `inrush_load::job` with
+//! XA transactions.
+//!
+//! Each task's part is one XA transaction, `inrush_<job>_<part>_0`, started with `XA START`
+//! and left with `XA END` + `XA PREPARE` (MariaDB 10.5 and later keep a prepared XA
+//! transaction when its connection ends). The coordinator logs the job in
+//! `inrush_joint_commits` in the target database, logs its decision there naming the winners
+//! (with a streaming batch's row in `inrush_stream_batches`, in the same transaction), then
+//! runs `XA COMMIT` for the winners and `XA ROLLBACK` for every other transaction of the job
+//! that `XA RECOVER` lists. `inrush recover` finishes a logged decision and takes back an
+//! undecided job. A step and a recover of the same job take turns on a named lock.
+//!
+//! Every part is prepared: there is no staged form, so an overwrite, which must empty the
+//! table in the same transaction as the rows land, is refused (TRUNCATE commits at once).
+
+use crate::catalog;
+use crate::engine_error;
+use crate::options::MysqlOptions;
+use inrush_load::job::{Batch, JobOutcome, JobStep, Parts, Prepare};
+use inrush_load::{Error, Result};
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+
+const CREATE_LOG: &str = "CREATE TABLE IF NOT EXISTS inrush_joint_commits ( \
+     load_id VARCHAR(64) NOT NULL PRIMARY KEY, decided BOOLEAN NOT NULL DEFAULT FALSE, \
+     winners TEXT, target TEXT NOT NULL, \
+     started_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP) ENGINE=InnoDB";
+
+const CREATE_LEDGER: &str = "CREATE TABLE IF NOT EXISTS inrush_stream_batches ( \
+     query VARCHAR(64) NOT NULL, batch BIGINT NOT NULL, job VARCHAR(64) NOT NULL, \
+     written_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+     PRIMARY KEY (query, batch)) ENGINE=InnoDB";
+
+/// The longest XA transaction name (its gtrid) the server takes.
+const GID_MAX: usize = 64;
+
+/// The XA transaction that holds `part` (one connection per part).
+pub fn part_gid(part: &Prepare) -> Result<String> {
+    let gid = format!("{}0", part.prefix());
+    match gid.len() <= GID_MAX {
+        true => Ok(gid),
+        false => Err(Error::Usage(format!(
+            "--prepare {}:{}: MariaDB names an XA transaction in at most {GID_MAX} bytes, and {gid} is longer (shorten the job's or the part's name)",
+            part.job, part.part
+        ))),
+    }
+}
+
+/// One step of job `job` on `target`.
+pub fn step(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutcome> {
+    let job = inrush_load::job::job_name(job)?;
+    crate::target::runtime()?.block_on(async {
+        let mut conn = target.connect().await?;
+        let outcome = match step {
+            JobStep::Begin {
+                table,
+                overwrite,
+                parts,
+                batch,
+                keep_indexes: _,
+            } => {
+                let table = catalog::read(&mut conn, table, target.database()).await?;
+                begin(
+                    &mut conn,
+                    job,
+                    &table.qualified(),
+                    (*overwrite, *parts),
+                    batch.as_ref(),
+                )
+                .await
+            }
+            JobStep::Commit { winners, batch } => match lock(&mut conn, job).await {
+                Ok(()) => commit(&mut conn, job, winners, batch.as_ref()).await,
+                Err(e) => Err(e),
+            },
+            JobStep::Abort => match lock(&mut conn, job).await {
+                Ok(()) => abort(&mut conn, job).await,
+                Err(e) => Err(e),
+            },
+        };
+        let _ = conn.disconnect().await;
+        outcome
+    })
+}
+
+/// Logs the job (unless it is logged already: a stream's tasks each begin their batch's job).
+async fn begin(
+    conn: &mut Conn,
+    job: &str,
+    table: &str,
+    (overwrite, parts): (bool, Parts),
+    batch: Option<&Batch>,
+) -> Result<JobOutcome> {
+    if overwrite {
+        return Err(Error::Usage(
+            "an overwrite into MariaDB/MySQL cannot be atomic (TRUNCATE commits at once, and an XA transaction cannot empty the table in the decision): write with mode(\"append\") into a table emptied first, or into PostgreSQL".into(),
+        ));
+    }
+    if parts == Parts::Staged {
+        return Err(Error::Usage(
+            "staged parts are PostgreSQL's: MariaDB/MySQL's parts are XA transactions (parts \"prepared\" or \"auto\")".into(),
+        ));
+    }
+    for sql in [CREATE_LOG, CREATE_LEDGER] {
+        conn.query_drop(sql)
+            .await
+            .map_err(engine_error("creating inrush_joint_commits"))?;
+    }
+    if let Some(batch) = batch {
+        if written(conn, batch).await? {
+            return Ok(JobOutcome {
+                done: true,
+                ..JobOutcome::default()
+            });
+        }
+    }
+    conn.exec_drop(
+        "INSERT IGNORE INTO inrush_joint_commits (load_id, target) VALUES (?, ?)",
+        (job, table),
+    )
+    .await
+    .map_err(engine_error("logging the distributed write"))?;
+    if !undecided(conn, job).await? {
+        return Err(ended(job));
+    }
+    Ok(JobOutcome {
+        parts: Some(Parts::Prepared),
+        ..JobOutcome::default()
+    })
+}
+
+fn ended(job: &str) -> Error {
+    Error::Engine {
+        engine: "MariaDB",
+        what: format!("distributed write {job}"),
+        message: "it has ended (decided, or never logged on this server): this part's rows were taken back".into(),
+    }
+}
+
+fn failed(job: &str, message: String) -> Error {
+    Error::Engine {
+        engine: "MariaDB",
+        what: format!("distributed write {job}"),
+        message,
+    }
+}
+
+/// Whether `job` is logged and undecided: its parts may still wait for it.
+async fn undecided(conn: &mut Conn, job: &str) -> Result<bool> {
+    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        return Ok(false);
+    }
+    let decided: Option<bool> = conn
+        .exec_first(
+            "SELECT decided FROM inrush_joint_commits WHERE load_id = ?",
+            (job,),
+        )
+        .await
+        .map_err(engine_error("reading the job's decision"))?;
+    Ok(decided == Some(false))
+}
+
+/// After a task's `XA PREPARE` of `gid` (on a connection since closed: the session that
+/// prepared it can run nothing else until it ends): its job still waits for it, or, decided
+/// already (a straggling attempt), the part takes itself back.
+pub async fn part_prepared(target: &MysqlOptions, part: &Prepare, gid: &str) -> Result<()> {
+    let mut conn = target.connect().await?;
+    let kept = match undecided(&mut conn, &part.job).await {
+        Ok(true) => Ok(()),
+        Ok(false) => finish_one(&mut conn, gid, false)
+            .await
+            .and(Err(ended(&part.job))),
+        Err(e) => Err(e),
+    };
+    let _ = conn.disconnect().await;
+    kept
+}
+
+/// Whether a decision recorded `batch` as written.
+async fn written(conn: &mut Conn, batch: &Batch) -> Result<bool> {
+    if !crate::tables_exist(conn, &["inrush_stream_batches"]).await? {
+        return Ok(false);
+    }
+    let found: Option<u8> = conn
+        .exec_first(
+            "SELECT 1 FROM inrush_stream_batches WHERE query = ? AND batch = ?",
+            (&batch.query, batch.id),
+        )
+        .await
+        .map_err(engine_error("reading the ledger of streaming batches"))?;
+    Ok(found.is_some())
+}
+
+/// Takes the job's named lock, which a recover of the same job waits for; it is the
+/// session's, and ends with the step's connection.
+async fn lock(conn: &mut Conn, job: &str) -> Result<()> {
+    // A day: MariaDB takes no infinite wait. NULL: the server refused the lock.
+    let got: Option<Option<i64>> = conn
+        .exec_first("SELECT GET_LOCK(?, 86400)", (lock_name(job),))
+        .await
+        .map_err(engine_error("locking the distributed write"))?;
+    match got.flatten() {
+        Some(1) => Ok(()),
+        _ => Err(failed(job, "its lock could not be taken".into())),
+    }
+}
+
+fn lock_name(job: &str) -> String {
+    format!("inrush_job_{job}")
+}
+
+/// The job's log row: whether it is decided, and its winners.
+async fn logged(conn: &mut Conn, job: &str) -> Result<Option<(bool, Vec<String>)>> {
+    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        return Ok(None);
+    }
+    let row: Option<(bool, Option<String>)> = conn
+        .exec_first(
+            "SELECT decided, winners FROM inrush_joint_commits WHERE load_id = ?",
+            (job,),
+        )
+        .await
+        .map_err(engine_error("reading the distributed write's log"))?;
+    Ok(row.map(|(decided, winners)| {
+        let winners = winners.unwrap_or_default();
+        (decided, winners.lines().map(str::to_string).collect())
+    }))
+}
+
+/// Commits `winners` and takes back every other part of the job (see `crate::job`).
+async fn commit(
+    conn: &mut Conn,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> Result<JobOutcome> {
+    if let Some(b) = batch {
+        if written(conn, b).await? {
+            // An earlier run of the query landed the batch: finish its decision, if it is
+            // still to be finished, and take back the rest.
+            let winners = match logged(conn, job).await? {
+                Some((true, winners)) => winners,
+                _ => Vec::new(),
+            };
+            let outcome = finish(conn, job, &winners).await?;
+            return Ok(JobOutcome {
+                done: true,
+                ..outcome
+            });
+        }
+    }
+    let decided = match logged(conn, job).await? {
+        Some((false, _)) => decide(conn, job, winners, batch).await,
+        // Decided already (by a commit that failed part way): that decision stands.
+        Some((true, logged)) => return finish(conn, job, &logged).await,
+        // A batch whose every partition was empty: no task logged it.
+        None if batch.is_some() && winners.is_empty() => return Ok(JobOutcome::default()),
+        None => Err(failed(
+            job,
+            "it is not logged on this server (decided already, or taken back by `inrush recover`)"
+                .into(),
+        )),
+    };
+    if let Err(e) = decided {
+        let _ = finish(conn, job, &[]).await;
+        return Err(e);
+    }
+    finish(conn, job, winners).await.map_err(|e| {
+        failed(
+            job,
+            format!("it was decided, then committing its parts failed ({e}): `inrush recover` commits the rest"),
+        )
+    })
+}
+
+/// Logs the decision to commit `winners`, once each of them is prepared (and records `batch`
+/// with it), in one transaction.
+async fn decide(
+    conn: &mut Conn,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> Result<()> {
+    let prepared = prepared_of(conn, job).await?;
+    if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
+        return Err(failed(
+            job,
+            format!("transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"),
+        ));
+    }
+    let mut tx = conn
+        .start_transaction(mysql_async::TxOpts::default())
+        .await
+        .map_err(engine_error("beginning the decision"))?;
+    tx.exec_drop(
+        "UPDATE inrush_joint_commits SET decided = TRUE, winners = ? WHERE load_id = ?",
+        (winners.join("\n"), job),
+    )
+    .await
+    .map_err(engine_error("recording the distributed write's decision"))?;
+    if let Some(b) = batch {
+        tx.exec_drop(
+            "INSERT INTO inrush_stream_batches (query, batch, job) VALUES (?, ?, ?)",
+            (&b.query, b.id, job),
+        )
+        .await
+        .map_err(engine_error("recording the streaming batch"))?;
+    }
+    tx.commit()
+        .await
+        .map_err(engine_error("committing the decision"))
+}
+
+/// Takes back every part of the job, unless its decision was logged: then it finishes that
+/// (Spark follows a commit that failed part way with an abort).
+async fn abort(conn: &mut Conn, job: &str) -> Result<JobOutcome> {
+    let winners = match logged(conn, job).await? {
+        Some((true, winners)) => winners,
+        _ => Vec::new(),
+    };
+    finish(conn, job, &winners).await
+}
+
+/// The job's prepared XA transactions, by name.
+async fn prepared_of(conn: &mut Conn, job: &str) -> Result<Vec<String>> {
+    let rows: Vec<mysql_async::Row> = conn
+        .query("XA RECOVER")
+        .await
+        .map_err(|e| {
+            failed(
+                job,
+                format!("XA RECOVER failed ({e}): on MySQL 8 listing prepared XA transactions needs the XA_RECOVER_ADMIN privilege (MariaDB lists them to every user)"),
+            )
+        })?;
+    let prefix = format!("inrush_{job}_");
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| row.get::<Vec<u8>, _>(3))
+        .map(|data| String::from_utf8_lossy(&data).into_owned())
+        .filter(|gid| gid.starts_with(&prefix))
+        .collect())
+}
+
+async fn finish_one(conn: &mut Conn, gid: &str, commit: bool) -> Result<()> {
+    // The name is inrush's own: letters, digits and `_` (`Prepare::prefix`).
+    let sql = match commit {
+        true => format!("XA COMMIT '{gid}'"),
+        false => format!("XA ROLLBACK '{gid}'"),
+    };
+    conn.query_drop(&sql).await.map_err(engine_error(sql))
+}
+
+/// Commits the prepared `winners` (none: takes everything back), rolls back the job's other
+/// transactions, then forgets the job.
+async fn finish(conn: &mut Conn, job: &str, winners: &[String]) -> Result<JobOutcome> {
+    let mut outcome = JobOutcome::default();
+    for gid in prepared_of(conn, job).await? {
+        let commit = winners.contains(&gid);
+        finish_one(conn, &gid, commit).await?;
+        match commit {
+            true => outcome.committed.push(gid),
+            false => outcome.rolled_back.push(gid),
+        }
+    }
+    if crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        conn.exec_drop("DELETE FROM inrush_joint_commits WHERE load_id = ?", (job,))
+            .await
+            .map_err(engine_error("forgetting the distributed write"))?;
+    }
+    Ok(outcome)
+}
+
+/// What `inrush recover` did to the jobs a coordinator left.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub committed: Vec<String>,
+    pub rolled_back: Vec<String>,
+    /// Jobs whose coordinator is deciding now.
+    pub busy: Vec<String>,
+}
+
+/// `inrush recover`: finishes each logged job's decision, or takes back an undecided one.
+pub async fn resolve(conn: &mut Conn) -> Result<Resolved> {
+    let mut resolved = Resolved::default();
+    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        return Ok(resolved);
+    }
+    let jobs: Vec<String> = conn
+        .query("SELECT load_id FROM inrush_joint_commits ORDER BY started_at")
+        .await
+        .map_err(engine_error("reading inrush_joint_commits"))?;
+    for job in jobs {
+        let free: Option<Option<i64>> = conn
+            .exec_first("SELECT GET_LOCK(?, 0)", (lock_name(&job),))
+            .await
+            .map_err(engine_error("locking a distributed write"))?;
+        if free.flatten() != Some(1) {
+            resolved.busy.push(job);
+            continue;
+        }
+        let finished = abort(conn, &job).await;
+        let _ = conn
+            .exec_drop("SELECT RELEASE_LOCK(?)", (lock_name(&job),))
+            .await;
+        let finished = finished?;
+        resolved.committed.extend(finished.committed);
+        resolved.rolled_back.extend(finished.rolled_back);
+    }
+    Ok(resolved)
+}
