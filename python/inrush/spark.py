@@ -28,7 +28,9 @@ Options: ``to`` (the target URL, as ``inrush load --to``) and ``table``; ``parts
 per task), ``max_errors`` (over the whole job, or a stream's batch: each task stops at it alone,
 and the driver fails the job when its tasks refused more together) with ``rejects`` (a path on each executor: each task
 writes ``<rejects>.<partition>``; in a stream ``<rejects>.<batch>.<partition>``),
-``datestyle``, and ``keep_indexes`` ("true": the job drops no index). PostgreSQL targets, and
+``datestyle``, ``keep_indexes`` ("true": the job drops no index), and ``create`` ("true":
+a missing table is made from the DataFrame's schema on the driver, as ``inrush load --create``
+would make it, with ``types``, ``col=type,...``, replacing the inferred types). PostgreSQL targets, and
 MariaDB/MySQL, where each part is an XA transaction (prepared, as above; no staged form, so no
 overwrite) and the log is ``inrush_joint_commits`` in the target database.
 
@@ -106,10 +108,10 @@ class InrushDataSource(DataSource):  # type: ignore[misc]
         return "inrush"
 
     def writer(self, schema: Any, overwrite: bool) -> "InrushWriter":
-        return InrushWriter(dict(self.options), overwrite)
+        return InrushWriter(dict(self.options), overwrite, schema)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> "InrushStreamWriter":
-        return InrushStreamWriter(dict(self.options), overwrite)
+        return InrushStreamWriter(dict(self.options), overwrite, schema)
 
 
 class _Settings:
@@ -124,7 +126,8 @@ class _Settings:
         self.table = options.get("table") or options.get("dbtable")
         if not self.to or not self.table:
             raise UsageError('format("inrush") needs .option("to", URL) and .option("table", NAME)')
-        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts", "keep_indexes"} | self._SPARK
+        known = set(_LOAD_OPTIONS) | {"to", "table", "dbtable", "rejects", "parts", "keep_indexes", "create", "types"}
+        known |= self._SPARK
         unknown = set(options) - known
         if unknown:
             raise UsageError(f'format("inrush"): unknown option(s) {", ".join(sorted(unknown))}')
@@ -134,11 +137,33 @@ class _Settings:
         self.load_options.setdefault("connections", 1)
         self.rejects = options.get("rejects")
         self.parts = options.get("parts", "auto")
-        keep = options.get("keep_indexes", "false").lower()
-        if keep not in ("true", "false"):
-            raise UsageError(f'format("inrush"): keep_indexes is true or false, not {keep!r}')
-        self.keep_indexes = keep == "true"
+        self.keep_indexes = _switch(options, "keep_indexes")
+        self.create = _switch(options, "create")
+        self.types = _types(options["types"]) if "types" in options else None
+        if self.types and not self.create:
+            raise UsageError('format("inrush"): option types names the columns\' types for create')
         self.overwrite = overwrite
+
+    def create_table(self, schema: Any) -> None:
+        """``create``: makes the table from the DataFrame's ``schema`` when it is missing, as
+        ``inrush load --create`` would from the same Arrow schema (an empty load that creates)."""
+        if not self.create:
+            return
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        try:
+            # Spark 4.1 and later ask for the zone a timestamp's Arrow type carries; any one
+            # says "with a zone" to --create, as the tasks' batches will.
+            arrow = to_arrow_schema(schema, timezone="UTC")
+        except TypeError:
+            arrow = to_arrow_schema(schema)
+        empty = pa.Table.from_batches([], arrow)
+        try:
+            load(empty, to=self.to, table=self.table, create=True, types=self.types)
+        except UsageError as e:
+            if "exists already" not in str(e):
+                raise
 
     def over_limit(self, messages: List[Optional["PartWritten"]]) -> Optional[str]:
         """Why the job's refused rows, counted across its tasks, fail it (each task stops at
@@ -181,6 +206,31 @@ class _Settings:
         )
 
 
+def _switch(options: Dict[str, str], name: str) -> bool:
+    spelled = options.get(name, "false").lower()
+    if spelled not in ("true", "false"):
+        raise UsageError(f'format("inrush"): {name} is true or false, not {spelled!r}')
+    return spelled == "true"
+
+
+def _types(spelled: str) -> Dict[str, str]:
+    """``col=type,...`` as ``inrush load --types`` takes it (a comma inside a type's
+    parentheses, as in ``numeric(12,2)``, is the type's)."""
+    pairs, depth, start = [], 0, 0
+    for at, ch in enumerate(spelled + ","):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            pairs.append(spelled[start:at])
+            start = at + 1
+    types = {}
+    for pair in pairs:
+        column, sep, sql_type = pair.partition("=")
+        if not sep or not column.strip() or not sql_type.strip():
+            raise UsageError(f'format("inrush"): types is col=type,...; {pair!r} is not')
+        types[column.strip()] = sql_type.strip()
+    return types
+
+
 def _told(outcome: str) -> Dict[str, Any]:
     """A job step's outcome, its notes logged (on the driver: what the plan dropped and
     rebuilt)."""
@@ -200,8 +250,9 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
     """Made on the driver (which logs the job), pickled to every task, and asked on the
     driver to commit or abort once the tasks are done."""
 
-    def __init__(self, options: Dict[str, str], overwrite: bool):
+    def __init__(self, options: Dict[str, str], overwrite: bool, schema: Any = None):
         self.settings = _Settings(options, overwrite)
+        self.settings.create_table(schema)
         # Letters and digits: the job names prepared transactions (`inrush_<job>_...`).
         self.job = uuid.uuid4().hex[:20]
         self.parts = self.settings.begin(self.job)["parts"]
@@ -247,8 +298,9 @@ class InrushStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
     for its commit, so nothing is logged here: the first task to load logs the batch's job,
     which is named for the query and batch that every task and the commit can see."""
 
-    def __init__(self, options: Dict[str, str], overwrite: bool):
+    def __init__(self, options: Dict[str, str], overwrite: bool, schema: Any = None):
         self.settings = _Settings(options, overwrite)
+        self.settings.create_table(schema)
 
     def write(self, iterator: Iterator[Any]) -> PartWritten:
         context = _task()

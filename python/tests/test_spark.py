@@ -748,3 +748,16 @@ def test_rows_equal_what_spark_jdbc_writer_writes(spark, db, server, table):
         relay.close()
     theirs = rows(db, f"SELECT * FROM {table}_jdbc ORDER BY id")
     assert len(theirs) == 5000 and rows(db, f"SELECT * FROM {table} ORDER BY id") == theirs
+
+
+def test_create_makes_a_missing_table_from_the_dataframes_schema(spark, db, server, table):
+    df = frame(spark, 1000, 2)
+    write(df, server, table, create="true", types="amount=numeric(14,3),name=varchar(40)")
+    write(df.selectExpr("id + 1000 AS id", *[c for c in df.columns if c != "id"]), server, table, create="true")
+    assert rows(db, f"SELECT count(*), count(DISTINCT id) FROM {table}") == [("2000", "2000")]
+    types = dict(rows(db, f"SELECT column_name, data_type FROM information_schema.columns WHERE table_name = '{table}'"))
+    assert (types["amount"], types["name"], types["at"], types["tags"]) == (
+        "numeric", "character varying", "timestamp with time zone", "ARRAY"
+    )
+    with pytest.raises(Exception, match="types names the columns' types for create"):
+        write(df, server, table, types="amount=numeric")
