@@ -3,8 +3,10 @@
 //! together, or none does. A part is left either prepared (`inrush load --prepare`: its
 //! transactions end with PREPARE TRANSACTION) or staged (`--stage`: its rows committed into a
 //! table of their own that the decision moves into the target in one transaction, for servers
-//! without prepared transactions and for overwrites). The engine carries it out (PostgreSQL:
-//! `inrush_postgres::prepared`).
+//! without prepared transactions and for overwrites). The coordinator's [`commit`] and
+//! [`abort`] are the same on every engine; the engine gives them its log, ledger and parts
+//! through [`Jobs`] (PostgreSQL: `inrush_postgres::job`; MariaDB/MySQL's XA transactions:
+//! `inrush_mysql::job`).
 
 /// A task of a distributed write: the load's transactions end with `PREPARE TRANSACTION`,
 /// each named `inrush_<job>_<part>_<n>` (names `inrush recover` finds), or, `staged`, its rows
@@ -129,6 +131,131 @@ pub struct JobOutcome {
     pub parts: Option<Parts>,
     pub done: bool,
     pub notes: Vec<String>,
+}
+
+/// A job's entry in its log: decided or not, and the winners of its decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Logged {
+    pub decided: bool,
+    pub winners: Vec<String>,
+}
+
+/// How a decision went.
+pub enum Decided {
+    /// Logged, naming the winners: they are committed after it (and a dead coordinator's
+    /// decision is finished by `inrush recover`).
+    Logged,
+    /// Carried out whole in the decision's own transaction (staged parts moved into the table):
+    /// nothing is left to finish.
+    Landed(JobOutcome),
+}
+
+/// What an engine keeps of its distributed writes, for the coordinator's [`commit`] and
+/// [`abort`], which are the same on every engine: the log of jobs and decisions, the ledger of
+/// streaming batches, and the parts waiting for a decision.
+// The coordinator's steps run on one thread (`block_on`): the futures need not be `Send`.
+#[allow(async_fn_in_trait)]
+pub trait Jobs {
+    /// The engine, for messages.
+    fn engine(&self) -> &'static str;
+
+    /// The job's log entry; `None` when it is not logged (never begun, or forgotten).
+    async fn logged(&mut self, job: &str) -> crate::Result<Option<Logged>>;
+
+    /// Whether a decision recorded `batch` as written.
+    async fn written(&mut self, batch: &Batch) -> crate::Result<bool>;
+
+    /// Decides to land `winners` once each is checked to still wait (an error otherwise):
+    /// logged, with `batch` recorded in the ledger, in one transaction, or landed whole there.
+    async fn decide(
+        &mut self,
+        job: &str,
+        winners: &[String],
+        batch: Option<&Batch>,
+    ) -> crate::Result<Decided>;
+
+    /// Commits the prepared `winners` (none: takes everything back), takes back every other
+    /// part of the job, then forgets it.
+    async fn finish(&mut self, job: &str, winners: &[String]) -> crate::Result<JobOutcome>;
+}
+
+/// Why a part that finds its job ended takes itself back.
+pub fn ended_message(job: &str) -> String {
+    format!("distributed write {job} has ended (decided, or never logged on this server): this part's rows were taken back")
+}
+
+fn failed(jobs: &impl Jobs, job: &str, message: String) -> crate::Error {
+    crate::Error::Engine {
+        engine: jobs.engine(),
+        what: format!("distributed write {job}"),
+        message,
+    }
+}
+
+/// The coordinator's commit of `winners` (the parts of the attempts it keeps), taking back
+/// every other part of the job; with `batch`, recorded in the ledger in the same decision.
+/// Before the decision a failure takes the whole job back; after it (a commit of a prepared
+/// winner failed) the logged decision stands, for `inrush recover` to finish: taking the
+/// remaining winners back then would land the job in part. The engine holds the job's lock
+/// around it, which a recover of the job waits for.
+pub async fn commit<J: Jobs>(
+    jobs: &mut J,
+    job: &str,
+    winners: &[String],
+    batch: Option<&Batch>,
+) -> crate::Result<JobOutcome> {
+    if let Some(b) = batch {
+        if jobs.written(b).await? {
+            // An earlier run of the query landed the batch: its decision, if it is still to
+            // be finished, is finished; everything else of the job is taken back.
+            let outcome = abort(jobs, job).await?;
+            return Ok(JobOutcome {
+                done: true,
+                ..outcome
+            });
+        }
+    }
+    match jobs.logged(job).await {
+        Ok(Some(Logged { decided: false, .. })) => {}
+        // Decided already, by a commit that failed part way: that decision stands.
+        Ok(Some(Logged { winners, .. })) => return jobs.finish(job, &winners).await,
+        // A batch whose every partition was empty: no task logged it.
+        Ok(None) if batch.is_some() && winners.is_empty() => return Ok(JobOutcome::default()),
+        Ok(None) => {
+            let gone = failed(jobs, job, "it is not logged on this server (decided already, or taken back by `inrush recover`); nothing of it landed".into());
+            return Err(take_back(jobs, job, gone).await);
+        }
+        Err(e) => return Err(take_back(jobs, job, e).await),
+    }
+    match jobs.decide(job, winners, batch).await {
+        Ok(Decided::Landed(outcome)) => Ok(outcome),
+        Ok(Decided::Logged) => match jobs.finish(job, winners).await {
+            Ok(outcome) => Ok(outcome),
+            Err(e) => Err(failed(jobs, job, format!("it was decided, then committing its parts failed ({e}): `inrush recover --to <the same target>` commits the rest"))),
+        },
+        Err(e) => Err(take_back(jobs, job, e).await),
+    }
+}
+
+/// Takes back every part of the job and forgets it, unless its decision was logged (Spark
+/// follows a commit that failed part way with an abort; a replayed batch meets an earlier
+/// run's decision): then it finishes that decision, as `recover` does.
+pub async fn abort<J: Jobs>(jobs: &mut J, job: &str) -> crate::Result<JobOutcome> {
+    let winners = match jobs.logged(job).await? {
+        Some(Logged {
+            decided: true,
+            winners,
+        }) => winners,
+        _ => Vec::new(),
+    };
+    jobs.finish(job, &winners).await
+}
+
+/// Takes back every part of a job that `failure` stopped before its decision; the failure
+/// stays the error.
+async fn take_back<J: Jobs>(jobs: &mut J, job: &str, failure: crate::Error) -> crate::Error {
+    let _ = jobs.finish(job, &[]).await;
+    failure
 }
 
 #[cfg(test)]

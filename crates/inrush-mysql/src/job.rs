@@ -16,7 +16,7 @@
 use crate::catalog;
 use crate::engine_error;
 use crate::options::MysqlOptions;
-use inrush_load::job::{Batch, JobOutcome, JobStep, Parts, Prepare};
+use inrush_load::job::{Batch, Decided, JobOutcome, JobStep, Jobs, Logged, Parts, Prepare};
 use inrush_load::{Error, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -70,11 +70,14 @@ pub fn step(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutco
                 .await
             }
             JobStep::Commit { winners, batch } => match lock(&mut conn, job).await {
-                Ok(()) => commit(&mut conn, job, winners, batch.as_ref()).await,
+                Ok(()) => {
+                    let jobs = &mut XaJobs(&mut conn);
+                    inrush_load::job::commit(jobs, job, winners, batch.as_ref()).await
+                }
                 Err(e) => Err(e),
             },
             JobStep::Abort => match lock(&mut conn, job).await {
-                Ok(()) => abort(&mut conn, job).await,
+                Ok(()) => inrush_load::job::abort(&mut XaJobs(&mut conn), job).await,
                 Err(e) => Err(e),
             },
         };
@@ -132,8 +135,8 @@ async fn begin(
 fn ended(job: &str) -> Error {
     Error::Engine {
         engine: "MariaDB",
-        what: format!("distributed write {job}"),
-        message: "it has ended (decided, or never logged on this server): this part's rows were taken back".into(),
+        what: "a distributed write's part".into(),
+        message: inrush_load::job::ended_message(job),
     }
 }
 
@@ -209,116 +212,98 @@ fn lock_name(job: &str) -> String {
     format!("inrush_job_{job}")
 }
 
-/// The job's log row: whether it is decided, and its winners.
-async fn logged(conn: &mut Conn, job: &str) -> Result<Option<(bool, Vec<String>)>> {
-    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
-        return Ok(None);
-    }
-    let row: Option<(bool, Option<String>)> = conn
-        .exec_first(
-            "SELECT decided, winners FROM inrush_joint_commits WHERE load_id = ?",
-            (job,),
-        )
-        .await
-        .map_err(engine_error("reading the distributed write's log"))?;
-    Ok(row.map(|(decided, winners)| {
-        let winners = winners.unwrap_or_default();
-        (decided, winners.lines().map(str::to_string).collect())
-    }))
-}
+/// MariaDB's log, ledger and parts, for the coordinator's steps (`inrush_load::job`).
+struct XaJobs<'c>(&'c mut Conn);
 
-/// Commits `winners` and takes back every other part of the job (see `crate::job`).
-async fn commit(
-    conn: &mut Conn,
-    job: &str,
-    winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<JobOutcome> {
-    if let Some(b) = batch {
-        if written(conn, b).await? {
-            // An earlier run of the query landed the batch: finish its decision, if it is
-            // still to be finished, and take back the rest.
-            let winners = match logged(conn, job).await? {
-                Some((true, winners)) => winners,
-                _ => Vec::new(),
-            };
-            let outcome = finish(conn, job, &winners).await?;
-            return Ok(JobOutcome {
-                done: true,
-                ..outcome
-            });
+impl Jobs for XaJobs<'_> {
+    fn engine(&self) -> &'static str {
+        "MariaDB"
+    }
+
+    async fn logged(&mut self, job: &str) -> Result<Option<Logged>> {
+        if !crate::tables_exist(self.0, &["inrush_joint_commits"]).await? {
+            return Ok(None);
         }
+        let row: Option<(bool, Option<String>)> = self
+            .0
+            .exec_first(
+                "SELECT decided, winners FROM inrush_joint_commits WHERE load_id = ?",
+                (job,),
+            )
+            .await
+            .map_err(engine_error("reading the distributed write's log"))?;
+        Ok(row.map(|(decided, winners)| Logged {
+            decided,
+            winners: winners
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect(),
+        }))
     }
-    let decided = match logged(conn, job).await? {
-        Some((false, _)) => decide(conn, job, winners, batch).await,
-        // Decided already (by a commit that failed part way): that decision stands.
-        Some((true, logged)) => return finish(conn, job, &logged).await,
-        // A batch whose every partition was empty: no task logged it.
-        None if batch.is_some() && winners.is_empty() => return Ok(JobOutcome::default()),
-        None => Err(failed(
-            job,
-            "it is not logged on this server (decided already, or taken back by `inrush recover`)"
-                .into(),
-        )),
-    };
-    if let Err(e) = decided {
-        let _ = finish(conn, job, &[]).await;
-        return Err(e);
-    }
-    finish(conn, job, winners).await.map_err(|e| {
-        failed(
-            job,
-            format!("it was decided, then committing its parts failed ({e}): `inrush recover` commits the rest"),
-        )
-    })
-}
 
-/// Logs the decision to commit `winners`, once each of them is prepared (and records `batch`
-/// with it), in one transaction.
-async fn decide(
-    conn: &mut Conn,
-    job: &str,
-    winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<()> {
-    let prepared = prepared_of(conn, job).await?;
-    if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
-        return Err(failed(
-            job,
-            format!("transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"),
-        ));
+    async fn written(&mut self, batch: &Batch) -> Result<bool> {
+        written(self.0, batch).await
     }
-    let mut tx = conn
-        .start_transaction(mysql_async::TxOpts::default())
-        .await
-        .map_err(engine_error("beginning the decision"))?;
-    tx.exec_drop(
-        "UPDATE inrush_joint_commits SET decided = TRUE, winners = ? WHERE load_id = ?",
-        (winners.join("\n"), job),
-    )
-    .await
-    .map_err(engine_error("recording the distributed write's decision"))?;
-    if let Some(b) = batch {
+
+    /// Logged (the winners, newline-separated, and the batch) in one transaction, once each
+    /// winner is still prepared.
+    async fn decide(
+        &mut self,
+        job: &str,
+        winners: &[String],
+        batch: Option<&Batch>,
+    ) -> Result<Decided> {
+        let prepared = prepared_of(self.0, job).await?;
+        if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
+            return Err(failed(
+                job,
+                format!("transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"),
+            ));
+        }
+        let mut tx = self
+            .0
+            .start_transaction(mysql_async::TxOpts::default())
+            .await
+            .map_err(engine_error("beginning the decision"))?;
         tx.exec_drop(
-            "INSERT INTO inrush_stream_batches (query, batch, job) VALUES (?, ?, ?)",
-            (&b.query, b.id, job),
+            "UPDATE inrush_joint_commits SET decided = TRUE, winners = ? WHERE load_id = ?",
+            (winners.join("\n"), job),
         )
         .await
-        .map_err(engine_error("recording the streaming batch"))?;
+        .map_err(engine_error("recording the distributed write's decision"))?;
+        if let Some(b) = batch {
+            tx.exec_drop(
+                "INSERT INTO inrush_stream_batches (query, batch, job) VALUES (?, ?, ?)",
+                (&b.query, b.id, job),
+            )
+            .await
+            .map_err(engine_error("recording the streaming batch"))?;
+        }
+        tx.commit()
+            .await
+            .map_err(engine_error("committing the decision"))?;
+        Ok(Decided::Logged)
     }
-    tx.commit()
-        .await
-        .map_err(engine_error("committing the decision"))
-}
 
-/// Takes back every part of the job, unless its decision was logged: then it finishes that
-/// (Spark follows a commit that failed part way with an abort).
-async fn abort(conn: &mut Conn, job: &str) -> Result<JobOutcome> {
-    let winners = match logged(conn, job).await? {
-        Some((true, winners)) => winners,
-        _ => Vec::new(),
-    };
-    finish(conn, job, &winners).await
+    async fn finish(&mut self, job: &str, winners: &[String]) -> Result<JobOutcome> {
+        let mut outcome = JobOutcome::default();
+        for gid in prepared_of(self.0, job).await? {
+            let commit = winners.contains(&gid);
+            finish_one(self.0, &gid, commit).await?;
+            match commit {
+                true => outcome.committed.push(gid),
+                false => outcome.rolled_back.push(gid),
+            }
+        }
+        if crate::tables_exist(self.0, &["inrush_joint_commits"]).await? {
+            self.0
+                .exec_drop("DELETE FROM inrush_joint_commits WHERE load_id = ?", (job,))
+                .await
+                .map_err(engine_error("forgetting the distributed write"))?;
+        }
+        Ok(outcome)
+    }
 }
 
 /// The job's prepared XA transactions, by name.
@@ -350,26 +335,6 @@ async fn finish_one(conn: &mut Conn, gid: &str, commit: bool) -> Result<()> {
     conn.query_drop(&sql).await.map_err(engine_error(sql))
 }
 
-/// Commits the prepared `winners` (none: takes everything back), rolls back the job's other
-/// transactions, then forgets the job.
-async fn finish(conn: &mut Conn, job: &str, winners: &[String]) -> Result<JobOutcome> {
-    let mut outcome = JobOutcome::default();
-    for gid in prepared_of(conn, job).await? {
-        let commit = winners.contains(&gid);
-        finish_one(conn, &gid, commit).await?;
-        match commit {
-            true => outcome.committed.push(gid),
-            false => outcome.rolled_back.push(gid),
-        }
-    }
-    if crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
-        conn.exec_drop("DELETE FROM inrush_joint_commits WHERE load_id = ?", (job,))
-            .await
-            .map_err(engine_error("forgetting the distributed write"))?;
-    }
-    Ok(outcome)
-}
-
 /// What `inrush recover` did to the jobs a coordinator left.
 #[derive(Debug, Default)]
 pub struct Resolved {
@@ -398,7 +363,7 @@ pub async fn resolve(conn: &mut Conn) -> Result<Resolved> {
             resolved.busy.push(job);
             continue;
         }
-        let finished = abort(conn, &job).await;
+        let finished = inrush_load::job::abort(&mut XaJobs(conn), &job).await;
         let _ = conn
             .exec_drop("SELECT RELEASE_LOCK(?)", (lock_name(&job),))
             .await;

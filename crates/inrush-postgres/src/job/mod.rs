@@ -30,14 +30,14 @@ mod plan;
 use crate::prepared::{create_log, finish_one, lock_key, prepared_of};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use inrush_core::TargetColumn;
-use inrush_load::job::{Batch, JobOutcome, JobStep, Parts, Prepare};
+use inrush_load::job::{Batch, Decided, JobOutcome, JobStep, Jobs, Logged, Parts, Prepare};
 use tokio_postgres::Client;
 
 /// One step of job `job` on `target`.
 pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
     let job = inrush_load::job::job_name(job)?;
     let runtime = crate::load::runtime()?;
-    let outcome = runtime.block_on(async {
+    runtime.block_on(async {
         let client = target.connect().await?;
         match step {
             JobStep::Begin {
@@ -48,23 +48,25 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
                 keep_indexes,
             } => {
                 let how = (*overwrite, *parts, *keep_indexes);
-                begin(&client, job, table, how, batch.as_ref()).await
+                Ok(begin(&client, job, table, how, batch.as_ref()).await?)
             }
             JobStep::Commit { winners, batch } => {
                 let row = job_row(&client, job).await?;
-                let decided = commit(&client, job, winners, batch.as_ref()).await;
+                let jobs = &mut PgJobs(&client);
+                let commit = inrush_load::job::commit(jobs, job, winners, batch.as_ref());
+                let decided = locked(&client, job, commit).await;
                 let landed = decided.as_ref().is_ok_and(|o| !o.committed.is_empty());
                 after_decision(&client, (target, job), row, landed, decided).await
             }
             JobStep::Abort => {
                 let row = job_row(&client, job).await?;
-                let finished = abort(&client, job).await;
+                let jobs = &mut PgJobs(&client);
+                let finished = locked(&client, job, inrush_load::job::abort(jobs, job)).await;
                 let landed = finished.as_ref().is_ok_and(|o| !o.committed.is_empty());
                 after_decision(&client, (target, job), row, landed, finished).await
             }
         }
-    });
-    Ok(outcome?)
+    })
 }
 
 /// What the log says of a job for after its decision: its table and what its plan does then.
@@ -103,8 +105,8 @@ async fn after_decision(
     (target, job): (&ConnectOptions, &str),
     row: Option<JobRow>,
     landed: bool,
-    decided: Result<JobOutcome>,
-) -> Result<JobOutcome> {
+    decided: inrush_load::Result<JobOutcome>,
+) -> inrush_load::Result<JobOutcome> {
     let Some(row) = row.filter(|r| r.planned) else {
         return decided;
     };
@@ -119,7 +121,7 @@ async fn after_decision(
             Ok(outcome)
         }
         (Err(e), _) => Err(e),
-        (Ok(_), Err(e)) => Err(e),
+        (Ok(_), Err(e)) => Err(e.into()),
     }
 }
 
@@ -245,9 +247,7 @@ async fn undecided(control: &Client, job: &str) -> Result<bool> {
 }
 
 fn ended(job: &str) -> Error {
-    Error::Server(format!(
-        "distributed write {job} has ended (decided, or never logged on this server): this part's rows were taken back"
-    ))
+    Error::Server(inrush_load::job::ended_message(job))
 }
 
 /// A prepared part: PREPAREs each of `sessions`' transactions as the part's `n`th. Err:
@@ -352,144 +352,83 @@ pub async fn drop_tables(client: &Client, tables: &[String]) -> Result<()> {
         .map_err(query_error("dropping the job's staging tables"))
 }
 
-/// Commits `winners` (one part per task: prepared transactions, or staging tables) and takes
-/// back every other part of the job, then forgets it.
-async fn commit(
+/// Runs `step` holding the job's lock, which a recover beside the decision waits for (see
+/// `crate::prepared::resolve`).
+async fn locked<T>(
     control: &Client,
     job: &str,
-    winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<JobOutcome> {
-    // A recover beside the decision waits for it (see `crate::prepared::resolve`).
+    step: impl std::future::Future<Output = inrush_load::Result<T>>,
+) -> inrush_load::Result<T> {
     control
         .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
         .await
         .map_err(query_error("locking the distributed write"))?;
-    let decided = match batch {
-        Some(b) => match written(control, b).await {
-            Ok(true) => replayed(control, job).await,
-            Ok(false) => decide(control, job, winners, batch).await,
-            Err(e) => Err(e),
-        },
-        None => decide(control, job, winners, None).await,
-    };
+    let done = step.await;
     let _ = control
         .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
         .await;
-    decided
+    done
 }
 
-/// A batch that an earlier run of its query landed: that run's decision, if it is still to
-/// be finished, is finished; every other part of the job is taken back.
-async fn replayed(control: &Client, job: &str) -> Result<JobOutcome> {
-    let winners = decided_winners(control, job).await?.unwrap_or_default();
-    Ok(JobOutcome {
-        done: true,
-        ..finish(control, job, &winners).await?
-    })
-}
+/// PostgreSQL's log, ledger and parts, for the coordinator's steps (`inrush_load::job`).
+struct PgJobs<'c>(&'c Client);
 
-/// The decision on a job the ledger does not hold (see [`commit`]).
-async fn decide(
-    control: &Client,
-    job: &str,
-    winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<JobOutcome> {
-    // Before the decision a failure takes the whole job back; after it (a COMMIT PREPARED
-    // that failed part way) the logged decision stands, for `inrush recover` to finish: taking
-    // the remaining winners back then would land the job in part.
-    match logged(control, job).await {
-        Ok(Some(Logged { staged: true, target, overwrite })) => {
-            let moved = move_staged(control, job, &target, overwrite, winners, batch).await;
-            match moved {
-                Ok(outcome) => Ok(outcome),
-                // The move's transaction rolled back: nothing landed.
-                Err(e) => Err(take_back(control, job, e).await),
-            }
-        }
-        Ok(Some(_)) => match decide_prepared(control, job, winners, batch).await {
-            Ok(()) => finish(control, job, winners).await.map_err(|e| {
-                Error::Server(format!(
-                    "distributed write {job} was decided, then committing its parts failed ({e}): `inrush recover` commits the rest"
-                ))
-            }),
-            Err(e) => Err(take_back(control, job, e).await),
-        },
-        // A batch whose every partition was empty: no task logged it.
-        Ok(None) if batch.is_some() && winners.is_empty() => Ok(JobOutcome::default()),
-        Ok(None) => {
-            let gone = Error::Server(format!(
-                "distributed write {job} is not logged on this server (decided already, or taken back by `inrush recover`)"
-            ));
-            Err(take_back(control, job, gone).await)
-        }
-        Err(e) => Err(take_back(control, job, e).await),
+impl Jobs for PgJobs<'_> {
+    fn engine(&self) -> &'static str {
+        "PostgreSQL"
     }
-}
 
-/// Takes back every part of the job after `failure` stopped it before any landed; the
-/// failure stays the error.
-async fn take_back(control: &Client, job: &str, failure: Error) -> Error {
-    let _ = finish(control, job, &[]).await;
-    failure
-}
-
-/// Takes back every part of the job and forgets it, unless its decision was logged (a
-/// commit that failed part way, which Spark follows with an abort; or an earlier run's
-/// decision on a replayed streaming batch): then it finishes that decision, as `recover`
-/// would, since taking its remaining winners back would land the job in part.
-async fn abort(control: &Client, job: &str) -> Result<JobOutcome> {
-    control
-        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
-        .await
-        .map_err(query_error("locking the distributed write"))?;
-    let finished = match decided_winners(control, job).await {
-        Ok(winners) => finish(control, job, &winners.unwrap_or_default()).await,
-        Err(e) => Err(e),
-    };
-    let _ = control
-        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
-        .await;
-    finished
-}
-
-/// The winners of `job`'s logged decision, if it has one.
-async fn decided_winners(control: &Client, job: &str) -> Result<Option<Vec<String>>> {
-    if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
-        return Ok(None);
+    async fn logged(&mut self, job: &str) -> inrush_load::Result<Option<Logged>> {
+        if !crate::catalog::relations_exist(self.0, &["inrush.joint_commits"]).await? {
+            return Ok(None);
+        }
+        let row = self
+            .0
+            .query_opt(
+                "SELECT decided, coalesce(winners, '{}') FROM inrush.joint_commits WHERE load_id = $1",
+                &[&job],
+            )
+            .await
+            .map_err(query_error("reading the distributed write's log"))?;
+        Ok(row.map(|r| Logged {
+            decided: r.get(0),
+            winners: r.get(1),
+        }))
     }
-    let row = control
-        .query_opt(
-            "SELECT coalesce(winners, '{}') FROM inrush.joint_commits WHERE load_id = $1 AND decided",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("reading the distributed write's log"))?;
-    Ok(row.map(|r| r.get(0)))
-}
 
-/// The job as its log row has it.
-struct Logged {
-    staged: bool,
-    target: String,
-    overwrite: bool,
-}
+    async fn written(&mut self, batch: &Batch) -> inrush_load::Result<bool> {
+        Ok(written(self.0, batch).await?)
+    }
 
-async fn logged(control: &Client, job: &str) -> Result<Option<Logged>> {
-    let row = control
-        .query_opt(
-            "SELECT staged, coalesce(target, ''), overwrite FROM inrush.joint_commits \
-             WHERE load_id = $1 AND NOT decided",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("reading the distributed write's log"))?;
-    Ok(row.map(|r| Logged {
-        staged: r.get(0),
-        target: r.get(1),
-        overwrite: r.get(2),
-    }))
+    /// Staged parts move in the decision's own transaction; prepared ones are committed after
+    /// it is logged.
+    async fn decide(
+        &mut self,
+        job: &str,
+        winners: &[String],
+        batch: Option<&Batch>,
+    ) -> inrush_load::Result<Decided> {
+        let row = self
+            .0
+            .query_one(
+                "SELECT staged, coalesce(target, ''), overwrite FROM inrush.joint_commits WHERE load_id = $1",
+                &[&job],
+            )
+            .await
+            .map_err(query_error("reading the distributed write's log"))?;
+        let (staged, target, overwrite): (bool, String, bool) =
+            (row.get(0), row.get(1), row.get(2));
+        if staged {
+            let moved = move_staged(self.0, job, &target, overwrite, winners, batch).await?;
+            return Ok(Decided::Landed(moved));
+        }
+        decide_prepared(self.0, job, winners, batch).await?;
+        Ok(Decided::Logged)
+    }
+
+    async fn finish(&mut self, job: &str, winners: &[String]) -> inrush_load::Result<JobOutcome> {
+        Ok(finish(self.0, job, winners).await?)
+    }
 }
 
 /// Logs the decision to commit the prepared `winners`, once each of them is prepared (and
