@@ -284,7 +284,7 @@ def test_a_staged_move_that_breaks_a_key_lands_nothing(db, server, table):
 def test_a_job_is_refused_where_the_engine_has_no_two_phase_commit(tmp_path):
     with pytest.raises(inrush.UsageError, match="--prepare"):
         inrush.load(numbers(0, 1), to=f"sqlite:///{tmp_path}/x.db", table="t", prepare="job:p0a0")
-    with pytest.raises(inrush.UsageError, match="PostgreSQL only"):
+    with pytest.raises(inrush.UsageError, match="PostgreSQL and MariaDB/MySQL only"):
         _inrush.job(f"sqlite:///{tmp_path}/x.db", "job", "begin", table="t")
 
 
