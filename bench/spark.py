@@ -10,6 +10,9 @@ SparkSession (master local[2], in a child process that lives for the whole run):
                 transaction prepared, the driver commits them all at once
   handoff       df.mapInArrow(count rows).collect(): Spark's own Arrow hand-off to Python
                 workers, which only count what they get; no table. The floor of any Python writer
+  inrush_keep_idx  (--indexes: the table has two secondary indexes) inrush_spark with
+                keep_indexes: the tasks maintain the indexes, where inrush_spark's driver drops
+                them before the tasks and builds them once after the decision, then VACUUM (ANALYZE)
   inrush_file   inrush.load(the Parquet files Spark wrote once from the DataFrame) in a process
                 of its own (or the inrush command of --inrush), no ANALYZE: the same work
                 without Spark
@@ -20,7 +23,7 @@ Prints the medians and the ratios jdbc / inrush_spark (goal: at least 4x) and
 inrush_spark / (handoff + inrush_file) (goal: at most 1.2); raw figures go to
 bench/out/spark-<dataset>-<date>.json.
 
-Usage: python3 bench/spark.py [--dataset sqlbulkcopy|lineitem] [--rows 1000000] [--repeat 3]
+Usage: python3 bench/spark.py [--dataset sqlbulkcopy|lineitem] [--rows 1000000] [--repeat 3] [--indexes]
 """
 
 from __future__ import annotations
@@ -45,6 +48,15 @@ import parquet  # noqa: E402  (lineitem: its standard table)
 import run  # noqa: E402  (the harness: private server, children, machine facts)
 
 METHODS = ("jdbc", "inrush_spark", "handoff", "inrush_file")
+# --indexes: the same writer told to keep the table's indexes (the driver's plan otherwise
+# drops them before the tasks and builds them once after the decision).
+KEEP = "inrush_keep_idx"
+# --indexes: the secondary indexes of the target (sqlbulkcopy), as a reporting table has them.
+INDEXES = ("fieldint2", "fieldchar1")
+
+
+def methods(args) -> tuple:
+    return METHODS + ((KEEP,) if args.indexes else ())
 JDBC_VERSION = "42.7.14"
 JDBC_JAR = (f"https://repo1.maven.org/maven2/org/postgresql/postgresql/{JDBC_VERSION}/"
             f"postgresql-{JDBC_VERSION}.jar")
@@ -101,6 +113,9 @@ for line in sys.stdin:
             df.write.jdbc(cfg["jdbc_url"], cfg["table"], mode="append", properties=cfg["jdbc_properties"])
         elif method == "inrush_spark":
             df.write.format("inrush").option("to", cfg["to"]).option("table", cfg["table"]).mode("append").save()
+        elif method == "inrush_keep_idx":
+            (df.write.format("inrush").option("to", cfg["to"]).option("table", cfg["table"])
+             .option("keep_indexes", "true").mode("append").save())
         elif method == "handoff":
             seen = sum(r.n for r in df.mapInArrow(count_only, "n long").collect())
         else:
@@ -278,12 +293,13 @@ def source_rows(args, scratch: Path) -> tuple[Path, dict]:
                       "tpchgen_version": run.run([exe, "--version"], check=False).stdout.strip()}
 
 
-def create_table(server: SparkServer, dataset: str) -> str:
+def create_table(server: SparkServer, dataset: str, indexes: bool) -> str:
     if dataset == "lineitem":
         parquet.create(server, parquet.STANDARD)  # dbgen's types: integer keys, numeric, char(n)
         return parquet.STANDARD
     ddl = ", ".join(f"{n} {t} NOT NULL" for n, t in run.SQLBULKCOPY_COLUMNS)
-    server.sql("DROP TABLE IF EXISTS sqlbulkcopy", f"CREATE TABLE sqlbulkcopy ({ddl})", "CHECKPOINT")
+    made = [f"CREATE INDEX ON sqlbulkcopy ({c})" for c in INDEXES] if indexes else []
+    server.sql("DROP TABLE IF EXISTS sqlbulkcopy", f"CREATE TABLE sqlbulkcopy ({ddl})", *made, "CHECKPOINT")
     return "sqlbulkcopy"
 
 
@@ -392,6 +408,10 @@ def measure(method: str, server: SparkServer, spark: SparkChild, table: str, row
     left = int(server.sql("SELECT count(*) FROM pg_prepared_xacts"))
     if left:
         raise run.BenchError(f"{method}: {left} transaction(s) still prepared after the load")
+    if args.indexes:
+        built = int(server.sql(f"SELECT count(*) FROM pg_indexes WHERE tablename = '{table}'"))
+        if built != len(INDEXES):
+            raise run.BenchError(f"{method}: {built} of the table's {len(INDEXES)} indexes after the load")
     wal = int(server.sql("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")) - lsn0
     return {"method": method, "seconds": seconds, "wal_bytes": wal, "client_cpu_seconds": client_cpu,
             "server_cpu_seconds": server_cpu, **extra}
@@ -401,9 +421,9 @@ def measure(method: str, server: SparkServer, spark: SparkChild, table: str, row
 # Report
 # --------------------------------------------------------------------------------------------
 
-def summarize(results: list[dict], rows: int) -> dict:
+def summarize(results: list[dict], rows: int, names: tuple) -> dict:
     out = {}
-    for m in METHODS:
+    for m in names:
         runs = [r for r in results if r["method"] == m]
         secs = [r["seconds"] for r in runs]
         out[m] = {"median": statistics.median(secs), "best": min(secs), "runs": len(secs),
@@ -413,24 +433,27 @@ def summarize(results: list[dict], rows: int) -> dict:
                   "server_cpu_seconds_median": statistics.median(r["server_cpu_seconds"] for r in runs)}
     ratios = {}
     for stat in ("median", "best"):
-        s = {m: out[m][stat] for m in METHODS}
+        s = {m: out[m][stat] for m in names}
         ratios[f"jdbc/inrush_spark ({stat})"] = s["jdbc"] / s["inrush_spark"]
+        if KEEP in s:
+            ratios[f"{KEEP}/inrush_spark ({stat})"] = s[KEEP] / s["inrush_spark"]
         ratios[f"inrush_spark/(handoff+inrush_file) ({stat})"] = s["inrush_spark"] / (s["handoff"] + s["inrush_file"])
     return {"methods": out, "ratios": ratios}
 
 
 def print_report(summary: dict, args, rows: int, partitions: int, versions: dict, path: Path) -> None:
+    names = methods(args)
     what = (f"sqlbulkcopy, {rows:,} rows" if args.dataset == "sqlbulkcopy"
             else f"lineitem SF {args.scale}, {rows:,} rows")
     print(f"\n{what} in {partitions} partitions, Spark {versions['spark']} {args.master}; "
           f"median of {args.repeat} round(s); seconds of the write alone, commit included")
-    hdr = (f"{'method':<14}{'median s':>10}{'best s':>9}{'rows/s (median)':>17}{'WAL MB':>8}"
+    hdr = (f"{'method':<16}{'median s':>10}{'best s':>9}{'rows/s (median)':>17}{'WAL MB':>8}"
            f"{'client CPU s':>14}{'server CPU s':>14}")
     print(hdr)
     print("-" * len(hdr))
-    for m in METHODS:
+    for m in names:
         s = summary["methods"][m]
-        print(f"{m:<14}{s['median']:>10.3f}{s['best']:>9.3f}{s['rows_per_second_median']:>17,.0f}"
+        print(f"{m:<16}{s['median']:>10.3f}{s['best']:>9.3f}{s['rows_per_second_median']:>17,.0f}"
               f"{s['wal_bytes_median'] / 1e6:>8.0f}{s['client_cpu_seconds_median']:>14.2f}"
               f"{s['server_cpu_seconds_median']:>14.2f}")
     r = summary["ratios"]
@@ -441,6 +464,9 @@ def print_report(summary: dict, args, rows: int, partitions: int, versions: dict
     print(f"inrush_spark / (handoff + inrush_file)   {b:5.2f} median, "
           f"{r['inrush_spark/(handoff+inrush_file) (best)']:.2f} best    goal: at most 1.2 "
           f"({'met' if b <= 1.2 else 'NOT met'})")
+    if args.indexes:
+        print(f"{KEEP} / inrush_spark                 {r[KEEP + '/inrush_spark (median)']:5.2f} median: what the "
+              f"driver's plan (indexes dropped before the tasks, built once after) saves")
     print(f"raw figures: {path}")
 
 
@@ -470,7 +496,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--port", type=int, help="the server's TCP port on 127.0.0.1 (default: a free one)")
     ap.add_argument("--pg-bin", help="directory with initdb, pg_ctl, psql, postgres")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory (data, Parquet, logs)")
+    ap.add_argument("--indexes", action="store_true",
+                    help=f"sqlbulkcopy with secondary indexes on {', '.join(INDEXES)}, and the writer "
+                         f"with keep_indexes as one more method ({KEEP})")
     args = ap.parse_args()
+    if args.indexes and args.dataset != "sqlbulkcopy":
+        ap.error("--indexes: sqlbulkcopy only")
     if args.rows < 1 or args.repeat < 1 or args.partitions < 1:
         ap.error("--rows, --repeat and --partitions must be at least 1")
     if not args.python.exists():
@@ -495,7 +526,7 @@ def main() -> int:
                 f"(as {server.user or 'current user'})")
         server.start()
         source, describe = source_rows(args, server.scratch)
-        table = create_table(server, args.dataset)
+        table = create_table(server, args.dataset, args.indexes)
         written = server.scratch / "from-spark"
         cfg = {"master": args.master, "jar": str(jar), "driver_memory": args.driver_memory,
                "local_dir": str(server.root / "spark-local"), "source": str(source),
@@ -518,8 +549,9 @@ def main() -> int:
         # Round 0 is untimed: a new cluster zero-fills each WAL segment the first time, and the
         # JVM compiles the JDBC and Arrow paths the first time they run.
         for rnd in range(args.repeat + 1):
-            k = rnd % len(METHODS)  # rotate, so no method always follows the same other
-            for m in METHODS[k:] + METHODS[:k]:
+            names = methods(args)
+            k = rnd % len(names)  # rotate, so no method always follows the same other
+            for m in names[k:] + names[:k]:
                 res = measure(m, server, spark, table, rows, files, args)
                 run.log(f"round {rnd} {m:13s} {res['seconds']:8.3f} s  client CPU {res['client_cpu_seconds']:6.2f} s  "
                         f"server CPU {res['server_cpu_seconds']:6.2f} s  {res['wal_bytes'] / 1e6:6.0f} MB WAL"
@@ -528,7 +560,7 @@ def main() -> int:
                     res["round"] = rnd
                     results.append(res)
 
-        summary = summarize(results, rows)
+        summary = summarize(results, rows, methods(args))
         facts = run.server_facts(server)
         for name in ("max_prepared_transactions", "listen_addresses", "port"):
             facts[name] = server.sql(f"SHOW {name}")
@@ -540,7 +572,7 @@ def main() -> int:
             "dataset": {"name": args.dataset, "table": table, "rows": rows, **describe},
             "settings": {"repeat": args.repeat, "partitions": ready["partitions"], "master": args.master,
                          "driver_memory": args.driver_memory, "python": str(args.python),
-                         "module_built": not args.no_build,
+                         "module_built": not args.no_build, "indexes": list(INDEXES) if args.indexes else [],
                          "inrush_file": str(args.inrush) if args.inrush else "inrush.load (module)",
                          "jdbc_url": server.jdbc_url, "jdbc_properties": cfg["jdbc_properties"],
                          "inrush_to": server.url},
