@@ -216,17 +216,11 @@ class WorkerPeak:
 
 
 def descendants(root: int) -> list[int]:
-    parents = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                text = Path(f"/proc/{d}/stat").read_text()
-            except OSError:
-                continue
-            parents[int(d)] = int(text[text.rfind(")") + 2:].split()[1])
+    """Every process below `root`."""
+    stats = proc_stats()
     found, frontier = [], [root]
     while frontier:
-        below = [p for p, parent in parents.items() if parent in frontier]
+        below = [pid for pid, (parent, _) in stats.items() if parent in frontier]
         found += below
         frontier = below
     return found
@@ -239,9 +233,8 @@ def descendants(root: int) -> list[int]:
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu(root: int) -> float:
-    """User + system seconds of `root` and every process below it, each with its reaped
-    children's (cutime, cstime): a worker or backend that ended counts in its parent's."""
+def proc_stats() -> dict[int, tuple[int, int]]:
+    """Each live process's parent and CPU ticks (its own and its reaped children's)."""
     stats = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -251,6 +244,13 @@ def tree_cpu(root: int) -> float:
                 continue
             f = text[text.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
             stats[int(d)] = (int(f[1]), sum(int(x) for x in f[11:15]))
+    return stats
+
+
+def tree_cpu(root: int) -> float:
+    """User + system seconds of `root` and every process below it, each with its reaped
+    children's (cutime, cstime): a worker or backend that ended counts in its parent's."""
+    stats = proc_stats()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in stats.items():
         children.setdefault(ppid, []).append(pid)

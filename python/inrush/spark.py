@@ -188,13 +188,16 @@ class _Settings:
         )
         return _told(begun)
 
-    def load_part(self, first: Any, rest: Iterator[Any], part: str, staged: bool, where: str) -> Any:
+    def load_part(
+        self, first: Any, rest: Iterator[Any], part: str, staged: bool, where: str, written: "PartWritten"
+    ) -> "PartWritten":
         """Loads ``first`` and the ``rest`` of a task's batches as ``part`` (``JOB:PART``);
-        ``where`` names the task's partition (and batch) in rejects and messages."""
+        ``where`` names the task's partition (and batch) in rejects and messages. Returns
+        ``written`` with what the load left."""
         import pyarrow as pa
 
         batches = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], rest))
-        return load(
+        result = load(
             batches,
             to=self.to,
             table=self.table,
@@ -204,6 +207,9 @@ class _Settings:
             name=f"partition {where}",
             **self.load_options,
         )
+        written.rows, written.rejected = result.rows, result.rejected
+        written.prepared = list(result.summary.get("prepared", []))
+        return written
 
 
 def _switch(options: Dict[str, str], name: str) -> bool:
@@ -264,14 +270,8 @@ class InrushWriter(DataSourceArrowWriter):  # type: ignore[misc]
         if first is None:
             return PartWritten(partition, attempt, rows=0, rejected=0)
         part = f"{self.job}:p{partition}a{attempt}"
-        result = self.settings.load_part(first, iterator, part, self.parts == "staged", str(partition))
-        return PartWritten(
-            partition,
-            attempt,
-            rows=result.rows,
-            rejected=result.rejected,
-            prepared=list(result.summary.get("prepared", [])),
-        )
+        written = PartWritten(partition, attempt, rows=0, rejected=0)
+        return self.settings.load_part(first, iterator, part, self.parts == "staged", str(partition), written)
 
     def commit(self, messages: List[Optional[PartWritten]]) -> None:
         over = self.settings.over_limit(messages)
@@ -318,15 +318,8 @@ class InrushStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
         # a nonce keeps their names apart, and the decision takes the predecessor's back.
         part = f"{job}:p{partition}a{attempt}r{os.urandom(4).hex()}"
         staged = begun["parts"] == "staged"
-        result = self.settings.load_part(first, iterator, part, staged, f"{batch}.{partition}")
-        return PartWritten(
-            partition,
-            attempt,
-            rows=result.rows,
-            rejected=result.rejected,
-            prepared=list(result.summary.get("prepared", [])),
-            query=query,
-        )
+        written = PartWritten(partition, attempt, rows=0, rejected=0, query=query)
+        return self.settings.load_part(first, iterator, part, staged, f"{batch}.{partition}", written)
 
     def commit(self, messages: List[Optional[PartWritten]], batchId: int) -> None:
         query = next((m.query for m in messages if m is not None), None)

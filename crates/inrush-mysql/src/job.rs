@@ -150,17 +150,7 @@ fn failed(job: &str, message: String) -> Error {
 
 /// Whether `job` is logged and undecided: its parts may still wait for it.
 async fn undecided(conn: &mut Conn, job: &str) -> Result<bool> {
-    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
-        return Ok(false);
-    }
-    let decided: Option<bool> = conn
-        .exec_first(
-            "SELECT decided FROM inrush_joint_commits WHERE load_id = ?",
-            (job,),
-        )
-        .await
-        .map_err(engine_error("reading the job's decision"))?;
-    Ok(decided == Some(false))
+    Ok(XaJobs(conn).logged(job).await?.is_some_and(|l| !l.decided))
 }
 
 /// After a task's `XA PREPARE` of `gid` (on a connection since closed: the session that

@@ -51,7 +51,7 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
                 Ok(begin(&client, job, table, how, batch.as_ref()).await?)
             }
             JobStep::Commit { winners, batch } => {
-                let row = job_row(&client, job).await?;
+                let row = log_row(&client, job).await?;
                 let jobs = &mut PgJobs(&client);
                 let commit = inrush_load::job::commit(jobs, job, winners, batch.as_ref());
                 let decided = locked(&client, job, commit).await;
@@ -59,7 +59,7 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
                 after_decision(&client, (target, job), row, landed, decided).await
             }
             JobStep::Abort => {
-                let row = job_row(&client, job).await?;
+                let row = log_row(&client, job).await?;
                 let jobs = &mut PgJobs(&client);
                 let finished = locked(&client, job, inrush_load::job::abort(jobs, job)).await;
                 let landed = finished.as_ref().is_ok_and(|o| !o.committed.is_empty());
@@ -69,30 +69,39 @@ pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::
     })
 }
 
-/// What the log says of a job for after its decision: its table and what its plan does then.
-struct JobRow {
+/// A job's row in `inrush.joint_commits`.
+struct LogRow {
+    decided: bool,
+    winners: Vec<String>,
+    staged: bool,
+    /// The table, qualified.
     target: String,
+    overwrite: bool,
+    /// Its begin dropped what its decision builds again ([`plan`]), and runs `upkeep` after.
     planned: bool,
     upkeep: Option<String>,
-    overwrite: bool,
 }
 
-async fn job_row(control: &Client, job: &str) -> Result<Option<JobRow>> {
+async fn log_row(control: &Client, job: &str) -> Result<Option<LogRow>> {
     if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
         return Ok(None);
     }
     let row = control
         .query_opt(
-            "SELECT coalesce(target, ''), planned, upkeep, overwrite FROM inrush.joint_commits WHERE load_id = $1",
+            "SELECT decided, coalesce(winners, '{}'), staged, coalesce(target, ''), overwrite, \
+             planned, upkeep FROM inrush.joint_commits WHERE load_id = $1",
             &[&job],
         )
         .await
         .map_err(query_error("reading the distributed write's log"))?;
-    Ok(row.map(|r| JobRow {
-        target: r.get(0),
-        planned: r.get(1),
-        upkeep: r.get(2),
-        overwrite: r.get(3),
+    Ok(row.map(|r| LogRow {
+        decided: r.get(0),
+        winners: r.get(1),
+        staged: r.get(2),
+        target: r.get(3),
+        overwrite: r.get(4),
+        planned: r.get(5),
+        upkeep: r.get(6),
     }))
 }
 
@@ -103,14 +112,14 @@ async fn job_row(control: &Client, job: &str) -> Result<Option<JobRow>> {
 async fn after_decision(
     control: &Client,
     (target, job): (&ConnectOptions, &str),
-    row: Option<JobRow>,
+    row: Option<LogRow>,
     landed: bool,
     decided: inrush_load::Result<JobOutcome>,
 ) -> inrush_load::Result<JobOutcome> {
     let Some(row) = row.filter(|r| r.planned) else {
         return decided;
     };
-    if decided.is_err() && !matches!(job_row(control, job).await, Ok(None)) {
+    if decided.is_err() && !matches!(log_row(control, job).await, Ok(None)) {
         return decided;
     }
     let landed = landed || (row.overwrite && decided.is_ok());
@@ -233,17 +242,7 @@ async fn record(control: &Client, job: &str, batch: Option<&Batch>) -> Result<()
 
 /// Whether `job` is logged and undecided: its tasks' parts may still wait for it.
 async fn undecided(control: &Client, job: &str) -> Result<bool> {
-    if !crate::catalog::relations_exist(control, &["inrush.joint_commits"]).await? {
-        return Ok(false);
-    }
-    let row = control
-        .query_opt(
-            "SELECT NOT decided FROM inrush.joint_commits WHERE load_id = $1",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("reading the job's decision"))?;
-    Ok(row.is_some_and(|r| r.get(0)))
+    Ok(log_row(control, job).await?.is_some_and(|r| !r.decided))
 }
 
 fn ended(job: &str) -> Error {
@@ -379,20 +378,9 @@ impl Jobs for PgJobs<'_> {
     }
 
     async fn logged(&mut self, job: &str) -> inrush_load::Result<Option<Logged>> {
-        if !crate::catalog::relations_exist(self.0, &["inrush.joint_commits"]).await? {
-            return Ok(None);
-        }
-        let row = self
-            .0
-            .query_opt(
-                "SELECT decided, coalesce(winners, '{}') FROM inrush.joint_commits WHERE load_id = $1",
-                &[&job],
-            )
-            .await
-            .map_err(query_error("reading the distributed write's log"))?;
-        Ok(row.map(|r| Logged {
-            decided: r.get(0),
-            winners: r.get(1),
+        Ok(log_row(self.0, job).await?.map(|r| Logged {
+            decided: r.decided,
+            winners: r.winners,
         }))
     }
 
@@ -408,18 +396,12 @@ impl Jobs for PgJobs<'_> {
         winners: &[String],
         batch: Option<&Batch>,
     ) -> inrush_load::Result<Decided> {
-        let row = self
-            .0
-            .query_one(
-                "SELECT staged, coalesce(target, ''), overwrite FROM inrush.joint_commits WHERE load_id = $1",
-                &[&job],
-            )
-            .await
-            .map_err(query_error("reading the distributed write's log"))?;
-        let (staged, target, overwrite): (bool, String, bool) =
-            (row.get(0), row.get(1), row.get(2));
-        if staged {
-            let moved = move_staged(self.0, job, &target, overwrite, winners, batch).await?;
+        // Logged and undecided: `inrush_load::job::commit` read it just before, under the lock.
+        let row = log_row(self.0, job).await?;
+        let row = row.ok_or_else(|| Error::Server(inrush_load::job::ended_message(job)))?;
+        if row.staged {
+            let moved =
+                move_staged(self.0, job, &row.target, row.overwrite, winners, batch).await?;
             return Ok(Decided::Landed(moved));
         }
         decide_prepared(self.0, job, winners, batch).await?;
