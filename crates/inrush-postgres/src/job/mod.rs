@@ -9,7 +9,7 @@
 //!    checks that the job is still undecided; one that finds it decided (a straggling attempt)
 //!    takes its part back, since the coordinator's sweep of the job may have passed.
 //! 3. The coordinator commits the parts of the attempts it keeps and takes back every other
-//!    one ([`commit`]). Prepared: the decision is logged first, naming the winners, then each
+//!    one (`inrush_load::job::commit` over `PgJobs`). Prepared: the decision is logged first, naming the winners, then each
 //!    is committed (a dead coordinator's decision is finished by `inrush recover`, which never
 //!    lands a loser). Staged: one transaction empties the table (an overwrite), moves the
 //!    winners' rows into it and drops every part table, so readers see the old rows or the
@@ -190,19 +190,11 @@ async fn begin(
         notes.extend(plan.drop(control, &target).await);
     }
     // As the job was first logged: the tasks of a stream each begin it.
-    let staged: Option<bool> = control
-        .query_opt(
-            "SELECT staged FROM inrush.joint_commits WHERE load_id = $1 AND NOT decided",
-            &[&job],
-        )
-        .await
-        .map_err(query_error("reading the distributed write's log"))?
-        .map(|r| r.get(0));
-    let Some(staged) = staged else {
+    let Some(row) = log_row(control, job).await?.filter(|r| !r.decided) else {
         return Err(ended(job));
     };
     Ok(JobOutcome {
-        parts: Some(if staged {
+        parts: Some(if row.staged {
             Parts::Staged
         } else {
             Parts::Prepared

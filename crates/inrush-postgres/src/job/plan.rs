@@ -82,7 +82,7 @@ impl JobPlan {
     }
 }
 
-/// After the decision: puts back what the table's journal holds (what `drop_for_job` dropped,
+/// After the decision: puts back what the table's journal holds (what [`JobPlan::drop`] dropped,
 /// or a dead load left dropped), waiting for the table's other inrush sessions (a straggling
 /// task's) to end; then, when rows `landed`, runs `upkeep`. Notes what it did. The claim ends
 /// with the step's session.
