@@ -1,6 +1,6 @@
 //! Vocabulary shared by every inrush crate, with no I/O of its own.
 //!
-//! Owns: day counts as calendar dates ([`calendar`]), what a target column is to every engine ([`schema`]), a column's type in no engine's spelling ([`sql_type`]), where a value came
+//! Owns: day counts as calendar dates ([`calendar`]), what a target column is to every engine ([`schema`]), a whole database as a copy moves it ([`database`]), a column's type in no engine's spelling ([`sql_type`]), where a value came
 //! from ([`location`]), how a running load tells the outside world about itself
 //! ([`progress`]), and what a load asks of a server it reads a query from ([`query`]).
 //!
@@ -9,6 +9,7 @@
 
 pub mod calendar;
 pub mod catalog;
+pub mod database;
 pub mod ident;
 pub mod ledger;
 pub mod location;

@@ -39,6 +39,7 @@
 pub mod catalog;
 pub mod claim;
 pub mod commits;
+pub mod database;
 pub mod ddl;
 pub mod job;
 pub mod lab;
@@ -49,6 +50,7 @@ mod target;
 pub mod value;
 pub mod writer;
 
+pub use database::MysqlSchemaSource;
 pub use options::{is_mysql_url, MysqlOptions};
 pub use source::MysqlSource;
 pub use target::{recover, MysqlTarget, Recovered};

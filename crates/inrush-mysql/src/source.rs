@@ -24,6 +24,7 @@ use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Column, Conn, Value};
 use std::io::Read;
+use std::sync::Arc;
 
 /// A MariaDB or MySQL server whose query results a load reads.
 #[derive(Debug, Clone)]
@@ -31,6 +32,41 @@ pub struct MysqlSource {
     options: MysqlOptions,
     /// `--zero-dates-null`: zero dates become NULL instead of bad rows.
     zero_dates_null: bool,
+    /// A copy's consistent image: every query runs on one of these sessions, each in a
+    /// transaction opened at the same instant (see `database::snapshot`).
+    snapshot: Option<Arc<Sessions>>,
+}
+
+/// Sessions whose transactions read one instant, and the runtime they live on (a session's
+/// socket belongs to the runtime that opened it).
+pub(crate) struct Sessions {
+    pub(crate) runtime: tokio::runtime::Runtime,
+    pub(crate) idle: std::sync::Mutex<Vec<Conn>>,
+    pub(crate) free: tokio::sync::Semaphore,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Sessions({})", self.free.available_permits())
+    }
+}
+
+/// A session for one query: the snapshot's, given back when the query ends, or a new one.
+struct Lease<'s> {
+    conn: Option<Conn>,
+    sessions: Option<(&'s Sessions, tokio::sync::SemaphorePermit<'s>)>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let (Some(conn), Some((sessions, _permit))) = (self.conn.take(), &self.sessions) {
+            sessions
+                .idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(conn);
+        }
+    }
 }
 
 impl MysqlSource {
@@ -38,7 +74,40 @@ impl MysqlSource {
         MysqlSource {
             options,
             zero_dates_null,
+            snapshot: None,
         }
+    }
+
+    /// This source with every query on one of `sessions`.
+    pub(crate) fn on(&self, sessions: Sessions) -> MysqlSource {
+        MysqlSource {
+            snapshot: Some(Arc::new(sessions)),
+            ..self.clone()
+        }
+    }
+
+    /// A session for a query (see [`Lease`]).
+    async fn lease(&self) -> Result<Lease<'_>, QueryError> {
+        let Some(sessions) = self.snapshot.as_deref() else {
+            return Ok(Lease {
+                conn: Some(self.connect().await?),
+                sessions: None,
+            });
+        };
+        let permit = sessions.free.acquire().await.map_err(|e| QueryError {
+            engine: "MariaDB",
+            what: "waiting for a snapshot session".into(),
+            message: e.to_string(),
+        })?;
+        let conn = sessions
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        Ok(Lease {
+            conn,
+            sessions: Some((sessions, permit)),
+        })
     }
 
     fn error(&self, what: impl Into<String>) -> impl FnOnce(mysql_async::Error) -> QueryError {
@@ -67,6 +136,9 @@ impl MysqlSource {
         &self,
         work: impl std::future::Future<Output = Result<T, QueryError>>,
     ) -> Result<T, QueryError> {
+        if let Some(sessions) = &self.snapshot {
+            return sessions.runtime.block_on(work);
+        }
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -104,11 +176,16 @@ impl MysqlSource {
         let failed = |e: QueryError| {
             let _ = started.send(Err(e));
         };
-        let mut conn = match self.connect().await {
-            Ok(conn) => conn,
+        let mut lease = match self.lease().await {
+            Ok(lease) => lease,
             Err(e) => return failed(e),
         };
-        let columns = match self.described(&mut conn, sql).await {
+        let Some(conn) = lease.conn.as_mut() else {
+            return failed(self.error(sql)(mysql_async::Error::Other(
+                "no session left".into(),
+            )));
+        };
+        let columns = match self.described(conn, sql).await {
             Ok(columns) => columns,
             Err(e) => return failed(e),
         };
@@ -154,7 +231,12 @@ impl MysqlSource {
         if !out.is_empty() {
             let _ = tx.send(Ok(out));
         }
-        let _ = conn.disconnect().await;
+        drop(result);
+        if lease.sessions.is_none() {
+            if let Some(conn) = lease.conn.take() {
+                let _ = conn.disconnect().await;
+            }
+        }
     }
 }
 
@@ -181,12 +263,16 @@ impl QueryServer for MysqlSource {
             "SELECT CAST(MIN({col}) AS SIGNED), CAST(MAX({col}) AS SIGNED) FROM ({sql}) AS q"
         );
         let (min, max) = self.block_on(async {
-            let mut conn = self.connect().await?;
+            let mut lease = self.lease().await?;
+            let conn = lease.conn.as_mut().ok_or_else(|| QueryError {
+                engine: "MariaDB",
+                what: "reading the key's range".into(),
+                message: "no session left".into(),
+            })?;
             let row: Option<(Option<i64>, Option<i64>)> = conn
                 .query_first(bounds.as_str())
                 .await
                 .map_err(self.error(bounds.as_str()))?;
-            let _ = conn.disconnect().await;
             Ok(row.unwrap_or((None, None)))
         })?;
         let (Some(min), Some(max)) = (min, max) else {

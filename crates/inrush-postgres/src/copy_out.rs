@@ -19,11 +19,11 @@ impl QueryServer for ConnectOptions {
     }
 
     fn split(&self, sql: &str, column: &str, parts: usize) -> Result<Vec<String>, QueryError> {
-        split_by(self, sql, column, parts).map_err(source_error)
+        split_by(self, None, sql, column, parts).map_err(source_error)
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
-        reader(self, sql, false).map_err(source_error)
+        reader(self, None, sql, false).map_err(source_error)
     }
 
     fn speaks_copy_binary(&self) -> bool {
@@ -35,10 +35,30 @@ impl QueryServer for ConnectOptions {
         sql: &str,
         columns: &[String],
     ) -> Result<Box<dyn Read + Send>, QueryError> {
-        let names: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
-        let select = format!("SELECT {} FROM ({sql}) AS q", names.join(", "));
-        reader(self, &select, true).map_err(source_error)
+        reader(self, None, &select_columns(sql, columns), true).map_err(source_error)
     }
+}
+
+/// `columns` of `sql`'s rows, in that order.
+pub(crate) fn select_columns(sql: &str, columns: &[String]) -> String {
+    let names: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+    format!("SELECT {} FROM ({sql}) AS q", names.join(", "))
+}
+
+/// A connection to `from`; with `snapshot`, inside a read-only transaction that reads the
+/// database as that exported snapshot does (see `database::source`).
+fn open(from: &ConnectOptions, snapshot: Option<&str>) -> Result<postgres::Client> {
+    let mut client = from.connect_blocking()?;
+    if let Some(id) = snapshot {
+        let sql = format!(
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT '{}'",
+            id.replace('\'', "''")
+        );
+        client
+            .batch_execute(&sql)
+            .map_err(query_error(sql.as_str()))?;
+    }
+    Ok(client)
 }
 
 /// The error's own message says what was done (`cannot connect to ...`, the statement).
@@ -76,15 +96,27 @@ fn copy_out_statement(query: &str, binary: bool) -> String {
 /// Runs `COPY (query) TO STDOUT` on its own connection and thread; the returned reader yields
 /// the bytes as they arrive. A failure after the start (the query errs midway, the connection
 /// drops) comes out of `read` as an error naming the query.
-fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Read + Send>> {
-    let mut client = from.connect_blocking()?;
+pub(crate) fn reader(
+    from: &ConnectOptions,
+    snapshot: Option<&str>,
+    query: &str,
+    binary: bool,
+) -> Result<Box<dyn Read + Send>> {
+    let mut client = open(from, snapshot)?;
     let statement = copy_out_statement(query, binary);
     // Fail here, with the server's message, when the query does not parse or plan.
-    client
-        .batch_execute(&format!(
+    let probe = match snapshot {
+        None => format!(
             "{} BEGIN READ ONLY; DECLARE inrush_probe CURSOR FOR {query}; ROLLBACK",
             query_tag()
-        ))
+        ),
+        Some(_) => format!(
+            "{} DECLARE inrush_probe CURSOR FOR {query}; CLOSE inrush_probe",
+            query_tag()
+        ),
+    };
+    client
+        .batch_execute(&probe)
         .map_err(query_error(statement.as_str()))?;
     let (tx, rx) = ChunkReader::channel(8);
     std::thread::Builder::new()
@@ -139,10 +171,16 @@ fn reader(from: &ConnectOptions, query: &str, binary: bool) -> Result<Box<dyn Re
 
 /// `query` cut into `parts` queries over ranges of the integer column `column` (its minimum
 /// to its maximum, rows with NULL in the first part), for parallel streams.
-fn split_by(from: &ConnectOptions, query: &str, column: &str, parts: usize) -> Result<Vec<String>> {
+pub(crate) fn split_by(
+    from: &ConnectOptions,
+    snapshot: Option<&str>,
+    query: &str,
+    column: &str,
+    parts: usize,
+) -> Result<Vec<String>> {
     let col = quote_ident(column);
     let sql = format!("SELECT min({col})::bigint, max({col})::bigint FROM ({query}) AS q");
-    let mut client = from.connect_blocking()?;
+    let mut client = open(from, snapshot)?;
     let row = client
         .query_one(&sql, &[])
         .map_err(query_error(sql.as_str()))?;

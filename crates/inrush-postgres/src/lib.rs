@@ -3,7 +3,7 @@
 //! Owns: connection settings as libpq reads them ([`options`]: URIs, key=value strings, `PG*`
 //! variables, `.pgpass`, `sslmode`), what the catalog says about a target table and session
 //! ([`catalog`]), COPY statements and streams ([`copy`]; a source query's rows as a stream:
-//! [`copy_out`]), asking the server to parse values the client defers ([`resolve`]), routing
+//! [`copy_out`]), a whole database read and written by `inrush copy` ([`database`]), asking the server to parse values the client defers ([`resolve`]), routing
 //! a partitioned table's rows to its leaves ([`route`]), the
 //! journal of dropped definitions ([`ddl`]), the record of a load between its commit and its
 //! end ([`commits`]), the `--resume` ledger ([`ledger`]), a private
@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod commits;
 pub mod copy;
 pub mod copy_out;
+pub mod database;
 pub mod ddl;
 pub mod job;
 pub mod ledger;

@@ -43,6 +43,10 @@ pub enum Command {
     Status(StatusArgs),
     /// The insert-performance lab: the seeds' experiments (A1-D8) run against your server.
     Lab(LabArgs),
+    /// Copy a whole database (tables, keys, indexes, foreign keys, numbering) from PostgreSQL
+    /// or MariaDB/MySQL into PostgreSQL: every table through the load path, from one
+    /// consistent image of the source; a rerun resumes where a failed copy stopped.
+    Copy(crate::copy::CopyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -532,6 +536,7 @@ impl Cli {
             Command::Demo(a) => a.output.json,
             Command::Plan(a) => a.load.output.json,
             Command::Status(a) => a.json,
+            Command::Copy(a) => a.json,
             Command::Lab(LabArgs {
                 command: LabCommand::Run(a),
             }) => a.json,
@@ -561,6 +566,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             Ok(Outcome::Done)
         }
         Command::Status(args) => status(args).map(|()| Outcome::Done),
+        Command::Copy(args) => crate::copy::run(args),
         Command::Gen(args) => {
             let text = match args.format {
                 GenFormat::Parquet => None,

@@ -3,6 +3,7 @@
 //! all ask it, so a new engine is one entry here beside its crate.
 
 use anyhow::Result;
+use inrush_core::database::{SchemaSource, SchemaTarget};
 use inrush_core::ledger::LoadStatus;
 use inrush_core::query::QueryServer;
 use inrush_load::job::{JobOutcome, JobStep};
@@ -37,6 +38,24 @@ pub trait Engine: Sync {
         let _ = (from, zero_dates_null);
         Err(usage(format!(
             "--from names {}: --from-query reads from PostgreSQL, MariaDB or MySQL",
+            self.name()
+        )))
+    }
+
+    /// `inrush copy --from`: the database `from` names, as a copy reads it.
+    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
+        let _ = (from, zero_dates_null);
+        Err(usage(format!(
+            "--from names {}: inrush copy reads PostgreSQL and MariaDB/MySQL databases",
+            self.name()
+        )))
+    }
+
+    /// `inrush copy --to`: the database `to` names, as a copy writes it.
+    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
+        let _ = to;
+        Err(usage(format!(
+            "--to names {}: inrush copy writes into PostgreSQL (MariaDB/MySQL and SQLite targets are not built yet)",
             self.name()
         )))
     }
@@ -109,6 +128,25 @@ impl Engine for Postgres {
         Ok(Arc::new(ConnectOptions::parse(from)?))
     }
 
+    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
+        if zero_dates_null {
+            return Err(usage(
+                "--zero-dates-null: only a MariaDB/MySQL --from has zero dates".into(),
+            ));
+        }
+        let options = ConnectOptions::parse(from)?;
+        Ok(Box::new(inrush_postgres::database::PgSchemaSource::new(
+            options,
+        )))
+    }
+
+    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
+        let options = ConnectOptions::parse(to)?;
+        Ok(Box::new(inrush_postgres::database::PgSchemaTarget::new(
+            options,
+        )))
+    }
+
     /// PostgreSQL's plan also shows how rows find their partitions and foreign shards.
     fn plan(&self, to: &str, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
         let target = ConnectOptions::parse(to)?;
@@ -178,6 +216,14 @@ impl Engine for Mariadb {
     fn source(&self, from: &str, zero_dates_null: bool) -> Result<Arc<dyn QueryServer>> {
         let options = MysqlOptions::parse_option("--from", from)?;
         Ok(Arc::new(MysqlSource::new(options, zero_dates_null)))
+    }
+
+    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
+        let options = MysqlOptions::parse_option("--from", from)?;
+        Ok(Box::new(inrush_mysql::MysqlSchemaSource::new(
+            options,
+            zero_dates_null,
+        )))
     }
 
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {

@@ -13,6 +13,7 @@
 //! recover` finishes); 130 interrupted (Ctrl-C or SIGTERM: everything rolled back).
 
 pub mod cli;
+mod copy;
 mod demo;
 pub mod engines;
 mod lab;

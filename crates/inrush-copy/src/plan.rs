@@ -1,0 +1,175 @@
+//! What a copy will do, decided before anything changes: the tables the patterns select, each
+//! designed for the target, and how far an earlier run of the same copy got with it (from the
+//! target's copy ledger). `inrush copy --check` prints this and stops.
+
+use crate::pattern::matches;
+use crate::run::Failed;
+use crate::CopyOptions;
+use inrush_core::database::{Design, Note, Object, SchemaSource, SchemaTarget, Table};
+use inrush_load::Error;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// The ledger's step of a table made bare, and of its rows committed.
+pub(crate) const CREATED: &str = "created";
+pub(crate) const LOADED: &str = "loaded";
+/// The ledger's record of a copy that finished, under no table.
+pub(crate) const FINISHED: &str = "finished";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CopyPlan {
+    /// The source, as the ledger names the copy.
+    pub copy: String,
+    pub source_engine: &'static str,
+    pub target_engine: &'static str,
+    /// Largest first: the order tables start in.
+    pub tables: Vec<TablePlan>,
+    pub not_copied: Vec<Object>,
+    /// An earlier run of this copy finished.
+    pub finished: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TablePlan {
+    pub source: Table,
+    pub design: Design,
+    /// The source's query of the copied columns.
+    pub select: String,
+    /// The steps an earlier run of this copy recorded as done.
+    pub done: BTreeSet<String>,
+    pub state: TableState,
+}
+
+/// How far earlier runs got with a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableState {
+    /// Not begun: the table is made, then loaded.
+    New,
+    /// Made, its rows not committed (or not known to be): emptied and loaded again.
+    InFlight,
+    /// Its rows are in; what is left is built.
+    Loaded,
+}
+
+impl TablePlan {
+    pub fn name(&self) -> String {
+        self.source.display_name()
+    }
+
+    pub(crate) fn done(&self, step: &str) -> bool {
+        self.done.contains(step)
+    }
+}
+
+/// The plan of copying what `opts` selects of `source` into `target`.
+pub fn plan(
+    source: &dyn SchemaSource,
+    target: &dyn SchemaTarget,
+    opts: &CopyOptions,
+) -> Result<CopyPlan, Failed> {
+    if opts.schema_only && opts.data_only {
+        return Err(usage("--schema-only and --data-only: each leaves out what the other copies; give one, or neither for both"));
+    }
+    let database = source.schema().map_err(Failed::whole)?;
+    let selected = |t: &Table| {
+        let names = [t.name.clone(), t.display_name()];
+        let any =
+            |patterns: &[String]| patterns.iter().any(|p| names.iter().any(|n| matches(p, n)));
+        (opts.tables.is_empty() || any(&opts.tables)) && !any(&opts.exclude)
+    };
+    let tables: Vec<&Table> = database.tables.iter().filter(|t| selected(t)).collect();
+    if tables.is_empty() {
+        return Err(usage(&format!(
+            "no table of {} to copy{}",
+            source.describe(),
+            match opts.tables.is_empty() && opts.exclude.is_empty() {
+                true => String::new(),
+                false => " matches --tables and --exclude".into(),
+            }
+        )));
+    }
+    let copy = source.describe();
+    let ledger = target.ledger(&copy).map_err(Failed::whole)?;
+    let mut done: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for (table, step) in ledger {
+        done.entry(table).or_default().insert(step);
+    }
+    let finished = done.get("").is_some_and(|s| s.contains(FINISHED));
+    let copied: HashSet<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+    let mut plans: Vec<TablePlan> = tables
+        .iter()
+        .map(|table| {
+            let mut design = target.design(table, &database);
+            leave_out_orphan_keys(table, &copied, &mut design);
+            let done = done.remove(&design.name).unwrap_or_default();
+            let state = match (done.contains(CREATED), done.contains(LOADED)) {
+                (_, true) => TableState::Loaded,
+                (true, false) => TableState::InFlight,
+                (false, false) => TableState::New,
+            };
+            TablePlan {
+                select: source.select(table, &design.columns),
+                source: (*table).clone(),
+                design,
+                done,
+                state,
+            }
+        })
+        .collect();
+    let names: Vec<String> = plans.iter().map(|p| p.design.name.clone()).collect();
+    let existing: HashSet<String> = target
+        .existing(&names)
+        .map_err(Failed::whole)?
+        .into_iter()
+        .collect();
+    for plan in &plans {
+        let exists = existing.contains(&plan.design.name);
+        if opts.data_only && !exists {
+            return Err(usage(&format!(
+                "--data-only: table {} is not in the target; copy without --data-only to make it",
+                plan.design.name
+            )));
+        }
+        if !opts.data_only && exists && plan.state == TableState::New {
+            return Err(usage(&format!(
+                "table {} is in the target already, and this copy did not make it: drop it, leave it out (--exclude {}), or copy rows into the tables there (--data-only)",
+                plan.design.name,
+                plan.source.name
+            )));
+        }
+    }
+    // The largest first, so that it does not start last and finish alone; then by name.
+    plans.sort_by(|a, b| {
+        let size = |p: &TablePlan| (p.source.bytes, p.source.rows_estimate);
+        size(b).cmp(&size(a)).then_with(|| a.name().cmp(&b.name()))
+    });
+    Ok(CopyPlan {
+        copy,
+        source_engine: source.engine(),
+        target_engine: target.engine(),
+        tables: plans,
+        not_copied: database.not_copied,
+        finished,
+    })
+}
+
+/// A foreign key whose parent table is not copied cannot be made: listed, not attempted.
+fn leave_out_orphan_keys(table: &Table, copied: &HashSet<&str>, design: &mut Design) {
+    for key in &table.foreign_keys {
+        if !copied.contains(key.parent.as_str()) {
+            let what = format!("foreign key {}", key.name);
+            design.after_all.retain(|s| s.what != what);
+            design.notes.push(Note::left_out(format!(
+                "foreign key {} of {}: its parent table {} is not copied",
+                key.name,
+                table.display_name(),
+                key.parent
+            )));
+        }
+    }
+}
+
+fn usage(message: &str) -> Failed {
+    Failed::whole(Error::Usage(message.to_string()))
+}

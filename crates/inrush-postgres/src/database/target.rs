@@ -1,0 +1,620 @@
+//! PostgreSQL as the target of `inrush copy`: a source table designed as PostgreSQL DDL, in the
+//! order that loads fastest and still ends with every key (pgcopydb's order): the table bare,
+//! then its rows, then its primary key, unique constraints and indexes while other tables still
+//! load, then, once every table is in, foreign keys added `NOT VALID` and validated, and
+//! numbering restarted past the copied maximum. DDL is transactional here, so each step commits
+//! with its record in the copy ledger (`inrush.copy_ledger`), and a rerun never does it twice.
+
+use super::source::ENGINE;
+use crate::{query_error, quote_ident, ConnectOptions, Error};
+use inrush_core::database::{
+    Column, Database, Default, Design, Done, Identity, IndexPart, Note, SchemaTarget, Step, Table,
+};
+use inrush_core::query::QueryError;
+use inrush_core::SqlType;
+use std::collections::HashMap;
+
+/// A PostgreSQL database a copy writes.
+pub struct PgSchemaTarget {
+    options: ConnectOptions,
+}
+
+impl PgSchemaTarget {
+    pub fn new(options: ConnectOptions) -> PgSchemaTarget {
+        PgSchemaTarget { options }
+    }
+
+    fn connect(&self) -> Result<postgres::Client, QueryError> {
+        self.options.connect_blocking().map_err(target_error)
+    }
+}
+
+fn target_error(e: Error) -> QueryError {
+    QueryError {
+        engine: ENGINE,
+        what: String::new(),
+        message: e.to_string(),
+    }
+}
+
+/// The copy ledger, made under a lock: two copies starting on a fresh target would race on
+/// the catalog's unique index with `IF NOT EXISTS` alone.
+const CREATE_LEDGER: &str = "BEGIN; SELECT pg_advisory_xact_lock(hashtext('inrush.copy_ledger')); \
+     CREATE SCHEMA IF NOT EXISTS inrush; \
+     CREATE TABLE IF NOT EXISTS inrush.copy_ledger (copy text NOT NULL, \"table\" text NOT NULL, \
+       step text NOT NULL, at timestamptz NOT NULL DEFAULT now(), \
+       PRIMARY KEY (copy, \"table\", step)); COMMIT";
+
+/// `'text'`, quoted as a SQL string constant.
+fn literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+impl SchemaTarget for PgSchemaTarget {
+    fn engine(&self) -> &'static str {
+        ENGINE
+    }
+
+    fn design(&self, table: &Table, source: &Database) -> Design {
+        design(table, source)
+    }
+
+    fn run(&self, sql: &[String], done: Option<Done>) -> Result<(), QueryError> {
+        let mut client = self.connect()?;
+        let mut tx = client
+            .transaction()
+            .map_err(query_error("BEGIN"))
+            .map_err(target_error)?;
+        // Index builds sort in memory up to this (the server's default is 64MB).
+        let memory = "SELECT set_config('maintenance_work_mem', greatest(pg_size_bytes(current_setting('maintenance_work_mem')), pg_size_bytes('256MB'))::text || 'B', true)";
+        tx.batch_execute(memory)
+            .map_err(query_error(memory))
+            .map_err(target_error)?;
+        for statement in sql {
+            tx.batch_execute(statement)
+                .map_err(query_error(statement.as_str()))
+                .map_err(target_error)?;
+        }
+        if let Some(done) = done {
+            let record =
+                "INSERT INTO inrush.copy_ledger (copy, \"table\", step) VALUES ($1, $2, $3) \
+                          ON CONFLICT DO NOTHING";
+            tx.execute(record, &[&done.copy, &done.table, &done.step])
+                .map_err(query_error(record))
+                .map_err(target_error)?;
+        }
+        tx.commit()
+            .map_err(query_error("COMMIT"))
+            .map_err(target_error)
+    }
+
+    fn ledger(&self, copy: &str) -> Result<Vec<(String, String)>, QueryError> {
+        let mut client = self.connect()?;
+        client
+            .batch_execute(CREATE_LEDGER)
+            .map_err(query_error("creating inrush.copy_ledger"))
+            .map_err(target_error)?;
+        let sql = "SELECT \"table\", step FROM inrush.copy_ledger WHERE copy = $1";
+        let rows = client
+            .query(sql, &[&copy])
+            .map_err(query_error(sql))
+            .map_err(target_error)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    fn existing(&self, names: &[String]) -> Result<Vec<String>, QueryError> {
+        let mut client = self.connect()?;
+        let sql = "SELECT n FROM unnest($1::text[]) n WHERE to_regclass(n) IS NOT NULL";
+        let rows = client
+            .query(sql, &[&names])
+            .map_err(query_error(sql))
+            .map_err(target_error)?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    fn count(&self, table: &str) -> Result<u64, QueryError> {
+        let mut client = self.connect()?;
+        let sql = format!("SELECT count(*) FROM {table}");
+        let row = client
+            .query_one(&sql, &[])
+            .map_err(query_error(&sql))
+            .map_err(target_error)?;
+        Ok(row.get::<_, i64>(0) as u64)
+    }
+}
+
+/// How `table` of `source` is made in PostgreSQL (see the module's documentation).
+pub fn design(table: &Table, source: &Database) -> Design {
+    let same = source.engine == ENGINE;
+    // Another engine's single namespace lands in the target's own (its search_path).
+    let schema = table.schema.as_deref().filter(|_| same);
+    let name = match schema {
+        Some(schema) => format!("{}.{}", quote_ident(schema), quote_ident(&table.name)),
+        None => quote_ident(&table.name),
+    };
+    let names = IndexNames::new(table, source);
+    let mut design = Design {
+        name: name.clone(),
+        empty: format!("TRUNCATE {name}"),
+        ..Design::default()
+    };
+    if let Some(schema) = schema {
+        design.create.push(format!(
+            "CREATE SCHEMA IF NOT EXISTS {}",
+            quote_ident(schema)
+        ));
+    }
+    let mut columns = Vec::new();
+    let mut identities = Vec::new();
+    for column in &table.columns {
+        let (definition, copied) = column_definition(column, same, &mut design.notes);
+        columns.push(definition);
+        if copied {
+            design.columns.push(column.name.clone());
+        }
+        if column.identity.is_some() {
+            identities.push(column.name.clone());
+        }
+    }
+    design
+        .create
+        .push(format!("CREATE TABLE {name} ({})", columns.join(", ")));
+    if let Some(comment) = &table.comment {
+        design
+            .create
+            .push(format!("COMMENT ON TABLE {name} IS {}", literal(comment)));
+    }
+    for column in &table.columns {
+        if let Some(comment) = &column.comment {
+            design.create.push(format!(
+                "COMMENT ON COLUMN {name}.{} IS {}",
+                quote_ident(&column.name),
+                literal(comment)
+            ));
+        }
+    }
+    let list = |columns: &[String]| {
+        let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+        quoted.join(", ")
+    };
+    if let Some(key) = &table.primary_key {
+        let key_name = names.key(&key.name, "pkey");
+        design.after_rows.push(Step::new(
+            format!("primary key {key_name}"),
+            vec![format!(
+                "ALTER TABLE {name} ADD CONSTRAINT {} PRIMARY KEY ({})",
+                quote_ident(&key_name),
+                list(&key.columns)
+            )],
+        ));
+    }
+    for key in &table.uniques {
+        let key_name = names.key(&key.name, "key");
+        design.after_rows.push(Step::new(
+            format!("unique constraint {key_name}"),
+            vec![format!(
+                "ALTER TABLE {name} ADD CONSTRAINT {} UNIQUE ({})",
+                quote_ident(&key_name),
+                list(&key.columns)
+            )],
+        ));
+    }
+    for index in &table.indexes {
+        let index_name = names.key(&index.name, "idx");
+        let what = format!("index {index_name}");
+        if same {
+            if let Some(definition) = &index.definition {
+                design
+                    .after_rows
+                    .push(Step::new(what, vec![definition.sql.clone()]));
+                continue;
+            }
+        }
+        if let Some(method) = &index.method {
+            design.notes.push(Note::left_out(format!(
+                "{} index {} of {}: PostgreSQL has no such index",
+                method,
+                index.name,
+                table.display_name()
+            )));
+            continue;
+        }
+        let mut parts = Vec::new();
+        for part in &index.parts {
+            match part {
+                IndexPart::Column {
+                    name: column,
+                    descending,
+                    prefix,
+                } => {
+                    let mut text = match prefix {
+                        Some(n) => {
+                            design.notes.push(Note::translated(format!(
+                                "prefix index {} of {}: on left({column}, {n})",
+                                index.name,
+                                table.display_name()
+                            )));
+                            format!("left({}, {n})", quote_ident(column))
+                        }
+                        None => quote_ident(column),
+                    };
+                    if *descending {
+                        text.push_str(" DESC");
+                    }
+                    parts.push(text);
+                }
+                IndexPart::Expression(_) => break,
+            }
+        }
+        if parts.len() < index.parts.len() || index.predicate.is_some() {
+            design.notes.push(Note::left_out(format!(
+                "index {} of {}: its expression is {}'s",
+                index.name,
+                table.display_name(),
+                source.engine
+            )));
+            continue;
+        }
+        // A prefix is an expression, which needs its own parentheses.
+        let parts: Vec<String> = parts
+            .into_iter()
+            .map(|p| match p.starts_with("left(") {
+                true => format!("({p})"),
+                false => p,
+            })
+            .collect();
+        design.after_rows.push(Step::new(
+            what,
+            vec![format!(
+                "CREATE {}INDEX {} ON {name} ({})",
+                if index.unique { "UNIQUE " } else { "" },
+                quote_ident(&index_name),
+                parts.join(", ")
+            )],
+        ));
+    }
+    for check in &table.checks {
+        let clause = match same {
+            true => check.clause.sql.clone(),
+            false => format!("({})", requote(&check.clause.sql)),
+        };
+        design.after_rows.push(Step {
+            what: format!("check {}", check.name),
+            sql: vec![format!(
+                "ALTER TABLE {name} ADD CONSTRAINT {} CHECK {clause}",
+                quote_ident(&names.key(&check.name, "check"))
+            )],
+            optional: !same,
+        });
+    }
+    for key in &table.foreign_keys {
+        let parent_schema = key.parent_schema.as_deref().filter(|_| same);
+        let parent = match parent_schema {
+            Some(schema) => format!("{}.{}", quote_ident(schema), quote_ident(&key.parent)),
+            None => quote_ident(&key.parent),
+        };
+        let key_name = quote_ident(&names.key(&key.name, "fkey"));
+        design.after_all.push(Step::new(
+            format!("foreign key {}", key.name),
+            vec![
+                format!(
+                    "ALTER TABLE {name} ADD CONSTRAINT {key_name} FOREIGN KEY ({}) REFERENCES {parent} ({}) ON DELETE {} ON UPDATE {} NOT VALID",
+                    list(&key.columns),
+                    list(&key.parent_columns),
+                    key.on_delete.sql(),
+                    key.on_update.sql()
+                ),
+                format!("ALTER TABLE {name} VALIDATE CONSTRAINT {key_name}"),
+            ],
+        ));
+    }
+    for column in identities {
+        design.after_all.push(Step::new(
+            format!("numbering of {column}"),
+            vec![format!(
+                "SELECT setval(pg_get_serial_sequence({}, {}), max({})) FROM {name}",
+                literal(&name),
+                literal(&column),
+                quote_ident(&column)
+            )],
+        ));
+    }
+    design
+}
+
+/// A column of `CREATE TABLE`, and whether its values are copied (a generated column's are
+/// computed here).
+fn column_definition(column: &Column, same: bool, notes: &mut Vec<Note>) -> (String, bool) {
+    let mut type_name = crate::sql_type::name(&column.sql_type);
+    if let SqlType::Source { engine, name } = &column.sql_type {
+        if !same {
+            notes.push(Note::translated(format!(
+                "column {}: {engine}'s {name} became text",
+                column.name
+            )));
+        }
+    }
+    let mut text = quote_ident(&column.name);
+    let mut copied = true;
+    match column.identity {
+        Some(Identity::Serial) => {
+            type_name = match column.sql_type {
+                SqlType::SmallInt => "smallserial".into(),
+                SqlType::Integer => "serial".into(),
+                _ => "bigserial".into(),
+            };
+        }
+        Some(identity) => {
+            let how = match identity {
+                Identity::Always => "ALWAYS",
+                _ => "BY DEFAULT",
+            };
+            type_name.push_str(&format!(" GENERATED {how} AS IDENTITY"));
+        }
+        None => {}
+    }
+    text.push(' ');
+    text.push_str(&type_name);
+    if column.not_null {
+        text.push_str(" NOT NULL");
+    }
+    if let Some(generated) = &column.generated {
+        match same {
+            true => {
+                text.push_str(&format!(" GENERATED ALWAYS AS ({}) STORED", generated.sql));
+                copied = false;
+            }
+            false => notes.push(Note::translated(format!(
+                "generated column {}: its values copied, its expression ({}'s {}) left out",
+                column.name, generated.engine, generated.sql
+            ))),
+        }
+    }
+    match &column.default {
+        _ if same && column.default_sql.is_some() => {
+            let written = column.default_sql.as_ref().map_or("", |e| e.sql.as_str());
+            text.push_str(&format!(" DEFAULT {written}"));
+        }
+        None => {}
+        Some(Default::Literal(value)) => text.push_str(&format!(" DEFAULT {}", literal(value))),
+        Some(Default::CurrentTimestamp) => text.push_str(" DEFAULT CURRENT_TIMESTAMP"),
+        Some(Default::CurrentDate) => text.push_str(" DEFAULT CURRENT_DATE"),
+        Some(Default::Expression(e)) if same => text.push_str(&format!(" DEFAULT {}", e.sql)),
+        Some(Default::Expression(e)) => notes.push(Note::left_out(format!(
+            "default of {}: {}'s {}",
+            column.name, e.engine, e.sql
+        ))),
+    }
+    (text, copied)
+}
+
+/// Another dialect's `` `name` `` as `"name"`: what a CHECK clause of MariaDB needs to read
+/// here (the rest of it may still be refused; its step is optional).
+fn requote(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_string = !in_string;
+                out.push(c);
+            }
+            '`' if !in_string => {
+                let mut name = String::new();
+                while let Some(n) = chars.next() {
+                    if n == '`' {
+                        if chars.peek() == Some(&'`') {
+                            chars.next();
+                            name.push('`');
+                            continue;
+                        }
+                        break;
+                    }
+                    name.push(n);
+                }
+                out.push_str(&quote_ident(&name));
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The names of a table's keys and indexes here. PostgreSQL's index names (a key's index is
+/// named as its key) are one namespace per schema, MariaDB's and SQLite's one per table: a name
+/// another table of the source also uses (every MariaDB primary key is `PRIMARY`) becomes
+/// `table_name`, so no two collide.
+struct IndexNames<'t> {
+    table: &'t str,
+    shared: HashMap<String, usize>,
+}
+
+impl<'t> IndexNames<'t> {
+    fn new(table: &'t Table, source: &Database) -> IndexNames<'t> {
+        let mut shared = HashMap::new();
+        if source.engine != ENGINE {
+            for t in &source.tables {
+                let keys = t.uniques.iter().map(|k| &k.name);
+                let named = keys.chain(t.indexes.iter().map(|i| &i.name));
+                for name in named.chain(t.primary_key.iter().map(|k| &k.name)) {
+                    *shared.entry(name.to_lowercase()).or_insert(0) += 1;
+                }
+            }
+        }
+        IndexNames {
+            table: &table.name,
+            shared,
+        }
+    }
+
+    /// The name here of key or index `name` (`suffix` names an unnamed or shared one).
+    fn key(&self, name: &str, suffix: &str) -> String {
+        let shared = self
+            .shared
+            .get(&name.to_lowercase())
+            .is_some_and(|&n| n > 1);
+        let name = match (name.is_empty() || name == "PRIMARY", shared) {
+            (true, _) => format!("{}_{suffix}", self.table),
+            (false, true) => format!("{}_{name}", self.table),
+            (false, false) => name.to_string(),
+        };
+        // PostgreSQL cuts names at 63 bytes; cut at a character's boundary.
+        let mut end = name.len().min(63);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name[..end].to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inrush_core::database::{Action, Check, Expression, ForeignKey, Index, Key};
+
+    fn column(name: &str, sql_type: SqlType) -> Column {
+        Column {
+            name: name.into(),
+            sql_type,
+            not_null: false,
+            default: None,
+            default_sql: None,
+            identity: None,
+            generated: None,
+            comment: None,
+        }
+    }
+
+    fn mariadb_orders() -> Table {
+        let mut id = column("id", SqlType::Integer);
+        id.identity = Some(Identity::ByDefault);
+        id.not_null = true;
+        let mut status = column("status", SqlType::Varchar(Some(10)));
+        status.default = Some(Default::Literal("it's new".into()));
+        let mut total = column("total", SqlType::Numeric(Some((10, 2))));
+        total.generated = Some(Expression {
+            engine: "MariaDB",
+            sql: "`qty` * `price`".into(),
+        });
+        Table {
+            schema: None,
+            name: "orders".into(),
+            columns: vec![id, status, total, column("customer", SqlType::Integer)],
+            primary_key: Some(Key {
+                name: "PRIMARY".into(),
+                columns: vec!["id".into()],
+            }),
+            uniques: Vec::new(),
+            indexes: vec![Index {
+                name: "by_status".into(),
+                unique: false,
+                parts: vec![IndexPart::Column {
+                    name: "status".into(),
+                    descending: false,
+                    prefix: Some(4),
+                }],
+                method: None,
+                predicate: None,
+                definition: None,
+            }],
+            foreign_keys: vec![ForeignKey {
+                name: "orders_customer".into(),
+                columns: vec!["customer".into()],
+                parent_schema: Some("shop".into()),
+                parent: "customers".into(),
+                parent_columns: vec!["id".into()],
+                on_delete: Action::Cascade,
+                on_update: Action::NoAction,
+            }],
+            checks: vec![Check {
+                name: "positive".into(),
+                clause: Expression {
+                    engine: "MariaDB",
+                    sql: "`customer` > 0 and `status` <> 'a`b'".into(),
+                },
+            }],
+            comment: Some("all orders".into()),
+            rows_estimate: 0,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_mariadb_table_becomes_postgresql_ddl_in_load_order() {
+        let table = mariadb_orders();
+        let source = Database {
+            engine: "MariaDB",
+            tables: vec![table.clone()],
+            not_copied: Vec::new(),
+        };
+        let design = design(&table, &source);
+        assert_eq!(design.name, "\"orders\"");
+        assert_eq!(design.columns, ["id", "status", "total", "customer"]);
+        assert_eq!(design.create, [
+            "CREATE TABLE \"orders\" (\"id\" integer GENERATED BY DEFAULT AS IDENTITY NOT NULL, \"status\" character varying(10) DEFAULT 'it''s new', \"total\" numeric(10,2), \"customer\" integer)",
+            "COMMENT ON TABLE \"orders\" IS 'all orders'",
+        ]);
+        let after: Vec<&str> = design
+            .after_rows
+            .iter()
+            .flat_map(|s| s.sql.iter().map(String::as_str))
+            .collect();
+        assert_eq!(after, [
+            "ALTER TABLE \"orders\" ADD CONSTRAINT \"orders_pkey\" PRIMARY KEY (\"id\")",
+            "CREATE INDEX \"by_status\" ON \"orders\" ((left(\"status\", 4)))",
+            "ALTER TABLE \"orders\" ADD CONSTRAINT \"positive\" CHECK (\"customer\" > 0 and \"status\" <> 'a`b')",
+        ]);
+        assert!(design.after_rows[2].optional);
+        let last: Vec<&str> = design
+            .after_all
+            .iter()
+            .flat_map(|s| s.sql.iter().map(String::as_str))
+            .collect();
+        assert_eq!(last, [
+            "ALTER TABLE \"orders\" ADD CONSTRAINT \"orders_customer\" FOREIGN KEY (\"customer\") REFERENCES \"customers\" (\"id\") ON DELETE CASCADE ON UPDATE NO ACTION NOT VALID",
+            "ALTER TABLE \"orders\" VALIDATE CONSTRAINT \"orders_customer\"",
+            "SELECT setval(pg_get_serial_sequence('\"orders\"', 'id'), max(\"id\")) FROM \"orders\"",
+        ]);
+        let notes: Vec<&str> = design.notes.iter().map(|n| n.what.as_str()).collect();
+        assert_eq!(notes, [
+            "generated column total: its values copied, its expression (MariaDB's `qty` * `price`) left out",
+            "prefix index by_status of orders: on left(status, 4)",
+        ]);
+    }
+
+    #[test]
+    fn names_two_tables_share_are_made_unique_by_their_table() {
+        let mut a = mariadb_orders();
+        a.foreign_keys.clear();
+        a.checks.clear();
+        let mut b = a.clone();
+        b.name = "returns".into();
+        let source = Database {
+            engine: "MariaDB",
+            tables: vec![a.clone(), b.clone()],
+            not_copied: Vec::new(),
+        };
+        let made: Vec<String> = [a, b]
+            .iter()
+            .flat_map(|t| design(t, &source).after_rows)
+            .map(|s| s.what)
+            .collect();
+        assert_eq!(
+            made,
+            [
+                "primary key orders_pkey",
+                "index orders_by_status",
+                "primary key returns_pkey",
+                "index returns_by_status",
+            ]
+        );
+    }
+
+    #[test]
+    fn requote_turns_backquoted_names_into_double_quoted_ones_outside_strings() {
+        assert_eq!(requote("`a` > 0"), "\"a\" > 0");
+        assert_eq!(requote("`we``ird` = 'x`y'"), "\"we`ird\" = 'x`y'");
+        assert_eq!(requote("`q\"t` is null"), "\"q\"\"t\" is null");
+    }
+}

@@ -1,0 +1,403 @@
+//! `inrush copy`: whole databases moved between real servers, MariaDB into PostgreSQL (what
+//! pgloader is used for) and PostgreSQL into PostgreSQL (pgcopydb's job). The schema is read
+//! back from the target's catalog; the rows are compared with a one-table `inrush load
+//! --from-query` of the same source (itself checked value by value in `migrate.rs`), and with
+//! the source's own rows.
+
+use inrush_testkit::{Db, MariaDb};
+
+fn inrush(args: &[&str]) -> (i32, String) {
+    inrush_testkit::run(env!("CARGO_BIN_EXE_inrush"), args)
+}
+
+fn copy(from: &str, to: &str, extra: &[&str]) -> (i32, String) {
+    let mut args = vec!["copy", "--from", from, "--to", to];
+    args.extend_from_slice(extra);
+    inrush(&args)
+}
+
+/// A shop: numbered keys, a unique email, a composite key, foreign keys with their actions,
+/// defaults, a CHECK, an enum, a prefix index, a FULLTEXT index, comments, and what a copy
+/// leaves (a view, a procedure, a trigger).
+const SHOP: &str = "
+  CREATE TABLE customers (
+    id INT AUTO_INCREMENT PRIMARY KEY,
+    email VARCHAR(80) NOT NULL UNIQUE,
+    name VARCHAR(40) NOT NULL DEFAULT 'anon' COMMENT 'shown on invoices',
+    joined DATETIME DEFAULT CURRENT_TIMESTAMP,
+    vip TINYINT(1) NOT NULL DEFAULT 0
+  ) COMMENT 'who buys';
+  CREATE TABLE orders (
+    id BIGINT AUTO_INCREMENT PRIMARY KEY,
+    customer_id INT NOT NULL,
+    status ENUM('new','paid','sent') NOT NULL DEFAULT 'new',
+    total DECIMAL(10,2) NOT NULL,
+    note TEXT,
+    doc JSON,
+    CONSTRAINT total_not_negative CHECK (total >= 0),
+    CONSTRAINT orders_customer FOREIGN KEY (customer_id) REFERENCES customers (id) ON DELETE CASCADE,
+    INDEX by_status (status, total DESC),
+    INDEX by_note (note(10)),
+    FULLTEXT INDEX note_words (note)
+  );
+  CREATE TABLE order_lines (
+    order_id BIGINT NOT NULL,
+    line SMALLINT NOT NULL,
+    sku CHAR(8) NOT NULL,
+    qty INT UNSIGNED NOT NULL DEFAULT 1,
+    PRIMARY KEY (order_id, line),
+    CONSTRAINT lines_order FOREIGN KEY (order_id) REFERENCES orders (id) ON DELETE CASCADE ON UPDATE RESTRICT
+  );
+  CREATE VIEW big_orders AS SELECT * FROM orders WHERE total > 100;
+  CREATE PROCEDURE touch() SELECT 1;
+  CREATE TRIGGER lines_touch BEFORE INSERT ON order_lines FOR EACH ROW SET NEW.qty = NEW.qty;
+  INSERT INTO customers (email, name, joined, vip) VALUES
+    ('a@x.org', 'Ann', '2024-01-02 03:04:05', 1), ('b@x.org', 'Bob', NULL, 0),
+    ('c@x.org', 'Cé ✓', '2023-12-31 23:59:59', 0);
+  INSERT INTO orders (customer_id, status, total, note, doc) VALUES
+    (1, 'paid', 120.50, 'first, \"quoted\"\nline', '{\"k\": [1, 2]}'),
+    (1, 'new', 0, NULL, NULL), (3, 'sent', 99.99, 'ünïcödé', 'null');
+  INSERT INTO order_lines VALUES (1, 1, 'SKU-0001', 2), (1, 2, 'SKU-0002', 1), (3, 1, 'SKU-0003', 7);";
+
+#[test]
+fn a_mariadb_database_moves_into_postgresql_with_its_keys_indexes_and_numbering() {
+    let source = MariaDb::fresh("copy_from");
+    source.exec(SHOP);
+    let target = Db::fresh("copy_to");
+
+    // The plan changes nothing and says what is translated and left out.
+    let (code, out) = copy(&source.url, &target.conninfo, &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    for said in [
+        "3 tables, largest first; nothing was changed",
+        "left out: FULLTEXT index note_words of orders: PostgreSQL has no such index",
+        "translated: prefix index by_note of orders: on left(note, 10)",
+        "translated: column status: mariadb's enum('new','paid','sent') became text",
+        "after every table: foreign key orders_customer",
+        "view big_orders",
+        "procedure touch",
+        "trigger lines_touch",
+    ] {
+        assert!(out.contains(said), "{said:?} not in:\n{out}");
+    }
+    assert_eq!(
+        target.int("SELECT count(*) FROM pg_class WHERE relname = 'orders'"),
+        0
+    );
+
+    let (code, out) = copy(&source.url, &target.conninfo, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("copied 3 tables, 9 rows"), "{out}");
+    assert!(out.contains("under FLUSH TABLES WITH READ LOCK"), "{out}");
+
+    let columns = target.text(
+        "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod) \
+                || CASE WHEN attnotnull THEN ' not null' ELSE '' END \
+                || coalesce(' default ' || pg_get_expr(adbin, adrelid), '') \
+                || CASE attidentity WHEN 'd' THEN ' identity' ELSE '' END, E'\\n' ORDER BY attrelid::regclass::text, attnum) \
+         FROM pg_attribute LEFT JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum \
+         WHERE attrelid IN ('customers'::regclass, 'orders'::regclass, 'order_lines'::regclass) \
+           AND attnum > 0 AND NOT attisdropped",
+    );
+    assert_eq!(
+        columns,
+        "customers.id integer not null identity\n\
+         customers.email character varying(80) not null\n\
+         customers.name character varying(40) not null default 'anon'::character varying\n\
+         customers.joined timestamp(0) without time zone default CURRENT_TIMESTAMP\n\
+         customers.vip boolean not null default false\n\
+         order_lines.order_id bigint not null\n\
+         order_lines.line smallint not null\n\
+         order_lines.sku character(8) not null\n\
+         order_lines.qty bigint not null default '1'::bigint\n\
+         orders.id bigint not null identity\n\
+         orders.customer_id integer not null\n\
+         orders.status text not null default 'new'::text\n\
+         orders.total numeric(10,2) not null\n\
+         orders.note text\n\
+         orders.doc jsonb"
+    );
+    let definitions = target.definitions();
+    for definition in [
+        "constraint customers customers_pkey: PRIMARY KEY (id) valid=true",
+        "constraint customers email: UNIQUE (email) valid=true",
+        "constraint order_lines order_lines_pkey: PRIMARY KEY (order_id, line) valid=true",
+        "constraint order_lines lines_order: FOREIGN KEY (order_id) REFERENCES orders(id) ON UPDATE RESTRICT ON DELETE CASCADE valid=true",
+        "constraint orders orders_customer: FOREIGN KEY (customer_id) REFERENCES customers(id) ON UPDATE RESTRICT ON DELETE CASCADE valid=true",
+        "constraint orders total_not_negative: CHECK ((total >= (0)::numeric)) valid=true",
+        "index by_note: CREATE INDEX by_note ON public.orders USING btree (\"left\"(note, 10)) valid=true",
+        "index by_status: CREATE INDEX by_status ON public.orders USING btree (status, total DESC) valid=true",
+    ] {
+        assert!(definitions.contains(definition), "{definition:?} not in:\n{definitions}");
+    }
+    assert_eq!(
+        target.text("SELECT obj_description('customers'::regclass) || ' / ' || col_description('customers'::regclass, 3)"),
+        "who buys / shown on invoices"
+    );
+    // Numbering goes on past the copied maximum.
+    target.exec("INSERT INTO customers (email) VALUES ('d@x.org')");
+    assert_eq!(target.int("SELECT max(id) FROM customers"), 4);
+
+    // The rows are what a one-table load of the same query makes of them.
+    let anchor = Db::fresh("copy_anchor");
+    for table in ["customers", "orders", "order_lines"] {
+        let (code, out) = inrush(&[
+            "load",
+            "--from-query",
+            &format!("SELECT * FROM {table}"),
+            "--from",
+            &source.url,
+            "--to",
+            &anchor.conninfo,
+            "--table",
+            table,
+            "--create",
+            "--no-progress",
+        ]);
+        assert_eq!(code, 0, "{out}");
+        let rows = |db: &Db| {
+            db.rows(&format!(
+                "SELECT t::text FROM {table} t WHERE {} ORDER BY 1",
+                match table {
+                    "customers" => "id < 4",
+                    _ => "true",
+                }
+            ))
+        };
+        assert_eq!(rows(&target), rows(&anchor), "{table}");
+    }
+    assert_eq!(
+        target.text("SELECT string_agg(status || ' ' || total || ' ' || coalesce(doc::text, '-'), ', ' ORDER BY id) FROM orders"),
+        "paid 120.50 {\"k\": [1, 2]}, new 0.00 -, sent 99.99 null"
+    );
+
+    // Run again, the copy is done: nothing is made or loaded twice.
+    let (code, out) = copy(&source.url, &target.conninfo, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("copied orders: rows copied by an earlier run"),
+        "{out}"
+    );
+    assert_eq!(target.int("SELECT count(*) FROM orders"), 3);
+}
+
+/// Every shape PostgreSQL gives a table that a copy into PostgreSQL keeps as it was.
+const PG_SOURCE: &str = "
+  CREATE SCHEMA sales;
+  CREATE TABLE sales.regions (code text PRIMARY KEY, name text NOT NULL UNIQUE);
+  CREATE TABLE sales.accounts (
+    id serial PRIMARY KEY,
+    region text NOT NULL REFERENCES sales.regions (code) ON UPDATE CASCADE,
+    email text NOT NULL,
+    balance numeric(12,2) NOT NULL DEFAULT 0 CHECK (balance > -1000),
+    tags text[],
+    opened timestamptz NOT NULL DEFAULT now(),
+    email_lower text GENERATED ALWAYS AS (lower(email)) STORED);
+  CREATE UNIQUE INDEX accounts_email ON sales.accounts (lower(email));
+  CREATE INDEX accounts_rich ON sales.accounts (balance) WHERE balance > 1000;
+  COMMENT ON TABLE sales.accounts IS 'one per customer';
+  CREATE TABLE public.events (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account int REFERENCES sales.accounts (id) ON DELETE SET NULL,
+    at timestamp(3) NOT NULL,
+    body jsonb);
+  CREATE INDEX events_body ON public.events USING gin (body);
+  CREATE VIEW public.recent AS SELECT * FROM public.events;
+  INSERT INTO sales.regions VALUES ('eu', 'Europe'), ('us', 'United States');
+  INSERT INTO sales.accounts (region, email, balance, tags, opened)
+    SELECT CASE WHEN i % 2 = 0 THEN 'eu' ELSE 'us' END, 'User' || i || '@X.org', i * 10.5,
+           ARRAY['t' || i, NULL], '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 hour'
+    FROM generate_series(1, 500) i;
+  INSERT INTO public.events (account, at, body)
+    SELECT 1 + i % 500, '2024-06-01'::timestamp + i * interval '1.5 s', jsonb_build_object('i', i)
+    FROM generate_series(1, 3000) i;";
+
+/// Every definition of the tables of `db`'s user schemas, by table.
+fn schema_of(db: &Db) -> String {
+    db.text(
+        "SELECT string_agg(x, E'\\n' ORDER BY x) FROM ( \
+           SELECT 'column ' || attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod) \
+                  || CASE WHEN attnotnull THEN ' not null' ELSE '' END \
+                  || coalesce(' default ' || pg_get_expr(adbin, adrelid), '') \
+                  || ' ' || attidentity::text || attgenerated::text AS x \
+             FROM pg_attribute JOIN pg_class c ON c.oid = attrelid \
+             LEFT JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum \
+            WHERE c.relkind = 'r' AND c.relnamespace IN ('public'::regnamespace, 'sales'::regnamespace) \
+              AND attnum > 0 AND NOT attisdropped \
+           UNION ALL SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index \
+            WHERE indrelid IN (SELECT oid FROM pg_class WHERE relnamespace IN ('public'::regnamespace, 'sales'::regnamespace)) \
+           UNION ALL SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ': ' || pg_get_constraintdef(oid) \
+             FROM pg_constraint WHERE connamespace IN ('public'::regnamespace, 'sales'::regnamespace) \
+           UNION ALL SELECT 'comment ' || obj_description('sales.accounts'::regclass)) q",
+    )
+}
+
+/// Every row of every table, as text, in key order.
+fn rows_of(db: &Db) -> Vec<Vec<Option<String>>> {
+    let mut all = Vec::new();
+    for table in ["sales.regions", "sales.accounts", "public.events"] {
+        all.extend(db.rows(&format!(
+            "SELECT '{table}', t::text FROM {table} t ORDER BY 2"
+        )));
+    }
+    all
+}
+
+#[test]
+fn a_postgresql_database_copies_into_another_as_it_was() {
+    let source = Db::fresh("copy_pg_from");
+    source.exec(PG_SOURCE);
+    let target = Db::fresh("copy_pg_to");
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--jobs", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("copied 3 tables, 3,502 rows"), "{out}");
+    assert!(out.contains("exported snapshot"), "{out}");
+    assert!(out.contains("not copied: view public.recent"), "{out}");
+    assert_eq!(schema_of(&target), schema_of(&source));
+    assert_eq!(rows_of(&target), rows_of(&source));
+    // Serial and identity numbering go on past the copied maximum.
+    target.exec("INSERT INTO sales.accounts (region, email) VALUES ('eu', 'new@x.org')");
+    target.exec("INSERT INTO public.events (at) VALUES (now())");
+    assert_eq!(target.int("SELECT max(id) FROM sales.accounts"), 501);
+    assert_eq!(target.int("SELECT max(id) FROM public.events"), 3001);
+}
+
+#[test]
+fn a_copy_that_fails_on_a_table_resumes_with_the_tables_done_kept() {
+    let source = MariaDb::fresh("copy_resume");
+    source.exec(
+        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10));
+         CREATE TABLE b (id INT PRIMARY KEY, day DATE);
+         INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z'), (4, 'w'), (5, 'v');
+         ANALYZE TABLE a, b;
+         SET SESSION sql_mode = '';
+         INSERT INTO b VALUES (1, '2024-01-01'), (2, '0000-00-00'), (3, '2024-01-03');",
+    );
+    let target = Db::fresh("copy_resume_to");
+    // The zero date is a bad row: the copy of b fails, a's (the larger, so the first) stays.
+    let (code, out) = copy(&source.url, &target.conninfo, &["--jobs", "1"]);
+    assert_eq!(code, 4, "exit {code}: {out}");
+    assert!(
+        out.contains("copying \"b\": query:3, column day, value \"0000-00-00\""),
+        "{out}"
+    );
+    assert_eq!(target.int("SELECT count(*) FROM b"), 0);
+    let (code, out) = copy(&source.url, &target.conninfo, &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("b -> \"b\": about"), "{out}");
+    assert!(
+        out.contains("(an earlier run was loading it: emptied and loaded again)"),
+        "{out}"
+    );
+
+    // Allowed to refuse one row, the rerun loads b and keeps a as the first run left it.
+    let rejects = tempfile::tempdir().unwrap();
+    let dir = rejects.path().to_str().unwrap();
+    let (code, out) = copy(
+        &source.url,
+        &target.conninfo,
+        &["--max-errors", "1", "--rejects", dir],
+    );
+    assert_eq!(code, 6, "{out}");
+    assert!(
+        out.contains("copied a: rows copied by an earlier run"),
+        "{out}"
+    );
+    assert_eq!(target.int("SELECT count(*) FROM a"), 5);
+    assert_eq!(
+        target.text("SELECT string_agg(id || ' ' || day, ', ' ORDER BY id) FROM b"),
+        "1 2024-01-01, 3 2024-01-03"
+    );
+    let log = std::fs::read_to_string(rejects.path().join("b.rejects.log")).unwrap();
+    assert!(log.contains("0000-00-00"), "{log}");
+    assert_eq!(
+        target.int(
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'b'::regclass AND contype = 'p'"
+        ),
+        1
+    );
+}
+
+#[test]
+fn tables_read_one_instant_while_the_source_takes_writes() {
+    // Each transaction writes the same key into both tables: a copy of one instant has the
+    // same keys in both, however the writes fall between the tables' reads.
+    let source = Db::fresh("copy_instant");
+    source.exec(
+        "CREATE TABLE a (id bigint PRIMARY KEY, pad text); CREATE TABLE b (id bigint PRIMARY KEY, pad text);
+         INSERT INTO a SELECT i, repeat('x', 200) FROM generate_series(1, 200000) i;
+         INSERT INTO b SELECT i, repeat('y', 200) FROM generate_series(1, 200000) i;",
+    );
+    let target = Db::fresh("copy_instant_to");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, conninfo) = (stop.clone(), source.conninfo.clone());
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&conninfo, postgres::NoTls).unwrap();
+            let mut id = 1_000_000i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                id += 1;
+                client
+                    .batch_execute(&format!("BEGIN; INSERT INTO a VALUES ({id}, 'w'); DELETE FROM a WHERE id = {}; INSERT INTO b VALUES ({id}, 'w'); DELETE FROM b WHERE id = {}; COMMIT", id - 999_000, id - 999_000))
+                    .unwrap();
+            }
+            id - 1_000_000
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (code, out) = copy(
+        &source.conninfo,
+        &target.conninfo,
+        &["--jobs", "1", "--connections", "2"],
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        written > 10,
+        "the writer wrote {written} transactions during the copy"
+    );
+    let differ = target.int("SELECT count(*) FROM (SELECT id FROM a EXCEPT SELECT id FROM b) d")
+        + target.int("SELECT count(*) FROM (SELECT id FROM b EXCEPT SELECT id FROM a) d");
+    assert_eq!(differ, 0);
+    assert_eq!(target.int("SELECT count(*) FROM a"), 200000);
+}
+
+#[test]
+fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
+    let source = Db::fresh("copy_refuse");
+    source.exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)");
+    let target = Db::fresh("copy_refuse_to");
+    target.exec("CREATE TABLE t (id int)");
+    let mysql = "mysql://u@127.0.0.1/db";
+    let cases: [(&str, &[&str], &str); 4] = [
+        (
+            &target.conninfo,
+            &[],
+            "table \"public\".\"t\" is in the target already, and this copy did not make it",
+        ),
+        (
+            &target.conninfo,
+            &["--schema-only", "--data-only"],
+            "--schema-only and --data-only",
+        ),
+        (
+            &target.conninfo,
+            &["--tables", "nothing*"],
+            "matches --tables and --exclude",
+        ),
+        (mysql, &[], "inrush copy writes into PostgreSQL"),
+    ];
+    for (to, extra, said) in cases {
+        let mut args = vec!["copy", "--from", &source.conninfo, "--to", to];
+        args.extend_from_slice(extra);
+        let (code, out) = inrush(&args);
+        assert_eq!(code, 2, "{extra:?}: {out}");
+        assert!(out.contains(said), "{extra:?}: {said:?} not in {out}");
+    }
+    assert_eq!(target.int("SELECT count(*) FROM t"), 0);
+    // Rows into the table that is there: --data-only.
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--data-only"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(target.int("SELECT count(*) FROM t"), 1);
+}
