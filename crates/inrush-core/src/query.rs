@@ -70,6 +70,27 @@ impl std::fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
+/// One field of the CSV a [`QueryServer`] writes: quoted when it holds a comma, quote or line
+/// break, or is empty (an unquoted empty field is NULL).
+pub fn csv_field(out: &mut Vec<u8>, value: &[u8]) {
+    let quote = value.is_empty()
+        || value
+            .iter()
+            .any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r'));
+    if !quote {
+        out.extend_from_slice(value);
+        return;
+    }
+    out.push(b'"');
+    for &b in value {
+        if b == b'"' {
+            out.push(b'"');
+        }
+        out.push(b);
+    }
+    out.push(b'"');
+}
+
 /// `min..=max` cut into at most `parts` ranges of nearly equal width, as `(from, until)` with
 /// `until` excluded: the key ranges of a query split by an integer column, one stream each.
 pub fn key_ranges(min: i64, max: i64, parts: usize) -> Vec<(i128, i128)> {

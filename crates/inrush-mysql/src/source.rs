@@ -18,7 +18,9 @@
 //! `json_valid` check) is JSON; `YEAR` is a `smallint`.
 
 use crate::options::MysqlOptions;
-use inrush_core::query::{key_ranges, ChunkReader, ChunkSender, QueryError, QueryServer};
+use inrush_core::query::{
+    csv_field, key_ranges, ChunkReader, ChunkSender, QueryError, QueryServer,
+};
 use inrush_core::SqlType;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
@@ -201,7 +203,7 @@ impl MysqlSource {
             if i > 0 {
                 out.push(b',');
             }
-            write_csv_field(&mut out, column.name.as_bytes());
+            csv_field(&mut out, column.name.as_bytes());
         }
         out.push(b'\n');
         loop {
@@ -513,7 +515,7 @@ impl Kind {
                 out.extend_from_slice(value);
                 out.extend_from_slice(b"+00");
             }
-            _ => write_csv_field(out, value),
+            _ => csv_field(out, value),
         }
     }
 }
@@ -538,27 +540,6 @@ static HEX: [[u8; 2]; 256] = {
     }
     table
 };
-
-/// One CSV field: quoted when it holds a comma, quote or line break, or is empty (an unquoted
-/// empty field is NULL).
-fn write_csv_field(out: &mut Vec<u8>, value: &[u8]) {
-    let quote = value.is_empty()
-        || value
-            .iter()
-            .any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r'));
-    if !quote {
-        out.extend_from_slice(value);
-        return;
-    }
-    out.push(b'"');
-    for &b in value {
-        if b == b'"' {
-            out.push(b'"');
-        }
-        out.push(b);
-    }
-    out.push(b'"');
-}
 
 #[cfg(test)]
 mod tests {

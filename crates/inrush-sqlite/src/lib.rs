@@ -17,11 +17,13 @@
 //! (`inrush-load`).
 
 pub mod catalog;
+pub mod database;
 pub mod ledger;
 mod target;
 pub mod value;
 pub mod writer;
 
+pub use database::SqliteSchemaSource;
 pub use target::SqliteTarget;
 
 use std::path::PathBuf;

@@ -46,7 +46,7 @@ pub trait Engine: Sync {
     fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
         let _ = (from, zero_dates_null);
         Err(usage(format!(
-            "--from names {}: inrush copy reads PostgreSQL and MariaDB/MySQL databases",
+            "--from names {}: inrush copy reads PostgreSQL, MariaDB/MySQL and SQLite databases",
             self.name()
         )))
     }
@@ -292,6 +292,21 @@ impl Engine for Sqlite {
 
     fn target(&self, to: &str) -> Result<Box<dyn Target>> {
         Ok(Box::new(SqliteTarget::new(Self::path(to)?)))
+    }
+
+    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
+        if zero_dates_null {
+            return Err(usage(
+                "--zero-dates-null: only a MariaDB/MySQL --from has zero dates".into(),
+            ));
+        }
+        let path = inrush_sqlite::database_path(from).ok_or_else(|| {
+            usage("--from: a SQLite URL names no file (sqlite:///path/to.db)".into())
+        })?;
+        if !path.exists() {
+            return Err(usage(format!("--from: {} does not exist", path.display())));
+        }
+        Ok(Box::new(inrush_sqlite::SqliteSchemaSource::new(path)))
     }
 
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {

@@ -401,3 +401,93 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
     assert_eq!(code, 0, "{out}");
     assert_eq!(target.int("SELECT count(*) FROM t"), 1);
 }
+
+#[test]
+fn a_sqlite_file_moves_into_postgresql_with_its_keys_and_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    let file = rusqlite::Connection::open(&path).unwrap();
+    file.execute_batch(
+        "CREATE TABLE authors (id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL UNIQUE,
+           born DATE, active BOOLEAN DEFAULT 1);
+         CREATE TABLE books (id INTEGER PRIMARY KEY AUTOINCREMENT,
+           author INTEGER REFERENCES authors ON DELETE CASCADE, title TEXT NOT NULL,
+           price DECIMAL(8,2), cover BLOB, score REAL, added DATETIME DEFAULT CURRENT_TIMESTAMP,
+           meta);
+         CREATE INDEX books_title ON books (title DESC);
+         CREATE UNIQUE INDEX books_author_title ON books (author, title);
+         CREATE INDEX books_cheap ON books (price) WHERE price < 10;
+         CREATE VIEW cheap AS SELECT * FROM books WHERE price < 10;
+         CREATE TRIGGER books_added AFTER INSERT ON books BEGIN SELECT 1; END;
+         INSERT INTO authors VALUES (1, 'Ann', '1970-01-02', 1), (2, 'Bob, \"Jr\"', NULL, 0);
+         INSERT INTO books (author, title, price, cover, score, added, meta) VALUES
+           (1, 'A', 9.5, x'00ff', 0.1, '2024-01-02 03:04:05', 'x'),
+           (2, 'B
+line', NULL, NULL, 1e300, '2024-01-03 00:00:00', 42);",
+    )
+    .unwrap();
+    drop(file);
+    let target = Db::fresh("copy_sqlite_to");
+    let from = format!("sqlite://{}", path.display());
+    let (code, out) = copy(&from, &target.conninfo, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("copied 2 tables, 4 rows"), "{out}");
+    assert!(
+        out.contains("left out: index books_cheap of books: its expression is SQLite's"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not copied: trigger books_added, view cheap"),
+        "{out}"
+    );
+    let columns = target.text(
+        "SELECT string_agg(attrelid::regclass || '.' || attname || ' ' || format_type(atttypid, atttypmod) \
+                || CASE WHEN attnotnull THEN ' not null' ELSE '' END \
+                || coalesce(' default ' || pg_get_expr(adbin, adrelid), '') \
+                || CASE attidentity WHEN 'd' THEN ' identity' ELSE '' END, E'\\n' ORDER BY attrelid::regclass::text, attnum) \
+         FROM pg_attribute LEFT JOIN pg_attrdef ON adrelid = attrelid AND adnum = attnum \
+         WHERE attrelid IN ('authors'::regclass, 'books'::regclass) AND attnum > 0 AND NOT attisdropped",
+    );
+    assert_eq!(
+        columns,
+        "authors.id bigint not null identity\n\
+         authors.name character varying(40) not null\n\
+         authors.born date\n\
+         authors.active boolean default true\n\
+         books.id bigint not null identity\n\
+         books.author bigint\n\
+         books.title text not null\n\
+         books.price numeric(8,2)\n\
+         books.cover bytea\n\
+         books.score double precision\n\
+         books.added timestamp without time zone default CURRENT_TIMESTAMP\n\
+         books.meta text"
+    );
+    let definitions = target.definitions();
+    for definition in [
+        "constraint authors authors_name_key: UNIQUE (name) valid=true",
+        "constraint authors authors_pkey: PRIMARY KEY (id) valid=true",
+        "constraint books books_author_fkey: FOREIGN KEY (author) REFERENCES authors(id) ON DELETE CASCADE valid=true",
+        "index books_author_title: CREATE UNIQUE INDEX books_author_title ON public.books USING btree (author, title) valid=true",
+        "index books_title: CREATE INDEX books_title ON public.books USING btree (title DESC) valid=true",
+    ] {
+        assert!(definitions.contains(definition), "{definition:?} not in:\n{definitions}");
+    }
+    assert_eq!(
+        target.rows("SELECT t::text FROM books t ORDER BY id"),
+        [
+            [Some(
+                "(1,1,A,9.50,\"\\\\x00ff\",0.1,\"2024-01-02 03:04:05\",x)".to_string()
+            )],
+            [Some(
+                "(2,2,\"B\nline\",,,1e+300,\"2024-01-03 00:00:00\",42)".to_string()
+            )],
+        ]
+    );
+    assert_eq!(
+        target.text("SELECT string_agg(t::text, ' ' ORDER BY id) FROM authors t"),
+        "(1,Ann,1970-01-02,t) (2,\"Bob, \"\"Jr\"\"\",,f)"
+    );
+    target.exec("INSERT INTO books (title) VALUES ('C')");
+    assert_eq!(target.int("SELECT max(id) FROM books"), 3);
+}
