@@ -78,16 +78,24 @@ Standard library only (Python 3.11).
 
 from __future__ import annotations
 
+import os
+import sys
+
+# This file's name is the standard library's `copy`, which dataclasses, argparse and others
+# import: take bench/ (the script's directory, sys.path[0]) off the path until the real one is
+# loaded, or they would import this script instead.
+_BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _BENCH]
+import copy  # noqa: E402,F401  (the standard library's, cached in sys.modules from here on)
+
 import argparse
 import datetime as dt
 import json
-import os
 import re
 import shlex
 import shutil
 import signal
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -286,7 +294,8 @@ def generate(scale: float, out: Path) -> tuple[dict[str, Path], dict[str, int], 
     run.run([exe, *fmt, "--scale-factor", str(scale), "--output-dir", str(out)])
     files, rows = {}, {}
     for table in TABLES:
-        found = sorted(out.rglob(f"{table.name}*.csv"))
+        found = sorted(p for p in out.rglob("*.csv")  # <table>.csv, or <table>/<table>.<part>.csv
+                       if p.name == f"{table.name}.csv" or p.parent.name == table.name)
         if len(found) != 1:
             raise run.BenchError(f"expected one {table.name} CSV from tpchgen-cli, found {found}")
         files[table.name] = found[0]
@@ -525,7 +534,29 @@ class Bench:
             if method in INRUSH_METHODS:
                 raise run.BenchError(f"{scenario}/{method}: keys or indexes differ from the source's\n{text}")
             run.log(f"warning: {scenario}/{method}: keys or indexes differ from the source's\n{text}")
-        return {"schemas": sorted(set(schemas.values())), "structure": structure, "structure_differs": differs}
+        return {"schemas": sorted(set(schemas.values())), "structure": structure, "structure_differs": differs,
+                "types_differ": types_differ(psql, schemas)}
+
+
+def types_differ(psql: run.Psql, schemas: dict[str, str]) -> dict[str, str]:
+    """The columns whose type in the target is not the source's (TPC-H's, in PostgreSQL's
+    spelling): {table.column: "source type -> target type"}."""
+    pairs = " OR ".join(f"(n.nspname = '{s}' AND c.relname = '{t}')" for t, s in schemas.items())
+    out = psql.sql(f"SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+                   f"JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                   f"WHERE a.attnum > 0 AND NOT a.attisdropped AND ({pairs})")
+    def formatted(mariadb_type: str | None) -> str:  # as format_type() spells it
+        if mariadb_type is None:
+            return "(no such column)"
+        m = re.fullmatch(r"(var)?char\((\d+)\)", pg_type(mariadb_type))
+        return f"character{' varying' if m.group(1) else ''}({m.group(2)})" if m else pg_type(mariadb_type)
+    differ = {}
+    for line in filter(None, out.splitlines()):
+        table, column, have = line.split("|")
+        want = formatted(dict(BY_NAME[table].columns).get(column))
+        if have != want:
+            differ[f"{table}.{column}"] = f"{want} -> {have}"
+    return differ
 
 
 def pgloader_summary(fin: run.Finished) -> dict:
@@ -745,6 +776,12 @@ def main() -> int:
                    for r in results if r["structure_differs"]}
         if differs:
             print(f"\nkeys or indexes unlike the source's (see the JSON): {differs}")
+        for sc, methods in scenarios.items():
+            for m in methods:
+                seen = next((r["types_differ"] for r in results if (r["scenario"], r["method"]) == (sc, m)), {})
+                if seen:
+                    print(f"\n{TITLES[sc]}, {LABELS[m]}: column types unlike the source's: "
+                          + ", ".join(f"{c} {d}" for c, d in sorted(seen.items())))
 
         run.OUT_DIR.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now()

@@ -9,7 +9,8 @@
 //! other tables still load (pgcopydb's overlap). Once every table is in, foreign keys are added
 //! and validated and numbering restarts past the copied maximum. Every step is recorded in the
 //! target's copy ledger as it ends, so a copy that dies resumes where it stopped: a table whose
-//! rows were committed stays, a table in flight is emptied and loaded again.
+//! rows were committed stays, a table in flight is emptied and loaded again. `--verify` reads
+//! both sides back and compares each table's rows ([`verify`]).
 //!
 //! Does not own: any engine's catalog or DDL (each engine crate implements the two traits of
 //! `inrush_core::database`), nor how rows are read, checked or written (`inrush-load`).
@@ -17,10 +18,12 @@
 mod pattern;
 mod plan;
 mod run;
+mod verify;
 
 pub use inrush_core::database::{SchemaSource, SchemaTarget};
 pub use plan::{plan, CopyPlan, TablePlan, TableState};
-pub use run::{copy, CopyReporter, CopySummary, Failed, Stop, TableReport};
+pub use run::{copy, CopyReporter, CopySummary, Failed, Stop, TableReport, Verified};
+pub use verify::Digest;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,6 +50,8 @@ pub struct CopyOptions {
     pub max_errors: u64,
     /// Where each table's reject file goes (`<table>.rejects`); default: the working directory.
     pub rejects: Option<PathBuf>,
+    /// Compare each table's row count and checksum with the source's image after its load.
+    pub verify: bool,
     /// Asked from outside (a signal) to stop.
     pub stop: Arc<Stop>,
 }
@@ -64,6 +69,7 @@ impl CopyOptions {
             workers: cores,
             max_errors: 0,
             rejects: None,
+            verify: false,
             stop: Arc::default(),
         }
     }

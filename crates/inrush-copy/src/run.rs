@@ -2,11 +2,13 @@
 //! built, then the keys between tables. See the crate's documentation for the order and why.
 
 use crate::plan::{CopyPlan, TablePlan, TableState, CREATED, FINISHED, LOADED};
+use crate::verify::{digest, Digest};
 use crate::CopyOptions;
 use inrush_core::database::{Done, Note, SchemaSource, SchemaTarget, Snapshot, Step};
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
+use inrush_core::SqlType;
 use inrush_load::target::Target;
-use inrush_load::{Error, Interrupt, LoadOptions, QuerySource};
+use inrush_load::{Error, Interrupt, Kind, LoadOptions, QuerySource};
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -105,7 +107,37 @@ pub struct TableReport {
     /// An earlier run of the copy had loaded it.
     pub resumed: bool,
     pub notes: Vec<Note>,
+    /// `--verify`: both sides' rows, reduced.
+    pub verified: Option<Verified>,
 }
+
+/// A table's rows in the source's image and in the target, compared (`--verify`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Verified {
+    pub source: Digest,
+    pub target: Digest,
+    pub seconds: f64,
+}
+
+/// The rows of a table differ between the source's image and the target.
+#[derive(Debug)]
+struct Differs {
+    table: String,
+    verified: Verified,
+}
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (s, t) = (self.verified.source, self.verified.target);
+        write!(
+            f,
+            "--verify: {} differs from its source: {} rows with checksum {:016x} there, {} rows with checksum {:016x} here",
+            self.table, s.rows, s.checksum, t.rows, t.checksum
+        )
+    }
+}
+
+impl std::error::Error for Differs {}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CopySummary {
@@ -148,7 +180,7 @@ pub fn copy(
         }
     }
     let loading = !opts.schema_only && plan.tables.iter().any(|t| t.state != TableState::Loaded);
-    let snapshot = match loading {
+    let snapshot = match loading || (opts.verify && !opts.schema_only) {
         true => Some(
             source
                 .snapshot(opts.jobs.max(1) * opts.connections.max(1))
@@ -278,6 +310,7 @@ fn one_table(
         method: String::new(),
         resumed: table.state == TableState::Loaded,
         notes: table.design.notes.clone(),
+        verified: None,
     };
     if let (false, TableState::New | TableState::InFlight, Some(image)) =
         (opts.schema_only, table.state, image)
@@ -322,7 +355,44 @@ fn one_table(
         )?;
         report.build_seconds = builds.elapsed().as_secs_f64();
     }
+    if let (true, Some(image)) = (opts.verify, image) {
+        reporter.building(&table.name(), "verifying");
+        let verified = verify(table, image, target).map_err(|e| Failed::of(name, e))?;
+        report.verified = Some(verified);
+        if verified.source != verified.target {
+            let differs = Differs {
+                table: table.name(),
+                verified,
+            };
+            return Err(Failed::of(name, Error::driver(Kind::Other, differs)));
+        }
+    }
     Ok(report)
+}
+
+/// A table's rows in the source's image and in the target, reduced (see [`crate::verify`]).
+fn verify(
+    table: &TablePlan,
+    image: &Snapshot,
+    target: &dyn SchemaTarget,
+) -> Result<Verified, Error> {
+    let started = Instant::now();
+    let types: Vec<SqlType> = table
+        .design
+        .columns
+        .iter()
+        .map(|name| {
+            let column = table.source.columns.iter().find(|c| &c.name == name);
+            column.map_or(SqlType::Text, |c| c.sql_type.clone())
+        })
+        .collect();
+    let source = digest(&*image.server, &table.select, &types)?;
+    let copied = digest(&*target.reader(), &target.select(&table.design), &types)?;
+    Ok(Verified {
+        source,
+        target: copied,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
 /// One table's rows, read from the source's image by the ordinary load: the query cut by

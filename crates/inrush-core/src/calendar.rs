@@ -15,9 +15,32 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The day count since 1970-01-01 of (year, month, day): [`civil_from_days`]'s inverse
+/// (Hinnant's `days_from_civil`).
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = year - i64::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_from_civil_undoes_civil_from_days() {
+        for days in (-800_000..3_000_000)
+            .step_by(997)
+            .chain([-1, 0, 59, 11_016])
+        {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days, "{y}-{m}-{d}");
+        }
+    }
 
     #[test]
     fn days_count_from_1970_across_eras_and_leap_days() {

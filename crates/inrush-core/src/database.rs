@@ -325,6 +325,9 @@ pub trait SchemaTarget: Send + Sync {
     /// Of the tables `names` (as [`Design::name`] spells them), those that exist here.
     fn existing(&self, names: &[String]) -> Result<Vec<String>, QueryError>;
 
-    /// The rows of `table` now, to check a copy against its source.
-    fn count(&self, table: &str) -> Result<u64, QueryError>;
+    /// The target as a server queries read (`--verify` reads the copied rows back).
+    fn reader(&self) -> Arc<dyn QueryServer>;
+
+    /// The query that reads a designed table's copied columns.
+    fn select(&self, design: &Design) -> String;
 }

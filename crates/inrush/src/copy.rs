@@ -48,6 +48,10 @@ pub struct CopyArgs {
     /// MariaDB/MySQL source: read zero dates (`0000-00-00`) as NULL instead of refusing them.
     #[arg(long)]
     pub zero_dates_null: bool,
+    /// After each table, read both sides back and compare its row count and a checksum of
+    /// every row's values (put in one canonical text per type); a difference fails the copy.
+    #[arg(long)]
+    pub verify: bool,
     /// Print what the copy would make, translate and leave out; change nothing.
     #[arg(long)]
     pub check: bool,
@@ -68,6 +72,7 @@ pub fn run(args: CopyArgs) -> Result<Outcome> {
     opts.connections = args.connections.unwrap_or(opts.connections).max(1);
     opts.max_errors = args.max_errors;
     opts.rejects = args.rejects.clone();
+    opts.verify = args.verify;
     let plan = inrush_copy::plan(&*source, &*target, &opts).map_err(failed)?;
     if args.check {
         match args.json {
@@ -193,8 +198,17 @@ fn table_line(r: &TableReport) -> String {
             r.rejects_file.as_deref().unwrap_or("the reject file")
         ),
     };
+    let verified = match r.verified {
+        Some(v) => format!(
+            "; verified equal ({} rows, checksum {:016x}, {:.1} s)",
+            group(v.target.rows),
+            v.target.checksum,
+            v.seconds
+        ),
+        None => String::new(),
+    };
     format!(
-        "copied {}: {rows}{rejected}; keys and indexes {:.1} s",
+        "copied {}: {rows}{rejected}; keys and indexes {:.1} s{verified}",
         r.table, r.build_seconds
     )
 }

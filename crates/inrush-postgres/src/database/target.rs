@@ -112,14 +112,13 @@ impl SchemaTarget for PgSchemaTarget {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    fn count(&self, table: &str) -> Result<u64, QueryError> {
-        let mut client = self.connect()?;
-        let sql = format!("SELECT count(*) FROM {table}");
-        let row = client
-            .query_one(&sql, &[])
-            .map_err(query_error(&sql))
-            .map_err(target_error)?;
-        Ok(row.get::<_, i64>(0) as u64)
+    fn reader(&self) -> std::sync::Arc<dyn inrush_core::query::QueryServer> {
+        std::sync::Arc::new(self.options.clone())
+    }
+
+    fn select(&self, design: &Design) -> String {
+        let columns: Vec<String> = design.columns.iter().map(|c| quote_ident(c)).collect();
+        format!("SELECT {} FROM {}", columns.join(", "), design.name)
     }
 }
 
