@@ -248,7 +248,7 @@ pub fn copy(
                 &table.design.after_all,
                 plan,
                 target,
-                reporter,
+                (&opts.stop, reporter),
                 &mut own,
             )?;
             notes.lock().unwrap().push((table.design.name.clone(), own));
@@ -350,7 +350,7 @@ fn one_table(
             &table.design.after_rows,
             plan,
             target,
-            reporter,
+            (&opts.stop, reporter),
             &mut report.notes,
         )?;
         report.build_seconds = builds.elapsed().as_secs_f64();
@@ -452,11 +452,14 @@ fn steps(
     steps: &[Step],
     plan: &CopyPlan,
     target: &dyn SchemaTarget,
-    reporter: &dyn CopyReporter,
+    (stop, reporter): (&Stop, &dyn CopyReporter),
     notes: &mut Vec<Note>,
 ) -> Result<(), Failed> {
     let name = &table.design.name;
     for step in steps.iter().filter(|s| !table.done(&s.what)) {
+        if stop.is_set() {
+            return Err(Failed::of(name, Error::Interrupted));
+        }
         reporter.building(&table.name(), &step.what);
         let done = Done {
             copy: &plan.copy,

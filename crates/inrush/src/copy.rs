@@ -124,7 +124,7 @@ fn stop_on_signal(stop: &Arc<inrush_copy::Stop>) -> Result<()> {
         if stop.signal() {
             std::process::exit(130);
         }
-        eprintln!("\nstopping: each table's load rolls back what it has not committed; run the same command again to resume");
+        eprintln!("\nstopping: each table's load rolls back what it has not committed, and a key or index being built is finished first (a second signal ends at once, rolling the build back); run the same command again to resume");
     })
     .context("installing the Ctrl-C handler")
 }

@@ -512,3 +512,77 @@ line', NULL, NULL, 1e300, '2024-01-03 00:00:00', 42);",
     target.exec("INSERT INTO books (title) VALUES ('C')");
     assert_eq!(target.int("SELECT max(id) FROM books"), 3);
 }
+
+#[test]
+fn a_copy_killed_mid_table_resumes_keeping_the_tables_it_finished() {
+    let source = Db::fresh("copy_killed");
+    source.exec(
+        "CREATE TABLE t1 (id bigint PRIMARY KEY, pad text);
+         CREATE TABLE t2 (id bigint PRIMARY KEY, pad text);
+         CREATE TABLE t3 (id int PRIMARY KEY);
+         INSERT INTO t1 SELECT i, md5(i::text) FROM generate_series(1, 600000) i;
+         INSERT INTO t2 SELECT i, md5(i::text) FROM generate_series(1, 500000) i;
+         INSERT INTO t3 SELECT generate_series(1, 10);",
+    );
+    let target = Db::fresh("copy_killed_to");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "copy",
+            "--from",
+            &source.conninfo,
+            "--to",
+            &target.conninfo,
+            "--jobs",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // SIGTERM once the first (largest) table's rows are recorded, while the second loads.
+    let loaded =
+        "SELECT count(*) FROM pg_tables WHERE schemaname = 'inrush' AND tablename = 'copy_ledger'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "t1 was never recorded as loaded"
+        );
+        if target.int(loaded) == 1
+            && target.int("SELECT count(*) FROM inrush.copy_ledger WHERE \"table\" = '\"public\".\"t1\"' AND step = 'loaded'") == 1
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let (code, out) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{out}");
+    assert_eq!(
+        target.int("SELECT count(*) FROM t2"),
+        0,
+        "t2's load rolled back"
+    );
+
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("copied public.t1: rows copied by an earlier run"),
+        "{out}"
+    );
+    assert!(out.contains("copied public.t2: 500,000 rows"), "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 3, "{out}");
+    for (table, rows) in [("t1", 600000), ("t2", 500000), ("t3", 10)] {
+        assert_eq!(
+            target.int(&format!("SELECT count(*) FROM {table}")),
+            rows,
+            "{table}"
+        );
+        assert_eq!(
+            target.int(&format!("SELECT count(*) FROM pg_constraint WHERE conrelid = '{table}'::regclass AND contype = 'p'")),
+            1,
+            "{table}'s key"
+        );
+    }
+}
