@@ -3,7 +3,7 @@
 //! target's copy ledger). `inrush copy --check` prints this and stops.
 
 use crate::pattern::matches;
-use crate::run::Failed;
+use crate::run::{in_target, Failed};
 use crate::CopyOptions;
 use inrush_core::database::{Design, Note, Object, SchemaSource, SchemaTarget, Table};
 use inrush_load::Error;
@@ -90,7 +90,9 @@ pub fn plan(
         )));
     }
     let copy = source.describe();
-    let ledger = target.ledger(&copy).map_err(Failed::whole)?;
+    let ledger = target
+        .ledger(&copy)
+        .map_err(|e| Failed::whole(in_target(e)))?;
     let mut done: HashMap<String, BTreeSet<String>> = HashMap::new();
     for (table, step) in ledger {
         done.entry(table).or_default().insert(step);
@@ -109,7 +111,7 @@ pub fn plan(
                 (false, false) => TableState::New,
             };
             TablePlan {
-                select: source.select(table, &design.columns),
+                select: source.select(table, &design.columns, target.engine()),
                 source: (*table).clone(),
                 design,
                 done,
@@ -118,9 +120,23 @@ pub fn plan(
         })
         .collect();
     let names: Vec<String> = plans.iter().map(|p| p.design.name.clone()).collect();
+    for (i, plan) in plans.iter().enumerate() {
+        if let Some(other) = plans[..i]
+            .iter()
+            .find(|o| o.design.name == plan.design.name)
+        {
+            return Err(usage(&format!(
+                "{} and {} would both be {} in {}, which has one namespace: copy them apart (--exclude one)",
+                other.name(),
+                plan.name(),
+                plan.design.name,
+                target.engine()
+            )));
+        }
+    }
     let existing: HashSet<String> = target
         .existing(&names)
-        .map_err(Failed::whole)?
+        .map_err(|e| Failed::whole(in_target(e)))?
         .into_iter()
         .collect();
     for plan in &plans {

@@ -6,6 +6,7 @@ use crate::verify::{digest, Digest};
 use crate::CopyOptions;
 use inrush_core::database::{Done, Note, SchemaSource, SchemaTarget, Snapshot, Step};
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
+use inrush_core::query::QueryError;
 use inrush_core::SqlType;
 use inrush_load::target::Target;
 use inrush_load::{Error, Interrupt, Kind, LoadOptions, QuerySource};
@@ -60,6 +61,15 @@ pub struct Failed {
     pub table: Option<String>,
     /// Boxed: a load's error is large, and every step returns this.
     pub error: Box<Error>,
+}
+
+/// A target's failure, said as the target's (a [`QueryError`] reads as a source's).
+pub(crate) fn in_target(e: QueryError) -> Error {
+    Error::Engine {
+        engine: e.engine,
+        what: e.what,
+        message: e.message,
+    }
 }
 
 impl Failed {
@@ -176,7 +186,7 @@ pub fn copy(
             let name = &table.design.name;
             target
                 .run(&table.design.create, Some(record(plan, name, CREATED)))
-                .map_err(|e| Failed::of(name, e))?;
+                .map_err(|e| Failed::of(name, in_target(e)))?;
         }
     }
     let loading = !opts.schema_only && plan.tables.iter().any(|t| t.state != TableState::Loaded);
@@ -262,7 +272,7 @@ pub fn copy(
         }
         target
             .run(&[], Some(record(plan, "", FINISHED)))
-            .map_err(Failed::whole)?;
+            .map_err(|e| Failed::whole(in_target(e)))?;
     }
     let mut tables = reports.into_inner().unwrap();
     for (name, own) in notes.into_inner().unwrap() {
@@ -318,7 +328,9 @@ fn one_table(
         if table.state == TableState::InFlight {
             // What a dead run committed of it may be any part of its rows: start again.
             let empty = std::slice::from_ref(&table.design.empty);
-            target.run(empty, None).map_err(|e| Failed::of(name, e))?;
+            target
+                .run(empty, None)
+                .map_err(|e| Failed::of(name, in_target(e)))?;
         }
         reporter.loading(&table.name());
         let summary =
@@ -330,7 +342,7 @@ fn one_table(
         };
         target
             .run(&[], Some(done))
-            .map_err(|e| Failed::of(name, e))?;
+            .map_err(|e| Failed::of(name, in_target(e)))?;
         report.rows = summary.rows;
         report.rows_rejected = summary.rows_rejected;
         report.rejects_file = summary.rejects_file.clone();
@@ -387,7 +399,11 @@ fn verify(
         })
         .collect();
     let source = digest(&*image.server, &table.select, &types)?;
-    let copied = digest(&*target.reader(), &target.select(&table.design), &types)?;
+    let copied =
+        digest(&*target.reader(), &target.select(&table.design), &types).map_err(|e| match e {
+            Error::Source(e) => in_target(e),
+            e => e,
+        })?;
     Ok(Verified {
         source,
         target: copied,
@@ -474,7 +490,7 @@ fn steps(
                 table.name(),
                 e.message
             ))),
-            Err(e) => return Err(Failed::of(name, e)),
+            Err(e) => return Err(Failed::of(name, in_target(e))),
         }
     }
     Ok(())

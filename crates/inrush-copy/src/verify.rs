@@ -82,7 +82,9 @@ fn canonical(sql_type: &SqlType, value: &[u8], out: &mut Vec<u8>) {
         SqlType::Real => text.trim().parse::<f32>().ok().map(|f| format!("{f:?}")),
         SqlType::Double => text.trim().parse::<f64>().ok().map(|f| format!("{f:?}")),
         SqlType::Timestamp(_) | SqlType::Time(_) => Some(fraction_trimmed(&text.replace('T', " "))),
-        SqlType::TimestampTz(_) => instant(text),
+        SqlType::TimestampTz(_) => {
+            instant(text).or_else(|| Some(fraction_trimmed(&text.replace('T', " "))))
+        }
         SqlType::Char(_) => Some(text.trim_end_matches(' ').to_string()),
         SqlType::Bytes | SqlType::Uuid => Some(text.to_ascii_lowercase()),
         SqlType::Json => json(text),
@@ -214,6 +216,11 @@ mod tests {
                 SqlType::TimestampTz(None),
                 "2024-06-01 06:30:00.25-05:30",
                 "2024-06-01 12:00:00.250+00",
+            ),
+            (
+                SqlType::TimestampTz(None),
+                "2024-06-01 12:00:00.500000",
+                "2024-06-01 12:00:00.5",
             ),
             (SqlType::Char(5), "ab   ", "ab"),
             (SqlType::Bytes, "\\x00FF", "\\x00ff"),

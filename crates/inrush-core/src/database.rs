@@ -220,8 +220,9 @@ pub trait SchemaSource: Send + Sync {
     /// keeps that instant (an exported snapshot, open transactions) until it is dropped.
     fn snapshot(&self, readers: usize) -> Result<Snapshot, QueryError>;
 
-    /// The query that reads `columns` of `table`, every row.
-    fn select(&self, table: &Table, columns: &[String]) -> String;
+    /// The query that reads `columns` of `table`, every row, for a target of engine `into`
+    /// (an instant reads as UTC without its zone where `into` has no type for it).
+    fn select(&self, table: &Table, columns: &[String], into: &str) -> String;
 }
 
 /// A consistent image of a source (see [`SchemaSource::snapshot`]).

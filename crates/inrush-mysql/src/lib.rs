@@ -50,7 +50,7 @@ mod target;
 pub mod value;
 pub mod writer;
 
-pub use database::MysqlSchemaSource;
+pub use database::{MysqlSchemaSource, MysqlSchemaTarget};
 pub use options::{is_mysql_url, MysqlOptions};
 pub use source::MysqlSource;
 pub use target::{recover, MysqlTarget, Recovered};

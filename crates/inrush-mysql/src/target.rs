@@ -197,7 +197,11 @@ impl Target for MysqlTarget {
             }
             (None, existing) => {
                 let table = existing?;
-                let checks = table.columns.iter().map(ColumnCheck::of).collect();
+                let check = match opts.from_query.is_some() {
+                    true => ColumnCheck::of_query,
+                    false => ColumnCheck::of,
+                };
+                let checks = table.columns.iter().map(check).collect();
                 (table, checks, None)
             }
         };
@@ -835,13 +839,16 @@ fn designed(
 }
 
 /// How a created column's text is read beyond what the server reads itself.
-enum Convention {
+pub(crate) enum Convention {
     Boolean,
     Hex,
 }
 
 /// The MariaDB type for a type `--create` inferred, or a query's column has.
-fn mariadb_type(column: &str, inferred: &SqlType) -> Result<(String, Option<Convention>)> {
+pub(crate) fn mariadb_type(
+    column: &str,
+    inferred: &SqlType,
+) -> Result<(String, Option<Convention>)> {
     use SqlType::*;
     let plain = |s: String| Ok((s, None));
     let fraction = |digits: &Option<u32>| digits.unwrap_or(6);

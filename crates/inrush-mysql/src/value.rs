@@ -111,6 +111,26 @@ impl ColumnCheck {
         }
     }
 
+    /// A column a query's rows load into. A query's rows come in PostgreSQL's text forms
+    /// (`QueryServer::csv`), so a binary column takes `\x` hex, which it stores as the bytes.
+    pub fn of_query(column: &Column) -> ColumnCheck {
+        let binary = [
+            "binary",
+            "varbinary",
+            "tinyblob",
+            "blob",
+            "mediumblob",
+            "longblob",
+        ];
+        match binary.contains(&column.data_type.as_str()) {
+            true => ColumnCheck {
+                refuse_null: column.not_null,
+                ..ColumnCheck::hex(&column.name)
+            },
+            false => ColumnCheck::of(column),
+        }
+    }
+
     /// A column `--create` made for booleans.
     pub fn boolean(name: &str) -> ColumnCheck {
         ColumnCheck {

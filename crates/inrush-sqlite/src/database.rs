@@ -106,7 +106,7 @@ impl SchemaSource for SqliteSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String]) -> String {
+    fn select(&self, table: &Table, columns: &[String], _: &str) -> String {
         let columns: Vec<String> = columns.iter().map(|c| quote(c)).collect();
         format!("SELECT {} FROM {}", columns.join(", "), quote(&table.name))
     }

@@ -55,7 +55,7 @@ pub trait Engine: Sync {
     fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
         let _ = to;
         Err(usage(format!(
-            "--to names {}: inrush copy writes into PostgreSQL (MariaDB/MySQL and SQLite targets are not built yet)",
+            "--to names {}: inrush copy writes into PostgreSQL and MariaDB/MySQL (SQLite targets are not built yet)",
             self.name()
         )))
     }
@@ -224,6 +224,11 @@ impl Engine for Mariadb {
             options,
             zero_dates_null,
         )))
+    }
+
+    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
+        let options = MysqlOptions::parse(to)?;
+        Ok(Box::new(inrush_mysql::MysqlSchemaTarget::new(options)))
     }
 
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {

@@ -375,7 +375,7 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
     source.exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)");
     let target = Db::fresh("copy_refuse_to");
     target.exec("CREATE TABLE t (id int)");
-    let mysql = "mysql://u@127.0.0.1/db";
+    let sqlite = "sqlite:///nowhere/x.db";
     let cases: [(&str, &[&str], &str); 4] = [
         (
             &target.conninfo,
@@ -392,7 +392,11 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
             &["--tables", "nothing*"],
             "matches --tables and --exclude",
         ),
-        (mysql, &[], "inrush copy writes into PostgreSQL"),
+        (
+            sqlite,
+            &[],
+            "inrush copy writes into PostgreSQL and MariaDB/MySQL",
+        ),
     ];
     for (to, extra, said) in cases {
         let mut args = vec!["copy", "--from", &source.conninfo, "--to", to];
@@ -585,4 +589,82 @@ fn a_copy_killed_mid_table_resumes_keeping_the_tables_it_finished() {
             "{table}'s key"
         );
     }
+}
+
+#[test]
+fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
+    let source = Db::fresh("copy_to_maria");
+    source.exec(PG_SOURCE);
+    let target = MariaDb::fresh("copy_from_pg");
+    let (code, out) = copy(&source.conninfo, &target.url, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("copied 3 tables, 3,502 rows"), "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 3, "{out}");
+    for said in [
+        "translated: column code: text in a key became VARCHAR(255)",
+        "translated: column opened: times with a zone became DATETIME in UTC",
+        "translated: generated column email_lower: its values copied",
+        "left out: index accounts_rich of sales.accounts: MariaDB has no partial index",
+        "left out: index events_body of public.events: MariaDB has no gin index",
+        "left out: index accounts_email of sales.accounts: its expression is PostgreSQL's",
+        "left out: check accounts_balance_check of sales.accounts",
+    ] {
+        assert!(out.contains(said), "{said:?} not in:\n{out}");
+    }
+    let columns = target.rows(
+        "SELECT CONCAT_WS(' ', TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, IFNULL(COLUMN_DEFAULT, '-'), EXTRA) \
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME <> 'inrush_copy_ledger' \
+         ORDER BY TABLE_NAME, ORDINAL_POSITION",
+    );
+    assert_eq!(
+        columns,
+        [
+            "accounts id int(11) NO - auto_increment",
+            "accounts region varchar(255) NO - ",
+            "accounts email longtext NO - ",
+            "accounts balance decimal(12,2) NO 0.00 ",
+            "accounts tags longtext YES NULL ",
+            "accounts opened datetime(6) NO current_timestamp(6) ",
+            "accounts email_lower longtext YES NULL ",
+            "events id bigint(20) NO - auto_increment",
+            "events account int(11) YES NULL ",
+            "events at datetime(3) NO - ",
+            "events body longtext YES NULL ",
+            "regions code varchar(255) NO - ",
+            "regions name varchar(255) NO - ",
+        ]
+    );
+    let keys = target.rows(
+        "SELECT CONCAT_WS(' ', TABLE_NAME, INDEX_NAME, NON_UNIQUE, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX)) \
+         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME <> 'inrush_copy_ledger' \
+         GROUP BY TABLE_NAME, INDEX_NAME, NON_UNIQUE ORDER BY TABLE_NAME, INDEX_NAME",
+    );
+    assert_eq!(
+        keys,
+        [
+            "accounts accounts_region_fkey 1 region",
+            "accounts PRIMARY 0 id",
+            "events events_account_fkey 1 account",
+            "events PRIMARY 0 id",
+            "regions PRIMARY 0 code",
+            "regions regions_name_key 0 name",
+        ]
+    );
+    let foreign = target.rows(
+        "SELECT CONCAT_WS(' ', CONSTRAINT_NAME, TABLE_NAME, REFERENCED_TABLE_NAME, DELETE_RULE, UPDATE_RULE) \
+         FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA = DATABASE() ORDER BY 1",
+    );
+    assert_eq!(
+        foreign,
+        [
+            "accounts_region_fkey accounts regions NO ACTION CASCADE",
+            "events_account_fkey events accounts SET NULL NO ACTION",
+        ]
+    );
+    target.exec("INSERT INTO accounts (region, email) VALUES ('eu', 'new@x.org')");
+    assert_eq!(target.rows("SELECT MAX(id) FROM accounts"), ["501"]);
+    assert_eq!(
+        target.rows("SELECT CONCAT_WS(' ', id, region, tags, opened, email_lower) FROM accounts WHERE id = 1"),
+        ["1 us {t1,NULL} 2024-01-01 01:00:00.000000 user1@x.org"]
+    );
 }

@@ -77,8 +77,20 @@ impl SchemaSource for PgSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String]) -> String {
-        let columns: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
+    fn select(&self, table: &Table, columns: &[String], into: &str) -> String {
+        let columns: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                let zoned = table
+                    .columns
+                    .iter()
+                    .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
+                match zoned && into != ENGINE {
+                    true => format!("({0} AT TIME ZONE 'UTC') AS {0}", quote_ident(c)),
+                    false => quote_ident(c),
+                }
+            })
+            .collect();
         format!("SELECT {} FROM {}", columns.join(", "), qualified(table))
     }
 }

@@ -138,8 +138,21 @@ impl SchemaSource for MysqlSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String]) -> String {
-        let columns: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+    fn select(&self, table: &Table, columns: &[String], into: &str) -> String {
+        // A TIMESTAMP reads in the session's UTC; as DATETIME it comes without its zone.
+        let columns: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                let zoned = table
+                    .columns
+                    .iter()
+                    .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
+                match zoned && into != "PostgreSQL" {
+                    true => format!("CAST({0} AS DATETIME(6)) AS {0}", quote(c)),
+                    false => quote(c),
+                }
+            })
+            .collect();
         format!("SELECT {} FROM {}", columns.join(", "), quote(&table.name))
     }
 }
