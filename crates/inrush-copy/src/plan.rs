@@ -160,6 +160,9 @@ pub fn plan(
         let size = |p: &TablePlan| (p.source.bytes, p.source.rows_estimate);
         size(b).cmp(&size(a)).then_with(|| a.name().cmp(&b.name()))
     });
+    if target.writers() == 1 {
+        plans = parents_first(plans);
+    }
     Ok(CopyPlan {
         copy,
         source_engine: source.engine(),
@@ -168,6 +171,24 @@ pub fn plan(
         not_copied: database.not_copied,
         finished,
     })
+}
+
+/// `plans` reordered so that a table comes after the tables its foreign keys reference, for a
+/// target with one writer whose loads check foreign keys (SQLite, where the keys are part of
+/// the table); otherwise in the order given. A cycle is broken at its first table.
+fn parents_first(mut plans: Vec<TablePlan>) -> Vec<TablePlan> {
+    let mut ordered: Vec<TablePlan> = Vec::with_capacity(plans.len());
+    while !plans.is_empty() {
+        let ready = plans.iter().position(|p| {
+            p.source.foreign_keys.iter().all(|k| {
+                k.parent == p.source.name
+                    || ordered.iter().any(|o| o.source.name == k.parent)
+                    || !plans.iter().any(|q| q.source.name == k.parent)
+            })
+        });
+        ordered.push(plans.remove(ready.unwrap_or(0)));
+    }
+    ordered
 }
 
 /// A foreign key whose parent table is not copied cannot be made: listed, not attempted.

@@ -185,15 +185,19 @@ pub fn copy(
         for table in plan.tables.iter().filter(|t| t.state == TableState::New) {
             let name = &table.design.name;
             target
-                .run(&table.design.create, Some(record(plan, name, CREATED)))
+                .run(
+                    &Step::new(CREATED, table.design.create.clone()),
+                    Some(record(plan, name, CREATED)),
+                )
                 .map_err(|e| Failed::of(name, in_target(e)))?;
         }
     }
     let loading = !opts.schema_only && plan.tables.iter().any(|t| t.state != TableState::Loaded);
+    let jobs = opts.jobs.clamp(1, target.writers());
     let snapshot = match loading || (opts.verify && !opts.schema_only) {
         true => Some(
             source
-                .snapshot(opts.jobs.max(1) * opts.connections.max(1))
+                .snapshot(jobs * opts.connections.max(1))
                 .map_err(Failed::whole)?,
         ),
         false => None,
@@ -204,7 +208,7 @@ pub fn copy(
     let failure: Mutex<Option<Failed>> = Mutex::new(None);
     let each = |work: &(dyn Fn(&TablePlan) -> Result<(), Failed> + Sync)| {
         std::thread::scope(|scope| {
-            for _ in 0..opts.jobs.max(1).min(plan.tables.len()) {
+            for _ in 0..jobs.min(plan.tables.len()) {
                 scope.spawn(|| loop {
                     if opts.stop.is_set() || failure.lock().unwrap().is_some() {
                         return;
@@ -271,7 +275,10 @@ pub fn copy(
             return Err(Failed::whole(Error::Interrupted));
         }
         target
-            .run(&[], Some(record(plan, "", FINISHED)))
+            .run(
+                &Step::new(FINISHED, Vec::new()),
+                Some(record(plan, "", FINISHED)),
+            )
             .map_err(|e| Failed::whole(in_target(e)))?;
     }
     let mut tables = reports.into_inner().unwrap();
@@ -327,9 +334,9 @@ fn one_table(
     {
         if table.state == TableState::InFlight {
             // What a dead run committed of it may be any part of its rows: start again.
-            let empty = std::slice::from_ref(&table.design.empty);
+            let empty = Step::new("emptied", vec![table.design.empty.clone()]);
             target
-                .run(empty, None)
+                .run(&empty, None)
                 .map_err(|e| Failed::of(name, in_target(e)))?;
         }
         reporter.loading(&table.name());
@@ -341,7 +348,7 @@ fn one_table(
             step: LOADED,
         };
         target
-            .run(&[], Some(done))
+            .run(&Step::new(LOADED, Vec::new()), Some(done))
             .map_err(|e| Failed::of(name, in_target(e)))?;
         report.rows = summary.rows;
         report.rows_rejected = summary.rows_rejected;
@@ -482,7 +489,7 @@ fn steps(
             table: name,
             step: &step.what,
         };
-        match target.run(&step.sql, Some(done)) {
+        match target.run(step, Some(done)) {
             Ok(()) => {}
             Err(e) if step.optional => notes.push(Note::left_out(format!(
                 "{} of {}: the target refused its translation ({})",

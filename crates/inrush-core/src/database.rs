@@ -8,6 +8,7 @@
 use crate::query::{QueryError, QueryServer};
 use crate::SqlType;
 use serde::Serialize;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The tables of one database (or of a PostgreSQL database's schemas), as its catalog has them.
@@ -261,6 +262,9 @@ pub struct Step {
     /// A translation the target may refuse (a CHECK clause from another dialect): refused, it
     /// becomes a note of what was left out, not a failed copy.
     pub optional: bool,
+    /// A query for a row that breaks what the step made (a foreign key added unchecked): the
+    /// step fails, naming the row, when it returns one.
+    pub violation: Option<String>,
 }
 
 impl Step {
@@ -269,7 +273,58 @@ impl Step {
             what: what.into(),
             sql,
             optional: false,
+            violation: None,
         }
+    }
+}
+
+/// The names of a table's keys and indexes in a target whose index names are one namespace per
+/// schema (PostgreSQL's and SQLite's, where a key's index is named as its key), read from a
+/// source whose names are one per table (MariaDB's: every primary key is `PRIMARY`). A name
+/// another table of the source also uses becomes `table_name`, so no two collide.
+pub struct IndexNames<'t> {
+    table: &'t str,
+    shared: HashMap<String, usize>,
+    /// The target's longest name in bytes, cut at a character's boundary.
+    limit: usize,
+}
+
+impl<'t> IndexNames<'t> {
+    /// Names of `table` of `source` in a target of engine `into`.
+    pub fn new(table: &'t Table, source: &Database, into: &str, limit: usize) -> IndexNames<'t> {
+        let mut shared = HashMap::new();
+        if source.engine != into {
+            for t in &source.tables {
+                let keys = t.uniques.iter().map(|k| &k.name);
+                let named = keys.chain(t.indexes.iter().map(|i| &i.name));
+                for name in named.chain(t.primary_key.iter().map(|k| &k.name)) {
+                    *shared.entry(name.to_lowercase()).or_insert(0) += 1;
+                }
+            }
+        }
+        IndexNames {
+            table: &table.name,
+            shared,
+            limit,
+        }
+    }
+
+    /// The name here of key or index `name` (`suffix` names an unnamed or shared one).
+    pub fn key(&self, name: &str, suffix: &str) -> String {
+        let shared = self
+            .shared
+            .get(&name.to_lowercase())
+            .is_some_and(|&n| n > 1);
+        let name = match (name.is_empty() || name == "PRIMARY", shared) {
+            (true, _) => format!("{}_{suffix}", self.table),
+            (false, true) => format!("{}_{name}", self.table),
+            (false, false) => name.to_string(),
+        };
+        let mut end = name.len().min(self.limit);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        name[..end].to_string()
     }
 }
 
@@ -314,10 +369,15 @@ pub trait SchemaTarget: Send + Sync {
     /// How `table` of `source` is made here.
     fn design(&self, table: &Table, source: &Database) -> Design;
 
-    /// Runs `sql` in order on one connection, in one transaction with the ledger's record of
-    /// `done` (table, step) where the engine's DDL is transactional; where it is not, the
-    /// record follows the statements.
-    fn run(&self, sql: &[String], done: Option<Done>) -> Result<(), QueryError>;
+    /// Runs `step`'s statements in order on one connection, then its violation query, in one
+    /// transaction with the ledger's record of `done` where the engine's DDL is
+    /// transactional; where it is not, the record follows the statements.
+    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError>;
+
+    /// Tables that can load at once (SQLite has one writer).
+    fn writers(&self) -> usize {
+        usize::MAX
+    }
 
     /// The ledger of the copy named `copy` (see [`SchemaSource::describe`]): (table, step) of
     /// everything it recorded as done. Made when missing.

@@ -23,7 +23,7 @@ mod target;
 pub mod value;
 pub mod writer;
 
-pub use database::SqliteSchemaSource;
+pub use database::{SqliteSchemaSource, SqliteSchemaTarget};
 pub use target::SqliteTarget;
 
 use std::path::PathBuf;

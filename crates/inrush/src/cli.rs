@@ -43,8 +43,8 @@ pub enum Command {
     Status(StatusArgs),
     /// The insert-performance lab: the seeds' experiments (A1-D8) run against your server.
     Lab(LabArgs),
-    /// Copy a whole database (tables, keys, indexes, foreign keys, numbering) from PostgreSQL
-    /// or MariaDB/MySQL into PostgreSQL: every table through the load path, from one
+    /// Copy a whole database (tables, keys, indexes, foreign keys, numbering) between
+    /// PostgreSQL, MariaDB/MySQL and SQLite: every table through the load path, from one
     /// consistent image of the source; a rerun resumes where a failed copy stopped.
     Copy(crate::copy::CopyArgs),
 }

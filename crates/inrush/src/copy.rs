@@ -13,10 +13,11 @@ use std::sync::Arc;
 
 #[derive(Args, Debug)]
 pub struct CopyArgs {
-    /// The source database: postgresql://..., mysql://... (MariaDB or MySQL).
+    /// The source database: postgresql://..., mysql://... (MariaDB or MySQL), or a SQLite file
+    /// (sqlite:///path/to.db).
     #[arg(long)]
     pub from: String,
-    /// The target database: postgresql://... (or a libpq key=value string).
+    /// The target database, as for --from (a SQLite file is made if missing).
     #[arg(long, env = "INRUSH_TO")]
     pub to: String,
     /// Copy only tables matching these patterns (`*`, `?`; `name` or `schema.name`; comma

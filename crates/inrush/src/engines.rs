@@ -43,22 +43,10 @@ pub trait Engine: Sync {
     }
 
     /// `inrush copy --from`: the database `from` names, as a copy reads it.
-    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>> {
-        let _ = (from, zero_dates_null);
-        Err(usage(format!(
-            "--from names {}: inrush copy reads PostgreSQL, MariaDB/MySQL and SQLite databases",
-            self.name()
-        )))
-    }
+    fn schema_source(&self, from: &str, zero_dates_null: bool) -> Result<Box<dyn SchemaSource>>;
 
     /// `inrush copy --to`: the database `to` names, as a copy writes it.
-    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
-        let _ = to;
-        Err(usage(format!(
-            "--to names {}: inrush copy writes into PostgreSQL and MariaDB/MySQL (SQLite targets are not built yet)",
-            self.name()
-        )))
-    }
+    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>>;
 
     /// `inrush plan`: what a load of `input` with `opts` would do.
     fn plan(&self, to: &str, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
@@ -312,6 +300,12 @@ impl Engine for Sqlite {
             return Err(usage(format!("--from: {} does not exist", path.display())));
         }
         Ok(Box::new(inrush_sqlite::SqliteSchemaSource::new(path)))
+    }
+
+    fn schema_target(&self, to: &str) -> Result<Box<dyn SchemaTarget>> {
+        Ok(Box::new(inrush_sqlite::SqliteSchemaTarget::new(
+            Self::path(to)?,
+        )))
     }
 
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {

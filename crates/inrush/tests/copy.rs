@@ -375,8 +375,8 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
     source.exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)");
     let target = Db::fresh("copy_refuse_to");
     target.exec("CREATE TABLE t (id int)");
-    let sqlite = "sqlite:///nowhere/x.db";
-    let cases: [(&str, &[&str], &str); 4] = [
+    let missing = "sqlite:///nowhere/x.db";
+    let cases: [(&str, &[&str], &str); 3] = [
         (
             &target.conninfo,
             &[],
@@ -392,11 +392,6 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
             &["--tables", "nothing*"],
             "matches --tables and --exclude",
         ),
-        (
-            sqlite,
-            &[],
-            "inrush copy writes into PostgreSQL and MariaDB/MySQL",
-        ),
     ];
     for (to, extra, said) in cases {
         let mut args = vec!["copy", "--from", &source.conninfo, "--to", to];
@@ -405,6 +400,12 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
         assert_eq!(code, 2, "{extra:?}: {out}");
         assert!(out.contains(said), "{extra:?}: {said:?} not in {out}");
     }
+    let (code, out) = copy(missing, &target.conninfo, &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("--from: /nowhere/x.db does not exist"),
+        "{out}"
+    );
     assert_eq!(target.int("SELECT count(*) FROM t"), 0);
     // Rows into the table that is there: --data-only.
     let (code, out) = copy(&source.conninfo, &target.conninfo, &["--data-only"]);
@@ -667,4 +668,62 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
         target.rows("SELECT CONCAT_WS(' ', id, region, tags, opened, email_lower) FROM accounts WHERE id = 1"),
         ["1 us {t1,NULL} 2024-01-01 01:00:00.000000 user1@x.org"]
     );
+}
+
+#[test]
+fn a_mariadb_database_moves_into_a_sqlite_file() {
+    let source = MariaDb::fresh("copy_to_sqlite");
+    source.exec(SHOP);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shop.db");
+    let to = format!("sqlite://{}", path.display());
+    let (code, out) = copy(&source.url, &to, &["--verify", "--jobs", "3"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("copied 3 tables, 9 rows"), "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 3, "{out}");
+    assert!(
+        out.contains("left out: check total_not_negative of orders"),
+        "{out}"
+    );
+    let file = rusqlite::Connection::open(&path).unwrap();
+    let schema: Vec<String> = file
+        .prepare("SELECT sql FROM sqlite_schema WHERE name NOT LIKE 'inrush%' AND name NOT LIKE 'sqlite%' AND sql IS NOT NULL ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        schema,
+        [
+            "CREATE INDEX \"by_note\" ON \"orders\" (substr(\"note\", 1, 10))",
+            "CREATE INDEX \"by_status\" ON \"orders\" (\"status\", \"total\" DESC)",
+            "CREATE TABLE \"customers\" (\"id\" INTEGER PRIMARY KEY NOT NULL, \"email\" VARCHAR(80) NOT NULL, \"name\" VARCHAR(40) NOT NULL DEFAULT 'anon', \"joined\" DATETIME DEFAULT CURRENT_TIMESTAMP, \"vip\" BOOLEAN NOT NULL DEFAULT 0)",
+            "CREATE UNIQUE INDEX \"email\" ON \"customers\" (\"email\")",
+            "CREATE TABLE \"order_lines\" (\"order_id\" INTEGER NOT NULL, \"line\" INTEGER NOT NULL, \"sku\" CHAR(8) NOT NULL, \"qty\" INTEGER NOT NULL DEFAULT '1', PRIMARY KEY (\"order_id\", \"line\"), FOREIGN KEY (\"order_id\") REFERENCES \"orders\" (\"id\") ON DELETE CASCADE ON UPDATE RESTRICT)",
+            "CREATE TABLE \"orders\" (\"id\" INTEGER PRIMARY KEY NOT NULL, \"customer_id\" INTEGER NOT NULL, \"status\" TEXT NOT NULL DEFAULT 'new', \"total\" NUMERIC(10,2) NOT NULL, \"note\" TEXT, \"doc\" JSON, FOREIGN KEY (\"customer_id\") REFERENCES \"customers\" (\"id\") ON DELETE CASCADE ON UPDATE RESTRICT)",
+            "CREATE INDEX \"orders_customer\" ON \"orders\" (\"customer_id\")",
+        ]
+    );
+    let rows: Vec<String> = file
+        .prepare("SELECT id || '|' || customer_id || '|' || status || '|' || total || '|' || quote(note) || '|' || quote(doc) FROM orders ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        [
+            "1|1|paid|120.5|'first, \"quoted\"\nline'|'{\"k\": [1, 2]}'",
+            "2|1|new|0|NULL|NULL",
+            "3|3|sent|99.99|'ünïcödé'|'null'",
+        ]
+    );
+    file.execute("INSERT INTO customers (email) VALUES ('d@x.org')", [])
+        .unwrap();
+    let id: i64 = file
+        .query_row("SELECT max(id) FROM customers", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(id, 4);
 }

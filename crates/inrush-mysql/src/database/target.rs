@@ -79,7 +79,7 @@ impl SchemaTarget for MysqlSchemaTarget {
         design(table, source)
     }
 
-    fn run(&self, sql: &[String], done: Option<Done>) -> Result<(), QueryError> {
+    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError> {
         self.block_on(async {
             let mut conn = self.connect().await?;
             // Foreign keys are added unchecked and checked by their own query (see above).
@@ -87,21 +87,18 @@ impl SchemaTarget for MysqlSchemaTarget {
             conn.query_drop(session)
                 .await
                 .map_err(|e| failed(session, e))?;
-            for statement in sql {
-                match statement.strip_prefix(VIOLATION) {
-                    Some(query) => {
-                        let found: Option<String> = conn
-                            .query_first(query)
-                            .await
-                            .map_err(|e| failed(query, e))?;
-                        if let Some(row) = found {
-                            return Err(failed(query, format!("a row breaks the key: {row}")));
-                        }
-                    }
-                    None => conn
-                        .query_drop(statement)
-                        .await
-                        .map_err(|e| failed(statement, e))?,
+            for statement in &step.sql {
+                conn.query_drop(statement)
+                    .await
+                    .map_err(|e| failed(statement, e))?;
+            }
+            if let Some(query) = &step.violation {
+                let found: Option<String> = conn
+                    .query_first(query)
+                    .await
+                    .map_err(|e| failed(query, e))?;
+                if let Some(row) = found {
+                    return Err(failed(&step.what, format!("a row breaks it: {row}")));
                 }
             }
             if let Some(done) = done {
@@ -157,10 +154,6 @@ impl SchemaTarget for MysqlSchemaTarget {
         format!("SELECT {} FROM {}", columns.join(", "), design.name)
     }
 }
-
-/// A statement that is a query for a row breaking a foreign key: [`SchemaTarget::run`] fails
-/// when it returns one.
-const VIOLATION: &str = "-- violation\n";
 
 /// How `table` of `source` is made in MariaDB (see the module's documentation).
 pub fn design(table: &Table, source: &Database) -> Design {
@@ -279,25 +272,24 @@ pub fn design(table: &Table, source: &Database) -> Design {
             .iter()
             .map(|c| format!("CAST(c.{} AS CHAR)", quote(c)))
             .collect();
-        design.after_all.push(Step::new(
+        let mut step = Step::new(
             format!("foreign key {}", key.name),
-            vec![
-                format!(
-                    "ALTER TABLE {name} ADD CONSTRAINT {} FOREIGN KEY IF NOT EXISTS ({}) REFERENCES {parent} ({}) ON DELETE {} ON UPDATE {}",
-                    quote(&key.name),
-                    list(&key.columns),
-                    list(&key.parent_columns),
-                    key.on_delete.sql(),
-                    key.on_update.sql()
-                ),
-                format!(
-                    "{VIOLATION}SELECT CONCAT_WS(', ', {}) FROM {name} c WHERE {} AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {}) LIMIT 1",
-                    shown.join(", "),
-                    present.join(" AND "),
-                    joined.join(" AND ")
-                ),
-            ],
+            vec![format!(
+                "ALTER TABLE {name} ADD CONSTRAINT {} FOREIGN KEY IF NOT EXISTS ({}) REFERENCES {parent} ({}) ON DELETE {} ON UPDATE {}",
+                quote(&key.name),
+                list(&key.columns),
+                list(&key.parent_columns),
+                key.on_delete.sql(),
+                key.on_update.sql()
+            )],
+        );
+        step.violation = Some(format!(
+            "SELECT CONCAT_WS(', ', {}) FROM {name} c WHERE {} AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE {}) LIMIT 1",
+            shown.join(", "),
+            present.join(" AND "),
+            joined.join(" AND ")
         ));
+        design.after_all.push(step);
     }
     design
 }

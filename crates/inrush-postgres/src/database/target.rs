@@ -8,11 +8,11 @@
 use super::source::ENGINE;
 use crate::{query_error, quote_ident, ConnectOptions, Error};
 use inrush_core::database::{
-    Column, Database, Default, Design, Done, Identity, IndexPart, Note, SchemaTarget, Step, Table,
+    Column, Database, Default, Design, Done, Identity, IndexNames, IndexPart, Note, SchemaTarget,
+    Step, Table,
 };
 use inrush_core::query::QueryError;
 use inrush_core::SqlType;
-use std::collections::HashMap;
 
 /// A PostgreSQL database a copy writes.
 pub struct PgSchemaTarget {
@@ -59,7 +59,7 @@ impl SchemaTarget for PgSchemaTarget {
         design(table, source)
     }
 
-    fn run(&self, sql: &[String], done: Option<Done>) -> Result<(), QueryError> {
+    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError> {
         let mut client = self.connect()?;
         let mut tx = client
             .transaction()
@@ -70,10 +70,23 @@ impl SchemaTarget for PgSchemaTarget {
         tx.batch_execute(memory)
             .map_err(query_error(memory))
             .map_err(target_error)?;
-        for statement in sql {
+        for statement in &step.sql {
             tx.batch_execute(statement)
                 .map_err(query_error(statement.as_str()))
                 .map_err(target_error)?;
+        }
+        if let Some(query) = &step.violation {
+            let found = tx
+                .query_opt(query.as_str(), &[])
+                .map_err(query_error(query.as_str()))
+                .map_err(target_error)?;
+            if let Some(row) = found {
+                return Err(QueryError {
+                    engine: ENGINE,
+                    what: step.what.clone(),
+                    message: format!("a row breaks it: {}", row.get::<_, String>(0)),
+                });
+            }
         }
         if let Some(done) = done {
             let record =
@@ -131,7 +144,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
         Some(schema) => format!("{}.{}", quote_ident(schema), quote_ident(&table.name)),
         None => quote_ident(&table.name),
     };
-    let names = IndexNames::new(table, source);
+    // PostgreSQL cuts names at 63 bytes.
+    let names = IndexNames::new(table, source, ENGINE, 63);
     let mut design = Design {
         name: name.clone(),
         empty: format!("TRUNCATE {name}"),
@@ -284,6 +298,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
                 quote_ident(&names.key(&check.name, "check"))
             )],
             optional: !same,
+            violation: None,
         });
     }
     for key in &table.foreign_keys {
@@ -418,53 +433,6 @@ fn requote(sql: &str) -> String {
         }
     }
     out
-}
-
-/// The names of a table's keys and indexes here. PostgreSQL's index names (a key's index is
-/// named as its key) are one namespace per schema, MariaDB's and SQLite's one per table: a name
-/// another table of the source also uses (every MariaDB primary key is `PRIMARY`) becomes
-/// `table_name`, so no two collide.
-struct IndexNames<'t> {
-    table: &'t str,
-    shared: HashMap<String, usize>,
-}
-
-impl<'t> IndexNames<'t> {
-    fn new(table: &'t Table, source: &Database) -> IndexNames<'t> {
-        let mut shared = HashMap::new();
-        if source.engine != ENGINE {
-            for t in &source.tables {
-                let keys = t.uniques.iter().map(|k| &k.name);
-                let named = keys.chain(t.indexes.iter().map(|i| &i.name));
-                for name in named.chain(t.primary_key.iter().map(|k| &k.name)) {
-                    *shared.entry(name.to_lowercase()).or_insert(0) += 1;
-                }
-            }
-        }
-        IndexNames {
-            table: &table.name,
-            shared,
-        }
-    }
-
-    /// The name here of key or index `name` (`suffix` names an unnamed or shared one).
-    fn key(&self, name: &str, suffix: &str) -> String {
-        let shared = self
-            .shared
-            .get(&name.to_lowercase())
-            .is_some_and(|&n| n > 1);
-        let name = match (name.is_empty() || name == "PRIMARY", shared) {
-            (true, _) => format!("{}_{suffix}", self.table),
-            (false, true) => format!("{}_{name}", self.table),
-            (false, false) => name.to_string(),
-        };
-        // PostgreSQL cuts names at 63 bytes; cut at a character's boundary.
-        let mut end = name.len().min(63);
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        name[..end].to_string()
-    }
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ impl SchemaSource for SqliteSchemaSource {
         );
         let server = SqliteReader {
             path: self.path.clone(),
-            idle: Arc::new((Mutex::new(idle), Condvar::new())),
+            idle: Some(Arc::new((Mutex::new(idle), Condvar::new()))),
         };
         Ok(Snapshot {
             server: Arc::new(server),
@@ -426,9 +426,10 @@ fn primary_key(conn: &Connection, table: &str) -> Result<Vec<String>, QueryError
 
 /// A copy's reading connections, each in a read transaction of the same instant (see the
 /// module's documentation); a query takes one and gives it back when its rows are read.
-struct SqliteReader {
+/// Without them (`idle` is `None`), each query opens its own: a target read back.
+pub(crate) struct SqliteReader {
     path: PathBuf,
-    idle: Arc<(Mutex<Vec<Connection>>, Condvar)>,
+    idle: Option<Arc<(Mutex<Vec<Connection>>, Condvar)>>,
 }
 
 impl std::fmt::Debug for SqliteReader {
@@ -440,13 +441,13 @@ impl std::fmt::Debug for SqliteReader {
 /// A connection of the pool, given back when dropped.
 struct Lease {
     conn: Option<Connection>,
-    idle: Arc<(Mutex<Vec<Connection>>, Condvar)>,
+    idle: Option<Arc<(Mutex<Vec<Connection>>, Condvar)>>,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            let (idle, freed) = &*self.idle;
+        if let (Some(conn), Some(pool)) = (self.conn.take(), &self.idle) {
+            let (idle, freed) = &**pool;
             idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
             freed.notify_one();
         }
@@ -454,15 +455,26 @@ impl Drop for Lease {
 }
 
 impl SqliteReader {
-    fn lease(&self) -> Lease {
-        let (idle, freed) = &*self.idle;
+    /// Queries of the file at `path`, each on a connection of its own.
+    pub(crate) fn new(path: PathBuf) -> SqliteReader {
+        SqliteReader { path, idle: None }
+    }
+
+    fn lease(&self) -> Result<Lease, QueryError> {
+        let Some(pool) = &self.idle else {
+            return Ok(Lease {
+                conn: Some(open(&self.path)?),
+                idle: None,
+            });
+        };
+        let (idle, freed) = &**pool;
         let mut idle_now = idle.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(conn) = idle_now.pop() {
-                return Lease {
+                return Ok(Lease {
                     conn: Some(conn),
-                    idle: self.idle.clone(),
-                };
+                    idle: Some(pool.clone()),
+                });
             }
             idle_now = freed.wait(idle_now).unwrap_or_else(|e| e.into_inner());
         }
@@ -477,7 +489,7 @@ impl QueryServer for SqliteReader {
     /// The names; every type text, since a query's columns carry no declared type here (a
     /// copy makes its tables from the catalog, not from this).
     fn columns(&self, sql: &str) -> Result<Vec<(String, SqlType)>, QueryError> {
-        let lease = self.lease();
+        let lease = self.lease()?;
         let conn = lease.conn.as_ref().expect("a leased connection");
         let statement = conn.prepare(sql).map_err(error(sql))?;
         let names = statement.column_names().into_iter();
@@ -487,7 +499,7 @@ impl QueryServer for SqliteReader {
     fn split(&self, sql: &str, column: &str, parts: usize) -> Result<Vec<String>, QueryError> {
         let col = quote(column);
         let bounds = format!("SELECT min({col}), max({col}) FROM ({sql})");
-        let lease = self.lease();
+        let lease = self.lease()?;
         let conn = lease.conn.as_ref().expect("a leased connection");
         let (min, max): (Option<i64>, Option<i64>) = conn
             .query_row(&bounds, [], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -510,7 +522,7 @@ impl QueryServer for SqliteReader {
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
-        let lease = self.lease();
+        let lease = self.lease()?;
         // Fail here, with SQLite's message, when the query does not prepare.
         if let Some(conn) = &lease.conn {
             conn.prepare(sql).map_err(error(sql))?;
