@@ -5,8 +5,9 @@
 //! `LOAD DATA`'s escaping ([`value`]), one connection's `LOAD DATA LOCAL INFILE` streams with
 //! every warning turned into a bad row ([`writer`]), and the [`inrush_load::Target`] that puts
 //! them together ([`MysqlTarget`]); and a query's rows read from such a server for
-//! `--from-query` ([`source`]); and the SQL and connection of `inrush lab`'s experiments on
-//! MariaDB ([`lab`]).
+//! `--from-query` ([`source`]); a whole database read and written by `inrush copy`
+//! ([`database`]); and the SQL and connection of `inrush lab`'s experiments on MariaDB
+//! ([`lab`]).
 //!
 //! Commit policy: as for PostgreSQL, every connection loads inside its own transaction and all
 //! commit together once every chunk is in and every connection's checks passed; anything

@@ -5,7 +5,7 @@
 //! the value SQLite stores, checked against the declared type ([`value`]), the one writer that
 //! binds ready values to a cached multi-row INSERT inside one transaction ([`writer`]), the
 //! `--resume` ledger in the file ([`ledger`]), and the [`inrush_load::Target`] that puts them
-//! together ([`SqliteTarget`]).
+//! together ([`SqliteTarget`]); a whole file read and written by `inrush copy` ([`database`]).
 //!
 //! Atomic by construction: the whole load, the indexes dropped and built again, `--create` and
 //! `--truncate` included, is one SQLite transaction (SQLite's DDL is transactional), so a
