@@ -10,7 +10,7 @@
 //! and validated and numbering restarts past the copied maximum. Every step is recorded in the
 //! target's copy ledger as it ends, so a copy that dies resumes where it stopped: a table whose
 //! rows were committed stays, a table in flight is emptied and loaded again. `--verify` reads
-//! both sides back and compares each table's rows ([`verify`]).
+//! both sides back and compares each table's rows (`verify.rs`).
 //!
 //! Does not own: any engine's catalog or DDL (each engine crate implements the two traits of
 //! `inrush_core::database`), nor how rows are read, checked or written (`inrush-load`).

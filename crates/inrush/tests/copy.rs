@@ -423,6 +423,40 @@ fn a_copy_refuses_what_cannot_work_before_it_changes_anything() {
         out.contains("--verify: public.t differs from its source: 1 rows with checksum"),
         "{out}"
     );
+    // --json: the plan, then the summary, on standard output.
+    let fresh = Db::fresh("copy_json_to");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec![
+            "copy",
+            "--from",
+            &source.conninfo,
+            "--to",
+            &fresh.conninfo,
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+            .args(&all)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let plan = json(&["--check"]);
+    assert_eq!(plan["tables"][0]["design"]["name"], "\"public\".\"t\"");
+    assert_eq!(plan["tables"][0]["state"], "new");
+    let summary = json(&["--verify"]);
+    assert_eq!(summary["rows"], 1);
+    assert_eq!(summary["tables"][0]["table"], "public.t");
+    assert_eq!(summary["tables"][0]["verified"]["target"]["rows"], 1);
+    assert!(summary["snapshot"]
+        .as_str()
+        .unwrap()
+        .starts_with("exported snapshot"));
     // The table was loaded by the first run: the ledger keeps it from a second load.
     assert!(out.contains(", 2 rows with checksum"), "{out}");
 }
@@ -726,4 +760,53 @@ fn a_mariadb_database_moves_into_a_sqlite_file() {
         .query_row("SELECT max(id) FROM customers", [], |r| r.get(0))
         .unwrap();
     assert_eq!(id, 4);
+}
+
+#[test]
+fn mariadb_tables_read_one_instant_while_the_source_takes_writes() {
+    let source = MariaDb::fresh("copy_maria_instant");
+    source.exec(
+        "CREATE TABLE a (id BIGINT PRIMARY KEY, pad VARCHAR(200));
+         CREATE TABLE b (id BIGINT PRIMARY KEY, pad VARCHAR(200));
+         INSERT INTO a SELECT seq, REPEAT('x', 200) FROM seq_1_to_100000;
+         INSERT INTO b SELECT seq, REPEAT('y', 200) FROM seq_1_to_100000;
+         DELIMITER //
+         CREATE PROCEDURE churn() BEGIN
+           DECLARE i BIGINT DEFAULT 1;
+           WHILE i < 1000000 DO
+             START TRANSACTION;
+             INSERT INTO a VALUES (100000 + i, 'w'); DELETE FROM a WHERE id = i;
+             INSERT INTO b VALUES (100000 + i, 'w'); DELETE FROM b WHERE id = i;
+             COMMIT;
+             SET i = i + 1;
+           END WHILE;
+         END//
+         DELIMITER ;",
+    );
+    let mut writer = source.spawn("CALL churn()");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let target = Db::fresh("copy_maria_instant_to");
+    let (code, out) = copy(&source.url, &target.conninfo, &["--jobs", "1", "--verify"]);
+    let after = source.rows("SELECT MAX(id) FROM a")[0]
+        .parse::<i64>()
+        .unwrap();
+    let churning = source.rows(
+        "SELECT ID FROM information_schema.PROCESSLIST \
+         WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND COMMAND = 'Query'",
+    );
+    for id in &churning {
+        let _ = source.try_exec(&format!("KILL {id}"));
+    }
+    let _ = writer.kill();
+    let _ = writer.wait();
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(churning.len(), 1, "the writer ran through the copy");
+    assert!(out.contains("under FLUSH TABLES WITH READ LOCK"), "{out}");
+    let differ = target.int("SELECT count(*) FROM (SELECT id FROM a EXCEPT SELECT id FROM b) d")
+        + target.int("SELECT count(*) FROM (SELECT id FROM b EXCEPT SELECT id FROM a) d");
+    assert_eq!(differ, 0);
+    assert_eq!(target.int("SELECT count(*) FROM a"), 100000);
+    let copied = target.int("SELECT max(id) FROM a");
+    assert!(copied > 100000, "writes before the copy are in it");
+    assert!(after > copied, "writes went on after the copy's instant");
 }
