@@ -427,13 +427,17 @@ fn load(
     opts: &CopyOptions,
     rows: &RowsSent,
 ) -> Result<inrush_load::LoadSummary, Error> {
-    // Below this a split's extra queries and connections cost more than they gain.
+    // Below these a split's extra queries and connections cost more than they gain (a
+    // SQLite source knows its rows, not its bytes).
     const SPLIT_FROM_BYTES: u64 = 32 << 20;
+    const SPLIT_FROM_ROWS: u64 = 500_000;
+    let large =
+        table.source.bytes >= SPLIT_FROM_BYTES || table.source.rows_estimate >= SPLIT_FROM_ROWS;
     let split_by = table
         .source
         .split_column()
         .filter(|c| table.design.columns.iter().any(|d| d == c))
-        .filter(|_| table.source.bytes >= SPLIT_FROM_BYTES && opts.connections > 1);
+        .filter(|_| large && opts.connections > 1);
     let mut load = LoadOptions::new("", table.design.name.clone());
     load.inputs.clear();
     load.from_query = Some(QuerySource {
