@@ -355,11 +355,17 @@ fn one_table(
         report.rejects_file = summary.rejects_file.clone();
         report.load_seconds = summary.seconds;
         report.rows_per_second = summary.rows_per_second;
+        // How the query's rows went: as tuples untouched, or parsed (and why).
+        let read = summary
+            .notes
+            .iter()
+            .find_map(|n| n.strip_prefix("--from-query: rows streamed "));
         report.method = format!(
-            "{} over {} connection{}",
+            "{} over {} connection{}{}",
             summary.engine.method,
             summary.connections,
-            if summary.connections == 1 { "" } else { "s" }
+            if summary.connections == 1 { "" } else { "s" },
+            read.map(|r| format!(", {r}")).unwrap_or_default()
         );
     }
     if !opts.data_only {

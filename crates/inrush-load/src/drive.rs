@@ -339,7 +339,7 @@ fn run_stages(
             None => None,
         };
         let ticker = spawn_ticker(scope, &done, &opts.interrupt, shared, reporter, progress)?;
-        let _end_ticker = EndTicker(&done);
+        let end_ticker = EndTicker(&done, ticker.thread().clone());
         let written = streams.write(chunk_rx, plan, shared);
         let resolved = join_workers(workers)?;
         if let Some(middle) = middle {
@@ -347,7 +347,7 @@ fn run_stages(
                 .join()
                 .map_err(|_| Error::Internal("the sort or order stage panicked".into()))?;
         }
-        done.store(true, Ordering::Relaxed);
+        end_ticker.end();
         let _ = ticker.join();
         Ok((written, resolved))
     })?;

@@ -348,19 +348,28 @@ pub fn spawn_ticker<'scope, 'env>(
                     shared.fail(Error::Interrupted);
                 }
                 reporter.progress(progress.snapshot());
-                std::thread::sleep(Duration::from_millis(100));
+                // Woken early by `EndTicker`: a load's end does not wait out the tick.
+                std::thread::park_timeout(Duration::from_millis(100));
             }
         })
         .map_err(spawn_error)
 }
 
-/// Ends the ticker when dropped: a scope's body that returns early (an error, a panicking
-/// stage) would otherwise leave the scope waiting for the ticker forever.
-pub struct EndTicker<'a>(pub &'a AtomicBool);
+/// Ends the ticker (the flag, and its thread woken) when dropped or asked: a scope's body
+/// that returns early (an error, a panicking stage) would otherwise leave the scope waiting
+/// for the ticker forever.
+pub struct EndTicker<'a>(pub &'a AtomicBool, pub std::thread::Thread);
+
+impl EndTicker<'_> {
+    pub fn end(&self) {
+        self.0.store(true, Ordering::Relaxed);
+        self.1.unpark();
+    }
+}
 
 impl Drop for EndTicker<'_> {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.end();
     }
 }
 
