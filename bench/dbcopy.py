@@ -72,7 +72,7 @@ The summary prints best and median seconds per method and the goals of the issue
 medians (best in brackets): pgloader / inrush_copy at least 5, pgcopydb / inrush_copy at least
 1.3, inrush_copy / floor at most 1.2 (each scenario's own floor); pg_dump_restore / inrush_copy
 is printed without a goal. Raw numbers, the commands, the versions, inrush copy's plan (--check
---json) and its JSON summaries go to bench/out/copy-<date>.json. See bench/README.md.
+--json) and its JSON summaries go to bench/out/dbcopy-<date>.json. See bench/README.md.
 
 Standard library only (Python 3.11).
 """
@@ -81,14 +81,6 @@ from __future__ import annotations
 
 import os
 import sys
-
-# This file's name is the standard library's `copy`, which dataclasses, argparse and others
-# import: take bench/ (the script's directory, sys.path[0]) off the path until the real one is
-# loaded, or they would import this script instead.
-_BENCH = os.path.dirname(os.path.abspath(__file__))
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _BENCH]
-import copy  # noqa: E402,F401  (the standard library's, cached in sys.modules from here on)
-
 import argparse
 import datetime as dt
 import json
@@ -800,7 +792,7 @@ def main() -> int:
 
         run.OUT_DIR.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now()
-        out = run.OUT_DIR / f"copy-{now:%Y%m%d-%H%M%S}.json"
+        out = run.OUT_DIR / f"dbcopy-{now:%Y%m%d-%H%M%S}.json"
         env = tool_env(pg_bin)
         out.write_text(json.dumps({
             "dataset": {"name": "tpch", "scale_factor": args.scale, "tpchgen_version": tpchgen_version,
