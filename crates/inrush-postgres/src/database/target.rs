@@ -151,7 +151,9 @@ pub fn design(table: &Table, source: &Database) -> Design {
         empty: format!("TRUNCATE {name}"),
         ..Design::default()
     };
-    if let Some(schema) = schema {
+    // Even with IF NOT EXISTS, CREATE SCHEMA needs the right to create schemas, which a
+    // user loading into `public` may not have.
+    if let Some(schema) = schema.filter(|s| *s != "public") {
         design.create.push(format!(
             "CREATE SCHEMA IF NOT EXISTS {}",
             quote_ident(schema)
