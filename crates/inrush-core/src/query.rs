@@ -107,6 +107,34 @@ pub fn key_ranges(min: i64, max: i64, parts: usize) -> Vec<(i128, i128)> {
         .collect()
 }
 
+/// `sql` cut into queries over [`key_ranges`] of the integer column `column` (quoted as the
+/// source's SQL quotes it) from `min` to `max`, rows with NULL in the first; `sql` alone when
+/// the column holds no value (`min`/`max` `None`). Every source engine reads the subquery's
+/// alias and these comparisons alike.
+pub fn range_queries(
+    sql: &str,
+    column: &str,
+    bounds: (Option<i64>, Option<i64>),
+    parts: usize,
+) -> Vec<String> {
+    let (Some(min), Some(max)) = bounds else {
+        return vec![sql.to_string()];
+    };
+    key_ranges(min, max, parts)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (lo, hi))| {
+            let nulls = match i {
+                0 => format!(" OR {column} IS NULL"),
+                _ => String::new(),
+            };
+            format!(
+                "SELECT * FROM ({sql}) AS q WHERE ({column} >= {lo} AND {column} < {hi}){nulls}"
+            )
+        })
+        .collect()
+}
+
 /// The reading end of a source's rows, filled in chunks by the thread that talks to the server.
 /// The channel is bounded, so a slow load holds the source back instead of buffering its rows;
 /// a load that stops reading drops the reader, and the producer's next send fails, ending it.
@@ -167,6 +195,21 @@ mod tests {
         assert_eq!(wide.first().unwrap().0, i64::MIN as i128);
         assert_eq!(wide.last().unwrap().1, i64::MAX as i128 + 1);
         assert!(wide.windows(2).all(|w| w[0].1 == w[1].0));
+    }
+
+    #[test]
+    fn range_queries_cover_every_key_once_and_nulls_in_the_first() {
+        assert_eq!(
+            range_queries("SELECT * FROM t", "\"k\"", (Some(1), Some(10)), 2),
+            [
+                "SELECT * FROM (SELECT * FROM t) AS q WHERE (\"k\" >= 1 AND \"k\" < 6) OR \"k\" IS NULL",
+                "SELECT * FROM (SELECT * FROM t) AS q WHERE (\"k\" >= 6 AND \"k\" < 11)",
+            ]
+        );
+        assert_eq!(
+            range_queries("SELECT 1", "k", (None, None), 4),
+            ["SELECT 1"]
+        );
     }
 
     #[test]

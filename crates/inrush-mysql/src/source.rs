@@ -19,7 +19,7 @@
 
 use crate::options::MysqlOptions;
 use inrush_core::query::{
-    csv_field, key_ranges, ChunkReader, ChunkSender, QueryError, QueryServer,
+    csv_field, range_queries, ChunkReader, ChunkSender, QueryError, QueryServer,
 };
 use inrush_core::SqlType;
 use mysql_async::consts::{ColumnFlags, ColumnType};
@@ -277,21 +277,7 @@ impl QueryServer for MysqlSource {
                 .map_err(self.error(bounds.as_str()))?;
             Ok(row.unwrap_or((None, None)))
         })?;
-        let (Some(min), Some(max)) = (min, max) else {
-            return Ok(vec![sql.to_string()]);
-        };
-        Ok(key_ranges(min, max, parts)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (lo, hi))| {
-                let nulls = if i == 0 {
-                    format!(" OR {col} IS NULL")
-                } else {
-                    String::new()
-                };
-                format!("SELECT * FROM ({sql}) AS q WHERE ({col} >= {lo} AND {col} < {hi}){nulls}")
-            })
-            .collect())
+        Ok(range_queries(sql, &col, (min, max), parts))
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {

@@ -5,7 +5,7 @@
 //! read by the target's own rules. [`ConnectOptions`] is PostgreSQL's [`QueryServer`].
 
 use crate::{query_error, quote_ident, ConnectOptions, Result};
-use inrush_core::query::{key_ranges, ChunkReader, QueryError, QueryServer};
+use inrush_core::query::{range_queries, ChunkReader, QueryError, QueryServer};
 use inrush_core::SqlType;
 use std::io::{self, Read};
 
@@ -184,22 +184,8 @@ pub(crate) fn split_by(
     let row = client
         .query_one(&sql, &[])
         .map_err(query_error(sql.as_str()))?;
-    let (min, max): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
-    let (Some(min), Some(max)) = (min, max) else {
-        return Ok(vec![query.to_string()]);
-    };
-    let mut queries = Vec::new();
-    for (i, (lo, hi)) in key_ranges(min, max, parts).into_iter().enumerate() {
-        let nulls = if i == 0 {
-            format!(" OR {col} IS NULL")
-        } else {
-            String::new()
-        };
-        queries.push(format!(
-            "SELECT * FROM ({query}) AS q WHERE ({col} >= {lo} AND {col} < {hi}){nulls}"
-        ));
-    }
-    Ok(queries)
+    let bounds: (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+    Ok(range_queries(query, &col, bounds, parts))
 }
 
 /// The names and types (read from `format_type`'s names, typmods included) of `query`'s

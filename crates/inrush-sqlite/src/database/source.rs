@@ -20,7 +20,7 @@ use inrush_core::database::{
     Action, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart, Key,
     Object, SchemaSource, Snapshot, Table,
 };
-use inrush_core::query::{csv_field, key_ranges, ChunkReader, QueryError, QueryServer};
+use inrush_core::query::{csv_field, range_queries, ChunkReader, QueryError, QueryServer};
 use inrush_core::SqlType;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -504,21 +504,7 @@ impl QueryServer for SqliteReader {
         let (min, max): (Option<i64>, Option<i64>) = conn
             .query_row(&bounds, [], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(error(&bounds))?;
-        let (Some(min), Some(max)) = (min, max) else {
-            return Ok(vec![sql.to_string()]);
-        };
-        Ok(key_ranges(min, max, parts)
-            .into_iter()
-            .enumerate()
-            .map(|(i, (lo, hi))| {
-                let nulls = if i == 0 {
-                    format!(" OR {col} IS NULL")
-                } else {
-                    String::new()
-                };
-                format!("SELECT * FROM ({sql}) WHERE ({col} >= {lo} AND {col} < {hi}){nulls}")
-            })
-            .collect())
+        Ok(range_queries(sql, &col, (min, max), parts))
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
