@@ -70,11 +70,9 @@ fn canonical(sql_type: &SqlType, value: &[u8], out: &mut Vec<u8>) {
         return;
     };
     let made = match sql_type {
-        SqlType::Boolean => match text.to_ascii_lowercase().as_str() {
-            "t" | "true" | "1" | "y" | "yes" | "on" => Some("t".to_string()),
-            "f" | "false" | "0" | "n" | "no" | "off" => Some("f".to_string()),
-            _ => None,
-        },
+        SqlType::Boolean => {
+            inrush_encode::boolin(text).map(|b| if b { "t" } else { "f" }.to_string())
+        }
         SqlType::SmallInt | SqlType::Integer | SqlType::BigInt => {
             text.trim().parse::<i128>().ok().map(|n| n.to_string())
         }

@@ -19,7 +19,9 @@ pub mod text_copy;
 pub mod types;
 mod value_type;
 
-pub use types::{encode_value, push_array_element, ColumnEncoder, DateOrder, EncodeContext};
+pub use types::{
+    boolin, encode_value, push_array_element, ColumnEncoder, DateOrder, EncodeContext,
+};
 pub use value_type::{ScalarType, ValueType};
 
 /// Why a value could not be encoded on the client.

@@ -36,6 +36,11 @@ fn parse(v: &[u8]) -> Option<bool> {
     }
 }
 
+/// The boolean `text` spells as PostgreSQL's `boolin` reads it; `None` for anything else.
+pub fn boolin(text: &str) -> Option<bool> {
+    parse(trim_pg_space(text).as_bytes())
+}
+
 pub(crate) fn encode(text: &str, out: &mut Vec<u8>) -> Result<()> {
     match parse(trim_pg_space(text).as_bytes()) {
         Some(b) => {

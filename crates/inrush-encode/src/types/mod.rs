@@ -3,6 +3,7 @@
 
 mod array;
 mod boolean;
+pub use boolean::boolin;
 mod bytea;
 mod cursor;
 mod datetime;

@@ -355,10 +355,7 @@ fn column_definition(
         _ if column.identity.is_some() => {}
         None => {}
         Some(Default::Literal(value)) if boolean => {
-            let truth = matches!(
-                value.to_ascii_lowercase().as_str(),
-                "t" | "true" | "1" | "y" | "yes" | "on"
-            );
+            let truth = inrush_encode::boolin(value) == Some(true);
             text.push_str(if truth { " DEFAULT 1" } else { " DEFAULT 0" });
         }
         Some(Default::Literal(value)) => text.push_str(&format!(" DEFAULT {}", literal(value))),
