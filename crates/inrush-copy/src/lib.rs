@@ -15,6 +15,7 @@
 //! Does not own: any engine's catalog or DDL (each engine crate implements the two traits of
 //! `inrush_core::database`), nor how rows are read, checked or written (`inrush-load`).
 
+mod board;
 mod pattern;
 mod plan;
 mod run;

@@ -196,7 +196,7 @@ fn leave_out_orphan_keys(table: &Table, copied: &HashSet<&str>, design: &mut Des
     for key in &table.foreign_keys {
         if !copied.contains(key.parent.as_str()) {
             let what = format!("foreign key {}", key.name);
-            design.after_all.retain(|s| s.what != what);
+            design.after_keys.retain(|s| s.what != what);
             design.notes.push(Note::left_out(format!(
                 "foreign key {} of {}: its parent table {} is not copied",
                 key.name,

@@ -242,13 +242,19 @@ pub struct Design {
     pub columns: Vec<String>,
     /// Statements run before the rows: the table (and its schema).
     pub create: Vec<String>,
-    /// The statement that empties the table, for a copy that died while loading it.
-    pub empty: String,
-    /// Run once the table's rows are in, while other tables still load: its keys and indexes.
+    /// The statement that empties the table, for a copy that died while loading it; `None`:
+    /// every load of the table empties it in its own transaction (`--truncate`), which lets
+    /// PostgreSQL write the rows frozen (COPY FREEZE), so the index builds and key checks
+    /// after them need not set every row's hint bits again.
+    pub empty: Option<String>,
+    /// Run once the table's rows are in, while other tables still load, all at once: its keys
+    /// and indexes. Each must not wait on another's lock (PostgreSQL builds a key's index
+    /// here and attaches the key in `after_keys`).
     pub after_rows: Vec<Step>,
-    /// Run once every table's rows are in: foreign keys (validated), numbering restarted past
-    /// the copied maximum.
-    pub after_all: Vec<Step>,
+    /// Run once every `after_rows` step of the table is done, and those of the tables each
+    /// step [`needs`](Step::needs): foreign keys (validated), keys put on their built indexes,
+    /// numbering restarted past the copied maximum.
+    pub after_keys: Vec<Step>,
     /// What the copy translated, and what it left out, and why.
     pub notes: Vec<Note>,
 }
@@ -265,6 +271,9 @@ pub struct Step {
     /// A query for a row that breaks what the step made (a foreign key added unchecked): the
     /// step fails, naming the row, when it returns one.
     pub violation: Option<String>,
+    /// Other tables (as their [`Design::name`]) whose keys must be in first, and which the
+    /// step locks: a foreign key's parent.
+    pub needs: Vec<String>,
 }
 
 impl Step {
@@ -274,6 +283,7 @@ impl Step {
             sql,
             optional: false,
             violation: None,
+            needs: Vec::new(),
         }
     }
 }

@@ -245,8 +245,12 @@ fn describe_plan(plan: &CopyPlan) -> String {
             };
             out.push_str(&format!("  after its rows: {}{done}\n", step.what));
         }
-        for step in &t.design.after_all {
-            out.push_str(&format!("  after every table: {}\n", step.what));
+        for step in &t.design.after_keys {
+            let also = match step.needs.is_empty() {
+                true => String::new(),
+                false => format!(" and {}'s", step.needs.join(", ")),
+            };
+            out.push_str(&format!("  after its keys{also}: {}\n", step.what));
         }
         for note in &t.design.notes {
             let how = if note.left_out {
@@ -268,11 +272,11 @@ fn describe_plan(plan: &CopyPlan) -> String {
 
 fn describe_summary(s: &CopySummary) -> String {
     let mut out = format!(
-        "\ncopied {} tables, {} rows in {:.1} s (foreign keys and numbering {:.1} s)\n",
+        "\ncopied {} tables, {} rows in {:.1} s ({:.1} s after the last table's indexes)\n",
         s.tables.len(),
         group(s.rows),
         s.seconds,
-        s.after_all_seconds
+        s.tail_seconds
     );
     if let Some(how) = &s.snapshot {
         out.push_str(&format!("source image: {how}\n"));

@@ -73,7 +73,7 @@ fn a_mariadb_database_moves_into_postgresql_with_its_keys_indexes_and_numbering(
         "left out: FULLTEXT index note_words of orders: PostgreSQL has no such index",
         "translated: prefix index by_note of orders: on left(note, 10)",
         "translated: column status: mariadb's enum('new','paid','sent') became text",
-        "after every table: foreign key orders_customer",
+        "after its keys and \"customers\"'s: foreign key orders_customer",
         "view big_orders",
         "procedure touch",
         "trigger lines_touch",

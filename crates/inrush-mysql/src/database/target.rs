@@ -161,7 +161,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
     let name = quote(&table.name);
     let mut design = Design {
         name: name.clone(),
-        empty: format!("TRUNCATE TABLE {name}"),
+        empty: Some(format!("TRUNCATE TABLE {name}")),
         ..Design::default()
     };
     // Columns of keys, unique or foreign, which InnoDB indexes whole.
@@ -289,7 +289,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
             present.join(" AND "),
             joined.join(" AND ")
         ));
-        design.after_all.push(step);
+        step.needs.push(parent);
+        design.after_keys.push(step);
     }
     design
 }

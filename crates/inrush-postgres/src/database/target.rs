@@ -148,7 +148,11 @@ pub fn design(table: &Table, source: &Database) -> Design {
     let names = IndexNames::new(table, source, ENGINE, 63);
     let mut design = Design {
         name: name.clone(),
-        empty: format!("TRUNCATE {name}"),
+        // Measured on TPC-H lineitem (6M rows, 2 cores): loaded frozen, its two index builds
+        // and two foreign key checks took 10.5 s instead of 17 s; the one stream this needs
+        // loads about as fast as two (from PostgreSQL 15.8 s against 14.7 s, from MariaDB 20.6
+        // against 20.8 s), and the table's key still cuts the reads into parallel queries.
+        empty: None,
         ..Design::default()
     };
     // Even with IF NOT EXISTS, CREATE SCHEMA needs the right to create schemas, which a
@@ -192,25 +196,25 @@ pub fn design(table: &Table, source: &Database) -> Design {
         let quoted: Vec<String> = columns.iter().map(|c| quote_ident(c)).collect();
         quoted.join(", ")
     };
-    if let Some(key) = &table.primary_key {
-        let key_name = names.key(&key.name, "pkey");
+    // A key's index is built in `after_rows`, beside the table's other builds (ADD PRIMARY KEY
+    // would hold the table's ACCESS EXCLUSIVE lock for the whole sort, so they could only
+    // follow it), and the key is put on it in `after_keys`, in a moment.
+    let keys = table.primary_key.iter().map(|k| (k, "pkey", "PRIMARY KEY"));
+    for (key, suffix, kind) in keys.chain(table.uniques.iter().map(|k| (k, "key", "UNIQUE"))) {
+        let bare = names.key(&key.name, suffix);
+        let key_name = quote_ident(&bare);
+        let what = format!("{} {bare}", kind.to_lowercase());
         design.after_rows.push(Step::new(
-            format!("primary key {key_name}"),
+            format!("index of {what}"),
             vec![format!(
-                "ALTER TABLE {name} ADD CONSTRAINT {} PRIMARY KEY ({})",
-                quote_ident(&key_name),
+                "CREATE UNIQUE INDEX {key_name} ON {name} ({})",
                 list(&key.columns)
             )],
         ));
-    }
-    for key in &table.uniques {
-        let key_name = names.key(&key.name, "key");
-        design.after_rows.push(Step::new(
-            format!("unique constraint {key_name}"),
+        design.after_keys.push(Step::new(
+            what,
             vec![format!(
-                "ALTER TABLE {name} ADD CONSTRAINT {} UNIQUE ({})",
-                quote_ident(&key_name),
-                list(&key.columns)
+                "ALTER TABLE {name} ADD CONSTRAINT {key_name} {kind} USING INDEX {key_name}"
             )],
         ));
     }
@@ -293,7 +297,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
             true => check.clause.sql.clone(),
             false => format!("({})", requote(&check.clause.sql)),
         };
-        design.after_rows.push(Step {
+        // ACCESS EXCLUSIVE while it reads every row: after the builds, not among them.
+        design.after_keys.push(Step {
             what: format!("check {}", check.name),
             sql: vec![format!(
                 "ALTER TABLE {name} ADD CONSTRAINT {} CHECK {clause}",
@@ -301,6 +306,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
             )],
             optional: !same,
             violation: None,
+            needs: Vec::new(),
         });
     }
     for key in &table.foreign_keys {
@@ -310,7 +316,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
             None => quote_ident(&key.parent),
         };
         let key_name = quote_ident(&names.key(&key.name, "fkey"));
-        design.after_all.push(Step::new(
+        let mut step = Step::new(
             format!("foreign key {}", key.name),
             vec![
                 format!(
@@ -322,10 +328,12 @@ pub fn design(table: &Table, source: &Database) -> Design {
                 ),
                 format!("ALTER TABLE {name} VALIDATE CONSTRAINT {key_name}"),
             ],
-        ));
+        );
+        step.needs.push(parent);
+        design.after_keys.push(step);
     }
     for column in identities {
-        design.after_all.push(Step::new(
+        design.after_keys.push(Step::new(
             format!("numbering of {column}"),
             vec![format!(
                 "SELECT setval(pg_get_serial_sequence({}, {}), max({})) FROM {name}",
@@ -529,22 +537,28 @@ mod tests {
             .iter()
             .flat_map(|s| s.sql.iter().map(String::as_str))
             .collect();
-        assert_eq!(after, [
-            "ALTER TABLE \"orders\" ADD CONSTRAINT \"orders_pkey\" PRIMARY KEY (\"id\")",
-            "CREATE INDEX \"by_status\" ON \"orders\" ((left(\"status\", 4)))",
-            "ALTER TABLE \"orders\" ADD CONSTRAINT \"positive\" CHECK (\"customer\" > 0 and \"status\" <> 'a`b')",
-        ]);
-        assert!(design.after_rows[2].optional);
+        // Builds that take no lock against each other: they run at once.
+        assert_eq!(
+            after,
+            [
+                "CREATE UNIQUE INDEX \"orders_pkey\" ON \"orders\" (\"id\")",
+                "CREATE INDEX \"by_status\" ON \"orders\" ((left(\"status\", 4)))",
+            ]
+        );
         let last: Vec<&str> = design
-            .after_all
+            .after_keys
             .iter()
             .flat_map(|s| s.sql.iter().map(String::as_str))
             .collect();
         assert_eq!(last, [
+            "ALTER TABLE \"orders\" ADD CONSTRAINT \"orders_pkey\" PRIMARY KEY USING INDEX \"orders_pkey\"",
+            "ALTER TABLE \"orders\" ADD CONSTRAINT \"positive\" CHECK (\"customer\" > 0 and \"status\" <> 'a`b')",
             "ALTER TABLE \"orders\" ADD CONSTRAINT \"orders_customer\" FOREIGN KEY (\"customer\") REFERENCES \"customers\" (\"id\") ON DELETE CASCADE ON UPDATE NO ACTION NOT VALID",
             "ALTER TABLE \"orders\" VALIDATE CONSTRAINT \"orders_customer\"",
             "SELECT setval(pg_get_serial_sequence('\"orders\"', 'id'), max(\"id\")) FROM \"orders\"",
         ]);
+        assert!(design.after_keys[1].optional);
+        assert_eq!(design.after_keys[2].needs, ["\"customers\""]);
         let notes: Vec<&str> = design.notes.iter().map(|n| n.what.as_str()).collect();
         assert_eq!(notes, [
             "generated column total: its values copied, its expression (MariaDB's `qty` * `price`) left out",
@@ -572,9 +586,9 @@ mod tests {
         assert_eq!(
             made,
             [
-                "primary key orders_pkey",
+                "index of primary key orders_pkey",
                 "index orders_by_status",
-                "primary key returns_pkey",
+                "index of primary key returns_pkey",
                 "index returns_by_status",
             ]
         );

@@ -169,7 +169,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
     let name = quote(&table.name);
     let mut design = Design {
         name: name.clone(),
-        empty: format!("DELETE FROM {name}"),
+        empty: Some(format!("DELETE FROM {name}")),
         ..Design::default()
     };
     let names = IndexNames::new(table, source, ENGINE, usize::MAX);
@@ -237,7 +237,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
             "SELECT 'row ' || rowid || ' of ' || \"table\" || ' has no parent in ' || parent FROM pragma_foreign_key_check({}) LIMIT 1",
             literal(&table.name)
         ));
-        design.after_all.push(check);
+        check.needs.push(quote(&key.parent));
+        design.after_keys.push(check);
     }
     for check in table.checks.iter().filter(|_| same) {
         definitions.push(format!(
