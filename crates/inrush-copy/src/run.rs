@@ -266,13 +266,12 @@ pub fn copy(
             .map_err(|e| Failed::whole(in_target(e)))?;
     }
     let last_built = copying.last_built.lock().unwrap().unwrap_or(started);
-    let mut tables: Vec<TableReport> = copying
+    // In the plan's order: the largest first.
+    let tables: Vec<TableReport> = copying
         .tables
         .into_iter()
         .map(|t| t.into_inner().unwrap().report)
         .collect();
-    // The largest first, as planned; a table that failed is not here.
-    tables.retain(|t| !t.target.is_empty());
     Ok(CopySummary {
         copy: plan.copy.clone(),
         snapshot: image.as_ref().map(|s| s.how.clone()),
