@@ -65,7 +65,9 @@ anything is timed. Then each table's structure is read from the catalog: the pri
 columns, every foreign key's columns, parent and parent columns (validated), and every index's
 columns must be exactly the source's (TPC-H's above). A difference stops the script for
 inrush_copy and floor, and is reported (and stored) for the other tools. Any other failure of
-any method stops the script. The columns whose type in the target is not the source's (pgloader
+inrush stops the script; another tool's failed run (pgloader has crashed mid-run on a broken
+pipe to MariaDB) is logged, stored as `failed_attempts`, and tried once more in a fresh
+database; a second failure stops the script. The columns whose type in the target is not the source's (pgloader
 makes every INT a bigint) are printed per method and stored.
 
 The summary prints best and median seconds per method and the goals of the issue as ratios of
@@ -466,6 +468,23 @@ class Bench:
         return self.db.cpu_seconds() if scenario == "mysql" else self.src.cpu_seconds()
 
     def measure(self, scenario: str, method: str) -> dict:
+        """One timed run of `method`. Another tool's failure (pgloader has crashed on a broken
+        pipe to MariaDB mid-run) is logged, stored, and the run tried once more in a fresh
+        database; inrush's fails the script."""
+        failed = []
+        while True:
+            try:
+                result = self.measure_once(scenario, method)
+            except run.BenchError as e:
+                if method in INRUSH_METHODS or failed:
+                    raise
+                run.log(f"warning: {e}".splitlines()[0] + "; trying once more")
+                failed.append(str(e)[-5000:])
+                continue
+            result["failed_attempts"] = failed
+            return result
+
+    def measure_once(self, scenario: str, method: str) -> dict:
         target = self.fresh_target(method)
         work = Path(tempfile.mkdtemp(prefix="work-", dir=self.scratch)) / "dir"
         cmd = self.command(scenario, method, target, work)
