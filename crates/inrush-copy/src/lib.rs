@@ -3,14 +3,14 @@
 //! Owns the order of a copy, for any pair of engines (connector-x's one dispatcher): read the
 //! source's tables ([`SchemaSource::schema`]), design each for the target
 //! ([`SchemaTarget::design`]), take one consistent image of the source
-//! ([`SchemaSource::snapshot`]), then, `jobs` tables at a time, largest first: make the table
-//! bare, load its rows through the ordinary load pipeline (`inrush_load::load_into`, a query
-//! split by the table's integer key into parallel reads), and build its keys and indexes while
-//! other tables still load (pgcopydb's overlap). Once every table is in, foreign keys are added
-//! and validated and numbering restarts past the copied maximum. Every step is recorded in the
-//! target's copy ledger as it ends, so a copy that dies resumes where it stopped: a table whose
-//! rows were committed stays, a table in flight is emptied and loaded again. `--verify` reads
-//! both sides back and compares each table's rows (`verify.rs`).
+//! ([`SchemaSource::snapshot`]), then `jobs` workers take what the board (`board.rs`) says
+//! may run next: a table's load through the ordinary pipeline (`inrush_load::load_into`, a
+//! query split by the table's integer key into parallel reads), largest first; its keys and
+//! indexes all at once while other tables still load (pgcopydb's overlap); a foreign key as
+//! soon as both its tables are built; numbering restarted past the copied maximum. Every step
+//! is recorded in the target's copy ledger as it ends, so a copy that dies resumes where it
+//! stopped: a table whose rows were committed stays, a table in flight is emptied and loaded
+//! again. `--verify` reads both sides back and compares each table's rows (`verify.rs`).
 //!
 //! Does not own: any engine's catalog or DDL (each engine crate implements the two traits of
 //! `inrush_core::database`), nor how rows are read, checked or written (`inrush-load`).
