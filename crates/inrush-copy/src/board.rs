@@ -116,11 +116,6 @@ impl Board {
         let task = self.ready();
         match task {
             Some(task) => {
-                if let Task::Keys(_, _) = task {
-                    let (.., locks) = self.keys_step(task);
-                    let locks = locks.clone();
-                    self.held.extend(locks);
-                }
                 self.running.push(task);
                 Next::Run(task)
             }
@@ -179,23 +174,16 @@ impl Board {
             let (t, b) = self.builds.remove(at);
             return Some(Task::Build(t, b));
         }
-        let ready = self.keys.iter().find(|(k, s, locks)| {
-            !self.running.contains(&Task::Keys(*k, *s))
-                && locks.iter().all(|&l| self.tables[l].built)
+        // A running step holds its own table, so it is never found again here.
+        let ready = self.keys.iter().find(|(_, _, locks)| {
+            locks.iter().all(|&l| self.tables[l].built)
                 && !locks.iter().any(|l| self.held.contains(l))
         });
-        if let Some((t, step, _)) = ready {
+        if let Some((t, step, locks)) = ready {
+            self.held.extend(locks.iter().copied());
             return Some(Task::Keys(*t, *step));
         }
         self.finishes.pop().map(Task::Finish)
-    }
-
-    fn keys_step(&self, task: Task) -> &(usize, usize, Vec<usize>) {
-        let found = self
-            .keys
-            .iter()
-            .find(|(t, s, _)| Task::Keys(*t, *s) == task);
-        found.expect("a running keys step is on the board")
     }
 }
 
