@@ -245,7 +245,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
             )));
             continue;
         }
-        design.after_rows.push(Step::new(
+        // Its ALTER waits on the index ALTER's metadata lock: after the builds, not among them.
+        design.after_keys.push(Step::new(
             format!("check {}", check.name),
             vec![format!(
                 "ALTER TABLE {name} ADD CONSTRAINT IF NOT EXISTS {} CHECK ({})",
