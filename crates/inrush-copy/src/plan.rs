@@ -71,7 +71,12 @@ pub fn plan(
     if opts.schema_only && opts.data_only {
         return Err(usage("--schema-only and --data-only: each leaves out what the other copies; give one, or neither for both"));
     }
-    let database = source.schema().map_err(Failed::whole)?;
+    let mut database = source.schema().map_err(Failed::whole)?;
+    // Another engine has no domains: their columns store the base type.
+    let domains = match target.engine() == database.engine {
+        true => Vec::new(),
+        false => database.domains_as_base(),
+    };
     let selected = |t: &Table| {
         let names = [t.name.clone(), t.display_name()];
         let any =
@@ -104,6 +109,11 @@ pub fn plan(
         .map(|table| {
             let mut design = target.design(table, &database);
             leave_out_orphan_keys(table, &copied, &mut design);
+            for (_, column, domain) in domains.iter().filter(|d| d.0 == table.display_name()) {
+                design.notes.push(Note::translated(format!(
+                    "column {column}: domain {domain} became its base type, without its NOT NULL, default and CHECKs"
+                )));
+            }
             let done = done.remove(&design.name).unwrap_or_default();
             let state = match (done.contains(CREATED), done.contains(LOADED)) {
                 (_, true) => TableState::Loaded,

@@ -18,8 +18,95 @@ pub struct Database {
     /// [`Expression`] in it.
     pub engine: &'static str,
     pub tables: Vec<Table>,
+    /// Types the source's users made (PostgreSQL's enums and domains), which columns name as
+    /// [`SqlType::Source`]: a target of the same engine makes those its tables use.
+    pub types: Vec<UserType>,
     /// What the copy does not move, by kind and name: views, routines, triggers, events.
     pub not_copied: Vec<Object>,
+}
+
+impl Database {
+    /// The user type `sql_type` names, itself or as an array's element.
+    pub fn user_type(&self, sql_type: &SqlType) -> Option<&UserType> {
+        let SqlType::Source { engine, name } = sql_type else {
+            return None;
+        };
+        let element = name.trim_end_matches("[]");
+        let found = self.types.iter().find(|t| t.name == element);
+        found.filter(|_| *engine == self.engine)
+    }
+
+    /// The user types a column of `sql_type` needs made first, each after the types it needs
+    /// itself (a domain over an enum).
+    pub fn types_needed(&self, sql_type: &SqlType) -> Vec<&UserType> {
+        let mut needed = Vec::new();
+        let mut next = self.user_type(sql_type);
+        // A domain's base is another type, never itself: the chain ends, and the bound stops
+        // a catalog that says otherwise.
+        while let Some(found) = next.filter(|_| needed.len() <= self.types.len()) {
+            needed.push(found);
+            next = found.base.as_ref().and_then(|base| self.user_type(base));
+        }
+        needed.reverse();
+        needed
+    }
+
+    /// Every column of a domain type given the domain's base type instead, for a target of
+    /// another engine, which has no such type; returns (table, column, domain) of each.
+    /// (An enum stays a source type: another engine stores its labels as text.)
+    pub fn domains_as_base(&mut self) -> Vec<(String, String, String)> {
+        let mut changed = Vec::new();
+        for t in 0..self.tables.len() {
+            for c in 0..self.tables[t].columns.len() {
+                let column = &self.tables[t].columns[c];
+                let Some(base) = self.base_of(&column.sql_type) else {
+                    continue;
+                };
+                let SqlType::Source { name, .. } = &column.sql_type else {
+                    continue;
+                };
+                changed.push((
+                    self.tables[t].display_name(),
+                    column.name.clone(),
+                    name.trim_end_matches("[]").to_string(),
+                ));
+                self.tables[t].columns[c].sql_type = base;
+            }
+        }
+        changed
+    }
+
+    /// The type a column of domain type `sql_type` (or an array of one) stores, past every
+    /// domain: an enum's source type, or a built-in type.
+    fn base_of(&self, sql_type: &SqlType) -> Option<SqlType> {
+        let SqlType::Source { name, .. } = sql_type else {
+            return None;
+        };
+        let mut base = self.user_type(sql_type)?.base.clone()?;
+        // Bounded as in `types_needed`.
+        for _ in 0..self.types.len() {
+            match self.user_type(&base).and_then(|t| t.base.clone()) {
+                Some(deeper) => base = deeper,
+                None => break,
+            }
+        }
+        for _ in 0..name.matches("[]").count() {
+            base = SqlType::Array(Box::new(base));
+        }
+        Some(base)
+    }
+}
+
+/// A type a user made: an enum, or a domain (a type with constraints over another).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UserType {
+    pub schema: Option<String>,
+    /// As a column's [`SqlType::Source`] names it: quoted and qualified (`"sales"."mood"`).
+    pub name: String,
+    /// The statement that makes it, in the source's dialect.
+    pub create: Expression,
+    /// A domain's underlying type (an enum, another domain, or a built-in type).
+    pub base: Option<SqlType>,
 }
 
 /// Something a copy leaves on the source.
@@ -401,4 +488,134 @@ pub trait SchemaTarget: Send + Sync {
 
     /// The query that reads a designed table's copied columns.
     fn select(&self, design: &Design) -> String;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(name: &str) -> SqlType {
+        SqlType::Source {
+            engine: "PostgreSQL",
+            name: name.into(),
+        }
+    }
+
+    fn user_type(name: &str, base: Option<SqlType>) -> UserType {
+        UserType {
+            schema: Some("s".into()),
+            name: name.into(),
+            create: Expression {
+                engine: "PostgreSQL",
+                sql: format!("CREATE {name}"),
+            },
+            base,
+        }
+    }
+
+    fn column(name: &str, sql_type: SqlType) -> Column {
+        Column {
+            name: name.into(),
+            sql_type,
+            not_null: false,
+            default: None,
+            default_sql: None,
+            identity: None,
+            generated: None,
+            comment: None,
+        }
+    }
+
+    /// An enum `s.tier`, a domain `s.premium` over it, a domain `s.top` over that, and a
+    /// domain `s.weight` over `integer`; table `t` has a column of each, and arrays.
+    fn database() -> Database {
+        let columns = [
+            ("a", source("s.tier")),
+            ("b", source("s.top")),
+            ("c", source("s.weight[]")),
+            ("d", source("inet")),
+            ("e", SqlType::Integer),
+            ("f", source("s.premium[]")),
+        ];
+        Database {
+            engine: "PostgreSQL",
+            tables: vec![Table {
+                schema: Some("s".into()),
+                name: "t".into(),
+                columns: columns.into_iter().map(|(n, t)| column(n, t)).collect(),
+                primary_key: None,
+                uniques: Vec::new(),
+                indexes: Vec::new(),
+                foreign_keys: Vec::new(),
+                checks: Vec::new(),
+                comment: None,
+                rows_estimate: 0,
+                bytes: 0,
+            }],
+            types: vec![
+                user_type("s.premium", Some(source("s.tier"))),
+                user_type("s.tier", None),
+                user_type("s.top", Some(source("s.premium"))),
+                user_type("s.weight", Some(SqlType::Integer)),
+            ],
+            not_copied: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_type_comes_after_the_types_it_is_made_of() {
+        let db = database();
+        let names = |t: SqlType| -> Vec<String> {
+            db.types_needed(&t).iter().map(|u| u.name.clone()).collect()
+        };
+        assert_eq!(names(source("s.top")), ["s.tier", "s.premium", "s.top"]);
+        assert_eq!(names(source("s.weight[]")), ["s.weight"]);
+        assert_eq!(names(source("s.tier")), ["s.tier"]);
+        assert!(names(source("inet")).is_empty());
+        assert!(names(SqlType::Integer).is_empty());
+        // Another engine's type of the same name is not this one.
+        let other = SqlType::Source {
+            engine: "MariaDB",
+            name: "s.tier".into(),
+        };
+        assert!(names(other).is_empty());
+    }
+
+    #[test]
+    fn a_domain_column_stores_its_base_past_every_domain_and_the_rest_stay() {
+        let mut db = database();
+        let changed = db.domains_as_base();
+        let types: Vec<&SqlType> = db.tables[0].columns.iter().map(|c| &c.sql_type).collect();
+        assert_eq!(
+            types,
+            [
+                &source("s.tier"),
+                &source("s.tier"),
+                &SqlType::Array(Box::new(SqlType::Integer)),
+                &source("inet"),
+                &SqlType::Integer,
+                &SqlType::Array(Box::new(source("s.tier"))),
+            ]
+        );
+        let columns: Vec<(&str, &str)> = changed
+            .iter()
+            .map(|(_, c, d)| (c.as_str(), d.as_str()))
+            .collect();
+        assert_eq!(
+            columns,
+            [("b", "s.top"), ("c", "s.weight"), ("f", "s.premium")]
+        );
+    }
+
+    #[test]
+    fn a_catalog_whose_domains_loop_ends() {
+        let mut db = database();
+        db.types = vec![
+            user_type("s.x", Some(source("s.y"))),
+            user_type("s.y", Some(source("s.x"))),
+        ];
+        assert!(db.types_needed(&source("s.x")).len() <= 3);
+        db.tables[0].columns = vec![column("a", source("s.x"))];
+        db.domains_as_base();
+    }
 }

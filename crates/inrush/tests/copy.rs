@@ -185,6 +185,9 @@ fn a_mariadb_database_moves_into_postgresql_with_its_keys_indexes_and_numbering(
 /// Every shape PostgreSQL gives a table that a copy into PostgreSQL keeps as it was.
 const PG_SOURCE: &str = "
   CREATE SCHEMA sales;
+  CREATE TYPE sales.tier AS ENUM ('basic', 'gold', 'it''s');
+  CREATE DOMAIN sales.premium AS sales.tier CONSTRAINT premium_paid CHECK (VALUE <> 'basic');
+  CREATE DOMAIN public.weight AS integer DEFAULT 1 NOT NULL CONSTRAINT weight_positive CHECK (VALUE > 0);
   CREATE TABLE sales.regions (code text PRIMARY KEY, name text NOT NULL UNIQUE);
   CREATE TABLE sales.accounts (
     id serial PRIMARY KEY,
@@ -193,7 +196,9 @@ const PG_SOURCE: &str = "
     balance numeric(12,2) NOT NULL DEFAULT 0 CHECK (balance > -1000),
     tags text[],
     opened timestamptz NOT NULL DEFAULT now(),
-    email_lower text GENERATED ALWAYS AS (lower(email)) STORED);
+    email_lower text GENERATED ALWAYS AS (lower(email)) STORED,
+    tier sales.tier NOT NULL DEFAULT 'basic',
+    tiers sales.tier[]);
   CREATE UNIQUE INDEX accounts_email ON sales.accounts (lower(email));
   CREATE INDEX accounts_rich ON sales.accounts (balance) WHERE balance > 1000;
   COMMENT ON TABLE sales.accounts IS 'one per customer';
@@ -201,16 +206,20 @@ const PG_SOURCE: &str = "
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     account int REFERENCES sales.accounts (id) ON DELETE SET NULL,
     at timestamp(3) NOT NULL,
-    body jsonb);
+    body jsonb,
+    weight public.weight,
+    level sales.premium);
   CREATE INDEX events_body ON public.events USING gin (body);
   CREATE VIEW public.recent AS SELECT * FROM public.events;
   INSERT INTO sales.regions VALUES ('eu', 'Europe'), ('us', 'United States');
-  INSERT INTO sales.accounts (region, email, balance, tags, opened)
+  INSERT INTO sales.accounts (region, email, balance, tags, opened, tier, tiers)
     SELECT CASE WHEN i % 2 = 0 THEN 'eu' ELSE 'us' END, 'User' || i || '@X.org', i * 10.5,
-           ARRAY['t' || i, NULL], '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 hour'
+           ARRAY['t' || i, NULL], '2024-01-01 00:00:00+00'::timestamptz + i * interval '1 hour',
+           (enum_range(NULL::sales.tier))[1 + i % 3], ARRAY['gold', 'it''s']::sales.tier[]
     FROM generate_series(1, 500) i;
-  INSERT INTO public.events (account, at, body)
-    SELECT 1 + i % 500, '2024-06-01'::timestamp + i * interval '1.5 s', jsonb_build_object('i', i)
+  INSERT INTO public.events (account, at, body, weight, level)
+    SELECT 1 + i % 500, '2024-06-01'::timestamp + i * interval '1.5 s', jsonb_build_object('i', i),
+           1 + i % 7, CASE WHEN i % 2 = 0 THEN 'gold'::sales.tier END
     FROM generate_series(1, 3000) i;";
 
 /// Every definition of the tables of `db`'s user schemas, by table.
@@ -229,6 +238,16 @@ fn schema_of(db: &Db) -> String {
             WHERE indrelid IN (SELECT oid FROM pg_class WHERE relnamespace IN ('public'::regnamespace, 'sales'::regnamespace)) \
            UNION ALL SELECT 'constraint ' || conrelid::regclass || ' ' || conname || ': ' || pg_get_constraintdef(oid) \
              FROM pg_constraint WHERE connamespace IN ('public'::regnamespace, 'sales'::regnamespace) \
+           UNION ALL SELECT 'type ' || format_type(t.oid, NULL) || ' ' || t.typtype::text || ' ' \
+                  || coalesce(format_type(t.typbasetype, t.typtypmod), '') || ' ' || t.typnotnull \
+                  || coalesce(' default ' || t.typdefault, '') \
+                  || coalesce((SELECT ' ' || string_agg(enumlabel, ',' ORDER BY enumsortorder) \
+                               FROM pg_enum WHERE enumtypid = t.oid), '') \
+             FROM pg_type t WHERE t.typtype IN ('e', 'd') \
+              AND t.typnamespace IN ('public'::regnamespace, 'sales'::regnamespace) \
+           UNION ALL SELECT 'domain constraint ' || contypid::regtype || ' ' || conname || ': ' || pg_get_constraintdef(oid) \
+             FROM pg_constraint WHERE contypid <> 0 \
+              AND connamespace IN ('public'::regnamespace, 'sales'::regnamespace) \
            UNION ALL SELECT 'comment ' || obj_description('sales.accounts'::regclass)) q",
     )
 }
@@ -259,6 +278,7 @@ fn a_postgresql_database_copies_into_another_as_it_was() {
     assert!(out.contains("copied 3 tables, 3,502 rows"), "{out}");
     assert!(out.contains("exported snapshot"), "{out}");
     assert!(out.contains("not copied: view public.recent"), "{out}");
+    assert!(!out.contains("not copied: type"), "{out}");
     assert_eq!(schema_of(&target), schema_of(&source));
     assert_eq!(rows_of(&target), rows_of(&source));
     // Every row was written frozen (COPY FREEZE): nothing is left for VACUUM or for the
@@ -651,6 +671,9 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
         "left out: index events_body of public.events: MariaDB has no gin index",
         "left out: index accounts_email of sales.accounts: its expression is PostgreSQL's",
         "left out: check accounts_balance_check of sales.accounts",
+        "translated: column tier: PostgreSQL's sales.tier became LONGTEXT",
+        "translated: column weight: domain public.weight became its base type, without its NOT NULL, default and CHECKs",
+        "translated: column level: domain sales.premium became its base type, without its NOT NULL, default and CHECKs",
     ] {
         assert!(out.contains(said), "{said:?} not in:\n{out}");
     }
@@ -669,10 +692,14 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
             "accounts tags longtext YES NULL ",
             "accounts opened datetime(6) NO current_timestamp(6) ",
             "accounts email_lower longtext YES NULL ",
+            "accounts tier longtext NO 'basic' ",
+            "accounts tiers longtext YES NULL ",
             "events id bigint(20) NO - auto_increment",
             "events account int(11) YES NULL ",
             "events at datetime(3) NO - ",
             "events body longtext YES NULL ",
+            "events weight int(11) YES NULL ",
+            "events level longtext YES NULL ",
             "regions code varchar(255) NO - ",
             "regions name varchar(255) NO - ",
         ]

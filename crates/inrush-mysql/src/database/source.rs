@@ -298,6 +298,7 @@ async fn read(conn: &mut Conn) -> Result<Database, QueryError> {
     Ok(Database {
         engine: ENGINE,
         tables,
+        types: Vec::new(),
         not_copied,
     })
 }

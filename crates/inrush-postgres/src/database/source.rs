@@ -1,5 +1,6 @@
 //! A PostgreSQL database as `inrush copy` reads it: every table of its user schemas from the
-//! catalog (`pg_class`, `pg_attribute`, `pg_constraint`, `pg_index`), and a snapshot exported
+//! catalog (`pg_class`, `pg_attribute`, `pg_constraint`, `pg_index`), the enums and domains
+//! its columns may use (`pg_type`), and a snapshot exported
 //! by one transaction that every reading connection joins (`SET TRANSACTION SNAPSHOT`), so all
 //! of them read the database at one instant while it keeps taking writes (pg_dump's `-j` and
 //! pgcopydb do the same).
@@ -7,7 +8,7 @@
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result};
 use inrush_core::database::{
     Action, Check, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart,
-    Key, Object, SchemaSource, Snapshot, Table,
+    Key, Object, SchemaSource, Snapshot, Table, UserType,
 };
 use inrush_core::query::{QueryError, QueryServer};
 use inrush_core::SqlType;
@@ -166,6 +167,7 @@ fn read(options: &ConnectOptions) -> Result<Database> {
     Ok(Database {
         engine: ENGINE,
         tables: tables.into_iter().map(|(_, t)| t).collect(),
+        types: user_types(&mut client)?,
         not_copied: not_copied(&mut client)?,
     })
 }
@@ -209,8 +211,14 @@ fn columns(client: &mut postgres::Client, oids: &[u32]) -> Result<Vec<(u32, Colu
     let sql = "SELECT a.attrelid, a.attname::text, format_type(a.atttypid, a.atttypmod), \
                       a.attnotnull, pg_get_expr(d.adbin, d.adrelid), a.attidentity::text, \
                       a.attgenerated::text, col_description(a.attrelid, a.attnum), \
-                      pg_get_serial_sequence(a.attrelid::regclass::text, a.attname) IS NOT NULL \
+                      pg_get_serial_sequence(a.attrelid::regclass::text, a.attname) IS NOT NULL, \
+                      CASE WHEN e.typtype IN ('e', 'd') THEN format('%I.%I', en.nspname, e.typname) \
+                           || CASE WHEN e.oid <> t.oid THEN '[]' ELSE '' END END \
                FROM pg_attribute a \
+               JOIN pg_type t ON t.oid = a.atttypid \
+               JOIN pg_type e ON e.oid = CASE WHEN t.typcategory = 'A' AND t.typelem <> 0 \
+                                              THEN t.typelem ELSE t.oid END \
+               JOIN pg_namespace en ON en.oid = e.typnamespace \
                LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
                WHERE a.attrelid = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped \
                ORDER BY a.attrelid, a.attnum";
@@ -240,9 +248,18 @@ fn columns(client: &mut postgres::Client, oids: &[u32]) -> Result<Vec<(u32, Colu
                 _ if identity.is_some() => (None, None),
                 (_, default) => (default, None),
             };
+            // A user's type by its qualified name, which a target of this engine makes.
+            let user_type: Option<String> = r.get(9);
+            let sql_type = match user_type {
+                Some(name) => SqlType::Source {
+                    engine: ENGINE,
+                    name,
+                },
+                None => crate::sql_type::parse(r.get(2)),
+            };
             let column = Column {
                 name: r.get(1),
-                sql_type: crate::sql_type::parse(r.get(2)),
+                sql_type,
                 not_null: r.get(3),
                 default: default.as_deref().map(read_default),
                 default_sql: default.map(pg),
@@ -417,6 +434,65 @@ fn indexes(
     Ok(())
 }
 
+/// The enums and domains of the user schemas, each with the statement that makes it (what
+/// pg_dump writes): labels in their order; a domain's base type (qualified when it is a user
+/// type), default, NOT NULL and named CHECKs.
+fn user_types(client: &mut postgres::Client) -> Result<Vec<UserType>> {
+    let sql = format!(
+        "SELECT n.nspname::text, format('%I.%I', n.nspname, t.typname), t.typtype::text, \
+                ARRAY(SELECT quote_literal(e.enumlabel) FROM pg_enum e \
+                      WHERE e.enumtypid = t.oid ORDER BY e.enumsortorder), \
+                CASE WHEN b.typtype IN ('e', 'd') THEN format('%I.%I', bn.nspname, b.typname) \
+                     ELSE format_type(t.typbasetype, t.typtypmod) END, \
+                t.typnotnull, t.typdefault, \
+                ARRAY(SELECT format('CONSTRAINT %I %s', c.conname, pg_get_constraintdef(c.oid)) \
+                      FROM pg_constraint c WHERE c.contypid = t.oid AND c.contype = 'c' \
+                      ORDER BY c.conname) \
+         FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
+         LEFT JOIN pg_type b ON b.oid = t.typbasetype \
+         LEFT JOIN pg_namespace bn ON bn.oid = b.typnamespace \
+         WHERE t.typtype IN ('e', 'd') AND {SYSTEM} \
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_type'::regclass \
+                           AND d.objid = t.oid AND d.deptype = 'e') \
+         ORDER BY 1, 2"
+    );
+    let rows = client.query(&sql, &[]).map_err(query_error(&sql))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let name: String = r.get(1);
+            let (create, base) = match r.get::<_, &str>(2) {
+                "e" => {
+                    let labels: Vec<String> = r.get(3);
+                    let create = format!("CREATE TYPE {name} AS ENUM ({})", labels.join(", "));
+                    (create, None)
+                }
+                _ => {
+                    let base: String = r.get(4);
+                    let mut create = format!("CREATE DOMAIN {name} AS {base}");
+                    if let Some(default) = r.get::<_, Option<String>>(6) {
+                        create.push_str(&format!(" DEFAULT {default}"));
+                    }
+                    if r.get(5) {
+                        create.push_str(" NOT NULL");
+                    }
+                    for check in r.get::<_, Vec<String>>(7) {
+                        create.push(' ');
+                        create.push_str(&check);
+                    }
+                    (create, Some(crate::sql_type::parse(&base)))
+                }
+            };
+            UserType {
+                schema: Some(r.get(0)),
+                name,
+                create: pg(create),
+                base,
+            }
+        })
+        .collect())
+}
+
 /// Views, routines, triggers, and sequences no column owns: listed, not copied.
 fn not_copied(client: &mut postgres::Client) -> Result<Vec<Object>> {
     let sql = format!(
@@ -441,7 +517,7 @@ fn not_copied(client: &mut postgres::Client) -> Result<Vec<Object>> {
            UNION ALL \
            SELECT 'type', n.nspname || '.' || t.typname \
            FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
-           WHERE t.typtype IN ('e', 'd', 'r', 'm') AND {SYSTEM} \
+           WHERE t.typtype IN ('r', 'm') AND {SYSTEM} \
          ) o ORDER BY 1, 2"
     );
     let rows = client.query(&sql, &[]).map_err(query_error(&sql))?;

@@ -1,5 +1,6 @@
 //! PostgreSQL as the target of `inrush copy`: a source table designed as PostgreSQL DDL, in the
-//! order that loads fastest and still ends with every key (pgcopydb's order): the table bare,
+//! order that loads fastest and still ends with every key (pgcopydb's order): the table bare
+//! (after the source's enums and domains it uses, from a PostgreSQL source),
 //! then its rows, then its primary key, unique constraints and indexes while other tables still
 //! load, then, once every table is in, foreign keys added `NOT VALID` and validated, and
 //! numbering restarted past the copied maximum. DDL is transactional here, so each step commits
@@ -158,10 +159,10 @@ pub fn design(table: &Table, source: &Database) -> Design {
     // Even with IF NOT EXISTS, CREATE SCHEMA needs the right to create schemas, which a
     // user loading into `public` may not have.
     if let Some(schema) = schema.filter(|s| *s != "public") {
-        design.create.push(format!(
-            "CREATE SCHEMA IF NOT EXISTS {}",
-            quote_ident(schema)
-        ));
+        design.create.push(make_schema(schema));
+    }
+    if same {
+        make_types(table, source, &mut design.create);
     }
     let mut columns = Vec::new();
     let mut identities = Vec::new();
@@ -346,6 +347,46 @@ pub fn design(table: &Table, source: &Database) -> Design {
     design
 }
 
+/// Appends what makes the user types `table`'s columns use, each after the types it needs.
+fn make_types(table: &Table, source: &Database, create: &mut Vec<String>) {
+    for column in &table.columns {
+        for user_type in source.types_needed(&column.sql_type) {
+            let mut statements = Vec::new();
+            if let Some(schema) = user_type.schema.as_deref().filter(|s| *s != "public") {
+                statements.push(make_schema(schema));
+            }
+            statements.push(unless_there(&user_type.create.sql));
+            for statement in statements {
+                if !create.contains(&statement) {
+                    create.push(statement);
+                }
+            }
+        }
+    }
+}
+
+/// The statement that makes `schema` unless it is there (see [`unless_there`]).
+fn make_schema(schema: &str) -> String {
+    unless_there(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {}",
+        quote_ident(schema)
+    ))
+}
+
+/// `sql`, which makes an object that other tables' statements may make at the same moment:
+/// done unless the object is there. IF NOT EXISTS is not enough: of two transactions making
+/// it at once, the second waits for the first's commit, then fails on the catalog's unique
+/// index (and CREATE TYPE has no IF NOT EXISTS).
+fn unless_there(sql: &str) -> String {
+    let mut tag = "$inrush$".to_string();
+    while sql.contains(&tag) {
+        tag.insert(tag.len() - 1, '_');
+    }
+    format!(
+        "DO {tag} BEGIN {sql}; EXCEPTION WHEN duplicate_object OR duplicate_schema OR unique_violation THEN NULL; END {tag}"
+    )
+}
+
 /// A column of `CREATE TABLE`, and whether its values are copied (a generated column's are
 /// computed here).
 fn column_definition(column: &Column, same: bool, notes: &mut Vec<Note>) -> (String, bool) {
@@ -523,6 +564,7 @@ mod tests {
         let source = Database {
             engine: "MariaDB",
             tables: vec![table.clone()],
+            types: Vec::new(),
             not_copied: Vec::new(),
         };
         let design = design(&table, &source);
@@ -576,6 +618,7 @@ mod tests {
         let source = Database {
             engine: "MariaDB",
             tables: vec![a.clone(), b.clone()],
+            types: Vec::new(),
             not_copied: Vec::new(),
         };
         let made: Vec<String> = [a, b]

@@ -198,6 +198,7 @@ fn read(conn: &Connection) -> Result<Database, QueryError> {
     Ok(Database {
         engine: ENGINE,
         tables,
+        types: Vec::new(),
         not_copied,
     })
 }
