@@ -17,7 +17,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 /// A copy stopped from outside (Ctrl-C, SIGTERM): every table load running stops as a load
-/// does (rolling back what it has not committed); no new step starts.
+/// does (rolling back what it has not committed), every step running has its statement
+/// ended (an index build rolls back; a rerun builds it again), and no new one starts.
 #[derive(Debug, Default)]
 pub struct Stop {
     asked: AtomicBool,
@@ -43,8 +44,9 @@ impl Stop {
         self.asked.load(Ordering::SeqCst)
     }
 
-    /// A load's interrupt, signalled with the rest; already signalled when a stop was asked.
-    fn load(&self) -> Arc<Interrupt> {
+    /// The interrupt of one load or step, signalled with the rest; already signalled when a
+    /// stop was asked.
+    fn interrupt(&self) -> Arc<Interrupt> {
         let interrupt = Arc::new(Interrupt::default());
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|i| Arc::strong_count(i) > 1);
@@ -182,9 +184,10 @@ pub fn copy(
         for table in plan.tables.iter().filter(|t| t.state == TableState::New) {
             let name = &table.design.name;
             let done = record(plan, name, CREATED);
+            let step = Step::new(CREATED, table.design.create.clone());
             target
-                .run(&Step::new(CREATED, table.design.create.clone()), Some(done))
-                .map_err(|e| Failed::of(name, in_target(e)))?;
+                .run(&step, Some(done), &opts.stop.interrupt())
+                .map_err(|e| stopped_or(opts, Failed::of(name, in_target(e))))?;
         }
     }
     let loading = !opts.schema_only && plan.tables.iter().any(|t| t.state != TableState::Loaded);
@@ -242,9 +245,11 @@ pub fn copy(
                 let outcome = copying.run(task);
                 if let Err(e) = outcome {
                     // The others stop too: their uncommitted rows roll back, and a rerun
-                    // resumes every table from the ledger.
-                    opts.stop.signal();
-                    failure.lock().unwrap().get_or_insert(e);
+                    // resumes every table from the ledger. A task that fails after a stop
+                    // was asked failed of it (its statement was ended): the stop says why.
+                    if !opts.stop.signal() {
+                        failure.lock().unwrap().get_or_insert(e);
+                    }
                     changed.notify_all();
                     return;
                 }
@@ -262,8 +267,12 @@ pub fn copy(
     if !opts.data_only {
         let done = record(plan, "", FINISHED);
         target
-            .run(&Step::new(FINISHED, Vec::new()), Some(done))
-            .map_err(|e| Failed::whole(in_target(e)))?;
+            .run(
+                &Step::new(FINISHED, Vec::new()),
+                Some(done),
+                &opts.stop.interrupt(),
+            )
+            .map_err(|e| stopped_or(opts, Failed::whole(in_target(e))))?;
     }
     let last_built = copying.last_built.lock().unwrap().unwrap_or(started);
     // In the plan's order: the largest first.
@@ -282,6 +291,14 @@ pub fn copy(
         seconds: started.elapsed().as_secs_f64(),
         not_copied: plan.not_copied.clone(),
     })
+}
+
+/// A failure, or the stop that caused it (a stop ends the statement a step waits on).
+fn stopped_or(opts: &CopyOptions, failed: Failed) -> Failed {
+    match opts.stop.is_set() {
+        true => Failed::whole(Error::Interrupted),
+        false => failed,
+    }
 }
 
 fn record<'a>(plan: &'a CopyPlan, table: &'a str, step: &'a str) -> Done<'a> {
@@ -415,7 +432,7 @@ impl Copying<'_> {
         if let (TableState::InFlight, Some(empty)) = (table.state, &table.design.empty) {
             let empty = Step::new("emptied", vec![empty.clone()]);
             self.target
-                .run(&empty, None)
+                .run(&empty, None, &self.opts.stop.interrupt())
                 .map_err(|e| Failed::of(name, in_target(e)))?;
         }
         self.reporter.loading(&table.name());
@@ -423,7 +440,11 @@ impl Copying<'_> {
             .map_err(|e| Failed::of(name, e))?;
         let done = record(self.plan, name, LOADED);
         self.target
-            .run(&Step::new(LOADED, Vec::new()), Some(done))
+            .run(
+                &Step::new(LOADED, Vec::new()),
+                Some(done),
+                &self.opts.stop.interrupt(),
+            )
             .map_err(|e| Failed::of(name, in_target(e)))?;
         // How the query's rows went: as tuples untouched, or parsed (and why).
         let read = summary
@@ -476,11 +497,11 @@ impl Copying<'_> {
     fn step(&self, table: &TablePlan, step: &Step) -> Result<Option<Note>, Failed> {
         let name = &table.design.name;
         self.reporter.building(&table.name(), &step.what);
-        match self
-            .target
-            .run(step, Some(record(self.plan, name, &step.what)))
-        {
+        let done = Some(record(self.plan, name, &step.what));
+        match self.target.run(step, done, &self.opts.stop.interrupt()) {
             Ok(()) => Ok(None),
+            // Not a refusal: ended by a stop, it is run again by a rerun.
+            Err(_) if self.opts.stop.is_set() => Err(Failed::whole(Error::Interrupted)),
             Err(e) if step.optional => Ok(Some(Note::left_out(format!(
                 "{} of {}: the target refused its translation ({})",
                 step.what,
@@ -570,7 +591,7 @@ fn load(
         let dir = opts.rejects.clone().unwrap_or_default();
         load.rejects = Some(dir.join(format!("{file}.rejects")));
     }
-    load.interrupt = opts.stop.load();
+    load.interrupt = opts.stop.interrupt();
     let target = load_target()?;
     let reporter = TableRows {
         rows,

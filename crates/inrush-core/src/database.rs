@@ -5,6 +5,7 @@
 //! what it has an equivalent for and listing what it has not, so no engine parses another's
 //! catalog and a new engine adds one reader and one writer.
 
+use crate::interrupt::Interrupt;
 use crate::query::{QueryError, QueryServer};
 use crate::SqlType;
 use serde::Serialize;
@@ -176,6 +177,51 @@ pub struct Column {
     /// A generated column's expression: computed by the target, never copied.
     pub generated: Option<Expression>,
     pub comment: Option<String>,
+}
+
+/// How a target engine spells what differs between engines in a column's DEFAULT clause.
+#[derive(Debug, Clone, Copy)]
+pub struct DefaultSpelling {
+    /// A constant, as the engine's string constant.
+    pub string: fn(&str) -> String,
+    /// For an engine with no boolean type, how a boolean constant reads (`boolin`), to write
+    /// it as 1 or 0.
+    pub boolean_as_number: Option<fn(&str) -> Option<bool>>,
+    /// The current date (MariaDB takes it only as an expression: `(CURRENT_DATE)`).
+    pub current_date: &'static str,
+    /// The source's own expression (from the same engine) goes in parentheses.
+    pub parenthesized: bool,
+}
+
+impl Column {
+    /// The column's ` DEFAULT ...` clause in a target that spells it as `spelling`, `same`
+    /// when the source is of the target's engine (its own expressions are taken as they are);
+    /// empty for none or a numbered column, whose engine numbers it. An expression of another
+    /// engine is left out, with a note that says so.
+    pub fn default_clause(&self, same: bool, spelling: &DefaultSpelling) -> (String, Option<Note>) {
+        let clause = match &self.default {
+            _ if self.identity.is_some() => String::new(),
+            None => String::new(),
+            Some(Default::Literal(value)) if self.sql_type == SqlType::Boolean => {
+                match spelling.boolean_as_number {
+                    Some(read) => format!(" DEFAULT {}", u8::from(read(value) == Some(true))),
+                    None => format!(" DEFAULT {}", (spelling.string)(value)),
+                }
+            }
+            Some(Default::Literal(value)) => format!(" DEFAULT {}", (spelling.string)(value)),
+            Some(Default::CurrentTimestamp) => " DEFAULT CURRENT_TIMESTAMP".into(),
+            Some(Default::CurrentDate) => format!(" DEFAULT {}", spelling.current_date),
+            Some(Default::Expression(e)) if same && spelling.parenthesized => {
+                format!(" DEFAULT ({})", e.sql)
+            }
+            Some(Default::Expression(e)) if same => format!(" DEFAULT {}", e.sql),
+            Some(Default::Expression(e)) => {
+                let note = format!("default of {}: {}'s {}", self.name, e.engine, e.sql);
+                return (String::new(), Some(Note::left_out(note)));
+            }
+        };
+        (clause, None)
+    }
 }
 
 /// How a column is numbered.
@@ -468,8 +514,11 @@ pub trait SchemaTarget: Send + Sync {
 
     /// Runs `step`'s statements in order on one connection, then its violation query, in one
     /// transaction with the ledger's record of `done` where the engine's DDL is
-    /// transactional; where it is not, the record follows the statements.
-    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError>;
+    /// transactional; where it is not, the record follows the statements. A stop (`stop`
+    /// signalled) ends the statement running (an index build can take minutes): the step
+    /// fails unrecorded, and a rerun runs it again.
+    fn run(&self, step: &Step, done: Option<Done>, stop: &Arc<Interrupt>)
+        -> Result<(), QueryError>;
 
     /// Tables that can load at once (SQLite has one writer).
     fn writers(&self) -> usize {

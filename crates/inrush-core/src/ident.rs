@@ -1,4 +1,4 @@
-//! SQL names as users write them on the command line.
+//! SQL names as users write them on the command line, and text as SQL constants.
 
 /// The dot-separated parts of a qualified name, `quote` quoting a part (doubled inside it):
 /// `main.t`, `"My Table"`, `` `db`.`t` ``.
@@ -22,9 +22,22 @@ pub fn name_parts(name: &str, quote: char) -> Vec<String> {
     parts
 }
 
+/// `text` as a standard SQL string constant (`'it''s'`), which PostgreSQL (with
+/// `standard_conforming_strings`, on since 9.1) and SQLite read as written; MariaDB's is
+/// another, since it reads backslashes as escapes.
+pub fn sql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_string_constant_doubles_its_quotes_only() {
+        assert_eq!(sql_string("it's \\x"), "'it''s \\x'");
+        assert_eq!(sql_string(""), "''");
+    }
 
     #[test]
     fn parts_split_at_unquoted_dots() {

@@ -8,7 +8,8 @@
 //! ([`rejects`]), `--resume`'s bookkeeping ([`resume`]), what a rerun of a committed load does
 //! ([`commits`]), the input's order ([`order`],
 //! [`sort`]), the plan around the rows ([`plan`]), a distributed write's tasks and decision
-//! ([`job`]), interrupts, and the [`LoadSummary`].
+//! ([`job`]), what a stop does in each phase of a load (its [`Interrupt`], from `inrush-core`),
+//! and the [`LoadSummary`].
 //!
 //! Every engine is a [`target::Target`], and [`load_into`] is the one driver of all of them
 //! (PostgreSQL, MariaDB/MySQL, SQLite): the engine's crate owns everything said to its engine,
@@ -27,7 +28,6 @@ pub mod create;
 mod drive;
 pub mod encoder;
 mod error;
-mod interrupt;
 pub mod job;
 mod options;
 pub mod order;
@@ -46,7 +46,7 @@ pub mod worker;
 
 pub use drive::{load_into, plan_into};
 pub use error::{Error, Kind, Result};
-pub use interrupt::{Interrupt, Signalled, Watch};
+pub use inrush_core::interrupt::{Interrupt, Signalled, Watch};
 pub use job::Prepare;
 pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource};
 pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};

@@ -160,7 +160,9 @@ impl ColumnCheck {
         };
         match &self.kind {
             Kind::Boolean | Kind::Hex => self.write_converted(text, out),
-            Kind::Flag { .. } if boolean_word(text).is_some() => self.write_converted(text, out),
+            Kind::Flag { .. } if inrush_encode::boolin(text).is_some() => {
+                self.write_converted(text, out)
+            }
             _ => {
                 self.check(text)?;
                 if plain {
@@ -184,7 +186,7 @@ impl ColumnCheck {
     /// A value `--create` gave a column of another type: a boolean or `\x` hex.
     fn write_converted(&self, text: &str, out: &mut Vec<u8>) -> Result<(), String> {
         match &self.kind {
-            Kind::Boolean | Kind::Flag { .. } => match boolean_word(text) {
+            Kind::Boolean | Kind::Flag { .. } => match inrush_encode::boolin(text) {
                 Some(true) => out.push(b'1'),
                 Some(false) => out.push(b'0'),
                 None => return Err(format!("not a boolean for column '{}'", self.name)),
@@ -297,16 +299,6 @@ fn enum_members(column_type: &str) -> Vec<String> {
         members.push(member);
     }
     members
-}
-
-/// COPY's spellings of a boolean (`boolin`: any unique prefix of true, false, yes, no, and
-/// on, off, 1, 0; case and surrounding spaces ignored), as inrush's inference reads them.
-fn boolean_word(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "t" | "tr" | "tru" | "true" | "y" | "ye" | "yes" | "on" | "1" => Some(true),
-        "f" | "fa" | "fal" | "fals" | "false" | "n" | "no" | "of" | "off" | "0" => Some(false),
-        _ => None,
-    }
 }
 
 fn is_plain_integer_form(text: &str) -> bool {

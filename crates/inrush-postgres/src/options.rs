@@ -276,6 +276,18 @@ impl ConnectOptions {
         }
     }
 
+    /// [`ConnectOptions::cancel`] for a blocking connection's statement.
+    pub fn cancel_blocking(&self, token: &postgres::CancelToken) -> Result<()> {
+        let fail = |source| Error::Connect {
+            target: self.describe(),
+            cause: source,
+        };
+        match self.may_use_tls() {
+            true => token.cancel_query(self.tls()?).map_err(fail),
+            false => token.cancel_query(postgres::NoTls).map_err(fail),
+        }
+    }
+
     /// A blocking connection (for threads outside the runtime, e.g. the value resolver).
     pub fn connect_blocking(&self) -> Result<postgres::Client> {
         let config = postgres::Config::from(self.config.clone());

@@ -176,7 +176,7 @@ impl ColumnCheck {
                 None if self.strict.is_some() => Value::Text(text),
                 None => return Err(format!("not a number (the column is {})", self.describe())),
             },
-            Kind::Bool => match boolean(text) {
+            Kind::Bool => match inrush_encode::boolin(text) {
                 Some(b) => Value::Integer(b as i64),
                 None => {
                     return Err("not a boolean (true/false, yes/no, on/off, t/f, y/n, 1/0)".into())
@@ -371,14 +371,6 @@ fn integral(text: &str) -> bool {
         r as i64
     };
     r == ix as f64 && ix > i64::MIN && ix < i64::MAX
-}
-
-fn boolean(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "t" | "yes" | "y" | "on" | "1" => Some(true),
-        "false" | "f" | "no" | "n" | "off" | "0" => Some(false),
-        _ => None,
-    }
 }
 
 /// `\x` followed by an even number of hex digits.

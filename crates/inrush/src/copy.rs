@@ -117,15 +117,15 @@ fn failed(f: Failed) -> anyhow::Error {
     }
 }
 
-/// Ctrl-C or SIGTERM stops every table's load (each rolls back what it has not committed);
-/// a rerun of the same command resumes from the copy ledger. A second signal exits at once.
+/// Ctrl-C or SIGTERM stops every table's load (each rolls back what it has not committed)
+/// and ends every key or index being built; a rerun of the same command resumes from the copy ledger. A second signal exits at once.
 fn stop_on_signal(stop: &Arc<inrush_copy::Stop>) -> Result<()> {
     let stop = stop.clone();
     ctrlc::set_handler(move || {
         if stop.signal() {
             std::process::exit(130);
         }
-        eprintln!("\nstopping: each table's load rolls back what it has not committed, and a key or index being built is finished first (a second signal ends at once, rolling the build back); run the same command again to resume");
+        eprintln!("\nstopping: each table's load rolls back what it has not committed, and a key or index being built is ended and rolled back (a second signal ends at once); run the same command again to resume");
     })
     .context("installing the Ctrl-C handler")
 }

@@ -655,6 +655,52 @@ fn a_copy_killed_mid_table_resumes_keeping_the_tables_it_finished() {
 }
 
 #[test]
+fn sigterm_ends_a_step_that_waits_and_the_rerun_does_it() {
+    let source = Db::fresh("copy_step_waits");
+    source
+        .exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 10);");
+    let target = Db::fresh("copy_step_waits_to");
+    // `--check` makes the copy ledger (and nothing else); a session holding it locked makes
+    // the copy's first step wait at its record, as a build waits on a lock or runs for minutes.
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    let mut holder = postgres::Client::connect(&target.conninfo, postgres::NoTls).unwrap();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE inrush.copy_ledger IN SHARE MODE")
+        .unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(["copy", "--from", &source.conninfo, "--to", &target.conninfo])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE wait_event_type = 'Lock' AND query LIKE '%copy_ledger%'";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while target.int(waiting) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the copy never waited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: signalling a child process this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    // Still locked: the copy ends because its statement was cancelled, not because the wait did.
+    let (code, out) = inrush_testkit::finish(child);
+    assert_eq!(code, 130, "{out}");
+    holder.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(
+        target.text("SELECT coalesce(to_regclass('public.t')::text, 'none')"),
+        "none",
+        "the step rolled back"
+    );
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("; verified equal ("), "{out}");
+}
+
+#[test]
 fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
     let source = Db::fresh("copy_to_maria");
     source.exec(PG_SOURCE);

@@ -13,8 +13,9 @@ use crate::catalog::quote;
 use crate::options::MysqlOptions;
 use crate::target::{mariadb_type, runtime};
 use inrush_core::database::{
-    Column, Database, Default, Design, Done, IndexPart, Note, SchemaTarget, Step, Table,
+    Column, Database, DefaultSpelling, Design, Done, IndexPart, Note, SchemaTarget, Step, Table,
 };
+use inrush_core::interrupt::Interrupt;
 use inrush_core::query::{QueryError, QueryServer};
 use inrush_core::SqlType;
 use mysql_async::prelude::Queryable;
@@ -66,6 +67,15 @@ fn failed(what: &str, e: impl std::fmt::Display) -> QueryError {
     }
 }
 
+/// MariaDB's DEFAULT: its own string constants, no boolean type, the current date only as an
+/// expression.
+const DEFAULT_SPELLING: DefaultSpelling = DefaultSpelling {
+    string: literal,
+    boolean_as_number: Some(inrush_encode::boolin),
+    current_date: "(CURRENT_DATE)",
+    parenthesized: false,
+};
+
 fn literal(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
@@ -79,9 +89,15 @@ impl SchemaTarget for MysqlSchemaTarget {
         design(table, source)
     }
 
-    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError> {
+    fn run(
+        &self,
+        step: &Step,
+        done: Option<Done>,
+        stop: &Arc<Interrupt>,
+    ) -> Result<(), QueryError> {
         self.block_on(async {
             let mut conn = self.connect().await?;
+            let _watch = crate::writer::interrupt_watch(&self.options, conn.id(), stop);
             // Foreign keys are added unchecked and checked by their own query (see above).
             let session = "SET SESSION foreign_key_checks = 0";
             conn.query_drop(session)
@@ -352,23 +368,9 @@ fn column_definition(
     if column.identity.is_some() {
         text.push_str(" AUTO_INCREMENT");
     }
-    let boolean = column.sql_type == SqlType::Boolean;
-    match &column.default {
-        _ if column.identity.is_some() => {}
-        None => {}
-        Some(Default::Literal(value)) if boolean => {
-            let truth = inrush_encode::boolin(value) == Some(true);
-            text.push_str(if truth { " DEFAULT 1" } else { " DEFAULT 0" });
-        }
-        Some(Default::Literal(value)) => text.push_str(&format!(" DEFAULT {}", literal(value))),
-        Some(Default::CurrentTimestamp) => text.push_str(" DEFAULT CURRENT_TIMESTAMP"),
-        Some(Default::CurrentDate) => text.push_str(" DEFAULT (CURRENT_DATE)"),
-        Some(Default::Expression(e)) if same => text.push_str(&format!(" DEFAULT {}", e.sql)),
-        Some(Default::Expression(e)) => notes.push(Note::left_out(format!(
-            "default of {}: {}'s {}",
-            column.name, e.engine, e.sql
-        ))),
-    }
+    let (default, note) = column.default_clause(same, &DEFAULT_SPELLING);
+    text.push_str(&default);
+    notes.extend(note);
     if let Some(comment) = &column.comment {
         text.push_str(&format!(" COMMENT {}", literal(comment)));
     }

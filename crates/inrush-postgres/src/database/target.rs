@@ -9,11 +9,23 @@
 use super::source::ENGINE;
 use crate::{query_error, quote_ident, ConnectOptions, Error};
 use inrush_core::database::{
-    Column, Database, Default, Design, Done, Identity, IndexNames, IndexPart, Note, SchemaTarget,
-    Step, Table,
+    Column, Database, DefaultSpelling, Design, Done, Identity, IndexNames, IndexPart, Note,
+    SchemaTarget, Step, Table,
 };
+use inrush_core::ident::sql_string;
+use inrush_core::interrupt::Interrupt;
 use inrush_core::query::QueryError;
 use inrush_core::SqlType;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// PostgreSQL's DEFAULT: standard string constants, read by the column's type (`'t'` too).
+const DEFAULT_SPELLING: DefaultSpelling = DefaultSpelling {
+    string: sql_string,
+    boolean_as_number: None,
+    current_date: "CURRENT_DATE",
+    parenthesized: false,
+};
 
 /// A PostgreSQL database a copy writes.
 pub struct PgSchemaTarget {
@@ -46,11 +58,6 @@ const CREATE_LEDGER: &str = "BEGIN; SELECT pg_advisory_xact_lock(hashtext('inrus
        step text NOT NULL, at timestamptz NOT NULL DEFAULT now(), \
        PRIMARY KEY (copy, \"table\", step)); COMMIT";
 
-/// `'text'`, quoted as a SQL string constant.
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 impl SchemaTarget for PgSchemaTarget {
     fn engine(&self) -> &'static str {
         ENGINE
@@ -60,8 +67,18 @@ impl SchemaTarget for PgSchemaTarget {
         design(table, source)
     }
 
-    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError> {
+    fn run(
+        &self,
+        step: &Step,
+        done: Option<Done>,
+        stop: &Arc<Interrupt>,
+    ) -> Result<(), QueryError> {
         let mut client = self.connect()?;
+        let (options, token) = (self.options.clone(), client.cancel_token());
+        let _watch = stop.watch(Duration::from_millis(500), move || {
+            // Best effort, as every cancel: the step ends when its statement does anyway.
+            let _ = options.cancel_blocking(&token);
+        });
         let mut tx = client
             .transaction()
             .map_err(query_error("BEGIN"))
@@ -180,16 +197,17 @@ pub fn design(table: &Table, source: &Database) -> Design {
         .create
         .push(format!("CREATE TABLE {name} ({})", columns.join(", ")));
     if let Some(comment) = &table.comment {
-        design
-            .create
-            .push(format!("COMMENT ON TABLE {name} IS {}", literal(comment)));
+        design.create.push(format!(
+            "COMMENT ON TABLE {name} IS {}",
+            sql_string(comment)
+        ));
     }
     for column in &table.columns {
         if let Some(comment) = &column.comment {
             design.create.push(format!(
                 "COMMENT ON COLUMN {name}.{} IS {}",
                 quote_ident(&column.name),
-                literal(comment)
+                sql_string(comment)
             ));
         }
     }
@@ -338,8 +356,8 @@ pub fn design(table: &Table, source: &Database) -> Design {
             format!("numbering of {column}"),
             vec![format!(
                 "SELECT setval(pg_get_serial_sequence({}, {}), max({})) FROM {name}",
-                literal(&name),
-                literal(&column),
+                sql_string(&name),
+                sql_string(&column),
                 quote_ident(&column)
             )],
         ));
@@ -365,26 +383,19 @@ fn make_types(table: &Table, source: &Database, create: &mut Vec<String>) {
     }
 }
 
-/// The statement that makes `schema` unless it is there (see [`unless_there`]).
+/// The statement that makes `schema` unless it is there.
 fn make_schema(schema: &str) -> String {
-    unless_there(&format!(
-        "CREATE SCHEMA IF NOT EXISTS {}",
-        quote_ident(schema)
-    ))
+    format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema))
 }
 
-/// `sql`, which makes an object that other tables' statements may make at the same moment:
-/// done unless the object is there. IF NOT EXISTS is not enough: of two transactions making
-/// it at once, the second waits for the first's commit, then fails on the catalog's unique
-/// index (and CREATE TYPE has no IF NOT EXISTS).
+/// `sql`, which makes a type, done unless the type is there: an earlier table of the copy
+/// (or an earlier run of it) may have made it, and CREATE TYPE has no IF NOT EXISTS.
 fn unless_there(sql: &str) -> String {
     let mut tag = "$inrush$".to_string();
     while sql.contains(&tag) {
         tag.insert(tag.len() - 1, '_');
     }
-    format!(
-        "DO {tag} BEGIN {sql}; EXCEPTION WHEN duplicate_object OR duplicate_schema OR unique_violation THEN NULL; END {tag}"
-    )
+    format!("DO {tag} BEGIN {sql}; EXCEPTION WHEN duplicate_object THEN NULL; END {tag}")
 }
 
 /// A column of `CREATE TABLE`, and whether its values are copied (a generated column's are
@@ -435,20 +446,14 @@ fn column_definition(column: &Column, same: bool, notes: &mut Vec<Note>) -> (Str
             ))),
         }
     }
-    match &column.default {
-        _ if same && column.default_sql.is_some() => {
-            let written = column.default_sql.as_ref().map_or("", |e| e.sql.as_str());
-            text.push_str(&format!(" DEFAULT {written}"));
+    // From PostgreSQL, the default as its catalog writes it.
+    match (&column.default_sql, same && column.identity.is_none()) {
+        (Some(written), true) => text.push_str(&format!(" DEFAULT {}", written.sql)),
+        _ => {
+            let (default, note) = column.default_clause(same, &DEFAULT_SPELLING);
+            text.push_str(&default);
+            notes.extend(note);
         }
-        None => {}
-        Some(Default::Literal(value)) => text.push_str(&format!(" DEFAULT {}", literal(value))),
-        Some(Default::CurrentTimestamp) => text.push_str(" DEFAULT CURRENT_TIMESTAMP"),
-        Some(Default::CurrentDate) => text.push_str(" DEFAULT CURRENT_DATE"),
-        Some(Default::Expression(e)) if same => text.push_str(&format!(" DEFAULT {}", e.sql)),
-        Some(Default::Expression(e)) => notes.push(Note::left_out(format!(
-            "default of {}: {}'s {}",
-            column.name, e.engine, e.sql
-        ))),
     }
     (text, copied)
 }
@@ -489,7 +494,7 @@ fn requote(sql: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inrush_core::database::{Action, Check, Expression, ForeignKey, Index, Key};
+    use inrush_core::database::{Action, Check, Default, Expression, ForeignKey, Index, Key};
 
     fn column(name: &str, sql_type: SqlType) -> Column {
         Column {

@@ -3,7 +3,7 @@
 //! `INSERT ... ON CONFLICT` and drops the staging table. The table itself changes only in that
 //! transaction, so the load stays all or nothing; merging from several open transactions
 //! instead would make them wait on each other's row locks until a commit that never comes.
-//! That transaction is the load's commit window (see `inrush_load::interrupt`): a stop before
+//! That transaction is the load's commit window (see `inrush_core::interrupt`): a stop before
 //! its COMMIT cancels the merge and rolls it back.
 
 use super::cancel::until_interrupted;

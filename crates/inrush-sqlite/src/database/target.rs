@@ -10,13 +10,23 @@
 use super::source::SqliteReader;
 use crate::quote;
 use inrush_core::database::{
-    Database, Default, Design, Done, IndexNames, IndexPart, Note, SchemaTarget, Step, Table,
+    Database, DefaultSpelling, Design, Done, IndexNames, IndexPart, Note, SchemaTarget, Step, Table,
 };
+use inrush_core::ident::sql_string;
+use inrush_core::interrupt::Interrupt;
 use inrush_core::query::{QueryError, QueryServer};
 use inrush_core::SqlType;
 use rusqlite::{Connection, OptionalExtension};
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// SQLite's DEFAULT: standard string constants, no boolean type, an expression in parentheses.
+const DEFAULT_SPELLING: DefaultSpelling = DefaultSpelling {
+    string: sql_string,
+    boolean_as_number: Some(inrush_encode::boolin),
+    current_date: "CURRENT_DATE",
+    parenthesized: true,
+};
 
 const ENGINE: &str = "SQLite";
 
@@ -53,10 +63,6 @@ fn error(what: impl Into<String>) -> impl FnOnce(rusqlite::Error) -> QueryError 
     }
 }
 
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 impl SchemaTarget for SqliteSchemaTarget {
     fn engine(&self) -> &'static str {
         ENGINE
@@ -66,8 +72,14 @@ impl SchemaTarget for SqliteSchemaTarget {
         design(table, source)
     }
 
-    fn run(&self, step: &Step, done: Option<Done>) -> Result<(), QueryError> {
+    fn run(
+        &self,
+        step: &Step,
+        done: Option<Done>,
+        stop: &Arc<Interrupt>,
+    ) -> Result<(), QueryError> {
         let mut conn = self.connect()?;
+        let _watch = crate::writer::interrupt_watch(&conn, stop);
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(error("BEGIN IMMEDIATE"))?;
@@ -200,23 +212,9 @@ pub fn design(table: &Table, source: &Database) -> Design {
         if column.not_null {
             text.push_str(" NOT NULL");
         }
-        let boolean = column.sql_type == SqlType::Boolean;
-        match &column.default {
-            _ if column.identity.is_some() => {}
-            None => {}
-            Some(Default::Literal(value)) if boolean => {
-                let truth = inrush_encode::boolin(value) == Some(true);
-                text.push_str(if truth { " DEFAULT 1" } else { " DEFAULT 0" });
-            }
-            Some(Default::Literal(value)) => text.push_str(&format!(" DEFAULT {}", literal(value))),
-            Some(Default::CurrentTimestamp) => text.push_str(" DEFAULT CURRENT_TIMESTAMP"),
-            Some(Default::CurrentDate) => text.push_str(" DEFAULT CURRENT_DATE"),
-            Some(Default::Expression(e)) if same => text.push_str(&format!(" DEFAULT ({})", e.sql)),
-            Some(Default::Expression(e)) => design.notes.push(Note::left_out(format!(
-                "default of {}: {}'s {}",
-                column.name, e.engine, e.sql
-            ))),
-        }
+        let (default, note) = column.default_clause(same, &DEFAULT_SPELLING);
+        text.push_str(&default);
+        design.notes.extend(note);
         definitions.push(text);
         design.columns.push(column.name.clone());
     }
@@ -235,7 +233,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
         let mut check = Step::new(format!("foreign key {}", key.name), Vec::new());
         check.violation = Some(format!(
             "SELECT 'row ' || rowid || ' of ' || \"table\" || ' has no parent in ' || parent FROM pragma_foreign_key_check({}) LIMIT 1",
-            literal(&table.name)
+            sql_string(&table.name)
         ));
         check.needs.push(quote(&key.parent));
         design.after_keys.push(check);
