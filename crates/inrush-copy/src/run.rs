@@ -500,14 +500,16 @@ impl Copying<'_> {
         let done = Some(record(self.plan, name, &step.what));
         match self.target.run(step, done, &self.opts.stop.interrupt()) {
             Ok(()) => Ok(None),
-            // Not a refusal: ended by a stop, it is run again by a rerun.
-            Err(_) if self.opts.stop.is_set() => Err(Failed::whole(Error::Interrupted)),
-            Err(e) if step.optional => Ok(Some(Note::left_out(format!(
-                "{} of {}: the target refused its translation ({})",
-                step.what,
-                table.name(),
-                e.message
-            )))),
+            // Ended by a stop, it is not a refusal: it fails, the worker reports the stop, and
+            // a rerun runs it again.
+            Err(e) if step.optional && !self.opts.stop.is_set() => {
+                Ok(Some(Note::left_out(format!(
+                    "{} of {}: the target refused its translation ({})",
+                    step.what,
+                    table.name(),
+                    e.message
+                ))))
+            }
             Err(e) => Err(Failed::of(name, in_target(e))),
         }
     }

@@ -173,11 +173,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
         empty: None,
         ..Design::default()
     };
-    // Even with IF NOT EXISTS, CREATE SCHEMA needs the right to create schemas, which a
-    // user loading into `public` may not have.
-    if let Some(schema) = schema.filter(|s| *s != "public") {
-        design.create.push(make_schema(schema));
-    }
+    design.create.extend(schema.and_then(make_schema));
     if same {
         make_types(table, source, &mut design.create);
     }
@@ -369,12 +365,11 @@ pub fn design(table: &Table, source: &Database) -> Design {
 fn make_types(table: &Table, source: &Database, create: &mut Vec<String>) {
     for column in &table.columns {
         for user_type in source.types_needed(&column.sql_type) {
-            let mut statements = Vec::new();
-            if let Some(schema) = user_type.schema.as_deref().filter(|s| *s != "public") {
-                statements.push(make_schema(schema));
-            }
-            statements.push(unless_there(&user_type.create.sql));
-            for statement in statements {
+            let schema = user_type.schema.as_deref().and_then(make_schema);
+            for statement in schema
+                .into_iter()
+                .chain([unless_there(&user_type.create.sql)])
+            {
                 if !create.contains(&statement) {
                     create.push(statement);
                 }
@@ -383,9 +378,11 @@ fn make_types(table: &Table, source: &Database, create: &mut Vec<String>) {
     }
 }
 
-/// The statement that makes `schema` unless it is there.
-fn make_schema(schema: &str) -> String {
-    format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema))
+/// The statement that makes `schema` unless it is there; none for `public`: even with IF NOT
+/// EXISTS, CREATE SCHEMA needs the right to create schemas, which a user loading into `public`
+/// may not have.
+fn make_schema(schema: &str) -> Option<String> {
+    (schema != "public").then(|| format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(schema)))
 }
 
 /// `sql`, which makes a type, done unless the type is there: an earlier table of the copy
