@@ -7,7 +7,7 @@ use crate::columns::position_by_name;
 use crate::{Error, LoadOptions, Result};
 use bytes::Bytes;
 use inrush_arrow::{ArrowFile, BatchStream, Part, RecordBatch, SchemaRef};
-use inrush_core::query::QueryServer;
+use inrush_core::query::{QueryServer, TextRows};
 use inrush_read::binary::TupleSplitter;
 use inrush_read::csv::{Block, CsvOptions, Record, RecordParser, Splitter};
 use inrush_read::encoding::{self, Encoding};
@@ -78,13 +78,15 @@ pub struct Work {
 }
 
 /// What a worker takes: a block of text records, a part (row group) of a columnar file, which
-/// the worker reads itself, a slice of a stream's batch, or COPY BINARY tuples of a query,
-/// which go on as they are.
+/// the worker reads itself, a slice of a stream's batch, a block of a query's rows, or COPY
+/// BINARY tuples of a query, which go on as they are.
 pub enum Unit {
     Block(Block),
     Part(Part),
     /// A slice of a stream and the 0-based number of its first row.
     Batch(u64, RecordBatch),
+    /// A block of a query's rows and the 0-based number of its first row.
+    Rows(u64, TextRows),
     Tuples(Block),
 }
 
@@ -369,6 +371,32 @@ impl Sources {
             source.name.clone(),
             self.block_size,
         ))
+    }
+
+    /// Source `i`'s rows, when it is a query whose server reads rows one at a time (see
+    /// [`QueryServer::rows`]): its blocks, each with the 0-based number of its first row.
+    pub fn open_rows(
+        &self,
+        i: usize,
+    ) -> Result<Option<impl Iterator<Item = Result<(u64, TextRows)>> + Send + 'static>> {
+        let Origin::Query { from, sql } = &self.list[i].origin else {
+            return Ok(None);
+        };
+        if !from.reads_rows() {
+            return Ok(None);
+        }
+        let mut next = 0u64;
+        Ok(Some(from.rows(sql)?.blocks.map(move |block| {
+            let block = block?;
+            let first = next;
+            next += block.rows() as u64;
+            Ok((first, block))
+        })))
+    }
+
+    /// Whether source `i`'s rows come as [`Unit::Rows`]: numbered, and never read again.
+    pub fn reads_rows(&self, i: usize) -> bool {
+        matches!(&self.list[i].origin, Origin::Query { from, .. } if from.reads_rows())
     }
 
     /// Whether the sources are columnar files (read by parts, not split into blocks).

@@ -111,7 +111,7 @@ pub fn start_readers(
 }
 
 /// The units of work of source `index` (`opened` when it was opened already): a query's
-/// binary tuples, a columnar file's parts, or a text source's blocks, without the blocks an
+/// binary tuples or blocks of rows, a columnar file's parts, or a text source's blocks, without the blocks an
 /// earlier run committed (`skip`, for source 0 under --resume) and those `claims` does not
 /// give this process.
 fn source_units(
@@ -126,6 +126,11 @@ fn source_units(
     if let Some(columns) = sources.passthrough.get() {
         let tuples = sources.open_tuples(index, columns, consumed)?;
         return Ok(Box::new(tuples.map(|t| Ok(Unit::Tuples(t?)))));
+    }
+    if let Some(rows) = sources.open_rows(index)? {
+        return Ok(Box::new(
+            rows.map(|r| r.map(|(first, rows)| Unit::Rows(first, rows))),
+        ));
     }
     match &sources.list[index].arrow {
         // Columnar: the workers read the parts themselves.

@@ -10,6 +10,7 @@ use crate::sources::{Columnar, Source, Sources, Unit, Work};
 use crate::{Error, Result};
 use bytes::Bytes;
 use inrush_arrow::{Coercion, Part, Prepared, RecordBatch};
+use inrush_core::query::TextRows;
 use inrush_core::{Location, TargetColumn};
 use inrush_read::csv::{Block, BlockParser, Record, RecordParser};
 use inrush_read::encoding::Encoding;
@@ -320,6 +321,16 @@ impl WorkerPlan {
                 Unit::Batch(first_row, batch) => {
                     self.encode_slice(work.source, *first_row, batch, rows, shared, &mut send)
                 }
+                Unit::Rows(first_row, block) => {
+                    let sent =
+                        self.encode_rows(work.source, *first_row, block, rows, shared, &mut send);
+                    let bytes = block.data().len() as u64;
+                    shared
+                        .progress
+                        .bytes_read
+                        .fetch_add(bytes, Ordering::Relaxed);
+                    sent
+                }
                 Unit::Part(part) => {
                     let sent = self.encode_part(work.source, part, rows, shared, &mut send);
                     shared
@@ -572,6 +583,95 @@ impl WorkerPlan {
         Ok(send(batch_rows.take(row_number), true))
     }
 
+    /// Encodes a block of a query's rows (`first_row`: the 0-based number of its first), sent
+    /// in chunks as a columnar part's rows are. Returns false when the chunk queue closed.
+    fn encode_rows(
+        &self,
+        source: u32,
+        first_row: u64,
+        block: &TextRows,
+        rows: &mut dyn RowWriter,
+        shared: &Shared,
+        send: &mut dyn FnMut(Chunk, bool) -> bool,
+    ) -> Result<bool> {
+        let input = self.source(source);
+        let rejects = shared.rejects.as_ref();
+        let mut chunk = ChunkRows::new(self, source, first_row, rejects.is_some());
+        let data = block.data();
+        // Checked once per block; only a block with a bad byte is checked value by value.
+        let block_is_valid = check_encoding(data).is_ok();
+        let plain = match self.rows.reads_plain()
+            && memchr::memchr3(b'\\', b'\t', b'\r', data).is_none()
+            && memchr::memchr(b'\n', data).is_none()
+        {
+            true => PlainFields::from_flags(self.columns.iter().map(|_| true)),
+            false => PlainFields::default(),
+        };
+        let mut row_number = first_row;
+        for r in 0..block.rows() {
+            row_number += 1;
+            let location = || Location::row(input.name.clone(), row_number);
+            let bad_byte = (!block_is_valid)
+                .then(|| {
+                    block.row(r).enumerate().find_map(|(i, value)| {
+                        let bad = check_encoding(value?).err()?;
+                        Some((i, value?, bad))
+                    })
+                })
+                .flatten();
+            let width = block.row(r).len();
+            let refused = if width != self.columns.len() {
+                Some((location(), self.field_count_reason(width)))
+            } else if let Some((i, value, bad)) = bad_byte {
+                let reason = input.encoding().undecodable_reason(&value[bad..]);
+                let column = self.columns[i].name.clone();
+                Some((location().field(column, Some(value)), reason))
+            } else {
+                let tuple_start = chunk.out.len() as u32;
+                let at = At {
+                    plain,
+                    position: self.position(source, row_number),
+                };
+                // Safe: the values were checked to be UTF-8, with their block or just above.
+                let values = block
+                    .row(r)
+                    .map(|v| v.map(|b| unsafe { std::str::from_utf8_unchecked(b) }));
+                match gathered(width, values, |values| rows.row(values, at, &mut chunk.out)) {
+                    Ok(()) => {
+                        chunk.push(tuple_start, row_number, || Self::text_row_as_csv(block, r));
+                        None
+                    }
+                    Err(Refused::Failed(error)) => return Err(error),
+                    Err(Refused::Value(i, reason)) => {
+                        let value = block.row(r).nth(i).flatten();
+                        let column = self.columns[i].name.clone();
+                        Some((location().field(column, value), reason))
+                    }
+                }
+            };
+            if let Some((location, reason)) = refused {
+                let Some(rejects) = rejects else {
+                    return Err(Error::BadRow { location, reason });
+                };
+                let line = Self::text_row_as_csv(block, r);
+                rejects.reject(&line, false, &location, &reason, None)?;
+            }
+            if chunk.out.len() >= self.chunk_bytes && !send(chunk.take(row_number), false) {
+                return Ok(false);
+            }
+        }
+        Ok(send(chunk.take(row_number), true))
+    }
+
+    /// A query's row as a CSV line (for the reject file).
+    fn text_row_as_csv(block: &TextRows, row: usize) -> Vec<u8> {
+        let texts: Vec<Option<Cow<str>>> = block
+            .row(row)
+            .map(|v| v.map(String::from_utf8_lossy))
+            .collect();
+        csv_line(texts.iter().map(|t| t.as_deref()))
+    }
+
     /// A columnar row as a CSV line of its values' text forms (for the reject file).
     fn row_as_csv(columns: &[Prepared], row: usize) -> Vec<u8> {
         let texts: Vec<Option<String>> = columns
@@ -724,9 +824,11 @@ impl WorkerPlan {
         index: u64,
     ) -> Option<Location> {
         let input = self.source(source);
-        if input.arrow.is_some() || self.sources.passthrough.get().is_some() {
-            // Columnar parts without rejects, and a query's binary tuples, hold consecutive
-            // rows numbered from the chunk's first.
+        let numbered =
+            self.sources.passthrough.get().is_some() || self.sources.reads_rows(source as usize);
+        if input.arrow.is_some() || numbered {
+            // Columnar parts without rejects, and a query's rows or binary tuples, hold
+            // consecutive rows numbered from the chunk's first.
             return Some(Location::row(input.name.clone(), first_line + index));
         }
         if !input.rereadable() {

@@ -1,5 +1,6 @@
 //! MariaDB and MySQL as the server of `--from-query`: a query's rows, read as they arrive and
-//! written as the CSV the pipeline parses like a file, with the types `--create` gives them.
+//! handed to the load a block at a time as their values' texts (`TextRows`), with the types
+//! `--create` gives them.
 //!
 //! Each value is written in the text form PostgreSQL's input functions read, since moving data
 //! out of MySQL into PostgreSQL is what this is for (pgloader's main use); other targets read
@@ -18,14 +19,13 @@
 //! `json_valid` check) is JSON; `YEAR` is a `smallint`.
 
 use crate::options::MysqlOptions;
-use inrush_core::query::{
-    csv_field, range_queries, ChunkReader, ChunkSender, QueryError, QueryServer,
-};
+use inrush_core::query::{range_queries, QueryError, QueryRows, QueryServer, TextRows};
 use inrush_core::SqlType;
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Column, Conn, Value};
 use std::io::Read;
+use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 /// A MariaDB or MySQL server whose query results a load reads.
@@ -167,14 +167,9 @@ impl MysqlSource {
         Ok(columns)
     }
 
-    /// Runs `sql` and sends its rows as CSV chunks to `tx` (the header first); returns when
-    /// every row is sent, the query fails, or the reader is gone.
-    async fn stream(
-        &self,
-        sql: &str,
-        started: std::sync::mpsc::SyncSender<Result<(), QueryError>>,
-        tx: ChunkSender,
-    ) {
+    /// Runs `sql` and sends its rows to `tx` a block at a time, after its column names to
+    /// `started`; returns when every row is sent, the query fails, or the reader is gone.
+    async fn stream(&self, sql: &str, started: SyncSender<Started>, tx: SyncSender<Block>) {
         let failed = |e: QueryError| {
             let _ = started.send(Err(e));
         };
@@ -195,43 +190,37 @@ impl MysqlSource {
             Ok(result) => result,
             Err(e) => return failed(self.error(sql)(e)),
         };
-        let _ = started.send(Ok(()));
-        // Rows gathered into large chunks, so the channel moves megabytes, not rows.
-        const CHUNK: usize = 256 * 1024;
-        let mut out = Vec::with_capacity(CHUNK + 4096);
-        for (i, column) in columns.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            csv_field(&mut out, column.name.as_bytes());
-        }
-        out.push(b'\n');
+        let _ = started.send(Ok(columns.iter().map(|c| c.name.clone()).collect()));
+        let mut block = TextRows::new(columns.len());
         loop {
             let row = match result.next().await {
                 Ok(Some(row)) => row,
                 Ok(None) => break,
                 Err(e) => {
-                    let message = self.error(sql)(e).to_string();
-                    let _ = tx.send(Err(std::io::Error::other(message)));
+                    let _ = tx.send(Err(self.error(sql)(e)));
                     return;
                 }
             };
             for (i, column) in columns.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                // The text protocol sends NULL (written as nothing) or bytes only.
-                if let Some(Value::Bytes(bytes)) = row.as_ref(i) {
-                    column.kind.write(bytes, self.zero_dates_null, &mut out);
+                // The text protocol sends NULL or bytes only.
+                match row.as_ref(i) {
+                    Some(Value::Bytes(bytes))
+                        if column.kind.text(bytes, self.zero_dates_null, block.text()) =>
+                    {
+                        block.end()
+                    }
+                    _ => block.null(),
                 }
             }
-            out.push(b'\n');
-            if out.len() >= CHUNK && tx.send(Ok(std::mem::take(&mut out))).is_err() {
-                return; // the load stopped reading
+            if block.is_full() {
+                let full = std::mem::replace(&mut block, TextRows::new(columns.len()));
+                if tx.send(Ok(full)).is_err() {
+                    return; // the load stopped reading
+                }
             }
         }
-        if !out.is_empty() {
-            let _ = tx.send(Ok(out));
+        if block.rows() > 0 {
+            let _ = tx.send(Ok(block));
         }
         drop(result);
         if lease.sessions.is_none() {
@@ -241,6 +230,11 @@ impl MysqlSource {
         }
     }
 }
+
+/// What a query's reading thread says first: the result's column names, or why it did not run.
+type Started = Result<Vec<String>, QueryError>;
+/// A block of rows, or the error that ends them.
+type Block = Result<TextRows, QueryError>;
 
 impl QueryServer for MysqlSource {
     fn engine(&self) -> &'static str {
@@ -281,7 +275,16 @@ impl QueryServer for MysqlSource {
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
-        let (tx, reader) = ChunkReader::channel(8);
+        Ok(self.rows(sql)?.csv())
+    }
+
+    fn reads_rows(&self) -> bool {
+        true
+    }
+
+    fn rows(&self, sql: &str) -> Result<QueryRows, QueryError> {
+        // A few blocks in flight: a slow load holds the server back rather than buffering.
+        let (tx, blocks) = std::sync::mpsc::sync_channel(4);
         let (started_tx, started) = std::sync::mpsc::sync_channel(1);
         let source = self.clone();
         let sql = sql.to_string();
@@ -303,7 +306,10 @@ impl QueryServer for MysqlSource {
             })?;
         // Fail here, with the server's message, when the query does not run.
         match started.recv() {
-            Ok(Ok(())) => Ok(Box::new(reader)),
+            Ok(Ok(names)) => Ok(QueryRows {
+                names,
+                blocks: Box::new(blocks.into_iter()),
+            }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(QueryError {
                 engine: "MariaDB",
@@ -470,8 +476,9 @@ impl Kind {
         }
     }
 
-    /// Appends `value`'s CSV field (never empty: an empty string is `""`, NULL is nothing).
-    fn write(self, value: &[u8], zero_dates_null: bool, out: &mut Vec<u8>) {
+    /// Appends `value`'s text form to `out`; false when it is NULL instead (a zero date under
+    /// `--zero-dates-null`).
+    fn text(self, value: &[u8], zero_dates_null: bool, out: &mut Vec<u8>) -> bool {
         match self {
             Kind::Bytes => {
                 out.extend_from_slice(b"\\x");
@@ -496,13 +503,17 @@ impl Kind {
                 out.push(b'0' + value[0].min(1));
             }
             Kind::Date | Kind::Datetime | Kind::Timestamp
-                if zero_dates_null && zero_date(value) => {}
+                if zero_dates_null && zero_date(value) =>
+            {
+                return false
+            }
             Kind::Timestamp if !zero_date(value) => {
                 out.extend_from_slice(value);
                 out.extend_from_slice(b"+00");
             }
-            _ => csv_field(out, value),
+            _ => out.extend_from_slice(value),
         }
+        true
     }
 }
 
@@ -531,19 +542,19 @@ static HEX: [[u8; 2]; 256] = {
 mod tests {
     use super::*;
 
+    /// The value's text, `-` for NULL.
     fn field(kind: Kind, value: &[u8], zero_dates_null: bool) -> String {
         let mut out = Vec::new();
-        kind.write(value, zero_dates_null, &mut out);
-        String::from_utf8(out).unwrap()
+        match kind.text(value, zero_dates_null, &mut out) {
+            true => String::from_utf8(out).unwrap(),
+            false => "-".into(),
+        }
     }
 
     #[test]
     fn values_take_the_form_postgresql_reads() {
-        assert_eq!(field(Kind::Text, b"", false), "\"\"");
-        assert_eq!(
-            field(Kind::Text, b"a,\"b\"\nc", false),
-            "\"a,\"\"b\"\"\nc\""
-        );
+        assert_eq!(field(Kind::Text, b"", false), "");
+        assert_eq!(field(Kind::Text, b"a,\"b\"\nc", false), "a,\"b\"\nc");
         assert_eq!(field(Kind::Text, b"plain", false), "plain");
         assert_eq!(field(Kind::Bytes, &[0, 0xab, 0x10], false), "\\x00ab10");
         assert_eq!(field(Kind::Bytes, b"", false), "\\x");
@@ -570,7 +581,7 @@ mod tests {
             b"0000-00-00 00:00:00",
         ] {
             assert!(zero_date(zero), "{zero:?}");
-            assert_eq!(field(Kind::Datetime, zero, true), "");
+            assert_eq!(field(Kind::Datetime, zero, true), "-");
             assert_eq!(
                 field(Kind::Datetime, zero, false),
                 String::from_utf8(zero.to_vec()).unwrap()

@@ -312,7 +312,7 @@ fn a_copy_that_fails_on_a_table_resumes_with_the_tables_done_kept() {
     let (code, out) = copy(&source.url, &target.conninfo, &["--jobs", "1"]);
     assert_eq!(code, 4, "exit {code}: {out}");
     assert!(
-        out.contains("copying \"b\": query:3, column day, value \"0000-00-00\""),
+        out.contains("copying \"b\": query, row 2, column day, value \"0000-00-00\""),
         "{out}"
     );
     assert_eq!(target.int("SELECT count(*) FROM b"), 0);

@@ -148,6 +148,60 @@ fn zero_dates_are_bad_rows_unless_asked_to_be_null() {
     }
 }
 
+/// MariaDB's rows reach the load value by value, in blocks: a value no PostgreSQL text can hold
+/// (a NUL byte) or its type refuses is a bad row named by its row number, column and value,
+/// counted across blocks, and every other row arrives.
+#[test]
+fn a_bad_mariadb_value_is_a_bad_row_named_by_row_and_column() {
+    let source = MariaDb::fresh("migrate_nul");
+    // 60,000 rows of about 40 bytes: several blocks of rows. Rows 2 and 50,000 hold a NUL,
+    // row 45,000 a zero date.
+    source.exec(
+        "CREATE TABLE n (id INT PRIMARY KEY, s VARCHAR(40), d DATE); SET sql_mode = ''; \
+         INSERT INTO n SELECT seq, CONCAT('some text of row ', seq), '2024-01-01' \
+           FROM seq_1_to_60000; \
+         UPDATE n SET s = CONCAT('a', CHAR(0), 'b') WHERE id IN (2, 50000); \
+         UPDATE n SET d = '0000-00-00' WHERE id = 45000",
+    );
+    let target = Db::fresh("migrate_nul");
+    let dir = tempfile::tempdir().unwrap();
+    let rejects = dir.path().join("n.rejects");
+    let (code, out) = migrate(
+        "SELECT * FROM n ORDER BY id",
+        &source.url,
+        &target.conninfo,
+        "n",
+        &[
+            "--create",
+            "--max-errors",
+            "5",
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 6, "{out}");
+    assert_eq!(
+        target.text("SELECT concat_ws(' ', count(*), sum(id), min(s), max(d)) FROM n"),
+        format!(
+            "59997 {} some text of row 1 2024-01-01",
+            60000u64 * 60001 / 2 - 2 - 50000 - 45000
+        )
+    );
+    let log = std::fs::read_to_string(dir.path().join("n.rejects.log")).unwrap();
+    for (row, column) in [(2, "s"), (45000, "d"), (50000, "s")] {
+        let line = log
+            .lines()
+            .find(|l| l.contains(&format!("\"row\":{row},")))
+            .unwrap_or_else(|| panic!("no row {row} in {log}"));
+        assert!(line.contains(&format!("\"column\":\"{column}\"")), "{line}");
+    }
+    let rejected = std::fs::read_to_string(&rejects).unwrap();
+    assert!(
+        rejected.contains("\"45000\",\"some text of row 45000\",\"0000-00-00\""),
+        "{rejected}"
+    );
+}
+
 /// `--split-by` cuts the query into key ranges, one MariaDB stream per connection; every row
 /// arrives once.
 #[test]

@@ -1,6 +1,6 @@
 //! A SQLite file as `inrush copy` reads it: its tables from its own catalog (`sqlite_schema`,
-//! `pragma_table_xinfo`, `pragma_index_list`, `pragma_foreign_key_list`), and its rows as the
-//! CSV every load parses ([`QueryServer`]).
+//! `pragma_table_xinfo`, `pragma_index_list`, `pragma_foreign_key_list`), and its rows value by
+//! value ([`QueryServer::rows`]).
 //!
 //! One image for every reader: SQLite has no snapshot to hand from one connection to another,
 //! so the copy holds the write lock (`BEGIN IMMEDIATE`) while each reading connection begins
@@ -20,12 +20,13 @@ use inrush_core::database::{
     Action, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart, Key,
     Object, SchemaSource, Snapshot, Table,
 };
-use inrush_core::query::{csv_field, range_queries, ChunkReader, QueryError, QueryServer};
+use inrush_core::query::{range_queries, QueryError, QueryRows, QueryServer, TextRows};
 use inrush_core::SqlType;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Condvar, Mutex};
 
 const ENGINE: &str = "SQLite";
@@ -509,19 +510,33 @@ impl QueryServer for SqliteReader {
     }
 
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError> {
+        Ok(self.rows(sql)?.csv())
+    }
+
+    fn reads_rows(&self) -> bool {
+        true
+    }
+
+    fn rows(&self, sql: &str) -> Result<QueryRows, QueryError> {
         let lease = self.lease()?;
         // Fail here, with SQLite's message, when the query does not prepare.
-        if let Some(conn) = &lease.conn {
-            conn.prepare(sql).map_err(error(sql))?;
-        }
-        let (tx, reader) = ChunkReader::channel(8);
-        let sql = sql.to_string();
+        let names: Vec<String> = match &lease.conn {
+            Some(conn) => {
+                let statement = conn.prepare(sql).map_err(error(sql))?;
+                let names = statement.column_names().into_iter();
+                names.map(str::to_string).collect()
+            }
+            None => Vec::new(),
+        };
+        // A few blocks in flight: a slow load holds the reader back rather than buffering.
+        let (tx, blocks) = std::sync::mpsc::sync_channel(4);
+        let (sql, width) = (sql.to_string(), names.len());
         std::thread::Builder::new()
             .name("inrush-query-out".into())
             .spawn(move || {
                 let conn = lease.conn.as_ref().expect("a leased connection");
-                if let Err(e) = stream(conn, &sql, &tx) {
-                    let _ = tx.send(Err(std::io::Error::other(e.to_string())));
+                if let Err(e) = stream(conn, &sql, width, &tx) {
+                    let _ = tx.send(Err(e));
                 }
             })
             .map_err(|e| QueryError {
@@ -529,43 +544,35 @@ impl QueryServer for SqliteReader {
                 what: "starting a thread".into(),
                 message: e.to_string(),
             })?;
-        Ok(Box::new(reader))
+        Ok(QueryRows {
+            names,
+            blocks: Box::new(blocks.into_iter()),
+        })
     }
 }
 
-/// `sql`'s rows as CSV chunks on `tx`, the header first; stops when the reader is gone.
+/// `sql`'s rows (`width` values each) on `tx` a block at a time; stops when the reader is gone.
 fn stream(
     conn: &Connection,
     sql: &str,
-    tx: &inrush_core::query::ChunkSender,
+    width: usize,
+    tx: &SyncSender<Result<TextRows, QueryError>>,
 ) -> Result<(), QueryError> {
-    const CHUNK: usize = 256 * 1024;
     let mut statement = conn.prepare(sql).map_err(error(sql))?;
-    let names: Vec<String> = statement
-        .column_names()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
-    let mut out = Vec::with_capacity(CHUNK + 4096);
-    for (i, name) in names.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        csv_field(&mut out, name.as_bytes());
-    }
-    out.push(b'\n');
     let mut rows = statement.query([]).map_err(error(sql))?;
     let mut number = itoa::Buffer::new();
+    let mut block = TextRows::new(width);
     while let Some(row) = rows.next().map_err(error(sql))? {
-        for i in 0..names.len() {
-            if i > 0 {
-                out.push(b',');
-            }
+        for i in 0..width {
+            let out = block.text();
             match row.get_ref(i).map_err(error(sql))? {
-                ValueRef::Null => {}
+                ValueRef::Null => {
+                    block.null();
+                    continue;
+                }
                 ValueRef::Integer(n) => out.extend_from_slice(number.format(n).as_bytes()),
-                ValueRef::Real(f) => write_real(&mut out, f),
-                ValueRef::Text(text) => csv_field(&mut out, text),
+                ValueRef::Real(f) => write_real(out, f),
+                ValueRef::Text(text) => out.extend_from_slice(text),
                 ValueRef::Blob(bytes) => {
                     // bytea's hex form: what PostgreSQL's input reads, and the other targets.
                     out.extend_from_slice(b"\\x");
@@ -574,14 +581,17 @@ fn stream(
                     }
                 }
             }
+            block.end();
         }
-        out.push(b'\n');
-        if out.len() >= CHUNK && tx.send(Ok(std::mem::take(&mut out))).is_err() {
-            return Ok(()); // the load stopped reading
+        if block.is_full() {
+            let full = std::mem::replace(&mut block, TextRows::new(width));
+            if tx.send(Ok(full)).is_err() {
+                return Ok(()); // the load stopped reading
+            }
         }
     }
-    if !out.is_empty() {
-        let _ = tx.send(Ok(out));
+    if block.rows() > 0 {
+        let _ = tx.send(Ok(block));
     }
     Ok(())
 }

@@ -2,12 +2,17 @@
 //!
 //! The pipeline knows nothing of the source's engine: it asks for the result's columns (for
 //! `--create` and for mapping them to the target's), for the query cut into key ranges (one
-//! stream each) and for the rows as CSV text, which go through the same parse, check and encode
-//! as a file, so every value is read by the target's own rules. Each engine crate implements
+//! stream each) and for the rows: as CSV text, which goes through the same parse, check and
+//! encode as a file, or, from a server whose driver reads rows value by value, as those values'
+//! texts ([`TextRows`]), checked and encoded the same way without the CSV in between. Either
+//! way every value is read by the target's own rules. Each engine crate implements
 //! [`QueryServer`] for its connection options; the binary picks one by the `--from` URL.
 
 use crate::SqlType;
 use std::io::Read;
+
+mod rows;
+pub use rows::{QueryRows, TextRows, BLOCK_BYTES};
 
 /// A source server, opened on one database.
 pub trait QueryServer: Send + Sync + std::fmt::Debug {
@@ -27,6 +32,23 @@ pub trait QueryServer: Send + Sync + std::fmt::Debug {
     /// read (bytes as `\x` hex, booleans `t`/`f` or `1`/`0`). A failure after the start comes out
     /// of `read` as an error naming the query.
     fn csv(&self, sql: &str) -> Result<Box<dyn Read + Send>, QueryError>;
+
+    /// Whether [`QueryServer::rows`] works: the server's driver hands rows value by value, so
+    /// the load takes the values as they are rather than as CSV it must parse again.
+    fn reads_rows(&self) -> bool {
+        false
+    }
+
+    /// The rows of `sql` as blocks of values in the text forms of [`QueryServer::csv`] (see
+    /// [`QueryServer::reads_rows`]).
+    fn rows(&self, sql: &str) -> Result<QueryRows, QueryError> {
+        let _ = sql;
+        Err(QueryError {
+            engine: self.engine(),
+            what: "reading the query row by row".into(),
+            message: "this server's rows come as CSV".into(),
+        })
+    }
 
     /// Whether [`QueryServer::copy_binary`] works: the server writes PostgreSQL's COPY BINARY,
     /// whose tuples a PostgreSQL target takes untouched when every column has its type.
