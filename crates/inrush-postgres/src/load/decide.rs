@@ -564,7 +564,10 @@ pub(super) fn passthrough(
     let binary = sources
         .query()
         .is_some_and(|(from, _)| from.speaks_copy_binary());
-    let how = if !binary {
+    let values = sources.query().is_some_and(|(from, _)| from.reads_rows());
+    let how = if values {
+        "as values, read by the target's input functions"
+    } else if !binary {
         "as CSV, read by the target's input functions"
     } else if !same_types {
         "as CSV, read by the target's input functions (the column types differ)"
