@@ -12,6 +12,9 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The ledger's step of a table made bare, and of its rows committed.
 pub(crate) const CREATED: &str = "created";
+/// Recorded before a table is made: where DDL commits by itself (MariaDB), a stop between the
+/// table made and its `created` record leaves a table only this says the copy made.
+pub(crate) const CREATING: &str = "creating";
 pub(crate) const LOADED: &str = "loaded";
 /// The ledger's record of a copy that finished, under no table.
 pub(crate) const FINISHED: &str = "finished";
@@ -149,8 +152,11 @@ pub fn plan(
         .map_err(|e| Failed::whole(in_target(e)))?
         .into_iter()
         .collect();
-    for plan in &plans {
+    for plan in &mut plans {
         let exists = existing.contains(&plan.design.name);
+        if exists && plan.state == TableState::New && plan.done.contains(CREATING) {
+            plan.state = TableState::InFlight;
+        }
         if opts.data_only && !exists {
             return Err(usage(&format!(
                 "--data-only: table {} is not in the target; copy without --data-only to make it",

@@ -2,7 +2,7 @@
 //! built, then the keys between tables. See the crate's documentation for the order and why.
 
 use crate::board::{Board, Next, Shape, Task};
-use crate::plan::{CopyPlan, TablePlan, TableState, CREATED, FINISHED, LOADED};
+use crate::plan::{CopyPlan, TablePlan, TableState, CREATED, CREATING, FINISHED, LOADED};
 use crate::verify::{digest, Digest};
 use crate::CopyOptions;
 use inrush_core::database::{Done, Note, SchemaSource, SchemaTarget, Snapshot, Step};
@@ -183,11 +183,17 @@ pub fn copy(
     if !opts.data_only {
         for table in plan.tables.iter().filter(|t| t.state == TableState::New) {
             let name = &table.design.name;
+            let failed = |e| stopped_or(opts, Failed::of(name, in_target(e)));
+            let intent = Step::new(CREATING, Vec::new());
+            let done = record(plan, name, CREATING);
+            target
+                .run(&intent, Some(done), &opts.stop.interrupt())
+                .map_err(failed)?;
             let done = record(plan, name, CREATED);
             let step = Step::new(CREATED, table.design.create.clone());
             target
                 .run(&step, Some(done), &opts.stop.interrupt())
-                .map_err(|e| stopped_or(opts, Failed::of(name, in_target(e))))?;
+                .map_err(failed)?;
         }
     }
     let loading = !opts.schema_only && plan.tables.iter().any(|t| t.state != TableState::Loaded);

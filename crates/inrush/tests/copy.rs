@@ -785,6 +785,28 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
     );
 }
 
+/// MariaDB's DDL commits by itself, so a copy can stop after a table's CREATE TABLE and before
+/// its record. The ledger says first which table the copy is making: the rerun takes such a
+/// table as its own (emptied and loaded), and makes one whose CREATE never ran.
+#[test]
+fn a_mariadb_table_made_just_before_a_stop_is_the_reruns_own() {
+    let source = Db::fresh("copy_creating");
+    source.exec(
+        "CREATE TABLE a (id int PRIMARY KEY, v text);
+         INSERT INTO a SELECT g, 'v' || g FROM generate_series(1, 100) g;
+         CREATE TABLE b (id int PRIMARY KEY);
+         INSERT INTO b VALUES (1), (2);",
+    );
+    let target = MariaDb::fresh("copy_creating_to");
+    let (code, out) = copy(&source.conninfo, &target.url, &["--schema-only"]);
+    assert_eq!(code, 0, "{out}");
+    // What stops right after a's CREATE TABLE and right before b's leave.
+    target.exec("DELETE FROM inrush_copy_ledger WHERE step <> 'creating'; DROP TABLE b");
+    let (code, out) = copy(&source.conninfo, &target.url, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 2, "{out}");
+}
+
 #[test]
 fn a_mariadb_database_moves_into_a_sqlite_file() {
     let source = MariaDb::fresh("copy_to_sqlite");
