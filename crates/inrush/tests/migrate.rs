@@ -202,6 +202,43 @@ fn a_bad_mariadb_value_is_a_bad_row_named_by_row_and_column() {
     );
 }
 
+/// `--on-conflict` keeps a MariaDB query's order, across its blocks of rows: `update` leaves
+/// each key's last row, `skip` its first.
+#[test]
+fn on_conflict_keeps_the_order_of_a_mariadb_query() {
+    let source = MariaDb::fresh("migrate_conflict");
+    // 60,000 rows, several blocks; each key k in 1..=1000 comes 60 times, its row numbers
+    // (n) rising.
+    source.exec(
+        "CREATE TABLE d (n INT PRIMARY KEY, k INT, v VARCHAR(40)); \
+         INSERT INTO d SELECT seq, (seq - 1) % 1000 + 1, CONCAT('version ', seq) \
+           FROM seq_1_to_60000",
+    );
+    for (mode, want) in [("update", "59002 60000"), ("skip", "2 1000")] {
+        let target = Db::fresh("migrate_conflict");
+        target.exec("CREATE TABLE d (k integer PRIMARY KEY, n integer, v text)");
+        target.exec("INSERT INTO d VALUES (1, 0, 'there before')");
+        let (code, out) = migrate(
+            "SELECT k, n, v FROM d ORDER BY n",
+            &source.url,
+            &target.conninfo,
+            "d",
+            &["--on-conflict", mode],
+        );
+        assert_eq!(code, 0, "{mode}: {out}");
+        let kept = target.text("SELECT concat_ws(' ', min(n), max(n)) FROM d WHERE k > 1");
+        assert_eq!(kept, want, "{mode}");
+        let first = target.text("SELECT v FROM d WHERE k = 1");
+        let first_want = if mode == "update" {
+            "version 59001"
+        } else {
+            "there before"
+        };
+        assert_eq!(first, first_want, "{mode}");
+        assert_eq!(target.int("SELECT count(*) FROM d"), 1000, "{mode}");
+    }
+}
+
 /// `--split-by` cuts the query into key ranges, one MariaDB stream per connection; every row
 /// arrives once.
 #[test]
