@@ -157,11 +157,12 @@ pub fn range_queries(
         .collect()
 }
 
-/// The reading end of a source's rows, filled in chunks by the thread that talks to the server.
-/// The channel is bounded, so a slow load holds the source back instead of buffering its rows;
-/// a load that stops reading drops the reader, and the producer's next send fails, ending it.
+/// A source's rows read as a stream of chunks: from a channel the thread that talks to the
+/// server fills ([`ChunkReader::channel`]), or from chunks made as they are read. The channel
+/// is bounded, so a slow load holds the source back instead of buffering its rows; a load that
+/// stops reading drops the reader, and the producer's next send fails, ending it.
 pub struct ChunkReader {
-    rx: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    chunks: Box<dyn Iterator<Item = std::io::Result<Vec<u8>>> + Send>,
     current: Vec<u8>,
     at: usize,
 }
@@ -170,27 +171,31 @@ pub struct ChunkReader {
 pub type ChunkSender = std::sync::mpsc::SyncSender<std::io::Result<Vec<u8>>>;
 
 impl ChunkReader {
+    /// A reader of `chunks`, each read when the last is used up.
+    pub fn new(chunks: impl Iterator<Item = std::io::Result<Vec<u8>>> + Send + 'static) -> Self {
+        ChunkReader {
+            chunks: Box::new(chunks),
+            current: Vec::new(),
+            at: 0,
+        }
+    }
+
     /// A reader and its sender, holding at most `chunks` chunks between them.
     pub fn channel(chunks: usize) -> (ChunkSender, ChunkReader) {
         let (tx, rx) = std::sync::mpsc::sync_channel(chunks);
-        let reader = ChunkReader {
-            rx,
-            current: Vec::new(),
-            at: 0,
-        };
-        (tx, reader)
+        (tx, ChunkReader::new(rx.into_iter()))
     }
 }
 
 impl Read for ChunkReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         while self.at == self.current.len() {
-            match self.rx.recv() {
-                Ok(chunk) => {
+            match self.chunks.next() {
+                Some(chunk) => {
                     self.current = chunk?;
                     self.at = 0;
                 }
-                Err(_) => return Ok(0), // the sender finished
+                None => return Ok(0), // the producer finished
             }
         }
         let n = buf.len().min(self.current.len() - self.at);

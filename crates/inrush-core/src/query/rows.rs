@@ -3,7 +3,7 @@
 //! SQLite's drivers give rows value by value; writing those values as CSV only for the load's
 //! workers to find them again had been half of the client's work in a copy from MariaDB.
 
-use super::{csv_field, QueryError};
+use super::{csv_field, ChunkReader, QueryError};
 use std::io::Read;
 
 /// Text bytes after which a source sends its block on: large enough that a block is a
@@ -94,47 +94,30 @@ impl QueryRows {
             csv_field(&mut header, name.as_bytes());
         }
         header.push(b'\n');
-        Box::new(CsvRows {
-            blocks: self.blocks,
-            current: header,
-            at: 0,
-        })
+        let lines = self.blocks.map(|block| {
+            let block = block.map_err(std::io::Error::other)?;
+            Ok(block.csv())
+        });
+        Box::new(ChunkReader::new(std::iter::once(Ok(header)).chain(lines)))
     }
 }
 
-/// [`QueryRows`] written as CSV a block at a time.
-struct CsvRows {
-    blocks: Box<dyn Iterator<Item = Result<TextRows, QueryError>> + Send>,
-    current: Vec<u8>,
-    at: usize,
-}
-
-impl Read for CsvRows {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.at == self.current.len() {
-            let Some(block) = self.blocks.next() else {
-                return Ok(0);
-            };
-            let block = block.map_err(std::io::Error::other)?;
-            self.current.clear();
-            self.at = 0;
-            for row in 0..block.rows() {
-                for (i, value) in block.row(row).enumerate() {
-                    if i > 0 {
-                        self.current.push(b',');
-                    }
-                    // NULL is an unquoted empty field; an empty string is quoted.
-                    if let Some(value) = value {
-                        csv_field(&mut self.current, value);
-                    }
+impl TextRows {
+    /// The block's rows as CSV lines: NULL an unquoted empty field, an empty string quoted.
+    fn csv(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.data.len() + self.data.len() / 4);
+        for row in 0..self.rows() {
+            for (i, value) in self.row(row).enumerate() {
+                if i > 0 {
+                    out.push(b',');
                 }
-                self.current.push(b'\n');
+                if let Some(value) = value {
+                    csv_field(&mut out, value);
+                }
             }
+            out.push(b'\n');
         }
-        let n = buf.len().min(self.current.len() - self.at);
-        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
+        out
     }
 }
 
