@@ -51,6 +51,9 @@ pub struct CopyOptions {
     pub max_errors: u64,
     /// Where each table's reject file goes (`<table>.rejects`); default: the working directory.
     pub rejects: Option<PathBuf>,
+    /// Name every schema, table, column, key and index in lower case in the target, as
+    /// PostgreSQL folds a name written without quotes.
+    pub lower_case: bool,
     /// Compare each table's row count and checksum with the source's image after its load.
     pub verify: bool,
     /// Asked from outside (a signal) to stop.
@@ -70,6 +73,7 @@ impl CopyOptions {
             workers: cores,
             max_errors: 0,
             rejects: None,
+            lower_case: false,
             verify: false,
             stop: Arc::default(),
         }

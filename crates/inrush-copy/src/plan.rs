@@ -34,6 +34,8 @@ pub struct CopyPlan {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TablePlan {
+    /// The source's table, with its names as the target gives them (see
+    /// [`CopyOptions::lower_case`](crate::CopyOptions::lower_case)).
     pub source: Table,
     pub design: Design,
     /// The source's query of the copied columns.
@@ -86,7 +88,18 @@ pub fn plan(
             |patterns: &[String]| patterns.iter().any(|p| names.iter().any(|n| matches(p, n)));
         (opts.tables.is_empty() || any(&opts.tables)) && !any(&opts.exclude)
     };
-    let tables: Vec<&Table> = database.tables.iter().filter(|t| selected(t)).collect();
+    // The tables as the target names them, beside the source's own (in the same order), which
+    // the source's queries name.
+    let named = match opts.lower_case {
+        true => database.lower_cased(&selected).map_err(|e| usage(&e))?,
+        false => database.clone(),
+    };
+    let tables: Vec<(&Table, &Table)> = database
+        .tables
+        .iter()
+        .zip(&named.tables)
+        .filter(|(t, _)| selected(t))
+        .collect();
     if tables.is_empty() {
         return Err(usage(&format!(
             "no table of {} to copy{}",
@@ -106,13 +119,13 @@ pub fn plan(
         done.entry(table).or_default().insert(step);
     }
     let finished = done.get("").is_some_and(|s| s.contains(FINISHED));
-    let copied: HashSet<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+    let copied: HashSet<&str> = tables.iter().map(|(_, t)| t.name.as_str()).collect();
     let mut plans: Vec<TablePlan> = tables
         .iter()
-        .map(|table| {
-            let mut design = target.design(table, &database);
+        .map(|&(original, table)| {
+            let mut design = target.design(table, &named);
             leave_out_orphan_keys(table, &copied, &mut design);
-            for (_, column, domain) in domains.iter().filter(|d| d.0 == table.display_name()) {
+            for (_, column, domain) in domains.iter().filter(|d| d.0 == original.display_name()) {
                 design.notes.push(Note::translated(format!(
                     "column {column}: domain {domain} became its base type, without its NOT NULL, default and CHECKs"
                 )));
@@ -123,9 +136,19 @@ pub fn plan(
                 (true, false) => TableState::InFlight,
                 (false, false) => TableState::New,
             };
+            // A column's position is its name's in both tables.
+            let columns: Vec<(String, String)> = design
+                .columns
+                .iter()
+                .map(|name| {
+                    let at = table.columns.iter().position(|c| &c.name == name);
+                    let read = at.map_or(name, |i| &original.columns[i].name);
+                    (read.clone(), name.clone())
+                })
+                .collect();
             TablePlan {
-                select: source.select(table, &design.columns, target.engine()),
-                source: (*table).clone(),
+                select: source.select(original, &columns, target.engine()),
+                source: table.clone(),
                 design,
                 done,
                 state,
@@ -184,7 +207,7 @@ pub fn plan(
         source_engine: source.engine(),
         target_engine: target.engine(),
         tables: plans,
-        not_copied: database.not_copied,
+        not_copied: named.not_copied,
         finished,
     })
 }

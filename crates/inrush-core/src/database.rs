@@ -12,6 +12,8 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+mod lower_case;
+
 /// The tables of one database (or of a PostgreSQL database's schemas), as its catalog has them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Database {
@@ -356,7 +358,10 @@ pub trait SchemaSource: Send + Sync {
 
     /// The query that reads `columns` of `table`, every row, for a target of engine `into`
     /// (an instant reads as UTC without its zone where `into` has no type for it).
-    fn select(&self, table: &Table, columns: &[String], into: &str) -> String;
+    ///
+    /// `columns` pairs each copied column's name in `table` with its name in the target (the
+    /// same but under `--lower-case`), which the query's result gives it.
+    fn select(&self, table: &Table, columns: &[(String, String)], into: &str) -> String;
 }
 
 /// A consistent image of a source (see [`SchemaSource::snapshot`]).
@@ -458,7 +463,9 @@ impl<'t> IndexNames<'t> {
             .shared
             .get(&name.to_lowercase())
             .is_some_and(|&n| n > 1);
-        let name = match (name.is_empty() || name == "PRIMARY", shared) {
+        // MariaDB's every primary key is `PRIMARY` (`primary` once `--lower-case` has lowered it).
+        let primary = name.eq_ignore_ascii_case("PRIMARY");
+        let name = match (name.is_empty() || primary, shared) {
             (true, _) => format!("{}_{suffix}", self.table),
             (false, true) => format!("{}_{name}", self.table),
             (false, false) => name.to_string(),

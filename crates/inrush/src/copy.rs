@@ -49,6 +49,11 @@ pub struct CopyArgs {
     /// MariaDB/MySQL source: read zero dates (`0000-00-00`) as NULL instead of refusing them.
     #[arg(long)]
     pub zero_dates_null: bool,
+    /// Name every schema, table, column, key and index in lower case in the target (ASCII
+    /// letters, as PostgreSQL folds a name written without quotes: `Orders` becomes `orders`).
+    /// Names that would become one are refused before anything changes.
+    #[arg(long)]
+    pub lower_case: bool,
     /// After each table, read both sides back and compare its row count and a checksum of
     /// every row's values (put in one canonical text per type); a difference fails the copy.
     #[arg(long)]
@@ -74,6 +79,7 @@ pub fn run(args: CopyArgs) -> Result<Outcome> {
     opts.max_errors = args.max_errors;
     opts.rejects = args.rejects.clone();
     opts.verify = args.verify;
+    opts.lower_case = args.lower_case;
     let plan = inrush_copy::plan(&*source, &*target, &opts).map_err(failed)?;
     if args.check {
         match args.json {

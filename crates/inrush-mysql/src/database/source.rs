@@ -138,18 +138,19 @@ impl SchemaSource for MysqlSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String], into: &str) -> String {
+    fn select(&self, table: &Table, columns: &[(String, String)], into: &str) -> String {
         // A TIMESTAMP reads in the session's UTC; as DATETIME it comes without its zone.
         let columns: Vec<String> = columns
             .iter()
-            .map(|c| {
+            .map(|(c, name)| {
                 let zoned = table
                     .columns
                     .iter()
                     .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
-                match zoned && into != "PostgreSQL" {
-                    true => format!("CAST({0} AS DATETIME(6)) AS {0}", quote(c)),
-                    false => quote(c),
+                match (zoned && into != "PostgreSQL", c == name) {
+                    (true, _) => format!("CAST({} AS DATETIME(6)) AS {}", quote(c), quote(name)),
+                    (false, true) => quote(c),
+                    (false, false) => format!("{} AS {}", quote(c), quote(name)),
                 }
             })
             .collect();

@@ -78,17 +78,22 @@ impl SchemaSource for PgSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String], into: &str) -> String {
+    fn select(&self, table: &Table, columns: &[(String, String)], into: &str) -> String {
         let columns: Vec<String> = columns
             .iter()
-            .map(|c| {
+            .map(|(c, name)| {
                 let zoned = table
                     .columns
                     .iter()
                     .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
-                match zoned && into != ENGINE {
-                    true => format!("({0} AT TIME ZONE 'UTC') AS {0}", quote_ident(c)),
-                    false => quote_ident(c),
+                match (zoned && into != ENGINE, c == name) {
+                    (true, _) => format!(
+                        "({} AT TIME ZONE 'UTC') AS {}",
+                        quote_ident(c),
+                        quote_ident(name)
+                    ),
+                    (false, true) => quote_ident(c),
+                    (false, false) => format!("{} AS {}", quote_ident(c), quote_ident(name)),
                 }
             })
             .collect();

@@ -107,8 +107,14 @@ impl SchemaSource for SqliteSchemaSource {
         })
     }
 
-    fn select(&self, table: &Table, columns: &[String], _: &str) -> String {
-        let columns: Vec<String> = columns.iter().map(|c| quote(c)).collect();
+    fn select(&self, table: &Table, columns: &[(String, String)], _: &str) -> String {
+        let columns: Vec<String> = columns
+            .iter()
+            .map(|(c, name)| match c == name {
+                true => quote(c),
+                false => format!("{} AS {}", quote(c), quote(name)),
+            })
+            .collect();
         format!("SELECT {} FROM {}", columns.join(", "), quote(&table.name))
     }
 }
