@@ -91,7 +91,7 @@ pub fn plan(
     // The tables as the target names them, beside the source's own (in the same order), which
     // the source's queries name.
     let named = match opts.lower_case {
-        true => database.lower_cased(&selected).map_err(|e| usage(&e))?,
+        true => database.lower_cased(selected).map_err(|e| usage(&e))?,
         false => database.clone(),
     };
     let tables: Vec<(&Table, &Table)> = database
