@@ -427,9 +427,11 @@ impl Step {
 }
 
 /// The names of a table's keys and indexes in a target whose index names are one namespace per
-/// schema (PostgreSQL's and SQLite's, where a key's index is named as its key), read from a
-/// source whose names are one per table (MariaDB's: every primary key is `PRIMARY`). A name
-/// another table of the source also uses becomes `table_name`, so no two collide.
+/// schema with its tables (PostgreSQL's and SQLite's, where a key's index is named as its key),
+/// read from a source whose names are one per table (MariaDB's: every primary key is
+/// `PRIMARY`, and a foreign key's index may be named as its column, which another table may
+/// be named too). A name another index or a table of the source also uses becomes
+/// `table_name`, so no two collide.
 pub struct IndexNames<'t> {
     table: &'t str,
     shared: HashMap<String, usize>,
@@ -445,7 +447,8 @@ impl<'t> IndexNames<'t> {
             for t in &source.tables {
                 let keys = t.uniques.iter().map(|k| &k.name);
                 let named = keys.chain(t.indexes.iter().map(|i| &i.name));
-                for name in named.chain(t.primary_key.iter().map(|k| &k.name)) {
+                let named = named.chain(t.primary_key.iter().map(|k| &k.name));
+                for name in named.chain([&t.name]) {
                     *shared.entry(name.to_lowercase()).or_insert(0) += 1;
                 }
             }
@@ -673,5 +676,30 @@ mod tests {
         assert!(db.types_needed(&source("s.x")).len() <= 3);
         db.tables[0].columns = vec![column("a", source("s.x"))];
         db.domains_as_base();
+    }
+
+    #[test]
+    fn an_index_named_as_another_table_or_index_is_named_after_its_own_table_too() {
+        let mut db = database();
+        db.engine = "MariaDB";
+        let mut b = db.tables[0].clone();
+        b.name = "b".into();
+        let index = |name: &str| Index {
+            name: name.into(),
+            unique: false,
+            parts: Vec::new(),
+            method: None,
+            predicate: None,
+            definition: None,
+        };
+        // MariaDB names a foreign key's index after its column, here `t`, the other table.
+        b.indexes = vec![index("t"), index("b_only"), index("shared")];
+        db.tables[0].indexes = vec![index("shared")];
+        db.tables.push(b);
+        let names = IndexNames::new(&db.tables[1], &db, "PostgreSQL", 63);
+        assert_eq!(names.key("t", "idx"), "b_t");
+        assert_eq!(names.key("b_only", "idx"), "b_only");
+        assert_eq!(names.key("shared", "idx"), "b_shared");
+        assert_eq!(names.key("PRIMARY", "pkey"), "b_pkey");
     }
 }
