@@ -1111,3 +1111,33 @@ fn lower_case_from_sqlite_into_mariadb_in_two_runs_schema_then_rows() {
         ["1 Ann A 3", "2 Bob B 1", "3 Ann C"]
     );
 }
+
+/// A user with every right on its database but no RELOAD (what a hosted MariaDB often gives)
+/// cannot take the global read lock: the copy opens its snapshots one after another, says so,
+/// and still copies and verifies.
+#[test]
+fn a_mariadb_user_without_reload_copies_with_the_weaker_image_said() {
+    let source = MariaDb::fresh("copy_no_reload");
+    source.exec(
+        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10));
+         INSERT INTO a SELECT seq, CONCAT('v', seq) FROM seq_1_to_1000;
+         CREATE TABLE b (id INT PRIMARY KEY, a INT REFERENCES a (id));
+         INSERT INTO b SELECT seq, seq FROM seq_1_to_10;",
+    );
+    let user = &source.name;
+    source.exec(&format!(
+        "CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'; GRANT ALL ON `{user}`.* TO '{user}'@'%'"
+    ));
+    let (_, at) = source.url.split_once('@').expect("user@host in the URL");
+    let url = format!("mysql://{user}:pw@{at}");
+    let target = Db::fresh("copy_no_reload_to");
+    let (code, out) = copy(&url, &target.conninfo, &["--verify"]);
+    source.exec(&format!("DROP USER '{user}'@'%'"));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("one after another (no RELOAD privilege for FLUSH TABLES WITH READ LOCK)"),
+        "{out}"
+    );
+    assert!(!out.contains("pw@"), "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 2, "{out}");
+}
