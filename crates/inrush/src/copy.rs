@@ -9,6 +9,7 @@ use inrush_copy::{
     CopyOptions, CopyPlan, CopyReporter, CopySummary, Failed, TableReport, TableState,
 };
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 #[derive(Args, Debug)]
@@ -67,9 +68,13 @@ pub struct CopyArgs {
 }
 
 pub fn run(args: CopyArgs) -> Result<Outcome> {
+    let stop = Arc::new(inrush_copy::Stop::default());
+    let planning = Arc::new(AtomicBool::new(true));
+    stop_on_signal(&stop, &planning)?;
     let source = engines::named(&args.from).schema_source(&args.from, args.zero_dates_null)?;
     let target = engines::named(&args.to).schema_target(&args.to)?;
     let mut opts = CopyOptions::new();
+    opts.stop = stop;
     opts.tables = args.tables.clone();
     opts.exclude = args.exclude.clone();
     opts.schema_only = args.schema_only;
@@ -88,7 +93,6 @@ pub fn run(args: CopyArgs) -> Result<Outcome> {
         }
         return Ok(Outcome::Done);
     }
-    stop_on_signal(&opts.stop)?;
     let engine = engines::named(&args.to);
     let to = args.to.clone();
     let load_target =
@@ -101,6 +105,7 @@ pub fn run(args: CopyArgs) -> Result<Outcome> {
                 })
         };
     let reporter = Lines::new(&plan, args.json);
+    planning.store(false, Ordering::SeqCst);
     let summary = inrush_copy::copy(&plan, &*source, &*target, &load_target, &opts, &reporter)
         .map_err(failed);
     reporter.bar.finish_and_clear();
@@ -123,11 +128,17 @@ fn failed(f: Failed) -> anyhow::Error {
     }
 }
 
-/// Ctrl-C or SIGTERM stops every table's load (each rolls back what it has not committed)
-/// and ends every key or index being built; a rerun of the same command resumes from the copy ledger. A second signal exits at once.
-fn stop_on_signal(stop: &Arc<inrush_copy::Stop>) -> Result<()> {
-    let stop = stop.clone();
+/// Ctrl-C or SIGTERM while `planning` (reading both catalogs and the ledger, which may wait on
+/// a lock) exits at once: nothing has changed. Later it stops every table's load (each rolls
+/// back what it has not committed) and ends every key or index being built; a rerun of the
+/// same command resumes from the copy ledger. A second signal exits at once.
+fn stop_on_signal(stop: &Arc<inrush_copy::Stop>, planning: &Arc<AtomicBool>) -> Result<()> {
+    let (stop, planning) = (stop.clone(), planning.clone());
     ctrlc::set_handler(move || {
+        if planning.load(Ordering::SeqCst) {
+            eprintln!("\nstopped before anything was changed");
+            std::process::exit(130);
+        }
         if stop.signal() {
             std::process::exit(130);
         }

@@ -1141,3 +1141,62 @@ fn a_mariadb_user_without_reload_copies_with_the_weaker_image_said() {
     assert!(!out.contains("pw@"), "{out}");
     assert_eq!(out.matches("; verified equal (").count(), 2, "{out}");
 }
+
+/// As `sigterm_ends_a_step_that_waits_and_the_rerun_does_it`, on MariaDB, whose DDL commits
+/// by itself and whose wait ends only by `KILL QUERY` from another session; and a signal while
+/// the plan waits to read the ledger ends the copy at once, nothing changed.
+#[test]
+fn sigterm_ends_a_mariadb_step_that_waits_and_the_rerun_does_it() {
+    let source = Db::fresh("copy_maria_step_waits");
+    source
+        .exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 10);");
+    let target = MariaDb::fresh("copy_maria_step_waits_to");
+    let (code, out) = copy(&source.conninfo, &target.url, &["--check"]);
+    assert_eq!(code, 0, "{out}");
+    let held = "SELECT ID FROM information_schema.PROCESSLIST \
+                WHERE DB = DATABASE() AND INFO LIKE 'SELECT SLEEP%'";
+    let waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                   WHERE DB = DATABASE() AND STATE LIKE 'Waiting for table metadata lock%'";
+    // Write-locked, the ledger keeps the plan from reading it; read-locked, it lets the plan
+    // read it and the first step's record waits.
+    for (lock, said) in [
+        ("WRITE", "stopped before anything was changed"),
+        ("READ", "stopping: each table's load rolls back"),
+    ] {
+        let mut holder = target.spawn(&format!(
+            "LOCK TABLES inrush_copy_ledger {lock}; SELECT SLEEP(600)"
+        ));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while target.rows(held).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{lock}: never locked");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+            .args(["copy", "--from", &source.conninfo, "--to", &target.url])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        while target.rows(waiting) == ["0"] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{lock}: the copy never waited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // SAFETY: signalling a child process this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        // Still locked: the copy ends because it was told to, not because the wait did.
+        let (code, out) = inrush_testkit::finish(child);
+        assert_eq!(code, 130, "{lock}: {out}");
+        assert!(out.contains(said), "{lock}: {said:?} not in {out}");
+        for id in target.rows(held) {
+            target.exec(&format!("KILL {id}"));
+        }
+        holder.wait().unwrap();
+    }
+    assert_eq!(target.rows("SHOW TABLES LIKE 't'"), Vec::<String>::new());
+    let (code, out) = copy(&source.conninfo, &target.url, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("; verified equal ("), "{out}");
+}
