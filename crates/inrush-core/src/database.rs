@@ -364,6 +364,21 @@ pub trait SchemaSource: Send + Sync {
     fn select(&self, table: &Table, columns: &[(String, String)], into: &str) -> String;
 }
 
+/// One item of a source's select list: the column (or `read`, an expression of it) under the
+/// target's name for it, with `AS` only where the two differ.
+pub fn select_item(
+    column: &str,
+    name: &str,
+    read: Option<String>,
+    quote: fn(&str) -> String,
+) -> String {
+    match read {
+        Some(expression) => format!("{expression} AS {}", quote(name)),
+        None if column == name => quote(column),
+        None => format!("{} AS {}", quote(column), quote(name)),
+    }
+}
+
 /// A consistent image of a source (see [`SchemaSource::snapshot`]).
 pub struct Snapshot {
     pub server: Arc<dyn QueryServer>,

@@ -12,8 +12,8 @@ use crate::catalog::{quote, Column as CatalogColumn};
 use crate::options::MysqlOptions;
 use crate::source::{MysqlSource, Sessions};
 use inrush_core::database::{
-    Action, Check, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart,
-    Key, Object, SchemaSource, Snapshot, Table,
+    select_item, Action, Check, Column, Database, Default, Expression, ForeignKey, Identity, Index,
+    IndexPart, Key, Object, SchemaSource, Snapshot, Table,
 };
 use inrush_core::query::QueryError;
 use inrush_core::SqlType;
@@ -147,11 +147,9 @@ impl SchemaSource for MysqlSchemaSource {
                     .columns
                     .iter()
                     .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
-                match (zoned && into != "PostgreSQL", c == name) {
-                    (true, _) => format!("CAST({} AS DATETIME(6)) AS {}", quote(c), quote(name)),
-                    (false, true) => quote(c),
-                    (false, false) => format!("{} AS {}", quote(c), quote(name)),
-                }
+                let utc = zoned && into != "PostgreSQL";
+                let read = utc.then(|| format!("CAST({} AS DATETIME(6))", quote(c)));
+                select_item(c, name, read, quote)
             })
             .collect();
         format!("SELECT {} FROM {}", columns.join(", "), quote(&table.name))

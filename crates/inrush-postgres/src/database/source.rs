@@ -7,8 +7,8 @@
 
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result};
 use inrush_core::database::{
-    Action, Check, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart,
-    Key, Object, SchemaSource, Snapshot, Table, UserType,
+    select_item, Action, Check, Column, Database, Default, Expression, ForeignKey, Identity, Index,
+    IndexPart, Key, Object, SchemaSource, Snapshot, Table, UserType,
 };
 use inrush_core::query::{QueryError, QueryServer};
 use inrush_core::SqlType;
@@ -86,15 +86,9 @@ impl SchemaSource for PgSchemaSource {
                     .columns
                     .iter()
                     .any(|t| &t.name == c && matches!(t.sql_type, SqlType::TimestampTz(_)));
-                match (zoned && into != ENGINE, c == name) {
-                    (true, _) => format!(
-                        "({} AT TIME ZONE 'UTC') AS {}",
-                        quote_ident(c),
-                        quote_ident(name)
-                    ),
-                    (false, true) => quote_ident(c),
-                    (false, false) => format!("{} AS {}", quote_ident(c), quote_ident(name)),
-                }
+                let utc = zoned && into != ENGINE;
+                let read = utc.then(|| format!("({} AT TIME ZONE 'UTC')", quote_ident(c)));
+                select_item(c, name, read, quote_ident)
             })
             .collect();
         format!("SELECT {} FROM {}", columns.join(", "), qualified(table))

@@ -17,8 +17,8 @@
 
 use crate::quote;
 use inrush_core::database::{
-    Action, Column, Database, Default, Expression, ForeignKey, Identity, Index, IndexPart, Key,
-    Object, SchemaSource, Snapshot, Table,
+    select_item, Action, Column, Database, Default, Expression, ForeignKey, Identity, Index,
+    IndexPart, Key, Object, SchemaSource, Snapshot, Table,
 };
 use inrush_core::query::{range_queries, QueryError, QueryRows, QueryServer, TextRows};
 use inrush_core::SqlType;
@@ -110,10 +110,7 @@ impl SchemaSource for SqliteSchemaSource {
     fn select(&self, table: &Table, columns: &[(String, String)], _: &str) -> String {
         let columns: Vec<String> = columns
             .iter()
-            .map(|(c, name)| match c == name {
-                true => quote(c),
-                false => format!("{} AS {}", quote(c), quote(name)),
-            })
+            .map(|(c, name)| select_item(c, name, None, quote))
             .collect();
         format!("SELECT {} FROM {}", columns.join(", "), quote(&table.name))
     }
