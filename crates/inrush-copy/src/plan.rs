@@ -8,6 +8,7 @@ use crate::CopyOptions;
 use inrush_core::database::{Design, Note, Object, SchemaSource, SchemaTarget, Table};
 use inrush_load::Error;
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// The ledger's step of a table made bare, and of its rows committed.
@@ -91,8 +92,8 @@ pub fn plan(
     // The tables as the target names them, beside the source's own (in the same order), which
     // the source's queries name.
     let named = match opts.lower_case {
-        true => database.lower_cased(selected).map_err(|e| usage(&e))?,
-        false => database.clone(),
+        true => Cow::Owned(database.lower_cased(selected).map_err(|e| usage(&e))?),
+        false => Cow::Borrowed(&database),
     };
     let tables: Vec<(&Table, &Table)> = database
         .tables
@@ -207,7 +208,7 @@ pub fn plan(
         source_engine: source.engine(),
         target_engine: target.engine(),
         tables: plans,
-        not_copied: named.not_copied,
+        not_copied: database.not_copied,
         finished,
     })
 }

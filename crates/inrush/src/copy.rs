@@ -68,13 +68,11 @@ pub struct CopyArgs {
 }
 
 pub fn run(args: CopyArgs) -> Result<Outcome> {
-    let stop = Arc::new(inrush_copy::Stop::default());
+    let mut opts = CopyOptions::new();
     let planning = Arc::new(AtomicBool::new(true));
-    stop_on_signal(&stop, &planning)?;
+    stop_on_signal(&opts.stop, &planning)?;
     let source = engines::named(&args.from).schema_source(&args.from, args.zero_dates_null)?;
     let target = engines::named(&args.to).schema_target(&args.to)?;
-    let mut opts = CopyOptions::new();
-    opts.stop = stop;
     opts.tables = args.tables.clone();
     opts.exclude = args.exclude.clone();
     opts.schema_only = args.schema_only;
