@@ -587,7 +587,7 @@ mod tests {
         }
     }
 
-    fn column(name: &str, sql_type: SqlType) -> Column {
+    pub(super) fn column(name: &str, sql_type: SqlType) -> Column {
         Column {
             name: name.into(),
             sql_type,
@@ -597,6 +597,23 @@ mod tests {
             identity: None,
             generated: None,
             comment: None,
+        }
+    }
+
+    /// Table `schema.name` of `columns`, without keys, indexes or checks.
+    pub(super) fn table(schema: &str, name: &str, columns: Vec<Column>) -> Table {
+        Table {
+            schema: Some(schema.into()),
+            name: name.into(),
+            columns,
+            primary_key: None,
+            uniques: Vec::new(),
+            indexes: Vec::new(),
+            foreign_keys: Vec::new(),
+            checks: Vec::new(),
+            comment: None,
+            rows_estimate: 0,
+            bytes: 0,
         }
     }
 
@@ -611,21 +628,10 @@ mod tests {
             ("e", SqlType::Integer),
             ("f", source("s.premium[]")),
         ];
+        let columns = columns.into_iter().map(|(n, t)| column(n, t)).collect();
         Database {
             engine: "PostgreSQL",
-            tables: vec![Table {
-                schema: Some("s".into()),
-                name: "t".into(),
-                columns: columns.into_iter().map(|(n, t)| column(n, t)).collect(),
-                primary_key: None,
-                uniques: Vec::new(),
-                indexes: Vec::new(),
-                foreign_keys: Vec::new(),
-                checks: Vec::new(),
-                comment: None,
-                rows_estimate: 0,
-                bytes: 0,
-            }],
+            tables: vec![table("s", "t", columns)],
             types: vec![
                 user_type("s.premium", Some(source("s.tier"))),
                 user_type("s.tier", None),

@@ -263,7 +263,8 @@ fn foreign_key(f: &ForeignKey) -> ForeignKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::database::{Action, Check, Column};
+    use crate::database::tests::column;
+    use crate::database::{Action, Check};
 
     fn renamed(names: &[&str]) -> Renamed {
         Renamed {
@@ -271,33 +272,10 @@ mod tests {
         }
     }
 
-    fn column(name: &str) -> Column {
-        Column {
-            name: name.into(),
-            sql_type: SqlType::Integer,
-            not_null: false,
-            default: None,
-            default_sql: None,
-            identity: None,
-            generated: None,
-            comment: None,
-        }
-    }
-
+    /// A table of integer columns.
     fn table(schema: &str, name: &str, columns: &[&str]) -> Table {
-        Table {
-            schema: Some(schema.into()),
-            name: name.into(),
-            columns: columns.iter().map(|c| column(c)).collect(),
-            primary_key: None,
-            uniques: Vec::new(),
-            indexes: Vec::new(),
-            foreign_keys: Vec::new(),
-            checks: Vec::new(),
-            comment: None,
-            rows_estimate: 0,
-            bytes: 0,
-        }
+        let columns = columns.iter().map(|c| column(c, SqlType::Integer));
+        crate::database::tests::table(schema, name, columns.collect())
     }
 
     fn pg(sql: &str) -> Expression {
