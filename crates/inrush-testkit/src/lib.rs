@@ -7,7 +7,11 @@
 //!   queries whose answers come back as text;
 //! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`);
 //! - [`tls_server`]: a private PostgreSQL of a test's own with TLS on, over TCP;
-//! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file.
+//! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file;
+//! - [`proxy`]: a fault-injecting TCP proxy to put between inrush and a server: a lost answer,
+//!   a statement that never arrives, a stall, resets, latency, a bandwidth cap.
+
+pub mod proxy;
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::process::{Child, Command, Stdio};
@@ -346,6 +350,11 @@ pub struct Mariadb {
 }
 
 impl Mariadb {
+    /// The TCP port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The live server's process id, from its pid file (`None` while it is down).
     pub fn pid(&self) -> Option<u32> {
         let pid: u32 = std::fs::read_to_string(self.dir.join("mariadbd.pid"))
