@@ -41,6 +41,9 @@ pub struct Fault {
     pub action: Action,
     /// How many connections it strikes before it disarms.
     pub times: usize,
+    /// How many matches it lets pass first (the second connection's COMMIT of a load whose
+    /// connections commit one after the other).
+    pub skip: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -543,6 +546,10 @@ impl Pump {
         let keep = longest.saturating_sub(1);
         self.tail = window[window.len().saturating_sub(keep)..].to_vec();
         let i = hit?;
+        if faults[i].skip > 0 {
+            faults[i].skip -= 1;
+            return None;
+        }
         let action = faults[i].action;
         faults[i].times -= 1;
         if faults[i].times == 0 {
@@ -764,6 +771,7 @@ mod tests {
             pattern: pattern.to_vec(),
             action,
             times,
+            skip: 0,
         }
     }
 
@@ -859,6 +867,22 @@ mod tests {
         round_trip(&mut third, b"COMMIT");
         assert_eq!(proxy.struck(), 2);
         assert_eq!(proxy.connections(), 3);
+    }
+
+    #[test]
+    fn a_fault_lets_its_skipped_matches_pass_and_strikes_the_next() {
+        let echo = Echo::start();
+        let proxy = Proxy::start(echo.addr);
+        proxy.arm(Fault {
+            skip: 1,
+            ..fault(b"COMMIT", Action::NeverArrives, 1)
+        });
+        let mut first = connect(&proxy);
+        round_trip(&mut first, b"COMMIT");
+        let mut second = connect(&proxy);
+        second.write_all(b"COMMIT").unwrap();
+        assert_eq!(next(&mut second, SOON), Next::Reset);
+        assert_eq!(proxy.struck(), 1);
     }
 
     #[test]
