@@ -25,6 +25,7 @@ from inrush import _inrush
 from inrush._sources import arrow_stream
 from inrush.errors import (
     BadInputError,
+    CommitUnknownError,
     InrushError,
     PartialCommitError,
     ServerError,
@@ -43,6 +44,7 @@ __all__ = [
     "BadInputError",
     "PartialCommitError",
     "UnfinishedError",
+    "CommitUnknownError",
 ]
 __version__: str = _inrush.__version__
 

@@ -58,3 +58,13 @@ class UnfinishedError(InrushError):
     ``inrush recover`` that finishes it."""
 
     exit_code = 8
+
+
+class CommitUnknownError(InrushError):
+    """A COMMIT got no answer and the server could not be reached in time to ask whether it
+    committed: the table may or may not hold the rows. The message names each transaction and
+    the query that tells. A load of files that runs again asks the server first and loads
+    nothing twice; a DataFrame must not be loaded again before that query says it did not
+    commit."""
+
+    exit_code = 9

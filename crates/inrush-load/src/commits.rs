@@ -1,15 +1,17 @@
 //! A load that committed but could not finish (the server went away while it rebuilt an
-//! index, the disk filled) leaves its rows committed, and the user (or a script) may run the
-//! same command again. That must not load every row twice.
+//! index, the disk filled), or whose COMMIT's answer was lost on the way back with the server
+//! out of reach to ask, leaves its rows committed (or perhaps committed), and the user (or a
+//! script) may run the same command again. That must not load every row twice.
 //!
-//! So a load that drops definitions outside its transactions records itself in the target as
-//! it commits: the table, its input's [`identity`], its rows, and what tells whether its
+//! So every load of an input that can be recognised again records itself in the target as it
+//! commits: the table, its input's [`identity`], its rows, and what tells whether its
 //! transactions committed (each engine its own way: PostgreSQL asks `txid_status` of the
 //! transactions, MariaDB writes the record inside the load's transaction). The load deletes
 //! the record once everything is back. A record still there is a load that committed and did
-//! not finish: the next load of the same input into that table puts back what is left, loads
-//! nothing, and says so ([`judge`]). `inrush recover` leaves the record, so a rerun after a
-//! recover loads nothing either; a load of any other input is not concerned.
+//! not finish, or whose outcome it could not learn: the next load of the same input into that
+//! table asks, puts back what is left, loads nothing if the rows are in, and says so
+//! ([`judge`]). `inrush recover` leaves the record, so a rerun after a recover loads nothing
+//! either; a load of any other input is not concerned.
 
 use crate::sources::{Origin, Sources};
 use crate::{Error, LoadOptions, OnConflict, Result};
@@ -34,6 +36,24 @@ pub enum Committed {
     None,
 }
 
+/// A token that names this run of a load apart from every other (its shares of the record).
+pub fn run_token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos}", std::process::id())
+}
+
+/// Whether a load recorded in shares, one per writer's transaction, committed: `present` of
+/// its `parts` shares are there.
+pub fn committed_shares(present: u64, parts: u64) -> Committed {
+    match present {
+        0 => Committed::None,
+        n if n >= parts => Committed::All,
+        _ => Committed::Some,
+    }
+}
+
 /// What a load does about an earlier load of its input: `Ok(Some(note))`, it loads nothing
 /// (the rows are there) and the summary says why; `Ok(None)`, it loads as usual (the record
 /// is stale and may be deleted); an error when only part of the earlier load committed, which
@@ -44,12 +64,77 @@ pub fn judge(earlier: &EarlierLoad, table: &str) -> Result<Option<String>> {
     } = earlier;
     match earlier.committed {
         Committed::All => Ok(Some(format!(
-            "nothing loaded: this input's {rows} rows were committed into {table} by a load at {recorded_at} that could not finish; what it left dropped is put back"
+            "nothing loaded: this input's {rows} rows were committed into {table} by a load at {recorded_at} that could not finish or learn its outcome; what it left dropped is put back"
         ))),
         Committed::Some => Err(Error::Usage(format!(
             "a load of this input into {table} at {recorded_at} committed only some of its connections (exit 5): loading it again would put those rows in twice; delete the rows it committed, then delete its record (inrush.load_commits / inrush_load_commits) and load again"
         ))),
         Committed::None => Ok(None),
+    }
+}
+
+/// What one connection's COMMIT came to, as the engine learned it: from the answer, or, when
+/// the answer was lost, by asking the server afterwards. Never guessed from an error alone: a
+/// COMMIT whose answer did not come back may well have committed.
+#[derive(Debug)]
+pub enum Fate {
+    Committed,
+    /// The server said so (its own error), or asked afterwards, knew the transaction aborted.
+    RolledBack(Error),
+    /// No answer, and the server could not be asked in time. `ask` is the query that tells.
+    Unknown {
+        reason: String,
+        ask: String,
+    },
+}
+
+/// The load's outcome from each connection's fate at the commit, with the rows it wrote:
+/// every one committed, or nothing did (the first refusal's error), or some did (exit 5, the
+/// rows counted those that committed), or some cannot be known (exit 9, the queries that tell).
+/// `recorded`: the load recorded itself, so a rerun asks before it loads.
+pub fn judge_commits(fates: Vec<(Fate, u64)>, recorded: bool) -> Result<()> {
+    let connections = fates.len();
+    let committed: Vec<u64> = fates
+        .iter()
+        .filter(|(f, _)| matches!(f, Fate::Committed))
+        .map(|(_, rows)| *rows)
+        .collect();
+    let rows_committed = committed.iter().sum();
+    let mut unknown = Vec::new();
+    let mut refused = None;
+    for (fate, _) in fates {
+        match fate {
+            Fate::Committed => {}
+            Fate::RolledBack(e) => {
+                refused.get_or_insert(e);
+            }
+            Fate::Unknown { reason, ask } => unknown.push((reason, ask)),
+        }
+    }
+    if let Some((reason, _)) = unknown.first() {
+        return Err(Error::CommitUnknown {
+            unknown: unknown.len(),
+            connections,
+            committed: committed.len(),
+            rows_committed,
+            reason: reason.clone(),
+            ask: unknown
+                .iter()
+                .map(|(_, ask)| ask.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            rerun_asks: recorded,
+        });
+    }
+    match (refused, committed.len()) {
+        (None, _) => Ok(()),
+        (Some(e), 0) => Err(e),
+        (Some(e), n) => Err(Error::PartialCommit {
+            committed: n,
+            connections,
+            rows_committed,
+            reason: e.to_string(),
+        }),
     }
 }
 
@@ -59,13 +144,13 @@ pub fn rerun_adds_nothing(opts: &LoadOptions) -> bool {
     opts.resume || opts.on_conflict != OnConflict::Error
 }
 
-/// The input's identity, for the record a load keeps with its commit when it `dropped`
-/// definitions outside its transactions (a failure after the commit would leave them dropped
-/// and the rows in); `None` when it needs no record or its input cannot be recognised.
-pub fn to_record(opts: &LoadOptions, sources: &Sources, dropped: bool) -> Option<String> {
-    match dropped && !rerun_adds_nothing(opts) {
-        true => identity(sources),
-        false => None,
+/// The input's identity, for the record a load keeps with its commit; `None` when it needs no
+/// record (a rerun adds nothing by itself, `--check` commits nothing, a `--prepare` part's
+/// job decides) or its input cannot be recognised.
+pub fn to_record(opts: &LoadOptions, sources: &Sources) -> Option<String> {
+    match rerun_adds_nothing(opts) || opts.check_only || opts.prepare.is_some() {
+        true => None,
+        false => identity(sources),
     }
 }
 
@@ -129,6 +214,58 @@ mod tests {
             judge(&earlier(Committed::Some), "t"),
             Err(Error::Usage(_))
         ));
+    }
+
+    fn refused() -> Fate {
+        Fate::RolledBack(Error::Internal("refused".into()))
+    }
+
+    fn unknown(n: u32) -> Fate {
+        Fate::Unknown {
+            reason: "connection reset".into(),
+            ask: format!("SELECT txid_status({n})"),
+        }
+    }
+
+    #[test]
+    fn every_connection_committed_is_a_commit() {
+        let fates = vec![(Fate::Committed, 5), (Fate::Committed, 7)];
+        assert!(judge_commits(fates, false).is_ok());
+    }
+
+    #[test]
+    fn nothing_committed_is_the_first_refusal() {
+        let e = judge_commits(vec![(refused(), 5), (refused(), 7)], false).unwrap_err();
+        assert!(matches!(e, Error::Internal(_)), "{e}");
+    }
+
+    #[test]
+    fn a_partial_commit_counts_only_the_committed_connections_rows() {
+        let e = judge_commits(vec![(Fate::Committed, 5), (refused(), 7)], false).unwrap_err();
+        match e {
+            Error::PartialCommit {
+                committed: 1,
+                connections: 2,
+                rows_committed: 5,
+                ..
+            } => {}
+            e => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn an_unknown_fate_is_never_reported_as_a_failure_or_a_commit() {
+        let fates = vec![(Fate::Committed, 5), (unknown(1), 7), (unknown(2), 1)];
+        let e = judge_commits(fates, true).unwrap_err();
+        assert_eq!(e.kind(), crate::Kind::CommitUnknown);
+        let text = e.to_string();
+        assert!(text.contains("2 of the load's 3 connections"), "{text}");
+        assert!(text.contains("(5 rows)"), "{text}");
+        assert!(
+            text.contains("SELECT txid_status(1); SELECT txid_status(2)"),
+            "{text}"
+        );
+        assert!(text.contains("asks the server first"), "{text}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub fn load_into(
     reporter.phase(Phase::Inspect);
     opts.validate()?;
     crate::support::refuse(target.lacks(), opts)?;
-    target.beside(reporter, &mut || {
+    target.beside(opts, reporter, &mut || {
         // Prepare and plan: the inputs opened, the table read, what the load does around it.
         let mut load = prepare(target, opts)?;
         if let Some(summary) = already_loaded(target, &load, opts, started)? {
@@ -50,15 +50,15 @@ pub fn load_into(
         if dropped {
             opts.interrupt.dropped(true);
         }
-        // Kept with the commit, so that a rerun after a failure past it loads nothing.
-        let record = crate::commits::to_record(opts, &load.sources, dropped);
+        // Kept with the commit, so that a rerun after a failure at or past it loads nothing.
+        let record = crate::commits::to_record(opts, &load.sources);
         let dropped_at = Instant::now();
         // Stream and commit, then end: put back what was dropped, take statistics.
         let streamed = stream(target, &mut load, opts, reporter, record.as_deref());
         let ended = end(
             target, &mut load, opts, reporter, &streamed, dropped, &record,
         );
-        let streamed = settle(target, &load, opts, streamed, ended, &record)?;
+        let streamed = settle(target, &load, opts, streamed, ended)?;
         reporter.phase(Phase::Done);
         let at = [started, inspected, dropped_at];
         Ok(summary(target, load, opts, streamed, at))
@@ -389,7 +389,10 @@ fn end(
     if ended.is_ok() {
         opts.interrupt.dropped(false);
     }
-    if let (Some(identity), Ok(_), Ok(_)) = (record, streamed, &ended) {
+    let recorded = streamed
+        .as_ref()
+        .is_ok_and(|s| s.committed.as_ref().is_some_and(|c| c.recorded));
+    if let (Some(identity), true, Ok(_)) = (record, recorded, &ended) {
         if let Err(e) = target.forget_load(&load.table, identity) {
             load.notes.push(format!(
                 "{e}: a rerun of this load into {} would load nothing until its record is deleted",
@@ -409,7 +412,6 @@ fn settle(
     opts: &LoadOptions,
     streamed: Result<Streamed>,
     ended: Result<Committed>,
-    record: &Option<String>,
 ) -> Result<Streamed> {
     match (streamed, ended) {
         (Ok(mut streamed), Ok(ended)) => {
@@ -428,7 +430,8 @@ fn settle(
             reason: e.to_string(),
             left: target.still_dropped(&load.table),
             recover: None,
-            rerun_loads_nothing: record.is_some() || crate::commits::rerun_adds_nothing(opts),
+            rerun_loads_nothing: streamed.committed.as_ref().is_some_and(|c| c.recorded)
+                || crate::commits::rerun_adds_nothing(opts),
         }),
         (streamed, Err(e)) => Err(Error::IndexesNotRestored {
             load: streamed.err().map(|e| e.to_string()),

@@ -60,6 +60,21 @@ pub enum Error {
         rows_committed: u64,
         reason: String,
     },
+    /// A COMMIT was sent and its answer never came back, and the server could not be asked in
+    /// time whether it committed (see [`crate::commits`]): what the table holds is not known.
+    /// `ask` is the query that tells, as the engine spells it.
+    #[error("{}", commit_unknown_message(*unknown, *connections, *committed, *rows_committed, reason, ask, *rerun_asks))]
+    CommitUnknown {
+        unknown: usize,
+        connections: usize,
+        /// Connections known to have committed, and their rows.
+        committed: usize,
+        rows_committed: u64,
+        reason: String,
+        ask: String,
+        /// The load recorded itself: a rerun asks the server first and loads nothing twice.
+        rerun_asks: bool,
+    },
     /// More rows were refused than `--max-errors` allows; nothing was committed.
     #[error("more than {limit} rows refused (the last: {last}); nothing was committed")]
     TooManyRejects { limit: u64, last: String },
@@ -159,6 +174,30 @@ fn unfinished_message(
     format!("the load committed {rows} rows into {table}: they stay, do not load them again. After the commit, putting back what the load dropped failed: {reason}{left}. To finish: {recover}{rerun}")
 }
 
+fn commit_unknown_message(
+    unknown: usize,
+    connections: usize,
+    committed: usize,
+    rows_committed: u64,
+    reason: &str,
+    ask: &str,
+    rerun_asks: bool,
+) -> String {
+    let which = match connections {
+        1 => "the load's COMMIT".to_string(),
+        n => format!("the COMMIT of {unknown} of the load's {n} connections"),
+    };
+    let known = match committed {
+        0 => String::new(),
+        n => format!(" {n} other connection(s) committed ({rows_committed} rows)."),
+    };
+    let rerun = match rerun_asks {
+        true => "Running the same load again asks the server first: it loads nothing if the rows are in, and loads them once if they are not",
+        false => "Do not run the load again before that query says the transaction did not commit: its input (standard input, a query, a DataFrame, or a load the role could not record) cannot be recognised when it comes again",
+    };
+    format!("{which} got no answer ({reason}), and the server could not be reached to ask whether it committed: the table may or may not hold those rows.{known} To find out: {ask}. {rerun}")
+}
+
 /// What a failure means to the script that ran the load, whatever the engine: each kind is
 /// one exit code (the table in the README).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +217,8 @@ pub enum Kind {
     KeyNotValid,
     /// Committed, then what the load dropped could not be put back (8).
     Unfinished,
+    /// A COMMIT got no answer and the server could not be asked whether it committed (9).
+    CommitUnknown,
     /// Stopped by a signal (130).
     Interrupted,
 }
@@ -202,6 +243,7 @@ impl Kind {
             Kind::PartialCommit => 5,
             Kind::KeyNotValid => 7,
             Kind::Unfinished => 8,
+            Kind::CommitUnknown => 9,
             Kind::Interrupted => 130,
         }
     }
@@ -223,6 +265,7 @@ impl Error {
             Error::Interrupted | Error::InterruptedResumable { .. } => Kind::Interrupted,
             Error::PartialCommit { .. } => Kind::PartialCommit,
             Error::Unfinished { .. } => Kind::Unfinished,
+            Error::CommitUnknown { .. } => Kind::CommitUnknown,
             Error::Driver { kind, .. } => *kind,
             Error::Usage(_)
             | Error::NoSuchTable { .. }

@@ -41,6 +41,10 @@ pub struct LoadOptions {
     /// session of the load (the server's input functions read with it) and followed by the
     /// client's own date reading. `None`: the server's setting.
     pub date_order: Option<DateOrder>,
+    /// `--network-timeout`: how long the server may leave the load unanswered (a connection
+    /// attempt, the watch's look, a question about a COMMIT whose answer was lost) before the
+    /// load takes it for gone.
+    pub network_timeout: std::time::Duration,
     /// Table columns the input's fields feed, in order; `None`: from the header, else all.
     pub columns: Option<Vec<String>>,
     /// Parse/encode threads.
@@ -102,6 +106,7 @@ impl LoadOptions {
             csv: CsvOptions::default(),
             encoding: None,
             date_order: None,
+            network_timeout: std::time::Duration::from_secs(30),
             columns: None,
             workers: cores,
             connections: cores.clamp(1, 4),

@@ -14,7 +14,7 @@
 //! ([`Threaded`]); an engine with its own way of streaming (PostgreSQL's COPY sinks with their
 //! watch and adaptive connections) brings its own.
 
-use crate::commits::EarlierLoad;
+use crate::commits::{EarlierLoad, Fate};
 use crate::resume::Claims;
 use crate::route::Route;
 use crate::shared::{Shared, CANCEL_POLL};
@@ -45,13 +45,15 @@ pub trait Target: Sync {
     fn lacks(&self) -> Lacks;
 
     /// Runs the whole `load` with what the engine watches beside it (PostgreSQL: sessions
-    /// outside the load holding a lock it waits on, told to `reporter`).
+    /// outside the load holding a lock it waits on, told to `reporter`, and a server that
+    /// stops answering for `opts.network_timeout`).
     fn beside(
         &self,
+        opts: &LoadOptions,
         reporter: &dyn Reporter,
         load: &mut dyn FnMut() -> Result<LoadSummary>,
     ) -> Result<LoadSummary> {
-        let _ = reporter;
+        let _ = (opts, reporter);
         load()
     }
 
@@ -281,16 +283,31 @@ pub trait Writer: Send {
         Ok(())
     }
 
-    /// Records, inside this writer's transaction, that the load of `identity` commits `rows`
-    /// rows (see [`crate::commits`]). Called on the writer that commits last, so the record
-    /// is there exactly when every writer committed.
-    fn record(&mut self, identity: &str, rows: u64) -> Result<()> {
-        let _ = (identity, rows);
-        Ok(())
+    /// Records, inside this writer's transaction, its share of the load's record (see
+    /// [`crate::commits`]). Called on every writer before the first commits, so the record is
+    /// whole exactly when every writer committed, and a part of it names the writers that did.
+    /// Whether it was recorded (an engine that keeps no record, or a role that may not write
+    /// one, does not).
+    fn record(&mut self, share: &Share) -> Result<bool> {
+        let _ = share;
+        Ok(false)
     }
 
     /// Finishes what the plan does after the rows (indexes back, ANALYZE) and commits.
     fn commit(self: Box<Self>) -> Result<Committed>;
+}
+
+/// One writer's share of a load's record (see [`Writer::record`]).
+#[derive(Debug, Clone)]
+pub struct Share<'a> {
+    /// The input's identity ([`crate::commits::identity`]).
+    pub identity: &'a str,
+    /// This run of the load, apart from any other run of the same input.
+    pub load: &'a str,
+    /// Which share (from 1), of how many, and the rows it commits.
+    pub part: usize,
+    pub parts: usize,
+    pub rows: u64,
 }
 
 /// What a committed load did beside writing rows.
@@ -314,6 +331,9 @@ pub struct Committed {
     pub log: Option<Log>,
     /// `--prepare`: the transactions left prepared for the job to decide.
     pub prepared: Vec<String>,
+    /// The load recorded itself with its commit (see [`crate::commits`]): it deletes the
+    /// record once it is done, and a rerun after a failure finds it.
+    pub recorded: bool,
 }
 
 impl Committed {
@@ -328,6 +348,7 @@ impl Committed {
         self.blocks = later.blocks.or(self.blocks.take());
         self.log = later.log.or(self.log);
         self.prepared.extend(later.prepared);
+        self.recorded |= later.recorded;
     }
 }
 
@@ -493,37 +514,62 @@ impl Streams for Threaded {
                 false => Error::Interrupted,
             });
         }
-        if let (Some(identity), Some((last, _))) = (record, writers.last_mut()) {
-            last.record(identity, written)?;
-        }
+        let recorded = match record {
+            Some(identity) => record_shares(&mut writers, identity)?,
+            None => false,
+        };
         reporter.phase(Phase::Commit);
-        commit_all(writers).map(Some)
+        commit_all(writers, recorded).map(Some)
     }
 }
 
 /// Commits every writer's transaction, one after the other: the load's commit window. A
 /// failure after the first commit leaves some writers' rows in and others' out, which is said.
-fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>) -> Result<Committed> {
-    let connections = writers.len();
+/// Each writer's share of the load's record, in its own transaction; whether every one was.
+fn record_shares(writers: &mut [(Box<dyn Writer>, u64)], identity: &str) -> Result<bool> {
+    let load = crate::commits::run_token();
+    let parts = writers.len();
+    let mut recorded = true;
+    for (i, (writer, rows)) in writers.iter_mut().enumerate() {
+        let share = Share {
+            identity,
+            load: &load,
+            part: i + 1,
+            parts,
+            rows: *rows,
+        };
+        recorded &= writer.record(&share)?;
+    }
+    Ok(recorded)
+}
+
+fn commit_all(writers: Vec<(Box<dyn Writer>, u64)>, recorded: bool) -> Result<Committed> {
     let mut done = Committed::default();
-    let mut rows_committed = 0;
-    for (i, (writer, rows)) in writers.into_iter().enumerate() {
-        match writer.commit() {
+    let mut fates = Vec::with_capacity(writers.len());
+    let mut writers = writers.into_iter();
+    for (writer, rows) in writers.by_ref() {
+        let fate = match writer.commit() {
             Ok(committed) => {
-                rows_committed += rows;
                 done.extend(committed);
+                Fate::Committed
             }
-            Err(e) if i == 0 => return Err(e),
-            Err(e) => {
-                return Err(Error::PartialCommit {
-                    committed: i,
-                    connections,
-                    rows_committed,
-                    reason: e.to_string(),
-                })
-            }
+            Err(Error::CommitUnknown { reason, ask, .. }) => Fate::Unknown { reason, ask },
+            Err(e) => Fate::RolledBack(e),
+        };
+        let stop = !matches!(fate, Fate::Committed);
+        fates.push((fate, rows));
+        if stop {
+            break;
         }
     }
+    // Once one writer did not commit, the others do not either: dropped, they roll back.
+    for (writer, rows) in writers {
+        drop(writer);
+        let why = "not committed: an earlier connection's COMMIT failed";
+        fates.push((Fate::RolledBack(Error::Internal(why.into())), rows));
+    }
+    crate::commits::judge_commits(fates, recorded)?;
+    done.recorded = recorded;
     Ok(done)
 }
 

@@ -26,6 +26,9 @@
 //!
 //! `--resume`: each block its own transaction with its row in `inrush_load_ledger` ([`ledger`]).
 //!
+//! A COMMIT whose answer is lost is settled by asking the server: each writer's transaction
+//! writes a mark of its own, which is there exactly when it committed ([`outcome`]).
+//!
 //! `--create`: the table typed from the inferred types, made before the writers start (DDL
 //! commits at once) and dropped again when the load does not commit.
 //!
@@ -46,6 +49,7 @@ pub mod job;
 pub mod lab;
 pub mod ledger;
 pub mod options;
+pub mod outcome;
 pub mod source;
 mod target;
 pub mod value;

@@ -69,7 +69,14 @@ impl MysqlOptions {
             false => format!("mysql://{base}?{}", params.join("&")),
         };
         let opts = Opts::from_url(&url).map_err(|e| usage(e.to_string()))?;
-        let mut builder = OptsBuilder::from_opts(opts);
+        // The driver would move a connection to a loopback host onto the server's own Unix
+        // socket (`SELECT @@socket`, looked up on this machine): through a tunnel or a proxy on
+        // a local port that is another server's socket, or none. The URL's host and port are
+        // where the rows go; `?socket=` asks for a socket. Keepalives every 10 s notice a
+        // server that went away (the operating system's own start after two idle hours).
+        let mut builder = OptsBuilder::from_opts(opts)
+            .prefer_socket(false)
+            .tcp_keepalive(Some(10_000u32));
         let has_password = base
             .split_once('@')
             .is_some_and(|(userinfo, _)| userinfo.contains(':'));

@@ -5,18 +5,20 @@ use crate::claim::{self, Claim};
 use crate::ddl::{self, Dropped};
 use crate::engine_error;
 use crate::options::MysqlOptions;
+use crate::outcome;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
 use bytes::Bytes;
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::commits::Fate;
 use inrush_load::job::Prepare;
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Lacks};
 use inrush_load::target::{
-    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Target, Writer,
+    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Share, Target, Writer,
 };
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
@@ -453,17 +455,31 @@ impl Target for MysqlTarget {
             None => "START TRANSACTION".to_string(),
         };
         let rt = runtime()?;
-        let conn = rt.block_on(async {
+        let (conn, books) = rt.block_on(async {
             let mut conn = self.options.connect().await?;
+            // Where the transaction marks its commit and the load records itself: made before
+            // the transaction opens (DDL would commit it); a load that commits at its end only.
+            let books = match resume.is_none() && !opts.check_only && xa.is_none() {
+                true => Books {
+                    mark: outcome::prepare(&mut conn)
+                        .await
+                        .then(|| outcome::token(conn.id())),
+                    record: crate::commits::create(&mut conn).await.is_ok(),
+                },
+                false => Books::default(),
+            };
             // Under --resume each block is a transaction of its own. LOCK TABLES commits the
             // open transaction and START TRANSACTION releases the lock, so a locked load's
             // transaction is the one autocommit=0 opens, as the manual prescribes for InnoDB.
-            // Under LOCK TABLES a session writes only the tables it locked: the load's record
-            // (`crate::commits`, when `begin` dropped indexes) is written in its transaction.
-            let records = match self.dropped.lock() {
-                Ok(dropped) if !dropped.is_empty() => ", inrush_load_commits WRITE",
-                _ => "",
-            };
+            // Under LOCK TABLES a session writes only the tables it locked: the load's mark and
+            // record are written in its transaction.
+            let mut records = String::new();
+            if books.record {
+                records.push_str(", inrush_load_commits WRITE");
+            }
+            if books.mark.is_some() {
+                records.push_str(&format!(", {}", outcome::LOCK));
+            }
             let mut begin = match (resume, opts.table_lock) {
                 (Some(_), _) => Vec::new(),
                 (None, true) => vec![
@@ -486,7 +502,7 @@ impl Target for MysqlTarget {
                     .await
                     .map_err(engine_error(format!("starting the load of {qualified}")))?;
             }
-            Ok::<_, Error>(conn)
+            Ok::<_, Error>((conn, books))
         })?;
         if shares {
             // As many writers as the drive makes (`inrush_load::drive::load_into`).
@@ -519,6 +535,8 @@ impl Target for MysqlTarget {
             xa,
             options: self.options.clone(),
             table: (design.table.schema.clone(), design.table.name.clone()),
+            books,
+            network_timeout: opts.network_timeout,
             interrupt: opts.interrupt.clone(),
             _watch: watch,
         }))
@@ -984,9 +1002,21 @@ struct MysqlWriter {
     options: MysqlOptions,
     /// The table's schema and name, for the load's record (`crate::commits`).
     table: (String, String),
+    books: Books,
+    /// `--network-timeout`: how long a lost COMMIT's answer is asked after.
+    network_timeout: std::time::Duration,
     interrupt: std::sync::Arc<inrush_load::Interrupt>,
     /// Ends the connection's statement when the user stops the load; dropped with the writer.
     _watch: inrush_load::Watch,
+}
+
+/// What a writer's transaction can write beside its rows: the mark of its commit (its token;
+/// see [`crate::outcome`]) and the load's record (see [`crate::commits`]). Neither where the
+/// role may not create their tables.
+#[derive(Default)]
+struct Books {
+    mark: Option<String>,
+    record: bool,
 }
 
 impl Writer for MysqlWriter {
@@ -1079,14 +1109,18 @@ impl Writer for MysqlWriter {
         Ok(())
     }
 
-    fn record(&mut self, identity: &str, rows: u64) -> Result<()> {
+    fn record(&mut self, share: &Share) -> Result<bool> {
+        if !self.books.record {
+            return Ok(false);
+        }
         let conn = self
             .conn
             .as_mut()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
         let table = (self.table.0.as_str(), self.table.1.as_str());
         self.rt
-            .block_on(crate::commits::record(conn, table, identity, rows))
+            .block_on(crate::commits::record(conn, table, share))?;
+        Ok(true)
     }
 
     fn commit(mut self: Box<Self>) -> Result<Committed> {
@@ -1116,12 +1150,32 @@ impl Writer for MysqlWriter {
                 })
             });
         }
+        let pending = outcome::Pending {
+            options: &self.options,
+            connection: conn.id(),
+            mark: self.books.mark.as_deref(),
+        };
         self.rt.block_on(async {
             // Under --resume every block committed already.
             if !resumed {
-                conn.query_drop("COMMIT")
-                    .await
-                    .map_err(engine_error("committing the load"))?;
+                if let Some(token) = pending.mark {
+                    outcome::mark(&mut conn, token).await?;
+                }
+                match outcome::commit(&mut conn, &pending, self.network_timeout).await {
+                    Fate::Committed => {}
+                    Fate::RolledBack(e) => return Err(e),
+                    Fate::Unknown { reason, ask } => {
+                        return Err(Error::CommitUnknown {
+                            unknown: 1,
+                            connections: 1,
+                            committed: 0,
+                            rows_committed: 0,
+                            reason,
+                            ask,
+                            rerun_asks: false,
+                        })
+                    }
+                }
             }
             let mut done = Committed::default();
             if locked {

@@ -6,7 +6,7 @@
 //! [`copy_out`]), a whole database read and written by `inrush copy` ([`database`]), asking the server to parse values the client defers ([`resolve`]), routing
 //! a partitioned table's rows to its leaves ([`route`]), the
 //! journal of dropped definitions ([`ddl`]), the record of a load between its commit and its
-//! end ([`commits`]), the `--resume` ledger ([`ledger`]), a private
+//! end ([`commits`]), what a COMMIT whose answer was lost did ([`outcome`]), the `--resume` ledger ([`ledger`]), a private
 //! throwaway server for the demo and tests ([`server`]), PostgreSQL's names for the types
 //! `--create` makes and a source query has ([`sql_type`]), and the load itself ([`load`]: the
 //! pipeline's stages from `inrush-load` driven into parallel COPY streams, and the plan, the
@@ -26,6 +26,7 @@ pub mod job;
 pub mod ledger;
 pub mod load;
 pub mod options;
+pub mod outcome;
 pub mod prepared;
 pub mod resolve;
 pub mod route;
@@ -91,6 +92,9 @@ pub enum Error {
     },
     #[error("private server: {0}")]
     Server(String),
+    /// The network to the server, or the server's silence: what was lost, as a sentence.
+    #[error("{0}")]
+    Network(String),
     #[error("{context}: {cause}")]
     Io {
         context: String,
@@ -113,7 +117,19 @@ impl Error {
             | Error::Query { .. }
             | Error::Permission(_)
             | Error::Server(_)
+            | Error::Network(_)
             | Error::Io { .. } => Kind::Server,
+        }
+    }
+
+    /// Whether the server refused for want of a right (SQLSTATE 42501).
+    pub fn is_permission_denied(&self) -> bool {
+        match self {
+            Error::Permission(_) => true,
+            Error::Query { cause, .. } => {
+                cause.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
+            }
+            _ => false,
         }
     }
 

@@ -4,11 +4,18 @@
 //! a missing password is looked up in `PGPASSFILE` or `~/.pgpass`. `sslmode` takes `disable`,
 //! `prefer` (the default) and `require` (encrypted, certificate not checked, as in libpq), plus
 //! `verify-ca` and `verify-full` (certificate checked against `sslrootcert` or the system roots).
+//!
+//! A network that goes quiet must not hold a load forever: every TCP connection has
+//! keepalives (idle 10 s, then every 5 s, 3 probes) and a user timeout of the network timeout
+//! (30 s by default), unless the connection string sets its own; a connection attempt that gets
+//! no answer within that timeout fails; and [`ConnectOptions::cut`] ends every connection made
+//! from the same options at once (the load's watch does when the server stops answering it).
 
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_postgres::config::{Host, SslMode};
 use tokio_postgres::Config;
 
@@ -29,6 +36,26 @@ pub struct ConnectOptions {
     /// Settings every session sets right after connecting (`SET name = 'value'`), so all the
     /// sessions of a load read text alike (`--datestyle`).
     settings: Vec<(&'static str, String)>,
+    /// How long the server may leave a connection attempt, a look of the load's watch or a
+    /// question about a lost COMMIT unanswered (`--network-timeout`).
+    network_timeout: Duration,
+    /// The connection string set `tcp_user_timeout` itself.
+    own_user_timeout: bool,
+    lifeline: Lifeline,
+}
+
+/// The default of `--network-timeout`.
+pub const NETWORK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Shared by every clone of one [`ConnectOptions`]: once cut (with the reason), each of their
+/// connections ends, so every statement waiting on a silent server returns an error at once.
+#[derive(Clone)]
+struct Lifeline(Arc<tokio::sync::watch::Sender<Option<String>>>);
+
+impl Default for Lifeline {
+    fn default() -> Self {
+        Lifeline(Arc::new(tokio::sync::watch::Sender::new(None)))
+    }
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -121,12 +148,62 @@ impl ConnectOptions {
         if config.get_application_name().is_none() {
             config.application_name("inrush");
         }
+        // The operating system's keepalive starts after two idle hours: far too late.
+        if !conninfo.contains("keepalives_idle") {
+            config.keepalives_idle(Duration::from_secs(10));
+        }
+        if !conninfo.contains("keepalives_interval") {
+            config.keepalives_interval(Duration::from_secs(5));
+        }
+        if !conninfo.contains("keepalives_count") && !conninfo.contains("keepalives_retries") {
+            config.keepalives_retries(3);
+        }
+        let own_user_timeout = conninfo.contains("tcp_user_timeout");
+        if !own_user_timeout {
+            config.tcp_user_timeout(NETWORK_TIMEOUT);
+        }
         Ok(ConnectOptions {
             config,
             verify,
             root_cert,
             settings: Vec::new(),
+            network_timeout: NETWORK_TIMEOUT,
+            own_user_timeout,
+            lifeline: Lifeline::default(),
         })
+    }
+
+    /// The same target with another network timeout (see the module's comment).
+    pub fn with_network_timeout(&self, timeout: Duration) -> Self {
+        let mut other = self.clone();
+        other.network_timeout = timeout;
+        if !other.own_user_timeout {
+            other.config.tcp_user_timeout(timeout);
+        }
+        other
+    }
+
+    pub fn network_timeout(&self) -> Duration {
+        self.network_timeout
+    }
+
+    /// Ends every connection made from these options (and their clones) now, and says why in
+    /// what [`ConnectOptions::cut_because`] returns afterwards.
+    pub fn cut(&self, why: String) {
+        self.lifeline.0.send_replace(Some(why));
+    }
+
+    /// The same target, with connections of its own that a [`ConnectOptions::cut`] of these
+    /// does not end (to ask the server about a COMMIT after the load's connections were cut).
+    pub fn apart(&self) -> Self {
+        let mut other = self.clone();
+        other.lifeline = Lifeline::default();
+        other
+    }
+
+    /// Why the connections were cut, if they were.
+    pub fn cut_because(&self) -> Option<String> {
+        self.lifeline.0.borrow().clone()
     }
 
     /// `user@host:port/dbname`, for messages. Never includes the password.
@@ -232,15 +309,28 @@ impl ConnectOptions {
         Ok(tls)
     }
 
-    /// Connects on the current tokio runtime; the connection task is spawned onto it.
+    /// Connects on the current tokio runtime; the connection task is spawned onto it. An
+    /// attempt the server leaves unanswered for the network timeout fails.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
+        match tokio::time::timeout(self.network_timeout, self.connect_now()).await {
+            Ok(connected) => connected,
+            Err(_) => Err(Error::Network(format!(
+                "cannot connect to {}: no answer in {} s (--network-timeout)",
+                self.describe(),
+                self.network_timeout.as_secs()
+            ))),
+        }
+    }
+
+    async fn connect_now(&self) -> Result<tokio_postgres::Client> {
         let fail = |cause| Error::Connect {
             target: self.describe(),
             cause,
         };
+        let lifeline = self.lifeline.0.subscribe();
         let client = if self.may_use_tls() {
             let (client, connection) = self.config.connect(self.tls()?).await.map_err(fail)?;
-            spawn_connection(connection);
+            spawn_connection(connection, lifeline);
             client
         } else {
             let (client, connection) = self
@@ -248,7 +338,7 @@ impl ConnectOptions {
                 .connect(tokio_postgres::NoTls)
                 .await
                 .map_err(fail)?;
-            spawn_connection(connection);
+            spawn_connection(connection, lifeline);
             client
         };
         if let Some(sql) = self.settings_sql() {
@@ -336,14 +426,21 @@ impl ConnectOptions {
     }
 }
 
-fn spawn_connection<S, T>(connection: tokio_postgres::Connection<S, T>)
-where
+/// Drives `connection` until it closes or `lifeline` is cut; dropped then, it closes, and every
+/// statement its client waits on fails at once.
+fn spawn_connection<S, T>(
+    connection: tokio_postgres::Connection<S, T>,
+    mut lifeline: tokio::sync::watch::Receiver<Option<String>>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!("connection closed: {e}");
+        tokio::select! {
+            closed = connection => if let Err(e) = closed {
+                tracing::debug!("connection closed: {e}");
+            },
+            _ = lifeline.wait_for(Option::is_some) => tracing::debug!("connection cut"),
         }
     });
 }

@@ -188,6 +188,7 @@ fn failure(py: Python<'_>, e: &anyhow::Error) -> PyErr {
         4 | 7 => "BadInputError",
         5 => "PartialCommitError",
         8 => "UnfinishedError",
+        9 => "CommitUnknownError",
         130 => return PyKeyboardInterrupt::new_err(format!("{e:#}")),
         _ => "InrushError",
     };

@@ -262,6 +262,13 @@ pub struct LoadArgs {
     /// the job's coordinator moves into the table with its other tasks' (or drops).
     #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse, conflicts_with = "prepare")]
     pub stage: Option<inrush_load::job::Prepare>,
+    /// Seconds the server may leave the load unanswered before it is taken for gone: a
+    /// connection attempt, the check the load makes every second (PostgreSQL), or the question
+    /// asked of the server after a COMMIT whose answer was lost. Then every connection of the
+    /// load is closed and the message says what the table holds (PostgreSQL also sets it as
+    /// each connection's TCP user timeout).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub network_timeout: u64,
     /// Bytes of input per unit of parallel work.
     #[arg(long, default_value_t = 1 << 20, hide = true)]
     pub block_size: usize,
@@ -748,6 +755,7 @@ impl LoadArgs {
             opts.adapt_connections = false;
         }
         opts.block_size = args.block_size.max(1);
+        opts.network_timeout = std::time::Duration::from_secs(args.network_timeout);
         opts.force_text = args.text;
         opts.max_errors = args.max_errors;
         opts.check_only = args.check;

@@ -19,7 +19,7 @@ pub(super) struct Dropped {
 }
 
 impl Dropped {
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.target.is_empty() && self.shards.is_empty()
     }
 }

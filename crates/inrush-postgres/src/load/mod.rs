@@ -177,10 +177,22 @@ impl Target for PostgresTarget {
 
     fn beside(
         &self,
+        opts: &LoadOptions,
         reporter: &dyn Reporter,
         load: &mut dyn FnMut() -> Result<LoadSummary>,
     ) -> Result<LoadSummary> {
-        self.waits.around(&self.options, reporter, load)
+        let options = self.options.with_network_timeout(opts.network_timeout);
+        let loaded = self.waits.around(&options, reporter, load);
+        // A statement that failed because the watch cut a silent server's connections says
+        // why; an error that tells what committed (exit 5, 8, 9) keeps its own words.
+        match (loaded, self.options.cut_because()) {
+            (Err(e), Some(why)) if e.kind() == inrush_load::Kind::Server => Err(Error::Engine {
+                engine: "PostgreSQL",
+                what: why,
+                message: e.to_string(),
+            }),
+            (loaded, _) => loaded,
+        }
     }
 
     fn prepare(

@@ -25,25 +25,31 @@ fn query_error(what: &str, cause: tokio_postgres::Error) -> Error {
 }
 
 /// BEGIN on the target and every shard, the prelude (TRUNCATE, LOCK) on the target, and the
-/// target's transaction id.
-async fn open_transaction(client: &Client, shards: &[Client], prelude: &[String]) -> Result<i64> {
-    for session in std::iter::once(client).chain(shards) {
+/// target's transaction id (each shard's is kept in `sessions`, for asking about its commit).
+async fn open_transaction(sessions: &mut Sessions, prelude: &[String]) -> Result<i64> {
+    for session in std::iter::once(&sessions.client).chain(&sessions.shards) {
         session
             .batch_execute("BEGIN")
             .await
             .map_err(|e| query_error("BEGIN", e))?;
     }
     for sql in prelude {
-        client
+        sessions
+            .client
             .batch_execute(sql)
             .await
             .map_err(|e| query_error(sql, e))?;
     }
-    let row = client
-        .query_one("SELECT txid_current()", &[])
-        .await
-        .map_err(|e| query_error("SELECT txid_current()", e))?;
-    Ok(row.get(0))
+    let mut txids = Vec::with_capacity(1 + sessions.shards.len());
+    for session in std::iter::once(&sessions.client).chain(&sessions.shards) {
+        let row = session
+            .query_one("SELECT txid_current()", &[])
+            .await
+            .map_err(|e| query_error("SELECT txid_current()", e))?;
+        txids.push(row.get::<_, i64>(0));
+    }
+    sessions.shard_txids = txids.split_off(1);
+    Ok(txids[0])
 }
 
 /// The next chunk, or `None` when the queue is closed or the load cancelled (checked at least
@@ -136,6 +142,9 @@ pub(crate) struct Finished {
     pub client: Client,
     /// The transactions of the same sink on each shard, open too.
     pub shards: Vec<Client>,
+    /// The sessions' server processes, the target's first, and the shards' transactions.
+    pub pids: Vec<i32>,
+    pub shard_txids: Vec<i64>,
     pub rows: u64,
     /// The transaction's id (`txid_current()`): its rows carry it as `xmin`, which is how a
     /// load is undone after its commit when a key rebuilt after it does not hold.
@@ -152,6 +161,11 @@ pub(crate) struct Finished {
 pub(crate) struct Sessions {
     pub client: Client,
     pub shards: Vec<Client>,
+    /// Each session's server process, the target's first: where to ask about a COMMIT whose
+    /// answer is lost (see `crate::outcome`).
+    pub pids: Vec<i32>,
+    /// Each shard session's transaction id, once open.
+    pub shard_txids: Vec<i64>,
 }
 
 impl Sessions {
@@ -167,6 +181,8 @@ impl Sessions {
         Finished {
             client: self.client,
             shards: self.shards,
+            pids: self.pids,
+            shard_txids: self.shard_txids,
             rows,
             txid,
             refused,
@@ -187,7 +203,8 @@ pub(crate) async fn run(
     shared: &Shared,
     plan: &WorkerPlan,
 ) -> Result<Finished> {
-    let txid = open_transaction(&sessions.client, &sessions.shards, prelude).await?;
+    let mut sessions = sessions;
+    let txid = open_transaction(&mut sessions, prelude).await?;
     if let Some(rejects) = &shared.rejects {
         return run_isolating(
             sessions,

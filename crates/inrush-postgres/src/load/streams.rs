@@ -9,7 +9,7 @@ use super::{watch, Load, PostgresTarget};
 use crate::ledger::Book;
 use crate::prepared::JointCommit;
 use crate::route::ShardServer;
-use crate::{ConnectOptions, SessionInfo};
+use crate::{outcome, ConnectOptions, SessionInfo};
 use inrush_core::{Phase, Reporter};
 use inrush_load::resume::Claims;
 use inrush_load::stages::Shared;
@@ -19,6 +19,7 @@ use inrush_load::worker::{Chunk, WorkerPlan};
 use inrush_load::{Error, LoadOptions, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The load's COPY sinks. The load is taken from the target while they stream and given back
 /// when they commit or are dropped (which rolls every transaction back).
@@ -264,6 +265,11 @@ impl PgStreams<'_> {
             .as_mut()
             .ok_or_else(|| Error::Internal("the load has ended".into()))?;
         let resumable = load.identity.is_some();
+        let servers: Vec<&ConnectOptions> = std::iter::once(&load.target)
+            .chain(load.shards.iter().map(|s| &s.options))
+            .collect();
+        let limit = load.target.network_timeout();
+        let commit = |recorded| commit(finished, &servers, limit, recorded);
         // From here on a signal no longer rolls back: the commit and a stop agree on which
         // came first (see `Interrupt`).
         let stopped = match opts.check_only {
@@ -282,12 +288,14 @@ impl PgStreams<'_> {
         // commit is not two-phase, when it is not.
         let mut one_phase_reason = None;
         let mut prepared = Vec::new();
+        let mut recorded = false;
+        let mut unrecorded = Vec::new();
         if opts.check_only {
             // --check: every row met the server's checks; none stays. Under --on-conflict the
             // rows are in the staging table, which the merge reads in a transaction it rolls
             // back.
             match load.staging.is_some() {
-                true => runtime.block_on(commit(finished))?,
+                true => runtime.block_on(commit(false))?,
                 false => runtime.block_on(rollback(finished)),
             }
         } else if let Some(part) = &opts.prepare {
@@ -295,7 +303,7 @@ impl PgStreams<'_> {
             reporter.phase(Phase::Commit);
             prepared = match &load.part_table {
                 Some(table) => {
-                    runtime.block_on(commit(finished))?;
+                    runtime.block_on(commit(false))?;
                     let open = crate::job::staged_part_done(&load.control, part, table);
                     runtime.block_on(open)?;
                     vec![table.clone()]
@@ -307,17 +315,13 @@ impl PgStreams<'_> {
                 }
             };
         } else if !resumable {
-            if let Some(identity) = record {
-                // Without the record a rerun would load the rows twice should the rebuild fail
-                // after the commit: no record, no commit. Only the transactions that wrote
-                // rows: one that wrote nothing commits without waiting for its commit record
-                // to reach the disk, so a crash may leave it aborted.
-                let wrote = finished.iter().filter(|f| f.rows > 0);
-                let txids: Vec<i64> = wrote.map(|f| f.txid).collect();
-                let recorded =
-                    crate::commits::record(&load.control, &load.table, identity, written, &txids);
-                runtime.block_on(recorded)?;
-            }
+            recorded = match record {
+                Some(identity) => {
+                    let said = &mut unrecorded;
+                    record_load(load, runtime, finished, (identity, written), said)?
+                }
+                None => false,
+            };
             reporter.phase(Phase::Commit);
             let connections = finished.len();
             let joint = joint_commit(&load.control, &load.shards, connections);
@@ -325,7 +329,7 @@ impl PgStreams<'_> {
             one_phase_reason = why_not;
             match joint {
                 Some(joint) => runtime.block_on(commit_prepared(&load.control, joint, finished))?,
-                None => runtime.block_on(commit(finished))?,
+                None => runtime.block_on(commit(recorded))?,
             }
         }
         load.txids = finished.iter().map(|f| f.txid).collect();
@@ -345,6 +349,7 @@ impl PgStreams<'_> {
         };
         let wal_after = runtime.block_on(SessionInfo::wal_lsn(&load.control));
         let mut notes = std::mem::take(&mut load.notes);
+        notes.extend(unrecorded);
         if let Some(affected) = merged {
             notes.push(format!(
                 "--on-conflict {}: {written} input rows, {affected} inserted or updated, {} skipped",
@@ -367,8 +372,40 @@ impl PgStreams<'_> {
                 bytes: a.saturating_sub(b),
             }),
             prepared,
+            recorded,
             ..Committed::default()
         })
+    }
+}
+
+/// Records the load of `identity` before its COMMIT (see [`crate::commits`]), with the
+/// transactions that wrote rows: one that wrote nothing commits without waiting for its commit
+/// record to reach the disk, so a crash may leave it aborted. A load that dropped definitions
+/// commits only with its record (a rerun after a failed rebuild would load the rows twice);
+/// any other goes on without one where the role may not write it, and says so in `notes`.
+/// Whether it was recorded.
+fn record_load(
+    load: &Load,
+    runtime: &tokio::runtime::Runtime,
+    finished: &[Finished],
+    (identity, written): (&str, u64),
+    notes: &mut Vec<String>,
+) -> Result<bool> {
+    let txids: Vec<i64> = finished
+        .iter()
+        .filter(|f| f.rows > 0)
+        .map(|f| f.txid)
+        .collect();
+    let recorded = crate::commits::record(&load.control, &load.table, identity, written, &txids);
+    match runtime.block_on(recorded) {
+        Ok(()) => Ok(true),
+        Err(e) if load.dropped.is_empty() && e.is_permission_denied() => {
+            notes.push(format!(
+                "the load kept no record of its commit ({e}): had the COMMIT's answer been lost with the server out of reach, running it again could not have told whether its rows were in"
+            ));
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -417,14 +454,18 @@ async fn connect_sinks(
         Ok::<_, crate::Error>(Sessions {
             client,
             shards: shards.await?,
+            pids: Vec::new(),
+            shard_txids: Vec::new(),
         })
     });
-    let sinks = futures_util::future::try_join_all(connects).await?;
+    let mut sinks = futures_util::future::try_join_all(connects).await?;
     let mut watched: Vec<Vec<watch::Session>> = (0..=shards.len()).map(|_| Vec::new()).collect();
-    for sink in &sinks {
-        watched[0].push(watch::Session::of(&sink.client).await?);
-        for (k, shard) in sink.shards.iter().enumerate() {
-            watched[k + 1].push(watch::Session::of(shard).await?);
+    for sink in &mut sinks {
+        let sessions = std::iter::once(&sink.client).chain(&sink.shards);
+        for (k, session) in sessions.enumerate() {
+            let session = watch::Session::of(session).await?;
+            sink.pids.push(session.pid);
+            watched[k].push(session);
         }
     }
     Ok((sinks, watched))
@@ -534,27 +575,39 @@ async fn on_each(
     futures_util::future::join_all(runs).await
 }
 
-/// Commits every connection at once; reports exactly how many made it if not all did.
-async fn commit(finished: &[Finished]) -> Result<()> {
-    let commits = all_sessions(finished).map(|c| c.batch_execute("COMMIT"));
-    let results = futures_util::future::join_all(commits).await;
-    let committed = results.iter().filter(|r| r.is_ok()).count();
-    let sessions = results.len();
-    let Some(first_error) = results.into_iter().find_map(|r| r.err()) else {
-        return Ok(());
-    };
-    if committed == 0 {
-        return Err(crate::Error::Query {
-            what: "COMMIT".into(),
-            cause: first_error,
-        }
-        .into());
-    }
-    let rows_committed = finished.iter().map(|f| f.rows).sum::<u64>();
-    Err(Error::PartialCommit {
-        committed,
-        connections: sessions,
-        rows_committed,
-        reason: crate::describe_pg_error(&first_error),
-    })
+/// Commits every connection at once. A COMMIT whose answer is lost is settled by asking the
+/// server (see [`crate::outcome`]), so what is reported is what each transaction did: every
+/// one committed, none, some (counting the rows of those that did), or some not known.
+/// `servers`: the target's, then each shard's; `recorded`: the load recorded itself.
+async fn commit(
+    finished: &[Finished],
+    servers: &[&ConnectOptions],
+    limit: Duration,
+    recorded: bool,
+) -> Result<()> {
+    let pending: Vec<(outcome::Pending, u64)> = finished
+        .iter()
+        .flat_map(|f| {
+            let txids = std::iter::once(f.txid).chain(f.shard_txids.iter().copied());
+            let clients = std::iter::once(&f.client).chain(&f.shards);
+            // A sink's rows count with its session on the target: a routed sink's shares
+            // are not counted apart.
+            let rows = std::iter::once(f.rows).chain(std::iter::repeat(0));
+            clients.zip(txids).zip(&f.pids).zip(servers).zip(rows).map(
+                |((((client, txid), &pid), server), rows)| {
+                    let pending = outcome::Pending {
+                        client,
+                        server,
+                        pid,
+                        txid,
+                    };
+                    (pending, rows)
+                },
+            )
+        })
+        .collect();
+    let commits = pending.iter().map(|(p, _)| outcome::commit(p, limit));
+    let fates = futures_util::future::join_all(commits).await;
+    let fates = fates.into_iter().zip(pending.iter().map(|(_, rows)| *rows));
+    inrush_load::commits::judge_commits(fates.collect(), recorded)
 }

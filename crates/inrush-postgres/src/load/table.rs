@@ -24,9 +24,10 @@ pub(super) fn open(
 ) -> Result<Load> {
     // --datestyle: every session of the load (control, COPY, the resolver's) reads dates in
     // that order, and the encoders learn it from the control session's DateStyle.
+    let options = options.with_network_timeout(opts.network_timeout);
     let target = match opts.date_order {
         Some(order) => options.with_setting("DateStyle", &order.date_style()),
-        None => options.clone(),
+        None => options,
     };
     let control = runtime.block_on(target.connect())?;
     waits.add(runtime.block_on(crate::activity::backend_pid(&control))?);

@@ -4,12 +4,16 @@
 //! one of the load's sessions waits on a session outside the load, and tells the reporter who
 //! holds the lock, once per holder. The wait itself goes on (the holder may be about to
 //! commit); Ctrl-C or SIGTERM stops it as any other.
+//!
+//! The same looks tell that the server still answers: when none has been answered for the
+//! network timeout, the server (or the network to it) is silent, and the watch ends every
+//! connection of the load ([`ConnectOptions::cut`]), so that no statement waits on it forever.
 
 use crate::{activity, ConnectOptions};
 use inrush_core::Reporter;
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The load's sessions on the target server, as they connect.
 #[derive(Default)]
@@ -54,19 +58,40 @@ impl Waits {
         let Ok(runtime) = super::runtime() else {
             return;
         };
-        // Best effort: without a free connection slot the load runs on, unwatched.
-        let Ok(client) = runtime.block_on(target.connect()) else {
-            return;
-        };
+        let limit = target.network_timeout();
         let (mut seen, mut told) = (None, Vec::new());
+        let (mut client, mut answered) = (None, Instant::now());
         while running(EVERY) {
-            let pids = self.pids.lock().map(|p| p.clone()).unwrap_or_default();
-            if pids.is_empty() {
-                continue;
+            // The server has not answered a look (nor a new connection) for the whole limit:
+            // it is silent, or the network to it is. Every connection of the load is ended, so
+            // that whatever waits on one fails now and the load says what it holds.
+            if answered.elapsed() >= limit {
+                let why = format!(
+                    "the server at {} has not answered for {} s (--network-timeout): the load's connections to it were closed",
+                    target.describe(),
+                    limit.as_secs()
+                );
+                reporter.waiting(&why);
+                target.cut(why);
+                return;
             }
-            let Ok(holder) = runtime.block_on(activity::outside_holder(&client, &pids)) else {
-                continue;
+            let pids = self.pids.lock().map(|p| p.clone()).unwrap_or_default();
+            let look = async {
+                if client.is_none() {
+                    client = Some(target.apart().connect().await.ok()?);
+                }
+                activity::outside_holder(client.as_ref()?, &pids).await.ok()
             };
+            let look = async { tokio::time::timeout(EVERY * 2, look).await };
+            let holder = match runtime.block_on(look) {
+                Ok(Some(holder)) => holder,
+                // No answer, or a connection that broke: a new one for the next look.
+                Ok(None) | Err(_) => {
+                    client = None;
+                    continue;
+                }
+            };
+            answered = Instant::now();
             // Told when two looks in a row see it: a lock held for a moment is no news.
             if let Some(holder) = holder.as_ref().filter(|h| seen == Some(h.pid)) {
                 if !told.contains(&holder.pid) {
