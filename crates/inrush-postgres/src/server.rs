@@ -28,13 +28,16 @@ pub struct ServerOptions {
     /// A certificate and its key (PEM files): the server also listens on 127.0.0.1, on a free
     /// port, with TLS on (for the tests of `sslmode`).
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// Also listen on 127.0.0.1, on a free port, without TLS (for the tests of faults on the
+    /// network, through a proxy).
+    pub tcp: bool,
 }
 
 /// A running private server; stopped and removed on drop, unless [kept](PrivateServer::keep).
 pub struct PrivateServer {
     root: PathBuf,
     bin_dir: PathBuf,
-    /// The socket's number, and with TLS also the TCP port.
+    /// The socket's number, and with TLS or TCP also the TCP port.
     port: u16,
     run_as: Option<(u32, u32)>,
     version: String,
@@ -66,9 +69,9 @@ impl PrivateServer {
             make_traversable(&bin_dir)?;
         }
         let root = fresh_root()?;
-        let port = match opts.tls {
-            Some(_) => free_tcp_port()?,
-            None => PORT,
+        let port = match opts.tls.is_some() || opts.tcp {
+            true => free_tcp_port()?,
+            false => PORT,
         };
         let mut server = PrivateServer {
             root,
@@ -119,6 +122,7 @@ impl PrivateServer {
                 }
                 settings.push("-c listen_addresses=127.0.0.1 -c ssl=on".to_string());
             }
+            None if opts.tcp => settings.push("-c listen_addresses=127.0.0.1".to_string()),
             None => settings.push("-c listen_addresses=''".to_string()),
         }
         if opts.unsafe_fast {
@@ -177,7 +181,7 @@ impl PrivateServer {
         )
     }
 
-    /// With [`ServerOptions::tls`]: a conninfo over TCP to `host` (127.0.0.1 or `localhost`)
+    /// With [`ServerOptions::tls`] or [`ServerOptions::tcp`]: a conninfo over TCP to `host` (127.0.0.1 or `localhost`)
     /// with `ssl` appended (`sslmode=require`, ...).
     pub fn tcp_conninfo(&self, host: &str, database: &str, ssl: &str) -> String {
         format!(

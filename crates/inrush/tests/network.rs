@@ -1,0 +1,439 @@
+//! Faults on the wire between inrush and the server, through a fault-injecting proxy
+//! ([`inrush_testkit::proxy`]) on a local port: a COMMIT whose answer is lost, one that never
+//! reaches the server, a connection that goes silent at the commit, the whole server going
+//! silent while the rows stream or the indexes are rebuilt, latency and a bandwidth cap. After
+//! each: the exit code and the message say what the table holds (asked of the server, never
+//! guessed), nothing hangs past the network timeout, and the same command run again leaves
+//! every row exactly once. The same for MariaDB, whose URL's host and port must be where the
+//! rows go.
+//!
+//! One private PostgreSQL for this file, listening on 127.0.0.1; the tests' MariaDB is this
+//! file's own (one per test process). Counts are read straight from the servers, never
+//! through the proxy.
+
+use inrush_postgres::{PrivateServer, ServerOptions};
+use inrush_testkit::proxy::{Action, Fault, Proxy};
+use inrush_testkit::{mariadb, Db, MariaDb};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+const ROWS: usize = 200_000;
+/// A PostgreSQL simple query that is exactly COMMIT (not COMMIT PREPARED, not a table name).
+const PG_COMMIT: &[u8] = b"COMMIT\0";
+/// MariaDB's COM_QUERY of COMMIT.
+const MARIADB_COMMIT: &[u8] = b"\x03COMMIT";
+/// How long a test waits for a load before it calls it a hang.
+const HANG: Duration = Duration::from_secs(90);
+
+static SERVER: Mutex<Option<PrivateServer>> = Mutex::new(None);
+static BASE: OnceLock<(inrush_postgres::ConnectOptions, String, u16)> = OnceLock::new();
+
+extern "C" fn stop_server() {
+    SERVER.lock().unwrap_or_else(|e| e.into_inner()).take();
+}
+
+/// This file's PostgreSQL: its `postgres` database over the socket, its TCP conninfo, its port.
+fn pg() -> &'static (inrush_postgres::ConnectOptions, String, u16) {
+    BASE.get_or_init(|| {
+        let server = PrivateServer::start(&ServerOptions {
+            unsafe_fast: true,
+            tcp: true,
+            ..Default::default()
+        })
+        .expect("starting a private PostgreSQL (run the README's setup first)");
+        let tcp = server.tcp_conninfo("127.0.0.1", "postgres", "sslmode=disable");
+        let port = word(&tcp, "port=").parse().expect("a port");
+        let base = (server.connect_options("postgres"), tcp, port);
+        *SERVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(server);
+        // SAFETY: registering a plain extern "C" function; it runs once at process exit.
+        unsafe { libc::atexit(stop_server) };
+        base
+    })
+}
+
+fn word<'a>(conninfo: &'a str, key: &str) -> &'a str {
+    let at = conninfo.find(key).expect("the key") + key.len();
+    conninfo[at..].split(' ').next().unwrap_or_default()
+}
+
+/// A fresh database with `schema`, and a proxy in front of the server: the database as tests
+/// read it (directly) and the conninfo the loader is given (through the proxy).
+fn pg_db(schema: &str) -> (Db, Proxy, String) {
+    let (base, tcp, port) = pg();
+    let db = Db::fresh_on(base, tcp, "network");
+    db.exec(schema);
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], *port)));
+    let through = db
+        .conninfo
+        .replace(&format!("port={port}"), &format!("port={}", proxy.port()));
+    (db, proxy, through)
+}
+
+const PLAIN: &str = "CREATE TABLE t (id int, customer int, qty int, note text)";
+const INDEXED: &str = "CREATE TABLE t (id int, customer int, qty int, note text);
+     CREATE INDEX t_customer ON t (customer);";
+
+/// `id,customer,qty,note`, written once for the whole file.
+fn input() -> &'static Path {
+    static INPUT: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &INPUT
+        .get_or_init(|| {
+            use std::io::Write;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("rows.csv");
+            let file = std::fs::File::create(&path).expect("create input");
+            let mut out = std::io::BufWriter::new(file);
+            for i in 0..ROWS {
+                writeln!(out, "{i},{},{},Note {i}", i % 100 + 1, i % 7).expect("write input");
+            }
+            out.flush().expect("flush input");
+            (dir, path)
+        })
+        .1
+}
+
+/// `inrush load` of the input into `t` of `to`, with `extra`; held at the start of `pause`'s
+/// phase while its file exists (see `inrush::report`).
+fn spawn(to: &str, pause: Option<(&str, &Path)>, extra: &[&str]) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_inrush"));
+    cmd.args(["load", input().to_str().unwrap(), "--to", to])
+        .args(["--table", "t", "--no-progress"])
+        .args(extra)
+        .env("NO_COLOR", "1")
+        .env_remove("INRUSH_TO")
+        .env_remove("INRUSH_TEST_PAUSE")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some((phase, file)) = pause {
+        cmd.env("INRUSH_TEST_PAUSE", format!("{phase}:{}", file.display()));
+    }
+    cmd.spawn().expect("spawn inrush load")
+}
+
+/// The loader's exit code and all it printed; a loader still running after [`HANG`] fails the
+/// test.
+fn finish(mut child: Child) -> (i32, String) {
+    let deadline = Instant::now() + HANG;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("wait");
+            panic!(
+                "the load hangs: still running after {HANG:?}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("wait");
+    let printed = [out.stdout, out.stderr].concat();
+    let code = out.status.code().unwrap_or(-1);
+    (code, String::from_utf8_lossy(&printed).into_owned())
+}
+
+fn load(to: &str, extra: &[&str]) -> (i32, String) {
+    finish(spawn(to, None, extra))
+}
+
+/// Holds a load at the start of `phase`, runs `then` (a fault), and lets it go on.
+fn at_phase(to: &str, phase: &str, extra: &[&str], then: impl FnOnce()) -> (i32, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("paused");
+    let mut child = spawn(to, Some((phase, &file)), extra);
+    let deadline = Instant::now() + HANG;
+    while !file.exists() {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            let (_, out) = finish(child);
+            panic!("the load ended ({status}) before {phase}:\n{out}");
+        }
+        assert!(Instant::now() < deadline, "no {phase} within {HANG:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    then();
+    std::fs::remove_file(&file).expect("letting the load go on");
+    finish(child)
+}
+
+fn count(db: &Db) -> i64 {
+    db.int("SELECT count(*) FROM t")
+}
+
+/// Every row of the input exactly once.
+fn assert_whole(db: &Db, when: &str) {
+    let (rows, ids) = (count(db), db.int("SELECT count(DISTINCT id) FROM t"));
+    assert_eq!((rows, ids), (ROWS as i64, ROWS as i64), "{when}");
+}
+
+fn records(db: &Db) -> i64 {
+    db.int("SELECT CASE WHEN to_regclass('inrush.load_commits') IS NULL THEN 0 ELSE (SELECT count(*) FROM inrush.load_commits) END")
+}
+
+/// The row count a partial commit's message names.
+fn rows_said(out: &str) -> i64 {
+    let at = out
+        .find("connections committed (")
+        .expect("a partial commit's count")
+        + "connections committed (".len();
+    out[at..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a row count in: {out}"))
+}
+
+fn arm(proxy: &Proxy, pattern: &[u8], action: Action) {
+    arm_after(proxy, pattern, action, 0);
+}
+
+/// Arms `action` for the match of `pattern` that comes after `skip` others.
+fn arm_after(proxy: &Proxy, pattern: &[u8], action: Action, skip: usize) {
+    proxy.arm(Fault {
+        pattern: pattern.to_vec(),
+        action,
+        times: 1,
+        skip,
+    });
+}
+
+#[test]
+fn a_lost_commit_answer_is_asked_about_and_the_load_says_it_committed() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::AnswerLost);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "the rows are in, so the load committed:\n{out}");
+    assert_whole(&db, "after a lost answer");
+    assert_eq!(records(&db), 0, "a finished load leaves no record");
+}
+
+#[test]
+fn two_connections_with_one_answer_lost_report_both_committed() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::AnswerLost);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "two connections, one answer lost");
+}
+
+#[test]
+fn a_commit_that_never_arrives_is_a_partial_commit_of_the_rows_that_did() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::NeverArrives);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 5, "{out}");
+    // Which connection's COMMIT is lost is a matter of timing, and so is how many rows it
+    // carried (none, even): the message must count exactly those in the table.
+    let rows = count(&db);
+    assert_eq!(
+        rows_said(&out),
+        rows,
+        "the message counts the committed rows:\n{out}"
+    );
+    let (code, again) = load(&to, &["--connections", "2"]);
+    match rows {
+        // Nothing of the input is in: the same command loads it once.
+        0 => {
+            assert_eq!(code, 0, "{again}");
+            assert_whole(&db, "after the rerun");
+        }
+        // The connection whose COMMIT was lost had no rows: every row is in already.
+        n if n == ROWS as i64 => {
+            assert_eq!(code, 0, "{again}");
+            assert!(again.contains("nothing loaded"), "{again}");
+            assert_whole(&db, "after the rerun");
+        }
+        // It would load the committed rows twice: it is refused.
+        _ => {
+            assert_eq!(code, 2, "{again}");
+            assert!(again.contains("committed only some"), "{again}");
+            assert_eq!(count(&db), rows, "nothing loaded twice");
+        }
+    }
+}
+
+#[test]
+fn a_commit_a_silent_connection_swallows_is_settled_by_asking() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::StallAfter);
+    let (code, out) = load(&to, &["--connections", "1", "--network-timeout", "5"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "after a silent commit");
+}
+
+#[test]
+fn a_lost_answer_with_the_server_out_of_reach_exits_9_and_a_rerun_loads_nothing_twice() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::StallAfter);
+    let child = spawn(&to, None, &["--connections", "1", "--network-timeout", "3"]);
+    // The COMMIT went through; from now on every question is left unanswered too.
+    let deadline = Instant::now() + HANG;
+    while proxy.struck() == 0 {
+        assert!(Instant::now() < deadline, "no COMMIT within {HANG:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    proxy.stall();
+    let (code, out) = finish(child);
+    assert_eq!(code, 9, "{out}");
+    assert!(
+        out.contains("SELECT txid_status("),
+        "the query that tells:\n{out}"
+    );
+    assert!(out.contains("asks the server first"), "{out}");
+    assert_whole(&db, "the COMMIT did reach the server");
+    proxy.heal();
+    let (code, again) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{again}");
+    assert!(again.contains("nothing loaded"), "{again}");
+    assert_whole(&db, "after the rerun");
+    assert_eq!(records(&db), 0, "the rerun consumed the record");
+}
+
+#[test]
+fn a_server_gone_silent_during_the_rows_ends_the_load_in_the_network_timeout() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    let started = Instant::now();
+    let (code, out) = at_phase(&to, "load", &["--network-timeout", "3"], || proxy.stall());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("has not answered for 3 s"), "{out}");
+    assert!(out.contains("--network-timeout"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{out}");
+    assert_eq!(count(&db), 0, "nothing committed");
+    proxy.heal();
+    let (code, again) = load(&to, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "after the rerun");
+}
+
+#[test]
+fn a_server_gone_silent_during_the_rebuild_exits_8_and_a_rerun_finishes_once() {
+    let (db, proxy, to) = pg_db(INDEXED);
+    let before = db.definitions();
+    let (code, out) = at_phase(&to, "indexes", &["--network-timeout", "3"], || {
+        proxy.stall()
+    });
+    assert_eq!(code, 8, "{out}");
+    assert!(out.contains("do not load them again"), "{out}");
+    assert_whole(&db, "committed before the rebuild");
+    proxy.heal();
+    let (code, again) = load(&to, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert!(again.contains("nothing loaded"), "{again}");
+    assert_whole(&db, "after the rerun");
+    assert_eq!(db.definitions(), before, "every index back");
+    assert_eq!(db.journal_len(), 0);
+}
+
+#[test]
+fn latency_and_a_bandwidth_cap_change_nothing_but_the_time() {
+    let (db, proxy, to) = pg_db(INDEXED);
+    proxy.set_latency(Duration::from_millis(50));
+    proxy.set_bandwidth(Some(8 << 20));
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "over a slow network");
+}
+
+/// A fresh MariaDB database with `t`, and a proxy in front of the server: the database as
+/// tests read it (directly) and the URL the loader is given (through the proxy, as a tunnel
+/// on a local port would be).
+fn mariadb_db() -> (MariaDb, Proxy, String) {
+    let db = MariaDb::fresh("network");
+    db.exec("CREATE TABLE t (id INT, customer INT, qty INT, note VARCHAR(40)) ENGINE=InnoDB");
+    let port = mariadb().port();
+    let proxy = Proxy::start(SocketAddr::from(([127, 0, 0, 1], port)));
+    let through = db
+        .url
+        .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
+    (db, proxy, through)
+}
+
+fn mariadb_count(db: &MariaDb) -> i64 {
+    db.rows("SELECT COUNT(*), COUNT(DISTINCT id) FROM t")[0]
+        .split('\t')
+        .map(|n| n.trim().parse::<i64>().expect("a count"))
+        .reduce(|rows, ids| if rows == ids { rows } else { -rows })
+        .expect("a row")
+}
+
+#[test]
+fn a_mariadb_url_naming_a_host_and_port_sends_the_rows_there() {
+    let (db, proxy, to) = mariadb_db();
+    // Through the proxy, the rows' statement is refused on the way: a load that moved to the
+    // server's own Unix socket would not meet it, and would succeed.
+    arm(&proxy, b"LOAD DATA", Action::NeverArrives);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "the rows went around the proxy:\n{out}");
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(mariadb_count(&db), 0);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+#[test]
+fn a_lost_mariadb_commit_answer_is_asked_about_and_the_load_says_it_committed() {
+    let (db, proxy, to) = mariadb_db();
+    arm(&proxy, MARIADB_COMMIT, Action::AnswerLost);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "the rows are in, so the load committed:\n{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+#[test]
+fn a_mariadb_commit_that_never_arrives_commits_nothing_and_a_rerun_loads_once() {
+    let (db, proxy, to) = mariadb_db();
+    arm(&proxy, MARIADB_COMMIT, Action::NeverArrives);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("did not commit"), "asked, not guessed:\n{out}");
+    assert_eq!(mariadb_count(&db), 0);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+#[test]
+fn a_mariadb_partial_commit_counts_the_committed_rows_and_a_rerun_is_refused() {
+    let (db, proxy, to) = mariadb_db();
+    // The connections commit one after the other: the second's COMMIT never arrives.
+    arm_after(&proxy, MARIADB_COMMIT, Action::NeverArrives, 1);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 5, "{out}");
+    let rows = mariadb_count(&db);
+    assert_eq!(
+        rows_said(&out),
+        rows,
+        "the message counts the committed rows:\n{out}"
+    );
+    let (code, again) = load(&to, &["--connections", "2"]);
+    match rows {
+        0 => {
+            assert_eq!(code, 0, "{again}");
+            assert_eq!(mariadb_count(&db), ROWS as i64);
+        }
+        _ => {
+            assert_eq!(code, 2, "{again}");
+            assert!(again.contains("committed only some"), "{again}");
+            assert_eq!(mariadb_count(&db), rows, "nothing loaded twice");
+        }
+    }
+}
+
+#[test]
+fn a_mariadb_commit_a_silent_connection_swallows_is_settled_by_asking() {
+    let (db, proxy, to) = mariadb_db();
+    arm(&proxy, MARIADB_COMMIT, Action::StallAfter);
+    let (code, out) = load(&to, &["--connections", "1", "--network-timeout", "5"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
