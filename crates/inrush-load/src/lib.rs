@@ -15,7 +15,8 @@
 //! (PostgreSQL, MariaDB/MySQL, SQLite): the engine's crate owns everything said to its engine,
 //! its catalog, statements and commit; this crate says nothing to any server, and the rules
 //! every engine shares (options an engine lacks in [`support`], exit codes in [`Kind`], the
-//! commit records in [`commits`]) are written here once.
+//! commit records and each connection's fate at the commit in [`commits`], the watch for a
+//! silent server in [`pulse`]) are written here once.
 //!
 //! Does not own: how bytes become records (`inrush-read`), values become PostgreSQL's wire
 //! bytes (`inrush-encode`), or any engine's catalog, statements or commit; nor printing
@@ -32,6 +33,7 @@ pub mod job;
 mod options;
 pub mod order;
 pub mod plan;
+pub mod pulse;
 pub mod rejects;
 pub mod resume;
 pub mod route;

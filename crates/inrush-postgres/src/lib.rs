@@ -122,6 +122,16 @@ impl Error {
         }
     }
 
+    /// Whether the server itself answered (with an error of its own): it is there.
+    pub fn is_server_answer(&self) -> bool {
+        match self {
+            Error::Query { cause, .. } | Error::Connect { cause, .. } => {
+                cause.as_db_error().is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the server refused for want of a right (SQLSTATE 42501).
     pub fn is_permission_denied(&self) -> bool {
         match self {

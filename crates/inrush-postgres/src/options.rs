@@ -435,12 +435,18 @@ fn spawn_connection<S, T>(
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    // Options dropped (a sender gone) cut nothing: only a cut does.
+    let cut = async move {
+        if lifeline.wait_for(Option::is_some).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
     tokio::spawn(async move {
         tokio::select! {
             closed = connection => if let Err(e) = closed {
                 tracing::debug!("connection closed: {e}");
             },
-            _ = lifeline.wait_for(Option::is_some) => tracing::debug!("connection cut"),
+            () = cut => tracing::debug!("connection cut"),
         }
     });
 }

@@ -11,9 +11,7 @@
 
 use crate::{activity, ConnectOptions};
 use inrush_core::Reporter;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 /// The load's sessions on the target server, as they connect.
 #[derive(Default)]
@@ -22,22 +20,31 @@ pub(crate) struct Waits {
 }
 
 impl Waits {
-    /// Runs `load` with the watch beside it; the watch ends as soon as `load` returns.
+    /// Runs `load` with the watch beside it; the watch ends as soon as `load` returns. A server
+    /// that leaves it unanswered for the network timeout is cut (see [`inrush_load::pulse`]).
     pub fn around<T>(
         &self,
         target: &ConnectOptions,
         reporter: &dyn Reporter,
         load: impl FnOnce() -> T,
     ) -> T {
-        // The sender is dropped when `load` returns: the watch's wait ends at once, so a
-        // short load is not held back by its sleep.
-        let (running, stopped) = channel::<()>();
-        std::thread::scope(|s| {
-            s.spawn(|| self.watch(target, reporter, stopped));
-            let result = load();
-            drop(running);
-            result
-        })
+        let mut looks = Looks {
+            waits: self,
+            target,
+            reporter,
+            runtime: None,
+            client: None,
+            seen: None,
+            told: Vec::new(),
+        };
+        inrush_load::pulse::beside(
+            target.network_timeout(),
+            &target.describe(),
+            reporter,
+            |within| looks.look(within),
+            |why| target.cut(why),
+            load,
+        )
     }
 
     /// A session of the load on the target server (not a shard: pids are per server).
@@ -46,60 +53,62 @@ impl Waits {
             pids.push(pid);
         }
     }
+}
 
-    fn watch(&self, target: &ConnectOptions, reporter: &dyn Reporter, stopped: Receiver<()>) {
-        // A load shorter than this never opens the watch's connection.
-        const FIRST_LOOK: Duration = Duration::from_secs(2);
-        const EVERY: Duration = Duration::from_secs(1);
-        let running = |wait| matches!(stopped.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
-        if !running(FIRST_LOOK) {
-            return;
+/// The watch's own connection (apart from the load's, which a cut ends), and what it told.
+struct Looks<'a> {
+    waits: &'a Waits,
+    target: &'a ConnectOptions,
+    reporter: &'a dyn Reporter,
+    runtime: Option<tokio::runtime::Runtime>,
+    client: Option<tokio_postgres::Client>,
+    seen: Option<i32>,
+    told: Vec<i32>,
+}
+
+impl Looks<'_> {
+    /// One look, waiting at most `within`: who outside the load holds a lock one of its
+    /// sessions waits on. Whether the server answered (an error of its own is an answer).
+    fn look(&mut self, within: std::time::Duration) -> bool {
+        if self.runtime.is_none() {
+            self.runtime = super::runtime().ok();
         }
-        let Ok(runtime) = super::runtime() else {
-            return;
+        let Some(runtime) = &self.runtime else {
+            return true;
         };
-        let limit = target.network_timeout();
-        let (mut seen, mut told) = (None, Vec::new());
-        let (mut client, mut answered) = (None, Instant::now());
-        while running(EVERY) {
-            // The server has not answered a look (nor a new connection) for the whole limit:
-            // it is silent, or the network to it is. Every connection of the load is ended, so
-            // that whatever waits on one fails now and the load says what it holds.
-            if answered.elapsed() >= limit {
-                let why = format!(
-                    "the server at {} has not answered for {} s (--network-timeout): the load's connections to it were closed",
-                    target.describe(),
-                    limit.as_secs()
-                );
-                reporter.waiting(&why);
-                target.cut(why);
-                return;
-            }
-            let pids = self.pids.lock().map(|p| p.clone()).unwrap_or_default();
+        let pids = self
+            .waits
+            .pids
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default();
+        let (target, client) = (self.target, &mut self.client);
+        let looked = runtime.block_on(async {
             let look = async {
                 if client.is_none() {
-                    client = Some(target.apart().connect().await.ok()?);
+                    *client = Some(target.apart().connect().await.ok()?);
                 }
-                activity::outside_holder(client.as_ref()?, &pids).await.ok()
+                Some(activity::outside_holder(client.as_ref()?, &pids).await)
             };
-            let look = async { tokio::time::timeout(EVERY * 2, look).await };
-            let holder = match runtime.block_on(look) {
-                Ok(Some(holder)) => holder,
-                // No answer, or a connection that broke: a new one for the next look.
-                Ok(None) | Err(_) => {
-                    client = None;
-                    continue;
-                }
-            };
-            answered = Instant::now();
-            // Told when two looks in a row see it: a lock held for a moment is no news.
-            if let Some(holder) = holder.as_ref().filter(|h| seen == Some(h.pid)) {
-                if !told.contains(&holder.pid) {
-                    reporter.waiting(&holder.describe());
-                    told.push(holder.pid);
-                }
+            tokio::time::timeout(within, look).await
+        });
+        let holder = match looked {
+            Ok(Some(Ok(holder))) => holder,
+            Ok(Some(Err(e))) if e.is_server_answer() => return true,
+            // No answer, or a connection that broke: a new one for the next look.
+            _ => {
+                self.client = None;
+                return false;
             }
-            seen = holder.map(|h| h.pid);
+        };
+        // Told when two looks in a row see it: a lock held for a moment is no news.
+        if let Some(holder) = holder.as_ref().filter(|h| self.seen == Some(h.pid)) {
+            if !self.told.contains(&holder.pid) {
+                self.reporter.waiting(&holder.describe());
+                self.told.push(holder.pid);
+            }
         }
+        self.seen = holder.map(|h| h.pid);
+        true
     }
 }
