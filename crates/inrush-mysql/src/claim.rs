@@ -79,7 +79,7 @@ impl Claim {
             .build()
             .map_err(|e| Error::Internal(format!("starting a runtime: {e}")))?;
         let name = lock_name(schema, table);
-        let conn = rt.block_on(async {
+        let conn = options.run(&rt, async {
             let mut conn = options.connect().await?;
             // The connection idles for the whole load: the server must not close it.
             let _ = conn
@@ -127,7 +127,11 @@ impl Claim {
 
     fn close(&mut self) {
         if let Some(conn) = self.conn.take() {
-            let _ = self.rt.block_on(conn.disconnect());
+            // A server that no longer answers is not waited for: closing the socket lets the
+            // lock go all the same.
+            let _ = self.rt.block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), conn.disconnect()).await
+            });
         }
     }
 }

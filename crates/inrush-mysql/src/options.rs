@@ -10,6 +10,8 @@
 
 use inrush_load::{Error, Result};
 use mysql_async::{Opts, OptsBuilder, SslOpts};
+use std::future::Future;
+use std::sync::Arc;
 
 /// A server and database to load into.
 #[derive(Clone)]
@@ -17,6 +19,9 @@ pub struct MysqlOptions {
     pub(crate) opts: Opts,
     /// The URL without its password, for messages.
     shown: String,
+    /// Shared by every clone: once cut (with the reason), whatever a load waits on this server
+    /// for through [`MysqlOptions::run`] ends (see [`inrush_load::pulse`]).
+    lifeline: Arc<tokio::sync::watch::Sender<Option<String>>>,
 }
 
 impl std::fmt::Debug for MysqlOptions {
@@ -113,7 +118,38 @@ impl MysqlOptions {
         Ok(MysqlOptions {
             opts: builder.into(),
             shown: redact(to),
+            lifeline: Arc::new(tokio::sync::watch::Sender::new(None)),
         })
+    }
+
+    /// Runs `work` on `runtime` to its end, or until the load's watch cuts this server: then
+    /// `work` is dropped (its connections close) and the reason is the error.
+    pub(crate) fn run<T>(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let mut cut = self.lifeline.subscribe();
+        runtime.block_on(async {
+            tokio::select! {
+                done = work => done,
+                _ = cut.wait_for(Option::is_some) => Err(Error::Engine {
+                    engine: "MariaDB",
+                    what: self.cut_because().unwrap_or_default(),
+                    message: "the statement waited on it was abandoned".into(),
+                }),
+            }
+        })
+    }
+
+    /// Ends every wait of [`MysqlOptions::run`] on this server (and its clones), now and later.
+    pub fn cut(&self, why: String) {
+        self.lifeline.send_replace(Some(why));
+    }
+
+    /// Why the server was cut, if it was.
+    pub fn cut_because(&self) -> Option<String> {
+        self.lifeline.borrow().clone()
     }
 
     /// The database the load goes into.

@@ -25,7 +25,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A MariaDB or MySQL database as the target of loads.
 pub struct MysqlTarget {
@@ -73,12 +73,47 @@ impl MysqlTarget {
     /// The redo log's position now; `None` where the server does not say (or cannot be asked:
     /// the summary then has no log line, nothing else changes).
     fn redo_position(&self) -> Option<u64> {
-        runtime().ok()?.block_on(async {
-            let mut conn = self.options.connect().await.ok()?;
+        let rt = runtime().ok()?;
+        let position = self.options.run(&rt, async {
+            let mut conn = self.options.connect().await?;
             let position = catalog::redo_position(&mut conn).await;
             let _ = conn.disconnect().await;
-            position
-        })
+            Ok(position)
+        });
+        position.ok().flatten()
+    }
+
+    /// One look of the load's watch (see [`inrush_load::pulse`]) over a connection of its own,
+    /// kept from one look to the next, waiting at most `within`: whether the server answered.
+    fn look(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        conn: &mut Option<Conn>,
+        within: Duration,
+    ) -> bool {
+        let answered = rt.block_on(async {
+            // An error the server sends (too many connections, say) is an answer too.
+            let look = async {
+                if conn.is_none() {
+                    match Conn::new(self.options.opts.clone()).await {
+                        Ok(new) => *conn = Some(new),
+                        Err(mysql_async::Error::Server(_)) => return Some(()),
+                        Err(_) => return None,
+                    }
+                }
+                match conn.as_mut()?.query_drop("SELECT 1").await {
+                    Ok(()) | Err(mysql_async::Error::Server(_)) => Some(()),
+                    Err(_) => None,
+                }
+            };
+            tokio::time::timeout(within, look).await
+        });
+        let answered = matches!(answered, Ok(Some(())));
+        if !answered {
+            // No answer, or a connection that broke: a new one for the next look.
+            *conn = None;
+        }
+        answered
     }
 
     /// Lets the table's lock go: this load changes none of its definitions.
@@ -115,6 +150,38 @@ impl Target for MysqlTarget {
         match self.design.get().map_or(Method::LoadData, |d| d.method) {
             Method::LoadData => "LOAD DATA LOCAL",
             Method::Insert => "multi-row INSERT",
+        }
+    }
+
+    /// With the watch beside it: a server that leaves its looks unanswered for the network
+    /// timeout is cut, and a statement that failed for it says so.
+    fn beside(
+        &self,
+        opts: &LoadOptions,
+        reporter: &dyn inrush_core::Reporter,
+        load: &mut dyn FnMut() -> Result<inrush_load::LoadSummary>,
+    ) -> Result<inrush_load::LoadSummary> {
+        let rt = runtime()?;
+        let mut conn = None;
+        let loaded = inrush_load::pulse::beside(
+            opts.network_timeout,
+            self.options.describe(),
+            reporter,
+            |within| self.look(&rt, &mut conn, within),
+            |why| self.options.cut(why),
+            load,
+        );
+        match (loaded, self.options.cut_because()) {
+            (Err(e), Some(why))
+                if e.kind() == inrush_load::Kind::Server && !e.to_string().contains(&why) =>
+            {
+                Err(Error::Engine {
+                    engine: "MariaDB",
+                    what: why,
+                    message: e.to_string(),
+                })
+            }
+            (loaded, _) => loaded,
         }
     }
 
@@ -160,7 +227,7 @@ impl Target for MysqlTarget {
                 *slot = Some(taken);
             }
         }
-        let (existing, version) = rt.block_on(async {
+        let (existing, version) = self.options.run(&rt, async {
             let mut conn = self.options.connect().await?;
             // Indexes a load that died left dropped come back before anything else.
             let (schema, name) = catalog::split_name(&opts.table, database);
@@ -455,7 +522,7 @@ impl Target for MysqlTarget {
             None => "START TRANSACTION".to_string(),
         };
         let rt = runtime()?;
-        let (conn, books) = rt.block_on(async {
+        let (conn, books) = self.options.run(&rt, async {
             let mut conn = self.options.connect().await?;
             // Where the transaction marks its commit and the load records itself: made before
             // the transaction opens (DDL would commit it); a load that commits at its end only.
@@ -464,7 +531,8 @@ impl Target for MysqlTarget {
                     mark: outcome::prepare(&mut conn)
                         .await
                         .then(|| outcome::token(conn.id())),
-                    record: crate::commits::create(&mut conn).await.is_ok(),
+                    record: inrush_load::commits::may_record(opts)
+                        && crate::commits::create(&mut conn).await.is_ok(),
                 },
                 false => Books::default(),
             };
@@ -548,7 +616,7 @@ impl Target for MysqlTarget {
         };
         let table = (design.table.schema.as_str(), design.table.name.as_str());
         let pending = runtime().and_then(|rt| {
-            rt.block_on(async {
+            self.options.run(&rt, async {
                 let mut conn = self.options.connect().await?;
                 ddl::pending(&mut conn, Some(table)).await
             })
@@ -576,7 +644,7 @@ impl Target for MysqlTarget {
     ) -> Result<Vec<(String, inrush_load::commits::EarlierLoad)>> {
         let design = self.design()?;
         let table = (design.table.schema.as_str(), design.table.name.as_str());
-        runtime()?.block_on(async {
+        self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             let loads = crate::commits::unfinished(&mut conn, table).await?;
             let _ = conn.disconnect().await;
@@ -587,7 +655,7 @@ impl Target for MysqlTarget {
     fn forget_load(&self, _: &target::Table, identity: &str) -> Result<()> {
         let design = self.design()?;
         let table = (design.table.schema.as_str(), design.table.name.as_str());
-        runtime()?.block_on(async {
+        self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             crate::commits::forget(&mut conn, table, identity).await?;
             let _ = conn.disconnect().await;
@@ -597,7 +665,7 @@ impl Target for MysqlTarget {
 
     fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
         let design = self.design()?;
-        runtime()?.block_on(async {
+        self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             let blocks = crate::ledger::open(&mut conn, &design.table.qualified(), input).await?;
             let _ = conn.disconnect().await;
@@ -612,7 +680,7 @@ impl Target for MysqlTarget {
         // DDL commits at once: --create's table is made here, and dropped again by `end` when
         // the load does not commit.
         if let Some(sql) = &table.create_sql {
-            runtime()?.block_on(async {
+            self.options.run(&runtime()?, async {
                 let mut conn = self.options.connect().await?;
                 conn.query_drop(sql).await.map_err(|e| match e {
                     mysql_async::Error::Server(e) => Error::Usage(format!(
@@ -631,7 +699,7 @@ impl Target for MysqlTarget {
         }
         let design = self.design()?;
         let (schema, name) = (&design.table.schema, &design.table.name);
-        runtime()?.block_on(async {
+        self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             // An ALTER TABLE waits for every session that has the table open in a transaction
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
@@ -687,7 +755,7 @@ impl Target for MysqlTarget {
         }
         if let (Some(_), false) = (&table.create_sql, committed) {
             let sql = format!("DROP TABLE IF EXISTS {}", table.name);
-            runtime()?.block_on(async {
+            self.options.run(&runtime()?, async {
                 let mut conn = self.options.connect().await?;
                 conn.query_drop(&sql)
                     .await
@@ -713,7 +781,7 @@ impl Target for MysqlTarget {
         if !dropped.is_empty() {
             let started = Instant::now();
             let restored = runtime().and_then(|rt| {
-                rt.block_on(async {
+                self.options.run(&rt, async {
                     let mut conn = self.options.connect().await?;
                     ddl::restore(&mut conn, &dropped).await?;
                     let _ = conn.disconnect().await;
@@ -758,7 +826,7 @@ impl Target for MysqlTarget {
         }
         let started = Instant::now();
         let sql = format!("ANALYZE TABLE {}", design.table.qualified());
-        let analyzed = runtime()?.block_on(async {
+        let analyzed = self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             let result: Vec<(String, String, String, String)> =
                 conn.query(&sql).await.map_err(engine_error(sql.clone()))?;
@@ -1037,12 +1105,11 @@ impl Writer for MysqlWriter {
             .as_mut()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
         let (Some(block), Some((table, input))) = (block, &self.resume) else {
-            return self
-                .rt
-                .block_on(self.chunks.write(conn, data, rows, refused));
+            let written = self.chunks.write(conn, data, rows, refused);
+            return self.options.run(&self.rt, written);
         };
         let chunks = &self.chunks;
-        self.rt.block_on(async {
+        self.options.run(&self.rt, async {
             conn.query_drop("START TRANSACTION")
                 .await
                 .map_err(engine_error("starting a block's transaction"))?;
@@ -1075,13 +1142,15 @@ impl Writer for MysqlWriter {
         for key in &self.deferred {
             // The connection's open transaction: it sees its own rows, uncommitted, and no
             // other writer's, which check their own.
-            let orphans: Vec<mysql_async::Row> = self
-                .rt
-                .block_on(conn.query(key.orphans_sql(table)))
-                .map_err(engine_error(format!(
-                    "checking foreign key {} of {table}",
-                    catalog::quote(&key.name)
-                )))?;
+            let what = format!(
+                "checking foreign key {} of {table}",
+                catalog::quote(&key.name)
+            );
+            let orphans: Vec<mysql_async::Row> = self.options.run(&self.rt, async {
+                conn.query(key.orphans_sql(table))
+                    .await
+                    .map_err(engine_error(what))
+            })?;
             if orphans.is_empty() {
                 continue;
             }
@@ -1118,8 +1187,8 @@ impl Writer for MysqlWriter {
             .as_mut()
             .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
         let table = (self.table.0.as_str(), self.table.1.as_str());
-        self.rt
-            .block_on(crate::commits::record(conn, table, share))?;
+        let recorded = crate::commits::record(conn, table, share);
+        self.options.run(&self.rt, recorded)?;
         Ok(true)
     }
 
@@ -1135,7 +1204,7 @@ impl Writer for MysqlWriter {
             return Err(Error::Interrupted);
         }
         if let Some((gid, part)) = self.xa.take() {
-            return self.rt.block_on(async {
+            return self.options.run(&self.rt, async {
                 for sql in [format!("XA END '{gid}'"), format!("XA PREPARE '{gid}'")] {
                     conn.query_drop(&sql)
                         .await
@@ -1155,7 +1224,7 @@ impl Writer for MysqlWriter {
             connection: conn.id(),
             mark: self.books.mark.as_deref(),
         };
-        self.rt.block_on(async {
+        self.options.run(&self.rt, async {
             // Under --resume every block committed already.
             if !resumed {
                 if let Some(token) = pending.mark {
@@ -1270,8 +1339,12 @@ fn foreign_keys_checked_after(table: &Table, opts: &LoadOptions) -> Result<(), S
 impl Drop for MysqlWriter {
     fn drop(&mut self) {
         if let Some(conn) = self.conn.take() {
-            // The server rolls back the open transaction of a closed connection.
-            let _ = self.rt.block_on(conn.disconnect());
+            // The server rolls back the open transaction of a closed connection; one that no
+            // longer answers is not waited for.
+            let _ = self.options.run(&self.rt, async {
+                let _ = tokio::time::timeout(Duration::from_secs(5), conn.disconnect()).await;
+                Ok(())
+            });
         }
     }
 }
