@@ -7,7 +7,7 @@
 //! its COMMIT cancels the merge and rolls it back.
 
 use super::cancel::until_interrupted;
-use crate::{quote_ident, ConnectOptions, Error, TableInfo};
+use crate::{outcome, quote_ident, ConnectOptions, Error, TableInfo};
 use inrush_core::TargetColumn;
 use inrush_load::{LoadOptions, OnConflict, Result};
 use tokio_postgres::Client;
@@ -99,6 +99,17 @@ impl Staging {
             cause,
         };
         client.batch_execute("BEGIN").await.map_err(fail)?;
+        // Where to ask about the merge's COMMIT should its answer be lost (see `outcome`).
+        let txn = client
+            .query_one("SELECT txid_current(), pg_backend_pid()", &[])
+            .await
+            .map_err(fail)?;
+        let pending = outcome::Pending {
+            client,
+            server: target,
+            txid: txn.get(0),
+            pid: txn.get(1),
+        };
         let merged = async {
             let affected =
                 until_interrupted(client.execute(&self.merge, &[]), client, target, opts).await?;
@@ -119,13 +130,17 @@ impl Staging {
             let _ = client.batch_execute("ROLLBACK").await;
             return Err(inrush_load::Error::Interrupted);
         }
-        // --check: the merge met the table's keys, foreign keys and triggers; it is undone.
-        let end = match opts.check_only {
-            true => "ROLLBACK",
-            false => "COMMIT",
-        };
         let committed = match merged {
-            Ok(affected) => client.batch_execute(end).await.map(|()| affected),
+            // --check: the merge met the table's keys, foreign keys and triggers; it is undone.
+            Ok(affected) if opts.check_only => {
+                client.batch_execute("ROLLBACK").await.map(|()| affected)
+            }
+            // A lost answer is asked about; a rerun merges again, which adds nothing twice.
+            Ok(affected) => {
+                let fate = outcome::commit(&pending, target.network_timeout()).await;
+                return inrush_load::commits::judge_commits(vec![(fate, affected)], true)
+                    .map(|()| affected);
+            }
             Err(e) => Err(e),
         };
         match committed {
