@@ -148,10 +148,20 @@ pub fn rerun_adds_nothing(opts: &LoadOptions) -> bool {
 /// record (a rerun adds nothing by itself, `--check` commits nothing, a `--prepare` part's
 /// job decides) or its input cannot be recognised.
 pub fn to_record(opts: &LoadOptions, sources: &Sources) -> Option<String> {
-    match rerun_adds_nothing(opts) || opts.check_only || opts.prepare.is_some() {
-        true => None,
-        false => identity(sources),
+    match may_record(opts) {
+        true => identity(sources),
+        false => None,
     }
+}
+
+/// Whether a load of `opts` may keep a record, by its options alone: an engine that makes the
+/// record's table before the load asks, so that a load that never records makes none.
+pub fn may_record(opts: &LoadOptions) -> bool {
+    !(rerun_adds_nothing(opts)
+        || opts.check_only
+        || opts.prepare.is_some()
+        || opts.from_query.is_some()
+        || opts.inputs.iter().all(|i| i == "-"))
 }
 
 /// What identifies a load's input across runs: for each file (directories and globs expanded,

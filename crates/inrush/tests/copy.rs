@@ -725,7 +725,7 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
     }
     let columns = target.rows(
         "SELECT CONCAT_WS(' ', TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, IFNULL(COLUMN_DEFAULT, '-'), EXTRA) \
-         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME <> 'inrush_copy_ledger' \
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME NOT LIKE 'inrush\\_%' \
          ORDER BY TABLE_NAME, ORDINAL_POSITION",
     );
     assert_eq!(
@@ -752,7 +752,7 @@ fn a_postgresql_database_moves_into_mariadb_with_its_keys_and_numbering() {
     );
     let keys = target.rows(
         "SELECT CONCAT_WS(' ', TABLE_NAME, INDEX_NAME, NON_UNIQUE, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX)) \
-         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME <> 'inrush_copy_ledger' \
+         FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME NOT LIKE 'inrush\\_%' \
          GROUP BY TABLE_NAME, INDEX_NAME, NON_UNIQUE ORDER BY TABLE_NAME, INDEX_NAME",
     );
     assert_eq!(
