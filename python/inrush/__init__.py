@@ -139,6 +139,7 @@ def load(
     resume: bool = False,
     workers: Optional[int] = None,
     connections: Optional[int] = None,
+    network_timeout: Optional[int] = None,
     check: bool = False,
     table_lock: bool = False,
     keep_indexes: bool = False,
@@ -174,9 +175,14 @@ def load(
     reject log (default "DataFrame"). ``progress``: True draws a tqdm bar when tqdm is
     installed; a callable gets ``(phase, rows, bytes_read, bytes_total)``; default: silent.
 
+    ``network_timeout``: seconds the server may leave the load unanswered before it is taken
+    for gone (default 30).
+
     Raises ``UsageError`` (options, before anything changes), ``ServerError``,
-    ``BadInputError`` (nothing committed; where and why), ``PartialCommitError``, or
-    ``KeyboardInterrupt`` after Ctrl-C rolled the load back.
+    ``BadInputError`` (nothing committed; where and why), ``PartialCommitError``,
+    ``UnfinishedError`` (committed; what it dropped is not back yet), ``CommitUnknownError``
+    (a COMMIT's answer lost and the server out of reach to ask), or ``KeyboardInterrupt``
+    after Ctrl-C rolled the load back.
     """
     stream, inputs, kind = _split_source(source)
     argv: List[str] = [*inputs, "--table", table, "--on-conflict", on_conflict]
@@ -194,6 +200,7 @@ def load(
     argv += _flag("rejects", os.fspath(rejects) if rejects is not None else None)
     argv += _flag("workers", workers)
     argv += _flag("connections", connections)
+    argv += _flag("network-timeout", network_timeout)
     argv += _flag("prepare", prepare)
     argv += _flag("stage", stage)
     argv += _switches(

@@ -330,6 +330,54 @@ fn a_server_gone_silent_during_the_rebuild_exits_8_and_a_rerun_finishes_once() {
 }
 
 #[test]
+fn a_connection_reset_during_the_rows_commits_nothing_and_a_rerun_loads_once() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    let (code, out) = at_phase(&to, "load", &[], || proxy.reset_all());
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(count(&db), 0, "nothing committed:\n{out}");
+    let (code, again) = load(&to, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "after the rerun");
+}
+
+#[test]
+fn a_resume_load_outlasts_a_ledger_write_and_a_commit_answer_lost_on_the_wire() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    // The second block's ledger row never arrives; the third block's COMMIT answer is lost.
+    arm_after(
+        &proxy,
+        b"INTO inrush.load_ledger (",
+        Action::NeverArrives,
+        1,
+    );
+    arm_after(&proxy, PG_COMMIT, Action::AnswerLost, 2);
+    let args = ["--resume", "--connections", "1", "--block-size", "262144"];
+    let (code, out) = load(&to, &args);
+    assert_eq!(proxy.struck(), 2, "{out}");
+    assert_eq!(code, 0, "the lost connections are retried:\n{out}");
+    assert_whole(&db, "no block twice");
+    let (code, again) = load(&to, &args);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "the rerun finds every block in");
+}
+
+#[test]
+fn an_on_conflict_merge_whose_commit_answer_is_lost_is_asked_about() {
+    let (db, proxy, to) =
+        pg_db("CREATE TABLE t (id int PRIMARY KEY, customer int, qty int, note text)");
+    // The connection's COMMIT fills the staging table; the merge's is the load's commit.
+    arm_after(&proxy, PG_COMMIT, Action::AnswerLost, 1);
+    let args = ["--on-conflict", "skip", "--connections", "1"];
+    let (code, out) = load(&to, &args);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "merged once");
+    let (code, again) = load(&to, &args);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "a rerun merges nothing twice");
+}
+
+#[test]
 fn latency_and_a_bandwidth_cap_change_nothing_but_the_time() {
     let (db, proxy, to) = pg_db(INDEXED);
     proxy.set_latency(Duration::from_millis(50));
@@ -337,6 +385,17 @@ fn latency_and_a_bandwidth_cap_change_nothing_but_the_time() {
     let (code, out) = load(&to, &["--connections", "2"]);
     assert_eq!(code, 0, "{out}");
     assert_whole(&db, "over a slow network");
+}
+
+/// About 5 MB at 1 MB/s: several times the network timeout, on a server that answers.
+#[test]
+fn a_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    proxy.set_bandwidth(Some(1 << 20));
+    let (code, out) = load(&to, &["--network-timeout", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("has not answered"), "{out}");
+    assert_whole(&db, "a slow load");
 }
 
 /// A fresh MariaDB database with `t`, and a proxy in front of the server: the database as
@@ -351,6 +410,19 @@ fn mariadb_db() -> (MariaDb, Proxy, String) {
         .url
         .replace(&format!(":{port}/"), &format!(":{}/", proxy.port()));
     (db, proxy, through)
+}
+
+/// `mariadb_db`'s `t` with a secondary key, which a load under `--index-threshold 0` drops
+/// and adds back after its commit.
+fn mariadb_indexed() -> (MariaDb, Proxy, String) {
+    let (db, proxy, to) = mariadb_db();
+    db.exec("ALTER TABLE t ADD KEY t_customer (customer)");
+    (db, proxy, to)
+}
+
+fn at_mariadb_phase(to: &str, phase: &str, proxy: &Proxy) -> (i32, String) {
+    let args = ["--network-timeout", "3", "--index-threshold", "0"];
+    at_phase(to, phase, &args, || proxy.stall())
 }
 
 fn mariadb_count(db: &MariaDb) -> i64 {
@@ -435,5 +507,48 @@ fn a_mariadb_commit_a_silent_connection_swallows_is_settled_by_asking() {
     let (code, out) = load(&to, &["--connections", "1", "--network-timeout", "5"]);
     assert_eq!(proxy.struck(), 1, "{out}");
     assert_eq!(code, 0, "{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+#[test]
+fn a_mariadb_server_gone_silent_during_the_rows_ends_the_load_in_the_network_timeout() {
+    let (db, proxy, to) = mariadb_indexed();
+    let (code, out) = at_mariadb_phase(&to, "load", &proxy);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("has not answered for 3 s"), "{out}");
+    assert_eq!(mariadb_count(&db), 0, "nothing committed");
+    proxy.heal();
+    // What the load dropped is put back by the next load of the table.
+    let (code, again) = load(&to, &["--index-threshold", "0"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+    assert!(db.rows("SHOW CREATE TABLE t")[0].contains("t_customer"));
+}
+
+#[test]
+fn a_mariadb_server_gone_silent_during_the_rebuild_exits_8_and_a_rerun_finishes_once() {
+    let (db, proxy, to) = mariadb_indexed();
+    let (code, out) = at_mariadb_phase(&to, "indexes", &proxy);
+    assert_eq!(code, 8, "{out}");
+    assert_eq!(
+        mariadb_count(&db),
+        ROWS as i64,
+        "committed before the rebuild"
+    );
+    proxy.heal();
+    let (code, again) = load(&to, &["--index-threshold", "0"]);
+    assert_eq!(code, 0, "{again}");
+    assert!(again.contains("nothing"), "{again}");
+    assert_eq!(mariadb_count(&db), ROWS as i64, "nothing loaded twice");
+    assert!(db.rows("SHOW CREATE TABLE t")[0].contains("t_customer"));
+}
+
+#[test]
+fn a_mariadb_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server() {
+    let (db, proxy, to) = mariadb_db();
+    proxy.set_bandwidth(Some(1 << 20));
+    let (code, out) = load(&to, &["--network-timeout", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("has not answered"), "{out}");
     assert_eq!(mariadb_count(&db), ROWS as i64);
 }
