@@ -29,7 +29,8 @@ pub enum Command {
     /// globs, or - for stdin), or a query's rows from another server, into a table (an existing
     /// one, or one --create makes).
     Load(LoadArgs),
-    /// Start a private PostgreSQL, generate the SqlBulkCopy table, load it, compare with psql \copy.
+    /// Start a private PostgreSQL, generate rows of `gen`'s sqlbulkcopy table, load them,
+    /// compare with psql \copy.
     Demo(DemoArgs),
     /// Write seeded synthetic rows (CSV, JSON lines or Parquet) of three tables (sqlbulkcopy,
     /// insertbench, lineitem) for benchmarks and experiments.
@@ -41,12 +42,43 @@ pub enum Command {
     /// Show the progress of `load --resume` loads (one process or several sharing an input):
     /// what each committed, and which blocks which processes are loading now.
     Status(StatusArgs),
-    /// The insert-performance lab: the seeds' experiments (A1-D8) run against your server.
+    /// The insert-performance lab: run the insert-performance experiments against your server.
     Lab(LabArgs),
     /// Copy a whole database (tables, keys, indexes, foreign keys, numbering) between
     /// PostgreSQL, MariaDB/MySQL and SQLite: every table through the load path, from one
     /// consistent image of the source; a rerun resumes where a failed copy stopped.
     Copy(crate::copy::CopyArgs),
+    /// Write the man pages, the shell completions or the Markdown reference of these commands.
+    Generate(GenerateArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub command: GenerateCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GenerateCommand {
+    /// Write one man page per command and subcommand (inrush.1, inrush-load.1,
+    /// inrush-lab-run.1, ...) into DIR.
+    Man {
+        /// The folder for the pages (created if missing).
+        dir: std::path::PathBuf,
+    },
+    /// Print the completion script of a shell on stdout (e.g. `inrush generate completions
+    /// bash > /etc/bash_completion.d/inrush`).
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the command reference as Markdown into DIR: one page per command and subcommand
+    /// (inrush-load.md, ...) and README.md listing them.
+    Reference {
+        /// The folder for the pages (created if missing).
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -57,7 +89,7 @@ pub struct LabArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum LabCommand {
-    /// List the experiments, their variations and the seeds' figures.
+    /// List the experiments, their variations and the published figures they are compared with.
     List {
         /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
         /// variation becomes, and why what does not apply does not.
@@ -140,8 +172,8 @@ impl FormatArg {
 #[derive(Args, Debug)]
 pub struct LoadArgs {
     /// Input files, directories (their files) or globs: CSV, TSV, JSON lines (plain, .gz or
-    /// .zst), Parquet or Arrow IPC; `-` reads standard input. (Required by a load unless
-    /// --from-query; checked when the load starts, so that `inrush plan` takes the same line.)
+    /// .zst), Parquet or Arrow IPC; `-` reads standard input. (A load needs them unless
+    /// --from-query; `inrush plan` does not.)
     pub inputs: Vec<String>,
     /// How the inputs are written (default: by their names, .csv .tsv .jsonl .ndjson .parquet
     /// .arrow .feather .ipc, looking through .gz/.zst; CSV when they say nothing).
@@ -180,7 +212,7 @@ pub struct LoadArgs {
     /// The quote character.
     #[arg(long, default_value = "\"", value_parser = one_byte)]
     pub quote: u8,
-    /// Defaults to the quote character.
+    /// The character that escapes a quote inside quoted text [default: the quote character].
     #[arg(long, value_parser = one_byte)]
     pub escape: Option<u8>,
     /// The unquoted text that means NULL.
@@ -459,7 +491,7 @@ pub struct DemoArgs {
 
 #[derive(Args, Debug)]
 pub struct GenArgs {
-    /// Which table's rows: sqlbulkcopy (the seeds' 3 ints + 3 varchar(100)), insertbench
+    /// Which table's rows: sqlbulkcopy (3 integers and 3 varchar(100)), insertbench
     /// (iibench's purchases_index), lineitem (TPC-H's columns and types).
     #[arg(default_value = "sqlbulkcopy")]
     pub schema: Schema,
@@ -547,7 +579,7 @@ impl Cli {
             Command::Lab(LabArgs {
                 command: LabCommand::Run(a),
             }) => a.json,
-            Command::Gen(_) | Command::Recover(_) | Command::Lab(_) => false,
+            Command::Gen(_) | Command::Recover(_) | Command::Lab(_) | Command::Generate(_) => false,
         }
     }
 }
@@ -574,6 +606,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Status(args) => status(args).map(|()| Outcome::Done),
         Command::Copy(args) => crate::copy::run(args),
+        Command::Generate(args) => crate::generate::run(args),
         Command::Gen(args) => {
             let text = match args.format {
                 GenFormat::Parquet => None,

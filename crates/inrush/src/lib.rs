@@ -16,6 +16,7 @@ pub mod cli;
 mod copy;
 mod demo;
 pub mod engines;
+mod generate;
 mod lab;
 pub mod report;
 
