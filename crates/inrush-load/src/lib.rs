@@ -15,7 +15,8 @@
 //! (PostgreSQL, MariaDB/MySQL, SQLite): the engine's crate owns everything said to its engine,
 //! its catalog, statements and commit; this crate says nothing to any server, and the rules
 //! every engine shares (options an engine lacks in [`support`], exit codes in [`Kind`], the
-//! commit records and each connection's fate at the commit in [`commits`], the watch for a
+//! commit records and each connection's fate at the commit in [`commits`], the asking after a
+//! lost COMMIT answer in [`outcome`], the watch for a
 //! silent server in [`pulse`]) are written here once.
 //!
 //! Does not own: how bytes become records (`inrush-read`), values become PostgreSQL's wire
@@ -32,6 +33,7 @@ mod error;
 pub mod job;
 mod options;
 pub mod order;
+pub mod outcome;
 pub mod plan;
 pub mod pulse;
 pub mod rejects;

@@ -1,5 +1,5 @@
-//! What became of a transaction whose COMMIT got no answer: asked of the server, never guessed
-//! (PostgreSQL's side: `inrush_postgres::outcome`).
+//! MariaDB's side of [`inrush_load::outcome`]: how a COMMIT ends, and how a transaction is
+//! looked at over a new connection.
 //!
 //! MariaDB keeps no status of a finished transaction, so each writer's transaction writes a
 //! mark of its own (a row in `inrush_commit_marks` with a token no other transaction has)
@@ -12,13 +12,11 @@
 
 use crate::{engine_error, MysqlOptions};
 use inrush_load::commits::Fate;
-use inrush_load::{Error, Result};
+use inrush_load::outcome::{Answer, Asking, Look};
+use inrush_load::Result;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use std::time::{Duration, Instant};
-
-/// How long a COMMIT may go unanswered before the server is asked about it.
-pub const ASK_AFTER: Duration = Duration::from_secs(5);
+use std::time::Duration;
 
 const TABLE: &str = "inrush_commit_marks";
 
@@ -76,28 +74,34 @@ pub async fn mark(conn: &mut Conn, token: &str) -> Result<()> {
 /// Commits `conn`'s transaction; a lost or late answer is settled by asking, for at most
 /// `limit` once the server stops answering. A committed mark is deleted again.
 pub async fn commit(conn: &mut Conn, pending: &Pending<'_>, limit: Duration) -> Fate {
-    let fate = {
-        let commit = conn.query_drop("COMMIT");
-        tokio::pin!(commit);
-        loop {
-            match tokio::time::timeout(ASK_AFTER, &mut commit).await {
-                Ok(Ok(())) => break Fate::Committed,
-                // The server's own answer: the transaction rolled back.
-                Ok(Err(e @ mysql_async::Error::Server(_))) => {
-                    break Fate::RolledBack(engine_error("committing the load")(e))
-                }
-                Ok(Err(e)) => break settle(pending, limit, &e.to_string()).await,
-                // No answer yet: a COMMIT the server still runs goes on; one it finished or
-                // never received is settled.
-                Err(_) => match look(pending, limit.min(ASK_AFTER)).await {
-                    Ok(Look::Running) => continue,
-                    _ => {
-                        let why = format!("no answer to COMMIT in {} s", ASK_AFTER.as_secs());
-                        break settle(pending, limit, &why).await;
-                    }
-                },
+    let answer = async {
+        match conn.query_drop("COMMIT").await {
+            Ok(()) => Answer::Committed,
+            // The server's own answer: the transaction rolled back.
+            Err(e @ mysql_async::Error::Server(_)) => {
+                Answer::Refused(engine_error("committing the load")(e))
             }
+            Err(e) => Answer::Lost(e.to_string()),
         }
+    };
+    let asking = Asking {
+        engine: "MariaDB",
+        ask: pending.ask(),
+        limit,
+    };
+    let fate = match pending.mark {
+        Some(_) => {
+            inrush_load::outcome::commit(answer, &asking, |within| look(pending, within)).await
+        }
+        // Without a mark there is nothing to look for: a lost answer stays unknown.
+        None => match answer.await {
+            Answer::Committed => Fate::Committed,
+            Answer::Refused(e) => Fate::RolledBack(e),
+            Answer::Lost(why) => Fate::Unknown {
+                reason: format!("{why}; without a mark of the commit to look for"),
+                ask: asking.ask,
+            },
+        },
     };
     if let (Fate::Committed, Some(token)) = (&fate, pending.mark) {
         // Best effort: a mark left behind is never asked about again.
@@ -105,55 +109,6 @@ pub async fn commit(conn: &mut Conn, pending: &Pending<'_>, limit: Duration) -> 
         let _ = tokio::time::timeout(limit, conn.exec_drop(forget, (token,))).await;
     }
     fate
-}
-
-/// Asks until the transaction's fate is known, or `limit` has passed without an answer.
-async fn settle(pending: &Pending<'_>, limit: Duration, why: &str) -> Fate {
-    let unknown = |reason: String| Fate::Unknown {
-        reason,
-        ask: pending.ask(),
-    };
-    if pending.mark.is_none() {
-        return unknown(format!("{why}; without a mark of the commit to look for"));
-    }
-    let deadline = Instant::now() + limit;
-    let mut pause = Duration::from_millis(100);
-    let mut last = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match look(pending, left.max(Duration::from_millis(100))).await {
-            Ok(Look::Done(true)) => return Fate::Committed,
-            Ok(Look::Done(false)) => {
-                return Fate::RolledBack(Error::Engine {
-                    engine: "MariaDB",
-                    what: "committing the load".into(),
-                    message: format!(
-                        "{why}; asked afterwards, the server says the transaction did not commit"
-                    ),
-                })
-            }
-            Ok(Look::Running) | Ok(Look::Ended) => {}
-            Err(e) => last = e,
-        }
-        if Instant::now() + pause >= deadline {
-            return unknown(match last.is_empty() {
-                true => why.to_string(),
-                false => format!("{why}; asking the server for {} s: {last}", limit.as_secs()),
-            });
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
-    }
-}
-
-/// What the server says of the transaction.
-enum Look {
-    /// Its connection is gone: whether its mark is there.
-    Done(bool),
-    /// Its connection runs a statement (its COMMIT): the fate comes when it ends.
-    Running,
-    /// Its connection sat in the transaction (the COMMIT never reached it) and was killed.
-    Ended,
 }
 
 /// One look over a new connection, within `within`.

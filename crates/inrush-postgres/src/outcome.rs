@@ -1,22 +1,13 @@
-//! What became of a transaction whose COMMIT got no answer: asked of the server, never guessed.
-//!
-//! A COMMIT can reach the server and its answer be lost on the way back (a reset, a proxy or
-//! tunnel that died, a server gone silent), and then the rows are in while the client saw only
-//! an error. So a COMMIT that ends in anything but the server's own error is settled by asking
-//! over a new connection: a session still there in its transaction is ended first, unless it is
-//! running (its COMMIT finishes: a backend is not stopped inside its commit), and the
-//! transaction's fate is then read with `txid_status`, which is final once no session holds it.
-//! A COMMIT still unanswered after [`ASK_AFTER`] is asked about the same way, which is how a
-//! silent connection is noticed at the commit. Only when the server cannot be reached for the
-//! whole limit is the fate unknown, and then the caller says so, with the query that tells.
+//! PostgreSQL's side of [`inrush_load::outcome`]: how a COMMIT ends, and how a transaction is
+//! looked at over a new connection. Every transaction knows its id (`txid_current()`): a
+//! session still idle in it is ended (`pg_terminate_backend`, which rolls it back; a backend
+//! is not stopped inside its commit), and `txid_status` is then final.
 
 use crate::{describe_pg_error, ConnectOptions};
 use inrush_load::commits::Fate;
-use std::time::{Duration, Instant};
+use inrush_load::outcome::{Answer, Asking, Look};
+use std::time::Duration;
 use tokio_postgres::Client;
-
-/// How long a COMMIT may go unanswered before the server is asked about it.
-pub const ASK_AFTER: Duration = Duration::from_secs(5);
 
 /// A transaction at its commit, and where to ask about it should the answer not come.
 pub struct Pending<'a> {
@@ -41,82 +32,23 @@ impl Pending<'_> {
 /// Commits `pending`; a lost or late answer is settled by asking, for at most `limit` once the
 /// server stops answering.
 pub async fn commit(pending: &Pending<'_>, limit: Duration) -> Fate {
-    let commit = pending.client.batch_execute("COMMIT");
-    tokio::pin!(commit);
-    loop {
-        match tokio::time::timeout(ASK_AFTER, &mut commit).await {
-            Ok(Ok(())) => return Fate::Committed,
+    let answer = async {
+        match pending.client.batch_execute("COMMIT").await {
+            Ok(()) => Answer::Committed,
             // The server's own answer: the transaction rolled back (a deferred key, say).
-            Ok(Err(e)) if e.as_db_error().is_some() => {
-                let error = crate::Error::Query {
-                    what: "COMMIT".into(),
-                    cause: e,
-                };
-                return Fate::RolledBack(error.into());
+            Err(e) if e.as_db_error().is_some() => {
+                let what = "COMMIT".into();
+                Answer::Refused(crate::Error::Query { what, cause: e }.into())
             }
-            Ok(Err(e)) => return settle(pending, limit, &describe_pg_error(&e)).await,
-            // No answer yet: a commit that takes its time (a synchronous standby) goes on; one
-            // the server finished or never received is settled.
-            Err(_) => match look(pending, limit.min(ASK_AFTER)).await {
-                Ok(Look::Running) => continue,
-                _ => {
-                    let why = format!("no answer to COMMIT in {} s", ASK_AFTER.as_secs());
-                    return settle(pending, limit, &why).await;
-                }
-            },
+            Err(e) => Answer::Lost(describe_pg_error(&e)),
         }
-    }
-}
-
-/// Asks until the transaction's fate is known, or `limit` has passed without an answer.
-pub async fn settle(pending: &Pending<'_>, limit: Duration, why: &str) -> Fate {
-    let deadline = Instant::now() + limit;
-    let mut pause = Duration::from_millis(100);
-    let mut last = String::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match look(pending, left.max(Duration::from_millis(100))).await {
-            Ok(Look::Done(fate)) => {
-                return match fate {
-                    Fated::Committed => Fate::Committed,
-                    Fated::Aborted => Fate::RolledBack(inrush_load::Error::from(
-                        crate::Error::Network(format!(
-                            "COMMIT: {why}; asked afterwards, the server says the transaction did not commit"
-                        )),
-                    )),
-                };
-            }
-            // Its COMMIT is running, or its session was just ended: look again.
-            Ok(Look::Running) | Ok(Look::Ended) => {}
-            Err(e) => last = e,
-        }
-        if Instant::now() + pause >= deadline {
-            let reason = match last.is_empty() {
-                true => why.to_string(),
-                false => format!("{why}; asking the server for {} s: {last}", limit.as_secs()),
-            };
-            return Fate::Unknown {
-                reason,
-                ask: pending.ask(),
-            };
-        }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(2));
-    }
-}
-
-/// What the server says of a transaction.
-enum Look {
-    Done(Fated),
-    /// Its session runs a statement (its COMMIT): the fate comes when it ends.
-    Running,
-    /// Its session sat in the transaction (the COMMIT never reached it) and was ended.
-    Ended,
-}
-
-enum Fated {
-    Committed,
-    Aborted,
+    };
+    let asking = Asking {
+        engine: "PostgreSQL",
+        ask: pending.ask(),
+        limit,
+    };
+    inrush_load::outcome::commit(answer, &asking, |within| look(pending, within)).await
 }
 
 /// One look over a new connection, within `within`.
@@ -137,8 +69,8 @@ async fn look(pending: &Pending<'_>, within: Duration) -> Result<Look, String> {
             .map_err(|e| describe_pg_error(&e))?;
         let (status, state): (Option<String>, Option<String>) = (row.get(0), row.get(1));
         Ok(match (status.as_deref(), state.as_deref()) {
-            (Some("committed"), _) => Look::Done(Fated::Committed),
-            (Some("aborted"), _) => Look::Done(Fated::Aborted),
+            (Some("committed"), _) => Look::Done(true),
+            (Some("aborted"), _) => Look::Done(false),
             (_, Some("active")) => Look::Running,
             (_, Some(_)) => {
                 // Idle in its transaction: its COMMIT never arrived, and ending the session
