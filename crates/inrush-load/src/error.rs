@@ -199,7 +199,7 @@ fn commit_unknown_message(
 }
 
 /// What a failure means to the script that ran the load, whatever the engine: each kind is
-/// one exit code (the table in the README).
+/// one exit code (the table in docs/commits.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// Anything not foreseen (1).

@@ -65,6 +65,10 @@ pub struct CopyArgs {
     /// Print the plan or the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// No progress bar: the copy draws none, and takes the option as `load` does, so scripts
+    /// can pass it to both.
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 pub fn run(args: CopyArgs) -> Result<Outcome> {

@@ -309,8 +309,9 @@ pub fn human_summary(s: &LoadSummary) -> String {
     }
     let headline = if s.loaded {
         format!(
-            "loaded {} rows into {} in {:.2} s",
+            "loaded {} row{} into {} in {:.2} s",
             group(s.rows),
+            plural(s.rows as usize),
             s.table,
             s.seconds
         )
