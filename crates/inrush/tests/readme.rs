@@ -1,5 +1,5 @@
-//! The help is the one source: every option says what it does, and the README's option table for
-//! `inrush load` lists exactly the options `inrush load --help` shows.
+//! The help is the one source: every option says what it does, and the option table of the
+//! loading guide (`docs/loading.md`) lists exactly the options `inrush load --help` shows.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -61,10 +61,14 @@ fn options(help: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// The first column of the `| option | meaning |` table under "## Loading files".
+/// The first column of the `| option | meaning |` table under "## Loading files" of the
+/// loading guide.
 fn readme_load_options() -> Vec<String> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .expect("README.md");
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/loading.md"
+    ))
+    .expect("docs/loading.md");
     let section = readme
         .split("\n## ")
         .find(|s| s.starts_with("Loading files"))
@@ -108,7 +112,7 @@ fn the_readme_lists_exactly_the_load_options_of_the_help() {
     let unknown: Vec<_> = readme.difference(&shown).collect();
     assert!(
         missing.is_empty() && unknown.is_empty(),
-        "README's load option table: missing {missing:?}; not in `inrush load --help`: {unknown:?}"
+        "docs/loading.md's option table: missing {missing:?}; not in `inrush load --help`: {unknown:?}"
     );
 }
 
