@@ -50,6 +50,26 @@ pub fn silence(server: &str, limit: Duration) -> String {
     )
 }
 
+/// The load's outcome once the watch has run beside it: a server failure that came of the
+/// watch's cut (`why`, if it cut) says so, unless it says so already; an error that tells what
+/// committed (exit 5, 8, 9) keeps its own words.
+pub fn explained<T>(
+    loaded: crate::Result<T>,
+    engine: &'static str,
+    why: Option<String>,
+) -> crate::Result<T> {
+    match (loaded, why) {
+        (Err(e), Some(why)) if e.kind() == crate::Kind::Server && !e.to_string().contains(&why) => {
+            Err(crate::Error::Engine {
+                engine,
+                what: why,
+                message: e.to_string(),
+            })
+        }
+        (loaded, _) => loaded,
+    }
+}
+
 fn watch(
     limit: Duration,
     server: &str,

@@ -171,18 +171,7 @@ impl Target for MysqlTarget {
             |why| self.options.cut(why),
             load,
         );
-        match (loaded, self.options.cut_because()) {
-            (Err(e), Some(why))
-                if e.kind() == inrush_load::Kind::Server && !e.to_string().contains(&why) =>
-            {
-                Err(Error::Engine {
-                    engine: "MariaDB",
-                    what: why,
-                    message: e.to_string(),
-                })
-            }
-            (loaded, _) => loaded,
-        }
+        inrush_load::pulse::explained(loaded, "MariaDB", self.options.cut_because())
     }
 
     fn lacks(&self) -> Lacks {

@@ -183,16 +183,7 @@ impl Target for PostgresTarget {
     ) -> Result<LoadSummary> {
         let options = self.options.with_network_timeout(opts.network_timeout);
         let loaded = self.waits.around(&options, reporter, load);
-        // A statement that failed because the watch cut a silent server's connections says
-        // why; an error that tells what committed (exit 5, 8, 9) keeps its own words.
-        match (loaded, self.options.cut_because()) {
-            (Err(e), Some(why)) if e.kind() == inrush_load::Kind::Server => Err(Error::Engine {
-                engine: "PostgreSQL",
-                what: why,
-                message: e.to_string(),
-            }),
-            (loaded, _) => loaded,
-        }
+        inrush_load::pulse::explained(loaded, "PostgreSQL", self.options.cut_because())
     }
 
     fn prepare(
