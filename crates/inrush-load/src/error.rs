@@ -75,6 +75,14 @@ pub enum Error {
         /// The load recorded itself: a rerun asks the server first and loads nothing twice.
         rerun_asks: bool,
     },
+    /// A distributed write's decision got no answer, and the server could not be asked
+    /// whether it was taken.
+    #[error("the decision of distributed write {job} got no answer ({reason}), and the server could not be reached to ask whether it was taken: its parts may or may not have landed. To find out: {ask}. Once the server answers, `inrush recover --to <the same target>` settles it either way: a decision that was taken is carried out, one that was not is rolled back")]
+    DecisionUnknown {
+        job: String,
+        reason: String,
+        ask: String,
+    },
     /// More rows were refused than `--max-errors` allows; nothing was committed.
     #[error("more than {limit} rows refused (the last: {last}); nothing was committed")]
     TooManyRejects { limit: u64, last: String },
@@ -265,7 +273,7 @@ impl Error {
             Error::Interrupted | Error::InterruptedResumable { .. } => Kind::Interrupted,
             Error::PartialCommit { .. } => Kind::PartialCommit,
             Error::Unfinished { .. } => Kind::Unfinished,
-            Error::CommitUnknown { .. } => Kind::CommitUnknown,
+            Error::CommitUnknown { .. } | Error::DecisionUnknown { .. } => Kind::CommitUnknown,
             Error::Driver { kind, .. } => *kind,
             Error::Usage(_)
             | Error::NoSuchTable { .. }

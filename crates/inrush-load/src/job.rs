@@ -7,6 +7,14 @@
 //! [`abort`] are the same on every engine; the engine gives them its log, ledger and parts
 //! through [`Jobs`] (PostgreSQL: `inrush_postgres::job`; MariaDB/MySQL's XA transactions:
 //! `inrush_mysql::job`).
+//!
+//! On a network that loses answers: a decision's COMMIT whose answer is lost is asked about
+//! ([`decided`]), never taken for a failure; after a decision that landed, the engine carries
+//! it out over a new connection if its own broke, since committing the winners and taking
+//! back the rest is safe to repeat. A part whose PREPARE answer is lost fails its task; the
+//! coordinator never names it, so it is taken back with the job's other losers.
+
+use crate::commits::Fate;
 
 /// A task of a distributed write: the load's transactions end with `PREPARE TRANSACTION`,
 /// each named `inrush_<job>_<part>_<n>` (names `inrush recover` finds), or, `staged`, its rows
@@ -177,6 +185,21 @@ pub trait Jobs {
     /// Commits the prepared `winners` (none: takes everything back), takes back every other
     /// part of the job, then forgets it.
     async fn finish(&mut self, job: &str, winners: &[String]) -> crate::Result<JobOutcome>;
+}
+
+/// What a decision's own COMMIT did, asked of the server when its answer was lost (see
+/// [`crate::outcome`]): a decision that landed is carried on with, one that did not is the
+/// error, and one nobody could ask about names the query that tells.
+pub fn decided(job: &str, fate: Fate) -> crate::Result<()> {
+    match fate {
+        Fate::Committed => Ok(()),
+        Fate::RolledBack(e) => Err(e),
+        Fate::Unknown { reason, ask } => Err(crate::Error::DecisionUnknown {
+            job: job.to_string(),
+            reason,
+            ask,
+        }),
+    }
 }
 
 /// Why a part that finds its job ended takes itself back.

@@ -52,6 +52,6 @@ pub use drive::{load_into, plan_into};
 pub use error::{Error, Kind, Result};
 pub use inrush_core::interrupt::{Interrupt, Signalled, Watch};
 pub use job::Prepare;
-pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource};
+pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource, NETWORK_TIMEOUT};
 pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};
 pub use summary::LoadSummary;

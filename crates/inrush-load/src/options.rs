@@ -3,6 +3,10 @@ use inrush_read::csv::CsvOptions;
 use inrush_read::encoding::Encoding;
 use inrush_read::inputs::InputFormat;
 
+/// How long a server may leave inrush unanswered before it is taken for silent, unless
+/// `--network-timeout` says otherwise.
+pub const NETWORK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Who routes the rows of a partitioned table to its partitions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PartitionRouting {
@@ -106,7 +110,7 @@ impl LoadOptions {
             csv: CsvOptions::default(),
             encoding: None,
             date_order: None,
-            network_timeout: std::time::Duration::from_secs(30),
+            network_timeout: NETWORK_TIMEOUT,
             columns: None,
             workers: cores,
             connections: cores.clamp(1, 4),

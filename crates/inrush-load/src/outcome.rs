@@ -19,6 +19,33 @@ use std::time::{Duration, Instant};
 /// How long a COMMIT may go unanswered before the server is asked about it.
 pub const ASK_AFTER: Duration = Duration::from_secs(5);
 
+/// How often, and how patiently, a connection lost where going on is safe is made again: 0.2 s
+/// doubling to 6.4 s, about 13 s in all, enough for a server restart.
+pub const RETRIES: u32 = 6;
+pub const BACKOFF: Duration = Duration::from_millis(200);
+
+/// A connection made again after one was lost, tried [`RETRIES`] times with backoff, unless
+/// `give_up` says there is no point (the server was found silent): the last failure then.
+pub async fn reconnect<T, E, Fut>(
+    mut connect: impl FnMut() -> Fut,
+    give_up: impl Fn() -> bool,
+) -> Result<T, E>
+where
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut pause = BACKOFF;
+    for tried in 0.. {
+        match connect().await {
+            Ok(made) => return Ok(made),
+            Err(e) if tried == RETRIES || give_up() => return Err(e),
+            Err(_) => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause *= 2;
+    }
+    unreachable!("the loop returns by its last try")
+}
+
 /// How a COMMIT ended on the wire.
 pub enum Answer {
     Committed,
@@ -180,6 +207,28 @@ mod tests {
         };
         assert!(reason.contains("no answer"), "{reason}");
         assert_eq!(ask, "SELECT fate(1)");
+    }
+
+    #[test]
+    fn a_reconnect_tries_until_it_connects_and_not_after_it_is_told_to_give_up() {
+        let mut tries = 0;
+        let made: Result<u32, &str> = run(reconnect(
+            || {
+                tries += 1;
+                std::future::ready(if tries < 3 { Err("refused") } else { Ok(tries) })
+            },
+            || false,
+        ));
+        assert_eq!(made, Ok(3));
+        let mut tries = 0;
+        let given_up: Result<(), &str> = run(reconnect(
+            || {
+                tries += 1;
+                std::future::ready(Err("silent"))
+            },
+            || true,
+        ));
+        assert_eq!((given_up, tries), (Err("silent"), 1));
     }
 
     #[test]

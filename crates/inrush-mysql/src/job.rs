@@ -16,6 +16,7 @@
 use crate::catalog;
 use crate::engine_error;
 use crate::options::MysqlOptions;
+use crate::outcome;
 use inrush_load::job::{Batch, Decided, JobOutcome, JobStep, Jobs, Logged, Parts, Prepare};
 use inrush_load::{Error, Result};
 use mysql_async::prelude::Queryable;
@@ -46,42 +47,54 @@ pub fn part_gid(part: &Prepare) -> Result<String> {
     }
 }
 
-/// One step of job `job` on `target`.
+/// One step of job `job` on `target`, with the watch beside it: a server that leaves it
+/// unanswered for the network timeout cuts the step (see `inrush_load::pulse`).
 pub fn step(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutcome> {
     let job = inrush_load::job::job_name(job)?;
-    crate::target::runtime()?.block_on(async {
-        let mut conn = target.connect().await?;
-        let outcome = match step {
-            JobStep::Begin {
-                table,
-                overwrite,
-                parts,
-                batch,
-                keep_indexes: _,
-            } => {
-                let table = catalog::read(&mut conn, table, target.database()).await?;
-                begin(
-                    &mut conn,
-                    job,
-                    &table.qualified(),
-                    (*overwrite, *parts),
-                    batch.as_ref(),
-                )
-                .await
-            }
-            JobStep::Commit { winners, batch } => match lock(&mut conn, job).await {
-                Ok(()) => {
-                    let jobs = &mut XaJobs(&mut conn);
-                    inrush_load::job::commit(jobs, job, winners, batch.as_ref()).await
+    let (rt, watch) = (crate::target::runtime()?, crate::target::runtime()?);
+    let mut looking = None;
+    let done = inrush_load::pulse::beside(
+        target.network_timeout(),
+        target.describe(),
+        &inrush_core::Silent,
+        |within| target.look(&watch, &mut looking, within),
+        |why| target.cut(why),
+        || target.run(&rt, run(target, job, step)),
+    );
+    inrush_load::pulse::explained(done, "MariaDB", target.cut_because())
+}
+
+async fn run(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutcome> {
+    let mut jobs = XaJobs::connect(target).await?;
+    let outcome = match step {
+        JobStep::Begin {
+            table,
+            overwrite,
+            parts,
+            batch,
+            keep_indexes: _,
+        } => match jobs.conn().await {
+            Ok(conn) => match catalog::read(conn, table, target.database()).await {
+                Ok(table) => {
+                    let how = (*overwrite, *parts);
+                    begin(conn, job, &table.qualified(), how, batch.as_ref()).await
                 }
                 Err(e) => Err(e),
             },
-            JobStep::Abort => match lock(&mut conn, job).await {
-                Ok(()) => inrush_load::job::abort(&mut XaJobs(&mut conn), job).await,
-                Err(e) => Err(e),
-            },
-        };
-        let _ = conn.disconnect().await;
+            Err(e) => Err(e),
+        },
+        JobStep::Commit { winners, batch } => match jobs.lock(job).await {
+            Ok(()) => inrush_load::job::commit(&mut jobs, job, winners, batch.as_ref()).await,
+            Err(e) => Err(e),
+        },
+        JobStep::Abort => match jobs.lock(job).await {
+            Ok(()) => inrush_load::job::abort(&mut jobs, job).await,
+            Err(e) => Err(e),
+        },
+    };
+    let _ = jobs.conn.disconnect().await;
+    outcome.map(|mut outcome| {
+        outcome.notes.append(&mut jobs.notes);
         outcome
     })
 }
@@ -150,7 +163,7 @@ fn failed(job: &str, message: String) -> Error {
 
 /// Whether `job` is logged and undecided: its parts may still wait for it.
 async fn undecided(conn: &mut Conn, job: &str) -> Result<bool> {
-    Ok(XaJobs(conn).logged(job).await?.is_some_and(|l| !l.decided))
+    Ok(logged(conn, job).await?.is_some_and(|l| !l.decided))
 }
 
 /// After a task's `XA PREPARE` of `gid` (on a connection since closed: the session that
@@ -202,8 +215,83 @@ fn lock_name(job: &str) -> String {
     format!("inrush_job_{job}")
 }
 
-/// MariaDB's log, ledger and parts, for the coordinator's steps (`inrush_load::job`).
-struct XaJobs<'c>(&'c mut Conn);
+/// MariaDB's log, ledger and parts, for the coordinator's steps (`inrush_load::job`), over the
+/// coordinator's connection: a new one when the one it had broke, since every step after a
+/// decision's settled COMMIT is safe to run again (a logged decision is carried out, an
+/// undecided job taken back), and the notes that say so.
+struct XaJobs<'a> {
+    options: &'a MysqlOptions,
+    conn: Conn,
+    /// The job whose lock the connection holds.
+    locked: Option<String>,
+    notes: Vec<String>,
+}
+
+impl<'a> XaJobs<'a> {
+    async fn connect(options: &'a MysqlOptions) -> Result<XaJobs<'a>> {
+        Ok(XaJobs {
+            options,
+            conn: options.connect().await?,
+            locked: None,
+            notes: Vec::new(),
+        })
+    }
+
+    /// The connection, new if the old one broke or does not answer a ping (made again with
+    /// backoff), killing the old one (a transaction it left open would hold the job's log row)
+    /// and taking the job's lock again.
+    async fn conn(&mut self) -> Result<&mut Conn> {
+        // A connection that went silent (its COMMIT's answer swallowed, say) fails the ping.
+        let ping = self.conn.ping();
+        if let Ok(Ok(())) = tokio::time::timeout(inrush_load::outcome::ASK_AFTER, ping).await {
+            return Ok(&mut self.conn);
+        }
+        let options = self.options;
+        // A server the watch found silent is not tried again.
+        let given_up = || options.cut_because().is_some();
+        let mut conn = inrush_load::outcome::reconnect(|| options.connect(), given_up).await?;
+        let _ = conn
+            .query_drop(format!("KILL CONNECTION {}", self.conn.id()))
+            .await;
+        if let Some(job) = &self.locked {
+            lock(&mut conn, job).await?;
+        }
+        self.conn = conn;
+        self.notes.push(format!(
+            "the coordinator's connection to {} broke; the step went on over a new one",
+            options.describe()
+        ));
+        Ok(&mut self.conn)
+    }
+
+    async fn lock(&mut self, job: &str) -> Result<()> {
+        lock(self.conn().await?, job).await?;
+        self.locked = Some(job.to_string());
+        Ok(())
+    }
+}
+
+/// The job's entry in `inrush_joint_commits`.
+async fn logged(conn: &mut Conn, job: &str) -> Result<Option<Logged>> {
+    if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        return Ok(None);
+    }
+    let row: Option<(bool, Option<String>)> = conn
+        .exec_first(
+            "SELECT decided, winners FROM inrush_joint_commits WHERE load_id = ?",
+            (job,),
+        )
+        .await
+        .map_err(engine_error("reading the distributed write's log"))?;
+    Ok(row.map(|(decided, winners)| Logged {
+        decided,
+        winners: winners
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect(),
+    }))
+}
 
 impl Jobs for XaJobs<'_> {
     fn engine(&self) -> &'static str {
@@ -211,84 +299,85 @@ impl Jobs for XaJobs<'_> {
     }
 
     async fn logged(&mut self, job: &str) -> Result<Option<Logged>> {
-        if !crate::tables_exist(self.0, &["inrush_joint_commits"]).await? {
-            return Ok(None);
-        }
-        let row: Option<(bool, Option<String>)> = self
-            .0
-            .exec_first(
-                "SELECT decided, winners FROM inrush_joint_commits WHERE load_id = ?",
-                (job,),
-            )
-            .await
-            .map_err(engine_error("reading the distributed write's log"))?;
-        Ok(row.map(|(decided, winners)| Logged {
-            decided,
-            winners: winners
-                .unwrap_or_default()
-                .lines()
-                .map(str::to_string)
-                .collect(),
-        }))
+        logged(self.conn().await?, job).await
     }
 
     async fn written(&mut self, batch: &Batch) -> Result<bool> {
-        written(self.0, batch).await
+        written(self.conn().await?, batch).await
     }
 
     /// Logged (the winners, newline-separated, and the batch) in one transaction, once each
-    /// winner is still prepared.
+    /// winner is still prepared. A COMMIT whose answer is lost is asked about by the mark the
+    /// transaction writes (`crate::outcome`).
     async fn decide(
         &mut self,
         job: &str,
         winners: &[String],
         batch: Option<&Batch>,
     ) -> Result<Decided> {
-        let prepared = prepared_of(self.0, job).await?;
+        let options = self.options;
+        let conn = self.conn().await?;
+        let prepared = prepared_of(conn, job).await?;
         if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
             return Err(failed(
                 job,
                 format!("transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"),
             ));
         }
-        let mut tx = self
-            .0
-            .start_transaction(mysql_async::TxOpts::default())
+        // Made before the transaction: DDL would commit it.
+        let token = outcome::prepare(conn)
             .await
-            .map_err(engine_error("beginning the decision"))?;
-        tx.exec_drop(
-            "UPDATE inrush_joint_commits SET decided = TRUE, winners = ? WHERE load_id = ?",
-            (winners.join("\n"), job),
-        )
-        .await
-        .map_err(engine_error("recording the distributed write's decision"))?;
-        if let Some(b) = batch {
-            tx.exec_drop(
-                "INSERT INTO inrush_stream_batches (query, batch, job) VALUES (?, ?, ?)",
-                (&b.query, b.id, job),
+            .then(|| outcome::token(conn.id()));
+        let logged = async {
+            conn.query_drop("START TRANSACTION")
+                .await
+                .map_err(engine_error("beginning the decision"))?;
+            conn.exec_drop(
+                "UPDATE inrush_joint_commits SET decided = TRUE, winners = ? WHERE load_id = ?",
+                (winners.join("\n"), job),
             )
             .await
-            .map_err(engine_error("recording the streaming batch"))?;
+            .map_err(engine_error("recording the distributed write's decision"))?;
+            if let Some(b) = batch {
+                conn.exec_drop(
+                    "INSERT INTO inrush_stream_batches (query, batch, job) VALUES (?, ?, ?)",
+                    (&b.query, b.id, job),
+                )
+                .await
+                .map_err(engine_error("recording the streaming batch"))?;
+            }
+            match &token {
+                Some(token) => outcome::mark(conn, token).await,
+                None => Ok(()),
+            }
+        };
+        if let Err(e) = logged.await {
+            let _ = conn.query_drop("ROLLBACK").await;
+            return Err(e);
         }
-        tx.commit()
-            .await
-            .map_err(engine_error("committing the decision"))?;
+        let pending = outcome::Pending {
+            options,
+            connection: conn.id(),
+            mark: token.as_deref(),
+        };
+        let fate = outcome::commit(conn, &pending, options.network_timeout()).await;
+        inrush_load::job::decided(job, fate)?;
         Ok(Decided::Logged)
     }
 
     async fn finish(&mut self, job: &str, winners: &[String]) -> Result<JobOutcome> {
+        let conn = self.conn().await?;
         let mut outcome = JobOutcome::default();
-        for gid in prepared_of(self.0, job).await? {
+        for gid in prepared_of(conn, job).await? {
             let commit = winners.contains(&gid);
-            finish_one(self.0, &gid, commit).await?;
+            finish_one(conn, &gid, commit).await?;
             match commit {
                 true => outcome.committed.push(gid),
                 false => outcome.rolled_back.push(gid),
             }
         }
-        if crate::tables_exist(self.0, &["inrush_joint_commits"]).await? {
-            self.0
-                .exec_drop("DELETE FROM inrush_joint_commits WHERE load_id = ?", (job,))
+        if crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+            conn.exec_drop("DELETE FROM inrush_joint_commits WHERE load_id = ?", (job,))
                 .await
                 .map_err(engine_error("forgetting the distributed write"))?;
         }
@@ -335,17 +424,22 @@ pub struct Resolved {
 }
 
 /// `inrush recover`: finishes each logged job's decision, or takes back an undecided one.
-pub async fn resolve(conn: &mut Conn) -> Result<Resolved> {
+pub async fn resolve(options: &MysqlOptions) -> Result<Resolved> {
     let mut resolved = Resolved::default();
+    let mut jobs = XaJobs::connect(options).await?;
+    let conn = jobs.conn().await?;
     if !crate::tables_exist(conn, &["inrush_joint_commits"]).await? {
+        let _ = jobs.conn.disconnect().await;
         return Ok(resolved);
     }
-    let jobs: Vec<String> = conn
+    let logged: Vec<String> = conn
         .query("SELECT load_id FROM inrush_joint_commits ORDER BY started_at")
         .await
         .map_err(engine_error("reading inrush_joint_commits"))?;
-    for job in jobs {
-        let free: Option<Option<i64>> = conn
+    for job in logged {
+        let free: Option<Option<i64>> = jobs
+            .conn()
+            .await?
             .exec_first("SELECT GET_LOCK(?, 0)", (lock_name(&job),))
             .await
             .map_err(engine_error("locking a distributed write"))?;
@@ -353,13 +447,15 @@ pub async fn resolve(conn: &mut Conn) -> Result<Resolved> {
             resolved.busy.push(job);
             continue;
         }
-        let finished = inrush_load::job::abort(&mut XaJobs(conn), &job).await;
-        let _ = conn
+        let finished = inrush_load::job::abort(&mut jobs, &job).await;
+        let _ = jobs
+            .conn
             .exec_drop("SELECT RELEASE_LOCK(?)", (lock_name(&job),))
             .await;
         let finished = finished?;
         resolved.committed.extend(finished.committed);
         resolved.rolled_back.extend(finished.rolled_back);
     }
+    let _ = jobs.conn.disconnect().await;
     Ok(resolved)
 }

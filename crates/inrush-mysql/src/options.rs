@@ -9,9 +9,12 @@
 //! `mysql` client. The password is never printed.
 
 use inrush_load::{Error, Result};
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
 use mysql_async::{Opts, OptsBuilder, SslOpts};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A server and database to load into.
 #[derive(Clone)]
@@ -22,6 +25,9 @@ pub struct MysqlOptions {
     /// Shared by every clone: once cut (with the reason), whatever a load waits on this server
     /// for through [`MysqlOptions::run`] ends (see [`inrush_load::pulse`]).
     lifeline: Arc<tokio::sync::watch::Sender<Option<String>>>,
+    /// How long a coordinator's step waits on a silent server (a load's own limit is
+    /// `LoadOptions::network_timeout`).
+    network_timeout: Duration,
 }
 
 impl std::fmt::Debug for MysqlOptions {
@@ -119,6 +125,7 @@ impl MysqlOptions {
             opts: builder.into(),
             shown: redact(to),
             lifeline: Arc::new(tokio::sync::watch::Sender::new(None)),
+            network_timeout: inrush_load::NETWORK_TIMEOUT,
         })
     }
 
@@ -150,6 +157,52 @@ impl MysqlOptions {
     /// Why the server was cut, if it was.
     pub fn cut_because(&self) -> Option<String> {
         self.lifeline.borrow().clone()
+    }
+
+    /// One look of the load's watch (see [`inrush_load::pulse`]) over a connection of its own,
+    /// kept from one look to the next, waiting at most `within`: whether the server answered.
+    pub(crate) fn look(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        conn: &mut Option<Conn>,
+        within: Duration,
+    ) -> bool {
+        let answered = rt.block_on(async {
+            // An error the server sends (too many connections, say) is an answer too.
+            let look = async {
+                if conn.is_none() {
+                    match Conn::new(self.opts.clone()).await {
+                        Ok(new) => *conn = Some(new),
+                        Err(mysql_async::Error::Server(_)) => return Some(()),
+                        Err(_) => return None,
+                    }
+                }
+                match conn.as_mut()?.query_drop("SELECT 1").await {
+                    Ok(()) | Err(mysql_async::Error::Server(_)) => Some(()),
+                    Err(_) => None,
+                }
+            };
+            tokio::time::timeout(within, look).await
+        });
+        let answered = matches!(answered, Ok(Some(())));
+        if !answered {
+            // No answer, or a connection that broke: a new one for the next look.
+            *conn = None;
+        }
+        answered
+    }
+
+    /// How long the server may leave a distributed write's step unanswered.
+    pub fn network_timeout(&self) -> Duration {
+        self.network_timeout
+    }
+
+    /// The same server, given `limit` to answer.
+    pub fn with_network_timeout(&self, limit: Duration) -> MysqlOptions {
+        MysqlOptions {
+            network_timeout: limit,
+            ..self.clone()
+        }
     }
 
     /// The database the load goes into.

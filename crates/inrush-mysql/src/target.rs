@@ -83,39 +83,6 @@ impl MysqlTarget {
         position.ok().flatten()
     }
 
-    /// One look of the load's watch (see [`inrush_load::pulse`]) over a connection of its own,
-    /// kept from one look to the next, waiting at most `within`: whether the server answered.
-    fn look(
-        &self,
-        rt: &tokio::runtime::Runtime,
-        conn: &mut Option<Conn>,
-        within: Duration,
-    ) -> bool {
-        let answered = rt.block_on(async {
-            // An error the server sends (too many connections, say) is an answer too.
-            let look = async {
-                if conn.is_none() {
-                    match Conn::new(self.options.opts.clone()).await {
-                        Ok(new) => *conn = Some(new),
-                        Err(mysql_async::Error::Server(_)) => return Some(()),
-                        Err(_) => return None,
-                    }
-                }
-                match conn.as_mut()?.query_drop("SELECT 1").await {
-                    Ok(()) | Err(mysql_async::Error::Server(_)) => Some(()),
-                    Err(_) => None,
-                }
-            };
-            tokio::time::timeout(within, look).await
-        });
-        let answered = matches!(answered, Ok(Some(())));
-        if !answered {
-            // No answer, or a connection that broke: a new one for the next look.
-            *conn = None;
-        }
-        answered
-    }
-
     /// Lets the table's lock go: this load changes none of its definitions.
     fn let_claim_go(&self) {
         if let Some(claim) = self.claim.lock().ok().and_then(|mut c| c.take()) {
@@ -167,7 +134,7 @@ impl Target for MysqlTarget {
             opts.network_timeout,
             self.options.describe(),
             reporter,
-            |within| self.look(&rt, &mut conn, within),
+            |within| self.options.look(&rt, &mut conn, within),
             |why| self.options.cut(why),
             load,
         );
@@ -973,8 +940,8 @@ pub struct Recovered {
 /// is left to it.
 pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Recovered> {
     runtime()?.block_on(async {
+        let jobs = crate::job::resolve(options).await?;
         let mut conn = options.connect().await?;
-        let jobs = crate::job::resolve(&mut conn).await?;
         let named = table.map(|t| catalog::split_name(t, options.database()));
         let pending = ddl::pending(
             &mut conn,

@@ -44,8 +44,7 @@ pub struct ConnectOptions {
     lifeline: Lifeline,
 }
 
-/// The default of `--network-timeout`.
-pub const NETWORK_TIMEOUT: Duration = Duration::from_secs(30);
+pub use inrush_load::NETWORK_TIMEOUT;
 
 /// Shared by every clone of one [`ConnectOptions`]: once cut (with the reason), each of their
 /// connections ends, so every statement waiting on a silent server returns an error at once.

@@ -33,39 +33,56 @@ use inrush_core::TargetColumn;
 use inrush_load::job::{Batch, Decided, JobOutcome, JobStep, Jobs, Logged, Parts, Prepare};
 use tokio_postgres::Client;
 
-/// One step of job `job` on `target`.
+/// One step of job `job` on `target`, with the watch beside it: a server that leaves it
+/// unanswered for the network timeout cuts the step's sessions (see `inrush_load::pulse`).
 pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
     let job = inrush_load::job::job_name(job)?;
     let runtime = crate::load::runtime()?;
-    runtime.block_on(async {
-        let client = target.connect().await?;
-        match step {
-            JobStep::Begin {
-                table,
-                overwrite,
-                parts,
-                batch,
-                keep_indexes,
-            } => {
-                let how = (*overwrite, *parts, *keep_indexes);
-                Ok(begin(&client, job, table, how, batch.as_ref()).await?)
-            }
-            JobStep::Commit { winners, batch } => {
-                let row = log_row(&client, job).await?;
-                let jobs = &mut PgJobs(&client);
-                let commit = inrush_load::job::commit(jobs, job, winners, batch.as_ref());
-                let decided = locked(&client, job, commit).await;
-                let landed = decided.as_ref().is_ok_and(|o| !o.committed.is_empty());
-                after_decision(&client, (target, job), row, landed, decided).await
-            }
-            JobStep::Abort => {
-                let row = log_row(&client, job).await?;
-                let jobs = &mut PgJobs(&client);
-                let finished = locked(&client, job, inrush_load::job::abort(jobs, job)).await;
-                let landed = finished.as_ref().is_ok_and(|o| !o.committed.is_empty());
-                after_decision(&client, (target, job), row, landed, finished).await
-            }
+    let waits = crate::load::Waits::default();
+    let done = waits.around(target, &inrush_core::Silent, || {
+        runtime.block_on(run(target, job, step))
+    });
+    inrush_load::pulse::explained(done, "PostgreSQL", target.cut_because())
+}
+
+async fn run(
+    target: &ConnectOptions,
+    job: &str,
+    step: &JobStep,
+) -> inrush_load::Result<JobOutcome> {
+    let mut jobs = PgJobs::connect(target).await?;
+    let done = match step {
+        JobStep::Begin {
+            table,
+            overwrite,
+            parts,
+            batch,
+            keep_indexes,
+        } => {
+            let how = (*overwrite, *parts, *keep_indexes);
+            let client = jobs.session().await?;
+            return Ok(begin(client, job, table, how, batch.as_ref()).await?);
         }
+        JobStep::Commit { winners, batch } => {
+            let row = log_row(jobs.session().await?, job).await?;
+            jobs.lock(job).await?;
+            let decided = inrush_load::job::commit(&mut jobs, job, winners, batch.as_ref()).await;
+            jobs.unlock().await;
+            let landed = decided.as_ref().is_ok_and(|o| !o.committed.is_empty());
+            after_decision(&mut jobs, job, row, landed, decided).await
+        }
+        JobStep::Abort => {
+            let row = log_row(jobs.session().await?, job).await?;
+            jobs.lock(job).await?;
+            let finished = inrush_load::job::abort(&mut jobs, job).await;
+            jobs.unlock().await;
+            let landed = finished.as_ref().is_ok_and(|o| !o.committed.is_empty());
+            after_decision(&mut jobs, job, row, landed, finished).await
+        }
+    };
+    done.map(|mut outcome| {
+        outcome.notes.append(&mut jobs.notes);
+        outcome
     })
 }
 
@@ -110,8 +127,8 @@ async fn log_row(control: &Client, job: &str) -> Result<Option<LogRow>> {
 /// has prepared parts waiting for `recover` (a decision that failed part way): an index
 /// build would wait on their locks, so `recover` builds after it has finished them.
 async fn after_decision(
-    control: &Client,
-    (target, job): (&ConnectOptions, &str),
+    jobs: &mut PgJobs<'_>,
+    job: &str,
     row: Option<LogRow>,
     landed: bool,
     decided: inrush_load::Result<JobOutcome>,
@@ -119,11 +136,14 @@ async fn after_decision(
     let Some(row) = row.filter(|r| r.planned) else {
         return decided;
     };
+    let target = jobs.server;
+    let control = jobs.session().await?;
     if decided.is_err() && !matches!(log_row(control, job).await, Ok(None)) {
         return decided;
     }
     let landed = landed || (row.overwrite && decided.is_ok());
-    let finished = plan::finish(control, target, &row.target, row.upkeep.as_deref(), landed).await;
+    let upkeep = row.upkeep.as_deref();
+    let finished = plan::finish(control, target, &row.target, upkeep, landed).await;
     match (decided, finished) {
         (Ok(mut outcome), Ok(notes)) => {
             outcome.notes.extend(notes);
@@ -343,26 +363,101 @@ pub async fn drop_tables(client: &Client, tables: &[String]) -> Result<()> {
         .map_err(query_error("dropping the job's staging tables"))
 }
 
-/// Runs `step` holding the job's lock, which a recover beside the decision waits for (see
-/// `crate::prepared::resolve`).
-async fn locked<T>(
-    control: &Client,
-    job: &str,
-    step: impl std::future::Future<Output = inrush_load::Result<T>>,
-) -> inrush_load::Result<T> {
-    control
-        .execute("SELECT pg_advisory_lock($1)", &[&lock_key(job)])
-        .await
-        .map_err(query_error("locking the distributed write"))?;
-    let done = step.await;
-    let _ = control
-        .execute("SELECT pg_advisory_unlock($1)", &[&lock_key(job)])
-        .await;
-    done
+/// PostgreSQL's log, ledger and parts, for the coordinator's steps (`inrush_load::job`), over
+/// the coordinator's session: a new one when the one it had broke, since every step after a
+/// decision's settled COMMIT is safe to run again (a logged decision is carried out, an
+/// undecided job taken back), and the notes that say so.
+struct PgJobs<'a> {
+    server: &'a ConnectOptions,
+    client: Client,
+    /// The session's server process and when it started (a pid alone may be reused), ended
+    /// should the session break mid-transaction.
+    backend: (i32, String),
+    /// The job whose lock the session holds, which a recover beside the decision waits for
+    /// (see `crate::prepared::resolve`).
+    locked: Option<i64>,
+    notes: Vec<String>,
 }
 
-/// PostgreSQL's log, ledger and parts, for the coordinator's steps (`inrush_load::job`).
-struct PgJobs<'c>(&'c Client);
+impl<'a> PgJobs<'a> {
+    async fn connect(server: &'a ConnectOptions) -> Result<PgJobs<'a>> {
+        let client = server.connect().await?;
+        let backend = backend(&client).await?;
+        Ok(PgJobs {
+            server,
+            client,
+            backend,
+            locked: None,
+            notes: Vec::new(),
+        })
+    }
+
+    /// The session, new if the old one broke or does not answer a ping (made again with
+    /// backoff), ending the old one (a transaction it left open would hold the job's log row)
+    /// and taking the job's lock again.
+    async fn session(&mut self) -> Result<&Client> {
+        // A session that went silent (its COMMIT's answer swallowed, say) fails the ping.
+        let ping = self.client.simple_query("");
+        if let Ok(Ok(_)) = tokio::time::timeout(inrush_load::outcome::ASK_AFTER, ping).await {
+            return Ok(&self.client);
+        }
+        let server = self.server;
+        // A server the watch found silent is not tried again.
+        let given_up = || server.cut_because().is_some();
+        let client = inrush_load::outcome::reconnect(|| server.connect(), given_up).await?;
+        let (pid, started) = &self.backend;
+        let _ = client
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE pid = $1 AND backend_start::text = $2",
+                &[pid, started],
+            )
+            .await;
+        self.backend = backend(&client).await?;
+        self.client = client;
+        if let Some(key) = self.locked {
+            lock(&self.client, key).await?;
+        }
+        self.notes.push(format!(
+            "the coordinator's connection to {} broke; the step went on over a new one",
+            self.server.describe()
+        ));
+        Ok(&self.client)
+    }
+
+    async fn lock(&mut self, job: &str) -> Result<()> {
+        let key = lock_key(job);
+        lock(self.session().await?, key).await?;
+        self.locked = Some(key);
+        Ok(())
+    }
+
+    async fn unlock(&mut self) {
+        if let Some(key) = self.locked.take() {
+            let unlock = "SELECT pg_advisory_unlock($1)";
+            let _ = self.client.execute(unlock, &[&key]).await;
+        }
+    }
+}
+
+async fn backend(client: &Client) -> Result<(i32, String)> {
+    let row = client
+        .query_one(
+            "SELECT pid, backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+            &[],
+        )
+        .await
+        .map_err(query_error("reading the session's process id"))?;
+    Ok((row.get(0), row.get(1)))
+}
+
+async fn lock(client: &Client, key: i64) -> Result<()> {
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&key])
+        .await
+        .map_err(query_error("locking the distributed write"))?;
+    Ok(())
+}
 
 impl Jobs for PgJobs<'_> {
     fn engine(&self) -> &'static str {
@@ -370,14 +465,14 @@ impl Jobs for PgJobs<'_> {
     }
 
     async fn logged(&mut self, job: &str) -> inrush_load::Result<Option<Logged>> {
-        Ok(log_row(self.0, job).await?.map(|r| Logged {
+        Ok(log_row(self.session().await?, job).await?.map(|r| Logged {
             decided: r.decided,
             winners: r.winners,
         }))
     }
 
     async fn written(&mut self, batch: &Batch) -> inrush_load::Result<bool> {
-        Ok(written(self.0, batch).await?)
+        Ok(written(self.session().await?, batch).await?)
     }
 
     /// Staged parts move in the decision's own transaction; prepared ones are committed after
@@ -388,70 +483,103 @@ impl Jobs for PgJobs<'_> {
         winners: &[String],
         batch: Option<&Batch>,
     ) -> inrush_load::Result<Decided> {
+        let server = self.server;
+        let control = self.session().await?;
         // Logged and undecided: `inrush_load::job::commit` read it just before, under the lock.
-        let row = log_row(self.0, job).await?;
+        let row = log_row(control, job).await?;
         let row = row.ok_or_else(|| Error::Server(inrush_load::job::ended_message(job)))?;
+        let decision = Decision {
+            control,
+            server,
+            job,
+            batch,
+        };
         if row.staged {
-            let moved =
-                move_staged(self.0, job, &row.target, row.overwrite, winners, batch).await?;
+            let moved = move_staged(&decision, &row.target, row.overwrite, winners).await?;
             return Ok(Decided::Landed(moved));
         }
-        decide_prepared(self.0, job, winners, batch).await?;
+        decide_prepared(&decision, winners).await?;
         Ok(Decided::Logged)
     }
 
     async fn finish(&mut self, job: &str, winners: &[String]) -> inrush_load::Result<JobOutcome> {
-        Ok(finish(self.0, job, winners).await?)
+        Ok(finish(self.session().await?, job, winners).await?)
+    }
+}
+
+/// A decision being taken: on `control`, of `server`, for `job` (and its streaming `batch`).
+struct Decision<'a> {
+    control: &'a Client,
+    server: &'a ConnectOptions,
+    job: &'a str,
+    batch: Option<&'a Batch>,
+}
+
+impl Decision<'_> {
+    /// Runs `work` in one transaction: committed if it succeeds, else rolled back. A COMMIT
+    /// whose answer is lost is asked about (`crate::outcome`): the decision landed or it did
+    /// not, and only a server out of reach leaves it unknown.
+    async fn in_transaction(
+        &self,
+        work: impl std::future::Future<Output = Result<()>>,
+    ) -> inrush_load::Result<()> {
+        let control = self.control;
+        let begun = async {
+            control.batch_execute("BEGIN").await?;
+            control
+                .query_one("SELECT pg_backend_pid(), txid_current()", &[])
+                .await
+        };
+        let ids = begun.await.map_err(query_error("beginning the decision"));
+        let done = match ids {
+            Ok(ids) => work.await.map(|()| ids),
+            Err(e) => Err(e),
+        };
+        let ids = match done {
+            Ok(ids) => ids,
+            Err(e) => {
+                let _ = control.batch_execute("ROLLBACK").await;
+                return Err(e.into());
+            }
+        };
+        let pending = crate::outcome::Pending {
+            client: control,
+            server: self.server,
+            pid: ids.get(0),
+            txid: ids.get(1),
+        };
+        let fate = crate::outcome::commit(&pending, self.server.network_timeout()).await;
+        inrush_load::job::decided(self.job, fate)
+    }
+
+    /// Records the streaming batch as written by the job, inside the decision's transaction.
+    async fn record(&self) -> Result<()> {
+        record(self.control, self.job, self.batch).await
     }
 }
 
 /// Logs the decision to commit the prepared `winners`, once each of them is prepared (and
-/// records `batch` with it).
-async fn decide_prepared(
-    control: &Client,
-    job: &str,
-    winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<()> {
+/// records the batch with it).
+async fn decide_prepared(decision: &Decision<'_>, winners: &[String]) -> inrush_load::Result<()> {
+    let (control, job) = (decision.control, decision.job);
     let prepared = prepared_of(control, job).await?;
     if let Some(lost) = winners.iter().find(|w| !prepared.contains(w)) {
         return Err(Error::Server(format!(
             "distributed write {job}: transaction {lost} is no longer prepared (did `inrush recover` run while the job wrote?); every part was rolled back"
-        )));
+        )).into());
     }
-    in_transaction(control, async {
-        control
-            .execute(
-                "UPDATE inrush.joint_commits SET decided = true, winners = $2 WHERE load_id = $1",
-                &[&job, &winners],
-            )
-            .await
-            .map_err(query_error("recording the distributed write's decision"))?;
-        record(control, job, batch).await
-    })
-    .await
-}
-
-/// Runs `work` in one transaction of `control`'s: committed if it succeeds, else rolled back.
-async fn in_transaction(
-    control: &Client,
-    work: impl std::future::Future<Output = Result<()>>,
-) -> Result<()> {
-    control
-        .batch_execute("BEGIN")
+    decision
+        .in_transaction(async {
+            control
+                .execute(
+                    "UPDATE inrush.joint_commits SET decided = true, winners = $2 WHERE load_id = $1",
+                    &[&job, &winners],
+                )
+                .await
+                .map_err(query_error("recording the distributed write's decision"))?;
+            decision.record().await
+        })
         .await
-        .map_err(query_error("beginning the decision"))?;
-    let done = match work.await {
-        Ok(()) => control
-            .batch_execute("COMMIT")
-            .await
-            .map_err(query_error("committing the decision")),
-        Err(e) => Err(e),
-    };
-    if done.is_err() {
-        let _ = control.batch_execute("ROLLBACK").await;
-    }
-    done
 }
 
 /// Commits the prepared `winners` (none: takes everything back), rolls back the job's other
@@ -487,18 +615,17 @@ async fn forget(client: &Client, job: &str) -> Result<()> {
 /// The staged decision, in one transaction: `target` emptied (`overwrite`), the `winners`'
 /// rows moved into it, every part table of the job dropped and the job forgotten.
 async fn move_staged(
-    control: &Client,
-    job: &str,
+    decision: &Decision<'_>,
     target: &str,
     overwrite: bool,
     winners: &[String],
-    batch: Option<&Batch>,
-) -> Result<JobOutcome> {
+) -> inrush_load::Result<JobOutcome> {
+    let (control, job) = (decision.control, decision.job);
     let tables = part_tables(control, job).await?;
     if let Some(lost) = winners.iter().find(|w| !tables.contains(w)) {
         return Err(Error::Server(format!(
             "distributed write {job}: staging table {lost} is gone (did `inrush recover` run while the job wrote?); nothing was moved"
-        )));
+        )).into());
     }
     let mut sql = vec![];
     if overwrite {
@@ -517,14 +644,15 @@ async fn move_staged(
         "DELETE FROM inrush.joint_commits WHERE load_id = '{job}'"
     ));
     let what = format!("moving the parts of distributed write {job} into {target}");
-    in_transaction(control, async {
-        control
-            .batch_execute(&sql.join("; "))
-            .await
-            .map_err(|cause| Error::Query { what, cause })?;
-        record(control, job, batch).await
-    })
-    .await?;
+    decision
+        .in_transaction(async {
+            control
+                .batch_execute(&sql.join("; "))
+                .await
+                .map_err(|cause| Error::Query { what, cause })?;
+            decision.record().await
+        })
+        .await?;
     let rolled_back = tables
         .into_iter()
         .filter(|t| !winners.contains(t))

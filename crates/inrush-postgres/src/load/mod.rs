@@ -33,6 +33,7 @@ mod staging;
 mod streams;
 mod table;
 mod waits;
+pub(crate) use waits::Waits;
 mod watch;
 
 pub use definitions::{recover, Recovered};

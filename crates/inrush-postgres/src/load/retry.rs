@@ -1,10 +1,9 @@
 //! How `--resume` outlasts a lost connection or a restarting server: which failures are worth
 //! another try, and how often and how patiently to try again.
 
-/// How often, and how patiently, `--resume` retries a block after a transient failure: 0.2 s
-/// doubling to 6.4 s, about 13 s in all, enough for a server restart.
-pub(crate) const RETRIES: u32 = 6;
-pub(crate) const BACKOFF: std::time::Duration = std::time::Duration::from_millis(200);
+/// How often, and how patiently, `--resume` retries a block after a transient failure: as any
+/// lost connection is made again.
+pub(crate) use inrush_load::outcome::{BACKOFF, RETRIES};
 
 /// A failure worth retrying: the connection is gone or the server asked to try again.
 pub(crate) fn is_transient(e: &tokio_postgres::Error) -> bool {
