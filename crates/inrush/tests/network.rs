@@ -11,6 +11,7 @@
 //! file's own (one per test process). Counts are read straight from the servers, never
 //! through the proxy.
 
+use inrush_load::job::{JobOutcome, JobStep, Parts};
 use inrush_postgres::{PrivateServer, ServerOptions};
 use inrush_testkit::proxy::{Action, Fault, Proxy};
 use inrush_testkit::{mariadb, Db, MariaDb};
@@ -41,6 +42,7 @@ fn pg() -> &'static (inrush_postgres::ConnectOptions, String, u16) {
         let server = PrivateServer::start(&ServerOptions {
             unsafe_fast: true,
             tcp: true,
+            settings: vec![("max_prepared_transactions".into(), "16".into())],
             ..Default::default()
         })
         .expect("starting a private PostgreSQL (run the README's setup first)");
@@ -401,6 +403,250 @@ fn a_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server() {
 /// A fresh MariaDB database with `t`, and a proxy in front of the server: the database as
 /// tests read it (directly) and the URL the loader is given (through the proxy, as a tunnel
 /// on a local port would be).
+/// A distributed write's coordinator step on PostgreSQL through `to`, given `limit` to answer.
+fn pg_step(to: &str, job: &str, step: JobStep, limit: u64) -> inrush_load::Result<JobOutcome> {
+    let target = inrush_postgres::ConnectOptions::parse(to).expect("a conninfo");
+    let target = target.with_network_timeout(Duration::from_secs(limit));
+    inrush_postgres::job::step(&target, job, &step)
+}
+
+fn begin(parts: Parts) -> JobStep {
+    JobStep::Begin {
+        table: "t".into(),
+        overwrite: false,
+        parts,
+        batch: None,
+        keep_indexes: false,
+    }
+}
+
+fn commit(winners: Vec<String>) -> JobStep {
+    JobStep::Commit {
+        winners,
+        batch: None,
+    }
+}
+
+fn sorted(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names
+}
+
+/// The prepared transactions of `prefix` (`inrush_JOB_PART_`), as a coordinator names them.
+fn pg_prepared(db: &Db, prefix: &str) -> Vec<String> {
+    let sql =
+        format!("SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, '{prefix}') ORDER BY 1");
+    db.rows(&sql)
+        .into_iter()
+        .filter_map(|r| r[0].clone())
+        .collect()
+}
+
+/// Runs `step`, silencing the whole proxy once its armed fault has struck.
+fn silenced_at_the_strike<T: Send>(proxy: &Proxy, step: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let deadline = Instant::now() + HANG;
+            while proxy.struck() == 0 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            proxy.stall();
+        });
+        step()
+    })
+}
+
+#[test]
+fn a_lost_answer_to_the_decision_on_prepared_parts_is_asked_about_and_the_parts_land_once() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    pg_step(&to, "j1", begin(Parts::Prepared), 30).expect("begin");
+    let (code, out) = load(&to, &["--prepare", "j1:p0", "--connections", "2"]);
+    assert_eq!(code, 0, "{out}");
+    let winners = pg_prepared(&db, "inrush_j1_p0_");
+    assert_eq!(winners.len(), 2, "{out}");
+    // The decision's own COMMIT (its parts are then committed with COMMIT PREPARED).
+    arm(&proxy, PG_COMMIT, Action::AnswerLost);
+    let outcome = pg_step(&to, "j1", commit(winners.clone()), 30).expect("the decision landed");
+    assert_eq!(proxy.struck(), 1);
+    assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
+    assert!(
+        outcome
+            .notes
+            .iter()
+            .any(|n| n.contains("went on over a new one")),
+        "{outcome:?}"
+    );
+    assert_whole(&db, "after the decision");
+    assert!(pg_prepared(&db, "inrush_j1_").is_empty());
+}
+
+#[test]
+fn a_lost_answer_to_the_move_of_staged_parts_is_asked_about_and_the_step_says_it_landed() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    pg_step(&to, "j2", begin(Parts::Staged), 30).expect("begin");
+    let (code, out) = load(&to, &["--stage", "j2:p0"]);
+    assert_eq!(code, 0, "{out}");
+    arm(&proxy, PG_COMMIT, Action::AnswerLost);
+    let winner = r#"inrush."stage_j2_p0""#.to_string();
+    let outcome = pg_step(&to, "j2", commit(vec![winner.clone()]), 30).expect("the move landed");
+    assert_eq!(proxy.struck(), 1);
+    assert_eq!(outcome.committed, vec![winner], "{outcome:?}");
+    assert_whole(&db, "after the move");
+    assert_eq!(
+        db.int("SELECT count(*) FROM pg_class WHERE relname LIKE 'stage_j2%'"),
+        0
+    );
+}
+
+#[test]
+fn a_part_whose_prepare_answer_is_lost_fails_and_never_lands_beside_its_retry() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    pg_step(&to, "j3", begin(Parts::Prepared), 30).expect("begin");
+    arm(&proxy, b"PREPARE TRANSACTION", Action::AnswerLost);
+    let (code, out) = load(&to, &["--prepare", "j3:p0", "--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_ne!(code, 0, "the part did not see its PREPARE answered:\n{out}");
+    // The task's retry is another attempt, another part; the coordinator keeps only it.
+    let (code, out) = load(&to, &["--prepare", "j3:p1", "--connections", "2"]);
+    assert_eq!(code, 0, "{out}");
+    let winners = pg_prepared(&db, "inrush_j3_p1_");
+    let outcome = pg_step(&to, "j3", commit(winners.clone()), 30).expect("the decision");
+    assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
+    assert_whole(
+        &db,
+        "after the decision: the failed part's rows are not there",
+    );
+    assert!(
+        pg_prepared(&db, "inrush_j3_").is_empty(),
+        "the failed part was taken back"
+    );
+}
+
+#[test]
+fn a_server_gone_silent_at_the_decision_ends_the_step_and_the_same_step_lands_once_after() {
+    let (db, proxy, to) = pg_db(PLAIN);
+    pg_step(&to, "j4", begin(Parts::Prepared), 30).expect("begin");
+    let (code, out) = load(&to, &["--prepare", "j4:p0"]);
+    assert_eq!(code, 0, "{out}");
+    let winners = pg_prepared(&db, "inrush_j4_p0_");
+    // The decision's first statement goes through, then the whole server goes silent.
+    arm(&proxy, b"UPDATE inrush.joint_commits", Action::StallAfter);
+    let started = Instant::now();
+    let failed = silenced_at_the_strike(&proxy, || pg_step(&to, "j4", commit(winners.clone()), 3));
+    let failed = failed.expect_err("a silent server");
+    assert!(started.elapsed() < HANG, "{failed}");
+    assert!(
+        failed.to_string().contains("has not answered for 3 s"),
+        "{failed}"
+    );
+    assert_eq!(count(&db), 0, "nothing landed");
+    proxy.heal();
+    let outcome = pg_step(&to, "j4", commit(winners.clone()), 30).expect("the decision");
+    assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
+    assert_whole(&db, "after the decision");
+}
+
+/// A SQLite file holding the input as `t`, with a primary key and an index, for `inrush copy`.
+fn sqlite_source() -> &'static str {
+    static SOURCE: OnceLock<(tempfile::TempDir, String)> = OnceLock::new();
+    &SOURCE
+        .get_or_init(|| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("app.db");
+            let mut file = rusqlite::Connection::open(&path).expect("a SQLite file");
+            file.execute_batch(
+                "CREATE TABLE t (id INTEGER PRIMARY KEY, customer INT, qty INT, note TEXT);
+                 CREATE INDEX t_customer ON t (customer);",
+            )
+            .expect("the source's table");
+            let tx = file.transaction().expect("a transaction");
+            {
+                let mut insert = tx
+                    .prepare("INSERT INTO t VALUES (?, ?, ?, ?)")
+                    .expect("insert");
+                for i in 0..ROWS as i64 {
+                    let row = (i, i % 100 + 1, i % 7, format!("Note {i}"));
+                    insert.execute(row).expect("a row");
+                }
+            }
+            tx.commit().expect("the source's rows");
+            (dir, format!("sqlite://{}", path.display()))
+        })
+        .1
+}
+
+/// `inrush copy` of the SQLite source into `to`.
+fn copy(to: &str) -> (i32, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_inrush"));
+    cmd.args([
+        "copy",
+        "--from",
+        sqlite_source(),
+        "--to",
+        to,
+        "--no-progress",
+    ])
+    .env("NO_COLOR", "1")
+    .env_remove("INRUSH_TO")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    finish(cmd.spawn().expect("spawn inrush copy"))
+}
+
+/// After a copy that may have failed: it failed saying so, the same command run again
+/// finishes, and the table holds every row once, with its key and index.
+fn assert_copied_once(db: &Db, (code, out): (i32, String), to: &str, when: &str) {
+    if code != 0 {
+        assert_eq!(
+            code, 3,
+            "{when}: a failure of the server or the connection:\n{out}"
+        );
+        let (code, out) = copy(to);
+        assert_eq!(code, 0, "{when}: the rerun:\n{out}");
+    }
+    assert_whole(db, when);
+    let built = "SELECT count(*) FROM pg_index WHERE indrelid = 't'::regclass";
+    assert_eq!(db.int(built), 2, "{when}: the key and the index");
+}
+
+#[test]
+fn a_copy_whose_commit_answers_are_lost_one_by_one_leaves_every_row_once() {
+    let mut struck = 0;
+    for skip in 0.. {
+        let (db, proxy, to) = pg_db("");
+        arm_after(&proxy, PG_COMMIT, Action::AnswerLost, skip);
+        let copied = copy(&to);
+        if proxy.struck() == 0 {
+            // The copy commits fewer times than `skip`: every one of its commits was cut.
+            assert_eq!(copied.0, 0, "{}", copied.1);
+            break;
+        }
+        struck += 1;
+        assert_copied_once(&db, copied, &to, &format!("answer {skip} lost"));
+    }
+    assert!(
+        struck >= 3,
+        "the copy's rows, its ledger and its builds each commit"
+    );
+}
+
+#[test]
+fn a_copy_cut_during_the_rows_or_a_build_resumes_and_leaves_every_row_once() {
+    for (pattern, action) in [
+        (&b"COPY "[..], Action::NeverArrives),
+        (&b"CREATE INDEX"[..], Action::AnswerLost),
+        (&b"PRIMARY KEY"[..], Action::NeverArrives),
+    ] {
+        let (db, proxy, to) = pg_db("");
+        arm(&proxy, pattern, action);
+        let copied = copy(&to);
+        let when = String::from_utf8_lossy(pattern).into_owned();
+        assert_eq!(proxy.struck(), 1, "{when}: {}", copied.1);
+        assert_copied_once(&db, copied, &to, &when);
+    }
+}
+
 fn mariadb_db() -> (MariaDb, Proxy, String) {
     let db = MariaDb::fresh("network");
     db.exec("CREATE TABLE t (id INT, customer INT, qty INT, note VARCHAR(40)) ENGINE=InnoDB");
@@ -550,5 +796,62 @@ fn a_mariadb_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_serv
     let (code, out) = load(&to, &["--network-timeout", "2"]);
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("has not answered"), "{out}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+/// A distributed write's coordinator step on MariaDB through `to`, given `limit` to answer.
+fn mariadb_step(to: &str, job: &str, step: JobStep, limit: u64) -> inrush_load::Result<JobOutcome> {
+    let target = inrush_mysql::MysqlOptions::parse(to).expect("a URL");
+    let target = target.with_network_timeout(Duration::from_secs(limit));
+    inrush_mysql::job::step(&target, job, &step)
+}
+
+/// The XA transactions prepared on `db`'s server whose names start with `prefix`.
+fn mariadb_prepared(db: &MariaDb, prefix: &str) -> Vec<String> {
+    let rows = db.rows("XA RECOVER");
+    let names = rows.iter().filter_map(|r| r.split('\t').nth(3));
+    names
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_lost_answer_to_a_mariadb_decision_is_asked_about_and_the_parts_land_once() {
+    let (db, proxy, to) = mariadb_db();
+    mariadb_step(&to, "m1", begin(Parts::Prepared), 30).expect("begin");
+    let (code, out) = load(&to, &["--prepare", "m1:p0"]);
+    assert_eq!(code, 0, "{out}");
+    let winners = mariadb_prepared(&db, "inrush_m1_p0_");
+    assert_eq!(winners.len(), 1, "{out}");
+    arm(&proxy, MARIADB_COMMIT, Action::AnswerLost);
+    let outcome =
+        mariadb_step(&to, "m1", commit(winners.clone()), 30).expect("the decision landed");
+    assert_eq!(proxy.struck(), 1);
+    assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
+    assert_eq!(mariadb_count(&db), ROWS as i64);
+    assert!(mariadb_prepared(&db, "inrush_m1_").is_empty());
+}
+
+#[test]
+fn a_mariadb_server_gone_silent_at_the_decision_ends_the_step_and_the_same_step_lands_once_after() {
+    let (db, proxy, to) = mariadb_db();
+    mariadb_step(&to, "m2", begin(Parts::Prepared), 30).expect("begin");
+    let (code, out) = load(&to, &["--prepare", "m2:p0"]);
+    assert_eq!(code, 0, "{out}");
+    let winners = mariadb_prepared(&db, "inrush_m2_p0_");
+    arm(&proxy, b"UPDATE inrush_joint_commits", Action::StallAfter);
+    let started = Instant::now();
+    let step = || mariadb_step(&to, "m2", commit(winners.clone()), 3);
+    let failed = silenced_at_the_strike(&proxy, step).expect_err("a silent server");
+    assert!(started.elapsed() < HANG, "{failed}");
+    assert!(
+        failed.to_string().contains("has not answered for 3 s"),
+        "{failed}"
+    );
+    assert_eq!(mariadb_count(&db), 0, "nothing landed");
+    proxy.heal();
+    let outcome = mariadb_step(&to, "m2", commit(winners.clone()), 30).expect("the decision");
+    assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
     assert_eq!(mariadb_count(&db), ROWS as i64);
 }
