@@ -37,7 +37,11 @@ pub enum Command {
     Gen(GenArgs),
     /// Print what a load would do around the COPY (indexes kept or rebuilt, and why).
     Plan(PlanArgs),
-    /// Recreate every index an interrupted load left dropped (from inrush.ddl_journal).
+    /// Finish what interrupted loads and distributed writes left behind.
+    ///
+    /// Recreates the indexes, keys and constraints a load dropped (from the DDL journal),
+    /// settles the transactions it left prepared, and carries out or takes back the
+    /// distributed writes (Spark) a coordinator left, on every engine.
     Recover(RecoverArgs),
     /// Show the progress of `load --resume` loads (one process or several sharing an input):
     /// what each committed, and which blocks which processes are loading now.
@@ -139,7 +143,8 @@ pub struct LabRunArgs {
 
 #[derive(Args, Debug)]
 pub struct OutputArgs {
-    /// Print the summary as one JSON object on stdout.
+    /// Print the summary as one JSON object on stdout (without it, the summary is written for
+    /// people, on stderr, so that stdout stays free for what a script pipes).
     #[arg(long)]
     pub json: bool,
     /// No progress bar on stderr.
@@ -197,7 +202,8 @@ pub struct LoadArgs {
     /// PG* variables and .pgpass fill the gaps, as for psql (so without --to, PGHOST,
     /// PGUSER... or the local socket are used). MariaDB or MySQL: mysql://user@host:3306/db
     /// (or mariadb://; ~/.my.cnf gives the password). SQLite: sqlite:///path/to.db, or a path
-    /// ending in .db, .sqlite or .sqlite3 (created when missing).
+    /// ending in .db, .sqlite or .sqlite3 (created when missing). Read from INRUSH_TO when
+    /// not given.
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Target table, as in SQL: `orders`, `sales.orders`, `"Orders"`.
@@ -256,8 +262,9 @@ pub struct LoadArgs {
     /// transaction.
     #[arg(long, value_enum, default_value = "error")]
     pub on_conflict: OnConflictArg,
-    /// Commit block by block, each with a row in the inrush.load_ledger table: after a crash
-    /// or Ctrl-C, the same command loads only what is missing (nothing twice). Needs a file;
+    /// Commit block by block, each with a row in the target's ledger (PostgreSQL:
+    /// inrush.load_ledger; MariaDB/MySQL and SQLite: inrush_load_ledger): after a crash or
+    /// Ctrl-C, the same command loads only what is missing (nothing twice). Needs a file;
     /// refuses one that changed since.
     #[arg(long)]
     pub resume: bool,
@@ -286,7 +293,8 @@ pub struct LoadArgs {
     pub check: bool,
     /// A task of a distributed write (what `inrush.spark` runs on each executor): leave the
     /// load's transactions prepared, named `inrush_JOB_PART_<n>`, for the job's coordinator to
-    /// commit with its other tasks' (or roll back). PostgreSQL only; indexes and keys are kept.
+    /// commit with its other tasks' (or roll back): PostgreSQL's prepared transactions, or an
+    /// XA transaction on MariaDB/MySQL. Indexes and keys are kept.
     #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse)]
     pub prepare: Option<inrush_load::job::Prepare>,
     /// Like --prepare, for a server without prepared transactions (or a job that overwrites
@@ -295,7 +303,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "JOB:PART", value_parser = inrush_load::job::Prepare::parse, conflicts_with = "prepare")]
     pub stage: Option<inrush_load::job::Prepare>,
     /// Seconds the server may leave the load unanswered before it is taken for gone: a
-    /// connection attempt, the check the load makes every second (PostgreSQL), or the question
+    /// connection attempt, the check the load makes every second, or the question
     /// asked of the server after a COMMIT whose answer was lost. Then every connection of the
     /// load is closed and the message says what the table holds (PostgreSQL also sets it as
     /// each connection's TCP user timeout).
