@@ -272,3 +272,43 @@ pub(crate) async fn finish_one(client: &Client, gid: &str, commit: bool) -> Resu
         .await
         .map_err(query_error(sql.clone()))
 }
+
+/// Finishes `gid` over a new connection to `server` after the session that ran its PREPARE or
+/// COMMIT PREPARED (server process `pid`) lost the answer: that session is ended first and
+/// waited for, so its statement has done all it will; a transaction no longer prepared was
+/// finished by it (the lost answer was that). The connection is made again with backoff.
+pub(crate) async fn finish_apart(
+    server: &ConnectOptions,
+    pid: i32,
+    gid: &str,
+    commit: bool,
+) -> Result<()> {
+    let server = server.apart();
+    let client = inrush_load::outcome::reconnect(|| server.connect(), || false).await?;
+    let ended = client
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .await
+        .map_err(query_error("ending the session that lost its answer"));
+    ended?;
+    for _ in 0..100 {
+        let gone = client
+            .query_one(
+                "SELECT NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1)",
+                &[&pid],
+            )
+            .await
+            .map_err(query_error("waiting for that session to end"))?;
+        if gone.get::<_, bool>(0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    match finish_one(&client, gid, commit).await {
+        Err(Error::Query { cause, .. })
+            if cause.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_OBJECT) =>
+        {
+            Ok(())
+        }
+        finished => finished,
+    }
+}

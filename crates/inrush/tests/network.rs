@@ -403,6 +403,83 @@ fn a_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server() {
 /// A fresh MariaDB database with `t`, and a proxy in front of the server: the database as
 /// tests read it (directly) and the URL the loader is given (through the proxy, as a tunnel
 /// on a local port would be).
+/// `t` hash-partitioned in two: a local leaf, and a foreign one on a shard database whose
+/// foreign server names the proxy's port, so that the load's sessions on the shard cross the
+/// proxy too (as its sessions on `t`'s server do). The database, the shard, the proxy, and the
+/// conninfo through it.
+fn pg_sharded() -> (Db, Db, Proxy, String) {
+    let (db, proxy, through) = pg_db("");
+    let (base, tcp, _) = pg();
+    let shard = Db::fresh_on(base, tcp, "network_shard");
+    shard.exec("CREATE TABLE t_1 (id int, customer int, qty int, note text)");
+    let user = db.text("SELECT current_user");
+    db.exec(&format!(
+        "CREATE EXTENSION postgres_fdw;
+         CREATE SERVER shard FOREIGN DATA WRAPPER postgres_fdw
+           OPTIONS (host '127.0.0.1', port '{}', dbname '{}');
+         CREATE USER MAPPING FOR CURRENT_USER SERVER shard OPTIONS (user '{user}');
+         CREATE TABLE t (id int, customer int, qty int, note text) PARTITION BY HASH (id);
+         CREATE TABLE t_0 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 0);
+         CREATE FOREIGN TABLE t_1 PARTITION OF t FOR VALUES WITH (modulus 2, remainder 1)
+           SERVER shard;",
+        proxy.port(),
+        shard.name
+    ));
+    (db, shard, proxy, through)
+}
+
+/// The transactions left prepared in `dbs`.
+fn prepared_in(dbs: &[&Db]) -> i64 {
+    let names: Vec<String> = dbs.iter().map(|d| format!("'{}'", d.name)).collect();
+    let sql = format!(
+        "SELECT count(*) FROM pg_prepared_xacts WHERE database IN ({})",
+        names.join(", ")
+    );
+    dbs[0].int(&sql)
+}
+
+#[test]
+fn a_lost_commit_prepared_answer_on_a_sharded_load_is_finished_over_a_new_connection() {
+    let (db, shard, proxy, to) = pg_sharded();
+    arm(&proxy, b"COMMIT PREPARED", Action::AnswerLost);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "every server committed:\n{out}");
+    assert_whole(&db, "after the load");
+    assert_eq!(prepared_in(&[&db, &shard]), 0, "nothing left prepared");
+}
+
+#[test]
+fn a_lost_prepare_answer_on_a_sharded_load_rolls_every_server_back_and_a_rerun_loads_once() {
+    let (db, shard, proxy, to) = pg_sharded();
+    arm(&proxy, b"PREPARE TRANSACTION", Action::AnswerLost);
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("every server rolled back"), "{out}");
+    assert_eq!(count(&db), 0);
+    assert_eq!(prepared_in(&[&db, &shard]), 0, "nothing left prepared");
+    let (code, out) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "after the rerun");
+}
+
+#[test]
+fn a_sharded_load_whose_servers_go_silent_during_the_rows_ends_in_the_network_timeout() {
+    let (db, _shard, proxy, to) = pg_sharded();
+    let started = Instant::now();
+    let args = ["--network-timeout", "3", "--connections", "1"];
+    let (code, out) = at_phase(&to, "load", &args, || proxy.stall());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("has not answered for 3 s"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{out}");
+    proxy.heal();
+    assert_eq!(count(&db), 0, "nothing committed");
+    let (code, again) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "after the rerun");
+}
+
 /// A distributed write's coordinator step on PostgreSQL through `to`, given `limit` to answer.
 fn pg_step(to: &str, job: &str, step: JobStep, limit: u64) -> inrush_load::Result<JobOutcome> {
     let target = inrush_postgres::ConnectOptions::parse(to).expect("a conninfo");

@@ -409,7 +409,7 @@ pub(super) async fn routing(
         Routing::Client(_) if truncates => Err("--truncate empties the foreign partitions through the coordinator's postgres_fdw, in a transaction a COPY on the shard would wait on".to_string()),
         Routing::Client(router) => {
             let remotes: Vec<_> = router.leaves.iter().filter_map(|l| l.remote.clone()).collect();
-            route::shard::open(&router.shards, &remotes)
+            route::shard::open(&router.shards, &remotes, target.network_timeout())
                 .await?
                 .map(|shards| (router, shards))
         }

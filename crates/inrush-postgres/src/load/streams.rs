@@ -328,7 +328,13 @@ impl PgStreams<'_> {
             let (joint, why_not) = runtime.block_on(joint)?;
             one_phase_reason = why_not;
             match joint {
-                Some(joint) => runtime.block_on(commit_prepared(&load.control, joint, finished))?,
+                Some(joint) => {
+                    let sessions: Vec<&ConnectOptions> = finished
+                        .iter()
+                        .flat_map(|_| servers.iter().copied())
+                        .collect();
+                    runtime.block_on(commit_prepared(&load.control, joint, finished, &sessions))?
+                }
                 None => runtime.block_on(commit(recorded))?,
             }
         }
@@ -511,29 +517,57 @@ async fn rollback(finished: &[Finished]) {
 /// All or nothing across servers (see [`crate::prepared`]): every transaction PREPAREd, the
 /// decision logged, then each COMMIT PREPARED. A failed PREPARE rolls every one back; a COMMIT
 /// PREPARED that fails after the decision leaves that transaction prepared on its server, the
-/// error names it, and `inrush recover` commits it.
+/// error names it, and `inrush recover` commits it. A statement whose answer is lost on the
+/// wire is finished over a new connection ([`crate::prepared::finish_apart`]): a PREPARE
+/// that may have landed is rolled back there, a COMMIT PREPARED committed there, since the
+/// decision is logged. `servers`: each session's, in [`all_sessions`]' order.
 async fn commit_prepared(
     control: &tokio_postgres::Client,
     joint: JointCommit,
     finished: &[Finished],
+    servers: &[&ConnectOptions],
 ) -> Result<()> {
     let gids: Vec<(&tokio_postgres::Client, String)> = all_sessions(finished)
         .enumerate()
         .map(|(n, c)| (c, joint.gid(n)))
         .collect();
+    let pids = finished.iter().flat_map(|f| f.pids.iter().copied());
+    let apart: Vec<(&ConnectOptions, i32, &str)> = servers
+        .iter()
+        .zip(pids)
+        .zip(&gids)
+        .map(|((server, pid), (_, gid))| (*server, pid, gid.as_str()))
+        .collect();
     let prepared = on_each(&gids, |_, gid| format!("PREPARE TRANSACTION '{gid}'")).await;
-    if let Some(first_error) = prepared.iter().find_map(|r| r.as_ref().err()) {
-        let reason = crate::describe_pg_error(first_error);
-        // A session whose PREPARE failed still has its transaction open.
+    let prepared_reason = prepared
+        .iter()
+        .find_map(|r| r.as_ref().err())
+        .map(crate::describe_pg_error);
+    if prepared.iter().any(|r| r.is_err()) {
+        // A session whose PREPARE failed still has its transaction open (one whose answer was
+        // lost has no session left, and its transaction may be prepared: see `settle_lost`).
         on_each(&gids, |n, gid| match prepared[n].is_ok() {
             true => format!("ROLLBACK PREPARED '{gid}'"),
             false => "ROLLBACK".to_string(),
         })
         .await;
+        let lost = prepared.into_iter().map(|r| {
+            r.or_else(|e| match e.as_db_error() {
+                Some(_) => Ok(()),
+                None => Err(e),
+            })
+        });
+        let settled = settle_lost(lost.collect(), &apart, false).await;
         joint.end(control).await;
-        return Err(Error::from(crate::Error::Server(format!(
-            "PREPARE TRANSACTION failed, every server rolled back: {reason}"
-        ))));
+        let reason = prepared_reason.unwrap_or_default();
+        let left: Vec<String> = settled.into_iter().filter_map(|r| r.err()).collect();
+        return Err(Error::from(crate::Error::Server(match left.is_empty() {
+            true => format!("PREPARE TRANSACTION failed, every server rolled back: {reason}"),
+            false => format!(
+                "PREPARE TRANSACTION failed ({reason}); every server rolled back but where {}: `inrush recover` rolls that back",
+                left.join("; ")
+            ),
+        })));
     }
     if let Err(e) = joint.decide(control).await {
         on_each(&gids, |_, gid| format!("ROLLBACK PREPARED '{gid}'")).await;
@@ -541,6 +575,7 @@ async fn commit_prepared(
         return Err(e.into());
     }
     let results = on_each(&gids, |_, gid| format!("COMMIT PREPARED '{gid}'")).await;
+    let results = settle_lost(results, &apart, true).await;
     let left: Vec<&str> = gids
         .iter()
         .zip(&results)
@@ -554,13 +589,44 @@ async fn commit_prepared(
     Err(Error::PartialCommit {
         committed: gids.len() - left.len(),
         connections: gids.len(),
-        rows_committed: finished.iter().map(|f| f.rows).sum(),
+        // A sink's rows count with its session on the target (see `commit`).
+        rows_committed: finished
+            .iter()
+            .flat_map(|f| std::iter::once(f.rows).chain(f.shards.iter().map(|_| 0)))
+            .zip(&results)
+            .filter_map(|(rows, r)| r.is_ok().then_some(rows))
+            .sum(),
         reason: format!(
-            "{}; still prepared, committed by `inrush recover`: {}",
-            crate::describe_pg_error(first_error),
+            "{first_error}; still prepared, committed by `inrush recover`: {}",
             left.join(", ")
         ),
     })
+}
+
+/// Each result, those whose answer was lost on the wire finished over a new connection to
+/// their session's server (`apart`: server, session's process, transaction), committed or
+/// rolled back: what stays an error says why, in words.
+async fn settle_lost(
+    results: Vec<std::result::Result<(), tokio_postgres::Error>>,
+    apart: &[(&ConnectOptions, i32, &str)],
+    commit: bool,
+) -> Vec<std::result::Result<(), String>> {
+    let settled = results
+        .into_iter()
+        .zip(apart)
+        .map(|(r, &(server, pid, gid))| async move {
+            match r {
+                Err(e) if e.as_db_error().is_none() => {
+                    let finished = crate::prepared::finish_apart(server, pid, gid, commit).await;
+                    let lost = crate::describe_pg_error(&e);
+                    finished.map_err(|again| {
+                        format!("{lost}; finishing {gid} over a new connection: {again}")
+                    })
+                }
+                r => r.map_err(|e| crate::describe_pg_error(&e)),
+            }
+        });
+    futures_util::future::join_all(settled).await
 }
 
 /// Runs `sql(n, gid)` on each (`n`th) session at once; each one's result, in `gids`' order.

@@ -280,14 +280,17 @@ pub struct ShardServer {
 }
 
 /// Connects to every shard and checks that COPY straight into each remote table means what
-/// postgres_fdw's INSERTs would (see the module documentation); or why not, in words.
+/// postgres_fdw's INSERTs would (see the module documentation); or why not, in words. Each
+/// shard is given the load's network timeout (`limit`): its connections' TCP user timeout, and
+/// how long a lost answer there is asked about.
 pub async fn open(
     shards: &[Shard],
     remotes: &[Remote],
+    limit: std::time::Duration,
 ) -> Result<Result<Vec<ShardServer>, String>> {
     let mut opened = Vec::new();
     for (at, shard) in shards.iter().enumerate() {
-        let options = ConnectOptions::parse(&shard.conninfo)?;
+        let options = ConnectOptions::parse(&shard.conninfo)?.with_network_timeout(limit);
         let control = match options.connect().await {
             Ok(client) => client,
             Err(e) => {
