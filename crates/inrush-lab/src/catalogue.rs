@@ -1,5 +1,5 @@
 //! The 28 experiments of `../shared/LAB.md`: what each mirrors, the advice under test, its
-//! variations with the seed's published figures, and how the verdict compares them.
+//! variations with the field report's published figures, and how the verdict compares them.
 //!
 //! Row counts are for `--scale 1.0`, the quick default (all experiments in 25-40 minutes on a
 //! 2-core machine with 3 runs each); slow methods get fewer rows than fast ones and verdicts
@@ -46,7 +46,7 @@ fn var(label: impl Into<String>, seed: Option<(&str, f64)>, plan: RunPlan) -> Va
     }
 }
 
-/// A seed figure that is not a time.
+/// A reported figure that is not a time.
 fn note_var(label: impl Into<String>, figure: &str, plan: RunPlan) -> VariationDef {
     VariationDef {
         label: label.into(),
@@ -107,12 +107,12 @@ impl Exp {
 
 // Quick-scale row counts.
 const SLOW: u64 = 2_000; // one commit per row
-const A_ROWS: u64 = 10_000; // the seed's 10k rows
-const B_ROWS: u64 = 100_000; // the seed's 100k rows
+const A_ROWS: u64 = 10_000; // the field report's 10k rows
+const B_ROWS: u64 = 100_000; // the field report's 100k rows
 const COPY_ROWS: u64 = 300_000;
-const D_ROWS: u64 = 1_000_000; // the seed's 6M rows
+const D_ROWS: u64 = 1_000_000; // the field report's 6M rows
 
-/// Group B's method: the seed's test 31 inserted rows one by one, committing every 1000. Here
+/// Group B's method: the field report's test 31 inserted rows one by one, committing every 1000. Here
 /// 100-row INSERT statements, so the server-side work under test (constraints, triggers,
 /// indexes: all still row by row) is not drowned in client round trips.
 fn b_method() -> Method {
@@ -125,7 +125,7 @@ pub fn catalogue() -> Vec<ExperimentDef> {
     all.extend(group_a());
     all.extend(group_b().into_iter().map(|mut e| {
         {
-            e.notes.push("Group B loads with 100-row INSERT statements committed every 1000 rows (the seed's test 31 inserted row by row, committing every 1000), so the server-side work under test is not drowned in client round trips.".into());
+            e.notes.push("Group B loads with 100-row INSERT statements committed every 1000 rows (the field report's test 31 inserted row by row, committing every 1000), so the server-side work under test is not drowned in client round trips.".into());
         }
         e
     }));
@@ -234,7 +234,7 @@ fn group_a() -> Vec<ExperimentDef> {
         .rule(Rule::new(0, 3, "committing every 1000 rows beats every 5"))
         .done(),
         a4.rule(Rule::new(0, 9, "1000-row arrays committed every 1000 beat 2-row arrays committed every 2"))
-            .note("The seed's array inserts are DB2 CLI row arrays; here they are multi-row INSERT ... VALUES statements (bound parameters) and, separately, pipelined single-row INSERTs (tokio-postgres sends every execute before awaiting any).")
+            .note("The field report's array inserts are DB2 CLI row arrays; here they are multi-row INSERT ... VALUES statements (bound parameters) and, separately, pipelined single-row INSERTs (tokio-postgres sends every execute before awaiting any).")
             .done(),
         exp(
             "A5",
@@ -283,7 +283,7 @@ fn group_a() -> Vec<ExperimentDef> {
                 .metric(Metric::WalRecordsPerRow)
                 .seed(SeedFactor::Given(112_511.0 / 6_703.0)),
         )
-        .note("PostgreSQL logs one heap record per row for single-row INSERTs and one multi-insert record per page for COPY; the seed's figure is Oracle redo entries.")
+        .note("PostgreSQL logs one heap record per row for single-row INSERTs and one multi-insert record per page for COPY; the field report's figure is Oracle redo entries.")
         .done(),
     ]
 }
@@ -388,7 +388,7 @@ fn group_b() -> Vec<ExperimentDef> {
             6,
             "creating 4 indexes after the load beats keeping them during it",
         ))
-        .note("Times after the load include the CREATE INDEX statements, as in the seed.")
+        .note("Times after the load include the CREATE INDEX statements, as in the field report.")
         .done();
     let mut b6 = exp(
         "B6",
@@ -459,7 +459,7 @@ fn group_b() -> Vec<ExperimentDef> {
             .v(var("primary key, keys in sorted order", None, t(B_ROWS).data(DataKind::SortedKey).setup("ALTER TABLE {t} ADD PRIMARY KEY (fieldint1)")))
             .v(var("primary key, keys in random order", Some(("test 32 (1 index): 53.73 s", 53.73)), t(B_ROWS).data(DataKind::RandomKey).setup("ALTER TABLE {t} ADD PRIMARY KEY (fieldint1)")))
             .rule(Rule::new(2, 1, "sorted keys load faster than random keys into a primary key").seed(SeedFactor::None))
-            .note("PostgreSQL has no clustered tables (test 38: clustered index 62.93 s); the primary key is a separate B-tree. The seed gives no sorted-key figure.")
+            .note("PostgreSQL has no clustered tables (test 38: clustered index 62.93 s); the primary key is a separate B-tree. The field report gives no sorted-key figure.")
             .done(),
         b6.rule(Rule::new(0, 4, "a sequence cache of 1000 beats a cache of 1"))
             .note("PostgreSQL sequences are cached per session and log one WAL record per 32 values whatever the cache.")
@@ -714,13 +714,13 @@ fn group_d() -> Vec<ExperimentDef> {
     ]
 }
 
-/// `inrush lab list`: every experiment of `all` with its variations and the seed's figures,
+/// `inrush lab list`: every experiment of `all` with its variations and the field report's figures,
 /// and why what does not apply to the engine does not.
 pub fn list_text(all: Vec<ExperimentDef>) -> String {
     let mut out = String::new();
     for e in all {
         out.push_str(&format!(
-            "{}  {}\n    seed: {}\n    advice: {}\n",
+            "{}  {}\n    report: {}\n    advice: {}\n",
             e.id, e.title, e.seed_source, e.advice
         ));
         if let Some(reason) = &e.unavailable {
@@ -739,7 +739,7 @@ pub fn list_text(all: Vec<ExperimentDef>) -> String {
                 v.plan.rows,
                 v.seed_figure
                     .as_ref()
-                    .map_or(String::new(), |f| format!("  [seed: {f}]"))
+                    .map_or(String::new(), |f| format!("  [reported: {f}]"))
             ));
         }
     }

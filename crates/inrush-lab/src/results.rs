@@ -71,7 +71,7 @@ pub struct ExperimentResult {
     pub advice: String,
     pub status: Status,
     pub variations: Vec<Variation>,
-    /// Whether the seed's advice holds here, and by what factor; `None` when skipped or failed.
+    /// Whether the field report's advice holds here, and by what factor; `None` when skipped or failed.
     pub verdict: Option<Verdict>,
     /// Anything the reader must know: extrapolations, settings that could not be changed, ...
     pub notes: Vec<String>,
@@ -87,16 +87,16 @@ pub enum Status {
     Failed(String),
 }
 
-/// One row of the experiment's table: a method or setting, with our runs and the seed's figure.
+/// One row of the experiment's table: a method or setting, with our runs and the field report's figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Variation {
     /// e.g. "commit every 100 rows", "2 secondary indexes present".
     pub label: String,
     /// The variation the others are compared with (exactly one per experiment).
     pub baseline: bool,
-    /// The seed's published figure as printed there, e.g. "10.11 s (10k rows)".
+    /// The field report's published figure as printed there, e.g. "10.11 s (10k rows)".
     pub seed_figure: Option<String>,
-    /// The seed's figure in seconds, when it is a time, for ratios against the seed's baseline.
+    /// The field report's figure in seconds, when it is a time, for ratios against the field report's baseline.
     pub seed_seconds: Option<f64>,
     /// One measurement per `--repeat`.
     pub runs: Vec<Measurement>,
@@ -136,18 +136,18 @@ pub struct RateSample {
     pub rows: u64,
 }
 
-/// Does the seed's advice hold here, and by how much.
+/// Does the field report's advice hold here, and by how much.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub holds: Holds,
     /// Our factor for the advice (e.g. 7.9 means the advised way was 7.9x faster here).
     #[serde(deserialize_with = "lenient::f64")]
     pub factor: f64,
-    /// The seed's factor for the same comparison, when it published one.
+    /// The field report's factor for the same comparison, when it published one.
     pub seed_factor: Option<f64>,
     /// One line that says what was measured, in the factor's direction, and why when
     /// inconclusive: "Holds here: \"autocommit\" takes 7.90x the time per row of \"commit every
-    /// 1000\" (the seed: 12.1x; advice tested: ...)."
+    /// 1000\" (the field report: 12.1x; advice tested: ...)."
     pub text: String,
 }
 
@@ -155,7 +155,7 @@ pub struct Verdict {
 #[serde(rename_all = "snake_case")]
 pub enum Holds {
     Yes,
-    /// The direction holds but the effect is much smaller (or larger) than the seed's.
+    /// The direction holds but the effect is much smaller (or larger) than the field report's.
     Partly,
     No,
     /// Our runs cannot tell: the difference is inside their spread, or they are too short to

@@ -1,5 +1,5 @@
 //! Whether a seed's advice holds here: the factor between the advised and the discouraged
-//! variation, ours beside the seed's.
+//! variation, ours beside the field report's.
 
 use crate::results::{Holds, Measurement, Variation, Verdict};
 
@@ -15,7 +15,7 @@ pub enum Metric {
     ExtraPerRow(&'static str),
 }
 
-/// Where the seed's factor comes from.
+/// Where the field report's factor comes from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SeedFactor {
     /// The ratio of the two variations' published seconds (same row counts in the seed).
@@ -275,10 +275,10 @@ fn sentence(
         slow.label, fast.label
     );
     let seed = match (seed_factor, rule.same) {
-        (Some(s), false) => format!("the seed: {}", crate::report::fmt::factor(s)),
-        (None, false) => "the seed published no figure".into(),
+        (Some(s), false) => format!("the field report: {}", crate::report::fmt::factor(s)),
+        (None, false) => "the field report gave no figure".into(),
         (Some(s), true) => format!(
-            "expected about 1x; the seed: {}",
+            "expected about 1x; the field report: {}",
             crate::report::fmt::factor(s)
         ),
         (None, true) => "expected about 1x".into(),
@@ -308,7 +308,7 @@ fn sentence(
     text
 }
 
-/// Yes: the direction holds and the size is within 3x of the seed's (or above 1.2x where the
+/// Yes: the direction holds and the size is within 3x of the field report's (or above 1.2x where the
 /// seed gave no figure). Partly: the direction holds, the size does not. No: no effect (under
 /// 1.05x) or the other way. For "no difference" advice: Yes within 1.25x either way, Partly
 /// within 1.5x, else No. Whether the runs can tell at all is [`decide`]'s question.
@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(
             verdict.text,
             "Holds here: \"autocommit\" takes 8.00x the time per row of \"commit 1000\" \
-             (the seed: 12.1x; advice tested: commit less often)."
+             (the field report: 12.1x; advice tested: commit less often)."
         );
     }
 
@@ -434,7 +434,7 @@ mod tests {
         assert_eq!(
             verdict.text,
             "Does not hold here: \"literal INSERT\" takes 0.80x the time per row of \
-             \"prepared INSERT\" (the seed: 1.96x; advice tested: a prepared INSERT beats \
+             \"prepared INSERT\" (the field report: 1.96x; advice tested: a prepared INSERT beats \
              literal SQL per row)."
         );
     }

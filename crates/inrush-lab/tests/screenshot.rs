@@ -22,7 +22,7 @@ use support::png::{self, rgb, Image};
 /// exact colour; lines are 2.5 px wide, so antialiased edges get a little tolerance.
 const CHART_COLOURS: [(&str, &str, usize); 4] = [
     ("our ratio bars", "#1f77b4", 3_000),
-    ("the seed's ratio bars", "#ff7f0e", 3_000),
+    ("the field report's ratio bars", "#ff7f0e", 3_000),
     ("WAL-per-row bars", "#2ca02c", 3_000),
     ("insert-rate lines", "#d62728", 500),
 ];

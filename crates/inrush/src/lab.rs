@@ -235,7 +235,7 @@ pub fn experiment_table(e: &ExperimentResult, log: &str) -> String {
         .unwrap_or(10)
         .min(72);
     out.push_str(&format!(
-        "    {:width$}  {:>9} {:>9} {:>10} {:>8} {:>9} {:>6}  seed\n",
+        "    {:width$}  {:>9} {:>9} {:>10} {:>8} {:>9} {:>6}  reported\n",
         "variation",
         "rows",
         "seconds",
@@ -254,7 +254,7 @@ pub fn experiment_table(e: &ExperimentResult, log: &str) -> String {
         // The median run for every column: seconds and rows/s from different runs disagree.
         let Some(m) = v.median_run() else {
             out.push_str(&format!(
-                "  {mark} {:width$}  {:>9}  (not run)  seed: {seed}\n",
+                "  {mark} {:width$}  {:>9}  (not run)  reported: {seed}\n",
                 v.label, "-"
             ));
             continue;

@@ -74,7 +74,7 @@ fn experiment(mut e: ExperimentDef) -> ExperimentDef {
     }
     e.notes = notes(e.id).iter().map(|n| n.to_string()).collect();
     if e.id.starts_with('B') {
-        e.notes.push("Group B loads with 100-row prepared INSERT statements committed every 1000 rows (the seed's test 31 inserted row by row, committing every 1000), so the server-side work under test is not drowned in client round trips.".into());
+        e.notes.push("Group B loads with 100-row prepared INSERT statements committed every 1000 rows (the field report's test 31 inserted row by row, committing every 1000), so the server-side work under test is not drowned in client round trips.".into());
     }
     e
 }
@@ -297,13 +297,13 @@ fn rules(id: &str) -> Option<Vec<Rule>> {
 
 fn notes(id: &str) -> &'static [&'static str] {
     match id {
-        "A4" => &["The seed's array inserts are DB2 CLI row arrays; here they are multi-row INSERT ... VALUES statements prepared on the server (binary protocol)."],
+        "A4" => &["The field report's array inserts are DB2 CLI row arrays; here they are multi-row INSERT ... VALUES statements prepared on the server (binary protocol)."],
         "A5" => &["LOAD DATA runs load 30x the rows of the INSERT runs; the verdict compares time per row. LOAD DATA LOCAL INFILE streams the rows from the client's memory; inrush's load sends the same statement, fed by its parse and check pipeline from a CSV file of the rows written before timing."],
         "A6" => &["MariaDB counts no redo records: the figure is redo bytes per row, the difference of Innodb_lsn_current over the run (server-wide; the binary log, when on, is not counted)."],
         "B2" => &["The parent table holds keys 0..999; fieldint1 and fieldint2 are reduced modulo 1000 in every variation. MariaDB cannot add a foreign key without checking it (no NOT VALID), and adding one rebuilds the table, so the after-variations keep the keys and load with foreign_key_checks=0, then find rows without a parent with one anti-join per key, as inrush's own load does; the key's index is kept up to date either way."],
         "B3" => &["AFTER INSERT ... FOR EACH ROW triggers; the UPDATE triggers bump one of 1000 counter rows (by key)."],
         "B4" => &["Times after the load include the ALTER TABLE that adds the indexes (InnoDB sorts and builds them in one pass)."],
-        "B5" => &["InnoDB tables are clustered on their primary key: random keys insert all over the tree and split pages, sorted keys append. Without a key InnoDB clusters on a hidden row id in insert order. The seed gives no sorted-key figure."],
+        "B5" => &["InnoDB tables are clustered on their primary key: random keys insert all over the tree and split pages, sorted keys append. Without a key InnoDB clusters on a hidden row id in insert order. The field report gives no sorted-key figure."],
         "B6" => &["MariaDB sequences (10.3+) cache values as DB2's identity cache does. The AUTO_INCREMENT variation uses InnoDB's counter, whose locking follows innodb_autoinc_lock_mode: a start-up setting the lab cannot change, recorded in the environment."],
         "B7" => &["With the DYNAMIC row format InnoDB stores a long TEXT value off-page, leaving a 20-byte pointer in the row. The large variation also sends ~13x the bytes; compare the redo bytes per row."],
         "B8" => &["LOCK TABLES commits an open transaction and START TRANSACTION releases the lock, so the locked load turns autocommit off, locks, commits every 1000 rows and unlocks at the end."],

@@ -50,9 +50,9 @@ pub fn render(lab: &LabResults) -> String {
     let _ = writeln!(out, "<h1>inrush lab report</h1>");
     let _ = writeln!(
         out,
-        "<p class=\"lede\">The insert-performance experiments of the field reports (the seeds), run \
+        "<p class=\"lede\">The insert-performance experiments of the field reports, run \
          against this server. Times are medians of {} run{}; ratios are to each experiment's \
-         baseline (below 1 is faster). Blue is ours, orange the seed's.</p>",
+         baseline (below 1 is faster). Blue is ours, orange the field report's.</p>",
         lab.repeat,
         if lab.repeat == 1 { "" } else { "s" }
     );
@@ -71,7 +71,7 @@ pub fn render(lab: &LabResults) -> String {
     }
     out.push_str("</div>\n");
 
-    out.push_str("<h2>Verdicts</h2>\n<table class=\"verdicts\"><thead><tr><th>id</th><th>experiment</th><th>verdict</th><th>factor</th><th>seed factor</th><th></th></tr></thead><tbody>\n");
+    out.push_str("<h2>Verdicts</h2>\n<table class=\"verdicts\"><thead><tr><th>id</th><th>experiment</th><th>verdict</th><th>factor</th><th>reported factor</th><th></th></tr></thead><tbody>\n");
     for e in &lab.experiments {
         let (factor, seed_factor, line) = match (&e.status, &e.verdict) {
             (Status::Ran, Some(v)) => (
@@ -140,7 +140,7 @@ fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     );
     let _ = writeln!(
         out,
-        "<p class=\"meta\">Seed: {}<br>Advice: {}</p>",
+        "<p class=\"meta\">Report: {}<br>Advice: {}</p>",
         html(&e.seed_source),
         html(&e.advice)
     );
@@ -154,7 +154,7 @@ fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     }
     let rows = rows(e);
     if !rows.is_empty() {
-        let _ = writeln!(out, "<table class=\"figures\"><thead><tr><th>variation</th><th>our median time</th><th>rows</th><th>rows/s</th><th>ratio to our baseline</th><th>{log} bytes/row</th><th>{log} records/row</th><th>seed figure</th><th>seed ratio to seed baseline</th></tr></thead><tbody>");
+        let _ = writeln!(out, "<table class=\"figures\"><thead><tr><th>variation</th><th>our median time</th><th>rows</th><th>rows/s</th><th>ratio to our baseline</th><th>{log} bytes/row</th><th>{log} records/row</th><th>reported figure</th><th>reported ratio to its baseline</th></tr></thead><tbody>");
         for r in &rows {
             table_row(out, r);
         }
@@ -231,7 +231,7 @@ fn charts(out: &mut String, e: &ExperimentResult, rows: &[Row], log: &str) {
                 colour: svg::OURS,
             },
             Series {
-                name: "seed",
+                name: "field report",
                 colour: svg::SEED,
             },
         ],

@@ -36,7 +36,7 @@ pub fn render(lab: &LabResults) -> String {
     let _ = writeln!(out, "\n## Verdicts\n");
     let _ = writeln!(
         out,
-        "| id | experiment | verdict | factor | seed factor | |\n|---|---|---|---|---|---|"
+        "| id | experiment | verdict | factor | reported factor | |\n|---|---|---|---|---|---|"
     );
     for e in &lab.experiments {
         let (factor, seed_factor, line) = match (&e.status, &e.verdict) {
@@ -94,7 +94,7 @@ fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     let _ = writeln!(out, "## {}: {}\n", md(&e.id), md(&e.title));
     let _ = writeln!(
         out,
-        "Seed: {}  \nAdvice: {}\n",
+        "Report: {}  \nAdvice: {}\n",
         md(&e.seed_source),
         md(&e.advice)
     );
@@ -111,7 +111,7 @@ fn experiment(out: &mut String, e: &ExperimentResult, log: &str) {
     }
     let rows = rows(e);
     if !rows.is_empty() {
-        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | {log} bytes/row | {log} records/row | seed figure | seed ratio to seed baseline |");
+        let _ = writeln!(out, "| variation | our median time | rows | rows/s | ratio to our baseline | {log} bytes/row | {log} records/row | reported figure | reported ratio to its baseline |");
         let _ = writeln!(out, "|---|--:|--:|--:|--:|--:|--:|---|--:|");
         for r in &rows {
             table_row(out, r);
