@@ -6,6 +6,10 @@
 //! `$ echo $?` checks the last command's exit code. A command whose input the README does not
 //! show (`orders.csv`, a MySQL server) is not run: those examples are checked by the tests of
 //! what they do (`load_cli.rs`, `copy.rs`).
+//!
+//! Every `inrush ...` line of the README's and the guides' `sh` and `console` blocks must also
+//! be one the command line takes (its options exist and go together), so that a renamed or
+//! removed option cannot linger in the docs.
 
 use inrush_testkit::Db;
 use std::path::Path;
@@ -163,4 +167,99 @@ fn alike_lines_differ_only_in_numbers_and_units() {
         alike("loaded 3 rows in 0.2 s; WAL written 980 B")
     );
     assert_ne!(alike("loaded 3 rows"), alike("loaded 3 row"));
+}
+
+/// The words of a shell command line: quotes kept together and removed, what follows `<`, `>`
+/// or `#` dropped (a redirect, a comment).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => (quote, started) = (Some(c), true),
+            (None, '<' | '>' | '#') if !started => break,
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => (word.push(c), started = true).1,
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
+}
+
+/// Every `inrush ...` line of the `sh` and `console` blocks of the README and the guides, a
+/// backslash continuation joined: where it is, and the line.
+fn documented_commands() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut docs = vec![root.join("README.md")];
+    let guides = std::fs::read_dir(root.join("docs")).expect("docs/");
+    docs.extend(
+        guides
+            .map(|e| e.expect("a guide").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md")),
+    );
+    let mut found = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).expect("a guide");
+        let (mut inside, mut pending) = (false, String::new());
+        for (n, line) in text.lines().enumerate() {
+            match line.trim() {
+                "```sh" | "```console" => inside = true,
+                "```" => inside = false,
+                line if inside => {
+                    let line = line.strip_prefix("$ ").unwrap_or(line);
+                    pending.push_str(line.trim_end_matches('\\'));
+                    if line.ends_with('\\') {
+                        continue;
+                    }
+                    let command = std::mem::take(&mut pending);
+                    if command.starts_with("inrush ") {
+                        let name = doc.file_name().unwrap_or_default().to_string_lossy();
+                        found.push((format!("{name}:{}", n + 1), command));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_command_the_docs_show_is_one_the_command_line_takes() {
+    let commands = documented_commands();
+    assert!(
+        commands.len() >= 30,
+        "the guides' commands were found ({})",
+        commands.len()
+    );
+    for (at, command) in commands {
+        let words = shell_words(&command);
+        if let Err(e) = <inrush::cli::Cli as clap::Parser>::try_parse_from(&words) {
+            panic!("{at}: `{command}` is refused:\n{e}");
+        }
+    }
+}
+
+#[test]
+fn shell_words_keep_quotes_together_and_drop_redirects_and_comments() {
+    assert_eq!(
+        shell_words(r#"inrush load - --to "host=/x dbname=s" --null '' < a.csv  # a comment"#),
+        [
+            "inrush",
+            "load",
+            "-",
+            "--to",
+            "host=/x dbname=s",
+            "--null",
+            ""
+        ]
+    );
 }
