@@ -463,6 +463,10 @@ pub struct RecoverArgs {
     /// Only this table (default: every table in the journal).
     #[arg(long)]
     pub table: Option<String>,
+    /// Print what was done as one JSON object on stdout (recreated, committed, rolled_back,
+    /// left_alone; without it, sentences on stderr).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -587,7 +591,8 @@ impl Cli {
             Command::Lab(LabArgs {
                 command: LabCommand::Run(a),
             }) => a.json,
-            Command::Gen(_) | Command::Recover(_) | Command::Lab(_) | Command::Generate(_) => false,
+            Command::Recover(a) => a.json,
+            Command::Gen(_) | Command::Lab(_) | Command::Generate(_) => false,
         }
     }
 }
@@ -609,7 +614,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Recover(args) => {
             let to = args.to.as_deref().unwrap_or("");
-            engines::named(to).recover(to, args.table.as_deref())?;
+            let recovered = engines::named(to).recover(to, args.table.as_deref())?;
+            report::print_recovered(&recovered, args.json)?;
             Ok(Outcome::Done)
         }
         Command::Status(args) => status(args).map(|()| Outcome::Done),

@@ -2,6 +2,7 @@
 //! scheme (as sqlx's `Database::URL_SCHEMES`): `--to`, `--from`, `status`, `recover` and `plan`
 //! all ask it, so a new engine is one entry here beside its crate.
 
+pub use crate::report::Recovered;
 use anyhow::Result;
 use inrush_core::database::{SchemaSource, SchemaTarget};
 use inrush_core::ledger::LoadStatus;
@@ -56,8 +57,8 @@ pub trait Engine: Sync {
     /// `inrush status`: the `--resume` loads the target's ledger holds, and the ledger's name.
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)>;
 
-    /// `inrush recover`: puts back what loads that died left, telling stderr what it did.
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<()>;
+    /// `inrush recover`: puts back what loads that died left, and says what it did.
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered>;
 
     /// A distributed write's coordinator (`inrush.spark`): one step of job `job`, whose tasks
     /// load with `--prepare` (see [`inrush_load::job`]).
@@ -157,32 +158,29 @@ impl Engine for Postgres {
         )?)
     }
 
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
         let recovered = inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table)?;
-        let joint = &recovered.prepared;
-        let nothing = joint.committed.is_empty() && joint.rolled_back.is_empty();
-        if recovered.restored.is_empty() && recovered.busy.is_empty() && nothing {
-            eprintln!("nothing to recover: the DDL journal is empty, and no load left a transaction prepared");
-        }
-        for gid in &joint.committed {
-            eprintln!("committed prepared transaction {gid} (its load had decided to commit)");
-        }
-        for gid in &joint.rolled_back {
-            eprintln!("rolled back prepared transaction {gid} (its load died before it decided)");
-        }
-        for load in &joint.busy {
-            eprintln!("left alone: joint commit {load} (its load is still committing)");
-        }
-        for table in &recovered.busy {
-            eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
-        }
-        for entry in &recovered.restored {
-            eprintln!(
-                "recreated {} {} on {}",
-                entry.kind, entry.name, entry.table_name
-            );
-        }
-        Ok(())
+        let joint = recovered.prepared;
+        let live = |t| {
+            format!(
+                "{t} (an inrush load of it is running and puts its definitions back when it ends)"
+            )
+        };
+        let left_alone = joint
+            .busy
+            .iter()
+            .map(|load| format!("joint commit {load} (its load is still committing)"));
+        let recreated = recovered
+            .restored
+            .iter()
+            .map(|e| format!("{} {} on {}", e.kind, e.name, e.table_name));
+        Ok(Recovered {
+            recreated: recreated.collect(),
+            committed: joint.committed,
+            rolled_back: joint.rolled_back,
+            left_alone: left_alone.chain(recovered.busy.iter().map(live)).collect(),
+            nothing: "the DDL journal is empty, and no load left a transaction prepared",
+        })
     }
 }
 
@@ -232,32 +230,29 @@ impl Engine for Mariadb {
         )?)
     }
 
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<()> {
+    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
         let recovered = inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?;
-        let jobs = &recovered.jobs;
-        let no_jobs =
-            jobs.committed.is_empty() && jobs.rolled_back.is_empty() && jobs.busy.is_empty();
-        if recovered.restored.is_empty() && recovered.busy.is_empty() && no_jobs {
-            eprintln!("nothing to recover: the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared");
-        }
-        for gid in &jobs.committed {
-            eprintln!("committed XA transaction {gid} (its job had decided to commit)");
-        }
-        for gid in &jobs.rolled_back {
-            eprintln!(
-                "rolled back XA transaction {gid} (its job had not decided, or did not keep it)"
-            );
-        }
-        for job in &jobs.busy {
-            eprintln!("left alone: distributed write {job} (its coordinator is deciding now)");
-        }
-        for table in &recovered.busy {
-            eprintln!("left alone: {table} (an inrush load of it is running and puts its definitions back when it ends)");
-        }
-        for d in &recovered.restored {
-            eprintln!("recreated index {} on {}.{}", d.index, d.schema, d.table);
-        }
-        Ok(())
+        let jobs = recovered.jobs;
+        let live = |t| {
+            format!(
+                "{t} (an inrush load of it is running and puts its definitions back when it ends)"
+            )
+        };
+        let left_alone = jobs
+            .busy
+            .iter()
+            .map(|job| format!("distributed write {job} (its coordinator is deciding now)"));
+        let recreated = recovered
+            .restored
+            .iter()
+            .map(|d| format!("index {} on {}.{}", d.index, d.schema, d.table));
+        Ok(Recovered {
+            recreated: recreated.collect(),
+            committed: jobs.committed,
+            rolled_back: jobs.rolled_back,
+            left_alone: left_alone.chain(recovered.busy.iter().map(live)).collect(),
+            nothing: "the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared",
+        })
     }
 }
 
@@ -313,13 +308,12 @@ impl Engine for Sqlite {
         Ok((loads, "inrush_load_ledger"))
     }
 
-    fn recover(&self, to: &str, _: Option<&str>) -> Result<()> {
-        let path = Self::path(to)?;
-        eprintln!(
-            "nothing to recover: a load into SQLite ({}) is one transaction, which a failure rolls back",
-            path.display()
-        );
-        Ok(())
+    fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {
+        Self::path(to)?;
+        Ok(Recovered {
+            nothing: "a load into SQLite is one transaction, which a failure rolls back",
+            ..Recovered::default()
+        })
     }
 }
 

@@ -235,6 +235,45 @@ pub fn group(n: u64) -> String {
 }
 
 /// The human summary (stderr) or the JSON object (stdout).
+/// What `inrush recover` did, on any engine: definitions recreated, transactions a dead load
+/// or coordinator left committed or rolled back (by name), and what it left to a load or
+/// coordinator still running, each with why.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Recovered {
+    pub recreated: Vec<String>,
+    pub committed: Vec<String>,
+    pub rolled_back: Vec<String>,
+    pub left_alone: Vec<String>,
+    /// Why there was nothing to do, when there was not.
+    #[serde(skip)]
+    pub nothing: &'static str,
+}
+
+/// `inrush recover`'s report: as JSON on stdout, or for people on stderr.
+pub fn print_recovered(r: &Recovered, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    let lists = [&r.recreated, &r.committed, &r.rolled_back, &r.left_alone];
+    if lists.iter().all(|l| l.is_empty()) {
+        eprintln!("nothing to recover: {}", r.nothing);
+    }
+    for gid in &r.committed {
+        eprintln!("committed {gid} (its load or job had decided to commit)");
+    }
+    for gid in &r.rolled_back {
+        eprintln!("rolled back {gid} (its load or job had not decided, or did not keep it)");
+    }
+    for what in &r.left_alone {
+        eprintln!("left alone: {what}");
+    }
+    for what in &r.recreated {
+        eprintln!("recreated {what}");
+    }
+    Ok(())
+}
+
 pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string(s)?);

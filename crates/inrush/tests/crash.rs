@@ -354,6 +354,13 @@ fn killed_loader_leaves_a_journal_that_recover_restores() {
         assert!(status.success(), "{status}\n{stderr}");
         assert!(stderr.contains("nothing to recover"), "{stderr}");
         assert_eq!(db.definitions(), before);
+        // The same, for a script.
+        let args = ["recover", "--to", &db.conninfo, "--json"];
+        let (status, stdout, _) = run(&args, Duration::from_secs(30));
+        assert!(status.success(), "{status}");
+        let said: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+        assert_eq!(said["recreated"], serde_json::json!([]), "{stdout}");
+        assert_eq!(said["left_alone"], serde_json::json!([]), "{stdout}");
     }
 }
 
