@@ -66,37 +66,39 @@ pub fn step(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutco
 
 async fn run(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutcome> {
     let mut jobs = XaJobs::connect(target).await?;
-    let outcome = match step {
+    let outcome = step_on(&mut jobs, job, step).await;
+    let _ = jobs.conn.disconnect().await;
+    outcome.map(|mut outcome| {
+        outcome.notes.append(&mut jobs.notes);
+        outcome
+    })
+}
+
+/// `step` of `job` over the coordinator's connection.
+async fn step_on(jobs: &mut XaJobs<'_>, job: &str, step: &JobStep) -> Result<JobOutcome> {
+    match step {
         JobStep::Begin {
             table,
             overwrite,
             parts,
             batch,
             keep_indexes: _,
-        } => match jobs.conn().await {
-            Ok(conn) => match catalog::read(conn, table, target.database()).await {
-                Ok(table) => {
-                    let how = (*overwrite, *parts);
-                    begin(conn, job, &table.qualified(), how, batch.as_ref()).await
-                }
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        JobStep::Commit { winners, batch } => match jobs.lock(job).await {
-            Ok(()) => inrush_load::job::commit(&mut jobs, job, winners, batch.as_ref()).await,
-            Err(e) => Err(e),
-        },
-        JobStep::Abort => match jobs.lock(job).await {
-            Ok(()) => inrush_load::job::abort(&mut jobs, job).await,
-            Err(e) => Err(e),
-        },
-    };
-    let _ = jobs.conn.disconnect().await;
-    outcome.map(|mut outcome| {
-        outcome.notes.append(&mut jobs.notes);
-        outcome
-    })
+        } => {
+            let database = jobs.options.database();
+            let conn = jobs.conn().await?;
+            let table = catalog::read(conn, table, database).await?;
+            let how = (*overwrite, *parts);
+            begin(conn, job, &table.qualified(), how, batch.as_ref()).await
+        }
+        JobStep::Commit { winners, batch } => {
+            jobs.lock(job).await?;
+            inrush_load::job::commit(jobs, job, winners, batch.as_ref()).await
+        }
+        JobStep::Abort => {
+            jobs.lock(job).await?;
+            inrush_load::job::abort(jobs, job).await
+        }
+    }
 }
 
 /// Logs the job (unless it is logged already: a stream's tasks each begin their batch's job).

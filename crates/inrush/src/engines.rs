@@ -161,11 +161,6 @@ impl Engine for Postgres {
     fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
         let recovered = inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table)?;
         let joint = recovered.prepared;
-        let live = |t| {
-            format!(
-                "{t} (an inrush load of it is running and puts its definitions back when it ends)"
-            )
-        };
         let left_alone = joint
             .busy
             .iter()
@@ -178,7 +173,9 @@ impl Engine for Postgres {
             recreated: recreated.collect(),
             committed: joint.committed,
             rolled_back: joint.rolled_back,
-            left_alone: left_alone.chain(recovered.busy.iter().map(live)).collect(),
+            left_alone: left_alone
+                .chain(recovered.busy.iter().map(|t| Recovered::live_load(t)))
+                .collect(),
             nothing: "the DDL journal is empty, and no load left a transaction prepared",
         })
     }
@@ -233,11 +230,6 @@ impl Engine for Mariadb {
     fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
         let recovered = inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?;
         let jobs = recovered.jobs;
-        let live = |t| {
-            format!(
-                "{t} (an inrush load of it is running and puts its definitions back when it ends)"
-            )
-        };
         let left_alone = jobs
             .busy
             .iter()
@@ -250,7 +242,7 @@ impl Engine for Mariadb {
             recreated: recreated.collect(),
             committed: jobs.committed,
             rolled_back: jobs.rolled_back,
-            left_alone: left_alone.chain(recovered.busy.iter().map(live)).collect(),
+            left_alone: left_alone.chain(recovered.busy.iter().map(|t| Recovered::live_load(t))).collect(),
             nothing: "the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared",
         })
     }

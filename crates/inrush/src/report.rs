@@ -249,6 +249,15 @@ pub struct Recovered {
     pub nothing: &'static str,
 }
 
+impl Recovered {
+    /// How a table left to the live load that holds it is said, on every engine.
+    pub fn live_load(table: &str) -> String {
+        format!(
+            "{table} (an inrush load of it is running and puts its definitions back when it ends)"
+        )
+    }
+}
+
 /// `inrush recover`'s report: as JSON on stdout, or for people on stderr.
 pub fn print_recovered(r: &Recovered, json: bool) -> Result<()> {
     if json {
