@@ -14,8 +14,8 @@
 //! Every engine is a [`target::Target`], and [`load_into`] is the one driver of all of them
 //! (PostgreSQL, MariaDB/MySQL, SQLite): the engine's crate owns everything said to its engine,
 //! its catalog, statements and commit; this crate says nothing to any server, and the rules
-//! every engine shares (options an engine lacks in [`support`], exit codes in [`Kind`], the
-//! commit records and each connection's fate at the commit in [`commits`], the asking after a
+//! every engine shares (options an engine does not carry out in [`support`], exit codes in [`Kind`], the
+//! finding of refused rows in a batch in [`isolate`], the commit records and each connection's fate at the commit in [`commits`], the asking after a
 //! lost COMMIT answer in [`outcome`], the watch for a
 //! silent server in [`pulse`]) are written here once.
 //!
@@ -30,6 +30,7 @@ pub mod create;
 mod drive;
 pub mod encoder;
 mod error;
+pub mod isolate;
 pub mod job;
 mod options;
 pub mod order;

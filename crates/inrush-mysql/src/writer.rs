@@ -6,10 +6,11 @@
 //! savepoint, and when the server's warnings (level Warning or Error; Notes are what strict
 //! mode accepts, such as a decimal rounded to its scale) or its affected-row count say a row
 //! did not go in as given, the chunk is rolled back to the savepoint and its rows go in again
-//! without the bad ones: those the warnings name by row are left out and the rest loaded again
-//! in one statement; when a warning names no row (a duplicate key), the rows are inserted one by
-//! one with strict-mode INSERTs, whose errors name each bad row. Each bad row is reported to the
-//! pipeline, which rejects it or ends the load.
+//! without the bad ones ([`inrush_load::isolate`]): those the warnings name by row go again
+//! alone and the rest around them; when a warning names no row (a duplicate key), the rows go
+//! in halves until the bad one is alone. A row alone goes as a strict-mode INSERT, whose error
+//! names what is wrong where LOAD DATA only warned. Each bad row is reported to the pipeline,
+//! which rejects it or ends the load.
 //!
 //! Rows go as multi-row prepared INSERTs instead, under the same savepoint and the same checks,
 //! when the server does not allow `LOAD DATA LOCAL`, or when a LOAD DATA would hold the table's
@@ -26,6 +27,7 @@ use crate::options::MysqlOptions;
 use crate::value::{lines, unescape_line};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use inrush_load::isolate::Isolation;
 use inrush_load::{Interrupt, Result, Watch};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Value};
@@ -156,71 +158,153 @@ impl ChunkWriter {
         rows: u64,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
-        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
-        conn.query_drop("SAVEPOINT inrush_chunk")
-            .await
-            .map_err(fail("a savepoint before loading"))?;
-        let (warnings, affected) = match self.method {
-            Method::LoadData => (self.load(conn, data).await?, conn.affected_rows()),
-            Method::Insert => self.insert_all(conn, data).await?,
-        };
-        let clean = warnings.is_empty()
-            && (self.conflict == Conflict::Replace
-                || affected == rows
-                || self.conflict == Conflict::Skip);
-        if clean {
+        let (warnings, affected) = self.attempt(conn, data, rows).await?;
+        if warnings.is_empty() {
             return Ok(rows);
         }
         if let Some(engine) = &self.non_transactional {
-            let kept = format!("; {} is {engine}, which cannot roll back: the rows written so far stay in the table, this chunk's included", self.table);
-            return match warnings.iter().find_map(|w| w.row.map(|r| (r, &w.message))) {
-                Some((row, message)) => {
-                    refused(row - 1, without_row(message.clone()) + &kept).map(|()| affected)
-                }
-                None => Err(inrush_load::Error::ServerRefused {
-                    location: None,
-                    message: match warnings.first() {
-                        Some(w) => w.message.clone(),
-                        None => format!("{affected} of {rows} rows went in"),
-                    } + &kept,
-                    sqlstate: None,
-                }),
-            };
+            return self.kept(engine, warnings, refused).map(|()| affected);
         }
+        self.rollback(conn).await?;
+        // The whole chunk was the first attempt; what it was refused for starts the search.
+        let lines = lines(data);
+        let mut isolation = Isolation::new(lines.len());
+        let mut written = 0;
+        let mut range = isolation.next();
+        let mut answer = Some(warnings);
+        while let Some(sent) = range {
+            let warnings = match answer.take() {
+                Some(warnings) => warnings,
+                // A row alone goes as a strict-mode INSERT, whose error says more than LOAD
+                // DATA's warning ("Incorrect date value", not "Data truncated").
+                None if sent.len() == 1 => self.insert_one(conn, lines[sent.start]).await?,
+                None => {
+                    let mut again = Vec::with_capacity(data.len());
+                    for line in &lines[sent.clone()] {
+                        again.extend_from_slice(line);
+                        again.push(b'\n');
+                    }
+                    self.attempt(conn, &again.into(), sent.len() as u64)
+                        .await?
+                        .0
+                }
+            };
+            if warnings.is_empty() {
+                written += sent.len() as u64;
+                isolation.accepted();
+            } else {
+                self.rollback(conn).await?;
+                self.refuse(&mut isolation, &warnings, refused)?;
+            }
+            range = isolation.next();
+        }
+        Ok(written)
+    }
+
+    /// Sends `rows` lines under a savepoint; returns what made a row bad (none when they went
+    /// in as given; else the savepoint is still to roll back to) and the rows affected.
+    async fn attempt(
+        &self,
+        conn: &mut Conn,
+        data: &Bytes,
+        rows: u64,
+    ) -> Result<(Vec<Warning>, u64)> {
+        conn.query_drop("SAVEPOINT inrush_chunk")
+            .await
+            .map_err(engine_error(format!(
+                "a savepoint before loading into {}",
+                self.table
+            )))?;
+        let (mut warnings, affected) = match self.method {
+            Method::LoadData => (self.load(conn, data).await?, conn.affected_rows()),
+            Method::Insert => self.insert_all(conn, data).await?,
+        };
+        if warnings.is_empty() && self.conflict == Conflict::Error && affected != rows {
+            warnings.push(Warning {
+                code: 0,
+                row: None,
+                message: format!("{affected} of {rows} rows went in"),
+            });
+        }
+        Ok((warnings, affected))
+    }
+
+    /// One row as a strict-mode INSERT under the savepoint; what made it bad, if anything.
+    async fn insert_one(&self, conn: &mut Conn, line: &[u8]) -> Result<Vec<Warning>> {
+        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
+        conn.query_drop("SAVEPOINT inrush_chunk")
+            .await
+            .map_err(fail("a savepoint before a row"))?;
+        let params: Vec<Value> = unescape_line(line)
+            .map(|f| f.map_or(Value::NULL, Value::Bytes))
+            .collect();
+        match conn.exec_drop(self.insert_sql(1), params).await {
+            Err(mysql_async::Error::Server(e)) => Ok(vec![Warning {
+                code: e.code,
+                row: None,
+                message: e.message,
+            }]),
+            Err(e) => Err(fail("inserting a row")(e)),
+            Ok(()) if conn.get_warnings() > 0 => self.bad_warnings(conn).await,
+            Ok(()) => Ok(Vec::new()),
+        }
+    }
+
+    async fn rollback(&self, conn: &mut Conn) -> Result<()> {
         conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
             .await
-            .map_err(fail("rolling back a chunk"))?;
-        let lines = lines(data);
-        let named: Vec<(usize, String)> = warnings
-            .iter()
-            .filter_map(|w| w.row.map(|r| (r - 1, without_row(w.message.clone()))))
-            .filter(|(r, _)| *r < lines.len())
-            .collect();
-        let every_warning_named = !warnings.is_empty() && warnings.iter().all(|w| w.row.is_some());
-        if every_warning_named {
-            let mut bad = vec![false; lines.len()];
-            for (row, message) in named {
-                if !bad[row] {
-                    bad[row] = true;
-                    refused(row, message)?;
-                }
-            }
-            let kept: Vec<usize> = (0..lines.len()).filter(|&i| !bad[i]).collect();
-            let mut again = Vec::with_capacity(data.len());
-            for &i in &kept {
-                again.extend_from_slice(lines[i]);
-                again.push(b'\n');
-            }
-            if self.method == Method::LoadData && self.load(conn, &again.into()).await?.is_empty() {
-                return Ok(kept.len() as u64);
-            }
-            conn.query_drop("ROLLBACK TO SAVEPOINT inrush_chunk")
-                .await
-                .map_err(fail("rolling back a chunk"))?;
-            return self.one_by_one(conn, &lines, &kept, refused).await;
+            .map_err(engine_error(format!(
+                "rolling back a chunk into {}",
+                self.table
+            )))
+    }
+
+    /// Reports the rows a refused attempt gave away: the rows the warnings name (when every
+    /// warning names one) go again alone, as strict-mode INSERTs, and the rest around them;
+    /// else the attempt is halved ([`Isolation::suspected`]). A row refused alone is rejected.
+    fn refuse(
+        &self,
+        isolation: &mut Isolation,
+        warnings: &[Warning],
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<()> {
+        let named: Vec<usize> = match warnings.iter().all(|w| w.row.is_some()) {
+            true => warnings
+                .iter()
+                .filter_map(|w| w.row?.checked_sub(1))
+                .collect(),
+            false => Vec::new(),
+        };
+        for row in isolation.suspected(&named) {
+            let message = warnings.first().map(|w| w.message.clone());
+            refused(row, without_row(message.unwrap_or_default()))?;
         }
-        let all: Vec<usize> = (0..lines.len()).collect();
-        self.one_by_one(conn, &lines, &all, refused).await
+        Ok(())
+    }
+
+    /// A table that cannot roll back keeps the chunk's rows: the load ends at its first bad
+    /// row, saying so.
+    fn kept(
+        &self,
+        engine: &str,
+        warnings: Vec<Warning>,
+        refused: &mut dyn FnMut(usize, String) -> Result<()>,
+    ) -> Result<()> {
+        let kept = format!("; {} is {engine}, which cannot roll back: the rows written so far stay in the table, this chunk's included", self.table);
+        match warnings.iter().find_map(|w| w.row.map(|r| (r, &w.message))) {
+            Some((row, message)) => {
+                refused(row.saturating_sub(1), without_row(message.clone()) + &kept)
+            }
+            None => Err(inrush_load::Error::ServerRefused {
+                location: None,
+                message: warnings
+                    .first()
+                    .map(|w| w.message.clone())
+                    .unwrap_or_default()
+                    + &kept,
+                sqlstate: None,
+            }),
+        }
     }
 
     /// One `LOAD DATA LOCAL` of `data`; returns the warnings that make a row bad.
@@ -336,52 +420,6 @@ impl ChunkWriter {
             })
             .filter(|w| w.code != 0)
             .collect())
-    }
-
-    /// Strict-mode INSERTs of the rows `which`, one by one under a savepoint each: an error or
-    /// a warning makes the row bad.
-    async fn one_by_one(
-        &self,
-        conn: &mut Conn,
-        lines: &[&[u8]],
-        which: &[usize],
-        refused: &mut dyn FnMut(usize, String) -> Result<()>,
-    ) -> Result<u64> {
-        let sql = self.insert_sql(1);
-        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
-        let stmt = conn.prep(&sql).await.map_err(fail("preparing an INSERT"))?;
-        let mut written = 0;
-        for &i in which {
-            let params: Vec<Value> = unescape_line(lines[i])
-                .map(|f| f.map_or(Value::NULL, Value::Bytes))
-                .collect();
-            conn.query_drop("SAVEPOINT inrush_row")
-                .await
-                .map_err(fail("a savepoint before a row"))?;
-            let outcome = match conn.exec_drop(&stmt, params).await {
-                Err(mysql_async::Error::Server(e)) => Some(without_row(e.message)),
-                Err(e) => {
-                    return Err(engine_error(format!("inserting a row into {}", self.table))(e))
-                }
-                Ok(()) if conn.get_warnings() > 0 => self
-                    .bad_warnings(conn)
-                    .await?
-                    .into_iter()
-                    .next()
-                    .map(|w| without_row(w.message)),
-                Ok(()) => None,
-            };
-            match outcome {
-                None => written += 1,
-                Some(message) => {
-                    conn.query_drop("ROLLBACK TO SAVEPOINT inrush_row")
-                        .await
-                        .map_err(fail("rolling back a row"))?;
-                    refused(i, message)?;
-                }
-            }
-        }
-        Ok(written)
     }
 }
 

@@ -8,7 +8,8 @@
 //!
 //! A statement a constraint refuses (UNIQUE, CHECK, NOT NULL of a column the input does not
 //! feed) has none of its rows inserted (SQLite undoes the statement, not the transaction);
-//! its rows are then inserted one by one, and each refused one is reported with its index.
+//! its rows are then inserted in halves until each refused one is alone
+//! ([`inrush_load::isolate`]), and reported with its index.
 //!
 //! Text and blobs are bound in place (`SQLITE_STATIC`) from the chunk, through [`Insert`], a
 //! prepared statement of its own: rusqlite binds a copy of each (`SQLITE_TRANSIENT`), a malloc
@@ -16,6 +17,7 @@
 
 use crate::value::{Bound, Values};
 use crate::{failed, quote};
+use inrush_load::isolate::Isolation;
 use inrush_load::{Interrupt, Result, Watch};
 use rusqlite::ffi;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -157,7 +159,7 @@ impl<'c> RowWriter<'c> {
                 }
                 Err(e) if refuses_a_row(&e) => {
                     let batch = &data[start..data.len() - values.rest().len()];
-                    written += self.one_by_one(batch, n, done, refused)?;
+                    written += self.isolate(batch, n, done, refused)?;
                 }
                 Err(e) => return Err(failed("inserting rows")(e)),
             }
@@ -166,31 +168,48 @@ impl<'c> RowWriter<'c> {
         Ok(written)
     }
 
-    /// Inserts a refused statement's rows one at a time, reporting each refused one.
-    fn one_by_one(
+    /// Inserts a refused statement's rows in the attempts [`Isolation`] says (SQLite names no
+    /// row, so a refused attempt is halved), reporting each refused row. A refused statement
+    /// changed nothing: SQLite undoes the statement, not the transaction.
+    fn isolate(
         &mut self,
         batch: &[u8],
         rows: usize,
         first: usize,
         refused: &mut dyn FnMut(usize, String) -> Result<()>,
     ) -> Result<u64> {
-        let mut values = Values::new(batch);
         let (conn, width) = (self.conn, self.columns);
+        // Where each row's values start in the batch, and where the last ends.
+        let mut values = Values::new(batch);
+        let mut starts = Vec::with_capacity(rows + 1);
+        for _ in 0..rows {
+            starts.push(batch.len() - values.rest().len());
+            values.by_ref().take(width).for_each(drop);
+        }
+        starts.push(batch.len() - values.rest().len());
+        let mut isolation = Isolation::new(rows);
         let mut written = 0;
-        let mut changed_rows = 0;
-        let stmt = self.statement(1)?;
-        for i in 0..rows {
-            stmt.bind(&mut values, width)?;
-            match stmt.execute(conn) {
+        while let Some(range) = isolation.next() {
+            let mut values = Values::new(&batch[starts[range.start]..starts[range.end]]);
+            let inserted = {
+                let stmt = self.statement(range.len())?;
+                stmt.bind(&mut values, range.len() * width)?;
+                stmt.execute(conn)
+            };
+            match inserted {
                 Ok(changed) => {
-                    changed_rows += changed as u64;
-                    written += 1;
+                    self.changed += changed as u64;
+                    written += range.len() as u64;
+                    isolation.accepted();
                 }
-                Err(e) if refuses_a_row(&e) => refused(first + i, message(&e))?,
-                Err(e) => return Err(failed("inserting a row")(e)),
+                Err(e) if refuses_a_row(&e) => {
+                    for row in isolation.refused(&[], false) {
+                        refused(first + row, message(&e))?;
+                    }
+                }
+                Err(e) => return Err(failed("inserting rows")(e)),
             }
         }
-        self.changed += changed_rows;
         Ok(written)
     }
 }

@@ -10,6 +10,7 @@ use crate::ConnectOptions;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use inrush_encode::binary_copy;
+use inrush_load::isolate::Isolation;
 use inrush_load::rejects::Rejects;
 use inrush_load::stages::{Shared, CANCEL_POLL};
 use inrush_load::worker::{Chunk, WorkerPlan};
@@ -697,13 +698,8 @@ async fn run_isolating(
 }
 
 /// COPYs a chunk; when the server refuses a row, rolls back to before the attempt, puts the
-/// row named by COPY's error context (or, when none is named, the one bisection finds) into the
-/// reject file, and COPYs the rest again. Returns the rows loaded.
-///
-/// The rest goes in windows: a refused row halves the rows the next attempt sends, an
-/// accepted attempt doubles them. Sending the whole rest after each refused row cost a run of
-/// bad rows (an input loaded a second time: every key a duplicate) the square of its length
-/// in bytes sent and checked; windows bound the waste to about twice the chunk.
+/// row named by COPY's error context (or, when none is named, the one halving finds) into the
+/// reject file, and COPYs the rest again, as [`Isolation`] says. Returns the rows loaded.
 async fn load_isolating(
     client: &Client,
     statement: &str,
@@ -717,17 +713,14 @@ async fn load_isolating(
             "a chunk without its rows index in rejects mode".into(),
         ));
     };
-    let n = index.tuples.len();
     let slice = |r: &std::ops::Range<usize>| {
-        let start = index
-            .tuples
-            .get(r.start)
-            .map_or(chunk.data.len(), |&t| t as usize);
-        let end = index
-            .tuples
-            .get(r.end)
-            .map_or(chunk.data.len(), |&t| t as usize);
-        chunk.data.slice(start..end)
+        let at = |i: usize| {
+            index
+                .tuples
+                .get(i)
+                .map_or(chunk.data.len(), |&t| t as usize)
+        };
+        chunk.data.slice(at(r.start)..at(r.end))
     };
     // Two round trips an attempt, not five: the COPY is prepared once for the chunk, and
     // what the savepoint needs before an attempt goes in the same write as its COPY.
@@ -737,20 +730,8 @@ async fn load_isolating(
         .map_err(|e| query_error("COPY", e))?;
     let mut settle = Settle::Open;
     let mut loaded = 0;
-    let mut window = n;
-    // Ranges to COPY, each with whether it goes whole: the rows before a refused one were
-    // read by the server without complaint, and go in one attempt whatever the window.
-    let mut work = vec![(0..n, false)];
-    while let Some((range, whole)) = work.pop() {
-        if range.is_empty() {
-            continue;
-        }
-        let range = if whole || range.len() <= window {
-            range
-        } else {
-            work.push((range.start + window..range.end, false));
-            range.start..range.start + window
-        };
+    let mut isolation = Isolation::new(index.tuples.len());
+    while let Some(range) = isolation.next() {
         // `join` polls the savepoint's statement first, so it is sent first: the driver
         // sends each request on its first poll and answers them in order.
         let (settled, copied) = futures_util::future::join(
@@ -759,59 +740,45 @@ async fn load_isolating(
         )
         .await;
         settled.map_err(|e| query_error(settle.before_attempt(), e))?;
-        match copied {
+        let e = match copied {
             Ok(k) => {
                 settle = Settle::Release;
                 loaded += k;
-                if !whole {
-                    window = window.saturating_mul(2).min(n);
-                }
+                isolation.accepted();
+                continue;
             }
-            Err(e) => {
-                let Some(db) = e
-                    .as_db_error()
-                    .filter(|db| is_about_a_row(db.code().code()))
-                else {
-                    return Err(query_error("COPY", e));
-                };
-                settle = Settle::RollBack;
-                let named = db
-                    .where_()
-                    .and_then(row_in_error_context)
-                    .map(|k| k as usize)
-                    .filter(|&k| k >= 1 && k <= range.len());
-                let culprit = match (range.len(), named) {
-                    (1, _) => Some(range.start),
-                    (_, Some(k)) => Some(range.start + k - 1),
-                    _ => None,
-                };
-                match culprit {
-                    Some(row) => {
-                        let (raw, location) = plan.row_source(chunk, index, row);
-                        let column = db
-                            .column()
-                            .map(str::to_string)
-                            .or_else(|| db.where_().and_then(column_in_error_context));
-                        let location = match column {
-                            Some(c) => location.field(c, None),
-                            None => location,
-                        };
-                        let mut reason = db.message().to_string();
-                        if let Some(detail) = db.detail() {
-                            reason.push_str(&format!(" ({detail})"));
-                        }
-                        rejects.reject(raw, false, &location, &reason, Some(db.code().code()))?;
-                        window = (window / 2).max(1);
-                        work.push((row + 1..range.end, false));
-                        work.push((range.start..row, true));
-                    }
-                    None => {
-                        let mid = range.start + range.len() / 2;
-                        work.push((mid..range.end, false));
-                        work.push((range.start..mid, false));
-                    }
-                }
+            Err(e) => e,
+        };
+        let Some(db) = e
+            .as_db_error()
+            .filter(|db| is_about_a_row(db.code().code()))
+        else {
+            return Err(query_error("COPY", e));
+        };
+        settle = Settle::RollBack;
+        // COPY stops at the row it names: the rows before it were read without complaint.
+        let named: Vec<usize> = db
+            .where_()
+            .and_then(row_in_error_context)
+            .filter(|&k| k >= 1)
+            .map(|k| k as usize - 1)
+            .into_iter()
+            .collect();
+        for row in isolation.refused(&named, true) {
+            let (raw, location) = plan.row_source(chunk, index, row);
+            let column = db
+                .column()
+                .map(str::to_string)
+                .or_else(|| db.where_().and_then(column_in_error_context));
+            let location = match column {
+                Some(c) => location.field(c, None),
+                None => location,
+            };
+            let mut reason = db.message().to_string();
+            if let Some(detail) = db.detail() {
+                reason.push_str(&format!(" ({detail})"));
             }
+            rejects.reject(raw, false, &location, &reason, Some(db.code().code()))?;
         }
     }
     if let Some(end) = settle.at_end() {
