@@ -36,7 +36,7 @@ pub fn load_into(
     let started = Instant::now();
     reporter.phase(Phase::Inspect);
     opts.validate()?;
-    crate::support::refuse(target.lacks(), opts)?;
+    crate::support::refuse(target.supports(), opts)?;
     target.beside(opts, reporter, &mut || {
         // Prepare and plan: the inputs opened, the table read, what the load does around it.
         let mut load = prepare(target, opts)?;
@@ -594,7 +594,7 @@ pub fn plan_into(target: &dyn Target, opts: &LoadOptions, input: Option<&str>) -
         ),
         None => None,
     };
-    crate::support::refuse(target.lacks(), opts)?;
+    crate::support::refuse(target.supports(), opts)?;
     let table = target.prepare(opts, None)?;
     target.plan(&table, &table.columns, opts, input_size)
 }

@@ -21,6 +21,37 @@ pub trait Claims: Send + Sync {
     fn left_over(&self) -> Result<Vec<(u64, u64)>>;
 }
 
+/// A target's ledger of the blocks committed into one table (see `inrush_postgres::ledger` for
+/// the design), kept in tables of the engine's own: the engine stores and reads rows, the rule
+/// of [`open`] is written here once. Recording a block belongs to the engine's commit, in the
+/// transaction that holds the block's rows.
+#[allow(async_fn_in_trait)]
+pub trait Ledger {
+    /// Makes the ledger's tables when missing (and, in a ledger made before inrush recorded
+    /// where an input's data starts, that column), safe beside another process doing the same.
+    async fn create(&mut self) -> Result<()>;
+    /// Registers the input unless it is registered already, by an earlier run or by another
+    /// process at the same moment; a registration older than `data_start` learns it.
+    async fn register(&mut self, id: &InputFile) -> Result<()>;
+    /// The registration's size, modification time and fingerprint.
+    async fn registered(&mut self, id: &InputFile) -> Result<Option<(i64, String, String)>>;
+    /// The input's committed blocks, by offset.
+    async fn blocks(&mut self, id: &InputFile) -> Result<Vec<Committed>>;
+}
+
+/// Registers the input in `ledger`, or checks it is the one registered, and returns its
+/// committed blocks by offset. Registering before reading the registration is what lets two
+/// processes start the same load together: whichever comes first registers, and both compare
+/// with that.
+pub async fn open(ledger: &mut impl Ledger, id: &InputFile) -> Result<Vec<Committed>> {
+    ledger.create().await?;
+    ledger.register(id).await?;
+    if let Some((size, mtime, fingerprint)) = ledger.registered(id).await? {
+        unchanged(id, (size, &mtime, &fingerprint))?;
+    }
+    ledger.blocks(id).await
+}
+
 /// A rerun's starting point.
 pub struct Resume {
     /// Offsets of blocks committed past a gap, skipped as they come.

@@ -1,6 +1,7 @@
-//! Options only some engines carry out. Each engine lists what it lacks, and why, in one
-//! table ([`crate::Target::lacks`]); one rule refuses them, before anything is read or
-//! changed, with exit 2 and the same sentence whatever the engine.
+//! Options only some engines carry out. Each engine names those it carries out, in one table
+//! ([`crate::Target::supports`]), with what it does instead of some others; one rule refuses
+//! every other, before anything is read or changed, with exit 2 and one sentence. An option an
+//! engine does not name is refused: a new engine carries out nothing it has not said it does.
 
 use crate::{Error, LoadOptions, PartitionRouting, Result};
 
@@ -24,6 +25,17 @@ pub enum Feature {
 }
 
 impl Feature {
+    /// Every feature, for the refusal to go through (a new one is added here too).
+    pub const ALL: [Feature; 7] = [
+        Feature::Text,
+        Feature::DateStyle,
+        Feature::DisableTriggers,
+        Feature::FastUnsafe,
+        Feature::Route,
+        Feature::Prepare,
+        Feature::Stage,
+    ];
+
     /// As the user writes it.
     pub fn option(self) -> &'static str {
         match self {
@@ -51,36 +63,61 @@ impl Feature {
     }
 }
 
-/// What an engine cannot do, each with why (a sentence that says what the engine does
-/// instead, or which engines have it).
-pub type Lacks = &'static [(Feature, &'static str)];
+/// What an engine carries out of the [`Feature`]s, and, for some it does not, what it does
+/// instead or which engines have them (a sentence).
+#[derive(Debug, Clone, Copy)]
+pub struct Support {
+    /// The engine as users name it, for the refusal of an option it says nothing about.
+    pub engine: &'static str,
+    pub carries: &'static [Feature],
+    pub instead: &'static [(Feature, &'static str)],
+}
 
-/// Refuses the first option of `opts` that the engine `lacks`.
-pub fn refuse(lacks: Lacks, opts: &LoadOptions) -> Result<()> {
-    match lacks.iter().find(|(feature, _)| feature.asked(opts)) {
-        Some((feature, why)) => Err(Error::Usage(format!("{}: {why}", feature.option()))),
-        None => Ok(()),
-    }
+/// Refuses the first option of `opts` that the engine does not carry out.
+pub fn refuse(support: &Support, opts: &LoadOptions) -> Result<()> {
+    let Some(feature) = Feature::ALL
+        .into_iter()
+        .find(|f| f.asked(opts) && !support.carries.contains(f))
+    else {
+        return Ok(());
+    };
+    let why = match support.instead.iter().find(|(f, _)| *f == feature) {
+        Some((_, why)) => why.to_string(),
+        None => format!("not carried out on {}", support.engine),
+    };
+    Err(Error::Usage(format!("{}: {why}", feature.option())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const LACKS: Lacks = &[
-        (Feature::Text, "rows are always text here"),
-        (Feature::Route, "no partitions here"),
-    ];
+    const SUPPORT: Support = Support {
+        engine: "Nothing",
+        carries: &[Feature::FastUnsafe],
+        instead: &[(Feature::Route, "no partitions here")],
+    };
 
     #[test]
-    fn only_an_option_asked_for_is_refused_and_the_refusal_names_it() {
+    fn only_an_option_asked_for_and_not_carried_out_is_refused_and_the_refusal_names_it() {
         let mut opts = LoadOptions::new("in.csv", "t");
-        assert!(refuse(LACKS, &opts).is_ok());
+        assert!(refuse(&SUPPORT, &opts).is_ok());
         opts.plan.fast_unsafe = true;
-        assert!(refuse(LACKS, &opts).is_ok(), "not lacked");
+        assert!(refuse(&SUPPORT, &opts).is_ok(), "carried out");
         opts.routing = PartitionRouting::Server;
-        let err = refuse(LACKS, &opts).unwrap_err();
+        let err = refuse(&SUPPORT, &opts).unwrap_err();
         assert_eq!(err.kind(), crate::Kind::Usage);
         assert_eq!(err.to_string(), "--route: no partitions here");
+    }
+
+    #[test]
+    fn an_option_the_engine_says_nothing_about_is_refused() {
+        let mut opts = LoadOptions::new("in.csv", "t");
+        opts.plan.disable_triggers = true;
+        let err = refuse(&SUPPORT, &opts).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--disable-triggers: not carried out on Nothing"
+        );
     }
 }

@@ -21,7 +21,7 @@ use crate::shared::{Shared, CANCEL_POLL};
 use crate::sources::Sources;
 use crate::stages::spawn_error;
 use crate::summary::{Blocks, Log, Parallelism};
-use crate::support::Lacks;
+use crate::support::Support;
 use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
 use bytes::Bytes;
@@ -32,6 +32,30 @@ use std::sync::Arc;
 
 pub use crate::encoder::{At, PlainFields, Refused, RowEncoder, RowWriter};
 
+/// A runtime of its own for the calling thread, for an engine whose driver is async: the
+/// pipeline's threads are plain threads, each connection is used by one of them at a time,
+/// and the CPU work is in the workers, so one thread drives it.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("starting a runtime: {e}")))
+}
+
+/// The result of a future that never waits: a synchronous engine's side of a rule written
+/// once as async (the engine's methods do their work when called). A future that would wait
+/// is an error, never a hang.
+pub fn at_once<T>(future: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(done) => done,
+        std::task::Poll::Pending => {
+            Err(Error::Internal("a synchronous engine's step waited".into()))
+        }
+    }
+}
+
 /// A target engine, opened on one database.
 pub trait Target: Sync {
     /// The engine and its version, for the summary (`SQLite 3.50.4`).
@@ -40,9 +64,9 @@ pub trait Target: Sync {
     /// How rows are written, for the summary (`multi-row INSERT`).
     fn method(&self) -> &'static str;
 
-    /// Options this engine cannot carry out, and why; refused by [`crate::support::refuse`]
-    /// before anything is read or changed.
-    fn lacks(&self) -> Lacks;
+    /// The options of [`crate::support::Feature`] this engine carries out; every other is
+    /// refused by [`crate::support::refuse`] before anything is read or changed.
+    fn supports(&self) -> &'static Support;
 
     /// Runs the whole `load` with what the engine watches beside it (PostgreSQL: sessions
     /// outside the load holding a lock it waits on, told to `reporter`, and a server that
@@ -260,21 +284,29 @@ impl Table {
 
 /// Writes encoded rows inside the load's transaction; dropping it rolls back.
 pub trait Writer: Send {
-    /// Writes `rows` rows encoded in `data`. A row the engine refuses (a constraint) is passed
-    /// to `refused` with its index in the chunk, the engine's message and the column it names
-    /// (for the reject log, with the row's value there); when `refused`
-    /// accepts it (the user allows rejects) the other rows are written, else the load ends
-    /// with its error. `block` (under `--resume`): which block of the input the rows are; they
-    /// are committed with its ledger row (whose `rows` the writer fills in). Returns how many
-    /// rows were written. `data` is the chunk's own buffer, so a writer that hands the bytes
-    /// on (MariaDB's `LOAD DATA LOCAL` stream) need not copy them.
+    /// Writes `rows` rows encoded in `data` in the writer's open transaction. A row the engine
+    /// refuses (a constraint) is passed to `refused` with its index in the chunk, the engine's
+    /// message and the column it names (for the reject log, with the row's value there); when
+    /// `refused` accepts it (the user allows rejects) the other rows are written, else the load
+    /// ends with its error. Returns how many rows were written. `data` is the chunk's own
+    /// buffer, so a writer that hands the bytes on (MariaDB's `LOAD DATA LOCAL` stream) need
+    /// not copy them.
     fn write(
         &mut self,
         data: &Bytes,
         rows: u64,
-        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64>;
+
+    /// `--resume`: begins the transaction of one block's rows ([`in_block`]).
+    fn begin_block(&mut self) -> Result<()>;
+
+    /// `--resume`: records `block` in the ledger inside the block's transaction, and commits.
+    fn commit_block(&mut self, block: Block) -> Result<()>;
+
+    /// `--resume`: rolls a block's transaction back after an error, as far as the connection
+    /// still can (the error said is the first one).
+    fn roll_back_block(&mut self);
 
     /// After every chunk is written and before any writer commits: the checks the plan left
     /// to the end of the load (foreign keys checked once over the rows). An error rolls back
@@ -599,15 +631,41 @@ fn write_all(
             next_line: chunk.next_line as i64,
             rows: 0,
         });
-        *written += match writer.as_mut() {
-            None => chunk.rows,
-            Some(writer) => {
-                writer.write(&chunk.data, chunk.rows, block, &mut |i, reason, column| {
-                    refuse_row(&chunk, i, reason, column, plan, shared)
-                })?
-            }
+        let Some(writer) = writer.as_mut() else {
+            *written += chunk.rows;
+            continue;
+        };
+        let write = |writer: &mut Box<dyn Writer>| {
+            writer.write(&chunk.data, chunk.rows, &mut |i, reason, column| {
+                refuse_row(&chunk, i, reason, column, plan, shared)
+            })
+        };
+        *written += match block {
+            None => write(writer)?,
+            Some(block) => in_block(writer, block, write)?,
         };
     }
+}
+
+/// `--resume`'s commit of one block: its rows and its ledger row (with the rows written) in a
+/// transaction of their own, committed before the next block; nothing of it when it fails.
+fn in_block<W: Writer + ?Sized>(
+    writer: &mut Box<W>,
+    block: Block,
+    write: impl FnOnce(&mut Box<W>) -> Result<u64>,
+) -> Result<u64> {
+    writer.begin_block()?;
+    let written = write(writer).and_then(|written| {
+        writer.commit_block(Block {
+            rows: written as i64,
+            ..block
+        })?;
+        Ok(written)
+    });
+    if written.is_err() {
+        writer.roll_back_block();
+    }
+    written
 }
 
 /// A row the engine refused: into the reject file when the user allows rejects, else the

@@ -74,10 +74,7 @@ impl Claim {
         table: &str,
         interrupt: &Interrupt,
     ) -> Result<Claim> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| Error::Internal(format!("starting a runtime: {e}")))?;
+        let rt = inrush_load::target::runtime()?;
         let name = lock_name(schema, table);
         let conn = options.run(&rt, async {
             let mut conn = options.connect().await?;

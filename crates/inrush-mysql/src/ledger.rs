@@ -39,53 +39,52 @@ async fn has_data_start(conn: &mut Conn) -> Result<bool> {
 }
 
 /// Registers the input for `table` (or checks it is unchanged) and returns its committed
-/// blocks by offset.
+/// blocks by offset ([`inrush_load::resume::open`]).
 pub async fn open(conn: &mut Conn, table: &str, id: &InputFile) -> Result<Vec<Committed>> {
-    for sql in [CREATE_INPUTS, CREATE_LEDGER] {
-        conn.query_drop(sql)
-            .await
-            .map_err(engine_error("creating the inrush_load_ledger table"))?;
-    }
-    // A ledger made before inrush recorded where the data starts gets the column (an ALTER
-    // only then: it waits for every transaction that read the table). Another process may add
-    // it at the same moment: its duplicate (1060, ER_DUP_FIELDNAME) is as good. (Not `ADD
-    // COLUMN IF NOT EXISTS`, which MySQL does not have.)
-    if !has_data_start(conn).await? {
-        match conn
+    inrush_load::resume::open(&mut Ledger { conn, table }, id).await
+}
+
+/// The ledger of one table, on one connection.
+struct Ledger<'c> {
+    conn: &'c mut Conn,
+    table: &'c str,
+}
+
+impl inrush_load::resume::Ledger for Ledger<'_> {
+    async fn create(&mut self) -> Result<()> {
+        for sql in [CREATE_INPUTS, CREATE_LEDGER] {
+            self.conn
+                .query_drop(sql)
+                .await
+                .map_err(engine_error("creating the inrush_load_ledger table"))?;
+        }
+        // A ledger made before inrush recorded where the data starts gets the column (an
+        // ALTER only then: it waits for every transaction that read the table). Another
+        // process may add it at the same moment: its duplicate (1060, ER_DUP_FIELDNAME) is as
+        // good. (Not `ADD COLUMN IF NOT EXISTS`, which MySQL does not have.)
+        if has_data_start(self.conn).await? {
+            return Ok(());
+        }
+        match self
+            .conn
             .query_drop("ALTER TABLE inrush_load_inputs ADD COLUMN data_start BIGINT NULL")
             .await
         {
-            Err(mysql_async::Error::Server(e)) if e.code == 1060 => {}
-            added => added.map_err(engine_error("adding data_start to inrush_load_inputs"))?,
+            Err(mysql_async::Error::Server(e)) if e.code == 1060 => Ok(()),
+            added => added.map_err(engine_error("adding data_start to inrush_load_inputs")),
         }
     }
-    let known: Option<(i64, String, String)> = conn
-        .exec_first(
-            "SELECT size, mtime, fingerprint FROM inrush_load_inputs \
-             WHERE tbl = ? AND input = ? AND block_size = ?",
-            (table, &id.input, id.block_size),
-        )
-        .await
-        .map_err(engine_error("reading inrush_load_inputs"))?;
-    match known {
-        Some((size, mtime, fingerprint)) => {
-            inrush_load::resume::unchanged(id, (size, &mtime, &fingerprint))?;
-            // A ledger older than `data_start` learns it here.
-            conn.exec_drop(
-                "UPDATE inrush_load_inputs SET data_start = ? \
-                 WHERE tbl = ? AND input = ? AND block_size = ? AND data_start IS NULL",
-                (id.data_start, table, &id.input, id.block_size),
-            )
-            .await
-            .map_err(engine_error("recording where the input's data starts"))?;
-        }
-        None => conn
+
+    async fn register(&mut self, id: &InputFile) -> Result<()> {
+        // Not INSERT IGNORE: that would also cut a path too long for the key, silently.
+        self.conn
             .exec_drop(
                 "INSERT INTO inrush_load_inputs \
                  (tbl, input, block_size, size, mtime, fingerprint, data_start) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 VALUES (?, ?, ?, ?, ?, ?, ?) \
+                 ON DUPLICATE KEY UPDATE data_start = COALESCE(data_start, VALUES(data_start))",
                 (
-                    table,
+                    self.table,
                     &id.input,
                     id.block_size,
                     id.size,
@@ -95,26 +94,42 @@ pub async fn open(conn: &mut Conn, table: &str, id: &InputFile) -> Result<Vec<Co
                 ),
             )
             .await
-            .map_err(engine_error("registering the input in inrush_load_inputs"))?,
+            .map_err(engine_error("registering the input in inrush_load_inputs"))
     }
-    let rows: Vec<(i64, i64, i64, i64, i64)> = conn
-        .exec(
-            "SELECT block_offset, block_len, first_line, next_line, `rows` FROM inrush_load_ledger \
-             WHERE tbl = ? AND input = ? AND block_size = ? ORDER BY block_offset",
-            (table, &id.input, id.block_size),
-        )
-        .await
-        .map_err(engine_error("reading inrush_load_ledger"))?;
-    Ok(rows
-        .into_iter()
-        .map(|(offset, len, first_line, next_line, rows)| Committed {
-            offset,
-            len,
-            first_line,
-            next_line,
-            rows,
-        })
-        .collect())
+
+    async fn registered(&mut self, id: &InputFile) -> Result<Option<(i64, String, String)>> {
+        self.conn
+            .exec_first(
+                "SELECT size, mtime, fingerprint FROM inrush_load_inputs \
+                 WHERE tbl = ? AND input = ? AND block_size = ?",
+                (self.table, &id.input, id.block_size),
+            )
+            .await
+            .map_err(engine_error("reading inrush_load_inputs"))
+    }
+
+    async fn blocks(&mut self, id: &InputFile) -> Result<Vec<Committed>> {
+        let rows: Vec<(i64, i64, i64, i64, i64)> = self
+            .conn
+            .exec(
+                "SELECT block_offset, block_len, first_line, next_line, `rows` \
+                 FROM inrush_load_ledger WHERE tbl = ? AND input = ? AND block_size = ? \
+                 ORDER BY block_offset",
+                (self.table, &id.input, id.block_size),
+            )
+            .await
+            .map_err(engine_error("reading inrush_load_ledger"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(offset, len, first_line, next_line, rows)| Committed {
+                offset,
+                len,
+                first_line,
+                next_line,
+                rows,
+            })
+            .collect())
+    }
 }
 
 /// Records a block in the connection's open transaction (the one holding the block's rows).

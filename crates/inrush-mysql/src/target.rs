@@ -16,7 +16,8 @@ use inrush_load::commits::Fate;
 use inrush_load::job::Prepare;
 use inrush_load::plan::{ForeignKeyDecision, IndexAction};
 use inrush_load::summary::Log;
-use inrush_load::support::{Feature, Lacks};
+use inrush_load::support::{Feature, Support};
+pub(crate) use inrush_load::target::runtime;
 use inrush_load::target::{
     self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Share, Target, Writer,
 };
@@ -97,14 +98,34 @@ impl MysqlTarget {
     }
 }
 
-/// A runtime of its own for each caller: the pipeline's threads are plain threads, and each
-/// connection is used by one of them at a time.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("starting a runtime: {e}")))
-}
+/// A MariaDB part of a distributed write waits as an XA transaction.
+const SUPPORT: Support = Support {
+    engine: "MariaDB/MySQL",
+    carries: &[Feature::Prepare],
+    instead: &[
+        (
+            Feature::Text,
+            "PostgreSQL's text COPY; MariaDB is always given LOAD DATA's text",
+        ),
+        (
+            Feature::DateStyle,
+            "MariaDB reads dates as YYYY-MM-DD and has no date style to set",
+        ),
+        (
+            Feature::DisableTriggers,
+            "MariaDB cannot disable a table's triggers",
+        ),
+        (Feature::FastUnsafe, "for SQLite targets only"),
+        (
+            Feature::Route,
+            "partitions are routed by inrush on PostgreSQL only; MariaDB routes its own",
+        ),
+        (
+            Feature::Stage,
+            "a part waits as an XA transaction (--prepare) on MariaDB/MySQL; staged parts are PostgreSQL's",
+        ),
+    ],
+};
 
 impl Target for MysqlTarget {
     fn version(&self) -> String {
@@ -141,30 +162,8 @@ impl Target for MysqlTarget {
         inrush_load::pulse::explained(loaded, "MariaDB", self.options.cut_because())
     }
 
-    fn lacks(&self) -> Lacks {
-        &[
-            (
-                Feature::Text,
-                "PostgreSQL's text COPY; MariaDB is always given LOAD DATA's text",
-            ),
-            (
-                Feature::DateStyle,
-                "MariaDB reads dates as YYYY-MM-DD and has no date style to set",
-            ),
-            (
-                Feature::DisableTriggers,
-                "MariaDB cannot disable a table's triggers",
-            ),
-            (Feature::FastUnsafe, "for SQLite targets only"),
-            (
-                Feature::Route,
-                "partitions are routed by inrush on PostgreSQL only; MariaDB routes its own",
-            ),
-            (
-                Feature::Stage,
-                "a part waits as an XA transaction (--prepare) on MariaDB/MySQL; staged parts are PostgreSQL's",
-            ),
-        ]
+    fn supports(&self) -> &'static Support {
+        &SUPPORT
     }
 
     fn prepare(
@@ -1048,7 +1047,6 @@ impl Writer for MysqlWriter {
         &mut self,
         data: &Bytes,
         rows: u64,
-        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
         // The reject log names the column the server's message names.
@@ -1056,44 +1054,46 @@ impl Writer for MysqlWriter {
             let column = writer::column_in_message(&message);
             refused(i, message, column)
         };
-        let conn = self
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
-        let (Some(block), Some((table, input))) = (block, &self.resume) else {
-            let written = self.chunks.write(conn, data, rows, refused);
-            return self.options.run(&self.rt, written);
-        };
-        let chunks = &self.chunks;
+        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
+        let written = self.chunks.write(conn, data, rows, refused);
+        self.options.run(&self.rt, written)
+    }
+
+    fn begin_block(&mut self) -> Result<()> {
+        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
+        let begun = conn.query_drop("START TRANSACTION");
         self.options.run(&self.rt, async {
-            conn.query_drop("START TRANSACTION")
+            begun
                 .await
-                .map_err(engine_error("starting a block's transaction"))?;
-            let written = async {
-                let written = chunks.write(conn, data, rows, refused).await?;
-                let block = Block {
-                    rows: written as i64,
-                    ..block
-                };
-                crate::ledger::record(conn, table, input, block).await?;
-                conn.query_drop("COMMIT")
-                    .await
-                    .map_err(engine_error("committing a block"))?;
-                Ok::<_, Error>(written)
-            }
-            .await;
-            if written.is_err() {
-                let _ = conn.query_drop("ROLLBACK").await;
-            }
-            written
+                .map_err(engine_error("starting a block's transaction"))
         })
     }
 
+    fn commit_block(&mut self, block: Block) -> Result<()> {
+        let Some((table, input)) = &self.resume else {
+            return Err(Error::Internal(
+                "a block committed by a load without --resume".into(),
+            ));
+        };
+        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
+        self.options.run(&self.rt, async {
+            crate::ledger::record(conn, table, input, block).await?;
+            conn.query_drop("COMMIT")
+                .await
+                .map_err(engine_error("committing a block"))
+        })
+    }
+
+    fn roll_back_block(&mut self) {
+        if let Some(conn) = self.conn.as_mut() {
+            let _ = self
+                .options
+                .run(&self.rt, async { Ok(conn.query_drop("ROLLBACK").await) });
+        }
+    }
+
     fn check(&mut self) -> Result<()> {
-        let conn = self
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
         let table = self.chunks.table();
         for key in &self.deferred {
             // The connection's open transaction: it sees its own rows, uncommitted, and no
@@ -1138,10 +1138,7 @@ impl Writer for MysqlWriter {
         if !self.books.record {
             return Ok(false);
         }
-        let conn = self
-            .conn
-            .as_mut()
-            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
         let table = (self.table.0.as_str(), self.table.1.as_str());
         let recorded = crate::commits::record(conn, table, share);
         self.options.run(&self.rt, recorded)?;
@@ -1149,10 +1146,7 @@ impl Writer for MysqlWriter {
     }
 
     fn commit(mut self: Box<Self>) -> Result<Committed> {
-        let mut conn = self
-            .conn
-            .take()
-            .ok_or_else(|| Error::Internal("a writer without its connection".into()))?;
+        let mut conn = self.conn.take().ok_or_else(lost_writer)?;
         let resumed = self.resume.is_some();
         let locked = self.locked;
         // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
@@ -1213,6 +1207,11 @@ impl Writer for MysqlWriter {
             Ok(done)
         })
     }
+}
+
+/// A writer used after its commit took the connection.
+fn lost_writer() -> Error {
+    Error::Internal("a writer without its connection".into())
 }
 
 /// A value of a text-protocol row as the user wrote it.

@@ -76,10 +76,7 @@ pub fn interrupt_watch(
             let _ = conn.disconnect().await;
             killed.map_err(engine_error("KILL QUERY"))
         };
-        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
+        if let Ok(rt) = inrush_load::target::runtime() {
             let _ = rt.block_on(kill);
         }
     })

@@ -68,56 +68,83 @@ impl std::ops::Deref for InputIdentity {
 /// can fail on the catalog's unique keys, and cooperating processes start together.
 const LEDGER_DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('inrush.load_ledger'))";
 
-/// Registers the input (or checks it is unchanged) and returns its committed blocks by offset.
+/// Registers the input (or checks it is unchanged) and returns its committed blocks by offset
+/// ([`inrush_load::resume::open`]).
 pub async fn open(client: &Client, id: &InputIdentity) -> inrush_load::Result<Vec<Committed>> {
-    client
-        .batch_execute(&format!(
-            "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_LEDGER}; COMMIT"
-        ))
-        .await
-        .map_err(query_error("creating the inrush.load_ledger table"))?;
-    // Another process starting the same load may register the input at the same moment:
-    // whichever comes first registers it, and every process compares with that. (A ledger
-    // older than `data_start` learns it here.)
-    client
-        .execute(
-            "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint, data_start) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (table_oid, input, block_size) DO UPDATE SET data_start = EXCLUDED.data_start \
-             WHERE load_inputs.data_start IS NULL",
-            &[&id.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint, &id.data_start],
-        )
-        .await
-        .map_err(query_error("registering the input in inrush.load_inputs"))?;
-    let known = client
-        .query_opt(
-            "SELECT size, mtime, fingerprint FROM inrush.load_inputs WHERE table_oid = $1 AND input = $2 AND block_size = $3",
-            &[&id.table_oid, &id.input, &id.block_size],
-        )
-        .await
-        .map_err(query_error("reading inrush.load_inputs"))?;
-    if let Some(row) = known {
-        let then: (i64, String, String) = (row.get(0), row.get(1), row.get(2));
-        inrush_load::resume::unchanged(&id.file, (then.0, &then.1, &then.2))?;
+    let mut ledger = Ledger {
+        client,
+        table_oid: id.table_oid,
+    };
+    inrush_load::resume::open(&mut ledger, &id.file).await
+}
+
+/// The ledger of one table, by its oid.
+struct Ledger<'c> {
+    client: &'c Client,
+    table_oid: u32,
+}
+
+impl inrush_load::resume::Ledger for Ledger<'_> {
+    async fn create(&mut self) -> inrush_load::Result<()> {
+        self.client
+            .batch_execute(&format!(
+                "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_LEDGER}; COMMIT"
+            ))
+            .await
+            .map_err(query_error("creating the inrush.load_ledger table"))?;
+        Ok(())
     }
-    let rows = client
-        .query(
-            "SELECT block_offset, block_len, first_line, next_line, rows FROM inrush.load_ledger \
-             WHERE table_oid = $1 AND input = $2 AND block_size = $3 ORDER BY block_offset",
-            &[&id.table_oid, &id.input, &id.block_size],
-        )
-        .await
-        .map_err(query_error("reading inrush.load_ledger"))?;
-    Ok(rows
-        .iter()
-        .map(|r| Committed {
-            offset: r.get(0),
-            len: r.get(1),
-            first_line: r.get(2),
-            next_line: r.get(3),
-            rows: r.get(4),
-        })
-        .collect())
+
+    async fn register(&mut self, id: &InputFile) -> inrush_load::Result<()> {
+        self.client
+            .execute(
+                "INSERT INTO inrush.load_inputs (table_oid, input, block_size, size, mtime, fingerprint, data_start) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                 ON CONFLICT (table_oid, input, block_size) DO UPDATE SET data_start = EXCLUDED.data_start \
+                 WHERE load_inputs.data_start IS NULL",
+                &[&self.table_oid, &id.input, &id.block_size, &id.size, &id.mtime, &id.fingerprint, &id.data_start],
+            )
+            .await
+            .map_err(query_error("registering the input in inrush.load_inputs"))?;
+        Ok(())
+    }
+
+    async fn registered(
+        &mut self,
+        id: &InputFile,
+    ) -> inrush_load::Result<Option<(i64, String, String)>> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT size, mtime, fingerprint FROM inrush.load_inputs WHERE table_oid = $1 AND input = $2 AND block_size = $3",
+                &[&self.table_oid, &id.input, &id.block_size],
+            )
+            .await
+            .map_err(query_error("reading inrush.load_inputs"))?;
+        Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+    }
+
+    async fn blocks(&mut self, id: &InputFile) -> inrush_load::Result<Vec<Committed>> {
+        let rows = self
+            .client
+            .query(
+                "SELECT block_offset, block_len, first_line, next_line, rows FROM inrush.load_ledger \
+                 WHERE table_oid = $1 AND input = $2 AND block_size = $3 ORDER BY block_offset",
+                &[&self.table_oid, &id.input, &id.block_size],
+            )
+            .await
+            .map_err(query_error("reading inrush.load_ledger"))?;
+        Ok(rows
+            .iter()
+            .map(|r| Committed {
+                offset: r.get(0),
+                len: r.get(1),
+                first_line: r.get(2),
+                next_line: r.get(3),
+                rows: r.get(4),
+            })
+            .collect())
+    }
 }
 
 /// Whether the block at `offset` is committed.

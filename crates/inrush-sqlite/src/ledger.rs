@@ -6,6 +6,7 @@
 
 use crate::{catalog, failed};
 use inrush_core::ledger::{Committed, InputFile, LoadStatus, Recorded};
+use inrush_load::target::at_once;
 use inrush_load::{Error, Result};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::path::Path;
@@ -52,42 +53,31 @@ fn create(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// Registers the input for `table` (or checks it is unchanged) and returns its committed
-/// blocks by offset.
+/// blocks by offset ([`inrush_load::resume::open`]).
 pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Committed>> {
-    create(conn).map_err(failed("creating the inrush_load_ledger table"))?;
-    let known = conn
-        .query_row(
-            "SELECT size, mtime, fingerprint FROM inrush_load_inputs \
-             WHERE tbl = ?1 AND input = ?2 AND block_size = ?3",
-            (table, &id.input, id.block_size),
-            |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                ))
-            },
-        )
-        .optional()
-        .map_err(failed("reading inrush_load_inputs"))?;
-    match known {
-        Some((size, mtime, fingerprint)) => {
-            inrush_load::resume::unchanged(id, (size, &mtime, &fingerprint))?;
-            // A ledger older than `data_start` learns it here.
-            conn.execute(
-                "UPDATE inrush_load_inputs SET data_start = ?4 \
-                 WHERE tbl = ?1 AND input = ?2 AND block_size = ?3 AND data_start IS NULL",
-                (table, &id.input, id.block_size, id.data_start),
-            )
-            .map_err(failed("recording where the input's data starts"))?;
-        }
-        None => {
-            conn.execute(
+    at_once(inrush_load::resume::open(&mut Ledger { conn, table }, id))
+}
+
+/// The ledger of one table, in one database file. Its methods do their work when called.
+struct Ledger<'c> {
+    conn: &'c Connection,
+    table: &'c str,
+}
+
+impl inrush_load::resume::Ledger for Ledger<'_> {
+    async fn create(&mut self) -> Result<()> {
+        create(self.conn).map_err(failed("creating the inrush_load_ledger table"))
+    }
+
+    async fn register(&mut self, id: &InputFile) -> Result<()> {
+        self.conn
+            .execute(
                 "INSERT INTO inrush_load_inputs \
                  (tbl, input, block_size, size, mtime, fingerprint, data_start) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                 ON CONFLICT DO UPDATE SET data_start = coalesce(data_start, excluded.data_start)",
                 (
-                    table,
+                    self.table,
                     &id.input,
                     id.block_size,
                     id.size,
@@ -96,17 +86,32 @@ pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Commit
                     id.data_start,
                 ),
             )
-            .map_err(failed("registering the input in inrush_load_inputs"))?;
-        }
+            .map(drop)
+            .map_err(failed("registering the input in inrush_load_inputs"))
     }
-    let mut stmt = conn
-        .prepare(
-            "SELECT block_offset, block_len, first_line, next_line, rows FROM inrush_load_ledger \
-             WHERE tbl = ?1 AND input = ?2 AND block_size = ?3 ORDER BY block_offset",
-        )
-        .map_err(failed("reading inrush_load_ledger"))?;
-    let blocks = stmt
-        .query_map((table, &id.input, id.block_size), |r| {
+
+    async fn registered(&mut self, id: &InputFile) -> Result<Option<(i64, String, String)>> {
+        self.conn
+            .query_row(
+                "SELECT size, mtime, fingerprint FROM inrush_load_inputs \
+                 WHERE tbl = ?1 AND input = ?2 AND block_size = ?3",
+                (self.table, &id.input, id.block_size),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .optional()
+            .map_err(failed("reading inrush_load_inputs"))
+    }
+
+    async fn blocks(&mut self, id: &InputFile) -> Result<Vec<Committed>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT block_offset, block_len, first_line, next_line, rows \
+                 FROM inrush_load_ledger WHERE tbl = ?1 AND input = ?2 AND block_size = ?3 \
+                 ORDER BY block_offset",
+            )
+            .map_err(failed("reading inrush_load_ledger"))?;
+        stmt.query_map((self.table, &id.input, id.block_size), |r| {
             Ok(Committed {
                 offset: r.get(0)?,
                 len: r.get(1)?,
@@ -116,8 +121,8 @@ pub fn open(conn: &Connection, table: &str, id: &InputFile) -> Result<Vec<Commit
             })
         })
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .map_err(failed("reading inrush_load_ledger"))?;
-    Ok(blocks)
+        .map_err(failed("reading inrush_load_ledger"))
+    }
 }
 
 /// Records a block in the connection's open transaction (the one holding the block's rows).

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use inrush_core::catalog::{IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
-use inrush_load::support::{Feature, Lacks};
+use inrush_load::support::{Feature, Support};
 use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
 use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
@@ -84,6 +84,35 @@ impl SqliteTarget {
     }
 }
 
+/// SQLite trades its own safety for speed on request; the rest is other engines'.
+const SUPPORT: Support = Support {
+    engine: "SQLite",
+    carries: &[Feature::FastUnsafe],
+    instead: &[
+        (
+            Feature::Text,
+            "PostgreSQL's text COPY; SQLite is given bound values",
+        ),
+        (
+            Feature::DateStyle,
+            "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set",
+        ),
+        (
+            Feature::DisableTriggers,
+            "SQLite cannot disable a table's triggers",
+        ),
+        (Feature::Route, "SQLite has no partitioned tables"),
+        (
+            Feature::Prepare,
+            "SQLite has no two-phase commit (and a file takes one writer at a time)",
+        ),
+        (
+            Feature::Stage,
+            "SQLite takes one writer at a time: a distributed write's tasks could not load beside each other",
+        ),
+    ],
+};
+
 impl Target for SqliteTarget {
     fn version(&self) -> String {
         format!("SQLite {}", rusqlite::version())
@@ -93,30 +122,8 @@ impl Target for SqliteTarget {
         "multi-row INSERT"
     }
 
-    fn lacks(&self) -> Lacks {
-        &[
-            (
-                Feature::Text,
-                "PostgreSQL's text COPY; SQLite is given bound values",
-            ),
-            (
-                Feature::DateStyle,
-                "SQLite stores dates as ISO 8601 text (YYYY-MM-DD) and has no date style to set",
-            ),
-            (
-                Feature::DisableTriggers,
-                "SQLite cannot disable a table's triggers",
-            ),
-            (Feature::Route, "SQLite has no partitioned tables"),
-            (
-                Feature::Prepare,
-                "SQLite has no two-phase commit (and a file takes one writer at a time)",
-            ),
-            (
-                Feature::Stage,
-                "SQLite takes one writer at a time: a distributed write's tasks could not load beside each other",
-            ),
-        ]
+    fn supports(&self) -> &'static Support {
+        &SUPPORT
     }
 
     fn prepare(
@@ -513,7 +520,6 @@ impl Writer for SqliteWriter {
         &mut self,
         data: &Bytes,
         rows: u64,
-        block: Option<Block>,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
         // The reject log names the column SQLite's message names.
@@ -521,27 +527,27 @@ impl Writer for SqliteWriter {
             let column = crate::writer::column_in_message(&message);
             refused(i, message, column)
         };
-        let (Some(block), Some(input)) = (block, self.resume.clone()) else {
-            return self.insert(data, rows, refused);
-        };
+        self.insert(data, rows, refused)
+    }
+
+    fn begin_block(&mut self) -> Result<()> {
         self.conn
             .execute_batch("BEGIN IMMEDIATE")
-            .map_err(failed("starting a block's transaction"))?;
-        let written = self.insert(data, rows, refused).and_then(|written| {
-            let block = Block {
-                rows: written as i64,
-                ..block
-            };
-            crate::ledger::record(&self.conn, &self.table, &input, block)?;
-            self.conn
-                .execute_batch("COMMIT")
-                .map_err(failed("committing a block"))?;
-            Ok(written)
-        });
-        if written.is_err() {
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
-        written
+            .map_err(failed("starting a block's transaction"))
+    }
+
+    fn commit_block(&mut self, block: Block) -> Result<()> {
+        let input = self.resume.as_ref().ok_or_else(|| {
+            Error::Internal("a block committed by a load without --resume".into())
+        })?;
+        crate::ledger::record(&self.conn, &self.table, input, block)?;
+        self.conn
+            .execute_batch("COMMIT")
+            .map_err(failed("committing a block"))
+    }
+
+    fn roll_back_block(&mut self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
     }
 
     fn commit(self: Box<Self>) -> Result<Committed> {

@@ -48,7 +48,8 @@ use inrush_core::{Reporter, SqlType, TargetColumn};
 use inrush_load::commits::EarlierLoad;
 use inrush_load::sources::Sources;
 use inrush_load::summary::Parallelism;
-use inrush_load::support::{Feature, Lacks};
+use inrush_load::support::{Feature, Support};
+pub(crate) use inrush_load::target::runtime;
 use inrush_load::target::{self, Committed, Encoding, Streams, Target};
 use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, PartitionRouting, Result};
 use sink::Destination;
@@ -153,11 +154,22 @@ impl PostgresTarget {
     }
 }
 
-/// Options PostgreSQL has no use for.
-pub const LACKS: Lacks = &[(
-    Feature::FastUnsafe,
-    "for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)",
-)];
+/// PostgreSQL carries out every option but SQLite's own.
+pub const SUPPORT: Support = Support {
+    engine: "PostgreSQL",
+    carries: &[
+        Feature::Text,
+        Feature::DateStyle,
+        Feature::DisableTriggers,
+        Feature::Route,
+        Feature::Prepare,
+        Feature::Stage,
+    ],
+    instead: &[(
+        Feature::FastUnsafe,
+        "for SQLite targets only (PostgreSQL's own trade of safety for speed is an UNLOGGED table, which inrush leaves to you)",
+    )],
+};
 
 impl Target for PostgresTarget {
     fn version(&self) -> String {
@@ -172,8 +184,8 @@ impl Target for PostgresTarget {
         }
     }
 
-    fn lacks(&self) -> Lacks {
-        LACKS
+    fn supports(&self) -> &'static Support {
+        &SUPPORT
     }
 
     fn beside(
@@ -345,14 +357,6 @@ impl Target for PostgresTarget {
     }
 }
 
-/// The async runtime for the connections: one thread, since the CPU work is in the workers.
-pub(crate) fn runtime() -> Result<Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Internal(format!("starting the async runtime: {e}")))
-}
-
 /// `inrush plan`: what a load of `input` into `table` would do around the COPY (`resume`: a
 /// load with `--resume`), read from the catalog without claiming the table.
 pub fn plan(
@@ -379,7 +383,7 @@ pub fn plan(
         plan: opts,
         ..LoadOptions::new("", table)
     };
-    inrush_load::support::refuse(LACKS, &load)?;
+    inrush_load::support::refuse(&SUPPORT, &load)?;
     let opts = inrush_load::PlanOptions {
         keep_keys: load.keeps_keys().or(opts.keep_keys),
         ..opts
