@@ -1,185 +1,239 @@
-//! What every engine must do, run on each of PostgreSQL, MariaDB and SQLite through the
-//! command line: an engine is done when it passes these. The same mistakes exit with the same
-//! code (the README's table) and change nothing; good rows round-trip; a bad row loads nothing
-//! unless rejects are allowed, and then only it is left out; `--check` writes nothing; a
-//! `--resume` rerun loads nothing twice; a table `--create` made takes the same file again.
+//! What every engine must do, through the command line: an engine is done when it passes
+//! these. Each check is its own test, run on each engine ([`suite!`] at the end), against a
+//! database of its own: good rows are stored as the engine's own bulk path stores the same
+//! file (PostgreSQL's COPY, MariaDB's strict `LOAD DATA INFILE`, SQLite's `.import`), from CSV,
+//! JSON lines and Parquet, over one connection or several; the same mistakes exit with the
+//! same code (the README's table) and change nothing; a bad row loads nothing unless rejects
+//! are allowed, and then only it is left out; `--check` writes nothing; `--resume` reruns load
+//! nothing twice and `status` shows them; `--on-conflict`, `--truncate`, `--columns` and
+//! `--create` do what they say; `plan` and `recover` answer.
+//!
+//! A new engine adds its [`Engine`] and one line to the suite.
+
+mod mariadb_common;
+mod sqlite_common;
 
 use inrush_testkit::{Db, MariaDb};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 
-/// A database of one engine, as the tests make and read it.
+/// A database of one engine, as the checks make and read it.
 struct Engine {
     name: &'static str,
     /// For `--to`.
     to: String,
     exec: Box<dyn Fn(&str)>,
-    /// How many rows `table` holds.
-    count: Box<dyn Fn(&str) -> i64>,
+    /// The first column of the first row of a query, as text.
+    value: Box<dyn Fn(&str) -> String>,
+    /// Every row of a table, in the order of its first column, as text.
+    dump: Box<dyn Fn(&str) -> Vec<String>>,
+    /// The engine's own bulk load of a CSV file with a header into a table.
+    bulk: Box<dyn Fn(&Path, &str)>,
     /// Where the engine refuses to connect (a server nobody listens on, a file in no
     /// directory).
     unreachable: &'static str,
-    _dir: Option<tempfile::TempDir>,
+    /// The inputs' directory, readable by the server.
+    dir: tempfile::TempDir,
+}
+
+impl Engine {
+    fn count(&self, table: &str) -> i64 {
+        let n = (self.value)(&format!("SELECT COUNT(*) FROM {table}"));
+        n.parse().unwrap()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        mariadb_common::write(self.dir.path(), name, text)
+    }
+
+    /// `inrush load INPUT --to TO --table TABLE` plus `extra`, with `--header` for a CSV.
+    fn load(&self, input: &Path, table: &str, extra: &[&str]) -> (i32, String) {
+        let input = input.to_str().unwrap();
+        let mut args = vec!["load", input, "--no-progress", "--to", &self.to];
+        args.extend(["--table", table]);
+        if input.ends_with(".csv") {
+            args.push("--header");
+        }
+        args.extend_from_slice(extra);
+        inrush_testkit::run(BIN, &args)
+    }
+
+    /// Loads `csv` into `ours` with inrush (plus `extra`, from `input` when given) and into
+    /// `theirs` with the engine's own bulk path, both made with `columns`, and compares them.
+    fn loads_as_its_own_bulk_path(
+        &self,
+        columns: &str,
+        csv: &Path,
+        input: Option<&Path>,
+        extra: &[&str],
+    ) {
+        let name = self.name;
+        for table in ["ours", "theirs"] {
+            (self.exec)(&format!("CREATE TABLE {table} {columns}"));
+        }
+        (self.bulk)(csv, "theirs");
+        let (code, out) = self.load(input.unwrap_or(csv), "ours", extra);
+        assert_eq!(code, 0, "{name}: {out}");
+        let theirs = (self.dump)("theirs");
+        assert!(!theirs.is_empty(), "{name}: the bulk path loaded nothing");
+        assert_eq!((self.dump)("ours"), theirs, "{name}: {out}");
+    }
+}
+
+/// The columns of the typed checks: types every engine has.
+const TYPED: &str =
+    "(id INTEGER PRIMARY KEY, name VARCHAR(40), amount DECIMAL(10,2), day DATE, note VARCHAR(200))";
+
+/// The columns of the checks of other inputs.
+const NAMED: &str = "(id INTEGER PRIMARY KEY, name VARCHAR(40))";
+
+/// `rows` rows for [`TYPED`], with a header: quotes, commas, Unicode, signs, leap days.
+fn typed_csv(rows: usize) -> String {
+    let mut csv = String::from("id,name,amount,day,note\n");
+    for i in 1..=rows {
+        let day = ["2024-02-29", "1999-12-31", "2000-01-01"][i % 3];
+        let note = ["plain", "\"a, \"\"quoted\"\" note\"", "ünïcødé ✓"][i % 3];
+        let amount = format!("{}{}.{:02}", ["", "-"][i % 2], i % 1000, i % 100);
+        csv.push_str(&format!("{i},name {i},{amount},{day},{note}\n"));
+    }
+    csv
 }
 
 fn postgres() -> Engine {
-    let db = std::rc::Rc::new(Db::fresh("conformance"));
-    let (exec, count) = (db.clone(), db.clone());
+    let db = Rc::new(Db::fresh("conformance"));
+    let (exec, value, dump, bulk) = (db.clone(), db.clone(), db.clone(), db);
     Engine {
         name: "PostgreSQL",
-        to: db.conninfo.clone(),
+        to: exec.conninfo.clone(),
         exec: Box::new(move |sql| exec.exec(sql)),
-        count: Box::new(move |t| count.int(&format!("SELECT count(*) FROM {t}"))),
+        value: Box::new(move |sql| value.text(&format!("SELECT ({sql})::text"))),
+        dump: Box::new(move |t| {
+            let rows = dump.rows(&format!("SELECT {t}::text FROM {t} ORDER BY {t}.id"));
+            rows.into_iter().map(|r| r[0].clone().unwrap()).collect()
+        }),
+        bulk: Box::new(move |csv, t| {
+            let text = std::fs::read_to_string(csv).unwrap();
+            let (_, rows) = text.split_once('\n').unwrap();
+            bulk.copy_csv(t, rows.as_bytes());
+        }),
         unreachable: "postgresql://inrush@127.0.0.1:1/nothing",
-        _dir: None,
+        dir: tempfile::tempdir().unwrap(),
     }
 }
 
 fn mariadb() -> Engine {
-    let db = std::rc::Rc::new(MariaDb::fresh("conformance"));
-    let (exec, count) = (db.clone(), db.clone());
+    let db = Rc::new(MariaDb::fresh("conformance"));
+    let (exec, value, dump, bulk) = (db.clone(), db.clone(), db.clone(), db.clone());
     Engine {
         name: "MariaDB",
         to: db.url.clone(),
         exec: Box::new(move |sql| exec.exec(sql)),
-        count: Box::new(move |t| {
-            count.rows(&format!("SELECT COUNT(*) FROM {t}"))[0]
-                .parse()
-                .unwrap()
-        }),
+        value: Box::new(move |sql| value.rows(sql)[0].clone()),
+        dump: Box::new(move |t| dump.rows(&format!("SELECT * FROM {t} ORDER BY 1"))),
+        bulk: Box::new(move |csv, t| mariadb_common::server_load(&bulk, csv, t).unwrap()),
         unreachable: "mysql://inrush:inrush@127.0.0.1:1/nothing",
-        _dir: None,
+        dir: mariadb_common::shared_dir(),
     }
 }
 
 fn sqlite() -> Engine {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.db");
-    let (exec, count) = (path.clone(), path.clone());
+    let open = {
+        let path = path.clone();
+        move || rusqlite::Connection::open(&path).unwrap()
+    };
+    let (exec, value, dump) = (open.clone(), open.clone(), open);
     Engine {
         name: "SQLite",
         to: path.to_str().unwrap().to_string(),
-        exec: Box::new(move |sql| {
-            rusqlite::Connection::open(&exec)
-                .unwrap()
-                .execute_batch(sql)
-                .unwrap()
+        exec: Box::new(move |sql| exec().execute_batch(sql).unwrap()),
+        value: Box::new(move |sql| {
+            let v: rusqlite::types::Value = value().query_row(sql, [], |r| r.get(0)).unwrap();
+            match v {
+                rusqlite::types::Value::Integer(n) => n.to_string(),
+                rusqlite::types::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            }
         }),
-        count: Box::new(move |t| {
-            rusqlite::Connection::open(&count)
-                .unwrap()
-                .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
-                .unwrap()
+        dump: Box::new(move |t| {
+            let conn = dump();
+            let mut stmt = conn
+                .prepare(&format!("SELECT * FROM {t} ORDER BY 1"))
+                .unwrap();
+            let width = stmt.column_count();
+            let rows = stmt.query_map([], |r| {
+                let values: Vec<String> = (0..width)
+                    .map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).unwrap()))
+                    .collect();
+                Ok(values.join("\t"))
+            });
+            rows.unwrap().map(Result::unwrap).collect()
         }),
+        bulk: Box::new(move |csv, t| sqlite_common::shell_import(csv, &path, t)),
         unreachable: "/nonexistent-directory/t.db",
-        _dir: Some(dir),
+        dir,
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+// ---- Good rows, from every kind of input ----
+
+fn good_rows_are_stored_as_the_engines_own_bulk_path_stores_them(engine: &Engine) {
+    let csv = engine.write("typed.csv", &typed_csv(300));
+    engine.loads_as_its_own_bulk_path(TYPED, &csv, None, &[]);
 }
 
-/// `inrush load INPUT --header --to TO --table TABLE` plus `extra`.
-fn load_to(to: &str, input: &Path, table: &str, extra: &[&str]) -> (i32, String) {
-    let mut args = vec![
-        "load",
-        input.to_str().unwrap(),
-        "--header",
-        "--no-progress",
-        "--to",
-        to,
-        "--table",
-        table,
-    ];
-    args.extend_from_slice(extra);
-    inrush_testkit::run(BIN, &args)
+fn several_connections_store_every_row_once(engine: &Engine) {
+    let csv = engine.write("many.csv", &typed_csv(20_000));
+    let extra = ["--connections", "3", "--block-size", "65536"];
+    engine.loads_as_its_own_bulk_path(TYPED, &csv, None, &extra);
 }
 
-/// Every cause of the README's table a load can meet before or while it runs, made on
-/// `engine`: its code, and the table unchanged.
-fn same_mistakes_same_codes(engine: Engine) {
-    let name = engine.name;
-    let load = |input: &Path, table: &str, extra: &[&str]| load_to(&engine.to, input, table, extra);
-    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
-    (engine.exec)("INSERT INTO t VALUES (1, 'kept')");
-    let dir = tempfile::tempdir().unwrap();
-    let good = write(dir.path(), "good.csv", "id,v\n2,a\n3,b\n");
-    let expect = |what: &str, (code, out): (i32, String), want: i32, says: &str| {
-        assert_eq!(code, want, "{name}, {what}: {out}");
-        assert!(out.contains(says), "{name}, {what}: {out}");
-        assert_eq!((engine.count)("t"), 1, "{name}, {what}: the table changed");
-    };
-
-    // 2: the command line names what is not there, or asks what cannot be.
-    expect(
-        "a missing table",
-        load(&good, "nope", &[]),
-        2,
-        "does not exist",
+fn json_lines_are_stored_as_the_same_rows_in_csv(engine: &Engine) {
+    let csv = engine.write("rows.csv", "id,name\n1,ann\n2,\"b, \"\"c\"\"\"\n3,ünï\n");
+    let jsonl = engine.write(
+        "rows.jsonl",
+        "{\"id\":1,\"name\":\"ann\"}\n{\"id\":2,\"name\":\"b, \\\"c\\\"\"}\n{\"id\":3,\"name\":\"ünï\"}\n",
     );
-    let exists = load(&good, "t", &["--create"]);
-    expect("--create of a table there", exists, 2, "exists already");
-    let absent = dir.path().join("absent.csv");
-    expect("a missing input", load(&absent, "t", &[]), 2, "absent.csv");
-    let conflict = load(&good, "t", &["--create", "--resume"]);
-    expect("options that conflict", conflict, 2, "cannot be combined");
-    let types = load(&good, "u", &["--create", "--types", "nope=text"]);
-    expect("--types for no column", types, 2, "no column \"nope\"");
-
-    // 3: the server is not there.
-    let away = load_to(engine.unreachable, &good, "t", &[]);
-    expect("an unreachable server", away, 3, "");
-
-    // 4: the input's rows are refused.
-    let bad = write(dir.path(), "bad.csv", "id,v\n2,a\nx,b\n");
-    expect("a bad value", load(&bad, "t", &[]), 4, "bad.csv");
-    let twice = write(dir.path(), "twice.csv", "id,v\n1,again\n");
-    expect("a key already there", load(&twice, "t", &[]), 4, "");
-
-    // 2: a --resume input that changed since its load began is not mixed in.
-    (engine.exec)("CREATE TABLE r (id INTEGER, v VARCHAR(10))");
-    let resumed = write(dir.path(), "resumed.csv", "id,v\n1,a\n2,b\n");
-    let (code, out) = load(&resumed, "r", &["--resume"]);
-    assert_eq!(code, 0, "{name}, --resume: {out}");
-    std::fs::write(&resumed, "id,v\n1,a\n2,b\n3,c\n").unwrap();
-    let (code, out) = load(&resumed, "r", &["--resume"]);
-    assert_eq!(code, 2, "{name}, a changed --resume input: {out}");
-    assert!(out.contains("changed since"), "{name}: {out}");
-    assert_eq!(
-        (engine.count)("r"),
-        2,
-        "{name}: the changed input was mixed in"
-    );
+    engine.loads_as_its_own_bulk_path(NAMED, &csv, Some(&jsonl), &[]);
 }
 
-/// Good rows in, as written; all or nothing; rejects; `--check`; `--resume`; `--create`.
-fn loads_as_every_engine_must(engine: &Engine) {
-    let name = engine.name;
-    let load = |input: &Path, table: &str, extra: &[&str]| load_to(&engine.to, input, table, extra);
-    let dir = tempfile::tempdir().unwrap();
+fn parquet_is_stored_as_the_same_rows_in_csv(engine: &Engine) {
+    let lines: Vec<String> = (1..=500).map(|i| format!("{i},name {i}")).collect();
+    let csv = engine.write("rows.csv", &format!("id,name\n{}\n", lines.join("\n")));
+    let parquet = engine.dir.path().join("rows.parquet");
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    inrush_testkit::id_and_strings_parquet(&parquet, &["id", "name"], &lines, 100);
+    engine.loads_as_its_own_bulk_path(NAMED, &csv, Some(&parquet), &[]);
+}
+
+// ---- All or nothing, and rejects ----
+
+/// 2,000 good rows and one bad one at the end, into `table` (made).
+fn late_bad_row(engine: &Engine, table: &str) -> PathBuf {
+    (engine.exec)(&format!("CREATE TABLE {table} (id INTEGER, v VARCHAR(20))"));
     let rows: String = (1..=2000).map(|i| format!("{i},name {i}\n")).collect();
-    let good = write(dir.path(), "good.csv", &format!("id,v\n{rows}"));
-    (engine.exec)("CREATE TABLE g (id INTEGER PRIMARY KEY, v VARCHAR(20))");
-    let (code, out) = load(&good, "g", &["--json", "--block-size", "4096"]);
-    assert_eq!(code, 0, "{name}, good rows: {out}");
-    assert!(out.contains("\"rows\":2000"), "{name}: {out}");
-    assert_eq!((engine.count)("g"), 2000, "{name}: every good row");
+    engine.write("bad.csv", &format!("id,v\n{rows}x,late\n"))
+}
 
-    // A bad row late in the input: nothing of it loads, or (rejects allowed) all but it.
-    let bad = write(dir.path(), "bad.csv", &format!("id,v\n{rows}x,late\n"));
-    (engine.exec)("CREATE TABLE b (id INTEGER, v VARCHAR(20))");
-    let (code, out) = load(&bad, "b", &["--block-size", "4096"]);
-    assert_eq!(code, 4, "{name}, a bad row: {out}");
+fn a_bad_row_loads_nothing_and_exits_4(engine: &Engine) {
+    let bad = late_bad_row(engine, "b");
+    let (code, out) = engine.load(&bad, "b", &["--block-size", "4096"]);
+    assert_eq!(code, 4, "{}: {out}", engine.name);
+    assert!(out.contains("bad.csv:2002"), "{}: {out}", engine.name);
     assert_eq!(
-        (engine.count)("b"),
+        engine.count("b"),
         0,
-        "{name}: a failed load leaves nothing"
+        "{}: a failed load leaves nothing",
+        engine.name
     );
-    let rejects = dir.path().join("b.rejects.csv");
+}
+
+fn rejects_allowed_leave_out_only_the_bad_row_and_exit_6(engine: &Engine) {
+    let bad = late_bad_row(engine, "b");
+    let rejects = engine.dir.path().join("b.rejects.csv");
     let rejects_arg = rejects.to_str().unwrap();
     let allowed = [
         "--max-errors",
@@ -189,64 +243,306 @@ fn loads_as_every_engine_must(engine: &Engine) {
         "--block-size",
         "4096",
     ];
-    let (code, out) = load(&bad, "b", &allowed);
-    assert_eq!(code, 6, "{name}, a bad row allowed: {out}");
+    let (code, out) = engine.load(&bad, "b", &allowed);
+    assert_eq!(code, 6, "{}: {out}", engine.name);
     assert_eq!(
-        (engine.count)("b"),
+        engine.count("b"),
         2000,
-        "{name}: all rows but the bad one"
+        "{}: all rows but the bad one",
+        engine.name
     );
     let refused = std::fs::read_to_string(&rejects).unwrap();
-    assert!(refused.contains("x,late"), "{name}: {refused}");
+    assert!(refused.contains("x,late"), "{}: {refused}", engine.name);
+}
 
-    // --check reads and checks, and writes nothing.
+fn rows_the_server_refuses_are_rejected_one_by_one(engine: &Engine) {
+    // Keys already there, spread through the input: the server, not the reader, refuses them.
+    (engine.exec)("CREATE TABLE k (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    (engine.exec)("INSERT INTO k VALUES (7, 'old'), (500, 'old'), (999, 'old')");
+    let rows: String = (1..=1000).map(|i| format!("{i},new\n")).collect();
+    let csv = engine.write("keys.csv", &format!("id,v\n{rows}"));
+    let rejects = engine.dir.path().join("k.rejects.csv");
+    let extra = ["--max-errors", "10", "--rejects", rejects.to_str().unwrap()];
+    let (code, out) = engine.load(&csv, "k", &extra);
+    assert_eq!(code, 6, "{}: {out}", engine.name);
+    assert_eq!(engine.count("k"), 1000, "{}: {out}", engine.name);
+    let old = engine.count("k WHERE v = 'old'");
+    assert_eq!(old, 3, "{}: the rows there stay as they were", engine.name);
+    let text = std::fs::read_to_string(&rejects).unwrap();
+    let mut refused: Vec<&str> = text.lines().filter(|l| l.ends_with(",new")).collect();
+    refused.sort();
+    assert_eq!(refused, ["500,new", "7,new", "999,new"], "{}", engine.name);
+}
+
+fn check_reads_everything_and_writes_nothing(engine: &Engine) {
     (engine.exec)("CREATE TABLE c (id INTEGER PRIMARY KEY, v VARCHAR(20))");
-    let (code, out) = load(&good, "c", &["--check"]);
-    assert_eq!(code, 0, "{name}, --check: {out}");
-    assert_eq!((engine.count)("c"), 0, "{name}: --check wrote rows");
+    let csv = engine.write("good.csv", "id,v\n1,a\n2,b\n");
+    let (code, out) = engine.load(&csv, "c", &["--check"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    assert_eq!(engine.count("c"), 0, "{}: --check wrote rows", engine.name);
+}
 
-    // --resume: a rerun of a finished load adds nothing.
-    (engine.exec)("CREATE TABLE resumed (id INTEGER, v VARCHAR(20))");
-    for run in 1..=2 {
-        let (code, out) = load(&good, "resumed", &["--resume", "--block-size", "4096"]);
-        assert_eq!(code, 0, "{name}, --resume run {run}: {out}");
-        assert_eq!(
-            (engine.count)("resumed"),
-            2000,
-            "{name}: --resume run {run}"
-        );
-    }
+// ---- What the options say ----
 
-    // What --create makes takes the same file again.
-    let typed = write(
-        dir.path(),
+/// A table `k` holding (1, 'old'), and an input with key 1 again and key 2 twice.
+fn conflicting_keys(engine: &Engine) -> PathBuf {
+    (engine.exec)("CREATE TABLE k (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    (engine.exec)("INSERT INTO k VALUES (1, 'old')");
+    engine.write("keys.csv", "id,v\n1,new\n2,first\n2,last\n")
+}
+
+fn on_conflict_skip_keeps_the_first_row_of_a_key(engine: &Engine) {
+    let csv = conflicting_keys(engine);
+    let (code, out) = engine.load(&csv, "k", &["--on-conflict", "skip"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let kept = engine.count("k WHERE (id = 1 AND v = 'old') OR (id = 2 AND v = 'first')");
+    assert_eq!((engine.count("k"), kept), (2, 2), "{}: {out}", engine.name);
+}
+
+fn on_conflict_update_keeps_the_last_row_of_a_key(engine: &Engine) {
+    let csv = conflicting_keys(engine);
+    let (code, out) = engine.load(&csv, "k", &["--on-conflict", "update"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let kept = engine.count("k WHERE (id = 1 AND v = 'new') OR (id = 2 AND v = 'last')");
+    assert_eq!((engine.count("k"), kept), (2, 2), "{}: {out}", engine.name);
+}
+
+fn truncate_replaces_what_the_table_held(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    (engine.exec)("INSERT INTO t VALUES (1, 'old'), (2, 'old'), (3, 'old')");
+    let csv = engine.write("new.csv", "id,v\n1,new\n9,new\n");
+    let (code, out) = engine.load(&csv, "t", &["--truncate"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let new = engine.count("t WHERE v = 'new'");
+    assert_eq!((engine.count("t"), new), (2, 2), "{}: {out}", engine.name);
+}
+
+fn columns_feed_the_named_columns_only(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER, v VARCHAR(20), w VARCHAR(20))");
+    let csv = engine.write("in.csv", "a,b\n1,x\n2,y\n");
+    let (code, out) = engine.load(&csv, "t", &["--columns", "id,w"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let fed = engine.count("t WHERE v IS NULL AND w IN ('x', 'y')");
+    assert_eq!(fed, 2, "{}: {out}", engine.name);
+}
+
+fn a_created_table_takes_the_same_file_again(engine: &Engine) {
+    let typed = engine.write(
         "typed.csv",
         "id,flag,day,amount,note\n1,t,2024-01-31,1.5,a\n2,f,2024-02-29,-2.25,\"b, c\"\n",
     );
-    let (code, out) = load(&typed, "made", &["--create"]);
-    assert_eq!(code, 0, "{name}, --create: {out}");
-    let (code, out) = load(&typed, "made", &[]);
-    assert_eq!(code, 0, "{name}, the same file again: {out}");
-    assert_eq!((engine.count)("made"), 4, "{name}: both loads' rows");
+    let (code, out) = engine.load(&typed, "made", &["--create"]);
+    assert_eq!(code, 0, "{}, --create: {out}", engine.name);
+    let (code, out) = engine.load(&typed, "made", &[]);
+    assert_eq!(code, 0, "{}, the same file again: {out}", engine.name);
+    assert_eq!(engine.count("made"), 4, "{}: both loads' rows", engine.name);
 }
 
-#[test]
-fn postgresql_conforms() {
-    let engine = postgres();
-    loads_as_every_engine_must(&engine);
-    same_mistakes_same_codes(engine);
+// ---- --resume, status ----
+
+fn a_resumed_rerun_adds_nothing_and_status_shows_the_load(engine: &Engine) {
+    (engine.exec)("CREATE TABLE r (id INTEGER, v VARCHAR(20))");
+    let rows: String = (1..=2000).map(|i| format!("{i},name {i}\n")).collect();
+    let csv = engine.write("resumed.csv", &format!("id,v\n{rows}"));
+    for run in 1..=2 {
+        let (code, out) = engine.load(&csv, "r", &["--resume", "--block-size", "4096"]);
+        assert_eq!(code, 0, "{}, --resume run {run}: {out}", engine.name);
+        assert_eq!(
+            engine.count("r"),
+            2000,
+            "{}: --resume run {run}",
+            engine.name
+        );
+    }
+    let (code, out) = inrush_testkit::run(BIN, &["status", "--to", &engine.to, "--json"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    assert!(out.contains("resumed.csv"), "{}: {out}", engine.name);
+    assert!(out.contains("2000"), "{}: {out}", engine.name);
 }
 
-#[test]
-fn mariadb_conforms() {
-    let engine = mariadb();
-    loads_as_every_engine_must(&engine);
-    same_mistakes_same_codes(engine);
+fn a_changed_resume_input_is_refused_with_2(engine: &Engine) {
+    (engine.exec)("CREATE TABLE r (id INTEGER, v VARCHAR(10))");
+    let resumed = engine.write("resumed.csv", "id,v\n1,a\n2,b\n");
+    let (code, out) = engine.load(&resumed, "r", &["--resume"]);
+    assert_eq!(code, 0, "{}, --resume: {out}", engine.name);
+    std::fs::write(&resumed, "id,v\n1,a\n2,b\n3,c\n").unwrap();
+    let (code, out) = engine.load(&resumed, "r", &["--resume"]);
+    assert_eq!(code, 2, "{}, a changed --resume input: {out}", engine.name);
+    assert!(out.contains("changed since"), "{}: {out}", engine.name);
+    assert_eq!(
+        engine.count("r"),
+        2,
+        "{}: the changed input was mixed in",
+        engine.name
+    );
 }
 
-#[test]
-fn sqlite_conforms() {
-    let engine = sqlite();
-    loads_as_every_engine_must(&engine);
-    same_mistakes_same_codes(engine);
+// ---- The same mistakes, the same codes ----
+
+/// A table `t` holding one row, and a good input for it; `load` of it must exit `want`,
+/// saying `says`, and leave `t` as it was.
+fn refused(engine: &Engine, extra: &[&str], table: &str, want: i32, says: &str) {
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
+    (engine.exec)("INSERT INTO t VALUES (1, 'kept')");
+    let good = engine.write("good.csv", "id,v\n2,a\n3,b\n");
+    let (code, out) = engine.load(&good, table, extra);
+    assert_eq!(code, want, "{}: {out}", engine.name);
+    assert!(out.contains(says), "{}: {out}", engine.name);
+    assert_eq!(engine.count("t"), 1, "{}: the table changed", engine.name);
 }
+
+fn a_missing_table_exits_2(engine: &Engine) {
+    refused(engine, &[], "nope", 2, "does not exist");
+}
+
+fn create_of_a_table_there_exits_2(engine: &Engine) {
+    refused(engine, &["--create"], "t", 2, "exists already");
+}
+
+fn options_that_conflict_exit_2(engine: &Engine) {
+    refused(
+        engine,
+        &["--create", "--resume"],
+        "t",
+        2,
+        "cannot be combined",
+    );
+}
+
+fn types_for_no_column_exit_2(engine: &Engine) {
+    refused(
+        engine,
+        &["--create", "--types", "nope=text"],
+        "u",
+        2,
+        "no column \"nope\"",
+    );
+}
+
+fn a_missing_input_exits_2(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER)");
+    let absent = engine.dir.path().join("absent.csv");
+    let (code, out) = engine.load(&absent, "t", &[]);
+    assert_eq!(code, 2, "{}: {out}", engine.name);
+    assert!(out.contains("absent.csv"), "{}: {out}", engine.name);
+}
+
+fn an_unreachable_server_exits_3(engine: &Engine) {
+    let good = engine.write("good.csv", "id,v\n2,a\n");
+    let args = [
+        "load",
+        good.to_str().unwrap(),
+        "--header",
+        "--to",
+        engine.unreachable,
+        "--table",
+        "t",
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 3, "{}: {out}", engine.name);
+}
+
+fn a_bad_value_exits_4_naming_the_file(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
+    let bad = engine.write("bad.csv", "id,v\n2,a\nx,b\n");
+    let (code, out) = engine.load(&bad, "t", &[]);
+    assert_eq!(code, 4, "{}: {out}", engine.name);
+    assert!(out.contains("bad.csv:3"), "{}: {out}", engine.name);
+    assert_eq!(engine.count("t"), 0, "{}", engine.name);
+}
+
+fn a_key_already_there_exits_4(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
+    (engine.exec)("INSERT INTO t VALUES (1, 'kept')");
+    let twice = engine.write("twice.csv", "id,v\n2,new\n1,again\n");
+    let (code, out) = engine.load(&twice, "t", &[]);
+    assert_eq!(code, 4, "{}: {out}", engine.name);
+    assert_eq!(engine.count("t"), 1, "{}: the table changed", engine.name);
+}
+
+// ---- plan, recover ----
+
+fn plan_says_what_a_load_would_do_and_changes_nothing(engine: &Engine) {
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
+    (engine.exec)("CREATE INDEX t_v ON t (v)");
+    let csv = engine.write("in.csv", "id,v\n1,a\n");
+    let args = [
+        "plan",
+        csv.to_str().unwrap(),
+        "--to",
+        &engine.to,
+        "--table",
+        "t",
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    assert!(
+        out.contains("t_v"),
+        "{}: the plan names the index: {out}",
+        engine.name
+    );
+    assert_eq!(engine.count("t"), 0, "{}", engine.name);
+}
+
+fn recover_with_nothing_left_says_so(engine: &Engine) {
+    let (code, out) = inrush_testkit::run(BIN, &["recover", "--to", &engine.to, "--json"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let json = out.lines().find(|l| l.starts_with('{')).unwrap_or_default();
+    let recovered: serde_json::Value = serde_json::from_str(json).unwrap();
+    for list in ["recreated", "committed", "rolled_back", "left_alone"] {
+        assert_eq!(
+            recovered[list],
+            serde_json::json!([]),
+            "{}: {out}",
+            engine.name
+        );
+    }
+}
+
+/// Every check, on each engine named: `mod ENGINE { #[test] fn CHECK() }`.
+macro_rules! suite {
+    ($($engine:ident),*) => {$(
+        checks!($engine:
+            good_rows_are_stored_as_the_engines_own_bulk_path_stores_them,
+            several_connections_store_every_row_once,
+            json_lines_are_stored_as_the_same_rows_in_csv,
+            parquet_is_stored_as_the_same_rows_in_csv,
+            a_bad_row_loads_nothing_and_exits_4,
+            rejects_allowed_leave_out_only_the_bad_row_and_exit_6,
+            rows_the_server_refuses_are_rejected_one_by_one,
+            check_reads_everything_and_writes_nothing,
+            on_conflict_skip_keeps_the_first_row_of_a_key,
+            on_conflict_update_keeps_the_last_row_of_a_key,
+            truncate_replaces_what_the_table_held,
+            columns_feed_the_named_columns_only,
+            a_created_table_takes_the_same_file_again,
+            a_resumed_rerun_adds_nothing_and_status_shows_the_load,
+            a_changed_resume_input_is_refused_with_2,
+            a_missing_table_exits_2,
+            create_of_a_table_there_exits_2,
+            options_that_conflict_exit_2,
+            types_for_no_column_exit_2,
+            a_missing_input_exits_2,
+            an_unreachable_server_exits_3,
+            a_bad_value_exits_4_naming_the_file,
+            a_key_already_there_exits_4,
+            plan_says_what_a_load_would_do_and_changes_nothing,
+            recover_with_nothing_left_says_so,
+        );
+    )*};
+}
+
+macro_rules! checks {
+    ($engine:ident: $($check:ident),* $(,)?) => {
+        mod $engine {
+            $(
+                #[test]
+                fn $check() {
+                    super::$check(&super::$engine());
+                }
+            )*
+        }
+    };
+}
+
+suite!(postgres, mariadb, sqlite);
