@@ -40,6 +40,7 @@ pub mod pulse;
 pub mod rejects;
 pub mod resume;
 pub mod route;
+pub mod row;
 mod shared;
 pub mod sort;
 pub mod sources;

@@ -21,11 +21,10 @@
 //! - STRICT tables: INTEGER, REAL, TEXT, BLOB and ANY as SQLite enforces them, with its wording
 //!   (`cannot store TEXT value in INTEGER column t.c`), so the row is refused before the insert.
 //!
-//! Values travel from the workers to the writer as a compact row format ([`push_row`],
-//! [`Values`]): per value a tag byte, then 8 bytes for an integer or a length and bytes for
-//! text and blobs.
+//! Values travel from the workers to the writer as typed rows ([`inrush_load::row`]).
 
 use inrush_core::SqlType;
+use inrush_load::row::Bound;
 
 /// How SQLite treats values bound to a column (its declared type's affinity), and which
 /// convention inrush checks on top of it.
@@ -465,95 +464,22 @@ fn iso_datetime(b: &[u8]) -> bool {
     }
 }
 
-const NULL: u8 = 0;
-const INTEGER: u8 = 1;
-const REAL: u8 = 2;
-const TEXT: u8 = 3;
-const BLOB: u8 = 4;
-
-/// Appends one value in the row format the writer reads with [`Values`].
+/// Appends one value to the chunk's typed rows ([`inrush_load::row`]).
 pub fn push_value(out: &mut Vec<u8>, value: &Value<'_>) {
-    match value {
-        Value::Null => out.push(NULL),
-        Value::Integer(i) => {
-            out.push(INTEGER);
-            out.extend_from_slice(&i.to_le_bytes());
-        }
-        Value::Real(r) => {
-            out.push(REAL);
-            out.extend_from_slice(&r.to_le_bytes());
-        }
-        Value::Text(t) | Value::RealText(t) => push_bytes(out, TEXT, t.as_bytes()),
-        Value::Blob(b) => push_bytes(out, BLOB, b),
-    }
-}
-
-fn push_bytes(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
-    out.push(tag);
-    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-    out.extend_from_slice(bytes);
-}
-
-/// A value as the writer binds it, borrowed from a chunk.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Bound<'a> {
-    Null,
-    Integer(i64),
-    Real(f64),
-    /// UTF-8, checked by the worker that encoded it.
-    Text(&'a [u8]),
-    Blob(&'a [u8]),
-}
-
-/// Reads back the values [`push_value`] wrote, in order.
-pub struct Values<'a> {
-    data: &'a [u8],
-}
-
-impl<'a> Values<'a> {
-    pub fn new(data: &'a [u8]) -> Self {
-        Values { data }
-    }
-
-    /// What is left to read.
-    pub fn rest(&self) -> &'a [u8] {
-        self.data
-    }
-}
-
-impl<'a> Iterator for Values<'a> {
-    type Item = Bound<'a>;
-
-    fn next(&mut self) -> Option<Bound<'a>> {
-        let (&tag, rest) = self.data.split_first()?;
-        let (value, rest) = match tag {
-            INTEGER | REAL => {
-                let eight: [u8; 8] = rest[..8].try_into().unwrap_or_default();
-                let value = match tag {
-                    INTEGER => Bound::Integer(i64::from_le_bytes(eight)),
-                    _ => Bound::Real(f64::from_le_bytes(eight)),
-                };
-                (value, &rest[8..])
-            }
-            TEXT | BLOB => {
-                let len = u32::from_le_bytes(rest[..4].try_into().unwrap_or_default()) as usize;
-                let bytes = &rest[4..4 + len];
-                let value = match tag {
-                    TEXT => Bound::Text(bytes),
-                    _ => Bound::Blob(bytes),
-                };
-                (value, &rest[4 + len..])
-            }
-            _ => (Bound::Null, rest),
-        };
-        self.data = rest;
-        Some(value)
-    }
+    let bound = match value {
+        Value::Null => Bound::Null,
+        Value::Integer(i) => Bound::Integer(*i),
+        Value::Real(r) => Bound::Real(*r),
+        Value::Text(t) | Value::RealText(t) => Bound::Text(t.as_bytes()),
+        Value::Blob(b) => Bound::Blob(b),
+    };
+    inrush_load::row::push(out, bound);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use inrush_load::row::Values;
 
     fn column(declared: &str, strict: bool) -> ColumnCheck {
         let kind = Kind::of_declared(declared, strict);

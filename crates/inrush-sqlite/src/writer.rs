@@ -15,9 +15,9 @@
 //! prepared statement of its own: rusqlite binds a copy of each (`SQLITE_TRANSIENT`), a malloc
 //! and a free per value, which took a quarter of the writer's time on lineitem.
 
-use crate::value::{Bound, Values};
 use crate::{failed, quote};
 use inrush_load::isolate::Isolation;
+use inrush_load::row::{Bound, Values};
 use inrush_load::{Interrupt, Result, Watch};
 use rusqlite::ffi;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -184,7 +184,7 @@ impl<'c> RowWriter<'c> {
         let mut starts = Vec::with_capacity(rows + 1);
         for _ in 0..rows {
             starts.push(batch.len() - values.rest().len());
-            values.by_ref().take(width).for_each(drop);
+            values.skip_values(width);
         }
         starts.push(batch.len() - values.rest().len());
         let mut isolation = Isolation::new(rows);
