@@ -38,7 +38,7 @@ impl Isolation {
     }
 
     /// The rows of the batch to send next, or `None` once every row went in or was refused.
-    pub fn next(&mut self) -> Option<Range<usize>> {
+    pub fn next_attempt(&mut self) -> Option<Range<usize>> {
         debug_assert!(self.sent.is_none(), "an attempt was not answered");
         while let Some((range, whole)) = self.work.pop() {
             if range.is_empty() {
@@ -135,7 +135,7 @@ mod tests {
     fn run(bad: &[bool], names: bool) -> (Vec<usize>, Vec<usize>, usize) {
         let mut isolation = Isolation::new(bad.len());
         let (mut loaded, mut rejected, mut attempts) = (Vec::new(), Vec::new(), 0);
-        while let Some(range) = isolation.next() {
+        while let Some(range) = isolation.next_attempt() {
             attempts += 1;
             match range.clone().find(|&r| bad[r]) {
                 None => {
@@ -175,7 +175,7 @@ mod tests {
             // A server that reads every row and names each bad one (MariaDB's warnings).
             let mut isolation = Isolation::new(bad.len());
             let (mut loaded, mut rejected) = (Vec::new(), Vec::new());
-            while let Some(range) = isolation.next() {
+            while let Some(range) = isolation.next_attempt() {
                 let named: Vec<usize> =
                     range.clone().filter(|&r| bad[r]).map(|r| r - range.start).collect();
                 if named.is_empty() {
@@ -194,11 +194,11 @@ mod tests {
     fn suspected_rows_go_again_alone_and_only_those_refused_alone_are_rejected() {
         // The server warns about rows 2 and 5 of 8, but row 5 goes in when alone.
         let mut isolation = Isolation::new(8);
-        assert_eq!(isolation.next(), Some(0..8));
+        assert_eq!(isolation.next_attempt(), Some(0..8));
         assert!(isolation.suspected(&[5, 2]).is_empty());
         let mut sent = Vec::new();
         let mut rejected = Vec::new();
-        while let Some(range) = isolation.next() {
+        while let Some(range) = isolation.next_attempt() {
             sent.push(range.clone());
             if range == (2..3) {
                 rejected.extend(isolation.suspected(&[0]));
@@ -236,13 +236,13 @@ mod tests {
     #[test]
     fn names_out_of_the_attempt_are_ignored() {
         let mut isolation = Isolation::new(4);
-        assert_eq!(isolation.next(), Some(0..4));
+        assert_eq!(isolation.next_attempt(), Some(0..4));
         assert_eq!(isolation.refused(&[9], true), Vec::<usize>::new());
-        assert_eq!(isolation.next(), Some(0..2));
+        assert_eq!(isolation.next_attempt(), Some(0..2));
     }
 
     #[test]
     fn an_empty_batch_sends_nothing() {
-        assert_eq!(Isolation::new(0).next(), None);
+        assert_eq!(Isolation::new(0).next_attempt(), None);
     }
 }

@@ -167,7 +167,7 @@ impl ChunkWriter {
         let lines = lines(data);
         let mut isolation = Isolation::new(lines.len());
         let mut written = 0;
-        let mut range = isolation.next();
+        let mut range = isolation.next_attempt();
         let mut answer = Some(warnings);
         while let Some(sent) = range {
             let warnings = match answer.take() {
@@ -193,7 +193,7 @@ impl ChunkWriter {
                 self.rollback(conn).await?;
                 self.refuse(&mut isolation, &warnings, refused)?;
             }
-            range = isolation.next();
+            range = isolation.next_attempt();
         }
         Ok(written)
     }
@@ -236,11 +236,12 @@ impl ChunkWriter {
             .map(|f| f.map_or(Value::NULL, Value::Bytes))
             .collect();
         match conn.exec_drop(self.insert_sql(1), params).await {
-            Err(mysql_async::Error::Server(e)) => Ok(vec![Warning {
+            Err(mysql_async::Error::Server(e)) if !is_lock_failure(e.code) => Ok(vec![Warning {
                 code: e.code,
                 row: None,
                 message: e.message,
             }]),
+            Err(mysql_async::Error::Server(e)) => Err(lock_failure(e, &self.table)),
             Err(e) => Err(fail("inserting a row")(e)),
             Ok(()) if conn.get_warnings() > 0 => self.bad_warnings(conn).await,
             Ok(()) => Ok(Vec::new()),
@@ -312,7 +313,9 @@ impl ChunkWriter {
         });
         match conn.query_drop(self.load_data_sql()).await {
             Ok(()) => {}
-            Err(mysql_async::Error::Server(e)) if !is_local_infile_refusal(e.code) => {
+            Err(mysql_async::Error::Server(e))
+                if !is_local_infile_refusal(e.code) && !is_lock_failure(e.code) =>
+            {
                 // A row the statement stopped at (a trigger's SIGNAL, a constraint): the rows
                 // go in one by one to find it.
                 return Ok(vec![Warning {
@@ -320,6 +323,9 @@ impl ChunkWriter {
                     row: None,
                     message: e.message,
                 }]);
+            }
+            Err(mysql_async::Error::Server(e)) if is_lock_failure(e.code) => {
+                return Err(lock_failure(e, &self.table))
             }
             Err(e) => return Err(local_infile_refused(e, &self.table)),
         }
@@ -344,7 +350,7 @@ impl ChunkWriter {
                 .collect();
             match conn.exec_drop(&sql, params).await {
                 Ok(()) => affected += conn.affected_rows(),
-                Err(mysql_async::Error::Server(e)) => {
+                Err(mysql_async::Error::Server(e)) if !is_lock_failure(e.code) => {
                     return Ok((
                         vec![Warning {
                             code: e.code,
@@ -354,6 +360,7 @@ impl ChunkWriter {
                         affected,
                     ))
                 }
+                Err(mysql_async::Error::Server(e)) => return Err(lock_failure(e, &self.table)),
                 Err(e) => return Err(engine_error(format!("inserting into {}", self.table))(e)),
             }
             if conn.get_warnings() > 0 {
@@ -471,6 +478,28 @@ fn without_row(message: String) -> String {
 fn row_of(message: &str) -> Option<usize> {
     let at = message.rfind(" at row ")?;
     message[at + 8..].trim().parse().ok()
+}
+
+/// `ER_LOCK_WAIT_TIMEOUT` (another session, perhaps another connection of this load, holds a
+/// row the statement needs: a key both write) and `ER_LOCK_DEADLOCK` (InnoDB rolled the whole
+/// transaction back): the load's failure, not a row's. Sent again in halves, each part would
+/// wait out the timeout once more.
+fn is_lock_failure(code: u16) -> bool {
+    matches!(code, 1205 | 1213)
+}
+
+/// A lock the load's rows waited for in vain, as the refusal of the rows that waited: most
+/// often a key that another connection of the same load wrote too (its transaction stays open
+/// until the load commits), so no rerun of the statement could take it.
+fn lock_failure(e: mysql_async::ServerError, table: &str) -> inrush_load::Error {
+    inrush_load::Error::ServerRefused {
+        location: None,
+        message: format!(
+            "{} (loading into {table}: a key of these rows is held by another transaction, most likely another connection of this load that wrote the same key; load with --connections 1, or --max-errors, to find the row)",
+            e.message
+        ),
+        sqlstate: Some(e.state),
+    }
 }
 
 /// `ER_NOT_ALLOWED_COMMAND` (MariaDB, MySQL 5.7), `ER_CLIENT_LOCAL_FILES_DISABLED` (MySQL 8).

@@ -189,7 +189,7 @@ impl<'c> RowWriter<'c> {
         starts.push(batch.len() - values.rest().len());
         let mut isolation = Isolation::new(rows);
         let mut written = 0;
-        while let Some(range) = isolation.next() {
+        while let Some(range) = isolation.next_attempt() {
             let mut values = Values::new(&batch[starts[range.start]..starts[range.end]]);
             let inserted = {
                 let stmt = self.statement(range.len())?;

@@ -731,7 +731,7 @@ async fn load_isolating(
     let mut settle = Settle::Open;
     let mut loaded = 0;
     let mut isolation = Isolation::new(index.tuples.len());
-    while let Some(range) = isolation.next() {
+    while let Some(range) = isolation.next_attempt() {
         // `join` polls the savepoint's statement first, so it is sent first: the driver
         // sends each request on its first poll and answers them in order.
         let (settled, copied) = futures_util::future::join(
