@@ -25,6 +25,9 @@ pub struct IndexInfo {
     pub bytes: i64,
     /// A B-tree's first key when it is a plain column (not an expression).
     pub leading_column: Option<String>,
+    /// Why the engine cannot drop it for a load, when it cannot (the whole reason, in the
+    /// engine's words): it stays.
+    pub stays: Option<String>,
 }
 
 /// What a constraint enforced by an index holds.

@@ -55,5 +55,7 @@ pub use error::{Error, Kind, Result};
 pub use inrush_core::interrupt::{Interrupt, Signalled, Watch};
 pub use job::Prepare;
 pub use options::{LoadOptions, OnConflict, PartitionRouting, QuerySource, NETWORK_TIMEOUT};
-pub use plan::{AfterLoad, IndexAction, LoadPlan, Maintenance, PlanOptions};
+pub use plan::{
+    AfterLoad, Capabilities, ForeignKeysAfter, IndexAction, LoadPlan, Maintenance, PlanOptions,
+};
 pub use summary::LoadSummary;

@@ -1,6 +1,6 @@
 //! What a load does around the COPY, decided before it starts and printed by `inrush plan` and
 //! in the load's summary: which indexes and foreign keys are dropped before the load and
-//! rebuilt after it, whether the rows are sorted by a kept index's key, and the upkeep after. The seeds measured it again and again: maintaining secondary indexes row by row costs
+//! rebuilt after it, whether the rows are sorted by a kept index's key, and the upkeep after. The field reports measured it again and again: maintaining secondary indexes row by row costs
 //! more than building them once (here: 1M rows with 2 secondary indexes, 19.9 s with the
 //! indexes present, 6.3 s loading first and indexing after).
 
@@ -16,8 +16,8 @@ pub struct PlanOptions {
     /// Rebuild secondary indexes after the load when the rule says so (`--keep-indexes` turns
     /// this off).
     pub rebuild_indexes: bool,
-    /// Rebuild when the load is at least this fraction of the table's current size (the seeds'
-    /// 10-20% rule).
+    /// Rebuild when the load is at least this fraction of the table's current size (the field
+    /// reports' 10-20% rule).
     pub threshold: f64,
     /// Also build primary keys and unique constraints after the load when the table is not
     /// empty (`--rebuild-unique`). If the rows then break one, the load is undone.
@@ -115,6 +115,63 @@ pub enum Maintenance {
     AnalyzeOnly,
 }
 
+/// What an engine can do around a load, which the plan's choices and their words rest on.
+/// Each engine declares its own for the table at hand ([`crate::Target::plan`]), so no
+/// engine patches the plan afterwards. [`Capabilities::default`] is an engine that can do
+/// nothing but load: every index and key stays, statistics only after.
+#[derive(Debug, Clone)]
+pub struct Capabilities {
+    /// The upkeep after the load can set a visibility map and hint bits (PostgreSQL's
+    /// VACUUM); without one, statistics only.
+    pub vacuum: bool,
+    /// Secondary indexes can be dropped for the load and built again after it, with these
+    /// words for how (`None`: they stay).
+    pub rebuilds: Option<String>,
+    /// Primary keys and unique constraints can be built after the load too (where the
+    /// options and the table allow: an empty table, `--rebuild-unique`); else why not, said of
+    /// each (PostgreSQL's partitioned tables: a constraint cannot be attached there).
+    pub unique_after: std::result::Result<(), String>,
+    /// How foreign keys are checked when not row by row, in the engine's words.
+    pub foreign_keys: ForeignKeysAfter,
+    /// The whole rule when the engine keeps every index whatever the sizes (SQLite under
+    /// `--resume`, a Citus table).
+    pub keeps_all: Option<String>,
+    /// Sentences the rule ends with (a table that cannot roll back, how the rows are sent).
+    pub notes: Vec<String>,
+}
+
+/// How an engine checks a table's foreign keys during a load.
+#[derive(Debug, Clone)]
+pub enum ForeignKeysAfter {
+    /// Row by row, for this reason (a sentence).
+    Never(String),
+    /// Dropped and put back after a load the rule calls large (PostgreSQL: re-added NOT VALID
+    /// and validated once), in these words.
+    WhenLarge(String),
+    /// Always checked once after the rows (MariaDB: foreign_key_checks=0, then an anti-join),
+    /// in these words.
+    Always(String),
+}
+
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            vacuum: false,
+            rebuilds: None,
+            unique_after: Err("kept on this engine".into()),
+            foreign_keys: ForeignKeysAfter::default(),
+            keeps_all: None,
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl Default for ForeignKeysAfter {
+    fn default() -> Self {
+        ForeignKeysAfter::Never("checked row by row during the load".into())
+    }
+}
+
 /// The plan for one load.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LoadPlan {
@@ -162,7 +219,7 @@ impl LoadPlan {
     #[allow(clippy::too_many_arguments)]
     pub fn decide(
         table: &str,
-        partitioned: bool,
+        can: &Capabilities,
         indexes: Vec<IndexInfo>,
         foreign_keys: Vec<ForeignKeyInfo>,
         size: TableSize,
@@ -171,7 +228,9 @@ impl LoadPlan {
     ) -> LoadPlan {
         let current = (size.table_bytes + size.index_bytes).max(0) as f64;
         let indexed = !indexes.is_empty();
-        let (large, rule) = match (opts.rebuild_indexes, partitioned, load_bytes) {
+        let (large, rule) = match (opts.rebuild_indexes, &can.keeps_all, load_bytes) {
+            (_, Some(rule), _) => (false, rule.clone()),
+            _ if can.rebuilds.is_none() => (false, "indexes are kept and maintained row by row (inrush rebuilds none on this engine)".to_string()),
             (false, _, _) => (false, "indexes are kept: --keep-indexes".to_string()),
             (_, _, Some(load)) if load as f64 >= opts.threshold * current => (
                 true,
@@ -196,6 +255,7 @@ impl LoadPlan {
             }
             (_, _, None) => (false, "the load's size is unknown (standard input, a query, or `inrush plan` without --input) and the table is not empty: indexes are kept".to_string()),
         };
+        let rebuilds = can.rebuilds.as_deref();
         let unique_after = large && (size.empty || opts.rebuild_unique) && opts.keep_keys.is_none();
         let indexes = indexes
             .into_iter()
@@ -203,14 +263,15 @@ impl LoadPlan {
                 let enforces = index.constraint.is_some() || index.unique;
                 let (action, reason) = if index.invalid {
                     (IndexAction::Keep, "invalid (a failed concurrent build): left as it is".to_string())
+                } else if let Some(why) = &index.stays {
+                    (IndexAction::Keep, why.clone())
                 } else if !enforces {
-                    if large {
-                        (IndexAction::Rebuild, "secondary index: built once after the load".to_string())
-                    } else {
-                        (IndexAction::Keep, "secondary index: maintained during the load".to_string())
+                    match rebuilds {
+                        Some(how) if large => (IndexAction::Rebuild, format!("secondary index: {how}")),
+                        _ => (IndexAction::Keep, "secondary index: maintained during the load".to_string()),
                     }
-                } else if partitioned {
-                    (IndexAction::Keep, "unique, on a partitioned table (a constraint cannot be attached USING INDEX there): enforced during the load".to_string())
+                } else if let Err(why) = &can.unique_after {
+                    (IndexAction::Keep, format!("unique, {why}: enforced during the load"))
                 } else if index.constraint_kind == Some(ConstraintKind::Exclusion) {
                     (IndexAction::Keep, "exclusion constraint: enforced during the load".to_string())
                 } else if index.deferrable {
@@ -232,26 +293,23 @@ impl LoadPlan {
         let foreign_keys = foreign_keys
             .into_iter()
             .map(|fk| {
-                let (action, reason) = if let (true, Some(why)) = (large, opts.keep_keys) {
-                    (
+                let (action, reason) = match &can.foreign_keys {
+                    ForeignKeysAfter::Never(why) => (IndexAction::Keep, why.clone()),
+                    ForeignKeysAfter::Always(how) => (IndexAction::Rebuild, how.clone()),
+                    _ if large && opts.keep_keys.is_some() => (
                         IndexAction::Keep,
-                        format!("checked row by row during the load ({why})"),
-                    )
-                } else if partitioned {
-                    (
-                        IndexAction::Keep,
-                        "partitioned table: checked row by row during the load".to_string(),
-                    )
-                } else if large {
-                    (
-                        IndexAction::Rebuild,
-                        "re-added after the load NOT VALID, then validated once".to_string(),
-                    )
-                } else {
-                    (
+                        format!(
+                            "checked row by row during the load ({})",
+                            opts.keep_keys.unwrap_or_default()
+                        ),
+                    ),
+                    ForeignKeysAfter::WhenLarge(how) if large => {
+                        (IndexAction::Rebuild, how.clone())
+                    }
+                    ForeignKeysAfter::WhenLarge(_) => (
                         IndexAction::Keep,
                         "checked row by row during the load".to_string(),
-                    )
+                    ),
                 };
                 ForeignKeyDecision {
                     name: fk.name.clone(),
@@ -263,12 +321,17 @@ impl LoadPlan {
             .collect();
         let after = match opts.after {
             AfterLoad::Nothing => Maintenance::None,
+            _ if !can.vacuum => Maintenance::AnalyzeOnly,
             AfterLoad::VacuumAnalyze => Maintenance::VacuumAnalyze,
             // The visibility map pays for a VACUUM only through index-only scans, and only
             // when the load is most of the table (measured: bench/query_ready.py).
             AfterLoad::Auto if indexed && (large || current == 0.0) => Maintenance::VacuumAnalyze,
             AfterLoad::Auto | AfterLoad::Analyze => Maintenance::Analyze,
         };
+        let rule = std::iter::once(rule)
+            .chain(can.notes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("; ");
         LoadPlan {
             table: table.to_string(),
             load_bytes,
@@ -568,6 +631,28 @@ impl fmt::Display for LoadPlan {
 mod tests {
     use super::*;
 
+    /// An engine that can do what PostgreSQL can.
+    fn pg() -> Capabilities {
+        Capabilities {
+            vacuum: true,
+            rebuilds: Some("built once after the load".into()),
+            unique_after: Ok(()),
+            foreign_keys: ForeignKeysAfter::WhenLarge(
+                "re-added after the load NOT VALID, then validated once".into(),
+            ),
+            ..Capabilities::default()
+        }
+    }
+
+    /// [`pg`] on a partitioned table.
+    fn partitioned() -> Capabilities {
+        Capabilities {
+            unique_after: Err("on a partitioned table".into()),
+            foreign_keys: ForeignKeysAfter::Never("checked row by row (partitioned)".into()),
+            ..pg()
+        }
+    }
+
     fn index(name: &str, unique: bool, constraint: Option<&str>) -> IndexInfo {
         IndexInfo {
             name: name.into(),
@@ -580,6 +665,7 @@ mod tests {
             invalid: false,
             bytes: 8192,
             leading_column: Some("a".into()),
+            stays: None,
         }
     }
 
@@ -612,7 +698,7 @@ mod tests {
     fn a_large_load_rebuilds_only_plain_secondary_indexes() {
         let plan = LoadPlan::decide(
             "\"public\".\"t\"",
-            false,
+            &pg(),
             indexes(),
             fks(),
             size(8192),
@@ -649,7 +735,7 @@ mod tests {
         };
         let plan = LoadPlan::decide(
             "\"public\".\"t\"",
-            false,
+            &pg(),
             vec![],
             vec![],
             size(8192),
@@ -663,7 +749,7 @@ mod tests {
     fn a_small_load_keeps_everything() {
         let plan = LoadPlan::decide(
             "\"public\".\"t\"",
-            false,
+            &pg(),
             indexes(),
             fks(),
             size(10_000_000_000),
@@ -706,7 +792,7 @@ mod tests {
                     ..Default::default()
                 };
                 let (size, load) = (size(table), Some(load));
-                LoadPlan::decide("t", false, indexes.clone(), fks(), size, load, opts).after
+                LoadPlan::decide("t", &pg(), indexes.clone(), fks(), size, load, opts).after
             };
             assert_eq!(after(AfterLoad::Auto), auto);
             assert_eq!(after(AfterLoad::Analyze), Maintenance::Analyze);
@@ -717,11 +803,11 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1), quiet).after,
+            LoadPlan::decide("t", &pg(), indexes(), fks(), size(0), Some(1), quiet).after,
             Maintenance::None
         );
         assert!(
-            LoadPlan::decide("t", false, indexes(), fks(), size(0), Some(1 << 30), off)
+            LoadPlan::decide("t", &pg(), indexes(), fks(), size(0), Some(1 << 30), off)
                 .rebuilt()
                 .is_empty()
         );
@@ -729,7 +815,7 @@ mod tests {
         // own name, attached again); keys and foreign keys stay.
         let partitioned = LoadPlan::decide(
             "t",
-            true,
+            &partitioned(),
             indexes(),
             fks(),
             size(0),
@@ -746,7 +832,7 @@ mod tests {
         assert_eq!(
             LoadPlan::decide(
                 "t",
-                false,
+                &pg(),
                 indexes(),
                 fks(),
                 unknown_size,
@@ -771,7 +857,7 @@ mod tests {
         };
         let all = LoadPlan::decide(
             "t",
-            false,
+            &pg(),
             indexes(),
             fks(),
             empty,
@@ -785,7 +871,7 @@ mod tests {
         );
         assert!(LoadPlan::decide(
             "t",
-            false,
+            &pg(),
             indexes(),
             fks(),
             busy,

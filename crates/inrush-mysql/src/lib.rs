@@ -50,6 +50,7 @@ pub mod lab;
 pub mod ledger;
 pub mod options;
 pub mod outcome;
+mod recover;
 pub mod source;
 mod target;
 pub mod value;
@@ -57,8 +58,9 @@ pub mod writer;
 
 pub use database::{MysqlSchemaSource, MysqlSchemaTarget};
 pub use options::{is_mysql_url, MysqlOptions};
+pub use recover::{recover, Recovered};
 pub use source::MysqlSource;
-pub use target::{recover, MysqlTarget, Recovered};
+pub use target::MysqlTarget;
 
 /// A server error as the load reports it: what was being done, and the server's message.
 /// Whether every one of inrush's bookkeeping `tables` (the journal, the ledger, the records of

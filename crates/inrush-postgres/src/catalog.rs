@@ -128,6 +128,7 @@ impl TableInfo {
                 deferrable: r.get(7),
                 referenced: r.get(8),
                 leading_column: r.get(9),
+                stays: None,
             })
             .collect())
     }

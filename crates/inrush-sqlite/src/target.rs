@@ -10,7 +10,7 @@ use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::support::{Feature, Support};
 use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
-use inrush_load::{Error, IndexAction, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
+use inrush_load::{Capabilities, Error, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -81,6 +81,18 @@ impl SqliteTarget {
             settings.push((pragma.to_string(), value));
         }
         Ok(settings)
+    }
+}
+
+/// What SQLite can do around a load: indexes are dropped and built again inside the load's
+/// one transaction, so a key the rows broke undoes the load; no visibility map (a VACUUM
+/// would rewrite the whole database file: statistics are what queries need).
+fn capabilities(opts: &LoadOptions) -> Capabilities {
+    Capabilities {
+        rebuilds: Some("built once after the load".into()),
+        unique_after: Ok(()),
+        keeps_all: opts.resume.then(|| "indexes are kept: --resume commits block by block, and SQLite drops an index only for the length of one transaction here".into()),
+        ..Capabilities::default()
     }
 }
 
@@ -226,6 +238,8 @@ impl Target for SqliteTarget {
                 invalid: false,
                 bytes: 0,
                 leading_column: None,
+                // An index SQLite made for a constraint has no statement to make it again.
+                stays: i.sql.as_deref().unwrap_or_default().is_empty().then(|| "enforces the table's PRIMARY KEY or UNIQUE constraint, which SQLite cannot drop: maintained during the load".into()),
             })
             .collect();
         let size = TableSize {
@@ -236,7 +250,7 @@ impl Target for SqliteTarget {
         };
         let mut plan = LoadPlan::decide(
             &design.table.qualified(),
-            false,
+            &capabilities(opts),
             indexes,
             Vec::new(),
             size,
@@ -246,22 +260,6 @@ impl Target for SqliteTarget {
                 ..opts.plan
             },
         );
-        if opts.resume {
-            plan.rule = "indexes are kept: --resume commits block by block, and SQLite drops an index only for the length of one transaction here".into();
-        }
-        for decision in &mut plan.indexes {
-            if opts.resume {
-                decision.action = IndexAction::Keep;
-                decision.reason = "maintained during the load (--resume)".into();
-            } else if decision.index.definition.is_empty() {
-                decision.action = IndexAction::Keep;
-                decision.reason = "enforces the table's PRIMARY KEY or UNIQUE constraint, which SQLite cannot drop: maintained during the load".into();
-            }
-        }
-        // VACUUM would rewrite the whole database file: statistics are what queries need.
-        if plan.after != Maintenance::None {
-            plan.after = Maintenance::AnalyzeOnly;
-        }
         plan.hidden.settings = self.settings(opts)?;
         plan.hidden.triggers = design
             .table

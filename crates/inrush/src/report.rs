@@ -677,7 +677,12 @@ mod tests {
             prepared: Vec::new(),
             plan: inrush_load::LoadPlan::decide(
                 "\"public\".\"t\"",
-                false,
+                &inrush_load::Capabilities {
+                    vacuum: true,
+                    rebuilds: Some("built once after the load".into()),
+                    unique_after: Ok(()),
+                    ..inrush_load::Capabilities::default()
+                },
                 vec![inrush_postgres::IndexInfo {
                     name: "t_name_idx".into(),
                     definition: "CREATE INDEX t_name_idx ON public.t USING btree (name)".into(),
@@ -689,6 +694,7 @@ mod tests {
                     invalid: false,
                     bytes: 8192,
                     leading_column: Some("name".into()),
+                    stays: None,
                 }],
                 vec![],
                 inrush_postgres::TableSize {

@@ -15,7 +15,10 @@ use inrush_encode::{DateOrder, EncodeContext, ScalarType, ValueType};
 use inrush_load::sources::Sources;
 use inrush_load::summary::Parallelism;
 use inrush_load::target::Encoding;
-use inrush_load::{Error, LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
+use inrush_load::{
+    Capabilities, Error, ForeignKeysAfter, LoadOptions, LoadPlan, OnConflict, PartitionRouting,
+    Result,
+};
 use inrush_read::jsonl::ColumnForm;
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
@@ -628,20 +631,40 @@ pub(crate) async fn decide_plan(
     let hidden = table.hidden_work(client).await?;
     // A Citus table's definitions are not changed: Citus replays their DDL on every shard.
     let citus = table.citus_distribution(client).await?;
-    if citus.is_some() {
-        opts.rebuild_indexes = false;
-    }
-    let mut plan = LoadPlan::decide(
+    let plan = LoadPlan::decide(
         &table.qualified(),
-        table.partitioned,
+        &capabilities(table, citus.as_deref()),
         indexes,
         foreign_keys,
         size,
         input_size,
         opts,
     );
-    if let Some(method) = citus {
-        plan.rule = citus_rule(table, &method);
-    }
     Ok(plan.with_hidden_work(hidden).loaded_frozen(frozen))
+}
+
+/// What PostgreSQL can do around a load of `table` (`citus`: its Citus distribution method).
+fn capabilities(table: &TableInfo, citus: Option<&str>) -> Capabilities {
+    let (unique_after, foreign_keys) = match table.partitioned {
+        true => (
+            Err(
+                "on a partitioned table (a constraint cannot be attached USING INDEX there)".into(),
+            ),
+            ForeignKeysAfter::Never("partitioned table: checked row by row during the load".into()),
+        ),
+        false => (
+            Ok(()),
+            ForeignKeysAfter::WhenLarge(
+                "re-added after the load NOT VALID, then validated once".into(),
+            ),
+        ),
+    };
+    Capabilities {
+        vacuum: true,
+        rebuilds: Some("built once after the load".into()),
+        unique_after,
+        foreign_keys,
+        keeps_all: citus.map(|method| citus_rule(table, method)),
+        notes: Vec::new(),
+    }
 }

@@ -1,4 +1,15 @@
-//! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database.
+//! [`MysqlTarget`]: the pipeline's [`Target`] for a MariaDB or MySQL database: the table read
+//! and claimed, the plan's DDL and its undo here; what it can do around a load in [`plan`],
+//! `--create`'s design in [`create`], one connection's transaction in [`connection`].
+
+mod connection;
+mod create;
+mod plan;
+
+use connection::{Books, MysqlWriter};
+use create::designed;
+pub(crate) use create::mariadb_type;
+use plan::{capabilities, write_method};
 
 use crate::catalog::{self, ForeignKey, Table};
 use crate::claim::{self, Claim};
@@ -8,25 +19,21 @@ use crate::options::MysqlOptions;
 use crate::outcome;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
-use bytes::Bytes;
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, TableSize, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
-use inrush_load::commits::Fate;
-use inrush_load::job::Prepare;
-use inrush_load::plan::{ForeignKeyDecision, IndexAction};
+use inrush_load::plan::IndexAction;
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Support};
 pub(crate) use inrush_load::target::runtime;
 use inrush_load::target::{
-    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Share, Target, Writer,
+    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Target, Writer,
 };
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
-use mysql_async::Conn;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A MariaDB or MySQL database as the target of loads.
 pub struct MysqlTarget {
@@ -317,6 +324,7 @@ impl Target for MysqlTarget {
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
         let design = self.design()?;
+        let keys = &design.table.foreign_keys;
         let indexes = design
             .table
             .indexes
@@ -332,6 +340,18 @@ impl Target for MysqlTarget {
                 invalid: false,
                 bytes: 0,
                 leading_column: None,
+                stays: keys
+                    .iter()
+                    .any(|k| index.columns.starts_with(&k.columns))
+                    .then(|| "a foreign key of the table needs it (MariaDB refuses to drop it): maintained during the load".into()),
+            })
+            .collect();
+        let foreign_keys = keys
+            .iter()
+            .map(|key| ForeignKeyInfo {
+                name: key.name.clone(),
+                definition: key.definition(),
+                validated: true,
             })
             .collect();
         let size = TableSize {
@@ -342,68 +362,16 @@ impl Target for MysqlTarget {
         };
         let mut plan = LoadPlan::decide(
             &design.table.qualified(),
-            false,
+            &capabilities(design, opts),
             indexes,
-            Vec::new(),
+            foreign_keys,
             size,
             load_bytes,
             PlanOptions {
-                // DDL commits at once: a unique key the rows broke could not be built again,
-                // and the load could not be undone.
-                keep_keys: Some(opts.keeps_keys().unwrap_or(
-                    "MariaDB's DDL cannot be rolled back, so keys that could fail to build again stay",
-                )),
+                keep_keys: opts.keeps_keys(),
                 ..opts.plan
             },
         );
-        if plan.after != Maintenance::None {
-            plan.after = Maintenance::AnalyzeOnly;
-        }
-        let keys = &design.table.foreign_keys;
-        for decision in &mut plan.indexes {
-            let index = design
-                .table
-                .indexes
-                .iter()
-                .find(|i| i.name == decision.name);
-            let needed =
-                index.is_some_and(|i| keys.iter().any(|k| i.columns.starts_with(&k.columns)));
-            if decision.action == IndexAction::Rebuild && needed {
-                decision.action = IndexAction::Keep;
-                decision.reason = "a foreign key of the table needs it (MariaDB refuses to drop it): maintained during the load".into();
-            } else if decision.action == IndexAction::Rebuild && design.table.disables_keys() {
-                decision.reason = format!("secondary index: ALTER TABLE ... DISABLE KEYS during the load, ENABLE KEYS builds it once after ({})", design.table.engine);
-            }
-        }
-        let checked_after = foreign_keys_checked_after(&design.table, opts);
-        plan.foreign_keys = keys
-            .iter()
-            .map(|key| {
-                let (action, reason) = match &checked_after {
-                    Ok(()) => (IndexAction::Rebuild, format!("checked once after the load, not row by row: foreign_key_checks=0 while the rows go in, then one anti-join of the loaded rows against {} before COMMIT (a row without its parent fails the load, nothing committed)", key.parent())),
-                    Err(why) => (IndexAction::Keep, format!("checked row by row during the load ({why})")),
-                };
-                ForeignKeyDecision {
-                    name: key.name.clone(),
-                    action,
-                    reason,
-                    foreign_key: ForeignKeyInfo {
-                        name: key.name.clone(),
-                        definition: key.definition(),
-                        validated: true,
-                    },
-                }
-            })
-            .collect();
-        if !design.table.transactional {
-            plan.rule = format!(
-                "{}; {} is not transactional: a load that fails leaves the rows it wrote before the failure (no rollback)",
-                plan.rule, design.table.engine
-            );
-        }
-        if let Some(note) = &design.method_note {
-            plan.rule = format!("{}; {note}", plan.rule);
-        }
         plan.hidden.triggers = design
             .table
             .triggers
@@ -798,188 +766,6 @@ impl Target for MysqlTarget {
     }
 }
 
-/// `--create`: the table for the columns `inrush-load` inferred, typed as a user moving data
-/// into MariaDB expects; `--types` gives MariaDB types.
-fn designed(
-    schema: String,
-    name: String,
-    columns: &[(String, SqlType)],
-    overrides: &[(String, String)],
-) -> Result<(Table, Vec<ColumnCheck>, String)> {
-    let given = inrush_load::create::given_types(columns, overrides)?;
-    let mut table_columns = Vec::new();
-    let mut checks = Vec::new();
-    let mut definitions = Vec::new();
-    for ((column, inferred), given) in columns.iter().zip(given) {
-        let (sql_type, convention) = match given {
-            Some(t) => (t.to_string(), None),
-            None => mariadb_type(column, inferred)?,
-        };
-        let lower = sql_type.to_ascii_lowercase();
-        let data_type = lower
-            .split(['(', ' '])
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        let length = |s: &str| {
-            s.split_once('(')
-                .and_then(|(_, rest)| rest.split([',', ')']).next())
-                .and_then(|n| n.trim().parse().ok())
-        };
-        let numbers = lower
-            .split_once('(')
-            .map(|(_, rest)| {
-                rest.trim_end_matches(')')
-                    .split(',')
-                    .map(|n| n.trim().parse().ok())
-                    .collect::<Vec<Option<u64>>>()
-            })
-            .unwrap_or_default();
-        let c = catalog::Column {
-            name: column.clone(),
-            data_type: data_type.clone(),
-            column_type: sql_type.clone(),
-            not_null: false,
-            max_length: matches!(
-                data_type.as_str(),
-                "char" | "varchar" | "binary" | "varbinary"
-            )
-            .then(|| length(&lower))
-            .flatten(),
-            precision: numbers.first().copied().flatten(),
-            scale: numbers.get(1).copied().flatten(),
-            auto_increment: false,
-        };
-        checks.push(match convention {
-            Some(Convention::Boolean) => ColumnCheck::boolean(column),
-            Some(Convention::Hex) => ColumnCheck::hex(column),
-            None => ColumnCheck::of(&c),
-        });
-        definitions.push(format!("{} {sql_type}", catalog::quote(column)));
-        table_columns.push(c);
-    }
-    let table = Table {
-        schema,
-        name,
-        engine: "InnoDB".into(),
-        transactional: true,
-        columns: table_columns,
-        indexes: Vec::new(),
-        foreign_keys: Vec::new(),
-        triggers: Vec::new(),
-        changed_by_delete: Vec::new(),
-        bytes: 0,
-        empty: true,
-    };
-    let sql = format!(
-        "CREATE TABLE {} ({}) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
-        table.qualified(),
-        definitions.join(", ")
-    );
-    Ok((table, checks, sql))
-}
-
-/// How a created column's text is read beyond what the server reads itself.
-pub(crate) enum Convention {
-    Boolean,
-    Hex,
-}
-
-/// The MariaDB type for a type `--create` inferred, or a query's column has.
-pub(crate) fn mariadb_type(
-    column: &str,
-    inferred: &SqlType,
-) -> Result<(String, Option<Convention>)> {
-    use SqlType::*;
-    let plain = |s: String| Ok((s, None));
-    let fraction = |digits: &Option<u32>| digits.unwrap_or(6);
-    match inferred {
-        Boolean => Ok(("BOOLEAN".into(), Some(Convention::Boolean))),
-        SmallInt => plain("SMALLINT".into()),
-        Integer => plain("INT".into()),
-        BigInt => plain("BIGINT".into()),
-        // Unconstrained: the widest exact type, so no digit is lost.
-        Numeric(None) => plain("DECIMAL(65,30)".into()),
-        Numeric(Some((precision, scale))) => plain(format!("DECIMAL({precision},{scale})")),
-        Real => plain("FLOAT".into()),
-        Double => plain("DOUBLE".into()),
-        Varchar(Some(n)) => plain(format!("VARCHAR({n})")),
-        // MariaDB's CHAR holds at most 255 characters.
-        Char(n) if *n <= 255 => plain(format!("CHAR({n})")),
-        Char(n) => plain(format!("VARCHAR({n})")),
-        Date => plain("DATE".into()),
-        Time(digits) => plain(format!("TIME({})", fraction(digits))),
-        Timestamp(digits) => plain(format!("DATETIME({})", fraction(digits))),
-        TimestampTz(_) => Err(Error::Usage(format!(
-            "--create: column {column:?} holds times with a zone, which MariaDB's DATETIME cannot take; give it a type with --types {column}=VARCHAR(40), or convert the input to UTC"
-        ))),
-        Uuid => plain("CHAR(36)".into()),
-        Json => plain("JSON".into()),
-        Bytes => Ok(("LONGBLOB".into(), Some(Convention::Hex))),
-        Varchar(None) | Text | Bit(_) | Interval | Array(_) | Source { .. } => {
-            plain("LONGTEXT".into())
-        }
-    }
-}
-
-/// What `inrush recover` did.
-#[derive(Debug, Default)]
-pub struct Recovered {
-    /// The journal's entries added back.
-    pub restored: Vec<Dropped>,
-    /// Tables left to the live load that holds them (`schema`.`table`): it puts their
-    /// definitions back when it ends.
-    pub busy: Vec<String>,
-    /// The distributed writes a coordinator left, finished or taken back.
-    pub jobs: crate::job::Resolved,
-}
-
-/// `inrush recover`: adds back what the DDL journal of the database holds (for one table, or
-/// all), each table under its lock (see [`crate::claim`]); a table whose lock a live load holds
-/// is left to it.
-pub fn recover(options: &MysqlOptions, table: Option<&str>) -> Result<Recovered> {
-    runtime()?.block_on(async {
-        let jobs = crate::job::resolve(options).await?;
-        let mut conn = options.connect().await?;
-        let named = table.map(|t| catalog::split_name(t, options.database()));
-        let pending = ddl::pending(
-            &mut conn,
-            named.as_ref().map(|(s, t)| (s.as_str(), t.as_str())),
-        )
-        .await?;
-        let mut tables: Vec<(String, String)> = pending
-            .iter()
-            .map(|d| (d.schema.clone(), d.table.clone()))
-            .collect();
-        tables.dedup();
-        let mut recovered = Recovered {
-            jobs,
-            ..Recovered::default()
-        };
-        for (schema, name) in tables {
-            if !claim::try_take(&mut conn, &schema, &name).await? {
-                recovered.busy.push(format!(
-                    "{}.{}",
-                    catalog::quote(&schema),
-                    catalog::quote(&name)
-                ));
-                continue;
-            }
-            // Read again under the lock: a load may have ended and cleared them meanwhile.
-            let restored = async {
-                let entries = ddl::pending(&mut conn, Some((&schema, &name))).await?;
-                ddl::restore(&mut conn, &entries).await?;
-                Ok::<_, Error>(entries)
-            }
-            .await;
-            claim::let_go(&mut conn, &schema, &name).await?;
-            recovered.restored.extend(restored?);
-        }
-        let _ = conn.disconnect().await;
-        Ok(recovered)
-    })
-}
-
 /// Checks and writes the fields of a row as a `LOAD DATA` line.
 struct Encoder {
     checks: Vec<ColumnCheck>,
@@ -1005,301 +791,5 @@ impl RowWriter for &Encoder {
         }
         out.push(b'\n');
         Ok(())
-    }
-}
-
-/// One connection's transaction; dropped without commit, it disconnects, which rolls back.
-struct MysqlWriter {
-    conn: Option<Conn>,
-    chunks: ChunkWriter,
-    rt: tokio::runtime::Runtime,
-    /// `--resume`: the table and input each block is recorded for.
-    resume: Option<(String, InputFile)>,
-    /// The foreign keys written unchecked (`foreign_key_checks = 0`), checked before the commit.
-    deferred: Vec<ForeignKey>,
-    /// `--table-lock`: the session holds `LOCK TABLES ... WRITE` until after its COMMIT.
-    locked: bool,
-    /// `--prepare`: the XA transaction the connection's rows are in, left prepared for the
-    /// job to decide, and the part it holds.
-    xa: Option<(String, Prepare)>,
-    options: MysqlOptions,
-    /// The table's schema and name, for the load's record (`crate::commits`).
-    table: (String, String),
-    books: Books,
-    /// `--network-timeout`: how long a lost COMMIT's answer is asked after.
-    network_timeout: std::time::Duration,
-    interrupt: std::sync::Arc<inrush_load::Interrupt>,
-    /// Ends the connection's statement when the user stops the load; dropped with the writer.
-    _watch: inrush_load::Watch,
-}
-
-/// What a writer's transaction can write beside its rows: the mark of its commit (its token;
-/// see [`crate::outcome`]) and the load's record (see [`crate::commits`]). Neither where the
-/// role may not create their tables.
-#[derive(Default)]
-struct Books {
-    mark: Option<String>,
-    record: bool,
-}
-
-impl Writer for MysqlWriter {
-    fn write(
-        &mut self,
-        data: &Bytes,
-        rows: u64,
-        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-    ) -> Result<u64> {
-        // The reject log names the column the server's message names.
-        let refused = &mut |i, message: String| {
-            let column = writer::column_in_message(&message);
-            refused(i, message, column)
-        };
-        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
-        let written = self.chunks.write(conn, data, rows, refused);
-        self.options.run(&self.rt, written)
-    }
-
-    fn begin_block(&mut self) -> Result<()> {
-        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
-        let begun = conn.query_drop("START TRANSACTION");
-        self.options.run(&self.rt, async {
-            begun
-                .await
-                .map_err(engine_error("starting a block's transaction"))
-        })
-    }
-
-    fn commit_block(&mut self, block: Block) -> Result<()> {
-        let Some((table, input)) = &self.resume else {
-            return Err(Error::Internal(
-                "a block committed by a load without --resume".into(),
-            ));
-        };
-        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
-        self.options.run(&self.rt, async {
-            crate::ledger::record(conn, table, input, block).await?;
-            conn.query_drop("COMMIT")
-                .await
-                .map_err(engine_error("committing a block"))
-        })
-    }
-
-    fn roll_back_block(&mut self) {
-        if let Some(conn) = self.conn.as_mut() {
-            let _ = self
-                .options
-                .run(&self.rt, async { Ok(conn.query_drop("ROLLBACK").await) });
-        }
-    }
-
-    fn check(&mut self) -> Result<()> {
-        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
-        let table = self.chunks.table();
-        for key in &self.deferred {
-            // The connection's open transaction: it sees its own rows, uncommitted, and no
-            // other writer's, which check their own.
-            let what = format!(
-                "checking foreign key {} of {table}",
-                catalog::quote(&key.name)
-            );
-            let orphans: Vec<mysql_async::Row> = self.options.run(&self.rt, async {
-                conn.query(key.orphans_sql(table))
-                    .await
-                    .map_err(engine_error(what))
-            })?;
-            if orphans.is_empty() {
-                continue;
-            }
-            let columns = key
-                .columns
-                .iter()
-                .map(|c| catalog::quote(c))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let examples = orphans
-                .into_iter()
-                .map(|row| {
-                    let values: Vec<String> = row.unwrap().into_iter().map(shown).collect();
-                    format!("({columns})=({})", values.join(", "))
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Error::ForeignKeyBroken {
-                constraint: catalog::quote(&key.name),
-                table: table.to_string(),
-                parent: key.parent(),
-                examples,
-            });
-        }
-        Ok(())
-    }
-
-    fn record(&mut self, share: &Share) -> Result<bool> {
-        if !self.books.record {
-            return Ok(false);
-        }
-        let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
-        let table = (self.table.0.as_str(), self.table.1.as_str());
-        let recorded = crate::commits::record(conn, table, share);
-        self.options.run(&self.rt, recorded)?;
-        Ok(true)
-    }
-
-    fn commit(mut self: Box<Self>) -> Result<Committed> {
-        let mut conn = self.conn.take().ok_or_else(lost_writer)?;
-        let resumed = self.resume.is_some();
-        let locked = self.locked;
-        // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
-        if !resumed && !self.interrupt.begin_commit() {
-            return Err(Error::Interrupted);
-        }
-        if let Some((gid, part)) = self.xa.take() {
-            return self.options.run(&self.rt, async {
-                for sql in [format!("XA END '{gid}'"), format!("XA PREPARE '{gid}'")] {
-                    conn.query_drop(&sql)
-                        .await
-                        .map_err(engine_error(format!("{sql}: preparing the part")))?;
-                }
-                // The prepared transaction outlives the session (MariaDB 10.5 and later).
-                let _ = conn.disconnect().await;
-                crate::job::part_prepared(&self.options, &part, &gid).await?;
-                Ok(Committed {
-                    prepared: vec![gid],
-                    ..Committed::default()
-                })
-            });
-        }
-        let pending = outcome::Pending {
-            options: &self.options,
-            connection: conn.id(),
-            mark: self.books.mark.as_deref(),
-        };
-        self.options.run(&self.rt, async {
-            // Under --resume every block committed already.
-            if !resumed {
-                if let Some(token) = pending.mark {
-                    outcome::mark(&mut conn, token).await?;
-                }
-                match outcome::commit(&mut conn, &pending, self.network_timeout).await {
-                    Fate::Committed => {}
-                    Fate::RolledBack(e) => return Err(e),
-                    Fate::Unknown { reason, ask } => {
-                        return Err(Error::CommitUnknown {
-                            unknown: 1,
-                            connections: 1,
-                            committed: 0,
-                            rows_committed: 0,
-                            reason,
-                            ask,
-                            rerun_asks: false,
-                        })
-                    }
-                }
-            }
-            let mut done = Committed::default();
-            if locked {
-                conn.query_drop("UNLOCK TABLES")
-                    .await
-                    .map_err(engine_error("unlocking the table"))?;
-                done.notes.push("--table-lock: the load held LOCK TABLES ... WRITE until its COMMIT, so other sessions could neither write nor read the table meanwhile (MariaDB has no lock that lets others read while one session writes)".into());
-            }
-            let _ = conn.disconnect().await;
-            Ok(done)
-        })
-    }
-}
-
-/// A writer used after its commit took the connection.
-fn lost_writer() -> Error {
-    Error::Internal("a writer without its connection".into())
-}
-
-/// A value of a text-protocol row as the user wrote it.
-fn shown(value: mysql_async::Value) -> String {
-    match value {
-        mysql_async::Value::Bytes(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        mysql_async::Value::NULL => "NULL".into(),
-        other => other.as_sql(true),
-    }
-}
-
-/// How the rows go in and, when that is not LOAD DATA or the connections take turns, why.
-///
-/// Under `innodb_autoinc_lock_mode` 1 (MariaDB's default) InnoDB holds a table-level AUTO-INC
-/// lock to the end of each LOAD DATA into a table with an AUTO_INCREMENT column, so parallel
-/// streams write in turn, while a multi-row INSERT takes it only to reserve its ids. Measured
-/// (500k SqlBulkCopy rows, 2 connections, an AUTO_INCREMENT key and 2 secondary keys): the
-/// load phase took 2.0-2.4 s as INSERTs against 2.9-3.3 s as LOAD DATA; into a plain table
-/// and over one connection the two went equally fast. Mode 0 makes every insert hold the
-/// lock to its end; mode 2 never does.
-fn write_method(
-    local_infile: bool,
-    table: &Table,
-    settings: &[(String, String)],
-) -> (Method, Option<String>) {
-    if !local_infile {
-        return (Method::Insert, Some("the server does not allow LOAD DATA LOCAL INFILE (local_infile is OFF): rows go in as multi-row INSERTs; SET GLOBAL local_infile = 1 (or local_infile=1 in its configuration) lets the load stream them".into()));
-    }
-    let autoinc = table.columns.iter().find(|c| c.auto_increment);
-    let mode = settings
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("innodb_autoinc_lock_mode"))
-        .map(|(_, mode)| mode.as_str());
-    match (autoinc, mode) {
-        (Some(column), Some(mode @ ("0" | "1"))) if table.engine.eq_ignore_ascii_case("InnoDB") => {
-            let column = catalog::quote(&column.name);
-            match mode {
-                "1" => (Method::Insert, Some(format!("the AUTO_INCREMENT column {column}: under innodb_autoinc_lock_mode=1 each LOAD DATA would hold the table's AUTO-INC lock to its end and the connections would write in turn, so rows go in as multi-row INSERTs, which take it only to reserve their ids"))),
-                _ => (Method::LoadData, Some(format!("the AUTO_INCREMENT column {column}: under innodb_autoinc_lock_mode=0 every insert holds the table's AUTO-INC lock to its end and the connections write in turn; innodb_autoinc_lock_mode=1 or 2, a server setting, lets them write at once"))),
-            }
-        }
-        _ => (Method::LoadData, None),
-    }
-}
-
-/// Whether the table's foreign keys can be checked once after the load, over its rows, rather
-/// than row by row as they come; if not, why. `foreign_key_checks` is one switch for the
-/// session, so it is every key or none.
-fn foreign_keys_checked_after(table: &Table, opts: &LoadOptions) -> Result<(), String> {
-    if opts.max_errors > 0 {
-        return Err("--max-errors: the server names each row whose parent is missing, which goes to the reject file".into());
-    }
-    if opts.resume {
-        return Err("--resume commits block by block: each block would have to be checked against the whole table".into());
-    }
-    if opts.table_lock {
-        return Err("--table-lock: under LOCK TABLES the session reads only the table it locked, not the parent tables a check after the load reads".into());
-    }
-    if opts.on_conflict == OnConflict::Update {
-        return Err("--on-conflict update: REPLACE deletes rows, whose cascades would not fire with the checks off".into());
-    }
-    if let Some(key) = table.foreign_keys.iter().find(|k| {
-        (k.parent_schema.as_str(), k.parent_table.as_str())
-            == (table.schema.as_str(), table.name.as_str())
-    }) {
-        return Err(format!(
-            "{} references the table itself: a connection's rows may name rows another connection has not committed, which its check cannot see",
-            catalog::quote(&key.name)
-        ));
-    }
-    if !table.triggers.is_empty() {
-        return Err("the table's triggers write in the load's sessions, and with the checks off their rows would go unchecked".into());
-    }
-    if !table.empty && !opts.truncate {
-        return Err("the table has rows: a check after the load would read them all again".into());
-    }
-    Ok(())
-}
-
-impl Drop for MysqlWriter {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            // The server rolls back the open transaction of a closed connection; one that no
-            // longer answers is not waited for.
-            let _ = self.options.run(&self.rt, async {
-                let _ = tokio::time::timeout(Duration::from_secs(5), conn.disconnect()).await;
-                Ok(())
-            });
-        }
     }
 }
