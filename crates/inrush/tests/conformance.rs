@@ -19,21 +19,29 @@ use std::rc::Rc;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 
+/// What a check asks of a database: a statement run, a query read.
+type Ask<T> = Box<dyn Fn(&str) -> T>;
+
+/// A bulk load of a CSV file with a header into a table.
+type Bulk = Box<dyn Fn(&Path, &str)>;
+
 /// A database of one engine, as the checks make and read it.
 struct Engine {
     name: &'static str,
     /// For `--to`.
     to: String,
-    exec: Box<dyn Fn(&str)>,
+    exec: Ask<()>,
     /// The first column of the first row of a query, as text.
-    value: Box<dyn Fn(&str) -> String>,
+    value: Ask<String>,
     /// Every row of a table, in the order of its first column, as text.
-    dump: Box<dyn Fn(&str) -> Vec<String>>,
+    dump: Ask<Vec<String>>,
     /// The engine's own bulk load of a CSV file with a header into a table.
-    bulk: Box<dyn Fn(&Path, &str)>,
+    bulk: Bulk,
     /// Where the engine refuses to connect (a server nobody listens on, a file in no
     /// directory).
     unreachable: &'static str,
+    /// The query that counts the indexes named `{}` in the database.
+    index_count: &'static str,
     /// The inputs' directory, readable by the server.
     dir: tempfile::TempDir,
 }
@@ -60,19 +68,17 @@ impl Engine {
         inrush_testkit::run(BIN, &args)
     }
 
-    /// Loads `csv` into `ours` with inrush (plus `extra`, from `input` when given) and into
-    /// `theirs` with the engine's own bulk path, both made with `columns`, and compares them.
-    fn loads_as_its_own_bulk_path(
-        &self,
-        columns: &str,
-        csv: &Path,
-        input: Option<&Path>,
-        extra: &[&str],
-    ) {
-        let name = self.name;
+    /// Makes the tables `ours` and `theirs` with `columns`.
+    fn twins(&self, columns: &str) {
         for table in ["ours", "theirs"] {
             (self.exec)(&format!("CREATE TABLE {table} {columns}"));
         }
+    }
+
+    /// Loads `csv` into `ours` with inrush (plus `extra`, from `input` when given) and into
+    /// `theirs` with the engine's own bulk path ([`Engine::twins`]), and compares them.
+    fn loads_as_its_own_bulk_path(&self, csv: &Path, input: Option<&Path>, extra: &[&str]) {
+        let name = self.name;
         (self.bulk)(csv, "theirs");
         let (code, out) = self.load(input.unwrap_or(csv), "ours", extra);
         assert_eq!(code, 0, "{name}: {out}");
@@ -119,6 +125,7 @@ fn postgres() -> Engine {
             bulk.copy_csv(t, rows.as_bytes());
         }),
         unreachable: "postgresql://inrush@127.0.0.1:1/nothing",
+        index_count: "SELECT count(*) FROM pg_indexes WHERE indexname = '{}'",
         dir: tempfile::tempdir().unwrap(),
     }
 }
@@ -134,6 +141,8 @@ fn mariadb() -> Engine {
         dump: Box::new(move |t| dump.rows(&format!("SELECT * FROM {t} ORDER BY 1"))),
         bulk: Box::new(move |csv, t| mariadb_common::server_load(&bulk, csv, t).unwrap()),
         unreachable: "mysql://inrush:inrush@127.0.0.1:1/nothing",
+        index_count: "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS \
+            WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = '{}'",
         dir: mariadb_common::shared_dir(),
     }
 }
@@ -174,6 +183,7 @@ fn sqlite() -> Engine {
         }),
         bulk: Box::new(move |csv, t| sqlite_common::shell_import(csv, &path, t)),
         unreachable: "/nonexistent-directory/t.db",
+        index_count: "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = '{}'",
         dir,
     }
 }
@@ -182,13 +192,15 @@ fn sqlite() -> Engine {
 
 fn good_rows_are_stored_as_the_engines_own_bulk_path_stores_them(engine: &Engine) {
     let csv = engine.write("typed.csv", &typed_csv(300));
-    engine.loads_as_its_own_bulk_path(TYPED, &csv, None, &[]);
+    engine.twins(TYPED);
+    engine.loads_as_its_own_bulk_path(&csv, None, &[]);
 }
 
 fn several_connections_store_every_row_once(engine: &Engine) {
     let csv = engine.write("many.csv", &typed_csv(20_000));
     let extra = ["--connections", "3", "--block-size", "65536"];
-    engine.loads_as_its_own_bulk_path(TYPED, &csv, None, &extra);
+    engine.twins(TYPED);
+    engine.loads_as_its_own_bulk_path(&csv, None, &extra);
 }
 
 fn json_lines_are_stored_as_the_same_rows_in_csv(engine: &Engine) {
@@ -197,7 +209,8 @@ fn json_lines_are_stored_as_the_same_rows_in_csv(engine: &Engine) {
         "rows.jsonl",
         "{\"id\":1,\"name\":\"ann\"}\n{\"id\":2,\"name\":\"b, \\\"c\\\"\"}\n{\"id\":3,\"name\":\"ünï\"}\n",
     );
-    engine.loads_as_its_own_bulk_path(NAMED, &csv, Some(&jsonl), &[]);
+    engine.twins(NAMED);
+    engine.loads_as_its_own_bulk_path(&csv, Some(&jsonl), &[]);
 }
 
 fn parquet_is_stored_as_the_same_rows_in_csv(engine: &Engine) {
@@ -206,7 +219,71 @@ fn parquet_is_stored_as_the_same_rows_in_csv(engine: &Engine) {
     let parquet = engine.dir.path().join("rows.parquet");
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     inrush_testkit::id_and_strings_parquet(&parquet, &["id", "name"], &lines, 100);
-    engine.loads_as_its_own_bulk_path(NAMED, &csv, Some(&parquet), &[]);
+    engine.twins(NAMED);
+    engine.loads_as_its_own_bulk_path(&csv, Some(&parquet), &[]);
+}
+
+fn a_large_load_builds_secondary_indexes_after_the_rows_and_they_are_there(engine: &Engine) {
+    let csv = engine.write("typed.csv", &typed_csv(3000));
+    let name = engine.name;
+    engine.twins(TYPED);
+    (engine.exec)("CREATE INDEX ours_name ON ours (name)");
+    let args = [
+        "plan",
+        csv.to_str().unwrap(),
+        "--header",
+        "--to",
+        &engine.to,
+        "--table",
+        "ours",
+    ];
+    let (code, planned) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 0, "{name}: {planned}");
+    assert!(
+        planned.contains("built once after the load"),
+        "{name}: {planned}"
+    );
+    engine.loads_as_its_own_bulk_path(&csv, None, &[]);
+    let count = engine.index_count.replace("{}", "ours_name");
+    assert_eq!((engine.value)(&count), "1", "{name}: the index is back");
+}
+
+// ---- Whole databases ----
+
+fn copy_takes_a_database_into_the_engine_and_out_again(engine: &Engine) {
+    let name = engine.name;
+    let source = engine.dir.path().join("source.db");
+    let rows: String = (1..=300).map(|i| format!("({i}, 'name {i}'),")).collect();
+    let conn = rusqlite::Connection::open(&source).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE shop (id INTEGER PRIMARY KEY, name VARCHAR(40) NOT NULL);
+         CREATE INDEX shop_name ON shop (name);
+         INSERT INTO shop VALUES {};",
+        rows.trim_end_matches(',')
+    ))
+    .unwrap();
+    drop(conn);
+    let from = format!("sqlite://{}", source.display());
+    let (code, out) = inrush_testkit::run(BIN, &["copy", "--from", &from, "--to", &engine.to]);
+    assert_eq!(code, 0, "{name}, into: {out}");
+    assert_eq!(engine.count("shop"), 300, "{name}: {out}");
+    let count = engine.index_count.replace("{}", "shop_name");
+    assert_eq!((engine.value)(&count), "1", "{name}: the index came along");
+    let back = format!("sqlite://{}", engine.dir.path().join("back.db").display());
+    let args = [
+        "copy", "--from", &engine.to, "--to", &back, "--tables", "shop",
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 0, "{name}, out: {out}");
+    let back = rusqlite::Connection::open(engine.dir.path().join("back.db")).unwrap();
+    let n: i64 = back
+        .query_row(
+            "SELECT count(*) FROM shop WHERE name LIKE 'name %'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 300, "{name}: {out}");
 }
 
 // ---- All or nothing, and rejects ----
@@ -507,6 +584,8 @@ macro_rules! suite {
             several_connections_store_every_row_once,
             json_lines_are_stored_as_the_same_rows_in_csv,
             parquet_is_stored_as_the_same_rows_in_csv,
+            a_large_load_builds_secondary_indexes_after_the_rows_and_they_are_there,
+            copy_takes_a_database_into_the_engine_and_out_again,
             a_bad_row_loads_nothing_and_exits_4,
             rejects_allowed_leave_out_only_the_bad_row_and_exit_6,
             rows_the_server_refuses_are_rejected_one_by_one,
