@@ -2,7 +2,7 @@
 //! keys, size, and the per-row work it hides. Each target crate reads them from its engine.
 
 /// An index on the target table, as the catalog defines it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexInfo {
     pub name: String,
     /// The exact statement that recreates it (PostgreSQL's `pg_get_indexdef`, SQLite's

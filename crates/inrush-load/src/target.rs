@@ -268,6 +268,24 @@ impl Table {
             .collect()
     }
 
+    /// What the engine keeps for each of the table's columns (`per_column`, in the table's
+    /// order), for the loaded `columns` in their order.
+    pub fn of_loaded<T: Clone>(
+        &self,
+        per_column: &[T],
+        columns: &[TargetColumn],
+    ) -> Result<Vec<T>> {
+        self.positions(columns)?
+            .into_iter()
+            .map(|i| {
+                per_column
+                    .get(i)
+                    .cloned()
+                    .ok_or_else(|| Error::Internal(format!("no column {i} in {}", self.name)))
+            })
+            .collect()
+    }
+
     /// Refuses `option`, which `does` delete rows of this table, when other tables' keys
     /// would follow those deletes: inrush changes no table but the one it loads.
     pub fn refuse_deletes(&self, option: &str, does: &str) -> Result<()> {

@@ -198,16 +198,7 @@ impl Target for SqliteTarget {
     }
 
     fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        let columns = table.positions(columns)?;
-        let design = self.design()?;
-        let checks = columns
-            .iter()
-            .map(|&i| {
-                design.checks.get(i).cloned().ok_or_else(|| {
-                    Error::Internal(format!("no column {i} in {}", design.table.qualified()))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let checks = table.of_loaded(&self.design()?.checks, columns)?;
         Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
@@ -231,15 +222,9 @@ impl Target for SqliteTarget {
                 name: i.name.clone(),
                 definition: i.sql.clone().unwrap_or_default(),
                 unique: i.unique,
-                constraint: None,
-                constraint_kind: None,
-                deferrable: false,
-                referenced: false,
-                invalid: false,
-                bytes: 0,
-                leading_column: None,
                 // An index SQLite made for a constraint has no statement to make it again.
                 stays: i.sql.as_deref().unwrap_or_default().is_empty().then(|| "enforces the table's PRIMARY KEY or UNIQUE constraint, which SQLite cannot drop: maintained during the load".into()),
+                ..IndexInfo::default()
             })
             .collect();
         let size = TableSize {

@@ -303,16 +303,7 @@ impl Target for MysqlTarget {
     }
 
     fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        let columns = table.positions(columns)?;
-        let design = self.design()?;
-        let checks = columns
-            .iter()
-            .map(|&i| {
-                design.checks.get(i).cloned().ok_or_else(|| {
-                    Error::Internal(format!("no column {i} in {}", design.table.qualified()))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let checks = table.of_loaded(&self.design()?.checks, columns)?;
         Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
@@ -335,15 +326,11 @@ impl Target for MysqlTarget {
                 unique: index.unique,
                 constraint: (index.name == "PRIMARY").then(|| index.name.clone()),
                 constraint_kind: (index.name == "PRIMARY").then_some(ConstraintKind::PrimaryKey),
-                deferrable: false,
-                referenced: false,
-                invalid: false,
-                bytes: 0,
-                leading_column: None,
                 stays: keys
                     .iter()
                     .any(|k| index.columns.starts_with(&k.columns))
                     .then(|| "a foreign key of the table needs it (MariaDB refuses to drop it): maintained during the load".into()),
+                ..IndexInfo::default()
             })
             .collect();
         let foreign_keys = keys
