@@ -277,6 +277,64 @@ pub struct Index {
     pub definition: Option<Expression>,
 }
 
+/// Why an index of another engine cannot be made in a target: the source's access method, a
+/// partial index's condition, or a part that is an expression, all in the source's own terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unportable<'a> {
+    Method(&'a str),
+    Condition,
+    Expression,
+}
+
+impl Index {
+    /// The index made in another engine: `CREATE [UNIQUE] INDEX name ON table (key)`, the key's
+    /// columns written by `column` (the column, quoted, or the target's expression for its
+    /// first `n` characters), descending where they were; or why it cannot be made.
+    pub fn create_elsewhere(
+        &self,
+        name: &str,
+        table: &str,
+        column: impl Fn(&str, Option<u32>) -> String,
+    ) -> Result<String, Unportable<'_>> {
+        if let Some(method) = &self.method {
+            return Err(Unportable::Method(method));
+        }
+        if self.predicate.is_some() {
+            return Err(Unportable::Condition);
+        }
+        let mut key = Vec::with_capacity(self.parts.len());
+        for part in &self.parts {
+            let IndexPart::Column {
+                name: c,
+                descending,
+                prefix,
+            } = part
+            else {
+                return Err(Unportable::Expression);
+            };
+            let order = if *descending { " DESC" } else { "" };
+            key.push(format!("{}{order}", column(c, *prefix)));
+        }
+        let unique = if self.unique { "UNIQUE " } else { "" };
+        Ok(format!(
+            "CREATE {unique}INDEX {name} ON {table} ({})",
+            key.join(", ")
+        ))
+    }
+
+    /// The columns of the key that are indexed by a prefix only, with its length.
+    pub fn prefixes(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.parts.iter().filter_map(|part| match part {
+            IndexPart::Column {
+                name,
+                prefix: Some(n),
+                ..
+            } => Some((name.as_str(), *n)),
+            _ => None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum IndexPart {
     Column {

@@ -9,8 +9,8 @@
 use super::source::ENGINE;
 use crate::{query_error, quote_ident, ConnectOptions, Error};
 use inrush_core::database::{
-    Column, Database, DefaultSpelling, Design, Done, Identity, IndexNames, IndexPart, Note,
-    SchemaTarget, Step, Table,
+    Column, Database, DefaultSpelling, Design, Done, Identity, IndexNames, Note, SchemaTarget,
+    Step, Table, Unportable,
 };
 use inrush_core::ident::sql_string;
 use inrush_core::interrupt::Interrupt;
@@ -233,80 +233,7 @@ pub fn design(table: &Table, source: &Database) -> Design {
             )],
         ));
     }
-    for index in &table.indexes {
-        let index_name = names.key(&index.name, "idx");
-        let what = format!("index {index_name}");
-        if same {
-            if let Some(definition) = &index.definition {
-                design
-                    .after_rows
-                    .push(Step::new(what, vec![definition.sql.clone()]));
-                continue;
-            }
-        }
-        if let Some(method) = &index.method {
-            design.notes.push(Note::left_out(format!(
-                "{} index {} of {}: PostgreSQL has no such index",
-                method,
-                index.name,
-                table.display_name()
-            )));
-            continue;
-        }
-        let mut parts = Vec::new();
-        for part in &index.parts {
-            match part {
-                IndexPart::Column {
-                    name: column,
-                    descending,
-                    prefix,
-                } => {
-                    let mut text = match prefix {
-                        Some(n) => {
-                            design.notes.push(Note::translated(format!(
-                                "prefix index {} of {}: on left({column}, {n})",
-                                index.name,
-                                table.display_name()
-                            )));
-                            format!("left({}, {n})", quote_ident(column))
-                        }
-                        None => quote_ident(column),
-                    };
-                    if *descending {
-                        text.push_str(" DESC");
-                    }
-                    parts.push(text);
-                }
-                IndexPart::Expression(_) => break,
-            }
-        }
-        if parts.len() < index.parts.len() || index.predicate.is_some() {
-            design.notes.push(Note::left_out(format!(
-                "index {} of {}: its expression is {}'s",
-                index.name,
-                table.display_name(),
-                source.engine
-            )));
-            continue;
-        }
-        // A prefix is an expression, which needs its own parentheses.
-        let parts: Vec<String> = parts
-            .into_iter()
-            .map(|p| match p.starts_with("left(") {
-                true => format!("({p})"),
-                false => p,
-            })
-            .collect();
-        design.after_rows.push(Step::new(
-            what,
-            vec![format!(
-                "CREATE {}INDEX {} ON {name} ({})",
-                if index.unique { "UNIQUE " } else { "" },
-                quote_ident(&index_name),
-                parts.join(", ")
-            )],
-        ));
-    }
+    index_steps(&mut design, table, source, &names, &name);
     for check in &table.checks {
         let clause = match same {
             true => check.clause.sql.clone(),
@@ -359,6 +286,60 @@ pub fn design(table: &Table, source: &Database) -> Design {
         ));
     }
     design
+}
+
+/// The steps that build `table`'s indexes after its rows (named by `names`), in PostgreSQL's
+/// words, or the notes that say why one is left out; `name` is the table, quoted.
+fn index_steps(
+    design: &mut Design,
+    table: &Table,
+    source: &Database,
+    names: &IndexNames,
+    name: &str,
+) {
+    let same = source.engine == ENGINE;
+    for index in &table.indexes {
+        let index_name = names.key(&index.name, "idx");
+        let what = format!("index {index_name}");
+        if let (true, Some(definition)) = (same, &index.definition) {
+            design
+                .after_rows
+                .push(Step::new(what, vec![definition.sql.clone()]));
+            continue;
+        }
+        // A prefix is an expression, which needs its own parentheses.
+        let column = |c: &str, prefix: Option<u32>| match prefix {
+            Some(n) => format!("(left({}, {n}))", quote_ident(c)),
+            None => quote_ident(c),
+        };
+        let left_out = |why: String| {
+            Note::left_out(format!(
+                "index {} of {}: {why}",
+                index.name,
+                table.display_name()
+            ))
+        };
+        match index.create_elsewhere(&quote_ident(&index_name), name, column) {
+            Ok(sql) => {
+                for (column, n) in index.prefixes() {
+                    design.notes.push(Note::translated(format!(
+                        "prefix index {} of {}: on left({column}, {n})",
+                        index.name,
+                        table.display_name()
+                    )));
+                }
+                design.after_rows.push(Step::new(what, vec![sql]));
+            }
+            Err(Unportable::Method(method)) => design.notes.push(Note::left_out(format!(
+                "{method} index {} of {}: PostgreSQL has no such index",
+                index.name,
+                table.display_name()
+            ))),
+            Err(_) => design
+                .notes
+                .push(left_out(format!("its expression is {}'s", source.engine))),
+        }
+    }
 }
 
 /// Appends what makes the user types `table`'s columns use, each after the types it needs.
@@ -491,7 +472,9 @@ fn requote(sql: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inrush_core::database::{Action, Check, Default, Expression, ForeignKey, Index, Key};
+    use inrush_core::database::{
+        Action, Check, Default, Expression, ForeignKey, Index, IndexPart, Key,
+    };
 
     fn column(name: &str, sql_type: SqlType) -> Column {
         Column {

@@ -10,7 +10,8 @@
 use super::source::SqliteReader;
 use crate::quote;
 use inrush_core::database::{
-    Database, DefaultSpelling, Design, Done, IndexNames, IndexPart, Note, SchemaTarget, Step, Table,
+    Database, DefaultSpelling, Design, Done, IndexNames, Note, SchemaTarget, Step, Table,
+    Unportable,
 };
 use inrush_core::ident::sql_string;
 use inrush_core::interrupt::Interrupt;
@@ -270,6 +271,20 @@ pub fn design(table: &Table, source: &Database) -> Design {
             )],
         ));
     }
+    index_steps(&mut design, table, source, &names, &name);
+    design
+}
+
+/// The steps that build `table`'s indexes after its rows (named by `names`), in SQLite's
+/// words, or the notes that say why one is left out; `name` is the table, quoted.
+fn index_steps(
+    design: &mut Design,
+    table: &Table,
+    source: &Database,
+    names: &IndexNames,
+    name: &str,
+) {
+    let same = source.engine == ENGINE;
     for index in &table.indexes {
         let index_name = names.key(&index.name, "idx");
         let what = format!("index {index_name}");
@@ -279,61 +294,23 @@ pub fn design(table: &Table, source: &Database) -> Design {
                 .push(Step::new(what, vec![definition.sql.clone()]));
             continue;
         }
-        let left_out = |why: String| {
-            Note::left_out(format!(
-                "index {} of {}: {why}",
-                index.name,
-                table.display_name()
-            ))
+        // SQLite has no prefix index: an index on the prefix's expression.
+        let column = |c: &str, prefix: Option<u32>| match prefix {
+            Some(n) => format!("substr({}, 1, {n})", quote(c)),
+            None => quote(c),
         };
-        if let Some(method) = &index.method {
-            design
-                .notes
-                .push(left_out(format!("SQLite has no {method} index")));
-            continue;
-        }
-        if index.predicate.is_some() {
-            design
-                .notes
-                .push(left_out(format!("its condition is {}'s", source.engine)));
-            continue;
-        }
-        let mut parts = Vec::new();
-        for part in &index.parts {
-            match part {
-                IndexPart::Column {
-                    name: column,
-                    descending,
-                    prefix,
-                } => {
-                    let mut text = match prefix {
-                        // SQLite has no prefix index: an index on the prefix's expression.
-                        Some(n) => format!("substr({}, 1, {n})", quote(column)),
-                        None => quote(column),
-                    };
-                    if *descending {
-                        text.push_str(" DESC");
-                    }
-                    parts.push(text);
+        match index.create_elsewhere(&quote(&index_name), name, column) {
+            Ok(sql) => design.after_rows.push(Step::new(what, vec![sql])),
+            Err(why) => design.notes.push(Note::left_out(format!(
+                "index {} of {}: {}",
+                index.name,
+                table.display_name(),
+                match why {
+                    Unportable::Method(method) => format!("SQLite has no {method} index"),
+                    Unportable::Condition => format!("its condition is {}'s", source.engine),
+                    Unportable::Expression => format!("its expression is {}'s", source.engine),
                 }
-                IndexPart::Expression(_) => break,
-            }
+            ))),
         }
-        if parts.len() < index.parts.len() {
-            design
-                .notes
-                .push(left_out(format!("its expression is {}'s", source.engine)));
-            continue;
-        }
-        design.after_rows.push(Step::new(
-            what,
-            vec![format!(
-                "CREATE {}INDEX {} ON {name} ({})",
-                if index.unique { "UNIQUE " } else { "" },
-                quote(&index_name),
-                parts.join(", ")
-            )],
-        ));
     }
-    design
 }
