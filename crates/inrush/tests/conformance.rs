@@ -6,7 +6,10 @@
 //! same code (the README's table) and change nothing; a bad row loads nothing unless rejects
 //! are allowed, and then only it is left out; `--check` writes nothing; `--resume` reruns load
 //! nothing twice and `status` shows them; `--on-conflict`, `--truncate`, `--columns` and
-//! `--create` do what they say; `plan` and `recover` answer.
+//! `--create` do what they say; a distributed write (`--prepare`) lands the parts its job
+//! names, where the engine says it carries it out, and is refused by name where not; indexes
+//! come back after a large load; `inrush copy` goes into and out of the engine; `plan` and
+//! `recover` answer.
 //!
 //! A new engine adds its [`Engine`] and one line to the suite.
 
@@ -537,6 +540,100 @@ fn a_key_already_there_exits_4(engine: &Engine) {
     assert_eq!(engine.count("t"), 1, "{}: the table changed", engine.name);
 }
 
+// ---- A distributed write (--prepare), where the engine carries it out ----
+
+/// Loads `rows` into `t` as part `part` of job `job`; the transactions it left prepared.
+fn prepared_part(
+    engine: &Engine,
+    job: &str,
+    part: &str,
+    rows: std::ops::Range<i32>,
+) -> Vec<String> {
+    let lines: String = rows.map(|i| format!("{i},part {part}\n")).collect();
+    let csv = engine.write(&format!("{part}.csv"), &format!("id,v\n{lines}"));
+    let name = format!("{job}:{part}");
+    let (code, out) = engine.load(&csv, "t", &["--prepare", &name, "--json"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let json = out.lines().rev().find(|l| l.starts_with('{')).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(json).unwrap();
+    let prepared = summary["prepared"].as_array().unwrap();
+    prepared
+        .iter()
+        .map(|t| t.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn a_distributed_write_lands_the_parts_its_job_names_once(engine: &Engine) {
+    use inrush_load::job::{JobStep, Parts};
+    (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(20))");
+    let target = inrush::engines::named(&engine.to)
+        .target(&engine.to)
+        .unwrap();
+    if !target
+        .supports()
+        .carries
+        .contains(&inrush_load::support::Feature::Prepare)
+    {
+        // Refused up front, by name, and nothing changes.
+        let csv = engine.write("part.csv", "id,v\n1,a\n");
+        let (code, out) = engine.load(&csv, "t", &["--prepare", "j:p0"]);
+        assert_eq!(code, 2, "{}: {out}", engine.name);
+        assert!(out.contains("--prepare"), "{}: {out}", engine.name);
+        assert_eq!(engine.count("t"), 0, "{}", engine.name);
+        return;
+    }
+    let jobs = inrush::engines::named(&engine.to);
+    let step = |step: JobStep| jobs.job(&engine.to, "j", &step).unwrap();
+    step(JobStep::Begin {
+        table: "t".into(),
+        overwrite: false,
+        parts: Parts::Prepared,
+        batch: None,
+        keep_indexes: false,
+    });
+    let winner = prepared_part(engine, "j", "p0", 1..101);
+    let loser = prepared_part(engine, "j", "p1", 101..201);
+    assert!(!winner.is_empty() && !loser.is_empty(), "{}", engine.name);
+    assert_eq!(
+        engine.count("t"),
+        0,
+        "{}: a prepared part is not visible",
+        engine.name
+    );
+    let outcome = step(JobStep::Commit {
+        winners: winner.clone(),
+        batch: None,
+    });
+    let mut committed = outcome.committed.clone();
+    committed.sort();
+    let mut winner = winner;
+    winner.sort();
+    assert_eq!(committed, winner, "{}: {outcome:?}", engine.name);
+    assert_eq!(
+        engine.count("t"),
+        100,
+        "{}: only the part the job named",
+        engine.name
+    );
+    assert_eq!(
+        engine.count("t WHERE v = 'part p0'"),
+        100,
+        "{}",
+        engine.name
+    );
+    // Nothing is left for recover: the job took its other part back.
+    let (code, out) = inrush_testkit::run(BIN, &["recover", "--to", &engine.to, "--json"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    let json = out.lines().find(|l| l.starts_with('{')).unwrap_or_default();
+    let recovered: serde_json::Value = serde_json::from_str(json).unwrap();
+    assert_eq!(
+        recovered["rolled_back"],
+        serde_json::json!([]),
+        "{}: {out}",
+        engine.name
+    );
+}
+
 // ---- plan, recover ----
 
 fn plan_says_what_a_load_would_do_and_changes_nothing(engine: &Engine) {
@@ -605,6 +702,7 @@ macro_rules! suite {
             an_unreachable_server_exits_3,
             a_bad_value_exits_4_naming_the_file,
             a_key_already_there_exits_4,
+            a_distributed_write_lands_the_parts_its_job_names_once,
             plan_says_what_a_load_would_do_and_changes_nothing,
             recover_with_nothing_left_says_so,
         );
