@@ -145,8 +145,8 @@ pub enum Error {
     },
     /// The `--from-query` runs on the target's server and waits on a lock the load holds (see
     /// `watch`): nothing was committed.
-    #[error("the --from-query waits for a lock that connection {holding} of this load holds on the same server: the query reads a table the load has locked (the target, under --truncate), so it cannot end before the load commits, nor the load before the query's last row. Everything was rolled back. Load into another table and rename it, or leave out --truncate")]
-    QueryBlocked { holding: usize },
+    #[error("the --from-query and connection {connection} of this load wait for each other's lock on the same server: the query reads a table the load locks (the target, under --truncate), so it cannot end before the load commits, nor the load before the query's last row. Everything was rolled back. Load into another table and rename it, or leave out --truncate")]
+    QueryBlocked { connection: usize },
     /// A target engine other than PostgreSQL failed (opening the database, a statement).
     #[error("{engine}: {what}: {message}")]
     Engine {

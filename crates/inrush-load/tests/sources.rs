@@ -468,7 +468,10 @@ fn parquet_loads_like_copy_of_the_same_rows_as_csv() {
 #[test]
 fn a_query_that_reads_the_table_it_truncates_fails_instead_of_waiting_forever() {
     let mut db = fresh_db();
-    server_table(&mut db, "t", &rows(2000, 8));
+    // More rows than the pipeline's queues and the socket hold (about 12 MB): a query that
+    // started before the TRUNCATE cannot finish, and so release its lock, before the load
+    // takes its rows either.
+    server_table(&mut db, "t", &rows(100_000, 8));
     let before = db.rows_as_text("t");
     // The query's session waits for the load's TRUNCATE lock, and the load for the query's
     // rows: no server sees that wait, so the load must.

@@ -37,16 +37,19 @@ pub async fn waits_among(client: &Client, pids: &[i32]) -> Result<Vec<(i32, i32)
         .collect())
 }
 
-/// A session running a statement that starts with `tag` (this process's source query, on the
-/// same server) that waits on one of `pids`, and the session it waits on.
+/// A wait between a session running a statement that starts with `tag` (this process's
+/// source query, on the same server) and one of `pids`, either way: the waiting session and
+/// the one it waits on. Either way round, neither can end: the query's rows are read by the
+/// load that waits, or the load's lock is held until after the query's last row.
 pub async fn tagged_wait_on(
     client: &Client,
     tag: &str,
     pids: &[i32],
 ) -> Result<Option<(i32, i32)>> {
-    let sql =
-        "SELECT a.pid, h.pid FROM pg_stat_activity a, unnest(pg_blocking_pids(a.pid)) AS h(pid) \
-               WHERE starts_with(a.query, $1) AND h.pid = ANY($2) LIMIT 1";
+    let sql = "WITH q AS (SELECT pid FROM pg_stat_activity WHERE starts_with(query, $1)) \
+         SELECT a.pid, h.pid FROM pg_stat_activity a, unnest(pg_blocking_pids(a.pid)) AS h(pid) \
+         WHERE (a.pid IN (SELECT pid FROM q) AND h.pid = ANY($2)) \
+            OR (a.pid = ANY($2) AND h.pid IN (SELECT pid FROM q)) LIMIT 1";
     Ok(client
         .query_opt(sql, &[&tag, &pids])
         .await

@@ -43,7 +43,8 @@ pub(crate) struct Watched<'a> {
 /// sessions' transactions stay open until all are done), fails the load with
 /// [`Error::SelfBlocked`] when one waits on another of the same server; with `from_query`,
 /// with [`Error::QueryBlocked`] when the source query runs on one of the servers and waits on
-/// a session of the load (whose transaction ends only after the query's last row).
+/// a session of the load (whose transaction ends only after the query's last row), or a
+/// session of the load waits on it (whose rows the load reads only once it has its lock).
 pub(crate) async fn watch(
     servers: &[Watched<'_>],
     shared: &Shared,
@@ -70,9 +71,9 @@ pub(crate) async fn watch(
             if from_query {
                 let tag = crate::copy_out::query_tag();
                 if let Ok(wait) = activity::tagged_wait_on(server.control, tag, &pids).await {
-                    if let Some((_, holding)) = wait.filter(|w| *query_seen == Some(*w)) {
+                    if let Some((waiting, holding)) = wait.filter(|w| *query_seen == Some(*w)) {
                         shared.fail(Error::QueryBlocked {
-                            holding: number(holding),
+                            connection: number(holding).max(number(waiting)),
                         });
                     }
                     *query_seen = wait;
