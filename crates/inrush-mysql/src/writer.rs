@@ -167,9 +167,8 @@ impl ChunkWriter {
         let lines = lines(data);
         let mut isolation = Isolation::new(lines.len());
         let mut written = 0;
-        let mut range = isolation.next_attempt();
         let mut answer = Some(warnings);
-        while let Some(sent) = range {
+        while let Some(sent) = isolation.next_attempt() {
             let warnings = match answer.take() {
                 Some(warnings) => warnings,
                 // A row alone goes as a strict-mode INSERT, whose error says more than LOAD
@@ -193,7 +192,6 @@ impl ChunkWriter {
                 self.rollback(conn).await?;
                 self.refuse(&mut isolation, &warnings, refused)?;
             }
-            range = isolation.next_attempt();
         }
         Ok(written)
     }
@@ -206,12 +204,7 @@ impl ChunkWriter {
         data: &Bytes,
         rows: u64,
     ) -> Result<(Vec<Warning>, u64)> {
-        conn.query_drop("SAVEPOINT inrush_chunk")
-            .await
-            .map_err(engine_error(format!(
-                "a savepoint before loading into {}",
-                self.table
-            )))?;
+        self.savepoint(conn).await?;
         let (mut warnings, affected) = match self.method {
             Method::LoadData => (self.load(conn, data).await?, conn.affected_rows()),
             Method::Insert => self.insert_all(conn, data).await?,
@@ -228,24 +221,48 @@ impl ChunkWriter {
 
     /// One row as a strict-mode INSERT under the savepoint; what made it bad, if anything.
     async fn insert_one(&self, conn: &mut Conn, line: &[u8]) -> Result<Vec<Warning>> {
-        let fail = |what: &str| engine_error(format!("{what} into {}", self.table));
-        conn.query_drop("SAVEPOINT inrush_chunk")
-            .await
-            .map_err(fail("a savepoint before a row"))?;
+        self.savepoint(conn).await?;
         let params: Vec<Value> = unescape_line(line)
             .map(|f| f.map_or(Value::NULL, Value::Bytes))
             .collect();
         match conn.exec_drop(self.insert_sql(1), params).await {
-            Err(mysql_async::Error::Server(e)) if !is_lock_failure(e.code) => Ok(vec![Warning {
-                code: e.code,
-                row: None,
-                message: e.message,
-            }]),
-            Err(mysql_async::Error::Server(e)) => Err(lock_failure(e, &self.table)),
-            Err(e) => Err(fail("inserting a row")(e)),
+            Err(e) => {
+                let other = engine_error(format!("inserting a row into {}", self.table));
+                Ok(vec![self.refusal(e, other)?])
+            }
             Ok(()) if conn.get_warnings() > 0 => self.bad_warnings(conn).await,
             Ok(()) => Ok(Vec::new()),
         }
+    }
+
+    /// What a statement's failure says of its rows: the server's refusal of one of them, or,
+    /// for a lock that could not be had ([`lock_failure`]) or anything but the server's
+    /// refusal (`other`), the load's failure.
+    fn refusal(
+        &self,
+        e: mysql_async::Error,
+        other: impl FnOnce(mysql_async::Error) -> inrush_load::Error,
+    ) -> Result<Warning> {
+        match e {
+            mysql_async::Error::Server(e) if is_lock_failure(e.code) => {
+                Err(lock_failure(e, &self.table))
+            }
+            mysql_async::Error::Server(e) => Ok(Warning {
+                code: e.code,
+                row: None,
+                message: e.message,
+            }),
+            e => Err(other(e)),
+        }
+    }
+
+    async fn savepoint(&self, conn: &mut Conn) -> Result<()> {
+        conn.query_drop("SAVEPOINT inrush_chunk")
+            .await
+            .map_err(engine_error(format!(
+                "a savepoint before loading into {}",
+                self.table
+            )))
     }
 
     async fn rollback(&self, conn: &mut Conn) -> Result<()> {
@@ -313,21 +330,16 @@ impl ChunkWriter {
         });
         match conn.query_drop(self.load_data_sql()).await {
             Ok(()) => {}
-            Err(mysql_async::Error::Server(e))
-                if !is_local_infile_refusal(e.code) && !is_lock_failure(e.code) =>
-            {
-                // A row the statement stopped at (a trigger's SIGNAL, a constraint): the rows
-                // go in one by one to find it.
-                return Ok(vec![Warning {
-                    code: e.code,
-                    row: None,
-                    message: e.message,
-                }]);
+            Err(mysql_async::Error::Server(e)) if is_local_infile_refusal(e.code) => {
+                return Err(local_infile_refused(e.into(), &self.table))
             }
-            Err(mysql_async::Error::Server(e)) if is_lock_failure(e.code) => {
-                return Err(lock_failure(e, &self.table))
+            // A row the statement stopped at (a trigger's SIGNAL, a constraint), which the
+            // search finds.
+            Err(e) => {
+                return Ok(vec![
+                    self.refusal(e, |e| local_infile_refused(e, &self.table))?
+                ])
             }
-            Err(e) => return Err(local_infile_refused(e, &self.table)),
         }
         match conn.get_warnings() {
             0 => Ok(Vec::new()),
@@ -350,21 +362,13 @@ impl ChunkWriter {
                 .collect();
             match conn.exec_drop(&sql, params).await {
                 Ok(()) => affected += conn.affected_rows(),
-                Err(mysql_async::Error::Server(e)) if !is_lock_failure(e.code) => {
-                    return Ok((
-                        vec![Warning {
-                            code: e.code,
-                            row: None,
-                            message: e.message,
-                        }],
-                        affected,
-                    ))
+                Err(e) => {
+                    let other = engine_error(format!("inserting into {}", self.table));
+                    return Ok((vec![self.refusal(e, other)?], affected));
                 }
-                Err(mysql_async::Error::Server(e)) => return Err(lock_failure(e, &self.table)),
-                Err(e) => return Err(engine_error(format!("inserting into {}", self.table))(e)),
             }
             if conn.get_warnings() > 0 {
-                // Their rows are the statement's, not the chunk's: the rows go in one by one.
+                // Their rows are the statement's, not the chunk's: the search finds them.
                 let warnings: Vec<Warning> = self
                     .bad_warnings(conn)
                     .await?
