@@ -287,15 +287,21 @@ pub enum Unportable<'a> {
 }
 
 impl Index {
-    /// The index made in another engine: `CREATE [UNIQUE] INDEX name ON table (key)`, the key's
-    /// columns written by `column` (the column, quoted, or the target's expression for its
-    /// first `n` characters), descending where they were; or why it cannot be made.
-    pub fn create_elsewhere(
+    /// The statement that makes the index in a target: the source's own when the target is
+    /// the source's engine (`same`) and the source gave it; else `CREATE [UNIQUE] INDEX name ON
+    /// table (key)`, the key's columns written by `column` (the column, quoted, or the target's
+    /// expression for its first `n` characters), descending where they were; or why it cannot
+    /// be made.
+    pub fn create(
         &self,
+        same: bool,
         name: &str,
         table: &str,
         column: impl Fn(&str, Option<u32>) -> String,
     ) -> Result<String, Unportable<'_>> {
+        if let (true, Some(definition)) = (same, &self.definition) {
+            return Ok(definition.sql.clone());
+        }
         if let Some(method) = &self.method {
             return Err(Unportable::Method(method));
         }

@@ -300,44 +300,29 @@ fn index_steps(
     let same = source.engine == ENGINE;
     for index in &table.indexes {
         let index_name = names.key(&index.name, "idx");
-        let what = format!("index {index_name}");
-        if let (true, Some(definition)) = (same, &index.definition) {
-            design
-                .after_rows
-                .push(Step::new(what, vec![definition.sql.clone()]));
-            continue;
-        }
         // A prefix is an expression, which needs its own parentheses.
         let column = |c: &str, prefix: Option<u32>| match prefix {
             Some(n) => format!("(left({}, {n}))", quote_ident(c)),
             None => quote_ident(c),
         };
-        let left_out = |why: String| {
-            Note::left_out(format!(
-                "index {} of {}: {why}",
-                index.name,
-                table.display_name()
-            ))
-        };
-        match index.create_elsewhere(&quote_ident(&index_name), name, column) {
+        let (index_of, table_name) = (&index.name, table.display_name());
+        match index.create(same, &quote_ident(&index_name), name, column) {
             Ok(sql) => {
                 for (column, n) in index.prefixes() {
                     design.notes.push(Note::translated(format!(
-                        "prefix index {} of {}: on left({column}, {n})",
-                        index.name,
-                        table.display_name()
+                        "prefix index {index_of} of {table_name}: on left({column}, {n})"
                     )));
                 }
+                let what = format!("index {index_name}");
                 design.after_rows.push(Step::new(what, vec![sql]));
             }
             Err(Unportable::Method(method)) => design.notes.push(Note::left_out(format!(
-                "{method} index {} of {}: PostgreSQL has no such index",
-                index.name,
-                table.display_name()
+                "{method} index {index_of} of {table_name}: PostgreSQL has no such index"
             ))),
-            Err(_) => design
-                .notes
-                .push(left_out(format!("its expression is {}'s", source.engine))),
+            Err(_) => design.notes.push(Note::left_out(format!(
+                "index {index_of} of {table_name}: its expression is {}'s",
+                source.engine
+            ))),
         }
     }
 }

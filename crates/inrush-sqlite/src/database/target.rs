@@ -287,20 +287,15 @@ fn index_steps(
     let same = source.engine == ENGINE;
     for index in &table.indexes {
         let index_name = names.key(&index.name, "idx");
-        let what = format!("index {index_name}");
-        if let (true, Some(definition)) = (same, &index.definition) {
-            design
-                .after_rows
-                .push(Step::new(what, vec![definition.sql.clone()]));
-            continue;
-        }
         // SQLite has no prefix index: an index on the prefix's expression.
         let column = |c: &str, prefix: Option<u32>| match prefix {
             Some(n) => format!("substr({}, 1, {n})", quote(c)),
             None => quote(c),
         };
-        match index.create_elsewhere(&quote(&index_name), name, column) {
-            Ok(sql) => design.after_rows.push(Step::new(what, vec![sql])),
+        match index.create(same, &quote(&index_name), name, column) {
+            Ok(sql) => design
+                .after_rows
+                .push(Step::new(format!("index {index_name}"), vec![sql])),
             Err(why) => design.notes.push(Note::left_out(format!(
                 "index {} of {}: {}",
                 index.name,
