@@ -25,6 +25,7 @@ use crate::support::Support;
 use crate::worker::{Chunk, WorkerPlan};
 use crate::{Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, Result};
 use bytes::Bytes;
+use inrush_core::catalog::TableSize;
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{Phase, Reporter, SqlType, TargetColumn};
 use inrush_read::jsonl::ColumnForm;
@@ -266,6 +267,17 @@ impl Table {
                     })
             })
             .collect()
+    }
+
+    /// What the plan weighs of the table when the engine knows only its bytes on disk: no
+    /// index sizes, no row estimate.
+    pub fn size(&self, empty: bool) -> TableSize {
+        TableSize {
+            table_bytes: self.bytes.unwrap_or(0) as i64,
+            index_bytes: 0,
+            rows_estimate: -1.0,
+            empty,
+        }
     }
 
     /// What the engine keeps for each of the table's columns (`per_column`, in the table's

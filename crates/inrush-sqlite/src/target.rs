@@ -5,7 +5,7 @@ use crate::value::{push_value, ColumnCheck, Kind};
 use crate::writer::{self, Conflict, RowWriter};
 use crate::{failed, quote};
 use bytes::Bytes;
-use inrush_core::catalog::{IndexInfo, TableSize, Trigger};
+use inrush_core::catalog::{IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::support::{Feature, Support};
@@ -227,18 +227,12 @@ impl Target for SqliteTarget {
                 ..IndexInfo::default()
             })
             .collect();
-        let size = TableSize {
-            table_bytes: table.bytes.unwrap_or(0) as i64,
-            index_bytes: 0,
-            rows_estimate: -1.0,
-            empty,
-        };
         let mut plan = LoadPlan::decide(
             &design.table.qualified(),
             &capabilities(opts),
             indexes,
             Vec::new(),
-            size,
+            table.size(empty),
             load_bytes,
             inrush_load::PlanOptions {
                 keep_keys: opts.keeps_keys(),

@@ -19,7 +19,7 @@ use crate::options::MysqlOptions;
 use crate::outcome;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
-use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, TableSize, Trigger};
+use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::plan::IndexAction;
@@ -341,18 +341,12 @@ impl Target for MysqlTarget {
                 validated: true,
             })
             .collect();
-        let size = TableSize {
-            table_bytes: table.bytes.unwrap_or(0) as i64,
-            index_bytes: 0,
-            rows_estimate: -1.0,
-            empty: design.table.empty,
-        };
         let mut plan = LoadPlan::decide(
             &design.table.qualified(),
             &capabilities(design, opts),
             indexes,
             foreign_keys,
-            size,
+            table.size(design.table.empty),
             load_bytes,
             PlanOptions {
                 keep_keys: opts.keeps_keys(),
