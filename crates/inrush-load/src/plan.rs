@@ -293,20 +293,17 @@ impl LoadPlan {
         let foreign_keys = foreign_keys
             .into_iter()
             .map(|fk| {
-                let (action, reason) = match &can.foreign_keys {
-                    ForeignKeysAfter::Never(why) => (IndexAction::Keep, why.clone()),
-                    ForeignKeysAfter::Always(how) => (IndexAction::Rebuild, how.clone()),
-                    _ if large && opts.keep_keys.is_some() => (
+                let (action, reason) = match (&can.foreign_keys, opts.keep_keys) {
+                    (ForeignKeysAfter::Never(why), _) => (IndexAction::Keep, why.clone()),
+                    (ForeignKeysAfter::Always(how), _) => (IndexAction::Rebuild, how.clone()),
+                    (ForeignKeysAfter::WhenLarge(_), Some(why)) if large => (
                         IndexAction::Keep,
-                        format!(
-                            "checked row by row during the load ({})",
-                            opts.keep_keys.unwrap_or_default()
-                        ),
+                        format!("checked row by row during the load ({why})"),
                     ),
-                    ForeignKeysAfter::WhenLarge(how) if large => {
+                    (ForeignKeysAfter::WhenLarge(how), _) if large => {
                         (IndexAction::Rebuild, how.clone())
                     }
-                    ForeignKeysAfter::WhenLarge(_) => (
+                    (ForeignKeysAfter::WhenLarge(_), _) => (
                         IndexAction::Keep,
                         "checked row by row during the load".to_string(),
                     ),

@@ -77,7 +77,8 @@ pub enum Conflict {
 /// Inserts encoded rows into one table's columns.
 pub struct RowWriter<'c> {
     conn: &'c Connection,
-    /// Prepared INSERTs by their number of rows (the full batch, the last one, one row).
+    /// Prepared INSERTs by their number of rows (the full batch, the last one, and the sizes
+    /// a refused batch's search sends: at most one per size up to the batch).
     statements: std::collections::HashMap<usize, Insert>,
     columns: usize,
     head: String,
