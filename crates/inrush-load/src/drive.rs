@@ -15,7 +15,7 @@ use crate::stages::{
     start_readers, EndTicker, Inputs, Shared,
 };
 use crate::summary::{EngineReport, Parallelism, Phases};
-use crate::target::{Committed, Streams, Table, Target, Threaded};
+use crate::target::{Committed, Load, Streams, Table, Target, Threaded};
 use crate::worker::{ArrowPlan, Decode, WorkerPlan};
 use crate::{order, sort, Error, LoadOptions, LoadPlan, LoadSummary, Maintenance, Result};
 use inrush_core::ledger::InputFile;
@@ -39,59 +39,63 @@ pub fn load_into(
     crate::support::refuse(target.supports(), opts)?;
     target.beside(opts, reporter, &mut || {
         // Prepare and plan: the inputs opened, the table read, what the load does around it.
-        let mut load = prepare(target, opts)?;
-        if let Some(summary) = already_loaded(target, &load, opts, started)? {
+        let mut load = prepare(target, opts).map_err(|e| stopped(opts, e))?;
+        if let Some(summary) = already_loaded(&mut load, opts, started)? {
             return Ok(summary);
         }
         let inspected = Instant::now();
-        // What the plan changes outside the load's transactions (indexes dropped) is put back
-        // by `end` whatever happens in between.
-        let dropped = !opts.check_only && target.begin(&load.table, &load.plan, opts)?;
+        // What the plan arranges is made, and what it changes outside the load's transactions
+        // (indexes dropped) is put back by `end` whatever happens in between.
+        let dropped = load.engine.begin(&load.plan, opts)?;
         if dropped {
             opts.interrupt.dropped(true);
         }
         // Kept with the commit, so that a rerun after a failure at or past it loads nothing.
-        let record = crate::commits::to_record(opts, &load.sources);
+        let record = crate::commits::to_record(opts, &load.input.sources);
         let dropped_at = Instant::now();
         // Stream and commit, then end: put back what was dropped, take statistics.
-        let streamed = stream(target, &mut load, opts, reporter, record.as_deref());
-        let ended = end(
-            target, &mut load, opts, reporter, &streamed, dropped, &record,
-        );
-        let streamed = settle(target, &load, opts, streamed, ended)?;
+        let streamed = stream(&mut load, opts, reporter, record.as_deref());
+        let ended = end(&mut load, opts, reporter, &streamed, dropped, &record);
+        let streamed = settle(&mut load, opts, streamed, ended)?;
         reporter.phase(Phase::Done);
         let at = [started, inspected, dropped_at];
-        Ok(summary(target, load, opts, streamed, at))
+        Ok(summary(load, opts, streamed, at))
     })
 }
 
-/// What the load read and decided before it changes anything.
-struct Prepared {
-    progress: Arc<Progress>,
-    sources: Arc<Sources>,
-    /// The first text source, opened (its header read); the readers take it.
-    first: Option<Opened>,
-    header_names: Option<Vec<String>>,
-    table: Table,
+/// What the load read and decided before it changes anything, and the engine's side of it.
+struct Prepared<'t> {
+    engine: Box<dyn Load + 't>,
+    input: Input,
     /// The columns the input feeds, in the input's order.
     columns: Vec<TargetColumn>,
-    /// `--resume`: the input as the ledger knows it, and where to read on from.
-    resume: Option<(InputFile, Resume)>,
-    /// The reject file, when rows may be refused; the stages take it.
-    rejects: Option<Rejects>,
-    workers: WorkerPlan,
     plan: LoadPlan,
     /// `--check` of rows the engine cannot check inside a rolled-back transaction: why.
     check_skipped: Option<String>,
     /// Rows go to the engine (not under a `--check` that stays on the client).
     writes: bool,
-    /// Rows reach the streams in the input's order (see [`Target::ordered`]).
-    ordered: bool,
     notes: Vec<String>,
 }
 
+/// The input's side of a prepared load, which the stages read while the engine's streams
+/// write.
+struct Input {
+    progress: Arc<Progress>,
+    sources: Arc<Sources>,
+    /// The first text source, opened (its header read); the readers take it.
+    first: Option<Opened>,
+    header_names: Option<Vec<String>>,
+    /// `--resume`: the input as the ledger knows it, and where to read on from.
+    resume: Option<(InputFile, Resume)>,
+    /// The reject file, when rows may be refused; the stages take it.
+    rejects: Option<Rejects>,
+    workers: WorkerPlan,
+    /// Rows reach the streams in the input's order (see [`Load::ordered`]).
+    ordered: bool,
+}
+
 /// Opens the inputs, reads (or designs) the table, maps the columns and decides the plan.
-fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
+fn prepare<'t>(target: &'t dyn Target, opts: &LoadOptions) -> Result<Prepared<'t>> {
     let progress = Arc::new(Progress::default());
     let Inputs {
         sources,
@@ -111,7 +115,8 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         )?),
         false => None,
     };
-    let table = target.prepare(opts, create.as_deref())?;
+    let mut engine = target.prepare(opts, create.as_deref())?;
+    let table = engine.table().clone();
     refuse_truncate(&table, opts)?;
     let explicit = opts.columns.as_deref().filter(|_| !sources.columnar());
     let origin = sources.names_origin();
@@ -122,7 +127,7 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         false => None,
         true => {
             let file = resume::input_file(&sources, first.as_ref(), opts.block_size)?;
-            let committed = target.ledger(&table, &file)?;
+            let committed = engine.ledger(&file)?;
             let start = Resume::start(&committed, &sources, first.as_mut(), &progress)?;
             // A stop keeps the blocks committed so far, and says so.
             opts.interrupt.resumable();
@@ -130,13 +135,13 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         }
     };
     let rejects = open_rejects(opts, &sources, first.as_ref(), header_names.as_deref())?;
-    let plan = target.plan(&table, &columns, opts, sources.size())?;
-    let encoding = target.encoding(&table, &columns)?;
+    let plan = engine.plan(&columns, opts, sources.size())?;
+    let encoding = engine.encoding(&columns)?;
     let mut notes: Vec<String> = Vec::new();
     notes.extend(
         query_types
             .as_deref()
-            .and_then(|types| target.query_note(&sources, types, &columns, opts)),
+            .and_then(|types| engine.query_note(&sources, types, &columns, opts)),
     );
     notes.extend(sources.skipped_note());
     let decode = match sources.format {
@@ -171,7 +176,7 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
         None => plan,
     };
     let (plan, check_skipped) = match opts.check_only {
-        true => (plan.checked(), target.checks_on_client_only(&table, opts)),
+        true => (plan.checked(), engine.checks_on_client_only(opts)),
         false => (plan, None),
     };
     let writes = !opts.check_only || (check_skipped.is_none() && table.create_sql.is_none());
@@ -182,20 +187,23 @@ fn prepare(target: &dyn Target, opts: &LoadOptions) -> Result<Prepared> {
             (false, None) => format!("--create: {sql} (a load that fails leaves no table)"),
         });
     }
+    let ordered = engine.ordered(opts);
     Ok(Prepared {
-        progress,
-        sources,
-        first,
-        header_names,
-        table,
+        engine,
+        input: Input {
+            progress,
+            sources,
+            first,
+            header_names,
+            resume,
+            rejects,
+            workers,
+            ordered,
+        },
         columns,
-        resume,
-        rejects,
-        workers,
         plan,
         check_skipped,
         writes,
-        ordered: target.ordered(opts),
         notes,
     })
 }
@@ -226,7 +234,6 @@ fn open_rejects(
 /// The rows: the streams opened, the stages run, the checks left to the end, then the commit
 /// (`record`: the input's identity, kept with it; see [`crate::commits`]).
 fn stream(
-    target: &dyn Target,
     load: &mut Prepared,
     opts: &LoadOptions,
     reporter: &dyn Reporter,
@@ -234,21 +241,22 @@ fn stream(
 ) -> Result<Streamed> {
     let mut streams = match load.writes {
         true => {
-            let resume = load.resume.as_ref().map(|(file, _)| file);
-            target.open(&load.table, &load.columns, &load.plan, opts, resume)?
+            let resume = load.input.resume.as_ref().map(|(file, _)| file);
+            load.engine.open(&load.columns, &load.plan, opts, resume)?
         }
         false => Box::new(Threaded::new(Vec::new(), false)),
     };
     let connections = streams.connections();
     reporter.phase(Phase::Load);
-    let shared = Arc::new(Shared::new(load.progress.clone(), load.rejects.take()));
-    let ran = run_stages(load, opts, reporter, &shared, &mut *streams);
+    let input = &mut load.input;
+    let shared = Arc::new(Shared::new(input.progress.clone(), input.rejects.take()));
+    let ran = run_stages(input, &load.plan, opts, reporter, &shared, &mut *streams);
     // The reject file is kept whatever happens: it describes the rows refused so far.
     let flushed = shared.rejects.as_ref().map_or(Ok(()), Rejects::flush);
     let (written, resolved) = ran?;
     if let Some(error) = shared.take_error() {
         // Under --resume a stop keeps every block that committed: say so, and how to go on.
-        return Err(match (error, opts.resume) {
+        return Err(match (stopped(opts, error), opts.resume) {
             (Error::Interrupted, true) => Error::InterruptedResumable { rows: written },
             (error, _) => error,
         });
@@ -279,7 +287,8 @@ fn stream(
 /// streams on this thread; the rows written, and the values the workers had the server
 /// read.
 fn run_stages(
-    load: &mut Prepared,
+    load: &mut Input,
+    plan: &LoadPlan,
     opts: &LoadOptions,
     reporter: &dyn Reporter,
     shared: &Arc<Shared>,
@@ -289,7 +298,7 @@ fn run_stages(
     let depth = streams.queue(workers).max(1);
     let (block_tx, block_rx) = flume::bounded(workers * 2);
     let (chunk_tx, worker_chunks) = flume::bounded(depth);
-    let (middle, chunk_rx) = match (&load.plan.sort, load.ordered) {
+    let (middle, chunk_rx) = match (&plan.sort, load.ordered) {
         (None, false) => (None, worker_chunks),
         (key, _) => {
             let (to_streams, chunk_rx) = flume::bounded(depth);
@@ -366,7 +375,6 @@ fn run_stages(
 /// After the rows, committed or not: what `begin` dropped put back, and for a committed load
 /// the upkeep (a stop after the commit skips it); a finished load's commit record deleted.
 fn end(
-    target: &dyn Target,
     load: &mut Prepared,
     opts: &LoadOptions,
     reporter: &dyn Reporter,
@@ -385,7 +393,7 @@ fn end(
     if dropped {
         reporter.phase(Phase::Indexes);
     }
-    let ended = target.end(&load.table, &plan, opts, streamed.is_ok(), reporter);
+    let ended = load.engine.end(&plan, opts, streamed.is_ok(), reporter);
     if ended.is_ok() {
         opts.interrupt.dropped(false);
     }
@@ -393,10 +401,10 @@ fn end(
         .as_ref()
         .is_ok_and(|s| s.committed.as_ref().is_some_and(|c| c.recorded));
     if let (Some(identity), true, Ok(_)) = (record, recorded, &ended) {
-        if let Err(e) = target.forget_load(&load.table, identity) {
+        if let Err(e) = load.engine.forget_load(identity) {
             load.notes.push(format!(
                 "{e}: a rerun of this load into {} would load nothing until its record is deleted",
-                load.table.name
+                load.engine.table().name
             ));
         }
     }
@@ -407,8 +415,7 @@ fn end(
 /// [`Error::Unfinished`] (the rows stay) unless the end undid the load, one before it with
 /// definitions left dropped [`Error::IndexesNotRestored`].
 fn settle(
-    target: &dyn Target,
-    load: &Prepared,
+    load: &mut Prepared,
     opts: &LoadOptions,
     streamed: Result<Streamed>,
     ended: Result<Committed>,
@@ -426,9 +433,9 @@ fn settle(
         // Committed: the rows stay, whatever is left to put back.
         (Ok(streamed), Err(e)) if streamed.committed.is_some() => Err(Error::Unfinished {
             rows: streamed.written,
-            table: load.table.name.clone(),
+            table: load.engine.table().name.clone(),
             reason: e.to_string(),
-            left: target.still_dropped(&load.table),
+            left: load.engine.still_dropped(),
             recover: None,
             rerun_loads_nothing: streamed.committed.as_ref().is_some_and(|c| c.recorded)
                 || crate::commits::rerun_adds_nothing(opts),
@@ -443,7 +450,6 @@ fn settle(
 /// The summary of a load that streamed (`at`: when it started, finished inspecting, and had
 /// dropped what the plan drops).
 fn summary(
-    target: &dyn Target,
     load: Prepared,
     opts: &LoadOptions,
     streamed: Streamed,
@@ -460,10 +466,14 @@ fn summary(
         rejects,
     } = streamed;
     let Prepared {
-        progress,
-        sources,
-        table,
-        resume,
+        engine,
+        input:
+            Input {
+                progress,
+                sources,
+                resume,
+                ..
+            },
         plan,
         check_skipped,
         mut notes,
@@ -487,7 +497,7 @@ fn summary(
     notes.extend(committed.notes);
     LoadSummary {
         input: sources.describe(),
-        table: table.name.clone(),
+        table: engine.table().name.clone(),
         rows,
         bytes,
         seconds,
@@ -499,9 +509,9 @@ fn summary(
         parallelism,
         workers: opts.workers.max(1),
         engine: EngineReport {
-            version: target.version(),
-            method: target.method(),
-            slower_because: target.slower_because(),
+            version: engine.version(),
+            method: engine.method(),
+            slower_because: engine.slower_because(),
             log: committed.log,
             values_read_by_server: resolved,
         },
@@ -528,21 +538,20 @@ fn summary(
 /// A rerun of a load that committed and could not finish (see [`crate::commits`]): its
 /// summary, the rows being in the table already; `prepare` has put back what it left dropped.
 fn already_loaded(
-    target: &dyn Target,
-    load: &Prepared,
+    load: &mut Prepared,
     opts: &LoadOptions,
     started: Instant,
 ) -> Result<Option<LoadSummary>> {
     let Prepared {
-        table,
-        sources,
+        engine,
+        input: Input { sources, .. },
         plan,
         ..
     } = load;
     if opts.check_only || opts.resume {
         return Ok(None);
     }
-    let loads = target.unfinished_loads(table)?;
+    let loads = engine.unfinished_loads()?;
     if loads.is_empty() {
         return Ok(None);
     }
@@ -552,14 +561,15 @@ fn already_loaded(
     let Some((_, earlier)) = loads.iter().find(|(id, _)| *id == identity) else {
         return Ok(None);
     };
-    let Some(note) = crate::commits::judge(earlier, &table.name)? else {
+    let table = engine.table().name.clone();
+    let Some(note) = crate::commits::judge(earlier, &table)? else {
         return Ok(None);
     };
-    target.forget_load(table, &identity)?;
+    engine.forget_load(&identity)?;
     Ok(Some(LoadSummary::nothing_loaded(
         sources.describe(),
-        table.name.clone(),
-        target.version(),
+        table,
+        engine.version(),
         plan.clone(),
         started.elapsed().as_secs_f64(),
         note,
@@ -595,13 +605,23 @@ pub fn plan_into(target: &dyn Target, opts: &LoadOptions, input: Option<&str>) -
         None => None,
     };
     crate::support::refuse(target.supports(), opts)?;
-    let table = target.prepare(opts, None)?;
-    target.plan(&table, &table.columns, opts, input_size)
+    let mut load = target.inspect(opts)?;
+    let columns = load.table().columns.clone();
+    load.plan(&columns, opts, input_size)
+}
+
+/// `error`, or the stop it came of: a read that a stop ended (a pipe's, which would wait for
+/// its writer forever) fails, and the load says it was interrupted.
+fn stopped(opts: &LoadOptions, error: Error) -> Error {
+    match opts.interrupt.cancels() {
+        true => Error::Interrupted,
+        false => error,
+    }
 }
 
 /// `--truncate` is a DELETE in the load's transaction (TRUNCATE would commit at once), which
 /// fires the rules of the keys that reference the table.
-fn refuse_truncate(table: &crate::target::Table, opts: &LoadOptions) -> Result<()> {
+fn refuse_truncate(table: &Table, opts: &LoadOptions) -> Result<()> {
     match opts.truncate {
         true => table.refuse_deletes("--truncate", "deletes the rows of"),
         false => Ok(()),

@@ -116,7 +116,7 @@ pub enum Maintenance {
 }
 
 /// What an engine can do around a load, which the plan's choices and their words rest on.
-/// Each engine declares its own for the table at hand ([`crate::Target::plan`]), so no
+/// Each engine declares its own for the table at hand ([`crate::target::Load::plan`]), so no
 /// engine patches the plan afterwards. [`Capabilities::default`] is an engine that can do
 /// nothing but load: every index and key stays, statistics only after.
 #[derive(Debug, Clone)]

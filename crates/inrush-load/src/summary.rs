@@ -173,3 +173,26 @@ pub struct Phases {
     /// ANALYZE or VACUUM (ANALYZE) after the load.
     pub maintain: f64,
 }
+
+/// What `inrush recover` did, on any engine: definitions recreated, transactions a dead load
+/// or coordinator left committed or rolled back (by name), and what it left to a load or
+/// coordinator still running, each with why.
+#[derive(Debug, Default, Serialize)]
+pub struct Recovered {
+    pub recreated: Vec<String>,
+    pub committed: Vec<String>,
+    pub rolled_back: Vec<String>,
+    pub left_alone: Vec<String>,
+    /// Why there was nothing to do, when there was not.
+    #[serde(skip)]
+    pub nothing: &'static str,
+}
+
+impl Recovered {
+    /// How a table left to the live load that holds it is said, on every engine.
+    pub fn live_load(table: &str) -> String {
+        format!(
+            "{table} (an inrush load of it is running and puts its definitions back when it ends)"
+        )
+    }
+}

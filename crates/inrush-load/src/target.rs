@@ -6,9 +6,10 @@
 //! rejected row and never a silent change), how rows are written and committed, and what is
 //! done around the load. [`load_into`](crate::load_into) drives any [`Target`].
 //!
-//! The flow: [`Target::prepare`] reads (or, for `--create`, designs) the table; the pipeline
-//! maps input fields to its columns, [`Target::plan`] decides what the load does around the
-//! rows, and the workers encode rows as [`Target::encoding`] says. [`Target::open`] opens the
+//! The flow: [`Target::prepare`] reads (or, for `--create`, designs) the table and returns the
+//! load's own object, a [`Load`], which the driver passes from step to step: the pipeline maps
+//! input fields to its columns, [`Load::plan`] decides what the load does around the rows, and
+//! the workers encode rows as [`Load::encoding`] says. [`Load::open`] opens the
 //! load's writing side, its [`Streams`]: by default one [`Writer`] per connection, each on a
 //! thread of its own taking chunks from one queue, then committed together
 //! ([`Threaded`]); an engine with its own way of streaming (PostgreSQL's COPY sinks with their
@@ -57,14 +58,8 @@ pub fn at_once<T>(future: impl std::future::Future<Output = Result<T>>) -> Resul
     }
 }
 
-/// A target engine, opened on one database.
+/// A target engine, opened on one database: what it carries out, and the load it prepares.
 pub trait Target: Sync {
-    /// The engine and its version, for the summary (`SQLite 3.50.4`).
-    fn version(&self) -> String;
-
-    /// How rows are written, for the summary (`multi-row INSERT`).
-    fn method(&self) -> &'static str;
-
     /// The options of [`crate::support::Feature`] this engine carries out; every other is
     /// refused by [`crate::support::refuse`] before anything is read or changed.
     fn supports(&self) -> &'static Support;
@@ -82,28 +77,53 @@ pub trait Target: Sync {
         load()
     }
 
-    /// Reads the table (`create`: the columns `--create` inferred, each mapped to the engine's
-    /// own type unless `--types` names one, [`crate::create::given_types`]; the table is made
-    /// inside the load's own transaction).
-    fn prepare(&self, opts: &LoadOptions, create: Option<&[(String, SqlType)]>) -> Result<Table>;
+    /// Opens one load: reads the table (`create`: the columns `--create` inferred, each mapped
+    /// to the engine's own type unless `--types` names one, [`crate::create::given_types`]; the
+    /// table is made inside the load's own transaction), and takes what the load holds from
+    /// here to its end (a claim on the table, its sessions).
+    fn prepare(
+        &self,
+        opts: &LoadOptions,
+        create: Option<&[(String, SqlType)]>,
+    ) -> Result<Box<dyn Load + '_>>;
+
+    /// `inrush plan`: the table as [`Target::prepare`] would find it, for [`Load::plan`]
+    /// only: nothing claimed, nothing put back, nothing changed.
+    fn inspect(&self, opts: &LoadOptions) -> Result<Box<dyn Load + '_>> {
+        self.prepare(opts, None)
+    }
+}
+
+/// One load into a target, from [`Target::prepare`] to its end: the table, what the engine
+/// decided for it and what it holds (sessions, a claim, what `begin` dropped). The driver
+/// owns it and passes it on from step to step; dropping it lets go of everything.
+pub trait Load {
+    /// The table as the load found (or designed) it.
+    fn table(&self) -> &Table;
+
+    /// The engine and its version, for the summary (`SQLite 3.50.4`).
+    fn version(&self) -> String;
+
+    /// How rows are written, for the summary (`multi-row INSERT`).
+    fn method(&self) -> &'static str;
 
     /// What the load does around the rows (indexes dropped and built after, statistics), for
     /// `load_bytes` of input into `columns` (the ones the input feeds, in its order); `inrush
-    /// plan` prints it, the load carries it out.
+    /// plan` prints it, the load carries it out. It reads and decides; [`Load::begin`] makes
+    /// what it arranges.
     fn plan(
-        &self,
-        table: &Table,
+        &mut self,
         columns: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan>;
 
     /// How the workers turn records into rows for `columns` (the ones the input feeds, in its
-    /// order), after [`Target::plan`].
-    fn encoding(&self, table: &Table, columns: &[TargetColumn]) -> Result<Encoding>;
+    /// order), after [`Load::plan`].
+    fn encoding(&mut self, columns: &[TargetColumn]) -> Result<Encoding>;
 
     /// `--from-query` (its columns' names and types, `types`): how its rows reach the table,
-    /// for the summary's notes, after [`Target::encoding`].
+    /// for the summary's notes, after [`Load::encoding`].
     fn query_note(
         &self,
         sources: &Sources,
@@ -133,12 +153,36 @@ pub trait Target: Sync {
         1
     }
 
+    /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
+    /// since, [`Error::InputChanged`] by [`crate::resume::unchanged`]) and returns the blocks
+    /// of it already committed, by offset.
+    fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>>;
+
+    /// `--check`: why the rows of this load cannot be written inside transactions rolled back
+    /// at the end (a table without transactions keeps what is written), so that the check
+    /// stays on the client: values only, not the table's keys, CHECK constraints, foreign
+    /// keys and triggers. `None`: the check writes them, and the engine checks every row.
+    fn checks_on_client_only(&self, opts: &LoadOptions) -> Option<String> {
+        let _ = opts;
+        None
+    }
+
+    /// Before the writers start: what the plan arranged that is made before the rows (a
+    /// staging table), and what it changes outside the load's transactions (indexes
+    /// journaled and dropped, where DDL is not transactional). [`Load::end`] runs whatever
+    /// happens after this returns. True when definitions are now dropped outside the load's
+    /// transactions, so an exit before `end` would leave them dropped: a signal then waits
+    /// for them to be put back. Under `--check` the plan drops nothing.
+    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        let _ = (plan, opts);
+        Ok(false)
+    }
+
     /// Opens the load's writing side (see [`Streams`]): by default `writers` writers (one
     /// under `--check`, so that a key met twice in the input is refused as a duplicate, not
     /// waited on by another writer's open transaction).
     fn open(
-        &self,
-        table: &Table,
+        &mut self,
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
@@ -149,28 +193,26 @@ pub trait Target: Sync {
             false => self.writers(opts, self.ordered(opts)).max(1),
         };
         let writers = (0..count)
-            .map(|_| self.writer(table, columns, plan, opts, resume))
+            .map(|_| self.writer(columns, plan, opts, resume))
             .collect::<Result<Vec<_>>>()?;
         Ok(Box::new(Threaded::new(writers, resume.is_some())))
     }
 
-    /// `--check`: why the rows of this load cannot be written inside transactions rolled back
-    /// at the end (a table without transactions keeps what is written), so that the check
-    /// stays on the client: values only, not the table's keys, CHECK constraints, foreign
-    /// keys and triggers. `None`: the check writes them, and the engine checks every row.
-    fn checks_on_client_only(&self, table: &Table, opts: &LoadOptions) -> Option<String> {
-        let _ = (table, opts);
-        None
-    }
-
-    /// Before the writers start: what the plan changes outside the load's transactions
-    /// (indexes journaled and dropped, where DDL is not transactional). [`Target::end`] runs
-    /// whatever happens after this returns. True when definitions are now dropped outside
-    /// the load's transactions, so an exit before `end` would leave them dropped: a signal
-    /// then waits for them to be put back.
-    fn begin(&self, table: &Table, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
-        let _ = (table, plan, opts);
-        Ok(false)
+    /// One writer of the default streams: its transaction, the plan's steps before the rows.
+    /// Rows come to the writer in chunks of what the encoder wrote. With `resume`, each chunk
+    /// is a block of that input, committed with its ledger row on its own. A load that opens
+    /// streams of its own has none.
+    fn writer(
+        &mut self,
+        columns: &[TargetColumn],
+        plan: &LoadPlan,
+        opts: &LoadOptions,
+        resume: Option<&InputFile>,
+    ) -> Result<Box<dyn Writer>> {
+        let _ = (columns, plan, opts, resume);
+        Err(Error::Internal(
+            "this target opens streams of its own".into(),
+        ))
     }
 
     /// After the writers, committed (`committed`) or rolled back: what `begin` changed is put
@@ -178,60 +220,34 @@ pub trait Target: Sync {
     /// (statistics, its phase told to `reporter`). An error means the table could not be put
     /// back as it was (or, as [`Error::KeyViolated`], that the load was undone).
     fn end(
-        &self,
-        table: &Table,
+        &mut self,
         plan: &LoadPlan,
         opts: &LoadOptions,
         committed: bool,
         reporter: &dyn Reporter,
     ) -> Result<Committed> {
-        let _ = (table, plan, opts, committed, reporter);
+        let _ = (plan, opts, committed, reporter);
         Ok(Committed::default())
     }
 
-    /// After [`Target::end`] failed: what is still dropped (`index t_c1`), as far as the
+    /// After [`Load::end`] failed: what is still dropped (`index t_c1`), as far as the
     /// engine can still tell, for the message that says how to finish.
-    fn still_dropped(&self, table: &Table) -> Vec<String> {
-        let _ = table;
+    fn still_dropped(&mut self) -> Vec<String> {
         Vec::new()
     }
 
-    /// Records of loads into `table` that committed and could not finish, each with its
+    /// Records of loads into the table that committed and could not finish, each with its
     /// input's identity (see [`crate::commits`]); stale ones (their commit failed) dropped. A
     /// target whose loads drop nothing outside their transaction has none.
-    fn unfinished_loads(&self, table: &Table) -> Result<Vec<(String, EarlierLoad)>> {
-        let _ = table;
+    fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
         Ok(Vec::new())
     }
 
-    /// Deletes the record of the load of `identity` into `table`: it finished, or a rerun
+    /// Deletes the record of the load of `identity` into the table: it finished, or a rerun
     /// found its rows there and loaded nothing.
-    fn forget_load(&self, table: &Table, identity: &str) -> Result<()> {
-        let _ = (table, identity);
+    fn forget_load(&mut self, identity: &str) -> Result<()> {
+        let _ = identity;
         Ok(())
-    }
-
-    /// `--resume`: registers `input` in the target's ledger (or refuses it when it changed
-    /// since, [`Error::InputChanged`] by [`crate::resume::unchanged`]) and returns the blocks
-    /// of it already committed, by offset.
-    fn ledger(&self, table: &Table, input: &InputFile) -> Result<Vec<Block>>;
-
-    /// One writer of the default streams: its transaction, the plan's steps before the rows.
-    /// Rows come to the writer in chunks of what the encoder wrote. With `resume`, each chunk
-    /// is a block of that input, committed with its ledger row on its own. A target that
-    /// opens streams of its own has none.
-    fn writer(
-        &self,
-        table: &Table,
-        columns: &[TargetColumn],
-        plan: &LoadPlan,
-        opts: &LoadOptions,
-        resume: Option<&InputFile>,
-    ) -> Result<Box<dyn Writer>> {
-        let _ = (table, columns, plan, opts, resume);
-        Err(Error::Internal(
-            "this target opens streams of its own".into(),
-        ))
     }
 }
 
@@ -475,6 +491,36 @@ pub trait Streams {
     ) -> Result<Option<Committed>>;
 }
 
+/// Whether the load goes on into its commit. `enters`: the commit window opens here
+/// ([`crate::Interrupt::begin_commit`]: a stop asked from now on waits for the commit, and
+/// the commit and the stop agree on which came first); else a stop asked so far is only read
+/// (the window opens later, or this commit changes nothing the user sees). A stop asked
+/// before is the load's end, rolled back; under `--resume` (`resumed`: the rows written) the
+/// blocks committed so far stay.
+pub fn into_commit(interrupt: &crate::Interrupt, enters: bool, resumed: Option<u64>) -> Result<()> {
+    let stopped = match enters {
+        true => !interrupt.begin_commit(),
+        false => interrupt.is_set(),
+    };
+    match (stopped, resumed) {
+        (false, _) => Ok(()),
+        (true, Some(rows)) => Err(Error::InterruptedResumable { rows }),
+        (true, None) => Err(Error::Interrupted),
+    }
+}
+
+/// `refused` (see [`Writer::write`]) for an engine whose refusals name their column in the
+/// message only: `column_of` reads it there, for the reject log.
+pub fn naming_column<'a>(
+    refused: &'a mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    column_of: fn(&str) -> Option<String>,
+) -> impl FnMut(usize, String) -> Result<()> + 'a {
+    move |i, message| {
+        let column = column_of(&message);
+        refused(i, message, column)
+    }
+}
+
 /// The default [`Streams`]: each [`Writer`] on a thread of its own, all taking chunks from one
 /// queue, committed one after the other. Without writers (`--check` that stays on the client)
 /// the chunks' rows are counted here.
@@ -566,16 +612,8 @@ impl Streams for Threaded {
         // too, so a stop is refused from before the first on. A single writer marks that point
         // itself, at its last statement that could still roll back (SQLite builds its indexes
         // inside the transaction).
-        let stopped = match writers.len() {
-            1 => opts.interrupt.is_set(),
-            _ => !opts.interrupt.begin_commit(),
-        };
-        if stopped {
-            return Err(match opts.resume {
-                true => Error::InterruptedResumable { rows: written },
-                false => Error::Interrupted,
-            });
-        }
+        let resumed = opts.resume.then_some(written);
+        into_commit(&opts.interrupt, writers.len() > 1, resumed)?;
         let recorded = match record {
             Some(identity) => record_shares(&mut writers, identity)?,
             None => false,

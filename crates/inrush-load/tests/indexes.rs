@@ -375,11 +375,8 @@ fn plan_reports_every_kind_of_hidden_work() {
     std::fs::write(&input, vec![b'x'; 1 << 20]).unwrap();
     let plan = pipeline::plan(
         &db.target,
-        "t",
+        &inrush_load::LoadOptions::new("", "t"),
         input.to_str(),
-        Default::default(),
-        Default::default(),
-        false,
     )
     .unwrap();
     let text: String = plan
@@ -564,11 +561,8 @@ fn a_small_load_is_sorted_by_the_kept_primary_key() {
     // By default only an index past 64 MiB is worth it; this one is 1.3 MiB.
     let plan = pipeline::plan(
         &db.target,
-        "t",
+        &inrush_load::LoadOptions::new("", "t"),
         path.to_str(),
-        Default::default(),
-        Default::default(),
-        false,
     )
     .unwrap();
     assert!(plan.sort.is_none());

@@ -434,8 +434,7 @@ fn inrush_plan_says_who_routes() {
     let db = Db::fresh("partitions");
     db.exec(NO_DEFAULT);
     let plan = |routing| {
-        inrush_postgres::load::plan(&db.target, "t", None, Default::default(), routing, false)
-            .unwrap()
+        inrush_postgres::load::plan(&db.target, &planned("t", routing, false), None).unwrap()
     };
     let client = plan(PartitionRouting::Client);
     assert_eq!(
@@ -458,11 +457,8 @@ fn inrush_plan_says_who_routes() {
     db.exec("CREATE TABLE plain (a int)");
     let plain = inrush_postgres::load::plan(
         &db.target,
-        "plain",
+        &planned("plain", PartitionRouting::Client, false),
         None,
-        Default::default(),
-        PartitionRouting::Client,
-        false,
     )
     .unwrap();
     assert_eq!(plain.routing, None);
@@ -695,11 +691,8 @@ fn a_shards_indexes_are_dropped_for_the_load_and_rebuilt_on_its_own_server() {
     let (_dir, path) = input(&data);
     let plan = inrush_postgres::load::plan(
         &db.target,
-        "t",
+        &planned("t", PartitionRouting::Auto, false),
         path.to_str(),
-        Default::default(),
-        PartitionRouting::Auto,
-        false,
     )
     .unwrap();
     let routing = plan.routing.unwrap();
@@ -741,11 +734,8 @@ fn a_citus_distributed_table_goes_through_the_coordinator_with_its_definitions_k
     let rule = "\"public\".\"t\" is a Citus hash-distributed table: the rows go through COPY on the coordinator, which Citus sends on to its shards (inrush does not load Citus shards straight), and its indexes and keys are kept (Citus replays their DDL on every shard)";
     let plan = inrush_postgres::load::plan(
         &db.target,
-        "t",
+        &planned("t", PartitionRouting::Auto, false),
         None,
-        Default::default(),
-        PartitionRouting::Auto,
-        false,
     )
     .unwrap();
     assert_eq!(plan.rule, rule);
@@ -892,11 +882,8 @@ fn resume_routes_on_the_client_block_by_block_and_a_rerun_loads_nothing() {
     let opts = resumed(path, |_| {});
     let plan = inrush_postgres::load::plan(
         &ours.target,
-        "t",
+        &planned("t", PartitionRouting::Auto, true),
         path.to_str(),
-        Default::default(),
-        PartitionRouting::Auto,
-        true,
     )
     .unwrap();
     let summary = inrush_postgres::load::run(&ours.target, &opts, &Silent).unwrap();
@@ -1036,4 +1023,13 @@ fn resume_retries_a_shards_lost_connection_without_loading_a_block_twice() {
     );
     assert_eq!(summary.rows, 200_000);
     assert_ledgers_match(&db, &a, &b);
+}
+
+/// What `inrush plan` is given for `table`.
+fn planned(table: &str, routing: PartitionRouting, resume: bool) -> LoadOptions {
+    LoadOptions {
+        routing,
+        resume,
+        ..LoadOptions::new("", table)
+    }
 }

@@ -51,7 +51,10 @@ pub fn part_gid(part: &Prepare) -> Result<String> {
 /// unanswered for the network timeout cuts the step (see `inrush_load::pulse`).
 pub fn step(target: &MysqlOptions, job: &str, step: &JobStep) -> Result<JobOutcome> {
     let job = inrush_load::job::job_name(job)?;
-    let (rt, watch) = (crate::target::runtime()?, crate::target::runtime()?);
+    let (rt, watch) = (
+        inrush_load::target::runtime()?,
+        inrush_load::target::runtime()?,
+    );
     let mut looking = None;
     let done = inrush_load::pulse::beside(
         target.network_timeout(),

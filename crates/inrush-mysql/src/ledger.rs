@@ -159,7 +159,7 @@ pub async fn record(conn: &mut Conn, table: &str, id: &InputFile, block: Committ
 /// nothing on the server tells a load that runs now from an interrupted one (both are
 /// `interrupted` until complete).
 pub fn status(options: &MysqlOptions, table: Option<&str>) -> Result<Vec<LoadStatus>> {
-    crate::target::runtime()?.block_on(async {
+    inrush_load::target::runtime()?.block_on(async {
         let mut conn = options.connect().await?;
         let loads = read_status(&mut conn, options, table).await;
         let _ = conn.disconnect().await;

@@ -3,6 +3,7 @@
 use crate::ddl::{self, Dropped};
 use crate::options::MysqlOptions;
 use crate::{catalog, claim};
+use inrush_load::summary;
 use inrush_load::target::runtime;
 use inrush_load::{Error, Result};
 
@@ -16,6 +17,29 @@ pub struct Recovered {
     pub busy: Vec<String>,
     /// The distributed writes a coordinator left, finished or taken back.
     pub jobs: crate::job::Resolved,
+}
+
+impl Recovered {
+    /// What was done, in the words `inrush recover` says on every engine.
+    pub fn report(self) -> summary::Recovered {
+        let jobs = self.jobs;
+        let left_alone = jobs
+            .busy
+            .iter()
+            .map(|job| format!("distributed write {job} (its coordinator is deciding now)"));
+        let live = self.busy.iter().map(|t| summary::Recovered::live_load(t));
+        let recreated = self
+            .restored
+            .iter()
+            .map(|d| format!("index {} on {}.{}", d.index, d.schema, d.table));
+        summary::Recovered {
+            recreated: recreated.collect(),
+            committed: jobs.committed,
+            rolled_back: jobs.rolled_back,
+            left_alone: left_alone.chain(live).collect(),
+            nothing: "the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared",
+        }
+    }
 }
 
 /// `inrush recover`: adds back what the DDL journal of the database holds (for one table, or

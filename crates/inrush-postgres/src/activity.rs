@@ -165,3 +165,16 @@ pub async fn waits_of(client: &Client, pids: &[i32]) -> Result<(Vec<Wait>, bool)
     }
     Ok((waits, checkpointing))
 }
+
+/// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
+/// prepared, for a joint commit.
+pub async fn prepared_slots(client: &Client) -> Result<i64> {
+    Ok(client
+        .query_one(
+            "SELECT current_setting('max_prepared_transactions')::bigint",
+            &[],
+        )
+        .await
+        .map_err(query_error("reading max_prepared_transactions"))?
+        .get(0))
+}

@@ -27,11 +27,14 @@ pub mod ledger;
 pub mod load;
 pub mod options;
 pub mod outcome;
+pub mod parts;
+mod plan;
 pub mod prepared;
 pub mod resolve;
 pub mod route;
 pub mod server;
 pub mod sql_type;
+mod waits;
 
 pub use catalog::{
     ForeignKeyInfo, HiddenWork, IndexInfo, PgColumn, SessionInfo, TableInfo, TableSize,

@@ -56,19 +56,6 @@ pub(crate) async fn create_log(client: &Client) -> Result<()> {
     Ok(())
 }
 
-/// `max_prepared_transactions` of `client`'s server: how many transactions can wait there,
-/// prepared, for a joint commit.
-pub async fn slots(client: &Client) -> Result<i64> {
-    Ok(client
-        .query_one(
-            "SELECT current_setting('max_prepared_transactions')::bigint",
-            &[],
-        )
-        .await
-        .map_err(query_error("reading max_prepared_transactions"))?
-        .get(0))
-}
-
 /// One load's two-phase commit, logged (see the module documentation).
 pub struct JointCommit {
     id: String,
@@ -189,8 +176,8 @@ pub async fn resolve(control: &Client, target: &ConnectOptions) -> Result<Resolv
         let joint = JointCommit { id };
         decide_on(control, "the target", &joint.id, &decision, &mut resolved).await?;
         // A staged job moves its parts in one transaction: whatever is left never landed.
-        for table in crate::job::part_tables(control, &joint.id).await? {
-            crate::job::drop_tables(control, std::slice::from_ref(&table)).await?;
+        for table in crate::parts::part_tables(control, &joint.id).await? {
+            crate::parts::drop_tables(control, std::slice::from_ref(&table)).await?;
             resolved
                 .rolled_back
                 .push(format!("{table} (staged, dropped)"));

@@ -28,6 +28,14 @@ pub use target::SqliteTarget;
 
 use std::path::PathBuf;
 
+/// `inrush recover`: a load into SQLite leaves nothing to put back.
+pub fn recover() -> inrush_load::summary::Recovered {
+    inrush_load::summary::Recovered {
+        nothing: "a load into SQLite is one transaction, which a failure rolls back",
+        ..Default::default()
+    }
+}
+
 /// The database file a `--to` names when it names SQLite: `sqlite:///abs/path.db`
 /// (`sqlite://` then the path), `sqlite:relative.db`, or any path ending in `.db`, `.sqlite`
 /// or `.sqlite3`.

@@ -9,11 +9,13 @@ use inrush_core::catalog::{IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::support::{Feature, Support};
-use inrush_load::target::{self, At, Committed, Encoding, Refused, RowEncoder, Target, Writer};
+use inrush_load::target::{
+    self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
+};
 use inrush_load::{Capabilities, Error, LoadOptions, LoadPlan, Maintenance, OnConflict, Result};
 use rusqlite::Connection;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long a load waits for another process's write transaction on the same file.
@@ -22,8 +24,13 @@ const BUSY: Duration = Duration::from_secs(10);
 /// A SQLite database file as the target of loads.
 pub struct SqliteTarget {
     path: PathBuf,
-    /// The table as [`Target::prepare`] found or designed it.
-    table: OnceLock<Design>,
+}
+
+/// One load into a SQLite table: the table as [`Target::prepare`] found or designed it.
+struct SqliteLoad<'t> {
+    target: &'t SqliteTarget,
+    design: Design,
+    table: target::Table,
 }
 
 /// The table, and how each of its columns' values are checked.
@@ -34,16 +41,7 @@ struct Design {
 
 impl SqliteTarget {
     pub fn new(path: PathBuf) -> Self {
-        SqliteTarget {
-            path,
-            table: OnceLock::new(),
-        }
-    }
-
-    fn design(&self) -> Result<&Design> {
-        self.table
-            .get()
-            .ok_or_else(|| Error::Internal("the SQLite table was not prepared".into()))
+        SqliteTarget { path }
     }
 
     fn open(&self) -> Result<Connection> {
@@ -126,14 +124,6 @@ const SUPPORT: Support = Support {
 };
 
 impl Target for SqliteTarget {
-    fn version(&self) -> String {
-        format!("SQLite {}", rusqlite::version())
-    }
-
-    fn method(&self) -> &'static str {
-        "multi-row INSERT"
-    }
-
     fn supports(&self) -> &'static Support {
         &SUPPORT
     }
@@ -142,7 +132,7 @@ impl Target for SqliteTarget {
         &self,
         opts: &LoadOptions,
         create: Option<&[(String, SqlType)]>,
-    ) -> Result<target::Table> {
+    ) -> Result<Box<dyn Load + '_>> {
         let conn = self.open()?;
         let existing = catalog::read(&conn, &opts.table)?;
         let (design, create_sql) = match (create, existing) {
@@ -193,26 +183,42 @@ impl Target for SqliteTarget {
             create_note: None,
             changed_by_delete,
         };
-        let _ = self.table.set(design);
-        Ok(table)
+        Ok(Box::new(SqliteLoad {
+            target: self,
+            design,
+            table,
+        }))
+    }
+}
+
+impl Load for SqliteLoad<'_> {
+    fn table(&self) -> &target::Table {
+        &self.table
     }
 
-    fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        let checks = table.of_loaded(&self.design()?.checks, columns)?;
+    fn version(&self) -> String {
+        format!("SQLite {}", rusqlite::version())
+    }
+
+    fn method(&self) -> &'static str {
+        "multi-row INSERT"
+    }
+
+    fn encoding(&mut self, columns: &[TargetColumn]) -> Result<Encoding> {
+        let checks = self.table.of_loaded(&self.design.checks, columns)?;
         Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
     fn plan(
-        &self,
-        table: &target::Table,
+        &mut self,
         _: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
-        let design = self.design()?;
+        let (design, table) = (&self.design, &self.table);
         let empty = match table.create_sql {
             Some(_) => true,
-            None => catalog::is_empty(&self.open()?, &design.table)?,
+            None => catalog::is_empty(&self.target.open()?, &design.table)?,
         };
         let indexes = design
             .table
@@ -239,7 +245,7 @@ impl Target for SqliteTarget {
                 ..opts.plan
             },
         );
-        plan.hidden.settings = self.settings(opts)?;
+        plan.hidden.settings = self.target.settings(opts)?;
         plan.hidden.triggers = design
             .table
             .triggers
@@ -250,15 +256,14 @@ impl Target for SqliteTarget {
     }
 
     fn writer(
-        &self,
-        table: &target::Table,
+        &mut self,
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
         resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
-        let design = self.design()?;
-        let conn = self.open()?;
+        let (design, table) = (&self.design, &self.table);
+        let conn = self.target.open()?;
         if opts.plan.fast_unsafe {
             conn.execute_batch(writer::FAST_UNSAFE)
                 .map_err(failed("setting --fast-unsafe's pragmas"))?;
@@ -307,9 +312,9 @@ impl Target for SqliteTarget {
         }))
     }
 
-    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
-        let design = self.design()?;
-        crate::ledger::open(&self.open()?, &design.table.qualified(), input)
+    fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
+        let table = self.design.table.qualified();
+        crate::ledger::open(&self.target.open()?, &table, input)
     }
 }
 
@@ -499,11 +504,7 @@ impl Writer for SqliteWriter {
         rows: u64,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        // The reject log names the column SQLite's message names.
-        let refused = &mut |i, message: String| {
-            let column = crate::writer::column_in_message(&message);
-            refused(i, message, column)
-        };
+        let refused = &mut target::naming_column(refused, writer::column_in_message);
         self.insert(data, rows, refused)
     }
 
@@ -557,10 +558,7 @@ impl Writer for SqliteWriter {
             committed.notes.push(writer::FAST_UNSAFE_TRADE.into());
         }
         committed.maintain_seconds = analyzed.elapsed().as_secs_f64();
-        // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
-        if !self.interrupt.begin_commit() {
-            return Err(Error::Interrupted);
-        }
+        target::into_commit(&self.interrupt, true, None)?;
         self.conn
             .execute_batch("COMMIT")
             .map_err(failed("committing the load"))?;

@@ -2,12 +2,12 @@
 //! scheme (as sqlx's `Database::URL_SCHEMES`): `--to`, `--from`, `status`, `recover` and `plan`
 //! all ask it, so a new engine is one entry here beside its crate.
 
-pub use crate::report::Recovered;
 use anyhow::Result;
 use inrush_core::database::{SchemaSource, SchemaTarget};
 use inrush_core::ledger::LoadStatus;
 use inrush_core::query::QueryServer;
 use inrush_load::job::{JobOutcome, JobStep};
+pub use inrush_load::summary::Recovered;
 use inrush_load::target::Target;
 use inrush_load::{Error, LoadOptions, LoadPlan};
 use inrush_mysql::{MysqlOptions, MysqlSource, MysqlTarget};
@@ -136,14 +136,6 @@ impl Engine for Postgres {
         )))
     }
 
-    /// PostgreSQL's plan also shows how rows find their partitions and foreign shards.
-    fn plan(&self, to: &str, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
-        let target = ConnectOptions::parse(to)?;
-        let (table, plan, routing) = (&opts.table, opts.plan, opts.routing);
-        let plan = inrush_postgres::load::plan(&target, table, input, plan, routing, opts.resume);
-        Ok(plan?)
-    }
-
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
         let target = ConnectOptions::parse(to)?;
         let loads = inrush_postgres::load::status(&target, table)?;
@@ -160,24 +152,7 @@ impl Engine for Postgres {
 
     fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
         let recovered = inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table)?;
-        let joint = recovered.prepared;
-        let left_alone = joint
-            .busy
-            .iter()
-            .map(|load| format!("joint commit {load} (its load is still committing)"));
-        let recreated = recovered
-            .restored
-            .iter()
-            .map(|e| format!("{} {} on {}", e.kind, e.name, e.table_name));
-        Ok(Recovered {
-            recreated: recreated.collect(),
-            committed: joint.committed,
-            rolled_back: joint.rolled_back,
-            left_alone: left_alone
-                .chain(recovered.busy.iter().map(|t| Recovered::live_load(t)))
-                .collect(),
-            nothing: "the DDL journal is empty, and no load left a transaction prepared",
-        })
+        Ok(recovered.report())
     }
 }
 
@@ -228,23 +203,7 @@ impl Engine for Mariadb {
     }
 
     fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
-        let recovered = inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?;
-        let jobs = recovered.jobs;
-        let left_alone = jobs
-            .busy
-            .iter()
-            .map(|job| format!("distributed write {job} (its coordinator is deciding now)"));
-        let recreated = recovered
-            .restored
-            .iter()
-            .map(|d| format!("index {} on {}.{}", d.index, d.schema, d.table));
-        Ok(Recovered {
-            recreated: recreated.collect(),
-            committed: jobs.committed,
-            rolled_back: jobs.rolled_back,
-            left_alone: left_alone.chain(recovered.busy.iter().map(|t| Recovered::live_load(t))).collect(),
-            nothing: "the DDL journal (inrush_ddl_journal) is empty, and no distributed write left an XA transaction prepared",
-        })
+        Ok(inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?.report())
     }
 }
 
@@ -302,10 +261,7 @@ impl Engine for Sqlite {
 
     fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {
         Self::path(to)?;
-        Ok(Recovered {
-            nothing: "a load into SQLite is one transaction, which a failure rolls back",
-            ..Recovered::default()
-        })
+        Ok(inrush_sqlite::recover())
     }
 }
 

@@ -1,12 +1,25 @@
 //! How a load looks to a person (a progress bar, a short summary) and to a program (`--json`).
 
 use anyhow::Result;
+use clap::Args;
 use indicatif::{DecimalBytes, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_core::{Phase, ProgressSnapshot, Reporter};
 use inrush_load::plan::{IndexAction, Maintenance};
+use inrush_load::summary::Recovered;
 use inrush_load::LoadSummary;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Print the summary as one JSON object on stdout (without it, the summary is written for
+    /// people, on stderr, so that stdout stays free for what a script pipes).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
 
 /// Redraws per second at most (the load reports ten times a second).
 const HZ: u8 = 5;
@@ -234,30 +247,6 @@ pub fn group(n: u64) -> String {
     out
 }
 
-/// The human summary (stderr) or the JSON object (stdout).
-/// What `inrush recover` did, on any engine: definitions recreated, transactions a dead load
-/// or coordinator left committed or rolled back (by name), and what it left to a load or
-/// coordinator still running, each with why.
-#[derive(Debug, Default, serde::Serialize)]
-pub struct Recovered {
-    pub recreated: Vec<String>,
-    pub committed: Vec<String>,
-    pub rolled_back: Vec<String>,
-    pub left_alone: Vec<String>,
-    /// Why there was nothing to do, when there was not.
-    #[serde(skip)]
-    pub nothing: &'static str,
-}
-
-impl Recovered {
-    /// How a table left to the live load that holds it is said, on every engine.
-    pub fn live_load(table: &str) -> String {
-        format!(
-            "{table} (an inrush load of it is running and puts its definitions back when it ends)"
-        )
-    }
-}
-
 /// `inrush recover`'s report: as JSON on stdout, or for people on stderr.
 pub fn print_recovered(r: &Recovered, json: bool) -> Result<()> {
     if json {
@@ -283,6 +272,7 @@ pub fn print_recovered(r: &Recovered, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The human summary (stderr) or the JSON object (stdout).
 pub fn print_summary(s: &LoadSummary, json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string(s)?);

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_load::commits::Fate;
 use inrush_load::job::Prepare;
-use inrush_load::target::{Committed, Share, Writer};
+use inrush_load::target::{self, Committed, Share, Writer};
 use inrush_load::{Error, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -57,11 +57,7 @@ impl Writer for MysqlWriter {
         rows: u64,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        // The reject log names the column the server's message names.
-        let refused = &mut |i, message: String| {
-            let column = writer::column_in_message(&message);
-            refused(i, message, column)
-        };
+        let refused = &mut target::naming_column(refused, writer::column_in_message);
         let conn = self.conn.as_mut().ok_or_else(lost_writer)?;
         let written = self.chunks.write(conn, data, rows, refused);
         self.options.run(&self.rt, written)
@@ -157,9 +153,8 @@ impl Writer for MysqlWriter {
         let mut conn = self.conn.take().ok_or_else(lost_writer)?;
         let resumed = self.resume.is_some();
         let locked = self.locked;
-        // From here a signal no longer rolls back (see `inrush_load::Interrupt`).
-        if !resumed && !self.interrupt.begin_commit() {
-            return Err(Error::Interrupted);
+        if !resumed {
+            target::into_commit(&self.interrupt, true, None)?;
         }
         if let Some((gid, part)) = self.xa.take() {
             return self.options.run(&self.rt, async {

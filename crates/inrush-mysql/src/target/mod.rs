@@ -27,28 +27,32 @@ use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Support};
 pub(crate) use inrush_load::target::runtime;
 use inrush_load::target::{
-    self, At, Committed, Encoding, Refused, RowEncoder, RowWriter, Target, Writer,
+    self, At, Committed, Encoding, Load, Refused, RowEncoder, RowWriter, Target, Writer,
 };
 use inrush_load::{Error, LoadOptions, LoadPlan, Maintenance, OnConflict, PlanOptions, Result};
 use mysql_async::prelude::Queryable;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// A MariaDB or MySQL database as the target of loads.
 pub struct MysqlTarget {
     options: MysqlOptions,
-    design: OnceLock<Design>,
+}
+
+/// One load into a MariaDB table, from `prepare` to its end.
+struct MysqlLoad<'t> {
+    options: &'t MysqlOptions,
+    design: Design,
+    table: target::Table,
     /// The indexes `begin` dropped, for `end` to put back.
-    dropped: Mutex<Vec<Dropped>>,
+    dropped: Vec<Dropped>,
     /// The table's lock (see [`crate::claim`]): taken by `prepare`, held by a load that changes
-    /// the table's definitions until the target is dropped (after `end`), let go by one that
+    /// the table's definitions until the load is dropped (after `end`), let go by one that
     /// changes nothing once its writers have the table open.
-    claim: Mutex<Option<Claim>>,
+    claim: Option<Claim>,
     /// How many writers `writer` made, to know when the last one has.
-    writers_made: AtomicUsize,
+    writers_made: usize,
     /// The redo log's position when the rows began (see `catalog::redo_position`).
-    redo_before: Mutex<Option<u64>>,
+    redo_before: Option<u64>,
 }
 
 struct Design {
@@ -68,16 +72,11 @@ struct Design {
 
 impl MysqlTarget {
     pub fn new(options: MysqlOptions) -> Self {
-        MysqlTarget {
-            options,
-            design: OnceLock::new(),
-            dropped: Mutex::new(Vec::new()),
-            claim: Mutex::new(None),
-            writers_made: AtomicUsize::new(0),
-            redo_before: Mutex::new(None),
-        }
+        MysqlTarget { options }
     }
+}
 
+impl MysqlLoad<'_> {
     /// The redo log's position now; `None` where the server does not say (or cannot be asked:
     /// the summary then has no log line, nothing else changes).
     fn redo_position(&self) -> Option<u64> {
@@ -92,16 +91,10 @@ impl MysqlTarget {
     }
 
     /// Lets the table's lock go: this load changes none of its definitions.
-    fn let_claim_go(&self) {
-        if let Some(claim) = self.claim.lock().ok().and_then(|mut c| c.take()) {
+    fn let_claim_go(&mut self) {
+        if let Some(claim) = self.claim.take() {
             claim.release();
         }
-    }
-
-    fn design(&self) -> Result<&Design> {
-        self.design
-            .get()
-            .ok_or_else(|| Error::Internal("the MariaDB table was not prepared".into()))
     }
 }
 
@@ -135,19 +128,6 @@ const SUPPORT: Support = Support {
 };
 
 impl Target for MysqlTarget {
-    fn version(&self) -> String {
-        self.design
-            .get()
-            .map_or_else(|| "MariaDB".into(), |d| d.version.clone())
-    }
-
-    fn method(&self) -> &'static str {
-        match self.design.get().map_or(Method::LoadData, |d| d.method) {
-            Method::LoadData => "LOAD DATA LOCAL",
-            Method::Insert => "multi-row INSERT",
-        }
-    }
-
     /// With the watch beside it: a server that leaves its looks unanswered for the network
     /// timeout is cut, and a statement that failed for it says so.
     fn beside(
@@ -177,18 +157,15 @@ impl Target for MysqlTarget {
         &self,
         opts: &LoadOptions,
         create: Option<&[(String, SqlType)]>,
-    ) -> Result<target::Table> {
+    ) -> Result<Box<dyn Load + '_>> {
         let rt = runtime()?;
         let database = self.options.database();
         // No other load of the table changes its definitions from here on, and none is at it:
         // what the journal holds for it was left by a load that died.
-        {
+        let claim = {
             let (schema, name) = catalog::split_name(&opts.table, database);
-            let taken = Claim::take(&self.options, &schema, &name, &opts.interrupt)?;
-            if let Ok(mut slot) = self.claim.lock() {
-                *slot = Some(taken);
-            }
-        }
+            Claim::take(&self.options, &schema, &name, &opts.interrupt)?
+        };
         let (existing, version) = self.options.run(&rt, async {
             let mut conn = self.options.connect().await?;
             // Indexes a load that died left dropped come back before anything else.
@@ -286,35 +263,59 @@ impl Target for MysqlTarget {
             false => "MySQL",
         };
         let (method, method_note) = write_method(local_infile, &table, &settings);
-        let _ = self.design.set(Design {
-            checks,
-            table,
-            version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
-            method,
-            method_note,
-            settings,
-            interrupt: opts.interrupt.clone(),
-        });
+        let mut load = MysqlLoad {
+            options: &self.options,
+            design: Design {
+                checks,
+                table,
+                version: format!("{engine} {}", version.split('-').next().unwrap_or(&version)),
+                method,
+                method_note,
+                settings,
+                interrupt: opts.interrupt.clone(),
+            },
+            table: described,
+            dropped: Vec::new(),
+            claim: Some(claim),
+            writers_made: 0,
+            redo_before: None,
+        };
         if opts.check_only {
             // --check writes nothing and drops nothing.
-            self.let_claim_go();
+            load.let_claim_go();
         }
-        Ok(described)
+        Ok(Box::new(load))
+    }
+}
+
+impl Load for MysqlLoad<'_> {
+    fn table(&self) -> &target::Table {
+        &self.table
     }
 
-    fn encoding(&self, table: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        let checks = table.of_loaded(&self.design()?.checks, columns)?;
+    fn version(&self) -> String {
+        self.design.version.clone()
+    }
+
+    fn method(&self) -> &'static str {
+        match self.design.method {
+            Method::LoadData => "LOAD DATA LOCAL",
+            Method::Insert => "multi-row INSERT",
+        }
+    }
+
+    fn encoding(&mut self, columns: &[TargetColumn]) -> Result<Encoding> {
+        let checks = self.table.of_loaded(&self.design.checks, columns)?;
         Ok(Encoding::encoder(Box::new(Encoder { checks })))
     }
 
     fn plan(
-        &self,
-        table: &target::Table,
+        &mut self,
         _: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
-        let design = self.design()?;
+        let (design, table) = (&self.design, &self.table);
         let keys = &design.table.foreign_keys;
         let indexes = design
             .table
@@ -370,8 +371,8 @@ impl Target for MysqlTarget {
         Ok(plan)
     }
 
-    fn checks_on_client_only(&self, _: &target::Table, _: &LoadOptions) -> Option<String> {
-        let table = &self.design().ok()?.table;
+    fn checks_on_client_only(&self, _: &LoadOptions) -> Option<String> {
+        let table = &self.design.table;
         (!table.transactional).then(|| format!(
             "{} is {}, which is not transactional: rows written to check them could not be rolled back, so the values were checked on the client only; its keys, CHECK constraints, foreign keys and triggers were not",
             table.qualified(),
@@ -389,14 +390,13 @@ impl Target for MysqlTarget {
     }
 
     fn writer(
-        &self,
-        table: &target::Table,
+        &mut self,
         columns: &[TargetColumn],
         plan: &LoadPlan,
         opts: &LoadOptions,
         resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
-        let design = self.design()?;
+        let (design, table) = (&self.design, &self.table);
         let qualified = design.table.qualified();
         // Keys the plan checks after the load, once over the rows, instead of row by row.
         let deferred: Vec<ForeignKey> = design
@@ -479,18 +479,19 @@ impl Target for MysqlTarget {
         if shares {
             // As many writers as the drive makes (`inrush_load::drive::load_into`).
             let ordered = opts.max_errors > 0 || opts.on_conflict != OnConflict::Error;
-            let made = self.writers_made.fetch_add(1, Ordering::SeqCst) + 1;
-            if made >= self.writers(opts, ordered).max(1) {
+            self.writers_made += 1;
+            if self.writers_made >= self.writers(opts, ordered).max(1) {
                 self.let_claim_go();
             }
         }
+        let design = &self.design;
         let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
         let conflict = match opts.on_conflict {
             OnConflict::Error => Conflict::Error,
             OnConflict::Skip => Conflict::Skip,
             OnConflict::Update => Conflict::Replace,
         };
-        let watch = writer::interrupt_watch(&self.options, conn.id(), &opts.interrupt);
+        let watch = writer::interrupt_watch(self.options, conn.id(), &opts.interrupt);
         Ok(Box::new(MysqlWriter {
             conn: Some(conn),
             chunks: ChunkWriter::new(
@@ -514,10 +515,8 @@ impl Target for MysqlTarget {
         }))
     }
 
-    fn still_dropped(&self, _: &target::Table) -> Vec<String> {
-        let Ok(design) = self.design() else {
-            return Vec::new();
-        };
+    fn still_dropped(&mut self) -> Vec<String> {
+        let design = &self.design;
         let table = (design.table.schema.as_str(), design.table.name.as_str());
         let pending = runtime().and_then(|rt| {
             self.options.run(&rt, async {
@@ -534,19 +533,12 @@ impl Target for MysqlTarget {
             // The server is gone (killed after the commit, say: `tests/mariadb_faults.rs`), so
             // its journal cannot be read: what this load dropped and `end` could not put back
             // is what the journal holds, and the exit 8 message must still name it.
-            Err(_) => self
-                .dropped
-                .lock()
-                .map(|d| d.iter().map(named).collect())
-                .unwrap_or_default(),
+            Err(_) => self.dropped.iter().map(named).collect(),
         }
     }
 
-    fn unfinished_loads(
-        &self,
-        _: &target::Table,
-    ) -> Result<Vec<(String, inrush_load::commits::EarlierLoad)>> {
-        let design = self.design()?;
+    fn unfinished_loads(&mut self) -> Result<Vec<(String, inrush_load::commits::EarlierLoad)>> {
+        let design = &self.design;
         let table = (design.table.schema.as_str(), design.table.name.as_str());
         self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
@@ -556,8 +548,8 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn forget_load(&self, _: &target::Table, identity: &str) -> Result<()> {
-        let design = self.design()?;
+    fn forget_load(&mut self, identity: &str) -> Result<()> {
+        let design = &self.design;
         let table = (design.table.schema.as_str(), design.table.name.as_str());
         self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
@@ -567,8 +559,8 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
-        let design = self.design()?;
+    fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
+        let design = &self.design;
         self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             let blocks = crate::ledger::open(&mut conn, &design.table.qualified(), input).await?;
@@ -577,13 +569,14 @@ impl Target for MysqlTarget {
         })
     }
 
-    fn begin(&self, table: &target::Table, plan: &LoadPlan, _: &LoadOptions) -> Result<bool> {
-        if let Ok(mut before) = self.redo_before.lock() {
-            *before = self.redo_position();
+    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        if opts.check_only {
+            return Ok(false);
         }
+        self.redo_before = self.redo_position();
         // DDL commits at once: --create's table is made here, and dropped again by `end` when
         // the load does not commit.
-        if let Some(sql) = &table.create_sql {
+        if let Some(sql) = &self.table.create_sql {
             self.options.run(&runtime()?, async {
                 let mut conn = self.options.connect().await?;
                 conn.query_drop(sql).await.map_err(|e| match e {
@@ -601,16 +594,16 @@ impl Target for MysqlTarget {
         if names.is_empty() {
             return Ok(false);
         }
-        let design = self.design()?;
+        let design = &self.design;
         let (schema, name) = (&design.table.schema, &design.table.name);
-        self.options.run(&runtime()?, async {
+        let dropped = self.options.run(&runtime()?, async {
             let mut conn = self.options.connect().await?;
             // An ALTER TABLE waits for every session that has the table open in a transaction
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
             // Where the load records itself as it commits (`crate::commits`): DDL, so not
             // inside the load's transactions.
             crate::commits::create(&mut conn).await?;
-            let watch = writer::interrupt_watch(&self.options, conn.id(), &design.interrupt);
+            let watch = writer::interrupt_watch(self.options, conn.id(), &design.interrupt);
             let dropped = async {
                 Ok::<_, Error>(match design.table.disables_keys() {
                     true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
@@ -638,27 +631,23 @@ impl Target for MysqlTarget {
                 Err(e) => return Err(e),
             };
             let _ = conn.disconnect().await;
-            if let Ok(mut slot) = self.dropped.lock() {
-                *slot = dropped;
-            }
-            Ok(true)
-        })
+            Ok(dropped)
+        })?;
+        self.dropped = dropped;
+        Ok(true)
     }
 
     fn end(
-        &self,
-        table: &target::Table,
+        &mut self,
         plan: &LoadPlan,
         _: &LoadOptions,
         committed: bool,
         _: &dyn inrush_core::Reporter,
     ) -> Result<Committed> {
         let mut done = Committed::default();
-        if let Some(note) = self.design.get().and_then(|d| d.method_note.clone()) {
-            done.notes.push(note);
-        }
-        if let (Some(_), false) = (&table.create_sql, committed) {
-            let sql = format!("DROP TABLE IF EXISTS {}", table.name);
+        done.notes.extend(self.design.method_note.clone());
+        if let (Some(_), false) = (&self.table.create_sql, committed) {
+            let sql = format!("DROP TABLE IF EXISTS {}", self.table.name);
             self.options.run(&runtime()?, async {
                 let mut conn = self.options.connect().await?;
                 conn.query_drop(&sql)
@@ -670,18 +659,13 @@ impl Target for MysqlTarget {
             return Ok(done);
         }
         // The redo of the rows (and of whatever else ran meanwhile), before the indexes.
-        let before = self.redo_before.lock().ok().and_then(|b| *b);
-        if let (true, Some(before)) = (committed, before) {
+        if let (true, Some(before)) = (committed, self.redo_before) {
             done.log = self.redo_position().map(|after| Log {
                 name: "redo log",
                 bytes: after.saturating_sub(before),
             });
         }
-        let dropped = self
-            .dropped
-            .lock()
-            .map(|mut d| std::mem::take(&mut *d))
-            .unwrap_or_default();
+        let dropped = std::mem::take(&mut self.dropped);
         if !dropped.is_empty() {
             let started = Instant::now();
             let restored = runtime().and_then(|rt| {
@@ -694,9 +678,7 @@ impl Target for MysqlTarget {
             });
             if let Err(e) = restored {
                 // Kept for `still_dropped`, which names them when the journal cannot be read.
-                if let Ok(mut slot) = self.dropped.lock() {
-                    *slot = dropped;
-                }
+                self.dropped = dropped;
                 return Err(e);
             }
             done.rebuild_seconds = started.elapsed().as_secs_f64();
@@ -717,7 +699,7 @@ impl Target for MysqlTarget {
         if !committed {
             return Ok(done);
         }
-        let design = self.design()?;
+        let design = &self.design;
         if !design.table.transactional {
             done.notes.push(format!(
                 "{} is {}, which is not transactional: its rows went in without a transaction, so a load into it that fails keeps the rows written before the failure",

@@ -5,7 +5,7 @@
 //!    ([`begin`]), and says how the parts are to wait.
 //! 2. Each task loads its part and leaves it *prepared* (its transactions end with PREPARE
 //!    TRANSACTION `inrush_<job>_<part>_<n>`: [`prepare_part`]) or *staged* (committed into the
-//!    part's own unlogged table, `inrush."stage_<job>_<part>"`: [`create_part_table`]), then
+//!    part's own unlogged table, `inrush."stage_<job>_<part>"`: [`crate::parts::PartTable`]), then
 //!    checks that the job is still undecided; one that finds it decided (a straggling attempt)
 //!    takes its part back, since the coordinator's sweep of the job may have passed.
 //! 3. The coordinator commits the parts of the attempts it keeps and takes back every other
@@ -27,9 +27,9 @@
 
 mod plan;
 
+use crate::parts::{drop_tables, part_tables};
 use crate::prepared::{create_log, finish_one, lock_key, prepared_of};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
-use inrush_core::TargetColumn;
 use inrush_load::job::{Batch, Decided, JobOutcome, JobStep, Jobs, Logged, Parts, Prepare};
 use tokio_postgres::Client;
 
@@ -37,8 +37,8 @@ use tokio_postgres::Client;
 /// unanswered for the network timeout cuts the step's sessions (see `inrush_load::pulse`).
 pub fn step(target: &ConnectOptions, job: &str, step: &JobStep) -> inrush_load::Result<JobOutcome> {
     let job = inrush_load::job::job_name(job)?;
-    let runtime = crate::load::runtime()?;
-    let waits = crate::load::Waits::default();
+    let runtime = inrush_load::target::runtime()?;
+    let waits = crate::waits::Waits::default();
     let done = waits.around(target, &inrush_core::Silent, || {
         runtime.block_on(run(target, job, step))
     });
@@ -170,7 +170,9 @@ async fn begin(
             "an overwrite moves its rows in one transaction: its parts are staged, not prepared"
                 .into(),
         )),
-        Parts::Auto if overwrite || crate::prepared::slots(control).await? == 0 => Parts::Staged,
+        Parts::Auto if overwrite || crate::activity::prepared_slots(control).await? == 0 => {
+            Parts::Staged
+        }
         Parts::Auto => Parts::Prepared,
         chosen => chosen,
     };
@@ -299,32 +301,6 @@ pub async fn prepare_part(
     })
 }
 
-/// A staged part's table, made empty for the part's `columns` of `table` (their types, no
-/// constraint: the move into the table checks them).
-pub async fn create_part_table(
-    control: &Client,
-    table: &TableInfo,
-    columns: &[TargetColumn],
-    part: &Prepare,
-) -> Result<String> {
-    let name = format!(
-        "inrush.{}",
-        quote_ident(&format!("stage_{}_{}", part.job, part.part))
-    );
-    let list: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
-    let sql = format!(
-        "CREATE SCHEMA IF NOT EXISTS inrush; DROP TABLE IF EXISTS {name}; \
-         CREATE UNLOGGED TABLE {name} AS SELECT {} FROM {} WITH NO DATA",
-        list.join(", "),
-        table.qualified()
-    );
-    control
-        .batch_execute(&sql)
-        .await
-        .map_err(query_error("creating the part's staging table"))?;
-    Ok(name)
-}
-
 /// A staged part, committed into `table`: still wanted if its job is undecided, else dropped.
 pub async fn staged_part_done(control: &Client, part: &Prepare, table: &str) -> Result<()> {
     if undecided(control, &part.job).await? {
@@ -332,35 +308,6 @@ pub async fn staged_part_done(control: &Client, part: &Prepare, table: &str) -> 
     }
     drop_tables(control, &[table.to_string()]).await?;
     Err(ended(&part.job))
-}
-
-/// The staging tables of job `id`'s parts, as `inrush."stage_..."`.
-pub async fn part_tables(client: &Client, id: &str) -> Result<Vec<String>> {
-    let rows = client
-        .query(
-            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-             WHERE n.nspname = 'inrush' AND c.relkind = 'r' AND starts_with(c.relname::text, $1) \
-             ORDER BY 1",
-            &[&format!("stage_{id}_")],
-        )
-        .await
-        .map_err(query_error("finding the job's staging tables"))?;
-    Ok(rows
-        .iter()
-        .map(|r| format!("inrush.{}", quote_ident(r.get(0))))
-        .collect())
-}
-
-/// Drops `tables` (names as [`part_tables`] gives them).
-pub async fn drop_tables(client: &Client, tables: &[String]) -> Result<()> {
-    if tables.is_empty() {
-        return Ok(());
-    }
-    let sql = format!("DROP TABLE IF EXISTS {}", tables.join(", "));
-    client
-        .batch_execute(&sql)
-        .await
-        .map_err(query_error("dropping the job's staging tables"))
 }
 
 /// PostgreSQL's log, ledger and parts, for the coordinator's steps (`inrush_load::job`), over

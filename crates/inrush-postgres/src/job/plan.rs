@@ -8,7 +8,7 @@
 //! coordinator's drop is put back by `inrush recover` (or the table's next load), from the same
 //! journal a command-line load writes.
 
-use crate::load::decide_plan;
+use crate::plan::decide_plan;
 use crate::{ddl, ConnectOptions, Result, TableInfo};
 use inrush_load::plan::Maintenance;
 use inrush_load::PlanOptions;

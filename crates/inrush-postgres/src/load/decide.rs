@@ -8,17 +8,16 @@ use super::staging::Staging;
 use super::Load;
 use crate::copy::{copy_from_stdin, CopyFormat};
 use crate::ledger::Book;
+use crate::parts::PartTable;
+use crate::plan::decide_plan;
 use crate::route::{self, Router, Routing, ShardServer};
-use crate::{activity, ddl, ConnectOptions, PgColumn, TableInfo, TableSize};
+use crate::{activity, ddl, ConnectOptions, PgColumn, TableInfo};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_encode::{DateOrder, EncodeContext, ScalarType, ValueType};
 use inrush_load::sources::Sources;
 use inrush_load::summary::Parallelism;
 use inrush_load::target::Encoding;
-use inrush_load::{
-    Capabilities, Error, ForeignKeysAfter, LoadOptions, LoadPlan, OnConflict, PartitionRouting,
-    Result,
-};
+use inrush_load::{Error, LoadOptions, LoadPlan, OnConflict, PartitionRouting, Result};
 use inrush_read::jsonl::ColumnForm;
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
@@ -59,7 +58,7 @@ async fn decide_load(
     // commits touch only it), then one transaction merges it into the table and drops it.
     if opts.on_conflict != OnConflict::Error {
         load.staging =
-            Some(Staging::create(&load.control, &load.table, columns, opts.on_conflict).await?);
+            Some(Staging::decide(&load.control, &load.table, columns, opts.on_conflict).await?);
     }
     let mut copy_columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
     if load.staging.is_some() {
@@ -67,12 +66,11 @@ async fn decide_load(
     }
     let frozen = frozen(opts, &load.table);
     if let Some(part) = opts.prepare.as_ref().filter(|p| p.staged) {
-        let made = crate::job::create_part_table(&load.control, &load.table, columns, part);
-        load.part_table = Some(made.await?);
+        load.part_table = Some(PartTable::new(&load.table, columns, part));
     }
     let into = match (&load.staging, &load.part_table) {
         (Some(st), _) => st.name.clone(),
-        (None, Some(part)) => part.clone(),
+        (None, Some(part)) => part.name.clone(),
         (None, None) => load.table.qualified(),
     };
     let statement = copy_from_stdin(&into, &copy_columns, format, frozen);
@@ -171,12 +169,17 @@ async fn decide_load(
             server: 0,
         }],
     };
-    if let (Some(_), false) = (&load.identity, load.shards.is_empty()) {
-        let sessions: Vec<&Client> = load.shards.iter().map(|s| &s.control).collect();
-        load.shard_book = Some(Book::open_shard(&load.control, &sessions).await?);
-    }
     if !opts.check_only {
         load.shard_plans = shard_plans(&load.shards, input_size, plan_options).await?;
+        if let Some(sentence) = plan.routing.as_mut() {
+            for shard_plan in load.shard_plans.iter().filter(|p| !p.rebuilt.is_empty()) {
+                sentence.push_str(&format!(
+                    "; on foreign server {}: {}",
+                    load.shards[shard_plan.shard].shard.server,
+                    shard_plan.describe()
+                ));
+            }
+        }
     }
     let keys_checked =
         plan.checks_keys_during_load() || load.shard_plans.iter().any(|p| p.checks_keys);
@@ -266,43 +269,20 @@ fn sortable(column: &PgColumn) -> Option<bool> {
     CopyRows::signed(&column.value_type)
 }
 
-/// `inrush plan`: the plan of a load of `input_size` bytes into `table`, as if the input fed
-/// every column in binary, with nothing that keeps its order; nothing is claimed or changed.
-pub(super) async fn preview(
-    target: &ConnectOptions,
-    table: &str,
-    input_size: Option<u64>,
-    opts: inrush_load::PlanOptions,
-    mode: PartitionRouting,
-    resume: bool,
-) -> Result<LoadPlan> {
-    let client = target.connect().await?;
-    let table = TableInfo::read(&client, table).await?;
-    let mut plan = decide_plan(&client, &table, input_size, opts, false, false).await?;
-    let columns = table.target_columns();
-    plan.choose_sort(&columns, |at| sortable(&table.columns[at]), None);
-    let blocked = match mode {
-        PartitionRouting::Server => Some("--route server"),
-        _ if plan.sort.is_some() => Some("the rows are sorted by a kept index's key first"),
-        PartitionRouting::Auto | PartitionRouting::Client => None,
-    };
-    let (routed, routing) = routing(
-        &client, &table, &columns, blocked, target, false, mode, resume,
-    )
-    .await?;
-    plan.routing = routing;
-    if let (Some(routed), Some(sentence)) = (routed, plan.routing.as_mut()) {
-        for shard_plan in shard_plans(&routed.shards, input_size, opts).await? {
-            if !shard_plan.rebuilt.is_empty() {
-                sentence.push_str(&format!(
-                    "; on foreign server {}: {}",
-                    routed.shards[shard_plan.shard].shard.server,
-                    shard_plan.describe()
-                ));
-            }
-        }
+/// What the decision arranged, made before the rows: the staging table of `--on-conflict`, a
+/// staged part's table, and under `--resume` onto foreign servers each one's ledger.
+pub(super) async fn arrange(load: &mut Load) -> Result<()> {
+    if let Some(staging) = &load.staging {
+        staging.make(&load.control).await?;
     }
-    Ok(plan)
+    if let Some(part) = &load.part_table {
+        part.create(&load.control).await?;
+    }
+    if let (Some(_), false) = (&load.identity, load.shards.is_empty()) {
+        let sessions: Vec<&Client> = load.shards.iter().map(|s| &s.control).collect();
+        load.shard_book = Some(Book::open_shard(&load.control, &sessions).await?);
+    }
+    Ok(())
 }
 
 /// How many connections the load opens, and how many of them stream at first. One transaction
@@ -450,23 +430,6 @@ pub(super) async fn routing(
     })
 }
 
-/// What a load does with a Citus distributed table: COPY into it on the coordinator, which
-/// Citus routes to its shards itself (loading the shards straight waits for a Citus server to
-/// be tested on), and no change to its definitions.
-fn citus_rule(table: &TableInfo, method: &str) -> String {
-    let kind = match method {
-        "h" => "hash-distributed",
-        "r" => "range-distributed",
-        "a" => "append-distributed",
-        "n" => "reference",
-        _ => "distributed",
-    };
-    format!(
-        "{} is a Citus {kind} table: the rows go through COPY on the coordinator, which Citus sends on to its shards (inrush does not load Citus shards straight), and its indexes and keys are kept (Citus replays their DDL on every shard)",
-        table.qualified()
-    )
-}
-
 /// A remote table of a load routed to foreign partitions, and what its plan rebuilds after the
 /// load: the table's own secondary indexes, by the rule that decides the target's (a unique key
 /// stays: rows that broke one could not be taken out of the shard again).
@@ -599,72 +562,4 @@ fn prelude(opts: &LoadOptions, create_sql: &Option<String>, table: &TableInfo) -
         ));
     }
     prelude
-}
-
-/// Reads what the plan weighs (indexes, keys, size, per-row work) and decides. `emptied`: the
-/// table counts as empty (`--truncate` empties it in the load's own transaction).
-pub(crate) async fn decide_plan(
-    client: &tokio_postgres::Client,
-    table: &TableInfo,
-    input_size: Option<u64>,
-    opts: inrush_load::PlanOptions,
-    emptied: bool,
-    frozen: bool,
-) -> crate::Result<LoadPlan> {
-    let indexes = table.indexes(client).await?;
-    let foreign_keys = table.foreign_keys(client).await?;
-    let mut size = table.size(client).await?;
-    let mut opts = opts;
-    if emptied {
-        // A key built after the load that fails undoes the load's rows, but not the TRUNCATE
-        // of the rows that were there: those keys stay.
-        if !size.empty && opts.keep_keys.is_none() {
-            opts.keep_keys = Some("--truncate of a table with rows: if a key put back after the load failed, the emptied rows could not come back");
-        }
-        size = TableSize {
-            table_bytes: 0,
-            index_bytes: 0,
-            rows_estimate: 0.0,
-            empty: true,
-        };
-    }
-    let hidden = table.hidden_work(client).await?;
-    // A Citus table's definitions are not changed: Citus replays their DDL on every shard.
-    let citus = table.citus_distribution(client).await?;
-    let plan = LoadPlan::decide(
-        &table.qualified(),
-        &capabilities(table, citus.as_deref()),
-        indexes,
-        foreign_keys,
-        size,
-        input_size,
-        opts,
-    );
-    Ok(plan.with_hidden_work(hidden).loaded_frozen(frozen))
-}
-
-/// What PostgreSQL can do around a load of `table` (`citus`: its Citus distribution method).
-fn capabilities(table: &TableInfo, citus: Option<&str>) -> Capabilities {
-    let (unique_after, foreign_keys) = match table.partitioned {
-        true => (
-            Err(
-                "on a partitioned table (a constraint cannot be attached USING INDEX there)".into(),
-            ),
-            ForeignKeysAfter::Never("partitioned table: checked row by row during the load".into()),
-        ),
-        false => (
-            Ok(()),
-            ForeignKeysAfter::WhenLarge(
-                "re-added after the load NOT VALID, then validated once".into(),
-            ),
-        ),
-    };
-    Capabilities {
-        vacuum: true,
-        rebuilds: Some("built once after the load".into()),
-        unique_after,
-        foreign_keys,
-        keeps_all: citus.map(|method| citus_rule(table, method)),
-        notes: Vec::new(),
-    }
 }

@@ -7,6 +7,7 @@ use super::cancel::until_interrupted;
 use super::claim::Claim;
 use super::Load;
 use crate::{ddl, ConnectOptions, TableInfo};
+use inrush_load::summary;
 use inrush_load::{Error, LoadOptions, LoadPlan, Result};
 use tokio::runtime::Runtime;
 
@@ -231,11 +232,34 @@ pub struct Recovered {
     pub prepared: crate::prepared::Resolved,
 }
 
+impl Recovered {
+    /// What was done, in the words `inrush recover` says on every engine.
+    pub fn report(self) -> inrush_load::summary::Recovered {
+        let joint = self.prepared;
+        let left_alone = joint
+            .busy
+            .iter()
+            .map(|load| format!("joint commit {load} (its load is still committing)"));
+        let live = self.busy.iter().map(|t| summary::Recovered::live_load(t));
+        let recreated = self
+            .restored
+            .iter()
+            .map(|e| format!("{} {} on {}", e.kind, e.name, e.table_name));
+        summary::Recovered {
+            recreated: recreated.collect(),
+            committed: joint.committed,
+            rolled_back: joint.rolled_back,
+            left_alone: left_alone.chain(live).collect(),
+            nothing: "the DDL journal is empty, and no load left a transaction prepared",
+        }
+    }
+}
+
 /// `inrush recover`: decides the prepared transactions a load that died in its two-phase commit
 /// left (whatever `table`), then recreates what the DDL journal holds (for one table, or all),
 /// except the definitions of a table another inrush session is loading or recovering.
 pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered> {
-    let runtime = super::runtime()?;
+    let runtime = inrush_load::target::runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
         let oid = match table {

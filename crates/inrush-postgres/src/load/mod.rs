@@ -23,7 +23,6 @@ mod cancel;
 mod claim;
 mod create;
 mod decide;
-pub(crate) use decide::decide_plan;
 mod definitions;
 mod maintain;
 mod retry;
@@ -32,8 +31,6 @@ mod sink;
 mod staging;
 mod streams;
 mod table;
-mod waits;
-pub(crate) use waits::Waits;
 mod watch;
 
 pub use definitions::{recover, Recovered};
@@ -41,6 +38,7 @@ pub use definitions::{recover, Recovered};
 use crate::copy::CopyFormat;
 use crate::ledger::{Book, InputIdentity};
 use crate::route::{Router, ShardServer};
+use crate::waits;
 use crate::{ConnectOptions, SessionInfo, TableInfo};
 use claim::Claim;
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
@@ -51,10 +49,9 @@ use inrush_load::summary::Parallelism;
 use inrush_load::support::{Feature, Support};
 pub(crate) use inrush_load::target::runtime;
 use inrush_load::target::{self, Committed, Encoding, Streams, Target};
-use inrush_load::{Error, LoadOptions, LoadPlan, LoadSummary, PartitionRouting, Result};
+use inrush_load::{LoadOptions, LoadPlan, LoadSummary, Result};
 use sink::Destination;
 use staging::Staging;
-use std::sync::{Mutex, MutexGuard};
 use tokio::runtime::Runtime;
 use tokio_postgres::Client;
 
@@ -68,14 +65,20 @@ pub fn run(
     inrush_load::load_into(&PostgresTarget::new(target.clone())?, opts, reporter)
 }
 
-/// A PostgreSQL database as a target. What one load learns and holds (its sessions, the claim,
-/// the plan's statements, what it dropped) lives in `load` from `prepare` to the end.
+/// A PostgreSQL database as a target.
 pub struct PostgresTarget {
     options: ConnectOptions,
     /// One thread for every session's I/O: the CPU work is in the pipeline's workers.
     runtime: Runtime,
     waits: waits::Waits,
-    load: Mutex<Option<Load>>,
+}
+
+/// One load into a PostgreSQL table: what it learns and holds (its sessions, the claim, the
+/// plan's statements, what it dropped), from `prepare` to its end.
+struct PgLoad<'t> {
+    target: &'t PostgresTarget,
+    load: Load,
+    described: target::Table,
 }
 
 /// One load's sessions and decisions.
@@ -96,7 +99,7 @@ struct Load {
     text_reason: Option<String>,
     staging: Option<Staging>,
     /// `--stage`: the part's own table the rows go to (see `crate::prepared`).
-    part_table: Option<String>,
+    part_table: Option<crate::parts::PartTable>,
     /// `COPY ... FROM STDIN` per destination (the table, or each leaf partition the rows are
     /// routed to on the client), and what each COPY transaction runs before it.
     destinations: Vec<Destination>,
@@ -127,30 +130,7 @@ impl PostgresTarget {
             options,
             runtime: runtime()?,
             waits: waits::Waits::default(),
-            load: Mutex::new(None),
         })
-    }
-
-    /// The load `prepare` opened.
-    fn load(&self) -> Result<MutexGuard<'_, Option<Load>>> {
-        self.load
-            .lock()
-            .map_err(|_| Error::Internal("the load's state was poisoned".into()))
-    }
-
-    /// What `f` reads of the load, if one is open (and its state not poisoned).
-    fn peek<T>(&self, f: impl FnOnce(&Load) -> T) -> Option<T> {
-        self.load.lock().ok()?.as_ref().map(f)
-    }
-
-    /// Runs `f` on the load `prepare` opened.
-    fn with<T>(&self, f: impl FnOnce(&mut Load) -> Result<T>) -> Result<T> {
-        match self.load()?.as_mut() {
-            Some(load) => f(load),
-            None => Err(Error::Internal(
-                "the PostgreSQL load was not prepared".into(),
-            )),
-        }
     }
 }
 
@@ -172,18 +152,6 @@ pub const SUPPORT: Support = Support {
 };
 
 impl Target for PostgresTarget {
-    fn version(&self) -> String {
-        self.peek(|l| l.session.server_version.clone())
-            .unwrap_or_default()
-    }
-
-    fn method(&self) -> &'static str {
-        match self.peek(|l| l.format).unwrap_or(CopyFormat::Binary) {
-            CopyFormat::Binary => "binary COPY",
-            CopyFormat::Text => "text COPY",
-        }
-    }
-
     fn supports(&self) -> &'static Support {
         &SUPPORT
     }
@@ -203,8 +171,19 @@ impl Target for PostgresTarget {
         &self,
         opts: &LoadOptions,
         create: Option<&[(String, SqlType)]>,
-    ) -> Result<target::Table> {
+    ) -> Result<Box<dyn target::Load + '_>> {
         let load = table::open(&self.options, opts, create, &self.runtime, &self.waits)?;
+        Ok(Box::new(PgLoad::new(self, load, opts)))
+    }
+
+    fn inspect(&self, opts: &LoadOptions) -> Result<Box<dyn target::Load + '_>> {
+        let load = table::inspect(&self.options, opts, &self.runtime)?;
+        Ok(Box::new(PgLoad::new(self, load, opts)))
+    }
+}
+
+impl PgLoad<'_> {
+    fn new<'t>(target: &'t PostgresTarget, load: Load, opts: &LoadOptions) -> PgLoad<'t> {
         let described = target::Table {
             name: load.table.qualified(),
             columns: load.table.target_columns(),
@@ -223,33 +202,56 @@ impl Target for PostgresTarget {
             // --truncate of a referenced table is refused by `table::open` already.
             changed_by_delete: Vec::new(),
         };
-        *self.load()? = Some(load);
-        Ok(described)
+        PgLoad {
+            target,
+            load,
+            described,
+        }
+    }
+}
+
+impl target::Load for PgLoad<'_> {
+    fn table(&self) -> &target::Table {
+        &self.described
     }
 
-    fn ledger(&self, _: &target::Table, input: &InputFile) -> Result<Vec<Block>> {
-        self.with(|load| {
-            let identity = InputIdentity::new(load.table.oid, input.clone());
-            let committed = self
-                .runtime
-                .block_on(crate::ledger::open(&load.control, &identity))?;
-            load.identity = Some(identity);
-            Ok(committed)
-        })
+    fn version(&self) -> String {
+        self.load.session.server_version.clone()
+    }
+
+    fn method(&self) -> &'static str {
+        match self.load.format {
+            CopyFormat::Binary => "binary COPY",
+            CopyFormat::Text => "text COPY",
+        }
+    }
+
+    fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
+        let load = &mut self.load;
+        let identity = InputIdentity::new(load.table.oid, input.clone());
+        let opened = crate::ledger::open(&load.control, &identity);
+        let committed = self.target.runtime.block_on(opened)?;
+        load.identity = Some(identity);
+        Ok(committed)
     }
 
     fn plan(
-        &self,
-        _: &target::Table,
+        &mut self,
         columns: &[TargetColumn],
         opts: &LoadOptions,
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
-        self.with(|load| decide::decide(load, columns, opts, load_bytes, &self.runtime))
+        decide::decide(
+            &mut self.load,
+            columns,
+            opts,
+            load_bytes,
+            &self.target.runtime,
+        )
     }
 
-    fn encoding(&self, _: &target::Table, columns: &[TargetColumn]) -> Result<Encoding> {
-        self.with(|load| decide::encoding(load, columns))
+    fn encoding(&mut self, columns: &[TargetColumn]) -> Result<Encoding> {
+        decide::encoding(&mut self.load, columns)
     }
 
     fn query_note(
@@ -259,138 +261,108 @@ impl Target for PostgresTarget {
         columns: &[TargetColumn],
         opts: &LoadOptions,
     ) -> Option<String> {
-        self.peek(|l| {
-            let staged = l.staging.is_some();
-            let columns = l.table.described(columns)?;
-            Some(decide::passthrough(
-                sources, types, &columns, l.format, opts, staged,
-            ))
-        })
-        .flatten()
+        let l = &self.load;
+        let staged = l.staging.is_some();
+        let columns = l.table.described(columns)?;
+        Some(decide::passthrough(
+            sources, types, &columns, l.format, opts, staged,
+        ))
     }
 
     fn slower_because(&self) -> Option<String> {
-        self.peek(|l| l.text_reason.clone()).flatten()
+        self.load.text_reason.clone()
     }
 
-    fn ordered(&self, opts: &LoadOptions) -> bool {
-        self.peek(|l| l.ordered).unwrap_or(opts.max_errors > 0)
+    fn ordered(&self, _: &LoadOptions) -> bool {
+        self.load.ordered
     }
 
-    fn begin(&self, _: &target::Table, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
-        self.with(|load| definitions::drop(load, plan, opts, &self.runtime))
+    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        let (load, runtime) = (&mut self.load, &self.target.runtime);
+        {
+            let _cancel = cancel::cancel_on_interrupt(&load.target, &load.control, opts);
+            let arranged = runtime.block_on(decide::arrange(load));
+            arranged.map_err(|e| cancel::stopped(opts, e))?;
+        }
+        match opts.check_only {
+            true => Ok(false),
+            false => definitions::drop(load, plan, opts, runtime),
+        }
     }
 
     fn open(
-        &self,
-        _: &target::Table,
+        &mut self,
         _: &[TargetColumn],
         _: &LoadPlan,
         opts: &LoadOptions,
         _: Option<&InputFile>,
     ) -> Result<Box<dyn Streams + '_>> {
-        let load = self.load()?.take();
-        let load =
-            load.ok_or_else(|| Error::Internal("the PostgreSQL load was not prepared".into()))?;
-        Ok(Box::new(streams::PgStreams::open(self, load, opts)?))
+        let streams = streams::PgStreams::open(self.target, &mut self.load, opts)?;
+        Ok(Box::new(streams))
     }
 
     fn end(
-        &self,
-        _: &target::Table,
+        &mut self,
         plan: &LoadPlan,
         opts: &LoadOptions,
         committed: bool,
         reporter: &dyn Reporter,
     ) -> Result<Committed> {
-        self.with(|load| {
-            if let Some(st) = &load.staging {
-                // Gone already after a merge; a failed load leaves it to drop here.
-                let _ = self.runtime.block_on(st.drop(&load.control));
-            }
-            if let (Some(part), false) = (&load.part_table, committed) {
-                let dropped = crate::job::drop_tables(&load.control, std::slice::from_ref(part));
-                let _ = self.runtime.block_on(dropped);
-            }
+        let (load, runtime) = (&mut self.load, &self.target.runtime);
+        if let Some(st) = &load.staging {
+            // Gone already after a merge; a failed load leaves it to drop here.
+            let _ = runtime.block_on(st.drop(&load.control));
+        }
+        if let (Some(part), false) = (&load.part_table, committed) {
+            let dropped =
+                crate::parts::drop_tables(&load.control, std::slice::from_ref(&part.name));
+            let _ = runtime.block_on(dropped);
+        }
+        let started = std::time::Instant::now();
+        let restored = definitions::restore(load, opts, runtime, committed);
+        let rebuild_seconds = started.elapsed().as_secs_f64();
+        restored?;
+        let mut done = Committed {
+            rebuild_seconds,
+            ..Committed::default()
+        };
+        if committed && !opts.check_only {
             let started = std::time::Instant::now();
-            let restored = definitions::restore(load, opts, &self.runtime, committed);
-            let rebuild_seconds = started.elapsed().as_secs_f64();
-            restored?;
-            let mut done = Committed {
-                rebuild_seconds,
-                ..Committed::default()
-            };
-            if committed && !opts.check_only {
-                let started = std::time::Instant::now();
-                maintain::maintain(load, plan, opts, &self.runtime, reporter);
-                done.maintain_seconds = started.elapsed().as_secs_f64();
+            maintain::maintain(load, plan, opts, runtime, reporter);
+            done.maintain_seconds = started.elapsed().as_secs_f64();
+        }
+        done.notes.append(&mut load.notes);
+        Ok(done)
+    }
+
+    fn still_dropped(&mut self) -> Vec<String> {
+        definitions::still_dropped(&self.load, &self.target.runtime)
+    }
+
+    fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
+        let load = &self.load;
+        let earlier = crate::commits::unfinished(&load.control, load.table.oid);
+        match self.target.runtime.block_on(earlier) {
+            Ok(loads) => Ok(loads),
+            // Not readable by this user (another one made it): nothing this load can tell.
+            Err(e) => {
+                tracing::warn!("{e}");
+                Ok(Vec::new())
             }
-            done.notes.append(&mut load.notes);
-            Ok(done)
-        })
+        }
     }
 
-    fn still_dropped(&self, _: &target::Table) -> Vec<String> {
-        self.with(|load| Ok(definitions::still_dropped(load, &self.runtime)))
-            .unwrap_or_default()
-    }
-
-    fn unfinished_loads(&self, _: &target::Table) -> Result<Vec<(String, EarlierLoad)>> {
-        self.with(|load| {
-            let earlier = crate::commits::unfinished(&load.control, load.table.oid);
-            match self.runtime.block_on(earlier) {
-                Ok(loads) => Ok(loads),
-                // Not readable by this user (another one made it): nothing this load can tell.
-                Err(e) => {
-                    tracing::warn!("{e}");
-                    Ok(Vec::new())
-                }
-            }
-        })
-    }
-
-    fn forget_load(&self, _: &target::Table, identity: &str) -> Result<()> {
-        self.with(|load| {
-            let forgotten = crate::commits::forget(&load.control, load.table.oid, identity);
-            Ok(self.runtime.block_on(forgotten)?)
-        })
+    fn forget_load(&mut self, identity: &str) -> Result<()> {
+        let load = &self.load;
+        let forgotten = crate::commits::forget(&load.control, load.table.oid, identity);
+        Ok(self.target.runtime.block_on(forgotten)?)
     }
 }
 
-/// `inrush plan`: what a load of `input` into `table` would do around the COPY (`resume`: a
-/// load with `--resume`), read from the catalog without claiming the table.
-pub fn plan(
-    target: &ConnectOptions,
-    table: &str,
-    input: Option<&str>,
-    opts: inrush_load::PlanOptions,
-    routing: PartitionRouting,
-    resume: bool,
-) -> Result<LoadPlan> {
-    let input_size = match input {
-        Some(path) => Some(
-            std::fs::metadata(path)
-                .map_err(|cause| inrush_read::Error::Open {
-                    path: path.into(),
-                    cause,
-                })?
-                .len(),
-        ),
-        None => None,
-    };
-    let load = LoadOptions {
-        resume,
-        plan: opts,
-        ..LoadOptions::new("", table)
-    };
-    inrush_load::support::refuse(&SUPPORT, &load)?;
-    let opts = inrush_load::PlanOptions {
-        keep_keys: load.keeps_keys().or(opts.keep_keys),
-        ..opts
-    };
-    runtime()?.block_on(decide::preview(
-        target, table, input_size, opts, routing, resume,
-    ))
+/// `inrush plan`: what a load with `opts` of `input` (its size decides) would do, decided as
+/// the load decides it, with nothing claimed or changed.
+pub fn plan(target: &ConnectOptions, opts: &LoadOptions, input: Option<&str>) -> Result<LoadPlan> {
+    inrush_load::plan_into(&PostgresTarget::new(target.clone())?, opts, input)
 }
 
 /// `inrush status`: every `--resume` load in the target's ledger (into `table` only, when

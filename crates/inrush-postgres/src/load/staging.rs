@@ -15,6 +15,7 @@ use tokio_postgres::Client;
 pub(crate) struct Staging {
     /// `inrush."stage_<table oid>_<pid>"`.
     pub name: String,
+    create: String,
     merge: String,
 }
 
@@ -22,7 +23,9 @@ impl Staging {
     /// The extra column holding each row's place in the input (its order).
     pub const ORDINAL: &'static str = "inrush_ord";
 
-    pub async fn create(
+    /// The staging table of a load of `columns` into `table`, as the plan decides it (a key
+    /// to conflict on is read, the statements written); made by [`Staging::make`].
+    pub async fn decide(
         client: &Client,
         table: &TableInfo,
         columns: &[TargetColumn],
@@ -44,13 +47,6 @@ impl Staging {
              ALTER TABLE {name} ADD COLUMN {} bigint NOT NULL",
             Staging::ORDINAL
         );
-        client
-            .batch_execute(&create)
-            .await
-            .map_err(|cause| Error::Query {
-                what: "creating the staging table".into(),
-                cause,
-            })?;
         let cols: Vec<String> = columns.iter().map(|c| quote_ident(&c.name)).collect();
         let list = cols.join(", ");
         let merge = match mode {
@@ -76,7 +72,23 @@ impl Staging {
                 )
             }
         };
-        Ok(Staging { name, merge })
+        Ok(Staging {
+            name,
+            create,
+            merge,
+        })
+    }
+
+    /// Makes the staging table, empty.
+    pub async fn make(&self, client: &Client) -> Result<()> {
+        client
+            .batch_execute(&self.create)
+            .await
+            .map_err(|cause| Error::Query {
+                what: "creating the staging table".into(),
+                cause,
+            })?;
+        Ok(())
     }
 
     /// Drops the staging table (gone already after a merge; a failed load leaves it).

@@ -14,18 +14,18 @@ use inrush_core::{Phase, Reporter};
 use inrush_load::resume::Claims;
 use inrush_load::stages::Shared;
 use inrush_load::summary::{Blocks, Log};
-use inrush_load::target::{Committed, Streams};
+use inrush_load::target::{self, Committed, Streams};
 use inrush_load::worker::{Chunk, WorkerPlan};
 use inrush_load::{Error, LoadOptions, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The load's COPY sinks. The load is taken from the target while they stream and given back
-/// when they commit or are dropped (which rolls every transaction back).
+/// The load's COPY sinks, on the load's sessions while they stream; dropped before their
+/// commit, they roll every transaction back.
 pub(super) struct PgStreams<'t> {
     target: &'t PostgresTarget,
-    load: Option<Load>,
+    load: &'t mut Load,
     /// Each connection's sessions, until they stream.
     sinks: Vec<Sessions>,
     /// The sinks' sessions on each server, the target's first, for the watch.
@@ -45,7 +45,7 @@ impl<'t> PgStreams<'t> {
     /// Connects every sink's sessions (on the target and each shard) for `load`.
     pub(super) fn open(
         target: &'t PostgresTarget,
-        load: Load,
+        load: &'t mut Load,
         opts: &LoadOptions,
     ) -> Result<PgStreams<'t>> {
         let runtime = &target.runtime;
@@ -53,7 +53,7 @@ impl<'t> PgStreams<'t> {
         let parallelism = load.parallelism.clone();
         let mut streams = PgStreams {
             target,
-            load: Some(load),
+            load,
             sinks: Vec::new(),
             watched: Vec::new(),
             claims: None,
@@ -62,7 +62,7 @@ impl<'t> PgStreams<'t> {
             wal_before,
             from_query: opts.from_query.is_some(),
         };
-        let load = streams.load()?;
+        let load = &*streams.load;
         let (sinks, watched) = runtime.block_on(connect_sinks(
             &load.target,
             &load.shards,
@@ -89,17 +89,9 @@ impl<'t> PgStreams<'t> {
         Ok(streams)
     }
 
-    fn load(&self) -> Result<&Load> {
-        self.load
-            .as_ref()
-            .ok_or_else(|| Error::Internal("the load has ended".into()))
-    }
-
     /// Every sink streams until the queue closes, with the watch and the controller beside.
     fn stream(&mut self, chunks: flume::Receiver<Chunk>, plan: &WorkerPlan, shared: &Shared) {
-        let Some(load) = self.load.as_ref() else {
-            return;
-        };
+        let load = &*self.load;
         let sinks = std::mem::take(&mut self.sinks);
         let connections = sinks.len();
         let gate = self.gate.as_ref();
@@ -212,15 +204,12 @@ impl<'t> PgStreams<'t> {
 
 impl Streams for PgStreams<'_> {
     fn connections(&self) -> usize {
-        self.load.as_ref().map_or(0, |l| l.parallelism.opened)
+        self.load.parallelism.opened
     }
 
     /// Twice the connections that stream at first.
     fn queue(&self, _: usize) -> usize {
-        self.load
-            .as_ref()
-            .map_or(1, |l| l.parallelism.chosen.max(1))
-            * 2
+        self.load.parallelism.chosen.max(1) * 2
     }
 
     fn claims(&self) -> Option<Arc<dyn Claims>> {
@@ -260,30 +249,17 @@ impl PgStreams<'_> {
         written: u64,
     ) -> Result<Committed> {
         let runtime = &self.target.runtime;
-        let load = self
-            .load
-            .as_mut()
-            .ok_or_else(|| Error::Internal("the load has ended".into()))?;
+        let load = &mut *self.load;
         let resumable = load.identity.is_some();
         let servers: Vec<&ConnectOptions> = std::iter::once(&load.target)
             .chain(load.shards.iter().map(|s| &s.options))
             .collect();
         let limit = load.target.network_timeout();
         let commit = |recorded| commit(finished, &servers, limit, recorded);
-        // From here on a signal no longer rolls back: the commit and a stop agree on which
-        // came first (see `Interrupt`).
-        let stopped = match opts.check_only {
-            // Under --on-conflict these commits fill the staging table only: the merge into the
-            // table is the commit window (see `Staging::merge`).
-            false if load.staging.is_none() => !opts.interrupt.begin_commit(),
-            _ => opts.interrupt.is_set(),
-        };
-        if stopped {
-            return Err(match resumable {
-                true => Error::InterruptedResumable { rows: written },
-                false => Error::Interrupted,
-            });
-        }
+        // Under --on-conflict these commits fill the staging table only: the merge into the
+        // table is the commit window (see `Staging::merge`).
+        let enters = !opts.check_only && load.staging.is_none();
+        target::into_commit(&opts.interrupt, enters, resumable.then_some(written))?;
         // With --resume every chunk committed on its own already. Across shards, why the
         // commit is not two-phase, when it is not.
         let mut one_phase_reason = None;
@@ -304,9 +280,9 @@ impl PgStreams<'_> {
             prepared = match &load.part_table {
                 Some(table) => {
                     runtime.block_on(commit(false))?;
-                    let open = crate::job::staged_part_done(&load.control, part, table);
+                    let open = crate::job::staged_part_done(&load.control, part, &table.name);
                     runtime.block_on(open)?;
-                    vec![table.clone()]
+                    vec![table.name.clone()]
                 }
                 None => {
                     let sessions: Vec<&tokio_postgres::Client> = all_sessions(finished).collect();
@@ -435,14 +411,10 @@ fn commit_note(load: &Load, opts: &LoadOptions, one_phase: Option<String>) -> Op
 }
 
 impl Drop for PgStreams<'_> {
-    /// Rolls back what did not commit, and gives the load back to the target, which puts back
-    /// what the load dropped.
+    /// Rolls back what did not commit; the load's `end` puts back what it dropped.
     fn drop(&mut self) {
         if !self.finished.is_empty() {
             self.target.runtime.block_on(rollback(&self.finished));
-        }
-        if let (Some(load), Ok(mut slot)) = (self.load.take(), self.target.load.lock()) {
-            *slot = Some(load);
         }
     }
 }
@@ -488,7 +460,7 @@ async fn joint_commit(
     if shards.is_empty() {
         return Ok((None, None));
     }
-    let slots = crate::prepared::slots(control).await?;
+    let slots = crate::activity::prepared_slots(control).await?;
     let enough = |slots: i64| slots >= connections as i64;
     if !enough(slots) || !shards.iter().all(|s| enough(s.prepared_slots)) {
         let why = format!("max_prepared_transactions is below {connections} on one of them");

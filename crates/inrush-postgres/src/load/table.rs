@@ -4,8 +4,8 @@
 
 use super::cancel::{cancel_on_interrupt, stopped};
 use super::claim::{self, Claim};
-use super::waits::Waits;
 use super::{create, Load};
+use crate::waits::Waits;
 use crate::{ddl, ConnectOptions, SessionInfo, TableInfo};
 use inrush_core::SqlType;
 use inrush_load::summary::Parallelism;
@@ -46,7 +46,36 @@ pub(super) fn open(
         Ok::<_, Error>((create_sql, session, table, claim))
     });
     let (create_sql, session, table, claim) = opened.map_err(|e| stopped(opts, e))?;
-    Ok(Load {
+    Ok(fresh(target, control, session, table, claim, create_sql))
+}
+
+/// `inrush plan`: the load's table as `open` would find it, read on a session of its own;
+/// nothing is claimed, put back or changed.
+pub(super) fn inspect(
+    options: &ConnectOptions,
+    opts: &LoadOptions,
+    runtime: &Runtime,
+) -> Result<Load> {
+    let target = options.with_network_timeout(opts.network_timeout);
+    let control = runtime.block_on(target.connect())?;
+    let (session, table) = runtime.block_on(async {
+        let session = SessionInfo::read(&control).await?;
+        let table = TableInfo::read(&control, &opts.table).await?;
+        Ok::<_, Error>((session, table))
+    })?;
+    Ok(fresh(target, control, session, table, Claim::Alone, None))
+}
+
+/// A load that has decided nothing yet.
+fn fresh(
+    target: ConnectOptions,
+    control: Client,
+    session: SessionInfo,
+    table: TableInfo,
+    claim: Claim,
+    create_sql: Option<String>,
+) -> Load {
+    Load {
         target,
         control,
         session,
@@ -70,7 +99,7 @@ pub(super) fn open(
         dropped: Default::default(),
         txids: Vec::new(),
         notes: Vec::new(),
-    })
+    }
 }
 
 /// Reads the table (made first, for `--create`, in a transaction the caller rolls back), takes

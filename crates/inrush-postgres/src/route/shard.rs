@@ -315,7 +315,7 @@ pub async fn open(
                 tables.push(remote.qualified.clone());
             }
         }
-        let prepared_slots = crate::prepared::slots(&control).await?;
+        let prepared_slots = crate::activity::prepared_slots(&control).await?;
         opened.push(ShardServer {
             shard: shard.clone(),
             options,

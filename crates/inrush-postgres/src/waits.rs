@@ -71,7 +71,7 @@ impl Looks<'_> {
     /// sessions waits on. Whether the server answered (an error of its own is an answer).
     fn look(&mut self, within: std::time::Duration) -> bool {
         if self.runtime.is_none() {
-            self.runtime = super::runtime().ok();
+            self.runtime = inrush_load::target::runtime().ok();
         }
         let Some(runtime) = &self.runtime else {
             return true;
