@@ -18,17 +18,21 @@
 pub mod catalogue;
 pub mod data;
 pub mod engine;
+mod fmt;
+mod machine;
 pub mod mariadb;
 pub mod measure;
 pub mod methods;
 pub mod plan;
 pub mod postgres;
+pub mod progress;
 pub mod report;
 pub mod results;
 pub mod run;
 pub mod verdict;
 
-pub use run::{run, LabOptions, LabTarget, Progress, ProgressInfo};
+pub use progress::{Progress, ProgressInfo};
+pub use run::{run, LabOptions, LabTarget};
 
 use std::path::PathBuf;
 

@@ -7,8 +7,8 @@ use crate::catalogue::{catalogue, ExperimentDef};
 use crate::engine::{Engine, Rights, RunSpec, Saved};
 use crate::measure::{measure, RunContext};
 use crate::plan::RunPlan;
+use crate::progress::Progress;
 use crate::results::{Environment, Measurement};
-use crate::run::Progress;
 use crate::{Error, Result};
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::collections::BTreeMap;
@@ -171,10 +171,10 @@ fn environment(target: &ConnectOptions, private: bool) -> Result<(Environment, b
         private_server: private,
         settings,
         client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        client_memory_bytes: crate::run::memory_bytes(),
-        os: crate::run::os_text(),
+        client_memory_bytes: crate::machine::memory_bytes(),
+        os: crate::machine::os_text(),
         disk: if private {
-            crate::run::disk_text(&std::env::temp_dir())
+            crate::machine::disk_text(&std::env::temp_dir())
         } else {
             "the server's disk (not visible from the client)".into()
         },

@@ -5,6 +5,7 @@
 
 use crate::catalogue::{ExperimentDef, VariationDef};
 use crate::engine::{Engine, RunSpec};
+use crate::progress::{Progress, ProgressInfo};
 use crate::results::*;
 use crate::{verdict, Error, Result};
 use inrush_mysql::MysqlOptions;
@@ -55,37 +56,6 @@ pub enum LabTarget {
     Postgres(ConnectOptions),
     /// The user's MariaDB (`mysql://` or `mariadb://`).
     Mariadb(MysqlOptions),
-}
-
-/// Where the lab is, for a progress display.
-#[derive(Debug, Clone)]
-pub struct ProgressInfo {
-    pub experiment: String,
-    pub title: String,
-    /// 1-based position among the selected experiments.
-    pub index: usize,
-    pub experiments: usize,
-    pub variation: String,
-    pub run: u32,
-    pub repeat: u32,
-    pub elapsed_seconds: f64,
-    /// Estimated from the work done so far (rows weighted by each method's cost).
-    pub remaining_seconds: Option<f64>,
-    /// 0..1 of the estimated work.
-    pub fraction: f64,
-}
-
-/// Receives progress; the CLI draws it and prints each experiment's table as it finishes.
-pub trait Progress {
-    fn running(&self, info: &ProgressInfo);
-    fn message(&self, _line: &str) {}
-    fn experiment_done(&self, _result: &ExperimentResult) {}
-}
-
-/// Nothing shown.
-pub struct Silent;
-impl Progress for Silent {
-    fn running(&self, _: &ProgressInfo) {}
 }
 
 /// The experiments `ids` selects, in catalogue order.
@@ -358,44 +328,6 @@ fn setting_list(settings: &[(String, String)]) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-pub(crate) fn memory_bytes() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-pub(crate) fn os_text() -> String {
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{} {}", std::env::consts::OS, release.trim())
-        .trim()
-        .to_string()
-}
-
-/// The filesystem holding `path`, from /proc/mounts (the longest matching mount point).
-pub(crate) fn disk_text(path: &std::path::Path) -> String {
-    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() >= 3 && path.starts_with(f[1])).then(|| {
-                (
-                    f[1].len(),
-                    format!("{} on {} (mounted at {})", f[2], f[0], f[1]),
-                )
-            })
-        })
-        .max_by_key(|(len, _)| *len)
-        .map_or_else(|| "unknown".into(), |(_, s)| s)
 }
 
 /// Now as RFC 3339 in UTC (no date crate needed).

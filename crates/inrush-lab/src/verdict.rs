@@ -266,7 +266,7 @@ fn sentence(
         Metric::ExtraPerRow(_) => ("takes", "query-ready time per row"),
     };
     let times = if factor.is_finite() {
-        format!("{} the", crate::report::fmt::factor(factor))
+        format!("{} the", crate::fmt::factor(factor))
     } else {
         "some, against none of the".into()
     };
@@ -275,11 +275,11 @@ fn sentence(
         slow.label, fast.label
     );
     let seed = match (seed_factor, rule.same) {
-        (Some(s), false) => format!("the field report: {}", crate::report::fmt::factor(s)),
+        (Some(s), false) => format!("the field report: {}", crate::fmt::factor(s)),
         (None, false) => "the field report gave no figure".into(),
         (Some(s), true) => format!(
             "expected about 1x; the field report: {}",
-            crate::report::fmt::factor(s)
+            crate::fmt::factor(s)
         ),
         (None, true) => "expected about 1x".into(),
     };

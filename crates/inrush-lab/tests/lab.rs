@@ -176,7 +176,7 @@ fn missing_rights_skip_with_the_reason() {
     let mut opts = LabOptions::new(0.01);
     opts.ids = vec!["C2".into(), "C3".into()];
     opts.target = LabTarget::Postgres(inrush_postgres::ConnectOptions::parse(&conninfo).unwrap());
-    let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
+    let results = inrush_lab::run(&opts, &inrush_lab::progress::Silent).expect("the lab runs");
     assert!(!results.environment.private_server);
     check(&results);
     let c2 = &results.experiments[0];
@@ -215,7 +215,7 @@ fn mariadb_runs_what_applies_and_says_why_not_the_rest() {
     let mut opts = LabOptions::new(0.01);
     opts.repeat = 1;
     opts.target = LabTarget::Mariadb(inrush_mysql::MysqlOptions::parse(&db.url).unwrap());
-    let results = inrush_lab::run(&opts, &inrush_lab::run::Silent).expect("the lab runs");
+    let results = inrush_lab::run(&opts, &inrush_lab::progress::Silent).expect("the lab runs");
     let env = &results.environment;
     assert_eq!(env.engine, "MariaDB");
     assert!(

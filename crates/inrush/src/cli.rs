@@ -1,8 +1,12 @@
 //! Argument definitions and their translation into library options.
 
-use crate::{demo, engines, lab, report};
+use crate::demo::{self, DemoArgs};
+use crate::generate::{self as generate_command, GenerateArgs};
+use crate::lab::{self, LabArgs, LabCommand};
+use crate::report::{self, OutputArgs};
+use crate::{engines, Outcome};
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use inrush_encode::DateOrder;
 use inrush_load::{AfterLoad, LoadOptions, OnConflict, PartitionRouting, PlanOptions, QuerySource};
 use inrush_read::csv::CsvOptions;
@@ -54,102 +58,6 @@ pub enum Command {
     Copy(crate::copy::CopyArgs),
     /// Write the man pages, the shell completions or the Markdown reference of these commands.
     Generate(GenerateArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct GenerateArgs {
-    #[command(subcommand)]
-    pub command: GenerateCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum GenerateCommand {
-    /// Write one man page per command and subcommand (inrush.1, inrush-load.1,
-    /// inrush-lab-run.1, ...) into DIR.
-    Man {
-        /// The folder for the pages (created if missing).
-        dir: std::path::PathBuf,
-    },
-    /// Print the completion script of a shell on stdout (e.g. `inrush generate completions
-    /// bash > /etc/bash_completion.d/inrush`).
-    Completions {
-        /// The shell the script is for.
-        #[arg(value_enum)]
-        shell: clap_complete::Shell,
-    },
-    /// Write the command reference as Markdown into DIR: one page per command and subcommand
-    /// (inrush-load.md, ...) and README.md listing them.
-    Reference {
-        /// The folder for the pages (created if missing).
-        dir: std::path::PathBuf,
-    },
-}
-
-#[derive(Args, Debug)]
-pub struct LabArgs {
-    #[command(subcommand)]
-    pub command: LabCommand,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum LabCommand {
-    /// List the experiments, their variations and the published figures they are compared with.
-    List {
-        /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
-        /// variation becomes, and why what does not apply does not.
-        #[arg(long)]
-        mariadb: bool,
-    },
-    /// Run experiments and write a report folder (results.json, report.md, report.html).
-    Run(LabRunArgs),
-    /// Re-render a report folder from its results.json.
-    Report {
-        /// The folder `lab run --out` wrote.
-        dir: std::path::PathBuf,
-    },
-}
-
-#[derive(Args, Debug)]
-pub struct LabRunArgs {
-    /// Experiment ids (A1 ... D8), group letters (A, B, C, D) or `all` [default: all].
-    pub ids: Vec<String>,
-    /// The server to measure; without it the lab starts a private PostgreSQL with durable
-    /// settings (and may restart it for wal_buffers and wal_level experiments). With it,
-    /// settings that need a restart are skipped, and ALTER SYSTEM settings need superuser
-    /// (restored after). A mysql:// or mariadb:// URL runs the experiments that apply to
-    /// MariaDB (groups A, B, D and C3; the rest listed as not applicable, with the reason);
-    /// the lab starts no MariaDB of its own.
-    #[arg(long, env = "INRUSH_TO")]
-    pub to: Option<String>,
-    /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with
-    /// the default 3 runs each, a third of that with --repeat 1);
-    /// larger scales suit real servers.
-    #[arg(long, default_value_t = 1.0)]
-    pub scale: f64,
-    /// Runs per variation: the tables show the median, and a verdict whose difference is
-    /// inside the runs' spread says "inconclusive" (1 run: no spread, the verdict says so).
-    #[arg(long, default_value_t = inrush_lab::run::DEFAULT_REPEAT)]
-    pub repeat: u32,
-    /// The report folder.
-    #[arg(long, default_value = "inrush-lab-report")]
-    pub out: std::path::PathBuf,
-    /// Print the results as one JSON object on stdout (no tables, no progress).
-    #[arg(long)]
-    pub json: bool,
-    /// No progress bar on stderr.
-    #[arg(long)]
-    pub no_progress: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct OutputArgs {
-    /// Print the summary as one JSON object on stdout (without it, the summary is written for
-    /// people, on stderr, so that stdout stays free for what a script pipes).
-    #[arg(long)]
-    pub json: bool,
-    /// No progress bar on stderr.
-    #[arg(long)]
-    pub no_progress: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -484,24 +392,6 @@ pub struct StatusArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct DemoArgs {
-    /// Rows to generate.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub rows: u64,
-    /// Use this server instead of starting a private one (the demo creates its own tables).
-    #[arg(long)]
-    pub to: Option<String>,
-    /// Leave the private server running at the end, and print its --to and how to stop it.
-    #[arg(long, conflicts_with = "to")]
-    pub keep: bool,
-    /// Stop the server a `demo --keep` left running in DIR and delete its files.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "to", "rows"])]
-    pub stop: Option<std::path::PathBuf>,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-#[derive(Args, Debug)]
 pub struct GenArgs {
     /// Which table's rows: sqlbulkcopy (3 integers and 3 varchar(100)), insertbench
     /// (iibench's purchases_index), lineitem (TPC-H's columns and types).
@@ -620,7 +510,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Status(args) => status(args).map(|()| Outcome::Done),
         Command::Copy(args) => crate::copy::run(args),
-        Command::Generate(args) => crate::generate::run(args),
+        Command::Generate(args) => generate_command::run(args, Cli::command()),
         Command::Gen(args) => {
             let text = match args.format {
                 GenFormat::Parquet => None,
@@ -860,14 +750,6 @@ fn stop_on_signal(interrupt: &std::sync::Arc<inrush_load::Interrupt>) -> Result<
         }
     })
     .context("installing the Ctrl-C handler")
-}
-
-/// How a successful command ended; failures are errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Done,
-    /// Loaded and committed, but some rows went to the reject file (exit code 6).
-    CompletedWithRejects,
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
 //! `inrush copy`: its arguments, its plan and report as text or JSON, and Ctrl-C. The copy
 //! itself is `inrush_copy`'s; the engines on both sides come from [`crate::engines`].
 
-use crate::cli::Outcome;
-use crate::{engines, report::group};
+use crate::{engines, report::group, Outcome};
 use anyhow::{Context, Result};
 use clap::Args;
 use inrush_copy::{

@@ -3,15 +3,33 @@
 //! and print both times from the same run. `--keep` leaves the server running to load into;
 //! `--stop DIR` stops it.
 
-use crate::cli::DemoArgs;
-use crate::report::{self, group};
+use crate::report::{self, group, OutputArgs};
 use anyhow::{bail, Context, Result};
+use clap::Args;
 use inrush_load::LoadOptions;
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use inrush_read::generate::{sqlbulkcopy_csv, SQLBULKCOPY_COLUMNS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Rows to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Use this server instead of starting a private one (the demo creates its own tables).
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Leave the private server running at the end, and print its --to and how to stop it.
+    #[arg(long, conflicts_with = "to")]
+    pub keep: bool,
+    /// Stop the server a `demo --keep` left running in DIR and delete its files.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["keep", "to", "rows"])]
+    pub stop: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
 
 const SEED: u64 = 42;
 const ROUNDS: u32 = 2;

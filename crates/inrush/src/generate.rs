@@ -5,29 +5,59 @@
 //! dates, no paths, no wrapping): `tests/reference.rs` compares it byte for byte with the copy
 //! in `docs/reference/`.
 
-use crate::cli::{Cli, GenerateArgs, GenerateCommand, Outcome};
+use crate::Outcome;
 use anyhow::{Context, Result};
-use clap::{Arg, ArgAction, CommandFactory};
+use clap::{Arg, ArgAction, Args, Subcommand};
 use std::path::Path;
 
-pub fn run(args: GenerateArgs) -> Result<Outcome> {
+#[derive(Args, Debug)]
+pub struct GenerateArgs {
+    #[command(subcommand)]
+    pub command: GenerateCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GenerateCommand {
+    /// Write one man page per command and subcommand (inrush.1, inrush-load.1,
+    /// inrush-lab-run.1, ...) into DIR.
+    Man {
+        /// The folder for the pages (created if missing).
+        dir: std::path::PathBuf,
+    },
+    /// Print the completion script of a shell on stdout (e.g. `inrush generate completions
+    /// bash > /etc/bash_completion.d/inrush`).
+    Completions {
+        /// The shell the script is for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the command reference as Markdown into DIR: one page per command and subcommand
+    /// (inrush-load.md, ...) and README.md listing them.
+    Reference {
+        /// The folder for the pages (created if missing).
+        dir: std::path::PathBuf,
+    },
+}
+
+/// Writes what `args` asks for, from `cli`, the whole command tree.
+pub fn run(args: GenerateArgs, cli: clap::Command) -> Result<Outcome> {
     match args.command {
         GenerateCommand::Man { dir } => {
             create_dir(&dir)?;
-            let pages = man_pages(&dir)
+            let pages = man_pages(&dir, cli)
                 .with_context(|| format!("writing the man pages into {}", dir.display()))?;
             eprintln!("wrote {pages} man pages into {}", dir.display());
         }
         GenerateCommand::Completions { shell } => {
             // Into memory first: clap_complete panics on a failed write (a closed pipe).
             let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "inrush", &mut script);
+            clap_complete::generate(shell, &mut cli.clone(), "inrush", &mut script);
             std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
                 .context("writing the completion script")?;
         }
         GenerateCommand::Reference { dir } => {
             create_dir(&dir)?;
-            let pages = reference();
+            let pages = reference(cli);
             for (name, text) in &pages {
                 let path = dir.join(name);
                 std::fs::write(&path, text)
@@ -42,8 +72,8 @@ pub fn run(args: GenerateArgs) -> Result<Outcome> {
 /// `inrush.1` and one page per subcommand (`inrush-lab-run.1`), each saying which inrush it
 /// documents (clap_mangen's own `generate_to` gives a subcommand's page no version). No date:
 /// the same inrush writes the same pages.
-fn man_pages(dir: &Path) -> std::io::Result<usize> {
-    let mut cli = Cli::command().disable_help_subcommand(true);
+fn man_pages(dir: &Path, cli: clap::Command) -> std::io::Result<usize> {
+    let mut cli = cli.disable_help_subcommand(true);
     cli.build();
     let source = format!("inrush {}", cli.get_version().unwrap_or_default());
     let mut commands = vec![&cli];
@@ -62,8 +92,8 @@ fn create_dir(dir: &Path) -> Result<()> {
 
 /// The reference's files, as (file name, contents): `README.md`, the index, then one page per
 /// command and subcommand (`inrush-load.md`, `inrush-lab-run.md`, ...).
-pub fn reference() -> Vec<(String, String)> {
-    let mut cli = Cli::command().disable_help_subcommand(true);
+fn reference(cli: clap::Command) -> Vec<(String, String)> {
+    let mut cli = cli.disable_help_subcommand(true);
     cli.build();
     let mut commands = Vec::new();
     collect(&cli, &mut commands);

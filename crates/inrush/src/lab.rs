@@ -1,14 +1,70 @@
 //! `inrush lab`: list the experiments, run them (progress on stderr, each experiment's table on
 //! stdout as it finishes, the report folder at the end), or re-render a report from its JSON.
 
-use crate::cli::{LabArgs, LabCommand, LabRunArgs};
 use crate::report::group;
 use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use inrush_lab::results::{ExperimentResult, LabResults, Status};
 use inrush_lab::{LabOptions, LabTarget, Progress, ProgressInfo};
 use inrush_postgres::ConnectOptions;
 use std::time::Instant;
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LabCommand {
+    /// List the experiments, their variations and the published figures they are compared with.
+    List {
+        /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
+        /// variation becomes, and why what does not apply does not.
+        #[arg(long)]
+        mariadb: bool,
+    },
+    /// Run experiments and write a report folder (results.json, report.md, report.html).
+    Run(LabRunArgs),
+    /// Re-render a report folder from its results.json.
+    Report {
+        /// The folder `lab run --out` wrote.
+        dir: std::path::PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct LabRunArgs {
+    /// Experiment ids (A1 ... D8), group letters (A, B, C, D) or `all` [default: all].
+    pub ids: Vec<String>,
+    /// The server to measure; without it the lab starts a private PostgreSQL with durable
+    /// settings (and may restart it for wal_buffers and wal_level experiments). With it,
+    /// settings that need a restart are skipped, and ALTER SYSTEM settings need superuser
+    /// (restored after). A mysql:// or mariadb:// URL runs the experiments that apply to
+    /// MariaDB (groups A, B, D and C3; the rest listed as not applicable, with the reason);
+    /// the lab starts no MariaDB of its own.
+    #[arg(long, env = "INRUSH_TO")]
+    pub to: Option<String>,
+    /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with
+    /// the default 3 runs each, a third of that with --repeat 1);
+    /// larger scales suit real servers.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Runs per variation: the tables show the median, and a verdict whose difference is
+    /// inside the runs' spread says "inconclusive" (1 run: no spread, the verdict says so).
+    #[arg(long, default_value_t = inrush_lab::run::DEFAULT_REPEAT)]
+    pub repeat: u32,
+    /// The report folder.
+    #[arg(long, default_value = "inrush-lab-report")]
+    pub out: std::path::PathBuf,
+    /// Print the results as one JSON object on stdout (no tables, no progress).
+    #[arg(long)]
+    pub json: bool,
+    /// No progress bar on stderr.
+    #[arg(long)]
+    pub no_progress: bool,
+}
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.command {

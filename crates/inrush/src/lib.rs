@@ -42,6 +42,14 @@ pub fn command() -> String {
     }
 }
 
+/// How a successful command ended; failures are errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// Loaded and committed, but some rows went to the reject file (exit code 6).
+    CompletedWithRejects,
+}
+
 /// Runs the command line `args` (the program name first) and returns its exit code.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
     let args = match cli::Cli::try_parse_from(args) {
@@ -65,8 +73,8 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .try_init();
     match cli::run(args) {
-        Ok(cli::Outcome::Done) => 0,
-        Ok(cli::Outcome::CompletedWithRejects) => 6,
+        Ok(Outcome::Done) => 0,
+        Ok(Outcome::CompletedWithRejects) => 6,
         Err(e) => {
             let code = exit_code(&e);
             eprintln!("error: {e:#}");

@@ -61,8 +61,8 @@ impl Mariadb {
             private_server: false,
             settings: info.settings.into_iter().collect(),
             client_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            client_memory_bytes: crate::run::memory_bytes(),
-            os: crate::run::os_text(),
+            client_memory_bytes: crate::machine::memory_bytes(),
+            os: crate::machine::os_text(),
             disk: "the server's disk (not visible from the client)".into(),
         };
         let rights = Rights {

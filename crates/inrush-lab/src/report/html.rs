@@ -5,7 +5,8 @@
 use super::escape::{anchor, html};
 use super::markdown::{capitalised, environment, extras, settings_changed};
 use super::svg::{self, BarRow, Line, Series};
-use super::{fmt, rows, status_word, verdict_word, Row};
+use super::{rows, status_word, verdict_word, Row};
+use crate::fmt;
 use crate::results::{ExperimentResult, Holds, LabResults, Status};
 use std::fmt::Write as _;
 

@@ -2,7 +2,8 @@
 //! line as the HTML page, without charts.
 
 use super::escape::{anchor, md};
-use super::{fmt, rows, status_word, verdict_word, Row};
+use super::{rows, status_word, verdict_word, Row};
+use crate::fmt;
 use crate::results::{ExperimentResult, LabResults, Status};
 use std::fmt::Write as _;
 
