@@ -31,6 +31,10 @@ pub(crate) struct Shape {
     pub builds: Vec<usize>,
     /// Its keys steps not done yet, with the other tables (indices) each needs built first.
     pub keys: Vec<(usize, Vec<usize>)>,
+    /// Other tables whose rows must be in before its load: under `--data-only`, the parents
+    /// of the foreign keys the target checks its rows against (a check run beside a parent's
+    /// load, not yet committed, would find the parent's rows missing).
+    pub after: Vec<usize>,
 }
 
 /// A piece of work: a table's index, and a step's index in its design.
@@ -54,6 +58,10 @@ pub(crate) enum Next {
 
 #[derive(Debug)]
 struct Table {
+    /// Its rows are in (or were not to be loaded).
+    loaded: bool,
+    /// Tables whose rows its load waits for.
+    after: Vec<usize>,
     builds_left: usize,
     /// Rows loaded and every build done.
     built: bool,
@@ -94,6 +102,8 @@ impl Board {
                 board.keys.push((t, step, locks));
             }
             board.tables.push(Table {
+                loaded: !shape.load,
+                after: shape.after.into_iter().filter(|&a| a != t).collect(),
                 builds_left: shape.builds.len(),
                 built: false,
             });
@@ -130,6 +140,7 @@ impl Board {
         self.running.retain(|r| *r != task);
         match task {
             Task::Load(t) => {
+                self.tables[t].loaded = true;
                 let builds = std::mem::take(&mut self.unloaded[t]);
                 self.loaded(t, builds);
             }
@@ -167,8 +178,16 @@ impl Board {
     /// Loads first, to be done with the source's image; then builds, the largest table's first
     /// (they end the copy); then keys; then reports.
     fn ready(&mut self) -> Option<Task> {
-        if !self.loads.is_empty() {
-            return Some(Task::Load(self.loads.remove(0)));
+        let waits = |t: usize| self.tables[t].after.iter().any(|&a| !self.tables[a].loaded);
+        let loading = self.running.iter().any(|r| matches!(r, Task::Load(_)));
+        // Parents' rows first; a cycle of parents (nothing loading, every load waiting) goes
+        // in the plan's order, so that nothing waits forever.
+        let next = match self.loads.iter().position(|&t| !waits(t)) {
+            None if !loading && !self.loads.is_empty() => Some(0),
+            at => at,
+        };
+        if let Some(at) = next {
+            return Some(Task::Load(self.loads.remove(at)));
         }
         if let Some(at) = (0..self.builds.len()).min_by_key(|&i| self.builds[i]) {
             let (t, b) = self.builds.remove(at);
@@ -196,6 +215,7 @@ mod tests {
             load,
             builds: (0..builds).collect(),
             keys: keys.into_iter().enumerate().collect(),
+            after: Vec::new(),
         }
     }
 
@@ -220,6 +240,33 @@ mod tests {
         assert_eq!(run(&mut board), Task::Finish(0));
         board.done(Task::Finish(0));
         assert_eq!(board.take(), Next::Done);
+    }
+
+    #[test]
+    fn a_load_waits_for_the_rows_of_the_tables_it_comes_after_unless_they_wait_on_it() {
+        let after = |load, after: Vec<usize>| Shape {
+            after,
+            ..shape(load, 0, vec![])
+        };
+        // 0 after 1; 2 and 3 after each other.
+        let mut board = Board::new(vec![
+            after(true, vec![1]),
+            after(true, vec![]),
+            after(true, vec![3]),
+            after(true, vec![2]),
+        ]);
+        assert_eq!(run(&mut board), Task::Load(1));
+        assert_eq!(board.take(), Next::Wait);
+        board.done(Task::Load(1));
+        assert_eq!(run(&mut board), Task::Load(0));
+        board.done(Task::Load(0));
+        assert_eq!(run(&mut board), Task::Load(2));
+        assert_eq!(board.take(), Next::Run(Task::Finish(0)));
+        board.done(Task::Load(2));
+        assert_eq!(run(&mut board), Task::Load(3));
+        // A parent already there, or not loaded by this copy, is not waited for.
+        let mut board = Board::new(vec![after(true, vec![1]), after(false, vec![])]);
+        assert_eq!(run(&mut board), Task::Load(0));
     }
 
     #[test]

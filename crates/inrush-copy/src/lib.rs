@@ -16,14 +16,16 @@
 //! `inrush_core::database`), nor how rows are read, checked or written (`inrush-load`).
 
 mod board;
+mod failed;
 mod pattern;
 mod plan;
 mod run;
 mod verify;
 
+pub use failed::Failed;
 pub use inrush_core::database::{SchemaSource, SchemaTarget};
 pub use plan::{plan, CopyPlan, TablePlan, TableState};
-pub use run::{copy, CopyReporter, CopySummary, Failed, Stop, TableReport, Verified};
+pub use run::{copy, CopyReporter, CopySummary, Stop, TableReport, Verified};
 pub use verify::Digest;
 
 use std::path::PathBuf;

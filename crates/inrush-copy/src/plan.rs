@@ -2,8 +2,8 @@
 //! designed for the target, and how far an earlier run of the same copy got with it (from the
 //! target's copy ledger). `inrush copy --check` prints this and stops.
 
+use crate::failed::{in_target, Failed};
 use crate::pattern::matches;
-use crate::run::{in_target, Failed};
 use crate::CopyOptions;
 use inrush_core::database::{Design, Note, Object, SchemaSource, SchemaTarget, Table};
 use inrush_load::Error;

@@ -2,12 +2,12 @@
 //! built, then the keys between tables. See the crate's documentation for the order and why.
 
 use crate::board::{Board, Next, Shape, Task};
+use crate::failed::{in_target, Failed};
 use crate::plan::{CopyPlan, TablePlan, TableState, CREATED, CREATING, FINISHED, LOADED};
 use crate::verify::{digest, Digest};
 use crate::CopyOptions;
 use inrush_core::database::{Done, Note, SchemaSource, SchemaTarget, Snapshot, Step};
 use inrush_core::progress::{Phase, ProgressSnapshot, Reporter};
-use inrush_core::query::QueryError;
 use inrush_core::SqlType;
 use inrush_load::target::Target;
 use inrush_load::{Error, Interrupt, Kind, LoadOptions, QuerySource};
@@ -55,39 +55,6 @@ impl Stop {
         }
         running.push(interrupt.clone());
         interrupt
-    }
-}
-
-/// A copy that failed: the table it failed on, if one, and why.
-#[derive(Debug)]
-pub struct Failed {
-    pub table: Option<String>,
-    /// Boxed: a load's error is large, and every step returns this.
-    pub error: Box<Error>,
-}
-
-/// A target's failure, said as the target's (a [`QueryError`] reads as a source's).
-pub(crate) fn in_target(e: QueryError) -> Error {
-    Error::Engine {
-        engine: e.engine,
-        what: e.what,
-        message: e.message,
-    }
-}
-
-impl Failed {
-    pub(crate) fn whole(error: impl Into<Error>) -> Failed {
-        Failed {
-            table: None,
-            error: Box::new(error.into()),
-        }
-    }
-
-    fn of(table: &str, error: impl Into<Error>) -> Failed {
-        Failed {
-            table: Some(table.to_string()),
-            error: Box::new(error.into()),
-        }
     }
 }
 
@@ -343,6 +310,16 @@ fn shapes(plan: &CopyPlan, opts: &CopyOptions) -> Vec<Shape> {
                         )
                     })
                     .collect(),
+            },
+            after: match opts.data_only {
+                true => t
+                    .design
+                    .after_keys
+                    .iter()
+                    .flat_map(|k| &k.needs)
+                    .filter_map(at)
+                    .collect(),
+                false => Vec::new(),
             },
         })
         .collect()
