@@ -114,6 +114,8 @@ pub struct Sources {
     pub passthrough: OnceLock<Vec<String>>,
     /// Files of the named directories left out: their names say no format inrush reads.
     pub skipped: Vec<String>,
+    /// The load's interrupt: a pipe's reads end once a stop is asked.
+    interrupt: Arc<crate::Interrupt>,
 }
 
 impl Source {
@@ -218,6 +220,7 @@ impl Sources {
                 })
                 .collect();
             return Ok(Sources {
+                interrupt: opts.interrupt.clone(),
                 list,
                 format: InputFormat::Csv,
                 // What COPY TO writes: CSV with a header, the default quoting and NULL.
@@ -238,6 +241,7 @@ impl Sources {
                 "Arrow data names its columns and holds its strings in UTF-8",
             )?;
             return Ok(Sources {
+                interrupt: opts.interrupt.clone(),
                 list: vec![Source::stream(stream.clone())],
                 format: InputFormat::Arrow,
                 csv: opts.csv.clone(),
@@ -303,6 +307,7 @@ impl Sources {
             csv.validate()?;
         }
         Ok(Sources {
+            interrupt: opts.interrupt.clone(),
             list,
             format,
             csv,
@@ -491,7 +496,13 @@ impl Sources {
         let source = &self.list[i];
         let (reader, encoding) = match &source.origin {
             Origin::Path(path) => {
-                encoding::decoded(source::open(path, consumed)?.reader, self.encoding, path)?
+                let interrupt = self.interrupt.clone();
+                let stop: source::Stop = Arc::new(move || interrupt.cancels());
+                encoding::decoded(
+                    source::open(path, consumed, stop)?.reader,
+                    self.encoding,
+                    path,
+                )?
             }
             Origin::Stream => return Err(Error::Internal("a stream read as text".into())),
             // A query source writes UTF-8 (see `QueryServer::csv`).

@@ -86,12 +86,18 @@ pub struct Input {
     pub seekable: bool,
 }
 
-/// Opens `path` (`-` for standard input); `consumed` is advanced by every raw byte read.
-pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
+/// Opens `path` (`-` for standard input); `consumed` is advanced by every raw byte read. A
+/// pipe's reads end with an error once `stop` says so, instead of waiting for a writer that
+/// may never write again.
+pub fn open(path: &str, consumed: Arc<AtomicU64>, stop: Stop) -> Result<Input> {
     if path == "-" {
         // A pipe cannot be read twice: its first bytes, read to tell its compression, go
         // before the rest.
-        let mut stdin = io::stdin();
+        let mut stdin = Stoppable {
+            inner: io::stdin(),
+            fd: 0,
+            stop,
+        };
         let mut head = [0; 4];
         let n = read_head(&mut stdin, &mut head).map_err(|cause| Error::Read {
             name: "-".into(),
@@ -124,8 +130,17 @@ pub fn open(path: &str, consumed: Arc<AtomicU64>) -> Result<Input> {
         true => Compression::of_file(p),
         false => Compression::from_path(p),
     };
+    // A regular file's read never waits on a writer; a FIFO's may.
+    let raw: Box<dyn Read + Send> = match meta.is_file() {
+        true => Box::new(file),
+        false => Box::new(Stoppable {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&file),
+            inner: file,
+            stop,
+        }),
+    };
     let counted = Counted {
-        inner: file,
+        inner: raw,
         consumed,
     };
     Ok(Input {
@@ -220,6 +235,45 @@ pub fn counted<R: Read + Send + 'static>(
     consumed: Arc<AtomicU64>,
 ) -> Box<dyn Read + Send> {
     Box::new(Counted { inner, consumed })
+}
+
+/// Whether the reader of an input should give up waiting (the load was stopped).
+pub type Stop = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// How often a read of a pipe looks whether to stop.
+const STOP_POLL_MS: i32 = 100;
+
+/// A pipe (or any input that is not a regular file), read only once `poll(2)` says bytes or
+/// its end are there, so that a stop is seen within [`STOP_POLL_MS`] however long the writer
+/// takes.
+struct Stoppable<R> {
+    inner: R,
+    fd: std::os::fd::RawFd,
+    stop: Stop,
+}
+
+impl<R: Read> Read for Stoppable<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if (self.stop)() {
+                return Err(io::Error::other("the load was stopped"));
+            }
+            let mut fd = libc::pollfd {
+                fd: self.fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd, owned here, for the length of the call.
+            match unsafe { libc::poll(&mut fd, 1, STOP_POLL_MS) } {
+                0 => continue,
+                n if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {
+                    continue
+                }
+                // Readable, at its end, or in error: the read itself says which.
+                _ => return self.inner.read(buf),
+            }
+        }
+    }
 }
 
 struct Counted<R> {

@@ -9,7 +9,8 @@
 //! `--create` do what they say; a distributed write (`--prepare`) lands the parts its job
 //! names, where the engine says it carries it out, and is refused by name where not; indexes
 //! come back after a large load; `inrush copy` goes into and out of the engine; `plan` and
-//! `recover` answer.
+//! `recover` answer; a stop (SIGINT, SIGTERM) before the commit exits 130, leaves the table
+//! (or no table, for `--create`) as it was, and the same load run again loads every row once.
 //!
 //! A new engine adds its [`Engine`] and one line to the suite.
 
@@ -673,6 +674,92 @@ fn recover_with_nothing_left_says_so(engine: &Engine) {
     }
 }
 
+/// `inrush load -` into `table` (plus `extra`) from a pipe the check writes to and holds
+/// open, so the load cannot reach its commit before the check stops it.
+fn load_from_pipe(engine: &Engine, table: &str, extra: &[&str]) -> std::process::Child {
+    let mut args = vec!["load", "-", "--format", "csv", "--header", "--no-progress"];
+    args.extend(["--to", &engine.to, "--table", table]);
+    args.extend_from_slice(extra);
+    std::process::Command::new(BIN)
+        .args(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Feeds `rows` to a load from a pipe, sends it `signal` while the pipe is still open, and
+/// returns its exit code and stderr (within a minute, else the load is killed and the check
+/// fails: a stop must never hang).
+fn stopped_while_reading(mut child: std::process::Child, rows: &str, signal: i32) -> (i32, String) {
+    use std::io::{Read, Write};
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(rows.as_bytes()).unwrap();
+    pipe.flush().unwrap();
+    // Not a timing the check depends on: before or after the rows reach the engine, a stop
+    // before the commit rolls everything back.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the load did not stop within a minute of signal {signal}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    drop(pipe);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    (status.code().unwrap_or(-1), stderr)
+}
+
+/// The first half of `csv`'s lines, its header first.
+fn first_half(csv: &str) -> String {
+    let lines: Vec<&str> = csv.lines().collect();
+    lines[..lines.len() / 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn an_interrupt_while_rows_stream_rolls_back_exits_130_and_a_rerun_loads_once(engine: &Engine) {
+    let name = engine.name;
+    (engine.exec)(&format!("CREATE TABLE t {TYPED}"));
+    let csv = typed_csv(20_000);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = load_from_pipe(engine, "t", &["--connections", "2"]);
+        let (code, err) = stopped_while_reading(child, &first_half(&csv), signal);
+        assert_eq!(code, 130, "{name}, signal {signal}: {err}");
+        assert_eq!(engine.count("t"), 0, "{name}, signal {signal}: {err}");
+    }
+    let file = engine.write("typed.csv", &csv);
+    let (code, out) = engine.load(&file, "t", &[]);
+    assert_eq!((code, engine.count("t")), (0, 20_000), "{name}: {out}");
+}
+
+fn an_interrupted_create_leaves_no_table(engine: &Engine) {
+    let name = engine.name;
+    let csv = typed_csv(20_000);
+    let child = load_from_pipe(engine, "made", &["--create"]);
+    let (code, err) = stopped_while_reading(child, &first_half(&csv), libc::SIGINT);
+    assert_eq!(code, 130, "{name}: {err}");
+    // Made again from the whole file: there was no table left to refuse it (exit 2).
+    let file = engine.write("typed.csv", &csv);
+    let (code, out) = engine.load(&file, "made", &["--create"]);
+    assert_eq!((code, engine.count("made")), (0, 20_000), "{name}: {out}");
+}
+
 /// Every check, on each engine named: `mod ENGINE { #[test] fn CHECK() }`.
 macro_rules! suite {
     ($($engine:ident),*) => {$(
@@ -705,6 +792,8 @@ macro_rules! suite {
             a_distributed_write_lands_the_parts_its_job_names_once,
             plan_says_what_a_load_would_do_and_changes_nothing,
             recover_with_nothing_left_says_so,
+            an_interrupt_while_rows_stream_rolls_back_exits_130_and_a_rerun_loads_once,
+            an_interrupted_create_leaves_no_table,
         );
     )*};
 }
