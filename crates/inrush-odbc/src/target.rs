@@ -1,0 +1,419 @@
+//! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
+
+use crate::{failed, without_password, ROWS_PER_EXECUTE};
+use bytes::Bytes;
+use inrush_core::catalog::TableSize;
+use inrush_core::ledger::{Committed as Block, InputFile};
+use inrush_core::{SqlType, TargetColumn};
+use inrush_load::row::{push, Bound, Values};
+use inrush_load::support::{Feature, Support};
+use inrush_load::target::{
+    self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
+};
+use inrush_load::{
+    AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, OnConflict, PlanOptions, Result,
+};
+use odbc_api::{Connection, ConnectionOptions};
+use std::sync::Arc;
+
+/// A database behind an ODBC connection string, as the target of loads.
+pub struct OdbcTarget {
+    connection: String,
+}
+
+impl OdbcTarget {
+    /// The target `connection` (an ODBC connection string: `DSN=...` or `Driver={...};...`)
+    /// names.
+    pub fn new(connection: &str) -> OdbcTarget {
+        OdbcTarget {
+            connection: connection.to_string(),
+        }
+    }
+
+    fn connect(&self) -> Result<Connection<'static>> {
+        let env = odbc_api::environment().map_err(failed("starting unixODBC's driver manager"))?;
+        let shown = without_password(&self.connection);
+        env.connect_with_connection_string(&self.connection, ConnectionOptions::default())
+            .map_err(failed(format!("connecting with {shown}")))
+    }
+}
+
+/// Over ODBC inrush writes rows and changes nothing else; the options of one engine's own are
+/// that engine's.
+const SUPPORT: Support = Support {
+    engine: "ODBC",
+    carries: &[],
+    instead: &[
+        (
+            Feature::Text,
+            "PostgreSQL's text COPY; ODBC is given bound values",
+        ),
+        (
+            Feature::DateStyle,
+            "for PostgreSQL targets; over ODBC, dates go as ISO 8601 text the driver converts",
+        ),
+        (Feature::DisableTriggers, "for PostgreSQL targets"),
+        (Feature::FastUnsafe, "for SQLite targets only"),
+        (
+            Feature::Route,
+            "partitions are routed by inrush on PostgreSQL only",
+        ),
+        (
+            Feature::Prepare,
+            "a distributed write's parts are PostgreSQL's and MariaDB's",
+        ),
+        (
+            Feature::Stage,
+            "a distributed write's parts are PostgreSQL's and MariaDB's",
+        ),
+    ],
+};
+
+/// The options a load over ODBC does not carry out yet, each with why.
+fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
+    let refused = if opts.create {
+        Some("--create")
+    } else if opts.resume {
+        Some("--resume")
+    } else if opts.max_errors > 0 {
+        Some("--max-errors")
+    } else if opts.on_conflict != OnConflict::Error {
+        Some("--on-conflict")
+    } else {
+        None
+    };
+    match refused {
+        Some(option) => Err(Error::Usage(format!(
+            "{option} is not carried out over ODBC; load into an existing table, all or nothing"
+        ))),
+        None => Ok(()),
+    }
+}
+
+impl Target for OdbcTarget {
+    fn supports(&self) -> &'static Support {
+        &SUPPORT
+    }
+
+    fn prepare(
+        &self,
+        opts: &LoadOptions,
+        _: Option<&[(String, SqlType)]>,
+    ) -> Result<Box<dyn Load + '_>> {
+        refuse_unsupported(opts)?;
+        let conn = self.connect()?;
+        let dbms = conn
+            .database_management_system_name()
+            .map_err(failed("reading the database's name"))?;
+        let quote = conn
+            .identifier_quote_char()
+            .map_err(failed("reading how the database quotes names"))?
+            .unwrap_or('"');
+        let (schema, name) = match opts.table.split_once('.') {
+            Some((schema, name)) => (Some(schema.to_string()), name.to_string()),
+            None => (None, opts.table.clone()),
+        };
+        let columns = columns(&conn, schema.as_deref(), &name)?;
+        if columns.is_empty() {
+            return Err(Error::NoSuchTable {
+                table: opts.table.clone(),
+                place: format!(" (the {dbms} driver's catalog lists no column of it)"),
+            });
+        }
+        let quoted = |n: &str| {
+            format!(
+                "{quote}{}{quote}",
+                n.replace(quote, &format!("{quote}{quote}"))
+            )
+        };
+        let qualified = match &schema {
+            Some(schema) => format!("{}.{}", quoted(schema), quoted(&name)),
+            None => quoted(&name),
+        };
+        Ok(Box::new(OdbcLoad {
+            target: self,
+            dbms,
+            quote,
+            table: target::Table {
+                name: qualified,
+                columns,
+                bytes: None,
+                create_sql: None,
+                create_note: None,
+                changed_by_delete: Vec::new(),
+            },
+        }))
+    }
+}
+
+/// The table's columns as the driver's catalog (`SQLColumns`) lists them, in table order.
+fn columns(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Vec<TargetColumn>> {
+    let rows = conn
+        .columns("", schema.unwrap_or("%"), table, "%")
+        .map_err(failed(format!("reading the columns of {table}")))?;
+    let mut columns = Vec::new();
+    let mut schemas = Vec::new();
+    for row in rows {
+        let row = row.map_err(failed(format!("reading the columns of {table}")))?;
+        let text = |v: &odbc_api::parameter::VarCharArray<255>| {
+            v.as_str().ok().flatten().unwrap_or_default().to_string()
+        };
+        let found = row
+            .schema
+            .as_str()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_string();
+        if !schemas.contains(&found) {
+            schemas.push(found);
+        }
+        columns.push(TargetColumn {
+            name: text(&row.column_name),
+            type_sql: row
+                .type_name
+                .as_str()
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+                .to_string(),
+            sql_type: SqlType::Text,
+            // SQL_NO_NULLS.
+            not_null: row.nullable == 0,
+        });
+    }
+    if schemas.len() > 1 {
+        return Err(Error::Usage(format!(
+            "--table {table}: there is a table of that name in schemas {}; name one (SCHEMA.{table})",
+            schemas.join(", ")
+        )));
+    }
+    Ok(columns)
+}
+
+/// One load through ODBC.
+struct OdbcLoad<'t> {
+    target: &'t OdbcTarget,
+    /// The database, as the driver names it (`PostgreSQL`).
+    dbms: String,
+    quote: char,
+    table: target::Table,
+}
+
+impl Load for OdbcLoad<'_> {
+    fn table(&self) -> &target::Table {
+        &self.table
+    }
+
+    fn version(&self) -> String {
+        format!("{} (ODBC)", self.dbms)
+    }
+
+    fn method(&self) -> &'static str {
+        "ODBC parameter arrays"
+    }
+
+    fn plan(
+        &mut self,
+        _: &[TargetColumn],
+        opts: &LoadOptions,
+        load_bytes: Option<u64>,
+    ) -> Result<LoadPlan> {
+        let can = Capabilities {
+            keeps_all: Some(format!(
+                "indexes and keys are kept: over ODBC inrush changes none of {}'s definitions",
+                self.table.name
+            )),
+            notes: vec![format!(
+                "no statistics are taken over ODBC: after a large load, run {}'s own (ANALYZE, UPDATE STATISTICS, RUNSTATS)",
+                self.dbms
+            )],
+            ..Capabilities::default()
+        };
+        let size = TableSize {
+            table_bytes: 0,
+            index_bytes: 0,
+            rows_estimate: -1.0,
+            empty: false,
+        };
+        let options = PlanOptions {
+            after: AfterLoad::Nothing,
+            ..opts.plan
+        };
+        let plan = LoadPlan::decide(
+            &self.table.name,
+            &can,
+            Vec::new(),
+            Vec::new(),
+            size,
+            load_bytes,
+            options,
+        );
+        Ok(plan)
+    }
+
+    fn encoding(&mut self, _: &[TargetColumn]) -> Result<Encoding> {
+        Ok(Encoding::encoder(Box::new(TextValues)))
+    }
+
+    fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
+        match ordered || opts.truncate || opts.table_lock {
+            true => 1,
+            false => opts.connections.max(1),
+        }
+    }
+
+    fn ledger(&mut self, _: &InputFile) -> Result<Vec<Block>> {
+        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    }
+
+    fn writer(
+        &mut self,
+        columns: &[TargetColumn],
+        _: &LoadPlan,
+        opts: &LoadOptions,
+        _: Option<&InputFile>,
+    ) -> Result<Box<dyn Writer>> {
+        let conn = self.target.connect()?;
+        conn.set_autocommit(false)
+            .map_err(failed("opening the load's transaction"))?;
+        let q = self.quote;
+        let names: Vec<String> = columns
+            .iter()
+            .map(|c| format!("{q}{}{q}", c.name.replace(q, &format!("{q}{q}"))))
+            .collect();
+        let marks = vec!["?"; names.len()].join(", ");
+        let insert = format!(
+            "INSERT INTO {} ({}) VALUES ({marks})",
+            self.table.name,
+            names.join(", ")
+        );
+        if opts.truncate {
+            // In the load's transaction: a load that fails leaves the rows as they were.
+            let delete = format!("DELETE FROM {}", self.table.name);
+            conn.execute(&delete, (), None)
+                .map_err(failed(delete.clone()))?;
+        }
+        Ok(Box::new(OdbcWriter {
+            conn,
+            insert,
+            width: columns.len(),
+            interrupt: opts.interrupt.clone(),
+        }))
+    }
+}
+
+/// Each field as text (NULL for an empty unquoted field), converted by the driver to its
+/// column's type: the database checks every value, and a value it refuses fails the load.
+struct TextValues;
+
+impl RowEncoder for TextValues {
+    fn worker(&self, _: bool) -> Box<dyn target::RowWriter + '_> {
+        Box::new(TextValues)
+    }
+
+    fn reads_plain(&self) -> bool {
+        false
+    }
+}
+
+impl target::RowWriter for TextValues {
+    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
+        for field in fields {
+            push(
+                out,
+                field.map_or(Bound::Null, |f| Bound::Text(f.as_bytes())),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The load's transaction on one connection; dropped without [`Writer::commit`], it rolls
+/// back.
+struct OdbcWriter {
+    conn: Connection<'static>,
+    insert: String,
+    width: usize,
+    interrupt: Arc<inrush_load::Interrupt>,
+}
+
+impl OdbcWriter {
+    /// `rows` rows of typed values in `data`, [`ROWS_PER_EXECUTE`] per execute.
+    fn insert(&mut self, data: &[u8], rows: usize) -> Result<()> {
+        let mut values = Values::new(data);
+        let mut left = rows;
+        while left > 0 {
+            let batch = left.min(ROWS_PER_EXECUTE);
+            let cells: Vec<Bound<'_>> = values.by_ref().take(batch * self.width).collect();
+            if cells.len() != batch * self.width {
+                return Err(Error::Internal("a chunk's rows were cut short".into()));
+            }
+            // Each column as wide as its longest value in the batch.
+            let mut widths = vec![1; self.width];
+            for (i, cell) in cells.iter().enumerate() {
+                if let Bound::Text(t) = cell {
+                    widths[i % self.width] = widths[i % self.width].max(t.len());
+                }
+            }
+            let prepared = self
+                .conn
+                .prepare(&self.insert)
+                .map_err(failed(self.insert.clone()))?;
+            let mut inserter = prepared
+                .into_text_inserter(batch, widths)
+                .map_err(failed("binding the rows' parameter arrays"))?;
+            inserter.set_num_rows(batch);
+            for column in 0..self.width {
+                let mut slice = inserter.column_mut(column);
+                for row in 0..batch {
+                    let cell = match cells[row * self.width + column] {
+                        Bound::Text(t) => Some(t),
+                        _ => None,
+                    };
+                    slice.set_cell(row, cell);
+                }
+            }
+            inserter
+                .execute()
+                .map_err(failed(format!("inserting {batch} rows")))?;
+            left -= batch;
+        }
+        Ok(())
+    }
+}
+
+impl Writer for OdbcWriter {
+    fn write(
+        &mut self,
+        data: &Bytes,
+        rows: u64,
+        _: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<u64> {
+        self.insert(data, rows as usize)?;
+        Ok(rows)
+    }
+
+    fn begin_block(&mut self) -> Result<()> {
+        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    }
+
+    fn commit_block(&mut self, _: Block) -> Result<()> {
+        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    }
+
+    fn roll_back_block(&mut self) {}
+
+    fn commit(self: Box<Self>) -> Result<Committed> {
+        target::into_commit(&self.interrupt, true, None)?;
+        self.conn.commit().map_err(failed("committing the load"))?;
+        Ok(Committed::default())
+    }
+}
+
+impl Drop for OdbcWriter {
+    fn drop(&mut self) {
+        // After a commit this rolls back nothing.
+        let _ = self.conn.rollback();
+    }
+}
