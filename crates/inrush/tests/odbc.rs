@@ -1,9 +1,14 @@
-//! Loads over ODBC (`--to odbc:...`), through unixODBC and Debian's PostgreSQL driver
-//! (psqlODBC, `odbc-postgresql`) into the tests' PostgreSQL: the rows are those COPY stores
-//! from the same file, over one connection or several; a value the database refuses loads
-//! nothing; what is not carried out over ODBC is refused before anything changes.
+//! Loads over ODBC (`--to odbc:...`), through unixODBC and Debian's drivers into the tests'
+//! servers: PostgreSQL's (psqlODBC, `odbc-postgresql`), MariaDB's (Connector/ODBC,
+//! `odbc-mariadb`) and SQLite's (`libsqliteodbc`). The rows are those each engine's own bulk
+//! path stores from the same file (COPY, strict LOAD DATA INFILE, `.import`), over one
+//! connection or several; a value the database refuses loads nothing; what is not carried out
+//! over ODBC is refused before anything changes.
 
-use inrush_testkit::Db;
+mod mariadb_common;
+mod sqlite_common;
+
+use inrush_testkit::{Db, MariaDb};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 
@@ -143,4 +148,92 @@ fn plan_says_the_table_keeps_its_indexes_and_changes_nothing() {
         db.int("SELECT count(*) FROM pg_indexes WHERE indexname = 'ours_day'"),
         1
     );
+}
+
+/// Types every engine has, and rows without NULLs (LOAD DATA reads an empty field as a value).
+const TYPED: &str =
+    "(id INTEGER PRIMARY KEY, name VARCHAR(40), amount DECIMAL(10,2), day DATE, note VARCHAR(200))";
+
+fn full_csv(rows: usize) -> String {
+    csv(rows).replace(",,", ",2000-01-01,")
+}
+
+/// Loads `text` into `ours` through ODBC at `to` with `connections`, and checks it equals
+/// `theirs` as `dump` reads both.
+fn same_as_bulk(
+    to: &str,
+    path: &std::path::Path,
+    connections: &str,
+    dump: &dyn Fn(&str) -> Vec<String>,
+) {
+    let args = [
+        "load",
+        path.to_str().unwrap(),
+        "--header",
+        "--no-progress",
+        "--to",
+        to,
+        "--table",
+        "ours",
+        "--connections",
+        connections,
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 0, "{out}");
+    let theirs = dump("theirs");
+    assert!(!theirs.is_empty());
+    assert_eq!(dump("ours"), theirs, "{out}");
+}
+
+#[test]
+fn rows_through_mariadbs_driver_are_the_rows_load_data_stores() {
+    let db = MariaDb::fresh("odbc");
+    let dir = mariadb_common::shared_dir();
+    let path = mariadb_common::write(dir.path(), "rows.csv", &full_csv(3_000));
+    db.exec(&format!(
+        "CREATE TABLE ours {TYPED}; CREATE TABLE theirs {TYPED}"
+    ));
+    mariadb_common::server_load(&db, &path, "theirs").unwrap();
+    // mysql://user:password@host:port/database
+    let (_, rest) = db.url.split_once("://").unwrap();
+    let (login, rest) = rest.split_once('@').unwrap();
+    let (user, password) = login.split_once(':').unwrap();
+    let (address, database) = rest.split_once('/').unwrap();
+    let (host, port) = address.split_once(':').unwrap();
+    let to = format!(
+        "odbc:Driver={{MariaDB Unicode}};Server={host};Port={port};Database={database};User={user};Password={password};"
+    );
+    same_as_bulk(&to, &path, "2", &|t| {
+        db.rows(&format!("SELECT * FROM {t} ORDER BY 1"))
+    });
+}
+
+#[test]
+fn rows_through_sqlites_driver_are_the_rows_import_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.db");
+    let path = dir.path().join("rows.csv");
+    std::fs::write(&path, full_csv(3_000)).unwrap();
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE ours {TYPED}; CREATE TABLE theirs {TYPED}"
+    ))
+    .unwrap();
+    drop(conn);
+    sqlite_common::shell_import(&path, &file, "theirs");
+    let to = format!("odbc:Driver={{SQLite3}};Database={};", file.display());
+    // SQLite takes one writer at a time.
+    same_as_bulk(&to, &path, "1", &|t| {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let mut stmt = conn
+            .prepare(&format!("SELECT * FROM {t} ORDER BY 1"))
+            .unwrap();
+        let rows = stmt.query_map([], |r| {
+            Ok((0..5)
+                .map(|i| format!("{:?}", r.get::<_, rusqlite::types::Value>(i).unwrap()))
+                .collect::<Vec<_>>()
+                .join("\t"))
+        });
+        rows.unwrap().map(Result::unwrap).collect()
+    });
 }
