@@ -339,47 +339,93 @@ struct OdbcWriter {
 }
 
 impl OdbcWriter {
-    /// `rows` rows of typed values in `data`, [`ROWS_PER_EXECUTE`] per execute.
-    fn insert(&mut self, data: &[u8], rows: usize) -> Result<()> {
+    /// `rows` rows of typed values in `data`, [`ROWS_PER_EXECUTE`] per execute. A batch the
+    /// database refuses ends the load: the row it refused is named to `refused` when it can be
+    /// found alone.
+    fn insert(
+        &mut self,
+        data: &[u8],
+        rows: usize,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<()> {
         let mut values = Values::new(data);
-        let mut left = rows;
-        while left > 0 {
-            let batch = left.min(ROWS_PER_EXECUTE);
+        let mut done = 0;
+        while done < rows {
+            let batch = (rows - done).min(ROWS_PER_EXECUTE);
             let cells: Vec<Bound<'_>> = values.by_ref().take(batch * self.width).collect();
             if cells.len() != batch * self.width {
                 return Err(Error::Internal("a chunk's rows were cut short".into()));
             }
-            // Each column as wide as its longest value in the batch.
-            let mut widths = vec![1; self.width];
-            for (i, cell) in cells.iter().enumerate() {
-                if let Bound::Text(t) = cell {
-                    widths[i % self.width] = widths[i % self.width].max(t.len());
-                }
+            if let Err(error) = self.execute(&cells, batch) {
+                return match self.refused_alone(&cells, batch) {
+                    Some((row, message)) => {
+                        refused(done + row, message, None)?;
+                        Err(error)
+                    }
+                    None => Err(error),
+                };
             }
-            let prepared = self
-                .conn
-                .prepare(&self.insert)
-                .map_err(failed(self.insert.clone()))?;
-            let mut inserter = prepared
-                .into_text_inserter(batch, widths)
-                .map_err(failed("binding the rows' parameter arrays"))?;
-            inserter.set_num_rows(batch);
-            for column in 0..self.width {
-                let mut slice = inserter.column_mut(column);
-                for row in 0..batch {
-                    let cell = match cells[row * self.width + column] {
-                        Bound::Text(t) => Some(t),
-                        _ => None,
-                    };
-                    slice.set_cell(row, cell);
-                }
-            }
-            inserter
-                .execute()
-                .map_err(failed(format!("inserting {batch} rows")))?;
-            left -= batch;
+            done += batch;
         }
         Ok(())
+    }
+
+    /// One execute of `batch` rows, `cells` row after row.
+    fn execute(&self, cells: &[Bound<'_>], batch: usize) -> Result<()> {
+        // Each column as wide as its longest value in the batch.
+        let mut widths = vec![1; self.width];
+        for (i, cell) in cells.iter().enumerate() {
+            if let Bound::Text(t) = cell {
+                widths[i % self.width] = widths[i % self.width].max(t.len());
+            }
+        }
+        let prepared = self
+            .conn
+            .prepare(&self.insert)
+            .map_err(failed(self.insert.clone()))?;
+        let mut inserter = prepared
+            .into_text_inserter(batch, widths)
+            .map_err(failed("binding the rows' parameter arrays"))?;
+        inserter.set_num_rows(batch);
+        for column in 0..self.width {
+            let mut slice = inserter.column_mut(column);
+            for row in 0..batch {
+                let cell = match cells[row * self.width + column] {
+                    Bound::Text(t) => Some(t),
+                    _ => None,
+                };
+                slice.set_cell(row, cell);
+            }
+        }
+        inserter
+            .execute()
+            .map_err(failed(format!("inserting {batch} rows")))?;
+        Ok(())
+    }
+
+    /// After a refused batch, which the load rolls back anyway: its rows again one by one in a
+    /// transaction of their own, rolled back, for the first the database refuses alone and
+    /// why. `None` when none is (a key the batch broke with rows of earlier batches).
+    fn refused_alone(&self, cells: &[Bound<'_>], batch: usize) -> Option<(usize, String)> {
+        self.conn.rollback().ok()?;
+        let found = (0..batch).find_map(|row| {
+            let one = &cells[row * self.width..(row + 1) * self.width];
+            let refused = self.execute(one, 1).err()?;
+            Some((row, refused_reason(refused)))
+        });
+        let _ = self.conn.rollback();
+        found
+    }
+}
+
+/// What the database said of a row it refused, without the statement's words.
+fn refused_reason(error: Error) -> String {
+    match error {
+        Error::Driver { error, .. } => match error.downcast::<crate::OdbcError>() {
+            Ok(odbc) => odbc.message,
+            Err(other) => other.to_string(),
+        },
+        other => other.to_string(),
     }
 }
 
@@ -388,9 +434,9 @@ impl Writer for OdbcWriter {
         &mut self,
         data: &Bytes,
         rows: u64,
-        _: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        self.insert(data, rows as usize)?;
+        self.insert(data, rows as usize, refused)?;
         Ok(rows)
     }
 

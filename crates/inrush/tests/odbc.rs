@@ -93,6 +93,8 @@ fn a_value_the_database_refuses_loads_nothing_and_exits_4() {
     let (code, out) = load(&db, &path, &[]);
     assert_eq!(code, 4, "{out}");
     assert!(out.contains("not a number"), "{out}");
+    // The row the database refused, found alone: its file and line.
+    assert!(out.contains("bad.csv:3002"), "{out}");
     assert_eq!(db.int("SELECT count(*) FROM ours"), 0, "{out}");
 }
 
