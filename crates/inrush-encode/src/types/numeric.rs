@@ -225,8 +225,49 @@ fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
             "invalid input syntax for type numeric: \"{text}\""
         )));
     }
+    let lexed = lex(t)?;
+    let (int_count, frac_count) = (lexed.int.len() as i64, lexed.frac.len() as i64);
 
-    // ---- Lexing: sign, integer digits, fraction digits, exponent.
+    // ---- Decimal digits, with one leading slot for a rounding carry. Digit index k has
+    // decimal place (intpos - 1 - k).
+    let total = 1 + (int_count + frac_count) as usize;
+    let mut stack = [0u8; 64];
+    let mut heap;
+    let digits: &mut [u8] = if total <= stack.len() {
+        &mut stack[..total]
+    } else {
+        heap = vec![0u8; total];
+        &mut heap[..]
+    };
+    let lexed_digits = t[lexed.int.clone()].iter().chain(&t[lexed.frac.clone()]);
+    for (slot, &c) in digits[1..].iter_mut().zip(lexed_digits) {
+        *slot = c - b'0';
+    }
+    let intpos: i64 = 1 + int_count + lexed.exp;
+    let mut digits = Digits {
+        digits,
+        len: total as i64,
+        intpos,
+        dscale: (frac_count - lexed.exp).max(0),
+        max_int_digits: None,
+    };
+    if typmod >= 4 {
+        digits.round_to(typmod)?;
+    }
+    digits.pack(lexed.negative, out)
+}
+
+/// A numeric's text, lexed: sign, integer digits, fraction digits, exponent.
+struct Lexed {
+    negative: bool,
+    int: std::ops::Range<usize>,
+    frac: std::ops::Range<usize>,
+    exp: i64,
+}
+
+/// Lexes `t` (trimmed, not empty); anything PostgreSQL's reader would treat otherwise (no
+/// digits, a stray byte, an exponent out of range, too many digits) is deferred to it.
+fn lex(t: &[u8]) -> Result<Lexed> {
     let n = t.len();
     let mut i = 0;
     let mut negative = false;
@@ -238,20 +279,17 @@ fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
     while i < n && t[i].is_ascii_digit() {
         i += 1;
     }
-    let int_end = i;
-    let mut frac_start = i;
-    let mut frac_end = i;
+    let int = int_start..i;
+    let mut frac = i..i;
     if i < n && t[i] == b'.' {
         i += 1;
-        frac_start = i;
+        let frac_start = i;
         while i < n && t[i].is_ascii_digit() {
             i += 1;
         }
-        frac_end = i;
+        frac = frac_start..i;
     }
-    let int_count = (int_end - int_start) as i64;
-    let frac_count = (frac_end - frac_start) as i64;
-    if int_count + frac_count == 0 {
+    if int.is_empty() && frac.is_empty() {
         return Err(EncodeError::Deferred);
     }
     let mut exp: i64 = 0;
@@ -274,37 +312,32 @@ fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
             exp = -exp;
         }
     }
-    if i != n {
+    if i != n || (int.len() + frac.len()) as i64 > 4 * MAX_NDIGITS + 8 {
         return Err(EncodeError::Deferred);
     }
-    if int_count + frac_count > 4 * MAX_NDIGITS + 8 {
-        return Err(EncodeError::Deferred);
-    }
+    Ok(Lexed {
+        negative,
+        int,
+        frac,
+        exp,
+    })
+}
 
-    // ---- Decimal digits, with one leading slot for a rounding carry. Digit index k has
-    // decimal place (intpos - 1 - k).
-    let total = 1 + (int_count + frac_count) as usize;
-    let mut stack = [0u8; 64];
-    let mut heap;
-    let digits: &mut [u8] = if total <= stack.len() {
-        &mut stack[..total]
-    } else {
-        heap = vec![0u8; total];
-        &mut heap[..]
-    };
-    for (slot, &c) in digits[1..]
-        .iter_mut()
-        .zip(t[int_start..int_end].iter().chain(&t[frac_start..frac_end]))
-    {
-        *slot = c - b'0';
-    }
-    let intpos: i64 = 1 + int_count + exp;
-    let mut dscale: i64 = (frac_count - exp).max(0);
-    let mut len = total as i64;
+/// A numeric's decimal digits (`digits[0]` the carry slot), as the typmod leaves them.
+struct Digits<'a> {
+    digits: &'a mut [u8],
+    /// The digits in use.
+    len: i64,
+    /// Digit index k has decimal place (intpos - 1 - k).
+    intpos: i64,
+    dscale: i64,
+    /// The integer digits the typmod allows.
+    max_int_digits: Option<i64>,
+}
 
-    // ---- The typmod: round to the scale; remember the allowed integer digits.
-    let mut max_int_digits: Option<i64> = None;
-    if typmod >= 4 {
+impl Digits<'_> {
+    /// Rounds to the typmod's scale, half away from zero, and notes its integer digits.
+    fn round_to(&mut self, typmod: i32) -> Result<()> {
         let m = typmod - 4;
         let precision = i64::from((m >> 16) & 0xffff);
         let scale = i64::from(m & 0xffff);
@@ -312,24 +345,24 @@ fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
             // Negative scales (PostgreSQL 15+) and anything unexpected.
             return Err(EncodeError::Deferred);
         }
-        let keep = intpos + scale;
-        if keep < len {
+        let keep = self.intpos + scale;
+        if keep < self.len {
             if keep <= 0 {
                 // Every digit is below the rounding place, and the one at it is the zero slot.
-                len = 0;
+                self.len = 0;
             } else {
                 let keep_u = keep as usize;
-                let round_up = digits[keep_u] >= 5;
-                len = keep;
+                let round_up = self.digits[keep_u] >= 5;
+                self.len = keep;
                 if round_up {
                     let mut j = keep_u;
                     loop {
                         // j >= 1 here; digits[0] is the carry slot and always absorbs.
                         j -= 1;
-                        if digits[j] == 9 {
-                            digits[j] = 0;
+                        if self.digits[j] == 9 {
+                            self.digits[j] = 0;
                         } else {
-                            digits[j] += 1;
+                            self.digits[j] += 1;
                             break;
                         }
                         if j == 0 {
@@ -340,61 +373,64 @@ fn encode_general(text: &str, typmod: i32, out: &mut Vec<u8>) -> Result<()> {
                 }
             }
         }
-        dscale = scale;
-        max_int_digits = Some(precision - scale);
+        self.dscale = scale;
+        self.max_int_digits = Some(precision - scale);
+        Ok(())
     }
-    let used = &digits[..len as usize];
 
-    // ---- Strip zeros.
-    let first = used.iter().position(|&d| d != 0);
-    let last = used.iter().rposition(|&d| d != 0);
-    let (first, last) = match (first, last) {
-        (Some(f), Some(l)) => (f as i64, l as i64),
-        _ => {
-            if dscale > MAX_DSCALE {
+    /// Writes the binary numeric: zeros stripped, base-10000 groups.
+    fn pack(&self, negative: bool, out: &mut Vec<u8>) -> Result<()> {
+        let (intpos, dscale) = (self.intpos, self.dscale);
+        let used = &self.digits[..self.len as usize];
+        let first = used.iter().position(|&d| d != 0);
+        let last = used.iter().rposition(|&d| d != 0);
+        let (first, last) = match (first, last) {
+            (Some(f), Some(l)) => (f as i64, l as i64),
+            _ => {
+                if dscale > MAX_DSCALE {
+                    return Err(EncodeError::Deferred);
+                }
+                out.extend_from_slice(&0u16.to_be_bytes());
+                out.extend_from_slice(&0u16.to_be_bytes());
+                out.extend_from_slice(&0u16.to_be_bytes());
+                out.extend_from_slice(&(dscale as u16).to_be_bytes());
+                return Ok(());
+            }
+        };
+        let lead_place = intpos - 1 - first;
+        let last_place = intpos - 1 - last;
+        if let Some(max) = self.max_int_digits {
+            if lead_place + 1 > max {
+                // "numeric field overflow" with a DETAIL line: let the server say it.
                 return Err(EncodeError::Deferred);
             }
-            out.extend_from_slice(&0u16.to_be_bytes());
-            out.extend_from_slice(&0u16.to_be_bytes());
-            out.extend_from_slice(&0u16.to_be_bytes());
-            out.extend_from_slice(&(dscale as u16).to_be_bytes());
-            return Ok(());
         }
-    };
-    let lead_place = intpos - 1 - first;
-    let last_place = intpos - 1 - last;
-    if let Some(max) = max_int_digits {
-        if lead_place + 1 > max {
-            // "numeric field overflow" with a DETAIL line: let the server say it.
+        let weight = floor_div4(lead_place);
+        let last_group = floor_div4(last_place);
+        let ndigits = weight - last_group + 1;
+        if ndigits > MAX_NDIGITS || weight.abs() > MAX_WEIGHT || dscale > MAX_DSCALE {
             return Err(EncodeError::Deferred);
         }
-    }
-    let weight = floor_div4(lead_place);
-    let last_group = floor_div4(last_place);
-    let ndigits = weight - last_group + 1;
-    if ndigits > MAX_NDIGITS || weight.abs() > MAX_WEIGHT || dscale > MAX_DSCALE {
-        return Err(EncodeError::Deferred);
-    }
-
-    out.extend_from_slice(&(ndigits as u16).to_be_bytes());
-    out.extend_from_slice(&(weight as i16).to_be_bytes());
-    out.extend_from_slice(&(if negative { 0x4000u16 } else { 0 }).to_be_bytes());
-    out.extend_from_slice(&(dscale as u16).to_be_bytes());
-    // Walk the base-10000 groups from `weight` down to `last_group`.
-    for g in (last_group..=weight).rev() {
-        let mut v: u16 = 0;
-        for place in (4 * g..4 * g + 4).rev() {
-            let idx = intpos - 1 - place;
-            let d = if idx >= first && idx <= last {
-                used[idx as usize]
-            } else {
-                0
-            };
-            v = v * 10 + u16::from(d);
+        out.extend_from_slice(&(ndigits as u16).to_be_bytes());
+        out.extend_from_slice(&(weight as i16).to_be_bytes());
+        out.extend_from_slice(&(if negative { 0x4000u16 } else { 0 }).to_be_bytes());
+        out.extend_from_slice(&(dscale as u16).to_be_bytes());
+        // Walk the base-10000 groups from `weight` down to `last_group`.
+        for g in (last_group..=weight).rev() {
+            let mut v: u16 = 0;
+            for place in (4 * g..4 * g + 4).rev() {
+                let idx = intpos - 1 - place;
+                let d = if idx >= first && idx <= last {
+                    used[idx as usize]
+                } else {
+                    0
+                };
+                v = v * 10 + u16::from(d);
+            }
+            out.extend_from_slice(&v.to_be_bytes());
         }
-        out.extend_from_slice(&v.to_be_bytes());
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
