@@ -120,12 +120,7 @@ impl Target for OdbcTarget {
                 place: format!(" (the {dbms} driver's catalog lists no column of it)"),
             });
         }
-        let quoted = |n: &str| {
-            format!(
-                "{quote}{}{quote}",
-                n.replace(quote, &format!("{quote}{quote}"))
-            )
-        };
+        let quoted = |n: &str| quote_name(quote, n);
         let qualified = match &schema {
             Some(schema) => format!("{}.{}", quoted(schema), quoted(&name)),
             None => quoted(&name),
@@ -144,6 +139,13 @@ impl Target for OdbcTarget {
             },
         }))
     }
+}
+
+/// `name` as a delimited identifier in the driver's `quote` character, that character doubled
+/// inside it.
+fn quote_name(quote: char, name: &str) -> String {
+    let doubled = format!("{quote}{quote}");
+    format!("{quote}{}{quote}", name.replace(quote, &doubled))
 }
 
 /// The table's columns as the driver's catalog (`SQLColumns`) lists them, in table order.
@@ -277,10 +279,9 @@ impl Load for OdbcLoad<'_> {
         let conn = self.target.connect()?;
         conn.set_autocommit(false)
             .map_err(failed("opening the load's transaction"))?;
-        let q = self.quote;
         let names: Vec<String> = columns
             .iter()
-            .map(|c| format!("{q}{}{q}", c.name.replace(q, &format!("{q}{q}"))))
+            .map(|c| quote_name(self.quote, &c.name))
             .collect();
         let marks = vec!["?"; names.len()].join(", ");
         let insert = format!(
