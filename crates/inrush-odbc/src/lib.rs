@@ -4,11 +4,13 @@
 //!
 //! Rows go as ODBC parameter arrays: one execute of a prepared INSERT carries up to
 //! [`ROWS_PER_EXECUTE`] rows, bound column by column as text the driver converts to each
-//! column's type (the field reports' array DML). Every connection loads in its own
+//! column's type (array DML). Each connection prepares its INSERT once. Every connection loads in its own
 //! transaction, and the driver's one rule commits them together (`inrush_load::target`).
 //! The table's indexes and keys stay as they are: over ODBC inrush changes no definition.
 
+mod driver;
 mod target;
+mod writer;
 
 pub use target::OdbcTarget;
 

@@ -1,20 +1,18 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
-use crate::{failed, without_password, ROWS_PER_EXECUTE};
-use bytes::Bytes;
+use crate::driver::Driver;
+use crate::writer::OdbcWriter;
+use crate::{failed, without_password};
 use inrush_core::catalog::TableSize;
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
-use inrush_load::row::{push, Bound, Values};
+use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
-use inrush_load::target::{
-    self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
-};
+use inrush_load::target::{self, At, Encoding, Load, Refused, RowEncoder, Target, Writer};
 use inrush_load::{
     AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, OnConflict, PlanOptions, Result,
 };
 use odbc_api::{Connection, ConnectionOptions};
-use std::sync::Arc;
 
 /// A database behind an ODBC connection string, as the target of loads.
 pub struct OdbcTarget {
@@ -102,18 +100,13 @@ impl Target for OdbcTarget {
     ) -> Result<Box<dyn Load + '_>> {
         refuse_unsupported(opts)?;
         let conn = self.connect()?;
-        let dbms = conn
-            .database_management_system_name()
-            .map_err(failed("reading the database's name"))?;
-        let quote = conn
-            .identifier_quote_char()
-            .map_err(failed("reading how the database quotes names"))?
-            .unwrap_or('"');
         let (schema, name) = match opts.table.split_once('.') {
             Some((schema, name)) => (Some(schema.to_string()), name.to_string()),
             None => (None, opts.table.clone()),
         };
         let columns = columns(&conn, schema.as_deref(), &name)?;
+        let driver = Driver::read(conn)?;
+        let (dbms, quote) = (&driver.dbms, driver.quote);
         if columns.is_empty() {
             return Err(Error::NoSuchTable {
                 table: opts.table.clone(),
@@ -127,8 +120,7 @@ impl Target for OdbcTarget {
         };
         Ok(Box::new(OdbcLoad {
             target: self,
-            dbms,
-            quote,
+            driver,
             table: target::Table {
                 name: qualified,
                 columns,
@@ -196,9 +188,7 @@ fn columns(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<V
 /// One load through ODBC.
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
-    /// The database, as the driver names it (`PostgreSQL`).
-    dbms: String,
-    quote: char,
+    driver: Driver,
     table: target::Table,
 }
 
@@ -208,11 +198,14 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn version(&self) -> String {
-        format!("{} (ODBC)", self.dbms)
+        self.driver.describe()
     }
 
     fn method(&self) -> &'static str {
-        "ODBC parameter arrays"
+        match self.driver.rows_per_statement(self.table.columns.len()) {
+            1 => "ODBC parameter arrays",
+            _ => "ODBC parameter arrays of multi-row INSERTs",
+        }
     }
 
     fn plan(
@@ -228,7 +221,7 @@ impl Load for OdbcLoad<'_> {
             )),
             notes: vec![format!(
                 "no statistics are taken over ODBC: after a large load, run {}'s own (ANALYZE, UPDATE STATISTICS, RUNSTATS)",
-                self.dbms
+                self.driver.dbms
             )],
             ..Capabilities::default()
         };
@@ -259,7 +252,10 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
-        match ordered || opts.truncate || opts.table_lock {
+        // SQLite takes one writing transaction at a time: a second would wait on the first's
+        // lock until the driver gives up ("database is locked").
+        let one_writer = self.driver.dbms == "SQLite";
+        match one_writer || ordered || opts.truncate || opts.table_lock {
             true => 1,
             false => opts.connections.max(1),
         }
@@ -279,28 +275,20 @@ impl Load for OdbcLoad<'_> {
         let conn = self.target.connect()?;
         conn.set_autocommit(false)
             .map_err(failed("opening the load's transaction"))?;
-        let names: Vec<String> = columns
-            .iter()
-            .map(|c| quote_name(self.quote, &c.name))
-            .collect();
-        let marks = vec!["?"; names.len()].join(", ");
-        let insert = format!(
-            "INSERT INTO {} ({}) VALUES ({marks})",
-            self.table.name,
-            names.join(", ")
-        );
         if opts.truncate {
             // In the load's transaction: a load that fails leaves the rows as they were.
             let delete = format!("DELETE FROM {}", self.table.name);
             conn.execute(&delete, (), None)
                 .map_err(failed(delete.clone()))?;
         }
-        Ok(Box::new(OdbcWriter {
-            conn,
-            insert,
-            width: columns.len(),
-            interrupt: opts.interrupt.clone(),
-        }))
+        let names: Vec<String> = columns
+            .iter()
+            .map(|c| quote_name(self.driver.quote, &c.name))
+            .collect();
+        let rows = self.driver.rows_per_statement(columns.len());
+        let interrupt = opts.interrupt.clone();
+        let writer = OdbcWriter::new(conn, &self.table.name, &names, rows, interrupt);
+        Ok(Box::new(writer))
     }
 }
 
@@ -327,140 +315,5 @@ impl target::RowWriter for TextValues {
             );
         }
         Ok(())
-    }
-}
-
-/// The load's transaction on one connection; dropped without [`Writer::commit`], it rolls
-/// back.
-struct OdbcWriter {
-    conn: Connection<'static>,
-    insert: String,
-    width: usize,
-    interrupt: Arc<inrush_load::Interrupt>,
-}
-
-impl OdbcWriter {
-    /// `rows` rows of typed values in `data`, [`ROWS_PER_EXECUTE`] per execute. A batch the
-    /// database refuses ends the load: the row it refused is named to `refused` when it can be
-    /// found alone.
-    fn insert(
-        &mut self,
-        data: &[u8],
-        rows: usize,
-        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-    ) -> Result<()> {
-        let mut values = Values::new(data);
-        let mut done = 0;
-        while done < rows {
-            let batch = (rows - done).min(ROWS_PER_EXECUTE);
-            let cells: Vec<Bound<'_>> = values.by_ref().take(batch * self.width).collect();
-            if cells.len() != batch * self.width {
-                return Err(Error::Internal("a chunk's rows were cut short".into()));
-            }
-            if let Err(error) = self.execute(&cells, batch) {
-                return match self.refused_alone(&cells, batch) {
-                    Some((row, message)) => {
-                        refused(done + row, message, None)?;
-                        Err(error)
-                    }
-                    None => Err(error),
-                };
-            }
-            done += batch;
-        }
-        Ok(())
-    }
-
-    /// One execute of `batch` rows, `cells` row after row.
-    fn execute(&self, cells: &[Bound<'_>], batch: usize) -> Result<()> {
-        // Each column as wide as its longest value in the batch.
-        let mut widths = vec![1; self.width];
-        for (i, cell) in cells.iter().enumerate() {
-            if let Bound::Text(t) = cell {
-                widths[i % self.width] = widths[i % self.width].max(t.len());
-            }
-        }
-        let prepared = self
-            .conn
-            .prepare(&self.insert)
-            .map_err(failed(self.insert.clone()))?;
-        let mut inserter = prepared
-            .into_text_inserter(batch, widths)
-            .map_err(failed("binding the rows' parameter arrays"))?;
-        inserter.set_num_rows(batch);
-        for column in 0..self.width {
-            let mut slice = inserter.column_mut(column);
-            for row in 0..batch {
-                let cell = match cells[row * self.width + column] {
-                    Bound::Text(t) => Some(t),
-                    _ => None,
-                };
-                slice.set_cell(row, cell);
-            }
-        }
-        inserter
-            .execute()
-            .map_err(failed(format!("inserting {batch} rows")))?;
-        Ok(())
-    }
-
-    /// After a refused batch, which the load rolls back anyway: its rows again one by one in a
-    /// transaction of their own, rolled back, for the first the database refuses alone and
-    /// why. `None` when none is (a key the batch broke with rows of earlier batches).
-    fn refused_alone(&self, cells: &[Bound<'_>], batch: usize) -> Option<(usize, String)> {
-        self.conn.rollback().ok()?;
-        let found = (0..batch).find_map(|row| {
-            let one = &cells[row * self.width..(row + 1) * self.width];
-            let refused = self.execute(one, 1).err()?;
-            Some((row, refused_reason(refused)))
-        });
-        let _ = self.conn.rollback();
-        found
-    }
-}
-
-/// What the database said of a row it refused, without the statement's words.
-fn refused_reason(error: Error) -> String {
-    match error {
-        Error::Driver { error, .. } => match error.downcast::<crate::OdbcError>() {
-            Ok(odbc) => odbc.message,
-            Err(other) => other.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-impl Writer for OdbcWriter {
-    fn write(
-        &mut self,
-        data: &Bytes,
-        rows: u64,
-        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-    ) -> Result<u64> {
-        self.insert(data, rows as usize, refused)?;
-        Ok(rows)
-    }
-
-    fn begin_block(&mut self) -> Result<()> {
-        Err(Error::Usage("--resume is not carried out over ODBC".into()))
-    }
-
-    fn commit_block(&mut self, _: Block) -> Result<()> {
-        Err(Error::Usage("--resume is not carried out over ODBC".into()))
-    }
-
-    fn roll_back_block(&mut self) {}
-
-    fn commit(self: Box<Self>) -> Result<Committed> {
-        target::into_commit(&self.interrupt, true, None)?;
-        self.conn.commit().map_err(failed("committing the load"))?;
-        Ok(Committed::default())
-    }
-}
-
-impl Drop for OdbcWriter {
-    fn drop(&mut self) {
-        // After a commit this rolls back nothing.
-        let _ = self.conn.rollback();
     }
 }

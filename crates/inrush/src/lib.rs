@@ -66,7 +66,9 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("INRUSH_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                // odbc-api logs each of a driver's diagnostics, which inrush's own error
+                // already says.
+                .unwrap_or_else(|_| "warn,odbc_api=off".into()),
         )
         .without_time()
         // Colour codes only for a terminal, and never when NO_COLOR is set (no-color.org).

@@ -1,0 +1,98 @@
+//! What the driver says of itself and of its database (`SQLGetInfo`), for the summary and for
+//! the statements inrush writes.
+
+use crate::failed;
+
+use inrush_load::Result;
+use odbc_api::sys::{InfoType, Pointer, SqlReturn};
+use odbc_api::Connection;
+
+/// The database and the driver behind one connection string.
+#[derive(Debug, Clone)]
+pub struct Driver {
+    /// The database, as the driver names it (`PostgreSQL`, `MariaDB`, `SQLite`).
+    pub dbms: String,
+    pub dbms_version: String,
+    /// The driver's library (`psqlodbcw.so`) and its version.
+    pub name: String,
+    pub version: String,
+    /// The character that delimits names (`"`, or `` ` `` on MariaDB).
+    pub quote: char,
+}
+
+impl Driver {
+    /// Reads the facts from `conn`, which it then closes: the high-level connection keeps its
+    /// handle to itself, and `SQLGetInfo`'s other answers need it.
+    pub fn read(conn: Connection<'_>) -> Result<Driver> {
+        let dbms = conn
+            .database_management_system_name()
+            .map_err(failed("reading the database's name"))?;
+        let quote = conn
+            .identifier_quote_char()
+            .map_err(failed("reading how the database quotes names"))?
+            .unwrap_or('"');
+        let mut handle = conn.into_handle();
+        let text = |info| info_text(handle.as_sys(), info).unwrap_or_default();
+        let driver = Driver {
+            dbms,
+            dbms_version: text(InfoType::DbmsVer),
+            name: text(InfoType::DriverName),
+            version: text(InfoType::DriverVer),
+            quote,
+        };
+        let _ = handle.disconnect();
+        Ok(driver)
+    }
+
+    /// Rows per INSERT statement for a table of `columns` columns. psqlODBC and SQLite's
+    /// driver run one statement per parameter set, so several rows go in each (`VALUES (..),
+    /// (..)`), at most 32,766 parameters (SQLite's limit, half PostgreSQL's). Measured on
+    /// 100,000 rows of 6 columns: psqlODBC took 5.0 s at 1 row, 2.3 s at 100 and 1.3 s at
+    /// 1,000; SQLite's driver 1.25 s at 1, 0.55 s at 100, 0.8 s at 1,000. Other drivers bind
+    /// the array on the wire or in the database and take one row per set; Oracle has no
+    /// multi-row VALUES.
+    pub fn rows_per_statement(&self, columns: usize) -> usize {
+        let rows = match self.dbms.as_str() {
+            "PostgreSQL" => 1000,
+            "SQLite" => 100,
+            _ => return 1,
+        };
+        (32_766 / columns.max(1)).clamp(1, rows)
+    }
+
+    /// The summary's words: `PostgreSQL 18.0 through psqlodbcw.so 16.00.0000 (ODBC)`.
+    pub fn describe(&self) -> String {
+        let with = |name: &str, version: &str| match version.is_empty() {
+            true => name.to_string(),
+            false => format!("{name} {version}"),
+        };
+        format!(
+            "{} through {} (ODBC)",
+            with(&self.dbms, &self.dbms_version),
+            with(&self.name, &self.version)
+        )
+    }
+}
+
+/// One of `SQLGetInfo`'s text answers, or `None` when the driver gives none.
+fn info_text(hdbc: odbc_api::sys::HDbc, info: InfoType) -> Option<String> {
+    let mut buf = vec![0u16; 256];
+    let mut bytes: i16 = 0;
+    // SAFETY: `hdbc` is a connected handle owned by the caller for the call's length; the buffer
+    // is as long as the length given (in bytes), and the driver writes at most that much.
+    let ret = unsafe {
+        odbc_api::sys::SQLGetInfoW(
+            hdbc,
+            info,
+            buf.as_mut_ptr() as Pointer,
+            (buf.len() * 2) as i16,
+            &mut bytes,
+        )
+    };
+    if ret != SqlReturn::SUCCESS && ret != SqlReturn::SUCCESS_WITH_INFO {
+        return None;
+    }
+    let chars = (bytes.max(0) as usize / 2).min(buf.len());
+    let text = String::from_utf16_lossy(&buf[..chars]);
+    Some(text.trim_end_matches('\0').trim().to_string())
+}

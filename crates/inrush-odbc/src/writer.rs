@@ -1,0 +1,310 @@
+//! [`OdbcWriter`]: one connection's share of a load, in its own transaction, as parameter
+//! arrays bound to INSERTs prepared once.
+//!
+//! Drivers that bind an array on the wire or in the database (MariaDB's
+//! `COM_STMT_BULK_EXECUTE`, SQL Server's, DB2's) take one row per parameter set. Drivers that
+//! run one statement per set (psqlODBC, which sends them a hundred at a time; SQLite's, which
+//! parses each again) are given INSERTs of several rows each (`VALUES (..), (..)`), so the
+//! database parses and plans once per many rows.
+
+use crate::{failed, ROWS_PER_EXECUTE};
+use bytes::Bytes;
+use inrush_core::ledger::Committed as Block;
+use inrush_load::row::{Bound, Values};
+use inrush_load::target::{self, Committed, Writer};
+use inrush_load::{Error, Interrupt, Result};
+use odbc_api::buffers::TextColumn;
+use odbc_api::handles::StatementConnection;
+use odbc_api::{ColumnarBulkInserter, Connection, ConnectionTransitions, SharedConnection};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// One execute's parameters, as text buffers bound to a prepared INSERT.
+type Inserter =
+    ColumnarBulkInserter<StatementConnection<SharedConnection<'static>>, TextColumn<u8>>;
+
+/// At most this many bytes of bound parameters per execute: a batch of long values goes in
+/// fewer rows per execute instead of a buffer of [`ROWS_PER_EXECUTE`] times the longest.
+const BATCH_BYTES: usize = 32 << 20;
+
+/// A prepared INSERT of `rows` rows per parameter set and the buffers bound to it.
+struct Insert {
+    rows: usize,
+    inserter: Inserter,
+}
+
+/// The load's transaction on one connection; dropped without [`Writer::commit`], it rolls
+/// back.
+pub(crate) struct OdbcWriter {
+    /// Shared with the prepared INSERTs, which own statements of it, and used alone for the
+    /// transaction's end; only this writer's thread locks it.
+    conn: SharedConnection<'static>,
+    /// `INSERT INTO t (a, b) VALUES`, and one row's `(?, ?)`.
+    head: String,
+    marks: String,
+    /// Rows per statement of the multi-row INSERT; 1 when the driver binds arrays itself.
+    rows_per_statement: usize,
+    /// Prepared on the first batch and kept for the writer's life; bound again, wider, when a
+    /// batch holds a longer value than their buffers. `single` also takes the rows that do not
+    /// fill a statement of `multi`, and finds a refused row alone.
+    single: Option<Insert>,
+    multi: Option<Insert>,
+    /// The buffers' longest value per column, in bytes.
+    widths: Vec<usize>,
+    interrupt: Arc<Interrupt>,
+}
+
+impl OdbcWriter {
+    /// A writer over `conn`, in a transaction already open, inserting into `table`'s `names`
+    /// (quoted) `rows_per_statement` rows per statement.
+    pub(crate) fn new(
+        conn: Connection<'static>,
+        table: &str,
+        names: &[String],
+        rows_per_statement: usize,
+        interrupt: Arc<Interrupt>,
+    ) -> OdbcWriter {
+        OdbcWriter {
+            conn: Arc::new(Mutex::new(conn)),
+            head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
+            marks: format!("({})", vec!["?"; names.len()].join(", ")),
+            rows_per_statement: rows_per_statement.max(1),
+            single: None,
+            multi: None,
+            widths: vec![1; names.len()],
+            interrupt,
+        }
+    }
+
+    /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute. A batch the
+    /// database refuses ends the load: the row it refused is named to `refused` when it can be
+    /// found alone.
+    fn insert(
+        &mut self,
+        data: &[u8],
+        rows: usize,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<()> {
+        let width = self.widths.len();
+        let mut values = Values::new(data);
+        let mut done = 0;
+        while done < rows {
+            let batch = (rows - done).min(ROWS_PER_EXECUTE);
+            let cells: Vec<Bound<'_>> = values.by_ref().take(batch * width).collect();
+            if cells.len() != batch * width {
+                return Err(Error::Internal("a chunk's rows were cut short".into()));
+            }
+            self.fit(&cells)?;
+            let (Some(single), multi) = (self.single.as_mut(), self.multi.as_mut()) else {
+                return Err(Error::Internal("the INSERT was not bound".into()));
+            };
+            // The rows that fill whole statements of the multi-row INSERT, then the rest.
+            let whole = multi
+                .as_ref()
+                .map_or(0, |multi| batch / multi.rows * multi.rows);
+            let (first, rest) = cells.split_at(whole * width);
+            if let Some(multi) = multi {
+                send(&self.conn, Some(multi), single, first, width, done, refused)?;
+            }
+            // More than one row left: one statement of that many, prepared for them.
+            let mut tail = match rest.len() / width {
+                n if n > 1 && self.rows_per_statement > 1 => {
+                    Some(bind(&self.conn, &self.head, &self.marks, n, &self.widths)?)
+                }
+                _ => None,
+            };
+            send(
+                &self.conn,
+                tail.as_mut(),
+                single,
+                rest,
+                width,
+                done + whole,
+                refused,
+            )?;
+            done += batch;
+        }
+        Ok(())
+    }
+
+    /// Binds the writer's INSERTs again when `cells` hold a value longer than their buffers:
+    /// each column then as wide as the next power of two, so a load binds again only a few
+    /// times.
+    fn fit(&mut self, cells: &[Bound<'_>]) -> Result<()> {
+        let width = self.widths.len();
+        let mut widths = self.widths.clone();
+        let mut wider = self.single.is_none();
+        for (i, cell) in cells.iter().enumerate() {
+            if let Bound::Text(t) = cell {
+                let column = &mut widths[i % width];
+                if t.len() > *column {
+                    *column = t.len().next_power_of_two();
+                    wider = true;
+                }
+            }
+        }
+        if !wider {
+            return Ok(());
+        }
+        // The old statements go first: some drivers allow few prepared statements at a time.
+        self.single = None;
+        self.multi = None;
+        self.single = Some(bind(&self.conn, &self.head, &self.marks, 1, &widths)?);
+        if self.rows_per_statement > 1 {
+            let rows = self.rows_per_statement;
+            self.multi = Some(bind(&self.conn, &self.head, &self.marks, rows, &widths)?);
+        }
+        self.widths = widths;
+        Ok(())
+    }
+
+    fn connection(&self) -> Result<MutexGuard<'_, Connection<'static>>> {
+        self.conn
+            .lock()
+            .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))
+    }
+}
+
+/// `head` (`INSERT INTO t (a, b) VALUES `) with `rows` times `marks` (`(?, ?)`), prepared, with
+/// buffers for as many rows per execute as fit in [`BATCH_BYTES`] at `widths`.
+fn bind(
+    conn: &SharedConnection<'static>,
+    head: &str,
+    marks: &str,
+    rows: usize,
+    widths: &[usize],
+) -> Result<Insert> {
+    let sql = format!("{head}{}", vec![marks; rows].join(", "));
+    // Each value's bytes, its terminating zero and its length indicator.
+    let row_bytes: usize = widths.iter().map(|w| w + 1 + 8).sum();
+    let sets = (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
+    let prepared = Arc::clone(conn)
+        .into_prepared(&sql)
+        .map_err(failed(format!("{head}{marks} ...")))?;
+    let inserter = prepared
+        .into_text_inserter(sets, (0..rows).flat_map(|_| widths.iter().copied()))
+        .map_err(failed("binding the rows' parameter arrays"))?;
+    Ok(Insert { rows, inserter })
+}
+
+/// The rows in `cells` (a whole number of `insert`'s statements, the first of them the chunk's
+/// row `first`) through `insert`, or `single` when `None`, as many per execute as its buffers
+/// hold. On a refusal, the row the database refuses alone goes to `refused` when there is one.
+fn send(
+    conn: &SharedConnection<'static>,
+    insert: Option<&mut Insert>,
+    single: &mut Insert,
+    cells: &[Bound<'_>],
+    width: usize,
+    first: usize,
+    refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+) -> Result<()> {
+    let insert = match insert {
+        Some(insert) => insert,
+        None => &mut *single,
+    };
+    let per_execute = insert.inserter.capacity() * insert.rows;
+    for (at, part) in cells.chunks(per_execute * width).enumerate() {
+        if let Err(error) = execute(insert, part, width) {
+            if let Some((row, message)) = refused_alone(conn, single, part, width) {
+                refused(first + at * per_execute + row, message, None)?;
+            }
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// One execute of the rows in `cells` (row after row, `width` values each), a whole number of
+/// `insert`'s statements that fit its buffers.
+fn execute(insert: &mut Insert, cells: &[Bound<'_>], width: usize) -> Result<()> {
+    let rows = cells.len() / width;
+    let sets = rows / insert.rows;
+    insert.inserter.set_num_rows(sets);
+    // Parameter `row * width + column` of set `set` holds that column of the set's row'th row.
+    for parameter in 0..insert.rows * width {
+        let mut slice = insert.inserter.column_mut(parameter);
+        for set in 0..sets {
+            let cell = match cells[set * insert.rows * width + parameter] {
+                Bound::Text(t) => Some(t),
+                _ => None,
+            };
+            slice.set_cell(set, cell);
+        }
+    }
+    insert
+        .inserter
+        .execute()
+        .map_err(failed(format!("inserting {rows} rows")))?;
+    Ok(())
+}
+
+/// After a refused batch, which the load rolls back anyway: its rows again one by one in a
+/// transaction of their own, rolled back, for the first the database refuses alone and why.
+/// `None` when none is (a key the batch broke with rows of earlier batches).
+fn refused_alone(
+    conn: &SharedConnection<'static>,
+    single: &mut Insert,
+    cells: &[Bound<'_>],
+    width: usize,
+) -> Option<(usize, String)> {
+    let rollback = || conn.lock().ok().map(|c| c.rollback().is_ok());
+    rollback()?;
+    let found = cells.chunks(width).enumerate().find_map(|(row, one)| {
+        let refused = execute(single, one, width).err()?;
+        Some((row, refused_reason(refused)))
+    });
+    rollback();
+    found
+}
+
+/// What the database said of a row it refused, without the statement's words.
+fn refused_reason(error: Error) -> String {
+    match error {
+        Error::Driver { error, .. } => match error.downcast::<crate::OdbcError>() {
+            Ok(odbc) => odbc.message,
+            Err(other) => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+impl Writer for OdbcWriter {
+    fn write(
+        &mut self,
+        data: &Bytes,
+        rows: u64,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<u64> {
+        self.insert(data, rows as usize, refused)?;
+        Ok(rows)
+    }
+
+    fn begin_block(&mut self) -> Result<()> {
+        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    }
+
+    fn commit_block(&mut self, _: Block) -> Result<()> {
+        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    }
+
+    fn roll_back_block(&mut self) {}
+
+    fn commit(self: Box<Self>) -> Result<Committed> {
+        target::into_commit(&self.interrupt, true, None)?;
+        self.connection()?
+            .commit()
+            .map_err(failed("committing the load"))?;
+        Ok(Committed::default())
+    }
+}
+
+impl Drop for OdbcWriter {
+    fn drop(&mut self) {
+        // The statements first; after a commit this rolls back nothing.
+        self.single = None;
+        self.multi = None;
+        if let Ok(conn) = self.connection() {
+            let _ = conn.rollback();
+        }
+    }
+}
