@@ -23,8 +23,9 @@ type Inserter =
     ColumnarBulkInserter<StatementConnection<SharedConnection<'static>>, TextColumn<u8>>;
 
 /// At most this many bytes of bound parameters per execute: a batch of long values goes in
-/// fewer rows per execute instead of a buffer of [`ROWS_PER_EXECUTE`] times the longest.
-const BATCH_BYTES: usize = 32 << 20;
+/// fewer rows per execute (and per statement) instead of a buffer of [`ROWS_PER_EXECUTE`] times
+/// the longest: a writer's buffers stay within this unless one row alone is larger.
+const BATCH_BYTES: usize = 8 << 20;
 
 /// A prepared INSERT of `rows` rows per parameter set and the buffers bound to it.
 struct Insert {
@@ -98,16 +99,18 @@ impl OdbcWriter {
                 return Err(Error::Internal("the INSERT was not bound".into()));
             };
             // The rows that fill whole statements of the multi-row INSERT, then the rest.
-            let whole = multi
-                .as_ref()
-                .map_or(0, |multi| batch / multi.rows * multi.rows);
+            let multi_rows = multi.as_ref().map_or(1, |multi| multi.rows);
+            let whole = match multi {
+                Some(_) => batch / multi_rows * multi_rows,
+                None => 0,
+            };
             let (first, rest) = cells.split_at(whole * width);
             if let Some(multi) = multi {
                 send(&self.conn, Some(multi), single, first, width, done, refused)?;
             }
             // More than one row left: one statement of that many, prepared for them.
             let mut tail = match rest.len() / width {
-                n if n > 1 && self.rows_per_statement > 1 => {
+                n if n > 1 && multi_rows > 1 => {
                     Some(bind(&self.conn, &self.head, &self.marks, n, &self.widths)?)
                 }
                 _ => None,
@@ -149,8 +152,10 @@ impl OdbcWriter {
         self.single = None;
         self.multi = None;
         self.single = Some(bind(&self.conn, &self.head, &self.marks, 1, &widths)?);
-        if self.rows_per_statement > 1 {
-            let rows = self.rows_per_statement;
+        let rows = self
+            .rows_per_statement
+            .min(BATCH_BYTES / row_bytes(&widths));
+        if rows > 1 {
             self.multi = Some(bind(&self.conn, &self.head, &self.marks, rows, &widths)?);
         }
         self.widths = widths;
@@ -174,9 +179,7 @@ fn bind(
     widths: &[usize],
 ) -> Result<Insert> {
     let sql = format!("{head}{}", vec![marks; rows].join(", "));
-    // Each value's bytes, its terminating zero and its length indicator.
-    let row_bytes: usize = widths.iter().map(|w| w + 1 + 8).sum();
-    let sets = (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
+    let sets = (BATCH_BYTES / (row_bytes(widths) * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
     let prepared = Arc::clone(conn)
         .into_prepared(&sql)
         .map_err(failed(format!("{head}{marks} ...")))?;
@@ -184,6 +187,12 @@ fn bind(
         .into_text_inserter(sets, (0..rows).flat_map(|_| widths.iter().copied()))
         .map_err(failed("binding the rows' parameter arrays"))?;
     Ok(Insert { rows, inserter })
+}
+
+/// One row's bytes in buffers of `widths`: each value, its terminating zero and its length
+/// indicator.
+fn row_bytes(widths: &[usize]) -> usize {
+    widths.iter().map(|w| w + 1 + 8).sum()
 }
 
 /// The rows in `cells` (a whole number of `insert`'s statements, the first of them the chunk's
