@@ -7,6 +7,7 @@
 
 mod mariadb_common;
 mod sqlite_common;
+mod stop_common;
 
 use inrush_testkit::{Db, MariaDb};
 
@@ -103,6 +104,35 @@ fn a_value_the_database_refuses_loads_nothing_and_exits_4() {
         assert!(out.contains(line), "{line}: {out}");
         assert_eq!(db.int("SELECT count(*) FROM ours"), 0, "{out}");
     }
+}
+
+#[test]
+fn a_stop_while_rows_stream_rolls_back_exits_130_and_a_rerun_loads_once() {
+    let db = Db::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {COLUMNS}"));
+    let text = csv(20_000);
+    let half: String = text
+        .lines()
+        .take(10_000)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let to = odbc_to(&db);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let child = stop_common::load_from_pipe(BIN, &to, "ours", &["--connections", "2"]);
+        let (code, err) = stop_common::stopped_while_reading(child, &half, signal);
+        assert_eq!(code, 130, "signal {signal}: {err}");
+        assert_eq!(
+            db.int("SELECT count(*) FROM ours"),
+            0,
+            "signal {signal}: {err}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.csv");
+    std::fs::write(&path, &text).unwrap();
+    let (code, out) = load(&db, &path, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(db.int("SELECT count(*) FROM ours"), 20_000, "{out}");
 }
 
 #[test]
