@@ -8,6 +8,7 @@
 //! transaction, and the driver's one rule commits them together (`inrush_load::target`).
 //! The table's indexes and keys stay as they are: over ODBC inrush changes no definition.
 
+mod advice;
 mod driver;
 mod target;
 mod writer;

@@ -1,5 +1,6 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
+use crate::advice;
 use crate::driver::Driver;
 use crate::writer::OdbcWriter;
 use crate::{failed, without_password};
@@ -219,10 +220,7 @@ impl Load for OdbcLoad<'_> {
                 "indexes and keys are kept: over ODBC inrush changes none of {}'s definitions",
                 self.table.name
             )),
-            notes: vec![format!(
-                "no statistics are taken over ODBC: after a large load, run {}'s own (ANALYZE, UPDATE STATISTICS, RUNSTATS)",
-                self.driver.dbms
-            )],
+            notes: advice::notes(&self.driver.dbms, &self.table.name),
             ..Capabilities::default()
         };
         let size = TableSize {

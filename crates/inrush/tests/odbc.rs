@@ -183,6 +183,12 @@ fn plan_says_the_table_keeps_its_indexes_and_changes_nothing() {
         out.contains("indexes and keys are kept: over ODBC"),
         "{out}"
     );
+    // The database's own statistics command, and no other database's bulk path.
+    assert!(out.contains("run ANALYZE \"ours\""), "{out}");
+    assert!(
+        !out.contains("TABLOCK") && !out.contains("APPEND_VALUES"),
+        "{out}"
+    );
     assert_eq!(
         db.int("SELECT count(*) FROM pg_indexes WHERE indexname = 'ours_day'"),
         1
