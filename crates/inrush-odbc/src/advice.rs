@@ -2,41 +2,7 @@
 //! command to run after it, and the database's own bulk path where it is faster than any
 //! INSERT. Advice only: inrush runs none of it, and the servers it names are not tested here.
 
-/// The kinds of database the advice knows, by the name their drivers give (`SQLGetInfo`'s
-/// `SQL_DBMS_NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dbms {
-    PostgreSql,
-    MariaDb,
-    Sqlite,
-    SqlServer,
-    Db2,
-    Oracle,
-    Other,
-}
-
-impl Dbms {
-    fn of(name: &str) -> Dbms {
-        let name = name.to_ascii_lowercase();
-        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
-        if starts(&["postgresql"]) {
-            Dbms::PostgreSql
-        } else if starts(&["mariadb", "mysql"]) {
-            Dbms::MariaDb
-        } else if starts(&["sqlite"]) {
-            Dbms::Sqlite
-        } else if name.contains("sql server") {
-            Dbms::SqlServer
-        } else if starts(&["db2", "dsn"]) {
-            // DB2/LINUXX8664, DB2/NT64; DB2 for z/OS names itself DSNxxxxx.
-            Dbms::Db2
-        } else if starts(&["oracle"]) {
-            Dbms::Oracle
-        } else {
-            Dbms::Other
-        }
-    }
-}
+use crate::driver::Dbms;
 
 /// The plan's notes for a load into `table` (quoted) of the database the driver calls `dbms`.
 pub(crate) fn notes(dbms: &str, table: &str) -> Vec<String> {

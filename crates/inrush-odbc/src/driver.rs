@@ -52,12 +52,16 @@ impl Driver {
     /// the array on the wire or in the database and take one row per set; Oracle has no
     /// multi-row VALUES.
     pub fn rows_per_statement(&self, columns: usize) -> usize {
-        let rows = match self.dbms.as_str() {
-            "PostgreSQL" => 1000,
-            "SQLite" => 100,
+        let rows = match self.kind() {
+            Dbms::PostgreSql => 1000,
+            Dbms::Sqlite => 100,
             _ => return 1,
         };
         (32_766 / columns.max(1)).clamp(1, rows)
+    }
+
+    pub(crate) fn kind(&self) -> Dbms {
+        Dbms::of(&self.dbms)
     }
 
     /// The summary's words: `PostgreSQL 18.0 through psqlodbcw.so 16.00.0000 (ODBC)`.
@@ -95,4 +99,82 @@ fn info_text(hdbc: odbc_api::sys::HDbc, info: InfoType) -> Option<String> {
     let chars = (bytes.max(0) as usize / 2).min(buf.len());
     let text = String::from_utf16_lossy(&buf[..chars]);
     Some(text.trim_end_matches('\0').trim().to_string())
+}
+
+/// The kinds of database inrush words statements and advice for, by the name their drivers give (`SQLGetInfo`'s
+/// `SQL_DBMS_NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dbms {
+    PostgreSql,
+    MariaDb,
+    Sqlite,
+    SqlServer,
+    Db2,
+    Oracle,
+    Other,
+}
+
+impl Dbms {
+    pub(crate) fn of(name: &str) -> Dbms {
+        let name = name.to_ascii_lowercase();
+        let starts = |prefixes: &[&str]| prefixes.iter().any(|p| name.starts_with(p));
+        if starts(&["postgresql"]) {
+            Dbms::PostgreSql
+        } else if starts(&["mariadb", "mysql"]) {
+            Dbms::MariaDb
+        } else if starts(&["sqlite"]) {
+            Dbms::Sqlite
+        } else if name.contains("sql server") {
+            Dbms::SqlServer
+        } else if starts(&["db2", "dsn"]) {
+            // DB2/LINUXX8664, DB2/NT64; DB2 for z/OS names itself DSNxxxxx.
+            Dbms::Db2
+        } else if starts(&["oracle"]) {
+            Dbms::Oracle
+        } else {
+            Dbms::Other
+        }
+    }
+}
+
+/// The statements that undo one attempt's rows and nothing before them, in the database's
+/// words: rejects are found without losing the rows the transaction already holds.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Savepoint {
+    pub(crate) set: &'static str,
+    pub(crate) back: &'static str,
+    /// Dropped after an attempt that went in, where the database keeps each one until then
+    /// (PostgreSQL nests a savepoint set again under the same name).
+    pub(crate) release: Option<&'static str>,
+}
+
+impl Savepoint {
+    pub(crate) fn of(kind: Dbms) -> Savepoint {
+        const SET: &str = "SAVEPOINT inrush_rows";
+        const BACK: &str = "ROLLBACK TO SAVEPOINT inrush_rows";
+        const RELEASE: Option<&str> = Some("RELEASE SAVEPOINT inrush_rows");
+        match kind {
+            Dbms::SqlServer => Savepoint {
+                set: "SAVE TRANSACTION inrush_rows",
+                back: "ROLLBACK TRANSACTION inrush_rows",
+                release: None,
+            },
+            Dbms::Db2 => Savepoint {
+                set: "SAVEPOINT inrush_rows ON ROLLBACK RETAIN CURSORS",
+                back: BACK,
+                release: RELEASE,
+            },
+            // Setting it again moves it.
+            Dbms::Oracle => Savepoint {
+                set: SET,
+                back: BACK,
+                release: None,
+            },
+            _ => Savepoint {
+                set: SET,
+                back: BACK,
+                release: RELEASE,
+            },
+        }
+    }
 }

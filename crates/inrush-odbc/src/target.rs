@@ -1,7 +1,7 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
 use crate::advice;
-use crate::driver::Driver;
+use crate::driver::{Dbms, Driver, Savepoint};
 use crate::writer::OdbcWriter;
 use crate::{failed, without_password};
 use inrush_core::catalog::TableSize;
@@ -74,8 +74,6 @@ fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
         Some("--create")
     } else if opts.resume {
         Some("--resume")
-    } else if opts.max_errors > 0 {
-        Some("--max-errors")
     } else if opts.on_conflict != OnConflict::Error {
         Some("--on-conflict")
     } else {
@@ -87,6 +85,28 @@ fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
         ))),
         None => Ok(()),
     }
+}
+
+/// `--max-errors` where the search for refused rows has been seen to keep every other row:
+/// through psqlODBC and SQLite's driver, each tested against its server.
+fn refuse_rejects(opts: &LoadOptions, driver: &Driver) -> Result<()> {
+    if opts.max_errors == 0 || matches!(driver.kind(), Dbms::PostgreSql | Dbms::Sqlite) {
+        return Ok(());
+    }
+    let why = match driver.kind() {
+        // Seen in the tests: after a refused execute, the attempts that followed reported
+        // success, and 766 of the batch's 1,000 rows were not in the table.
+        Dbms::MariaDb => "through MariaDB's driver, rows sent after a refused one were reported \
+             stored and were not, in inrush's tests; load through mysql:// instead"
+            .to_string(),
+        _ => format!(
+            "{}'s driver has not been tested at finding refused rows",
+            driver.dbms
+        ),
+    };
+    Err(Error::Usage(format!(
+        "--max-errors is carried out over ODBC for PostgreSQL and SQLite only: {why}"
+    )))
 }
 
 impl Target for OdbcTarget {
@@ -107,6 +127,7 @@ impl Target for OdbcTarget {
         };
         let columns = columns(&conn, schema.as_deref(), &name)?;
         let driver = Driver::read(conn)?;
+        refuse_rejects(opts, &driver)?;
         let (dbms, quote) = (&driver.dbms, driver.quote);
         if columns.is_empty() {
             return Err(Error::NoSuchTable {
@@ -252,7 +273,7 @@ impl Load for OdbcLoad<'_> {
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
         // SQLite takes one writing transaction at a time: a second would wait on the first's
         // lock until the driver gives up ("database is locked").
-        let one_writer = self.driver.dbms == "SQLite";
+        let one_writer = self.driver.kind() == Dbms::Sqlite;
         match one_writer || ordered || opts.truncate || opts.table_lock {
             true => 1,
             false => opts.connections.max(1),
@@ -285,7 +306,9 @@ impl Load for OdbcLoad<'_> {
             .collect();
         let rows = self.driver.rows_per_statement(columns.len());
         let interrupt = opts.interrupt.clone();
-        let writer = OdbcWriter::new(conn, &self.table.name, &names, rows, interrupt);
+        let savepoint = (opts.max_errors > 0).then(|| Savepoint::of(self.driver.kind()));
+        let table = &self.table.name;
+        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt);
         Ok(Box::new(writer))
     }
 }

@@ -7,9 +7,11 @@
 //! parses each again) are given INSERTs of several rows each (`VALUES (..), (..)`), so the
 //! database parses and plans once per many rows.
 
+use crate::driver::Savepoint;
 use crate::{failed, ROWS_PER_EXECUTE};
 use bytes::Bytes;
 use inrush_core::ledger::Committed as Block;
+use inrush_load::isolate::Isolation;
 use inrush_load::row::{Bound, Values};
 use inrush_load::target::{self, Committed, Writer};
 use inrush_load::{Error, Interrupt, Result};
@@ -51,17 +53,22 @@ pub(crate) struct OdbcWriter {
     multi: Option<Insert>,
     /// The buffers' longest value per column, in bytes.
     widths: Vec<usize>,
+    /// When rejects are allowed (`--max-errors`): each execute goes under it, so a refused one
+    /// is undone alone and its rows are looked through for the refused ones.
+    savepoint: Option<Savepoint>,
     interrupt: Arc<Interrupt>,
 }
 
 impl OdbcWriter {
     /// A writer over `conn`, in a transaction already open, inserting into `table`'s `names`
-    /// (quoted) `rows_per_statement` rows per statement.
+    /// (quoted) `rows_per_statement` rows per statement, each execute under `savepoint` when
+    /// there is one.
     pub(crate) fn new(
         conn: Connection<'static>,
         table: &str,
         names: &[String],
         rows_per_statement: usize,
+        savepoint: Option<Savepoint>,
         interrupt: Arc<Interrupt>,
     ) -> OdbcWriter {
         OdbcWriter {
@@ -72,22 +79,23 @@ impl OdbcWriter {
             single: None,
             multi: None,
             widths: vec![1; names.len()],
+            savepoint,
             interrupt,
         }
     }
 
-    /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute. A batch the
-    /// database refuses ends the load: the row it refused is named to `refused` when it can be
-    /// found alone.
+    /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute; returns
+    /// how many went in. Each row the database refuses goes to `refused` (see [`send`]).
     fn insert(
         &mut self,
         data: &[u8],
         rows: usize,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let width = self.widths.len();
         let mut values = Values::new(data);
         let mut done = 0;
+        let mut written = 0;
         while done < rows {
             let batch = (rows - done).min(ROWS_PER_EXECUTE);
             let cells: Vec<Bound<'_>> = values.by_ref().take(batch * width).collect();
@@ -105,8 +113,12 @@ impl OdbcWriter {
                 None => 0,
             };
             let (first, rest) = cells.split_at(whole * width);
+            let session = Session {
+                conn: &self.conn,
+                savepoint: self.savepoint.as_ref(),
+            };
             if let Some(multi) = multi {
-                send(&self.conn, Some(multi), single, first, width, done, refused)?;
+                written += send(session, Some(multi), single, first, width, done, refused)?;
             }
             // More than one row left: one statement of that many, prepared for them.
             let mut tail = match rest.len() / width {
@@ -115,18 +127,11 @@ impl OdbcWriter {
                 }
                 _ => None,
             };
-            send(
-                &self.conn,
-                tail.as_mut(),
-                single,
-                rest,
-                width,
-                done + whole,
-                refused,
-            )?;
+            let first = done + whole;
+            written += send(session, tail.as_mut(), single, rest, width, first, refused)?;
             done += batch;
         }
-        Ok(())
+        Ok(written)
     }
 
     /// Binds the writer's INSERTs again when `cells` hold a value longer than their buffers:
@@ -195,32 +200,154 @@ fn row_bytes(widths: &[usize]) -> usize {
     widths.iter().map(|w| w + 1 + 8).sum()
 }
 
+/// A writer's connection and, when rejects are allowed, its savepoint.
+#[derive(Clone, Copy)]
+struct Session<'a> {
+    conn: &'a SharedConnection<'static>,
+    savepoint: Option<&'a Savepoint>,
+}
+
+impl Session<'_> {
+    fn run(&self, sql: &str) -> Result<()> {
+        let conn = self
+            .conn
+            .lock()
+            .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))?;
+        conn.execute(sql, (), None)
+            .map_err(failed(sql.to_string()))?;
+        Ok(())
+    }
+
+    /// `attempt` under `savepoint`: a failed one is undone, and nothing before it.
+    fn under(&self, savepoint: &Savepoint, attempt: impl FnOnce() -> Result<()>) -> Result<()> {
+        self.run(savepoint.set)?;
+        match attempt() {
+            Ok(()) => savepoint
+                .release
+                .map_or(Ok(()), |release| self.run(release)),
+            Err(error) => {
+                self.run(savepoint.back)?;
+                Err(error)
+            }
+        }
+    }
+}
+
 /// The rows in `cells` (a whole number of `insert`'s statements, the first of them the chunk's
 /// row `first`) through `insert`, or `single` when `None`, as many per execute as its buffers
-/// hold. On a refusal, the row the database refuses alone goes to `refused` when there is one.
+/// hold; returns how many went in. Without a savepoint, a refused execute ends the load, the
+/// row the database refuses alone named to `refused` first. Under one, the execute is undone
+/// and its rows are sent again in the attempts [`Isolation`] says, each refused row to
+/// `refused`, which ends the load past `--max-errors`.
 fn send(
-    conn: &SharedConnection<'static>,
+    session: Session<'_>,
     insert: Option<&mut Insert>,
     single: &mut Insert,
     cells: &[Bound<'_>],
     width: usize,
     first: usize,
     refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-) -> Result<()> {
-    let insert = match insert {
-        Some(insert) => insert,
-        None => &mut *single,
+) -> Result<u64> {
+    let mut insert = insert;
+    let per_execute = match &insert {
+        Some(insert) => insert.inserter.capacity() * insert.rows,
+        None => single.inserter.capacity(),
     };
-    let per_execute = insert.inserter.capacity() * insert.rows;
+    let mut written = 0;
     for (at, part) in cells.chunks(per_execute * width).enumerate() {
-        if let Err(error) = execute(insert, part, width) {
-            if let Some((row, message)) = refused_alone(conn, single, part, width) {
-                refused(first + at * per_execute + row, message, None)?;
+        let start = first + at * per_execute;
+        // Borrowed again each time: the search below sends through `single`.
+        let insert = match insert.as_deref_mut() {
+            Some(insert) => insert,
+            None => &mut *single,
+        };
+        let Some(savepoint) = session.savepoint else {
+            if let Err(error) = execute(insert, part, width) {
+                if let Some((row, message)) = refused_alone(session.conn, single, part, width) {
+                    refused(start + row, message, None)?;
+                }
+                return Err(error);
             }
-            return Err(error);
+            written += (part.len() / width) as u64;
+            continue;
+        };
+        match session.under(savepoint, || execute(insert, part, width)) {
+            Ok(()) => written += (part.len() / width) as u64,
+            Err(error) if !refuses_rows(&error) => return Err(error),
+            Err(_) => {
+                let isolate = Isolate {
+                    session,
+                    savepoint,
+                    width,
+                };
+                written += isolate.rows(single, part, start, refused)?;
+            }
         }
     }
-    Ok(())
+    Ok(written)
+}
+
+/// Whether `error` may be the database refusing rows, rather than the connection or the
+/// transaction failing: then the rows are looked through one attempt at a time.
+fn refuses_rows(error: &Error) -> bool {
+    let Error::Driver { error, .. } = error else {
+        return false;
+    };
+    let state = error
+        .downcast_ref::<crate::OdbcError>()
+        .and_then(|e| e.state.as_deref())
+        .unwrap_or("");
+    // Connection exceptions, invalid authorization, invalid transaction state, transaction
+    // rollback (a deadlock or a serialization failure ended the transaction), timeouts.
+    !["08", "28", "25", "40", "HYT"]
+        .iter()
+        .any(|class| state.starts_with(class))
+}
+
+/// The search for the rows of a refused execute that the database refuses, each attempt under
+/// the savepoint and sent through the one-row INSERT.
+struct Isolate<'a> {
+    session: Session<'a>,
+    savepoint: &'a Savepoint,
+    width: usize,
+}
+
+impl Isolate<'_> {
+    /// The rows of `cells` (the chunk's rows from `first`) again, in [`Isolation`]'s attempts;
+    /// returns how many went in.
+    fn rows(
+        &self,
+        single: &mut Insert,
+        cells: &[Bound<'_>],
+        first: usize,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<u64> {
+        let width = self.width;
+        let mut isolation = Isolation::new(cells.len() / width);
+        let mut written = 0;
+        while let Some(range) = isolation.next_attempt() {
+            let rows = &cells[range.start * width..range.end * width];
+            let sets = single.inserter.capacity() * width;
+            let sent = self.session.under(self.savepoint, || {
+                rows.chunks(sets)
+                    .try_for_each(|part| execute(single, part, width))
+            });
+            match sent {
+                Ok(()) => {
+                    written += range.len() as u64;
+                    isolation.accepted();
+                }
+                Err(error) if !refuses_rows(&error) => return Err(error),
+                Err(error) => {
+                    let message = refused_reason(error);
+                    for row in isolation.refused(&[], false) {
+                        refused(first + row, message.clone(), None)?;
+                    }
+                }
+            }
+        }
+        Ok(written)
+    }
 }
 
 /// One execute of the rows in `cells` (row after row, `width` values each), a whole number of
@@ -284,8 +411,7 @@ impl Writer for OdbcWriter {
         rows: u64,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        self.insert(data, rows as usize, refused)?;
-        Ok(rows)
+        self.insert(data, rows as usize, refused)
     }
 
     fn begin_block(&mut self) -> Result<()> {

@@ -106,6 +106,51 @@ fn a_value_the_database_refuses_loads_nothing_and_exits_4() {
     }
 }
 
+/// `csv(3000)` with a value the database refuses at row 1,234 (inside a multi-row INSERT) and
+/// a row 3,001 after the last whole one, whose key is row 5's.
+fn two_bad_rows() -> String {
+    csv(3000).replace("\n1234,name 1234,234.34,", "\n1234,name 1234,not a number,")
+        + "5,late,1.00,2024-01-01,x\n"
+}
+
+/// Rejects allowed: the rows the database refuses go to the reject file, the rest in (exit
+/// 6); one allowed fewer than there are, and nothing goes in (exit 4).
+fn rejects_through(to: &str, dir: &std::path::Path, count: &dyn Fn() -> i64, empty: &dyn Fn()) {
+    let path = dir.join("bad.csv");
+    std::fs::write(&path, two_bad_rows()).unwrap();
+    let rejects = dir.join("bad.rejects.csv");
+    let rejects_arg = rejects.to_str().unwrap();
+    let run = |max: &str| {
+        let mut args = vec!["load", path.to_str().unwrap(), "--header", "--no-progress"];
+        args.extend(["--to", to, "--table", "ours", "--max-errors", max]);
+        args.extend(["--rejects", rejects_arg, "--connections", "2"]);
+        inrush_testkit::run(BIN, &args)
+    };
+    let (code, out) = run("5");
+    assert_eq!(code, 6, "{out}");
+    assert_eq!(count(), 2_999, "{out}");
+    let refused = std::fs::read_to_string(&rejects).unwrap();
+    assert!(refused.contains("1234,name 1234,not a number"), "{refused}");
+    assert!(refused.contains("5,late,1.00"), "{refused}");
+    empty();
+    let (code, out) = run("1");
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(count(), 0, "{out}");
+}
+
+#[test]
+fn rows_the_database_refuses_go_to_the_reject_file_through_psqlodbc() {
+    let db = Db::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {COLUMNS}"));
+    let dir = tempfile::tempdir().unwrap();
+    rejects_through(
+        &odbc_to(&db),
+        dir.path(),
+        &|| db.int("SELECT count(*) FROM ours"),
+        &|| db.exec("TRUNCATE ours"),
+    );
+}
+
 #[test]
 fn a_stop_while_rows_stream_rolls_back_exits_130_and_a_rerun_loads_once() {
     let db = Db::fresh("odbc");
@@ -142,12 +187,7 @@ fn what_is_not_carried_out_over_odbc_is_refused_with_2_and_the_password_never_sh
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.csv");
     std::fs::write(&path, csv(10)).unwrap();
-    for extra in [
-        &["--resume"][..],
-        &["--on-conflict", "skip"],
-        &["--max-errors", "5"],
-        &["--text"],
-    ] {
+    for extra in [&["--resume"][..], &["--on-conflict", "skip"], &["--text"]] {
         let (code, out) = load(&db, &path, extra);
         assert_eq!(code, 2, "{extra:?}: {out}");
         assert!(out.contains("ODBC"), "{extra:?}: {out}");
@@ -199,6 +239,9 @@ fn plan_says_the_table_keeps_its_indexes_and_changes_nothing() {
 const TYPED: &str =
     "(id INTEGER PRIMARY KEY, name VARCHAR(40), amount DECIMAL(10,2), day DATE, note TEXT)";
 
+/// The same in a STRICT SQLite table, which refuses text in a REAL column as the others do.
+const STRICT: &str = "(id INTEGER PRIMARY KEY, name TEXT, amount REAL, day TEXT, note TEXT) STRICT";
+
 fn full_csv(rows: usize) -> String {
     csv(rows).replace(",,", ",2000-01-01,")
 }
@@ -230,19 +273,84 @@ fn same_as_bulk(
     assert_eq!(dump("ours"), theirs, "{out}");
 }
 
-#[test]
-fn rows_through_mariadbs_driver_are_the_rows_load_data_stores() {
-    let db = MariaDb::fresh("odbc");
-    let dir = mariadb_common::shared_dir();
-    // mysql://user:password@host:port/database
+/// `--to` for `db` through MariaDB Connector/ODBC, from its
+/// `mysql://user:password@host:port/database` URL.
+fn mariadb_to(db: &MariaDb) -> String {
     let (_, rest) = db.url.split_once("://").unwrap();
     let (login, rest) = rest.split_once('@').unwrap();
     let (user, password) = login.split_once(':').unwrap();
     let (address, database) = rest.split_once('/').unwrap();
     let (host, port) = address.split_once(':').unwrap();
-    let to = format!(
+    format!(
         "odbc:Driver={{MariaDB Unicode}};Server={host};Port={port};Database={database};User={user};Password={password};"
+    )
+}
+
+#[test]
+fn a_value_mariadbs_driver_refuses_loads_nothing_and_exits_4() {
+    let db = MariaDb::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {TYPED}"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.csv");
+    std::fs::write(&path, two_bad_rows()).unwrap();
+    let to = mariadb_to(&db);
+    let args = [
+        "load",
+        path.to_str().unwrap(),
+        "--header",
+        "--no-progress",
+        "--to",
+        &to,
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &[&args[..], &["--table", "ours"]].concat());
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("bad.csv:1235"), "{out}");
+    assert_eq!(db.rows("SELECT count(*) FROM ours"), ["0"], "{out}");
+}
+
+#[test]
+fn rows_the_database_refuses_go_to_the_reject_file_through_sqlites_driver() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.db");
+    let open = || rusqlite::Connection::open(&file).unwrap();
+    open()
+        .execute_batch(&format!("CREATE TABLE ours {STRICT}"))
+        .unwrap();
+    rejects_through(
+        &format!("odbc:Driver={{SQLite3}};Database={};", file.display()),
+        dir.path(),
+        &|| {
+            open()
+                .query_row("SELECT count(*) FROM ours", [], |r| r.get(0))
+                .unwrap()
+        },
+        &|| open().execute_batch("DELETE FROM ours").unwrap(),
     );
+}
+
+#[test]
+fn rejects_through_mariadbs_driver_are_refused_with_2_since_it_loses_rows_after_a_refused_one() {
+    let db = MariaDb::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {TYPED}"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.csv");
+    std::fs::write(&path, two_bad_rows()).unwrap();
+    let to = mariadb_to(&db);
+    let args = ["load", path.to_str().unwrap(), "--header", "--to", &to];
+    let (code, out) = inrush_testkit::run(
+        BIN,
+        &[&args[..], &["--table", "ours", "--max-errors", "5"]].concat(),
+    );
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("--max-errors"), "{out}");
+    assert_eq!(db.rows("SELECT count(*) FROM ours"), ["0"], "{out}");
+}
+
+#[test]
+fn rows_through_mariadbs_driver_are_the_rows_load_data_stores() {
+    let db = MariaDb::fresh("odbc");
+    let dir = mariadb_common::shared_dir();
+    let to = mariadb_to(&db);
     // 40 MB of 20 kB values: fewer rows per execute, so that one execute's buffers stay
     // within 8 MiB.
     let mut long = String::from("id,name,amount,day,note\n");
