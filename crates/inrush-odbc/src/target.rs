@@ -88,24 +88,19 @@ fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
 }
 
 /// `--max-errors` where the search for refused rows has been seen to keep every other row:
-/// through psqlODBC and SQLite's driver, each tested against its server.
+/// through psqlODBC, MariaDB's and SQLite's drivers, each tested against its server.
 fn refuse_rejects(opts: &LoadOptions, driver: &Driver) -> Result<()> {
-    if opts.max_errors == 0 || matches!(driver.kind(), Dbms::PostgreSql | Dbms::Sqlite) {
+    let tested = matches!(
+        driver.kind(),
+        Dbms::PostgreSql | Dbms::MariaDb | Dbms::Sqlite
+    );
+    if opts.max_errors == 0 || tested {
         return Ok(());
     }
-    let why = match driver.kind() {
-        // Seen in the tests: after a refused execute, the attempts that followed reported
-        // success, and 766 of the batch's 1,000 rows were not in the table.
-        Dbms::MariaDb => "through MariaDB's driver, rows sent after a refused one were reported \
-             stored and were not, in inrush's tests; load through mysql:// instead"
-            .to_string(),
-        _ => format!(
-            "{}'s driver has not been tested at finding refused rows",
-            driver.dbms
-        ),
-    };
     Err(Error::Usage(format!(
-        "--max-errors is carried out over ODBC for PostgreSQL and SQLite only: {why}"
+        "--max-errors is carried out over ODBC for PostgreSQL, MariaDB and SQLite only: {}'s \
+         driver has not been tested at finding refused rows",
+        driver.dbms
     )))
 }
 
@@ -336,5 +331,33 @@ impl target::RowWriter for TextValues {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn driver(dbms: &str) -> Driver {
+        Driver {
+            dbms: dbms.to_string(),
+            dbms_version: String::new(),
+            name: String::new(),
+            version: String::new(),
+            quote: '"',
+        }
+    }
+
+    #[test]
+    fn rejects_are_refused_on_a_driver_not_tested_at_finding_them() {
+        let mut opts = LoadOptions::new("in.csv", "t");
+        opts.max_errors = 5;
+        for tested in ["PostgreSQL", "MariaDB", "SQLite"] {
+            assert!(refuse_rejects(&opts, &driver(tested)).is_ok(), "{tested}");
+        }
+        let refused = refuse_rejects(&opts, &driver("Microsoft SQL Server")).unwrap_err();
+        assert!(matches!(&refused, Error::Usage(m) if m.contains("Microsoft SQL Server's driver")));
+        opts.max_errors = 0;
+        assert!(refuse_rejects(&opts, &driver("Microsoft SQL Server")).is_ok());
     }
 }

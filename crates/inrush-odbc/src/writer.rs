@@ -116,6 +116,9 @@ impl OdbcWriter {
             let session = Session {
                 conn: &self.conn,
                 savepoint: self.savepoint.as_ref(),
+                head: &self.head,
+                marks: &self.marks,
+                widths: &self.widths,
             };
             if let Some(multi) = multi {
                 written += send(session, Some(multi), single, first, width, done, refused)?;
@@ -200,11 +203,14 @@ fn row_bytes(widths: &[usize]) -> usize {
     widths.iter().map(|w| w + 1 + 8).sum()
 }
 
-/// A writer's connection and, when rejects are allowed, its savepoint.
+/// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
 #[derive(Clone, Copy)]
 struct Session<'a> {
     conn: &'a SharedConnection<'static>,
     savepoint: Option<&'a Savepoint>,
+    head: &'a str,
+    marks: &'a str,
+    widths: &'a [usize],
 }
 
 impl Session<'_> {
@@ -215,6 +221,14 @@ impl Session<'_> {
             .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))?;
         conn.execute(sql, (), None)
             .map_err(failed(sql.to_string()))?;
+        Ok(())
+    }
+
+    /// `insert` prepared and bound again, after an execute of it failed: through MariaDB's
+    /// driver, executes of a statement after its failed one reported success and stored
+    /// nothing (766 of a batch's 1,000 rows went missing in the tests).
+    fn fresh(&self, insert: &mut Insert) -> Result<()> {
+        *insert = bind(self.conn, self.head, self.marks, insert.rows, self.widths)?;
         Ok(())
     }
 
@@ -263,6 +277,11 @@ fn send(
         };
         let Some(savepoint) = session.savepoint else {
             if let Err(error) = execute(insert, part, width) {
+                session.fresh(insert)?;
+                let single = match insert.rows {
+                    1 => insert,
+                    _ => &mut *single,
+                };
                 if let Some((row, message)) = refused_alone(session.conn, single, part, width) {
                     refused(start + row, message, None)?;
                 }
@@ -275,6 +294,7 @@ fn send(
             Ok(()) => written += (part.len() / width) as u64,
             Err(error) if !refuses_rows(&error) => return Err(error),
             Err(_) => {
+                session.fresh(insert)?;
                 let isolate = Isolate {
                     session,
                     savepoint,
@@ -343,6 +363,7 @@ impl Isolate<'_> {
                     for row in isolation.refused(&[], false) {
                         refused(first + row, message.clone(), None)?;
                     }
+                    self.session.fresh(single)?;
                 }
             }
         }
