@@ -38,12 +38,7 @@ struct Insert {
 /// The load's transaction on one connection; dropped without [`Writer::commit`], it rolls
 /// back.
 pub(crate) struct OdbcWriter {
-    /// Shared with the prepared INSERTs, which own statements of it, and used alone for the
-    /// transaction's end; only this writer's thread locks it.
-    conn: SharedConnection<'static>,
-    /// `INSERT INTO t (a, b) VALUES`, and one row's `(?, ?)`.
-    head: String,
-    marks: String,
+    session: Session,
     /// Rows per statement of the multi-row INSERT; 1 when the driver binds arrays itself.
     rows_per_statement: usize,
     /// Prepared on the first batch and kept for the writer's life; bound again, wider, when a
@@ -51,12 +46,22 @@ pub(crate) struct OdbcWriter {
     /// fill a statement of `multi`, and finds a refused row alone.
     single: Option<Insert>,
     multi: Option<Insert>,
+    interrupt: Arc<Interrupt>,
+}
+
+/// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
+struct Session {
+    /// Shared with the prepared INSERTs, which own statements of it, and used alone for the
+    /// transaction's end; only the writer's thread locks it.
+    conn: SharedConnection<'static>,
+    /// `INSERT INTO t (a, b) VALUES `, and one row's `(?, ?)`.
+    head: String,
+    marks: String,
     /// The buffers' longest value per column, in bytes.
     widths: Vec<usize>,
     /// When rejects are allowed (`--max-errors`): each execute goes under it, so a refused one
     /// is undone alone and its rows are looked through for the refused ones.
     savepoint: Option<Savepoint>,
-    interrupt: Arc<Interrupt>,
 }
 
 impl OdbcWriter {
@@ -72,27 +77,29 @@ impl OdbcWriter {
         interrupt: Arc<Interrupt>,
     ) -> OdbcWriter {
         OdbcWriter {
-            conn: Arc::new(Mutex::new(conn)),
-            head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
-            marks: format!("({})", vec!["?"; names.len()].join(", ")),
+            session: Session {
+                conn: Arc::new(Mutex::new(conn)),
+                head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
+                marks: format!("({})", vec!["?"; names.len()].join(", ")),
+                widths: vec![1; names.len()],
+                savepoint,
+            },
             rows_per_statement: rows_per_statement.max(1),
             single: None,
             multi: None,
-            widths: vec![1; names.len()],
-            savepoint,
             interrupt,
         }
     }
 
     /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute; returns
-    /// how many went in. Each row the database refuses goes to `refused` (see [`send`]).
+    /// how many went in. Each row the database refuses goes to `refused` (see [`Session::send`]).
     fn insert(
         &mut self,
         data: &[u8],
         rows: usize,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        let width = self.widths.len();
+        let width = self.session.width();
         let mut values = Values::new(data);
         let mut done = 0;
         let mut written = 0;
@@ -103,35 +110,28 @@ impl OdbcWriter {
                 return Err(Error::Internal("a chunk's rows were cut short".into()));
             }
             self.fit(&cells)?;
+            let session = &self.session;
             let (Some(single), multi) = (self.single.as_mut(), self.multi.as_mut()) else {
                 return Err(Error::Internal("the INSERT was not bound".into()));
             };
-            // The rows that fill whole statements of the multi-row INSERT, then the rest.
-            let multi_rows = multi.as_ref().map_or(1, |multi| multi.rows);
-            let whole = match multi {
-                Some(_) => batch / multi_rows * multi_rows,
-                None => 0,
-            };
-            let (first, rest) = cells.split_at(whole * width);
-            let session = Session {
-                conn: &self.conn,
-                savepoint: self.savepoint.as_ref(),
-                head: &self.head,
-                marks: &self.marks,
-                widths: &self.widths,
-            };
-            if let Some(multi) = multi {
-                written += send(session, Some(multi), single, first, width, done, refused)?;
-            }
-            // More than one row left: one statement of that many, prepared for them.
-            let mut tail = match rest.len() / width {
-                n if n > 1 && multi_rows > 1 => {
-                    Some(bind(&self.conn, &self.head, &self.marks, n, &self.widths)?)
+            // The rows that fill whole statements of the multi-row INSERT, then the rest: more
+            // than one left, in one statement of that many, prepared for them.
+            let (whole, mut tail) = match multi {
+                Some(multi) => {
+                    let whole = batch / multi.rows * multi.rows;
+                    let first = &cells[..whole * width];
+                    written += session.send(Some(multi), single, first, done, refused)?;
+                    let tail = match batch - whole {
+                        n if n > 1 => Some(session.bind(n)?),
+                        _ => None,
+                    };
+                    (whole, tail)
                 }
-                _ => None,
+                None => (0, None),
             };
+            let rest = &cells[whole * width..];
             let first = done + whole;
-            written += send(session, tail.as_mut(), single, rest, width, first, refused)?;
+            written += session.send(tail.as_mut(), single, rest, first, refused)?;
             done += batch;
         }
         Ok(written)
@@ -141,8 +141,8 @@ impl OdbcWriter {
     /// each column then as wide as the next power of two, so a load binds again only a few
     /// times.
     fn fit(&mut self, cells: &[Bound<'_>]) -> Result<()> {
-        let width = self.widths.len();
-        let mut widths = self.widths.clone();
+        let width = self.session.width();
+        let mut widths = self.session.widths.clone();
         let mut wider = self.single.is_none();
         for (i, cell) in cells.iter().enumerate() {
             if let Bound::Text(t) = cell {
@@ -159,42 +159,16 @@ impl OdbcWriter {
         // The old statements go first: some drivers allow few prepared statements at a time.
         self.single = None;
         self.multi = None;
-        self.single = Some(bind(&self.conn, &self.head, &self.marks, 1, &widths)?);
+        self.session.widths = widths;
+        self.single = Some(self.session.bind(1)?);
         let rows = self
             .rows_per_statement
-            .min(BATCH_BYTES / row_bytes(&widths));
+            .min(BATCH_BYTES / row_bytes(&self.session.widths));
         if rows > 1 {
-            self.multi = Some(bind(&self.conn, &self.head, &self.marks, rows, &widths)?);
+            self.multi = Some(self.session.bind(rows)?);
         }
-        self.widths = widths;
         Ok(())
     }
-
-    fn connection(&self) -> Result<MutexGuard<'_, Connection<'static>>> {
-        self.conn
-            .lock()
-            .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))
-    }
-}
-
-/// `head` (`INSERT INTO t (a, b) VALUES `) with `rows` times `marks` (`(?, ?)`), prepared, with
-/// buffers for as many rows per execute as fit in [`BATCH_BYTES`] at `widths`.
-fn bind(
-    conn: &SharedConnection<'static>,
-    head: &str,
-    marks: &str,
-    rows: usize,
-    widths: &[usize],
-) -> Result<Insert> {
-    let sql = format!("{head}{}", vec![marks; rows].join(", "));
-    let sets = (BATCH_BYTES / (row_bytes(widths) * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
-    let prepared = Arc::clone(conn)
-        .into_prepared(&sql)
-        .map_err(failed(format!("{head}{marks} ...")))?;
-    let inserter = prepared
-        .into_text_inserter(sets, (0..rows).flat_map(|_| widths.iter().copied()))
-        .map_err(failed("binding the rows' parameter arrays"))?;
-    Ok(Insert { rows, inserter })
 }
 
 /// One row's bytes in buffers of `widths`: each value, its terminating zero and its length
@@ -203,32 +177,46 @@ fn row_bytes(widths: &[usize]) -> usize {
     widths.iter().map(|w| w + 1 + 8).sum()
 }
 
-/// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
-#[derive(Clone, Copy)]
-struct Session<'a> {
-    conn: &'a SharedConnection<'static>,
-    savepoint: Option<&'a Savepoint>,
-    head: &'a str,
-    marks: &'a str,
-    widths: &'a [usize],
+/// `conn`, locked: by the writer's thread only, so never waited for.
+fn lock<'a>(conn: &'a SharedConnection<'static>) -> Result<MutexGuard<'a, Connection<'static>>> {
+    conn.lock()
+        .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))
 }
 
-impl Session<'_> {
+impl Session {
+    fn width(&self) -> usize {
+        self.widths.len()
+    }
+
     fn run(&self, sql: &str) -> Result<()> {
-        let conn = self
-            .conn
-            .lock()
-            .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))?;
-        conn.execute(sql, (), None)
+        lock(&self.conn)?
+            .execute(sql, (), None)
             .map_err(failed(sql.to_string()))?;
         Ok(())
+    }
+
+    /// The INSERT of `rows` rows (`head` and `rows` times `marks`), prepared, with buffers for
+    /// as many rows per execute as fit in [`BATCH_BYTES`] at `widths`.
+    fn bind(&self, rows: usize) -> Result<Insert> {
+        let (head, marks) = (&self.head, &self.marks);
+        let sql = format!("{head}{}", vec![marks.as_str(); rows].join(", "));
+        let row_bytes = row_bytes(&self.widths);
+        let sets = (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
+        let prepared = Arc::clone(&self.conn)
+            .into_prepared(&sql)
+            .map_err(failed(format!("{head}{marks} ...")))?;
+        let widths = (0..rows).flat_map(|_| self.widths.iter().copied());
+        let inserter = prepared
+            .into_text_inserter(sets, widths)
+            .map_err(failed("binding the rows' parameter arrays"))?;
+        Ok(Insert { rows, inserter })
     }
 
     /// `insert` prepared and bound again, after an execute of it failed: through MariaDB's
     /// driver, executes of a statement after its failed one reported success and stored
     /// nothing (766 of a batch's 1,000 rows went missing in the tests).
     fn fresh(&self, insert: &mut Insert) -> Result<()> {
-        *insert = bind(self.conn, self.head, self.marks, insert.rows, self.widths)?;
+        *insert = self.bind(insert.rows)?;
         Ok(())
     }
 
@@ -245,66 +233,99 @@ impl Session<'_> {
             }
         }
     }
-}
 
-/// The rows in `cells` (a whole number of `insert`'s statements, the first of them the chunk's
-/// row `first`) through `insert`, or `single` when `None`, as many per execute as its buffers
-/// hold; returns how many went in. Without a savepoint, a refused execute ends the load, the
-/// row the database refuses alone named to `refused` first. Under one, the execute is undone
-/// and its rows are sent again in the attempts [`Isolation`] says, each refused row to
-/// `refused`, which ends the load past `--max-errors`.
-fn send(
-    session: Session<'_>,
-    insert: Option<&mut Insert>,
-    single: &mut Insert,
-    cells: &[Bound<'_>],
-    width: usize,
-    first: usize,
-    refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-) -> Result<u64> {
-    let mut insert = insert;
-    let per_execute = match &insert {
-        Some(insert) => insert.inserter.capacity() * insert.rows,
-        None => single.inserter.capacity(),
-    };
-    let mut written = 0;
-    for (at, part) in cells.chunks(per_execute * width).enumerate() {
-        let start = first + at * per_execute;
-        // Borrowed again each time: the search below sends through `single`.
-        let insert = match insert.as_deref_mut() {
-            Some(insert) => insert,
-            None => &mut *single,
+    /// The rows in `cells` (a whole number of `insert`'s statements, the first of them the
+    /// chunk's row `first`) through `insert`, or `single` when `None`, as many per execute as
+    /// its buffers hold; returns how many went in. Without a savepoint, a refused execute ends
+    /// the load, the row the database refuses alone named to `refused` first. Under one, the
+    /// execute is undone and its rows are sent again in the attempts [`Isolation`] says, each
+    /// refused row to `refused`, which ends the load past `--max-errors`.
+    fn send(
+        &self,
+        mut insert: Option<&mut Insert>,
+        single: &mut Insert,
+        cells: &[Bound<'_>],
+        first: usize,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<u64> {
+        let width = self.width();
+        let per_execute = match &insert {
+            Some(insert) => insert.inserter.capacity() * insert.rows,
+            None => single.inserter.capacity(),
         };
-        let Some(savepoint) = session.savepoint else {
-            if let Err(error) = execute(insert, part, width) {
-                session.fresh(insert)?;
-                let single = match insert.rows {
-                    1 => insert,
-                    _ => &mut *single,
-                };
-                if let Some((row, message)) = refused_alone(session.conn, single, part, width) {
-                    refused(start + row, message, None)?;
+        let mut written = 0;
+        for (at, part) in cells.chunks(per_execute * width).enumerate() {
+            let start = first + at * per_execute;
+            // Borrowed again each time: the search below sends through `single`.
+            let insert = match insert.as_deref_mut() {
+                Some(insert) => insert,
+                None => &mut *single,
+            };
+            let Some(savepoint) = &self.savepoint else {
+                if let Err(error) = execute(insert, part, width) {
+                    self.fresh(insert)?;
+                    let single = match insert.rows {
+                        1 => insert,
+                        _ => &mut *single,
+                    };
+                    if let Some((row, message)) = refused_alone(&self.conn, single, part, width) {
+                        refused(start + row, message, None)?;
+                    }
+                    return Err(error);
                 }
-                return Err(error);
-            }
-            written += (part.len() / width) as u64;
-            continue;
-        };
-        match session.under(savepoint, || execute(insert, part, width)) {
-            Ok(()) => written += (part.len() / width) as u64,
-            Err(error) if !refuses_rows(&error) => return Err(error),
-            Err(_) => {
-                session.fresh(insert)?;
-                let isolate = Isolate {
-                    session,
-                    savepoint,
-                    width,
-                };
-                written += isolate.rows(single, part, start, refused)?;
+                written += (part.len() / width) as u64;
+                continue;
+            };
+            match self.under(savepoint, || execute(insert, part, width)) {
+                Ok(()) => written += (part.len() / width) as u64,
+                Err(error) if !refuses_rows(&error) => return Err(error),
+                Err(_) => {
+                    self.fresh(insert)?;
+                    written += self.isolate(savepoint, single, part, start, refused)?;
+                }
             }
         }
+        Ok(written)
     }
-    Ok(written)
+
+    /// The rows of a refused execute, `cells` (the chunk's rows from `first`), again in
+    /// [`Isolation`]'s attempts, each under `savepoint` and through the one-row INSERT;
+    /// returns how many went in.
+    fn isolate(
+        &self,
+        savepoint: &Savepoint,
+        single: &mut Insert,
+        cells: &[Bound<'_>],
+        first: usize,
+        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
+    ) -> Result<u64> {
+        let width = self.width();
+        let mut isolation = Isolation::new(cells.len() / width);
+        let mut written = 0;
+        while let Some(range) = isolation.next_attempt() {
+            let rows = &cells[range.start * width..range.end * width];
+            let sets = single.inserter.capacity() * width;
+            let sent = self.under(savepoint, || {
+                rows.chunks(sets)
+                    .try_for_each(|part| execute(single, part, width))
+            });
+            match sent {
+                Ok(()) => {
+                    written += range.len() as u64;
+                    isolation.accepted();
+                }
+                Err(error) if !refuses_rows(&error) => return Err(error),
+                Err(error) => {
+                    let message = refused_reason(error);
+                    for row in isolation.refused(&[], false) {
+                        refused(first + row, message.clone(), None)?;
+                    }
+                    self.fresh(single)?;
+                }
+            }
+        }
+        Ok(written)
+    }
 }
 
 /// Whether `error` may be the database refusing rows, rather than the connection or the
@@ -322,53 +343,6 @@ fn refuses_rows(error: &Error) -> bool {
     !["08", "28", "25", "40", "HYT"]
         .iter()
         .any(|class| state.starts_with(class))
-}
-
-/// The search for the rows of a refused execute that the database refuses, each attempt under
-/// the savepoint and sent through the one-row INSERT.
-struct Isolate<'a> {
-    session: Session<'a>,
-    savepoint: &'a Savepoint,
-    width: usize,
-}
-
-impl Isolate<'_> {
-    /// The rows of `cells` (the chunk's rows from `first`) again, in [`Isolation`]'s attempts;
-    /// returns how many went in.
-    fn rows(
-        &self,
-        single: &mut Insert,
-        cells: &[Bound<'_>],
-        first: usize,
-        refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
-    ) -> Result<u64> {
-        let width = self.width;
-        let mut isolation = Isolation::new(cells.len() / width);
-        let mut written = 0;
-        while let Some(range) = isolation.next_attempt() {
-            let rows = &cells[range.start * width..range.end * width];
-            let sets = single.inserter.capacity() * width;
-            let sent = self.session.under(self.savepoint, || {
-                rows.chunks(sets)
-                    .try_for_each(|part| execute(single, part, width))
-            });
-            match sent {
-                Ok(()) => {
-                    written += range.len() as u64;
-                    isolation.accepted();
-                }
-                Err(error) if !refuses_rows(&error) => return Err(error),
-                Err(error) => {
-                    let message = refused_reason(error);
-                    for row in isolation.refused(&[], false) {
-                        refused(first + row, message.clone(), None)?;
-                    }
-                    self.session.fresh(single)?;
-                }
-            }
-        }
-        Ok(written)
-    }
 }
 
 /// One execute of the rows in `cells` (row after row, `width` values each), a whole number of
@@ -404,7 +378,7 @@ fn refused_alone(
     cells: &[Bound<'_>],
     width: usize,
 ) -> Option<(usize, String)> {
-    let rollback = || conn.lock().ok().map(|c| c.rollback().is_ok());
+    let rollback = || lock(conn).ok().map(|c| c.rollback().is_ok());
     rollback()?;
     let found = cells.chunks(width).enumerate().find_map(|(row, one)| {
         let refused = execute(single, one, width).err()?;
@@ -447,7 +421,7 @@ impl Writer for OdbcWriter {
 
     fn commit(self: Box<Self>) -> Result<Committed> {
         target::into_commit(&self.interrupt, true, None)?;
-        self.connection()?
+        lock(&self.session.conn)?
             .commit()
             .map_err(failed("committing the load"))?;
         Ok(Committed::default())
@@ -459,7 +433,7 @@ impl Drop for OdbcWriter {
         // The statements first; after a commit this rolls back nothing.
         self.single = None;
         self.multi = None;
-        if let Ok(conn) = self.connection() {
+        if let Ok(conn) = lock(&self.session.conn) {
             let _ = conn.rollback();
         }
     }
