@@ -58,9 +58,13 @@ fn dump(db: &Db, table: &str) -> Vec<Option<String>> {
 }
 
 fn load(db: &Db, path: &std::path::Path, extra: &[&str]) -> (i32, String) {
-    let to = odbc_to(db);
+    load_to(&odbc_to(db), path, extra)
+}
+
+/// `inrush load` of `path` (CSV with a header) into `ours` at `to`, with `extra`.
+fn load_to(to: &str, path: &std::path::Path, extra: &[&str]) -> (i32, String) {
     let mut args = vec!["load", path.to_str().unwrap(), "--header", "--no-progress"];
-    args.extend(["--to", &to, "--table", "ours"]);
+    args.extend(["--to", to, "--table", "ours"]);
     args.extend_from_slice(extra);
     inrush_testkit::run(BIN, &args)
 }
@@ -121,10 +125,15 @@ fn rejects_through(to: &str, dir: &std::path::Path, count: &dyn Fn() -> i64, emp
     let rejects = dir.join("bad.rejects.csv");
     let rejects_arg = rejects.to_str().unwrap();
     let run = |max: &str| {
-        let mut args = vec!["load", path.to_str().unwrap(), "--header", "--no-progress"];
-        args.extend(["--to", to, "--table", "ours", "--max-errors", max]);
-        args.extend(["--rejects", rejects_arg, "--connections", "2"]);
-        inrush_testkit::run(BIN, &args)
+        let rejects = [
+            "--max-errors",
+            max,
+            "--rejects",
+            rejects_arg,
+            "--connections",
+            "2",
+        ];
+        load_to(to, &path, &rejects)
     };
     let (code, out) = run("5");
     assert_eq!(code, 6, "{out}");
@@ -254,19 +263,7 @@ fn same_as_bulk(
     connections: &str,
     dump: &dyn Fn(&str) -> Vec<String>,
 ) {
-    let args = [
-        "load",
-        path.to_str().unwrap(),
-        "--header",
-        "--no-progress",
-        "--to",
-        to,
-        "--table",
-        "ours",
-        "--connections",
-        connections,
-    ];
-    let (code, out) = inrush_testkit::run(BIN, &args);
+    let (code, out) = load_to(to, path, &["--connections", connections]);
     assert_eq!(code, 0, "{out}");
     let theirs = dump("theirs");
     assert!(!theirs.is_empty());
@@ -293,16 +290,7 @@ fn a_value_mariadbs_driver_refuses_loads_nothing_and_exits_4() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.csv");
     std::fs::write(&path, two_bad_rows()).unwrap();
-    let to = mariadb_to(&db);
-    let args = [
-        "load",
-        path.to_str().unwrap(),
-        "--header",
-        "--no-progress",
-        "--to",
-        &to,
-    ];
-    let (code, out) = inrush_testkit::run(BIN, &[&args[..], &["--table", "ours"]].concat());
+    let (code, out) = load_to(&mariadb_to(&db), &path, &[]);
     assert_eq!(code, 4, "{out}");
     assert!(out.contains("bad.csv:1235"), "{out}");
     assert_eq!(db.rows("SELECT count(*) FROM ours"), ["0"], "{out}");
