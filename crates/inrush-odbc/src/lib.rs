@@ -10,6 +10,7 @@
 
 mod advice;
 mod driver;
+mod ledger;
 mod target;
 mod writer;
 

@@ -2,10 +2,11 @@
 
 use crate::advice;
 use crate::driver::{Dbms, Driver, Savepoint};
+use crate::ledger::Place;
 use crate::writer::OdbcWriter;
 use crate::{failed, without_password};
 use inrush_core::catalog::TableSize;
-use inrush_core::ledger::{Committed as Block, InputFile};
+use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
@@ -14,6 +15,7 @@ use inrush_load::{
     AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, OnConflict, PlanOptions, Result,
 };
 use odbc_api::{Connection, ConnectionOptions};
+use std::sync::Arc;
 
 /// A database behind an ODBC connection string, as the target of loads.
 pub struct OdbcTarget {
@@ -27,6 +29,14 @@ impl OdbcTarget {
         OdbcTarget {
             connection: connection.to_string(),
         }
+    }
+
+    /// `inrush status`: the `--resume` loads the ledger beside `table` (or in the connection's
+    /// default schema) records.
+    pub fn status(&self, table: Option<&str>) -> Result<Vec<LoadStatus>> {
+        let driver = Driver::read(self.connect()?)?;
+        let (schema, name) = split(table.unwrap_or_default());
+        ledger_of(&driver, schema, name).status(&self.connect()?, table.is_some())
     }
 
     fn connect(&self) -> Result<Connection<'static>> {
@@ -72,8 +82,6 @@ const SUPPORT: Support = Support {
 fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
     let refused = if opts.create {
         Some("--create")
-    } else if opts.resume {
-        Some("--resume")
     } else if opts.on_conflict != OnConflict::Error {
         Some("--on-conflict")
     } else {
@@ -81,7 +89,7 @@ fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
     };
     match refused {
         Some(option) => Err(Error::Usage(format!(
-            "{option} is not carried out over ODBC; load into an existing table, all or nothing"
+            "{option} is not carried out over ODBC; load into an existing table"
         ))),
         None => Ok(()),
     }
@@ -116,28 +124,25 @@ impl Target for OdbcTarget {
     ) -> Result<Box<dyn Load + '_>> {
         refuse_unsupported(opts)?;
         let conn = self.connect()?;
-        let (schema, name) = match opts.table.split_once('.') {
-            Some((schema, name)) => (Some(schema.to_string()), name.to_string()),
-            None => (None, opts.table.clone()),
-        };
-        let columns = columns(&conn, schema.as_deref(), &name)?;
+        let (schema, name) = split(&opts.table);
+        let columns = columns(&conn, schema, name)?;
         let driver = Driver::read(conn)?;
         refuse_rejects(opts, &driver)?;
-        let (dbms, quote) = (&driver.dbms, driver.quote);
         if columns.is_empty() {
             return Err(Error::NoSuchTable {
                 table: opts.table.clone(),
-                place: format!(" (the {dbms} driver's catalog lists no column of it)"),
+                place: format!(
+                    " (the {} driver's catalog lists no column of it)",
+                    driver.dbms
+                ),
             });
         }
-        let quoted = |n: &str| quote_name(quote, n);
-        let qualified = match &schema {
-            Some(schema) => format!("{}.{}", quoted(schema), quoted(&name)),
-            None => quoted(&name),
-        };
+        let ledger = ledger_of(&driver, schema, name);
+        let qualified = ledger.table().to_string();
         Ok(Box::new(OdbcLoad {
             target: self,
             driver,
+            ledger: Arc::new(ledger),
             table: target::Table {
                 name: qualified,
                 columns,
@@ -148,6 +153,25 @@ impl Target for OdbcTarget {
             },
         }))
     }
+}
+
+/// `--table`'s schema, when it names one, and table.
+fn split(table: &str) -> (Option<&str>, &str) {
+    match table.split_once('.') {
+        Some((schema, name)) => (Some(schema), name),
+        None => (None, table),
+    }
+}
+
+/// The `--resume` ledger of `schema`'s table `name`, each quoted as `driver` quotes names.
+fn ledger_of(driver: &Driver, schema: Option<&str>, name: &str) -> Place {
+    let quoted = |n: &str| quote_name(driver.quote, n);
+    let schema = schema.map(quoted);
+    let table = match &schema {
+        Some(schema) => format!("{schema}.{}", quoted(name)),
+        None => quoted(name),
+    };
+    Place::new(driver.kind(), driver.quote, schema.as_deref(), &table)
 }
 
 /// `name` as a delimited identifier in the driver's `quote` character, that character doubled
@@ -206,6 +230,8 @@ fn columns(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<V
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
     driver: Driver,
+    /// Where `--resume` records the blocks committed.
+    ledger: Arc<Place>,
     table: target::Table,
 }
 
@@ -275,8 +301,8 @@ impl Load for OdbcLoad<'_> {
         }
     }
 
-    fn ledger(&mut self, _: &InputFile) -> Result<Vec<Block>> {
-        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
+        self.ledger.open(&self.target.connect()?, input)
     }
 
     fn writer(
@@ -284,7 +310,7 @@ impl Load for OdbcLoad<'_> {
         columns: &[TargetColumn],
         _: &LoadPlan,
         opts: &LoadOptions,
-        _: Option<&InputFile>,
+        resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
         let conn = self.target.connect()?;
         conn.set_autocommit(false)
@@ -303,7 +329,8 @@ impl Load for OdbcLoad<'_> {
         let interrupt = opts.interrupt.clone();
         let savepoint = (opts.max_errors > 0).then(|| Savepoint::of(self.driver.kind()));
         let table = &self.table.name;
-        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt);
+        let resume = resume.map(|input| (Arc::clone(&self.ledger), input.clone()));
+        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt, resume);
         Ok(Box::new(writer))
     }
 }

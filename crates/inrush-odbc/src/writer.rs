@@ -8,9 +8,10 @@
 //! database parses and plans once per many rows.
 
 use crate::driver::Savepoint;
+use crate::ledger::Place;
 use crate::{failed, ROWS_PER_EXECUTE};
 use bytes::Bytes;
-use inrush_core::ledger::Committed as Block;
+use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_load::isolate::Isolation;
 use inrush_load::row::{Bound, Values};
 use inrush_load::target::{self, Committed, Writer};
@@ -47,6 +48,8 @@ pub(crate) struct OdbcWriter {
     single: Option<Insert>,
     multi: Option<Insert>,
     interrupt: Arc<Interrupt>,
+    /// `--resume`: the ledger each block is recorded in, and the input it is recorded for.
+    resume: Option<(Arc<Place>, InputFile)>,
 }
 
 /// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
@@ -75,6 +78,7 @@ impl OdbcWriter {
         rows_per_statement: usize,
         savepoint: Option<Savepoint>,
         interrupt: Arc<Interrupt>,
+        resume: Option<(Arc<Place>, InputFile)>,
     ) -> OdbcWriter {
         OdbcWriter {
             session: Session {
@@ -88,6 +92,7 @@ impl OdbcWriter {
             single: None,
             multi: None,
             interrupt,
+            resume,
         }
     }
 
@@ -410,16 +415,30 @@ impl Writer for OdbcWriter {
     }
 
     fn begin_block(&mut self) -> Result<()> {
-        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+        // Out of autocommit, each block's transaction begins with its first statement.
+        Ok(())
     }
 
-    fn commit_block(&mut self, _: Block) -> Result<()> {
-        Err(Error::Usage("--resume is not carried out over ODBC".into()))
+    fn commit_block(&mut self, block: Block) -> Result<()> {
+        let (ledger, input) = self.resume.as_ref().ok_or_else(|| {
+            Error::Internal("a block committed by a load without --resume".into())
+        })?;
+        let conn = lock(&self.session.conn)?;
+        ledger.record(&conn, input, block)?;
+        conn.commit().map_err(failed("committing a block"))
     }
 
-    fn roll_back_block(&mut self) {}
+    fn roll_back_block(&mut self) {
+        if let Ok(conn) = lock(&self.session.conn) {
+            let _ = conn.rollback();
+        }
+    }
 
     fn commit(self: Box<Self>) -> Result<Committed> {
+        if self.resume.is_some() {
+            // Every block committed with its ledger row already.
+            return Ok(Committed::default());
+        }
         target::into_commit(&self.interrupt, true, None)?;
         lock(&self.session.conn)?
             .commit()

@@ -265,7 +265,8 @@ impl Engine for Sqlite {
     }
 }
 
-/// Any database with an ODBC driver: loads only (no copy, no ledger, nothing to recover).
+/// Any database with an ODBC driver: loads and their `--resume` ledger (no copy, nothing to
+/// recover).
 struct Odbc;
 
 impl Odbc {
@@ -303,8 +304,9 @@ impl Engine for Odbc {
         Err(Self::not_over_odbc("inrush copy"))
     }
 
-    fn status(&self, _: &str, _: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
-        Err(Self::not_over_odbc("inrush status (a --resume ledger)"))
+    fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
+        let target = inrush_odbc::OdbcTarget::new(Self::connection(to)?);
+        Ok((target.status(table)?, "inrush_load_ledger"))
     }
 
     fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {

@@ -196,7 +196,7 @@ fn what_is_not_carried_out_over_odbc_is_refused_with_2_and_the_password_never_sh
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.csv");
     std::fs::write(&path, csv(10)).unwrap();
-    for extra in [&["--resume"][..], &["--on-conflict", "skip"], &["--text"]] {
+    for extra in [&["--create"][..], &["--on-conflict", "skip"], &["--text"]] {
         let (code, out) = load(&db, &path, extra);
         assert_eq!(code, 2, "{extra:?}: {out}");
         assert!(out.contains("ODBC"), "{extra:?}: {out}");
@@ -384,4 +384,106 @@ fn rows_through_sqlites_driver_are_the_rows_import_stores() {
         });
         rows.unwrap().map(Result::unwrap).collect()
     });
+}
+
+/// `--resume` through the driver at `to`: a load killed after some blocks committed, then run
+/// again, leaves every row once; a run after that adds nothing; a changed input is refused.
+fn resumes_through(to: &str, dir: &std::path::Path, count: &dyn Fn() -> i64) {
+    let path = dir.join("resumed.csv");
+    std::fs::write(&path, csv(100_000)).unwrap();
+    let file = path.to_str().unwrap();
+    let args = [
+        "load",
+        file,
+        "--header",
+        "--no-progress",
+        "--to",
+        to,
+        "--table",
+        "ours",
+        "--resume",
+        "--block-size",
+        "65536",
+    ];
+    let mut child = std::process::Command::new(BIN)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while count() == 0 && child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no block committed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    child.wait().unwrap();
+    let killed_with = count();
+    let status = || {
+        let (code, out) =
+            inrush_testkit::run(BIN, &["status", "--to", to, "--table", "ours", "--json"]);
+        assert_eq!(code, 0, "{out}");
+        out
+    };
+    let out = status();
+    assert!(out.contains("resumed.csv"), "{out}");
+    assert!(out.contains(&format!("\"rows\":{killed_with}")), "{out}");
+    for run in ["after the kill", "once more"] {
+        let (code, out) = inrush_testkit::run(BIN, &args);
+        assert_eq!(code, 0, "{run} (killed with {killed_with} rows in): {out}");
+        assert_eq!(count(), 100_000, "{run}: {out}");
+    }
+    let out = status();
+    assert!(
+        out.contains("\"rows\":100000") && out.contains("complete"),
+        "{out}"
+    );
+    std::fs::write(&path, csv(100_001)).unwrap();
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 2, "a changed input: {out}");
+    assert_eq!(count(), 100_000, "{out}");
+}
+
+#[test]
+fn a_resumed_load_through_psqlodbc_leaves_every_row_once_after_a_kill() {
+    let db = Db::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {COLUMNS}"));
+    let dir = tempfile::tempdir().unwrap();
+    resumes_through(&odbc_to(&db), dir.path(), &|| {
+        db.int("SELECT count(*) FROM ours")
+    });
+}
+
+#[test]
+fn a_resumed_load_through_mariadbs_driver_leaves_every_row_once_after_a_kill() {
+    let db = MariaDb::fresh("odbc");
+    db.exec(&format!("CREATE TABLE ours {TYPED}"));
+    let dir = tempfile::tempdir().unwrap();
+    resumes_through(&mariadb_to(&db), dir.path(), &|| {
+        db.rows("SELECT count(*) FROM ours")[0].parse().unwrap()
+    });
+}
+
+#[test]
+fn a_resumed_load_through_sqlites_driver_leaves_every_row_once_after_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.db");
+    let open = || {
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .unwrap();
+        conn
+    };
+    open()
+        .execute_batch(&format!("CREATE TABLE ours {STRICT}"))
+        .unwrap();
+    resumes_through(
+        &format!("odbc:Driver={{SQLite3}};Database={};", file.display()),
+        dir.path(),
+        &|| {
+            open()
+                .query_row("SELECT count(*) FROM ours", [], |r| r.get(0))
+                .unwrap()
+        },
+    );
 }
