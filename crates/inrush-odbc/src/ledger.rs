@@ -1,55 +1,17 @@
-//! The load ledger for `--resume` over ODBC: two tables beside the target table, in its
-//! schema, with the columns of the SQLite and MariaDB engines' ledgers. Every block is
+//! The load ledger for `--resume` over ODBC: two tables beside the target table
+//! ([`Books`]), with the columns of the SQLite and MariaDB engines' ledgers. Every block is
 //! recorded in the transaction that holds its rows, so after any crash the ledger says exactly
 //! which rows are in (see `inrush_postgres::ledger` for the design); the rule that reads it is
 //! the kit's ([`inrush_load::resume::open`]).
-//!
-//! The statements are the SQL every database here takes: no `IF NOT EXISTS`, no upsert, no
-//! default, no timestamp type (SQL Server's `TIMESTAMP` is a row version): the times are the
-//! database's `CURRENT_TIMESTAMP`, kept as text.
 
-use crate::driver::Dbms;
+use crate::books::{exists, int, make, text_rows, Books};
 use crate::failed;
 use inrush_core::ledger::{Committed, InputFile, LoadStatus, Recorded};
 use inrush_load::target::at_once;
-use inrush_load::{Error, Result};
-use odbc_api::{Connection, Cursor, IntoParameter, ParameterCollectionRef, ResultSetMetadata};
+use inrush_load::Result;
+use odbc_api::{Connection, IntoParameter};
 
-/// Where the ledger of `table` is kept: its two tables' names, qualified by the table's schema
-/// when it has one.
-pub(crate) struct Place {
-    inputs: String,
-    ledger: String,
-    /// The `rows` column, quoted: a reserved word on MariaDB.
-    rows: String,
-    /// The database's 64-bit integer (Oracle has none by that name).
-    bigint: &'static str,
-    /// How the ledger names the table: as the load quotes it.
-    table: String,
-}
-
-impl Place {
-    /// The ledger of `table` (quoted, with `schema` quoted when given) on a database of `kind`
-    /// whose names `quote` delimits.
-    pub(crate) fn new(kind: Dbms, quote: char, schema: Option<&str>, table: &str) -> Place {
-        let prefix = schema.map(|s| format!("{s}.")).unwrap_or_default();
-        Place {
-            inputs: format!("{prefix}inrush_load_inputs"),
-            ledger: format!("{prefix}inrush_load_ledger"),
-            rows: format!("{quote}rows{quote}"),
-            bigint: match kind {
-                Dbms::Oracle => "NUMBER(19)",
-                _ => "BIGINT",
-            },
-            table: table.to_string(),
-        }
-    }
-
-    /// The table, as the load names it.
-    pub(crate) fn table(&self) -> &str {
-        &self.table
-    }
-
+impl Books {
     fn create_inputs(&self) -> String {
         let (inputs, int) = (&self.inputs, self.bigint);
         format!(
@@ -99,8 +61,7 @@ impl Place {
 
     /// `inrush status`: every load this ledger records (into its table only, when `one`).
     pub(crate) fn status(&self, conn: &Connection<'_>, one: bool) -> Result<Vec<LoadStatus>> {
-        let ledger = Ledger { conn, place: self };
-        if !ledger.exists(&self.inputs) || !ledger.exists(&self.ledger) {
+        if !exists(conn, &self.inputs) || !exists(conn, &self.ledger) {
             return Ok(Vec::new());
         }
         let (inputs, blocks, rows) = (&self.inputs, &self.ledger, &self.rows);
@@ -147,7 +108,7 @@ impl Place {
     /// committed blocks by offset.
     pub(crate) fn open(&self, conn: &Connection<'_>, id: &InputFile) -> Result<Vec<Committed>> {
         at_once(inrush_load::resume::open(
-            &mut Ledger { conn, place: self },
+            &mut Ledger { conn, books: self },
             id,
         ))
     }
@@ -157,33 +118,14 @@ impl Place {
 /// called.
 struct Ledger<'a> {
     conn: &'a Connection<'a>,
-    place: &'a Place,
+    books: &'a Books,
 }
 
 impl Ledger<'_> {
-    /// Whether `table` can be read: the one test of a table's being there that every driver
-    /// answers alike.
-    fn exists(&self, table: &str) -> bool {
-        let sql = format!("SELECT COUNT(*) FROM {table} WHERE 1 = 0");
-        self.conn.execute(&sql, (), None).is_ok()
-    }
-
-    /// Makes `table` by `create` unless it is there, or another process made it meanwhile.
-    fn make(&self, table: &str, create: &str) -> Result<()> {
-        if self.exists(table) {
-            return Ok(());
-        }
-        match self.conn.execute(create, (), None) {
-            Ok(_) => Ok(()),
-            Err(_) if self.exists(table) => Ok(()),
-            Err(e) => Err(failed(format!("creating {table} for --resume"))(e)),
-        }
-    }
-
     /// The rows `sql` returns for `id`'s (table, input, block size).
     fn rows(&self, sql: &str, id: &InputFile, what: &str) -> Result<Vec<Vec<Option<String>>>> {
         let params = (
-            &self.place.table.as_str().into_parameter(),
+            &self.books.table.as_str().into_parameter(),
             &id.input.as_str().into_parameter(),
             &id.block_size,
         );
@@ -191,43 +133,10 @@ impl Ledger<'_> {
     }
 }
 
-/// The rows `sql` returns with `params`, every value as text (`None`, NULL).
-fn text_rows(
-    conn: &Connection<'_>,
-    sql: &str,
-    params: impl ParameterCollectionRef,
-    what: &str,
-) -> Result<Vec<Vec<Option<String>>>> {
-    let read = || failed(format!("reading {what}"));
-    let Some(mut cursor) = conn.execute(sql, params, None).map_err(read())? else {
-        return Ok(Vec::new());
-    };
-    let columns = cursor.num_result_cols().map_err(read())? as u16;
-    let mut rows = Vec::new();
-    let mut buf = Vec::new();
-    while let Some(mut row) = cursor.next_row().map_err(read())? {
-        let mut values = Vec::new();
-        for column in 1..=columns {
-            let value = row.get_text(column, &mut buf).map_err(read())?;
-            values.push(value.then(|| String::from_utf8_lossy(&buf).trim().to_string()));
-        }
-        rows.push(values);
-    }
-    Ok(rows)
-}
-
-/// `value`, a ledger's integer read as text.
-fn int(value: &Option<String>, what: &str) -> Result<i64> {
-    value
-        .as_deref()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| Error::Internal(format!("{what} holds {value:?}, not an integer")))
-}
-
 impl inrush_load::resume::Ledger for Ledger<'_> {
     async fn create(&mut self) -> Result<()> {
-        self.make(&self.place.inputs, &self.place.create_inputs())?;
-        self.make(&self.place.ledger, &self.place.create_ledger())
+        make(self.conn, &self.books.inputs, &self.books.create_inputs())?;
+        make(self.conn, &self.books.ledger, &self.books.create_ledger())
     }
 
     async fn register(&mut self, id: &InputFile) -> Result<()> {
@@ -237,10 +146,10 @@ impl inrush_load::resume::Ledger for Ledger<'_> {
         let sql = format!(
             "INSERT INTO {} (tbl, input, block_size, size, mtime, fingerprint, data_start, \
              started_at) VALUES (?, ?, ?, ?, ?, ?, ?, CURRENT_TIMESTAMP)",
-            self.place.inputs
+            self.books.inputs
         );
         let params = (
-            &self.place.table.as_str().into_parameter(),
+            &self.books.table.as_str().into_parameter(),
             &id.input.as_str().into_parameter(),
             &id.block_size,
             &id.size,
@@ -254,13 +163,13 @@ impl inrush_load::resume::Ledger for Ledger<'_> {
             Err(_) if self.registered(id).await?.is_some() => Ok(()),
             Err(e) => Err(failed(format!(
                 "registering the input in {}",
-                self.place.inputs
+                self.books.inputs
             ))(e)),
         }
     }
 
     async fn registered(&mut self, id: &InputFile) -> Result<Option<(i64, String, String)>> {
-        let inputs = &self.place.inputs;
+        let inputs = &self.books.inputs;
         let sql = format!(
             "SELECT size, mtime, fingerprint FROM {inputs} \
              WHERE tbl = ? AND input = ? AND block_size = ?"
@@ -278,7 +187,7 @@ impl inrush_load::resume::Ledger for Ledger<'_> {
     }
 
     async fn blocks(&mut self, id: &InputFile) -> Result<Vec<Committed>> {
-        let (ledger, rows) = (&self.place.ledger, &self.place.rows);
+        let (ledger, rows) = (&self.books.ledger, &self.books.rows);
         let sql = format!(
             "SELECT block_offset, block_len, first_line, next_line, {rows} FROM {ledger} \
              WHERE tbl = ? AND input = ? AND block_size = ? ORDER BY block_offset"

@@ -4,13 +4,18 @@
 //!
 //! Rows go as ODBC parameter arrays: one execute of a prepared INSERT carries up to
 //! [`ROWS_PER_EXECUTE`] rows, bound column by column as text the driver converts to each
-//! column's type (array DML). Each connection prepares its INSERT once. Every connection loads in its own
-//! transaction, and the driver's one rule commits them together (`inrush_load::target`).
-//! The table's indexes and keys stay as they are: over ODBC inrush changes no definition.
+//! column's type (array DML). Each connection prepares its INSERT once. Every connection
+//! loads in its own transaction, and the kit's one rule commits them together
+//! (`inrush_load::target`); a COMMIT whose answer is lost is asked about ([`outcome`]), and
+//! `--resume` commits block by block with a ledger ([`ledger`]), in tables beside the
+//! target's ([`books`]). The table's indexes and keys stay as they are: over ODBC inrush
+//! changes no definition.
 
 mod advice;
+mod books;
 mod driver;
 mod ledger;
+mod outcome;
 mod target;
 mod writer;
 
@@ -60,6 +65,14 @@ pub(crate) fn failed(what: impl Into<String>) -> impl FnOnce(odbc_api::Error) ->
                 state,
             },
         )
+    }
+}
+
+/// The SQLSTATE of a failed call, or nothing.
+pub(crate) fn state_of(e: &odbc_api::Error) -> String {
+    match e {
+        odbc_api::Error::Diagnostics { record, .. } => record.state.as_str().to_string(),
+        _ => String::new(),
     }
 }
 

@@ -1,13 +1,15 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
 use crate::advice;
+use crate::books::Books;
 use crate::driver::{Dbms, Driver, Savepoint};
-use crate::ledger::Place;
+use crate::outcome::Pending;
 use crate::writer::OdbcWriter;
 use crate::{failed, without_password};
 use inrush_core::catalog::TableSize;
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::commits::EarlierLoad;
 use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
 use inrush_load::target::{self, At, Encoding, Load, Refused, RowEncoder, Target, Writer};
@@ -18,6 +20,7 @@ use odbc_api::{Connection, ConnectionOptions};
 use std::sync::Arc;
 
 /// A database behind an ODBC connection string, as the target of loads.
+#[derive(Clone)]
 pub struct OdbcTarget {
     connection: String,
 }
@@ -39,11 +42,15 @@ impl OdbcTarget {
         ledger_of(&driver, schema, name).status(&self.connect()?, table.is_some())
     }
 
-    fn connect(&self) -> Result<Connection<'static>> {
+    pub(crate) fn connect(&self) -> Result<Connection<'static>> {
         let env = odbc_api::environment().map_err(failed("starting unixODBC's driver manager"))?;
-        let shown = without_password(&self.connection);
         env.connect_with_connection_string(&self.connection, ConnectionOptions::default())
-            .map_err(failed(format!("connecting with {shown}")))
+            .map_err(failed(format!("connecting with {}", self.shown())))
+    }
+
+    /// The connection string as messages show it.
+    pub(crate) fn shown(&self) -> String {
+        without_password(&self.connection)
     }
 }
 
@@ -142,7 +149,9 @@ impl Target for OdbcTarget {
         Ok(Box::new(OdbcLoad {
             target: self,
             driver,
-            ledger: Arc::new(ledger),
+            books: Arc::new(ledger),
+            marks: false,
+            writers: 0,
             table: target::Table {
                 name: qualified,
                 columns,
@@ -164,14 +173,14 @@ fn split(table: &str) -> (Option<&str>, &str) {
 }
 
 /// The `--resume` ledger of `schema`'s table `name`, each quoted as `driver` quotes names.
-fn ledger_of(driver: &Driver, schema: Option<&str>, name: &str) -> Place {
+fn ledger_of(driver: &Driver, schema: Option<&str>, name: &str) -> Books {
     let quoted = |n: &str| quote_name(driver.quote, n);
     let schema = schema.map(quoted);
     let table = match &schema {
         Some(schema) => format!("{schema}.{}", quoted(name)),
         None => quoted(name),
     };
-    Place::new(driver.kind(), driver.quote, schema.as_deref(), &table)
+    Books::new(driver.kind(), driver.quote, schema.as_deref(), &table)
 }
 
 /// `name` as a delimited identifier in the driver's `quote` character, that character doubled
@@ -230,8 +239,12 @@ fn columns(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<V
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
     driver: Driver,
-    /// Where `--resume` records the blocks committed.
-    ledger: Arc<Place>,
+    /// inrush's tables beside the table: the `--resume` ledger, the commits' marks and records.
+    books: Arc<Books>,
+    /// Whether the marks' and records' tables are there (see [`Books::prepare`]).
+    marks: bool,
+    /// Writers opened so far, each mark's token apart.
+    writers: usize,
     table: target::Table,
 }
 
@@ -302,7 +315,23 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
-        self.ledger.open(&self.target.connect()?, input)
+        self.books.open(&self.target.connect()?, input)
+    }
+
+    fn begin(&mut self, _: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        // Under --resume each block's commit is in the ledger; --check commits nothing.
+        if !opts.resume && !opts.check_only {
+            self.marks = self.books.prepare(&self.target.connect()?);
+        }
+        Ok(false)
+    }
+
+    fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
+        self.books.unfinished(&self.target.connect()?)
+    }
+
+    fn forget_load(&mut self, identity: &str) -> Result<()> {
+        self.books.forget(&self.target.connect()?, identity)
     }
 
     fn writer(
@@ -329,8 +358,17 @@ impl Load for OdbcLoad<'_> {
         let interrupt = opts.interrupt.clone();
         let savepoint = (opts.max_errors > 0).then(|| Savepoint::of(self.driver.kind()));
         let table = &self.table.name;
-        let resume = resume.map(|input| (Arc::clone(&self.ledger), input.clone()));
-        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt, resume);
+        let resume = resume.map(|input| (Arc::clone(&self.books), input.clone()));
+        self.writers += 1;
+        let token = format!("{}-{}", inrush_load::commits::run_token(), self.writers);
+        let pending = Pending {
+            target: self.target.clone(),
+            books: Arc::clone(&self.books),
+            token: self.marks.then_some(token),
+            limit: opts.network_timeout,
+        };
+        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt)
+            .committing(pending, self.marks, resume);
         Ok(Box::new(writer))
     }
 }

@@ -7,14 +7,16 @@
 //! parses each again) are given INSERTs of several rows each (`VALUES (..), (..)`), so the
 //! database parses and plans once per many rows.
 
+use crate::books::Books;
 use crate::driver::Savepoint;
-use crate::ledger::Place;
+use crate::outcome::{self, Pending};
 use crate::{failed, ROWS_PER_EXECUTE};
 use bytes::Bytes;
 use inrush_core::ledger::{Committed as Block, InputFile};
+use inrush_load::commits::Fate;
 use inrush_load::isolate::Isolation;
 use inrush_load::row::{Bound, Values};
-use inrush_load::target::{self, Committed, Writer};
+use inrush_load::target::{self, Committed, Share, Writer};
 use inrush_load::{Error, Interrupt, Result};
 use odbc_api::buffers::TextColumn;
 use odbc_api::handles::StatementConnection;
@@ -49,7 +51,10 @@ pub(crate) struct OdbcWriter {
     multi: Option<Insert>,
     interrupt: Arc<Interrupt>,
     /// `--resume`: the ledger each block is recorded in, and the input it is recorded for.
-    resume: Option<(Arc<Place>, InputFile)>,
+    resume: Option<(Arc<Books>, InputFile)>,
+    /// How the commit is made and settled, and whether the load's record may be written.
+    pending: Option<Pending>,
+    records: bool,
 }
 
 /// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
@@ -78,7 +83,6 @@ impl OdbcWriter {
         rows_per_statement: usize,
         savepoint: Option<Savepoint>,
         interrupt: Arc<Interrupt>,
-        resume: Option<(Arc<Place>, InputFile)>,
     ) -> OdbcWriter {
         OdbcWriter {
             session: Session {
@@ -92,8 +96,24 @@ impl OdbcWriter {
             single: None,
             multi: None,
             interrupt,
-            resume,
+            resume: None,
+            pending: None,
+            records: false,
         }
+    }
+
+    /// The writer committing as `pending` says, its share of the load recorded when
+    /// `records`; under `--resume`, each block with its row in the ledger instead.
+    pub(crate) fn committing(
+        mut self,
+        pending: Pending,
+        records: bool,
+        resume: Option<(Arc<Books>, InputFile)>,
+    ) -> OdbcWriter {
+        self.pending = Some(pending);
+        self.records = records;
+        self.resume = resume;
+        self
     }
 
     /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute; returns
@@ -434,16 +454,43 @@ impl Writer for OdbcWriter {
         }
     }
 
-    fn commit(self: Box<Self>) -> Result<Committed> {
+    fn record(&mut self, share: &Share) -> Result<bool> {
+        let Some(pending) = self.pending.as_ref().filter(|_| self.records) else {
+            return Ok(false);
+        };
+        pending
+            .books
+            .record_share(&*lock(&self.session.conn)?, share)?;
+        Ok(true)
+    }
+
+    fn commit(mut self: Box<Self>) -> Result<Committed> {
         if self.resume.is_some() {
             // Every block committed with its ledger row already.
             return Ok(Committed::default());
         }
         target::into_commit(&self.interrupt, true, None)?;
-        lock(&self.session.conn)?
-            .commit()
-            .map_err(failed("committing the load"))?;
-        Ok(Committed::default())
+        let pending = self
+            .pending
+            .take()
+            .ok_or_else(|| Error::Internal("a writer without its commit".into()))?;
+        if let Some(token) = &pending.token {
+            pending.books.mark(&*lock(&self.session.conn)?, token)?;
+        }
+        // The statements go first: the COMMIT runs on a thread of its own.
+        self.single = None;
+        self.multi = None;
+        let conn = Arc::clone(&self.session.conn);
+        match outcome::commit(Arc::clone(&conn), &pending)? {
+            Fate::Committed => {
+                if let Some(token) = &pending.token {
+                    outcome::forget_mark(conn, &pending.books, token, pending.limit);
+                }
+                Ok(Committed::default())
+            }
+            Fate::RolledBack(e) => Err(e),
+            Fate::Unknown { reason, ask } => Err(outcome::unknown(reason, ask)),
+        }
     }
 }
 
@@ -452,7 +499,8 @@ impl Drop for OdbcWriter {
         // The statements first; after a commit this rolls back nothing.
         self.single = None;
         self.multi = None;
-        if let Ok(conn) = lock(&self.session.conn) {
+        // Not waited for: a COMMIT left behind on its thread may hold it.
+        if let Ok(conn) = self.session.conn.try_lock() {
             let _ = conn.rollback();
         }
     }

@@ -306,7 +306,7 @@ impl Engine for Odbc {
 
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)> {
         let target = inrush_odbc::OdbcTarget::new(Self::connection(to)?);
-        Ok((target.status(table)?, "inrush_load_ledger"))
+        Ok((target.status(table)?, "inrush_odbc_ledger"))
     }
 
     fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {

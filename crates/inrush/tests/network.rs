@@ -224,36 +224,43 @@ fn two_connections_with_one_answer_lost_report_both_committed() {
 #[test]
 fn a_commit_that_never_arrives_is_a_partial_commit_of_the_rows_that_did() {
     let (db, proxy, to) = pg_db(PLAIN);
-    arm(&proxy, PG_COMMIT, Action::NeverArrives);
-    let (code, out) = load(&to, &["--connections", "2"]);
+    never_arrives(&db, &proxy, &to, 0);
+}
+
+/// One of two connections' COMMIT (the one after `skip` others) never reaches the server:
+/// exit 5, the message counting exactly the rows in the table, and the same command run again
+/// loads the input once, finds it in already, or is refused, by what the table holds.
+fn never_arrives(db: &Db, proxy: &Proxy, to: &str, skip: usize) {
+    arm_after(proxy, PG_COMMIT, Action::NeverArrives, skip);
+    let (code, out) = load(to, &["--connections", "2"]);
     assert_eq!(proxy.struck(), 1, "{out}");
     assert_eq!(code, 5, "{out}");
     // Which connection's COMMIT is lost is a matter of timing, and so is how many rows it
     // carried (none, even): the message must count exactly those in the table.
-    let rows = count(&db);
+    let rows = count(db);
     assert_eq!(
         rows_said(&out),
         rows,
         "the message counts the committed rows:\n{out}"
     );
-    let (code, again) = load(&to, &["--connections", "2"]);
+    let (code, again) = load(to, &["--connections", "2"]);
     match rows {
         // Nothing of the input is in: the same command loads it once.
         0 => {
             assert_eq!(code, 0, "{again}");
-            assert_whole(&db, "after the rerun");
+            assert_whole(db, "after the rerun");
         }
         // The connection whose COMMIT was lost had no rows: every row is in already.
         n if n == ROWS as i64 => {
             assert_eq!(code, 0, "{again}");
             assert!(again.contains("nothing loaded"), "{again}");
-            assert_whole(&db, "after the rerun");
+            assert_whole(db, "after the rerun");
         }
         // It would load the committed rows twice: it is refused.
         _ => {
             assert_eq!(code, 2, "{again}");
             assert!(again.contains("committed only some"), "{again}");
-            assert_eq!(count(&db), rows, "nothing loaded twice");
+            assert_eq!(count(db), rows, "nothing loaded twice");
         }
     }
 }
@@ -931,4 +938,86 @@ fn a_mariadb_server_gone_silent_at_the_decision_ends_the_step_and_the_same_step_
     let outcome = mariadb_step(&to, "m2", commit(winners.clone()), 30).expect("the decision");
     assert_eq!(sorted(&outcome.committed), winners, "{outcome:?}");
     assert_eq!(mariadb_count(&db), ROWS as i64);
+}
+
+// ---- the same through psqlODBC (`--to odbc:`) ----
+
+/// `conninfo` (through the proxy) as a psqlODBC connection string.
+fn odbc(conninfo: &str) -> String {
+    let mut to = String::from("odbc:Driver={PostgreSQL Unicode};");
+    for (key, odbc) in [
+        ("host=", "Server"),
+        ("port=", "Port"),
+        ("user=", "Uid"),
+        ("dbname=", "Database"),
+    ] {
+        to.push_str(&format!("{odbc}={};", word(conninfo, key)));
+    }
+    to
+}
+
+/// The ODBC loads' records of themselves still in the table beside `t`.
+fn odbc_records(db: &Db) -> i64 {
+    db.int("SELECT CASE WHEN to_regclass('inrush_odbc_commits') IS NULL THEN 0 ELSE (SELECT count(*) FROM inrush_odbc_commits) END")
+}
+
+#[test]
+fn a_lost_commit_answer_over_odbc_is_asked_about_and_the_load_says_it_committed() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    arm(&proxy, PG_COMMIT, Action::AnswerLost);
+    let (code, out) = load(&odbc(&through), &["--connections", "1"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 0, "the rows are in, so the load committed:\n{out}");
+    assert_whole(&db, "after a lost answer");
+    assert_eq!(odbc_records(&db), 0, "a finished load leaves no record");
+}
+
+#[test]
+fn an_odbc_commit_that_never_arrives_commits_nothing_and_a_rerun_loads_once() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    let to = odbc(&through);
+    arm(&proxy, PG_COMMIT, Action::NeverArrives);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(proxy.struck(), 1, "{out}");
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("did not commit"), "asked, not guessed:\n{out}");
+    assert_eq!(count(&db), 0);
+    let (code, out) = load(&to, &["--connections", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert_whole(&db, "after the rerun");
+}
+
+#[test]
+fn an_odbc_commit_that_never_arrives_after_another_is_a_partial_commit_of_its_rows() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    // The connections commit one after the other: the second's COMMIT never arrives.
+    never_arrives(&db, &proxy, &odbc(&through), 1);
+}
+
+#[test]
+fn an_odbc_commit_with_the_server_out_of_reach_exits_9_and_a_rerun_loads_nothing_twice() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    let to = odbc(&through);
+    arm(&proxy, PG_COMMIT, Action::StallAfter);
+    let child = spawn(&to, None, &["--connections", "1", "--network-timeout", "3"]);
+    let deadline = Instant::now() + HANG;
+    while proxy.struck() == 0 {
+        assert!(Instant::now() < deadline, "no COMMIT within {HANG:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    proxy.stall();
+    let (code, out) = finish(child);
+    assert_eq!(code, 9, "{out}");
+    assert!(
+        out.contains("FROM inrush_odbc_marks WHERE token"),
+        "the query that tells:\n{out}"
+    );
+    assert!(out.contains("asks the server first"), "{out}");
+    assert_whole(&db, "the COMMIT did reach the server");
+    proxy.heal();
+    let (code, again) = load(&to, &["--connections", "1"]);
+    assert_eq!(code, 0, "{again}");
+    assert!(again.contains("nothing loaded"), "{again}");
+    assert_whole(&db, "after the rerun");
+    assert_eq!(odbc_records(&db), 0, "the rerun consumed the record");
 }

@@ -87,6 +87,10 @@ fn rows_through_the_driver_are_the_rows_copy_stores_over_one_connection_or_sever
         assert!(out.contains("\"version\":\"PostgreSQL 18"), "{out}");
         assert!(out.contains("ODBC parameter arrays"), "{out}");
         assert_eq!(dump(&db, "ours"), dump(&db, "theirs"), "{out}");
+        // Each connection's mark of its commit, and the load's record, are gone once it
+        // committed.
+        let left = "SELECT (SELECT count(*) FROM inrush_odbc_marks) + (SELECT count(*) FROM inrush_odbc_commits)";
+        assert_eq!(db.int(left), 0, "{out}");
     }
 }
 
