@@ -12,6 +12,7 @@
 //! changes no definition.
 
 mod advice;
+mod apart;
 mod books;
 mod driver;
 mod ledger;

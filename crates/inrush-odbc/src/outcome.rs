@@ -147,7 +147,7 @@ impl Pending {
 /// Commits `conn`'s transaction (its mark written already when there is one); a lost or
 /// late answer is settled by looking over new connections.
 pub(crate) fn commit(conn: SharedConnection<'static>, pending: &Pending) -> Result<Fate> {
-    let answer = apart(move || {
+    let answer = on_a_thread(move || {
         let conn = conn
             .lock()
             .map_err(|_| Answer::Lost("the writer's connection was left poisoned".into()))?;
@@ -194,7 +194,7 @@ pub(crate) fn commit(conn: SharedConnection<'static>, pending: &Pending) -> Resu
 async fn look(pending: &Pending, within: Duration) -> Result<Look, String> {
     let (target, marks) = (pending.target.clone(), pending.books.marks.clone());
     let token = pending.token.clone().unwrap_or_default();
-    let looked = apart(move || {
+    let looked = on_a_thread(move || {
         let conn = target.connect().map_err(|e| e.to_string())?;
         conn.set_autocommit(false).map_err(|e| e.to_string())?;
         let sql = format!("INSERT INTO {marks} (token) VALUES (?)");
@@ -221,7 +221,7 @@ async fn look(pending: &Pending, within: Duration) -> Result<Look, String> {
 }
 
 /// `call` on a thread of its own; its result, or `None` when the thread ended without one.
-async fn apart<T: Send + 'static>(call: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+async fn on_a_thread<T: Send + 'static>(call: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
         let _ = tx.send(call());

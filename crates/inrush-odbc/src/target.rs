@@ -1,28 +1,34 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
 use crate::advice;
+use crate::apart::Cut;
 use crate::books::Books;
 use crate::driver::{Dbms, Driver, Savepoint};
 use crate::outcome::Pending;
-use crate::writer::OdbcWriter;
+use crate::writer::{Inserts, OdbcWriter};
 use crate::{failed, without_password};
 use inrush_core::catalog::TableSize;
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
+use inrush_core::Reporter;
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::commits::EarlierLoad;
 use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
 use inrush_load::target::{self, At, Encoding, Load, Refused, RowEncoder, Target, Writer};
 use inrush_load::{
-    AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, OnConflict, PlanOptions, Result,
+    AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, PlanOptions,
+    Result,
 };
 use odbc_api::{Connection, ConnectionOptions};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A database behind an ODBC connection string, as the target of loads.
 #[derive(Clone)]
 pub struct OdbcTarget {
     connection: String,
+    /// Set when the database is found silent: every writer then stops waiting on it.
+    cut: Arc<Cut>,
 }
 
 impl OdbcTarget {
@@ -31,6 +37,7 @@ impl OdbcTarget {
     pub fn new(connection: &str) -> OdbcTarget {
         OdbcTarget {
             connection: connection.to_string(),
+            cut: Arc::default(),
         }
     }
 
@@ -43,9 +50,30 @@ impl OdbcTarget {
     }
 
     pub(crate) fn connect(&self) -> Result<Connection<'static>> {
+        self.connect_within(LOGIN)
+    }
+
+    /// A connection, the login given at most `within` where the driver keeps to it.
+    fn connect_within(&self, within: Duration) -> Result<Connection<'static>> {
         let env = odbc_api::environment().map_err(failed("starting unixODBC's driver manager"))?;
-        env.connect_with_connection_string(&self.connection, ConnectionOptions::default())
+        let options = ConnectionOptions {
+            login_timeout_sec: Some(within.as_secs().max(1) as u32),
+            ..ConnectionOptions::default()
+        };
+        env.connect_with_connection_string(&self.connection, options)
             .map_err(failed(format!("connecting with {}", self.shown())))
+    }
+
+    /// One look at the database for the watch beside the load: whether a login is answered
+    /// within `within` (the one question every driver and database answers alike).
+    fn look(&self, within: Duration) -> bool {
+        let (answer, answered) = std::sync::mpsc::channel();
+        let target = self.clone();
+        // A login left unanswered keeps its thread; the next look does not wait for it.
+        std::thread::spawn(move || {
+            let _ = answer.send(target.connect_within(within).is_ok());
+        });
+        answered.recv_timeout(within).unwrap_or(false)
     }
 
     /// The connection string as messages show it.
@@ -119,7 +147,30 @@ fn refuse_rejects(opts: &LoadOptions, driver: &Driver) -> Result<()> {
     )))
 }
 
+/// How long a login may take (`SQL_ATTR_LOGIN_TIMEOUT`), where the driver keeps to it.
+const LOGIN: Duration = Duration::from_secs(30);
+
 impl Target for OdbcTarget {
+    /// With the watch beside it: a database that leaves its looks unanswered for the network
+    /// timeout is cut (every writer stops waiting on it), and the load says so.
+    fn beside(
+        &self,
+        opts: &LoadOptions,
+        reporter: &dyn Reporter,
+        load: &mut dyn FnMut() -> Result<LoadSummary>,
+    ) -> Result<LoadSummary> {
+        let shown = self.shown();
+        let loaded = inrush_load::pulse::beside(
+            opts.network_timeout,
+            &shown,
+            reporter,
+            |within| self.look(within),
+            |why| self.cut.cut(why),
+            load,
+        );
+        inrush_load::pulse::explained(loaded, "ODBC", self.cut.why())
+    }
+
     fn supports(&self) -> &'static Support {
         &SUPPORT
     }
@@ -367,8 +418,9 @@ impl Load for OdbcLoad<'_> {
             token: self.marks.then_some(token),
             limit: opts.network_timeout,
         };
-        let writer = OdbcWriter::new(conn, table, &names, rows, savepoint, interrupt)
-            .committing(pending, self.marks, resume);
+        let inserts = Inserts::new(conn, table, &names, rows, savepoint);
+        let cut = Arc::clone(&self.target.cut);
+        let writer = OdbcWriter::new(inserts, pending, self.marks, resume, interrupt, cut);
         Ok(Box::new(writer))
     }
 }

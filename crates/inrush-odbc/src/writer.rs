@@ -7,6 +7,7 @@
 //! parses each again) are given INSERTs of several rows each (`VALUES (..), (..)`), so the
 //! database parses and plans once per many rows.
 
+use crate::apart::{Apart, Cut};
 use crate::books::Books;
 use crate::driver::Savepoint;
 use crate::outcome::{self, Pending};
@@ -39,8 +40,21 @@ struct Insert {
 }
 
 /// The load's transaction on one connection; dropped without [`Writer::commit`], it rolls
-/// back.
+/// back. Its statements run on the connection's own thread ([`Apart`]).
 pub(crate) struct OdbcWriter {
+    apart: Apart<Inserts>,
+    /// The connection, for the COMMIT's thread.
+    conn: SharedConnection<'static>,
+    interrupt: Arc<Interrupt>,
+    /// `--resume`: the ledger each block is recorded in, and the input it is recorded for.
+    resume: Option<(Arc<Books>, InputFile)>,
+    /// How the commit is made and settled, and whether the load's record may be written.
+    pending: Option<Pending>,
+    records: bool,
+}
+
+/// A writer's session and the INSERTs prepared on it, owned by the connection's thread.
+pub(crate) struct Inserts {
     session: Session,
     /// Rows per statement of the multi-row INSERT; 1 when the driver binds arrays itself.
     rows_per_statement: usize,
@@ -49,12 +63,6 @@ pub(crate) struct OdbcWriter {
     /// fill a statement of `multi`, and finds a refused row alone.
     single: Option<Insert>,
     multi: Option<Insert>,
-    interrupt: Arc<Interrupt>,
-    /// `--resume`: the ledger each block is recorded in, and the input it is recorded for.
-    resume: Option<(Arc<Books>, InputFile)>,
-    /// How the commit is made and settled, and whether the load's record may be written.
-    pending: Option<Pending>,
-    records: bool,
 }
 
 /// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
@@ -73,18 +81,40 @@ struct Session {
 }
 
 impl OdbcWriter {
-    /// A writer over `conn`, in a transaction already open, inserting into `table`'s `names`
-    /// (quoted) `rows_per_statement` rows per statement, each execute under `savepoint` when
-    /// there is one.
+    /// A writer of `inserts` whose transaction ends as `pending` says (its share of the load
+    /// recorded when `records`), or, under `--resume`, block by block in the ledger.
+    pub(crate) fn new(
+        inserts: Inserts,
+        pending: Pending,
+        records: bool,
+        resume: Option<(Arc<Books>, InputFile)>,
+        interrupt: Arc<Interrupt>,
+        cut: Arc<Cut>,
+    ) -> OdbcWriter {
+        let conn = Arc::clone(&inserts.session.conn);
+        OdbcWriter {
+            apart: Apart::new(inserts, Arc::clone(&interrupt), cut),
+            conn,
+            interrupt,
+            resume,
+            pending: Some(pending),
+            records,
+        }
+    }
+}
+
+impl Inserts {
+    /// INSERTs into `table`'s `names` (quoted) over `conn`, in a transaction already open,
+    /// `rows_per_statement` rows per statement, each execute under `savepoint` when there is
+    /// one.
     pub(crate) fn new(
         conn: Connection<'static>,
         table: &str,
         names: &[String],
         rows_per_statement: usize,
         savepoint: Option<Savepoint>,
-        interrupt: Arc<Interrupt>,
-    ) -> OdbcWriter {
-        OdbcWriter {
+    ) -> Inserts {
+        Inserts {
             session: Session {
                 conn: Arc::new(Mutex::new(conn)),
                 head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
@@ -95,25 +125,7 @@ impl OdbcWriter {
             rows_per_statement: rows_per_statement.max(1),
             single: None,
             multi: None,
-            interrupt,
-            resume: None,
-            pending: None,
-            records: false,
         }
-    }
-
-    /// The writer committing as `pending` says, its share of the load recorded when
-    /// `records`; under `--resume`, each block with its row in the ledger instead.
-    pub(crate) fn committing(
-        mut self,
-        pending: Pending,
-        records: bool,
-        resume: Option<(Arc<Books>, InputFile)>,
-    ) -> OdbcWriter {
-        self.pending = Some(pending);
-        self.records = records;
-        self.resume = resume;
-        self
     }
 
     /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute; returns
@@ -424,6 +436,15 @@ fn refused_reason(error: Error) -> String {
     }
 }
 
+/// A share of the load's record, owned, for the connection's thread.
+struct OwnedShare {
+    identity: String,
+    load: String,
+    part: usize,
+    parts: usize,
+    rows: u64,
+}
+
 impl Writer for OdbcWriter {
     fn write(
         &mut self,
@@ -431,7 +452,20 @@ impl Writer for OdbcWriter {
         rows: u64,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
-        self.insert(data, rows as usize, refused)
+        // Refused rows are gathered on the connection's thread and named here, in order.
+        let data = data.clone();
+        let (written, found) = self.apart.call(move |inserts| {
+            let mut found = Vec::new();
+            let written = inserts.insert(&data, rows as usize, &mut |row, message, column| {
+                found.push((row, message, column));
+                Ok(())
+            });
+            Ok((written, found))
+        })?;
+        for (row, message, column) in found {
+            refused(row, message, column)?;
+        }
+        written
     }
 
     fn begin_block(&mut self) -> Result<()> {
@@ -440,27 +474,46 @@ impl Writer for OdbcWriter {
     }
 
     fn commit_block(&mut self, block: Block) -> Result<()> {
-        let (ledger, input) = self.resume.as_ref().ok_or_else(|| {
+        let (ledger, input) = self.resume.clone().ok_or_else(|| {
             Error::Internal("a block committed by a load without --resume".into())
         })?;
-        let conn = lock(&self.session.conn)?;
-        ledger.record(&conn, input, block)?;
-        conn.commit().map_err(failed("committing a block"))
+        self.apart.call(move |inserts| {
+            let conn = lock(&inserts.session.conn)?;
+            ledger.record(&conn, &input, block)?;
+            conn.commit().map_err(failed("committing a block"))
+        })
     }
 
     fn roll_back_block(&mut self) {
-        if let Ok(conn) = lock(&self.session.conn) {
-            let _ = conn.rollback();
-        }
+        let _ = self.apart.call(|inserts| {
+            lock(&inserts.session.conn)?
+                .rollback()
+                .map_err(failed("rolling a block back"))
+        });
     }
 
     fn record(&mut self, share: &Share) -> Result<bool> {
         let Some(pending) = self.pending.as_ref().filter(|_| self.records) else {
             return Ok(false);
         };
-        pending
-            .books
-            .record_share(&*lock(&self.session.conn)?, share)?;
+        let books = Arc::clone(&pending.books);
+        let share = OwnedShare {
+            identity: share.identity.to_string(),
+            load: share.load.to_string(),
+            part: share.part,
+            parts: share.parts,
+            rows: share.rows,
+        };
+        self.apart.call(move |inserts| {
+            let share = Share {
+                identity: &share.identity,
+                load: &share.load,
+                part: share.part,
+                parts: share.parts,
+                rows: share.rows,
+            };
+            books.record_share(&*lock(&inserts.session.conn)?, &share)
+        })?;
         Ok(true)
     }
 
@@ -474,17 +527,25 @@ impl Writer for OdbcWriter {
             .pending
             .take()
             .ok_or_else(|| Error::Internal("a writer without its commit".into()))?;
-        if let Some(token) = &pending.token {
-            pending.books.mark(&*lock(&self.session.conn)?, token)?;
-        }
-        // The statements go first: the COMMIT runs on a thread of its own.
-        self.single = None;
-        self.multi = None;
-        let conn = Arc::clone(&self.session.conn);
-        match outcome::commit(Arc::clone(&conn), &pending)? {
+        let (books, token) = (Arc::clone(&pending.books), pending.token.clone());
+        self.apart.call(move |inserts| {
+            if let Some(token) = &token {
+                books.mark(&*lock(&inserts.session.conn)?, token)?;
+            }
+            // The statements go first: the COMMIT runs on a thread of its own.
+            inserts.single = None;
+            inserts.multi = None;
+            Ok(())
+        })?;
+        match outcome::commit(Arc::clone(&self.conn), &pending)? {
             Fate::Committed => {
                 if let Some(token) = &pending.token {
-                    outcome::forget_mark(conn, &pending.books, token, pending.limit);
+                    outcome::forget_mark(
+                        Arc::clone(&self.conn),
+                        &pending.books,
+                        token,
+                        pending.limit,
+                    );
                 }
                 Ok(Committed::default())
             }
@@ -494,7 +555,7 @@ impl Writer for OdbcWriter {
     }
 }
 
-impl Drop for OdbcWriter {
+impl Drop for Inserts {
     fn drop(&mut self) {
         // The statements first; after a commit this rolls back nothing.
         self.single = None;

@@ -1021,3 +1021,19 @@ fn an_odbc_commit_with_the_server_out_of_reach_exits_9_and_a_rerun_loads_nothing
     assert_whole(&db, "after the rerun");
     assert_eq!(odbc_records(&db), 0, "the rerun consumed the record");
 }
+
+#[test]
+fn an_odbc_server_gone_silent_during_the_rows_ends_the_load_in_the_network_timeout() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    let to = odbc(&through);
+    let started = Instant::now();
+    let (code, out) = at_phase(&to, "load", &["--network-timeout", "3"], || proxy.stall());
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("has not answered for 3 s"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{out}");
+    assert_eq!(count(&db), 0, "nothing committed");
+    proxy.heal();
+    let (code, again) = load(&to, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "after the rerun");
+}
