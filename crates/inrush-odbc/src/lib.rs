@@ -14,6 +14,7 @@
 mod advice;
 mod apart;
 mod books;
+mod catalog;
 mod driver;
 mod ledger;
 mod outcome;

@@ -3,11 +3,12 @@
 use crate::advice;
 use crate::apart::Cut;
 use crate::books::Books;
+use crate::catalog;
 use crate::driver::{Dbms, Driver, Savepoint};
 use crate::outcome::Pending;
 use crate::writer::{Inserts, OdbcWriter};
 use crate::{failed, without_password};
-use inrush_core::catalog::TableSize;
+use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
 use inrush_core::Reporter;
 use inrush_core::{SqlType, TargetColumn};
@@ -183,7 +184,8 @@ impl Target for OdbcTarget {
         refuse_unsupported(opts)?;
         let conn = self.connect()?;
         let (schema, name) = split(&opts.table);
-        let columns = columns(&conn, schema, name)?;
+        let columns = catalog::columns(&conn, schema, name)?;
+        let indexes = catalog::indexes(&conn, schema, name);
         let driver = Driver::read(conn)?;
         refuse_rejects(opts, &driver)?;
         if columns.is_empty() {
@@ -201,6 +203,7 @@ impl Target for OdbcTarget {
             target: self,
             driver,
             books: Arc::new(ledger),
+            indexes,
             marks: false,
             writers: 0,
             table: target::Table {
@@ -241,51 +244,6 @@ fn quote_name(quote: char, name: &str) -> String {
     format!("{quote}{}{quote}", name.replace(quote, &doubled))
 }
 
-/// The table's columns as the driver's catalog (`SQLColumns`) lists them, in table order.
-fn columns(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Vec<TargetColumn>> {
-    let rows = conn
-        .columns("", schema.unwrap_or("%"), table, "%")
-        .map_err(failed(format!("reading the columns of {table}")))?;
-    let mut columns = Vec::new();
-    let mut schemas = Vec::new();
-    for row in rows {
-        let row = row.map_err(failed(format!("reading the columns of {table}")))?;
-        let text = |v: &odbc_api::parameter::VarCharArray<255>| {
-            v.as_str().ok().flatten().unwrap_or_default().to_string()
-        };
-        let found = row
-            .schema
-            .as_str()
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-            .to_string();
-        if !schemas.contains(&found) {
-            schemas.push(found);
-        }
-        columns.push(TargetColumn {
-            name: text(&row.column_name),
-            type_sql: row
-                .type_name
-                .as_str()
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-                .to_string(),
-            sql_type: SqlType::Text,
-            // SQL_NO_NULLS.
-            not_null: row.nullable == 0,
-        });
-    }
-    if schemas.len() > 1 {
-        return Err(Error::Usage(format!(
-            "--table {table}: there is a table of that name in schemas {}; name one (SCHEMA.{table})",
-            schemas.join(", ")
-        )));
-    }
-    Ok(columns)
-}
-
 /// One load through ODBC.
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
@@ -294,6 +252,8 @@ struct OdbcLoad<'t> {
     books: Arc<Books>,
     /// Whether the marks' and records' tables are there (see [`Books::prepare`]).
     marks: bool,
+    /// The table's indexes, as the driver lists them: kept, and said.
+    indexes: Vec<IndexInfo>,
     /// Writers opened so far, each mark's token apart.
     writers: usize,
     table: target::Table,
@@ -342,7 +302,7 @@ impl Load for OdbcLoad<'_> {
         let plan = LoadPlan::decide(
             &self.table.name,
             &can,
-            Vec::new(),
+            self.indexes.clone(),
             Vec::new(),
             size,
             load_bytes,

@@ -11,6 +11,8 @@
 //! file's own (one per test process). Counts are read straight from the servers, never
 //! through the proxy.
 
+mod odbc_common;
+
 use inrush_load::job::{JobOutcome, JobStep, Parts};
 use inrush_postgres::{PrivateServer, ServerOptions};
 use inrush_testkit::proxy::{Action, Fault, Proxy};
@@ -944,16 +946,7 @@ fn a_mariadb_server_gone_silent_at_the_decision_ends_the_step_and_the_same_step_
 
 /// `conninfo` (through the proxy) as a psqlODBC connection string.
 fn odbc(conninfo: &str) -> String {
-    let mut to = String::from("odbc:Driver={PostgreSQL Unicode};");
-    for (key, odbc) in [
-        ("host=", "Server"),
-        ("port=", "Port"),
-        ("user=", "Uid"),
-        ("dbname=", "Database"),
-    ] {
-        to.push_str(&format!("{odbc}={};", word(conninfo, key)));
-    }
-    to
+    odbc_common::psqlodbc(conninfo)
 }
 
 /// The ODBC loads' records of themselves still in the table beside `t`.

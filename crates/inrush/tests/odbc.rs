@@ -6,6 +6,7 @@
 //! over ODBC is refused before anything changes.
 
 mod mariadb_common;
+mod odbc_common;
 mod sqlite_common;
 mod stop_common;
 
@@ -16,24 +17,9 @@ const BIN: &str = env!("CARGO_BIN_EXE_inrush");
 const COLUMNS: &str =
     "(id integer PRIMARY KEY, name varchar(40), amount numeric(10,2), day date, note text)";
 
-/// `--to` for `db` through psqlODBC, from its `host= port= user= dbname=` conninfo.
+/// `--to` for `db` through psqlODBC.
 fn odbc_to(db: &Db) -> String {
-    let mut to = String::from("odbc:Driver={PostgreSQL Unicode};");
-    for pair in db.conninfo.split_whitespace() {
-        let Some((key, value)) = pair.split_once('=') else {
-            continue;
-        };
-        let key = match key {
-            "host" => "Server",
-            "port" => "Port",
-            "user" => "Uid",
-            "dbname" => "Database",
-            "password" => "Pwd",
-            _ => continue,
-        };
-        to.push_str(&format!("{key}={value};"));
-    }
-    to
+    odbc_common::psqlodbc(&db.conninfo)
 }
 
 /// `rows` rows with a header: quotes, commas, Unicode, signs, leap days, NULLs, and a long
@@ -236,6 +222,11 @@ fn plan_says_the_table_keeps_its_indexes_and_changes_nothing() {
         out.contains("indexes and keys are kept: over ODBC"),
         "{out}"
     );
+    // Each index the driver lists, by name.
+    assert!(
+        out.contains("index ours_pkey") && out.contains("index ours_day"),
+        "{out}"
+    );
     // The database's own statistics command, and no other database's bulk path.
     assert!(out.contains("run ANALYZE \"ours\""), "{out}");
     assert!(
@@ -274,17 +265,9 @@ fn same_as_bulk(
     assert_eq!(dump("ours"), theirs, "{out}");
 }
 
-/// `--to` for `db` through MariaDB Connector/ODBC, from its
-/// `mysql://user:password@host:port/database` URL.
+/// `--to` for `db` through MariaDB Connector/ODBC.
 fn mariadb_to(db: &MariaDb) -> String {
-    let (_, rest) = db.url.split_once("://").unwrap();
-    let (login, rest) = rest.split_once('@').unwrap();
-    let (user, password) = login.split_once(':').unwrap();
-    let (address, database) = rest.split_once('/').unwrap();
-    let (host, port) = address.split_once(':').unwrap();
-    format!(
-        "odbc:Driver={{MariaDB Unicode}};Server={host};Port={port};Database={database};User={user};Password={password};"
-    )
+    odbc_common::mariadb_odbc(&db.url)
 }
 
 #[test]
@@ -322,7 +305,7 @@ fn rows_the_database_refuses_go_to_the_reject_file_through_sqlites_driver() {
         .execute_batch(&format!("CREATE TABLE ours {STRICT}"))
         .unwrap();
     rejects_through(
-        &format!("odbc:Driver={{SQLite3}};Database={};", file.display()),
+        &odbc_common::sqlite_odbc(&file),
         dir.path(),
         &|| {
             open()
@@ -373,7 +356,7 @@ fn rows_through_sqlites_driver_are_the_rows_import_stores() {
     .unwrap();
     drop(conn);
     sqlite_common::shell_import(&path, &file, "theirs");
-    let to = format!("odbc:Driver={{SQLite3}};Database={};", file.display());
+    let to = odbc_common::sqlite_odbc(&file);
     // SQLite takes one writer at a time: the load asks for three and writes over one.
     same_as_bulk(&to, &path, "3", &|t| {
         let conn = rusqlite::Connection::open(&file).unwrap();
@@ -481,13 +464,9 @@ fn a_resumed_load_through_sqlites_driver_leaves_every_row_once_after_a_kill() {
     open()
         .execute_batch(&format!("CREATE TABLE ours {STRICT}"))
         .unwrap();
-    resumes_through(
-        &format!("odbc:Driver={{SQLite3}};Database={};", file.display()),
-        dir.path(),
-        &|| {
-            open()
-                .query_row("SELECT count(*) FROM ours", [], |r| r.get(0))
-                .unwrap()
-        },
-    );
+    resumes_through(&odbc_common::sqlite_odbc(&file), dir.path(), &|| {
+        open()
+            .query_row("SELECT count(*) FROM ours", [], |r| r.get(0))
+            .unwrap()
+    });
 }

@@ -1,0 +1,134 @@
+//! What the driver's catalog functions say of the target table: its columns (`SQLColumns`) and
+//! its indexes (`SQLStatistics`).
+
+use crate::failed;
+use inrush_core::catalog::IndexInfo;
+use inrush_core::{SqlType, TargetColumn};
+use inrush_load::{Error, Result};
+use odbc_api::handles::{Statement, StatementImpl};
+use odbc_api::sys::{HStmt, SqlReturn};
+use odbc_api::{Connection, Cursor, CursorImpl};
+
+/// The table's columns as the driver's catalog (`SQLColumns`) lists them, in table order.
+pub(crate) fn columns(
+    conn: &Connection<'_>,
+    schema: Option<&str>,
+    table: &str,
+) -> Result<Vec<TargetColumn>> {
+    let rows = conn
+        .columns("", schema.unwrap_or("%"), table, "%")
+        .map_err(failed(format!("reading the columns of {table}")))?;
+    let mut columns = Vec::new();
+    let mut schemas = Vec::new();
+    for row in rows {
+        let row = row.map_err(failed(format!("reading the columns of {table}")))?;
+        let text = |v: &odbc_api::parameter::VarCharArray<255>| {
+            v.as_str().ok().flatten().unwrap_or_default().to_string()
+        };
+        let found = row
+            .schema
+            .as_str()
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .to_string();
+        if !schemas.contains(&found) {
+            schemas.push(found);
+        }
+        columns.push(TargetColumn {
+            name: text(&row.column_name),
+            type_sql: row
+                .type_name
+                .as_str()
+                .ok()
+                .flatten()
+                .unwrap_or_default()
+                .to_string(),
+            sql_type: SqlType::Text,
+            // SQL_NO_NULLS.
+            not_null: row.nullable == 0,
+        });
+    }
+    if schemas.len() > 1 {
+        return Err(Error::Usage(format!(
+            "--table {table}: there is a table of that name in schemas {}; name one (SCHEMA.{table})",
+            schemas.join(", ")
+        )));
+    }
+    Ok(columns)
+}
+
+// odbc-api does not wrap SQLStatistics; unixODBC's driver manager exports it.
+unsafe extern "system" {
+    fn SQLStatistics(
+        statement: HStmt,
+        catalog: *const u8,
+        catalog_len: i16,
+        schema: *const u8,
+        schema_len: i16,
+        table: *const u8,
+        table_len: i16,
+        unique: u16,
+        reserved: u16,
+    ) -> SqlReturn;
+}
+
+/// `SQL_INDEX_ALL`, and `SQL_QUICK` (the statistics the driver has at hand, no count).
+const INDEX_ALL: u16 = 1;
+const QUICK: u16 = 0;
+
+/// The table's indexes as `SQLStatistics` lists them, each kept as it is (over ODBC inrush
+/// drops none); empty when the driver cannot list them.
+pub(crate) fn indexes(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Vec<IndexInfo> {
+    listed(conn, schema, table).unwrap_or_default()
+}
+
+fn listed(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Vec<IndexInfo>> {
+    let read = || failed(format!("reading the indexes of {table}"));
+    let statement: StatementImpl<'_> = conn.preallocate().map_err(read())?.into_handle();
+    let (schema_ptr, schema_len) = match schema {
+        Some(s) => (s.as_ptr(), s.len() as i16),
+        None => (std::ptr::null(), 0),
+    };
+    // SAFETY: a statement handle of a live connection, and names that outlive the call
+    // (the driver copies them).
+    let called = unsafe {
+        SQLStatistics(
+            statement.as_sys(),
+            std::ptr::null(),
+            0,
+            schema_ptr,
+            schema_len,
+            table.as_ptr(),
+            table.len() as i16,
+            INDEX_ALL,
+            QUICK,
+        )
+    };
+    if !matches!(called, SqlReturn::SUCCESS | SqlReturn::SUCCESS_WITH_INFO) {
+        return Err(Error::Internal(format!("SQLStatistics on {table} failed")));
+    }
+    // SAFETY: the statement now holds SQLStatistics' result set.
+    let mut cursor = unsafe { CursorImpl::new(statement) };
+    let (mut found, mut name, mut kind, mut non_unique) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    while let Some(mut row) = cursor.next_row().map_err(read())? {
+        // TYPE 0 (SQL_TABLE_STAT) is the table's own row, without an index.
+        row.get_text(7, &mut kind).map_err(read())?;
+        if !row.get_text(6, &mut name).map_err(read())? || kind == b"0" {
+            continue;
+        }
+        row.get_text(4, &mut non_unique).map_err(read())?;
+        let name = String::from_utf8_lossy(&name).into_owned();
+        if found.iter().any(|i: &IndexInfo| i.name == name) {
+            continue;
+        }
+        found.push(IndexInfo {
+            name,
+            unique: non_unique == b"0",
+            stays: Some("kept: over ODBC inrush changes no definition".into()),
+            ..IndexInfo::default()
+        });
+    }
+    Ok(found)
+}
