@@ -21,7 +21,7 @@ use inrush_load::{
     Result,
 };
 use odbc_api::{Connection, ConnectionOptions};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A database behind an ODBC connection string, as the target of loads.
@@ -65,14 +65,32 @@ impl OdbcTarget {
             .map_err(failed(format!("connecting with {}", self.shown())))
     }
 
-    /// One look at the database for the watch beside the load: whether a login is answered
-    /// within `within` (the one question every driver and database answers alike).
-    fn look(&self, within: Duration) -> bool {
+    /// One look at the database for the watch beside the load, over `held` (a connection of
+    /// the watch's own, made when missing): whether a catalog question (`SQLTables`, which
+    /// every driver asks its database, unlike `SELECT 1`) is answered within `within`.
+    fn look(&self, within: Duration, held: &Arc<Mutex<Option<Connection<'static>>>>) -> bool {
         let (answer, answered) = std::sync::mpsc::channel();
-        let target = self.clone();
-        // A login left unanswered keeps its thread; the next look does not wait for it.
+        let (target, held) = (self.clone(), Arc::clone(held));
+        // A look left unanswered keeps its thread and the connection; the next ones find it
+        // held and count as unanswered too, until it returns.
         std::thread::spawn(move || {
-            let _ = answer.send(target.connect_within(within).is_ok());
+            let Ok(mut conn) = held.try_lock() else {
+                let _ = answer.send(false);
+                return;
+            };
+            if conn.is_none() {
+                *conn = target.connect_within(within).ok();
+            }
+            let asked = conn.as_ref().is_some_and(|c| {
+                c.tables("", "", "inrush_look", "")
+                    .map(|rows| rows.count())
+                    .is_ok()
+            });
+            if !asked {
+                // Made again at the next look.
+                *conn = None;
+            }
+            let _ = answer.send(asked);
         });
         answered.recv_timeout(within).unwrap_or(false)
     }
@@ -161,11 +179,12 @@ impl Target for OdbcTarget {
         load: &mut dyn FnMut() -> Result<LoadSummary>,
     ) -> Result<LoadSummary> {
         let shown = self.shown();
+        let held = Arc::new(Mutex::new(None));
         let loaded = inrush_load::pulse::beside(
             opts.network_timeout,
             &shown,
             reporter,
-            |within| self.look(within),
+            |within| self.look(within, &held),
             |why| self.cut.cut(why),
             load,
         );

@@ -1030,3 +1030,18 @@ fn an_odbc_server_gone_silent_during_the_rows_ends_the_load_in_the_network_timeo
     assert_eq!(code, 0, "{again}");
     assert_whole(&db, "after the rerun");
 }
+
+#[test]
+fn an_odbc_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    proxy.set_bandwidth(Some(1 << 20));
+    let started = Instant::now();
+    let (code, out) = load(&odbc(&through), &["--network-timeout", "2"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("has not answered"), "{out}");
+    assert!(
+        started.elapsed() > Duration::from_secs(2),
+        "longer than the timeout: {out}"
+    );
+    assert_whole(&db, "a slow load");
+}
