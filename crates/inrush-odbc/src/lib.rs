@@ -15,6 +15,7 @@ mod advice;
 mod apart;
 mod books;
 mod catalog;
+mod create;
 mod driver;
 mod ledger;
 mod outcome;

@@ -4,6 +4,7 @@ use crate::advice;
 use crate::apart::Cut;
 use crate::books::Books;
 use crate::catalog;
+use crate::create;
 use crate::driver::{Dbms, Driver, Savepoint};
 use crate::outcome::Pending;
 use crate::writer::{Inserts, OdbcWriter};
@@ -15,7 +16,9 @@ use inrush_core::{SqlType, TargetColumn};
 use inrush_load::commits::EarlierLoad;
 use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
-use inrush_load::target::{self, At, Encoding, Load, Refused, RowEncoder, Target, Writer};
+use inrush_load::target::{
+    self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
+};
 use inrush_load::{
     AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, PlanOptions,
     Result,
@@ -134,12 +137,9 @@ const SUPPORT: Support = Support {
 
 /// The options a load over ODBC does not carry out yet, each with why.
 fn refuse_unsupported(opts: &LoadOptions) -> Result<()> {
-    let refused = if opts.create {
-        Some("--create")
-    } else if opts.on_conflict != OnConflict::Error {
-        Some("--on-conflict")
-    } else {
-        None
+    let refused = match opts.on_conflict != OnConflict::Error {
+        true => Some("--on-conflict"),
+        false => None,
     };
     match refused {
         Some(option) => Err(Error::Usage(format!(
@@ -198,7 +198,7 @@ impl Target for OdbcTarget {
     fn prepare(
         &self,
         opts: &LoadOptions,
-        _: Option<&[(String, SqlType)]>,
+        create: Option<&[(String, SqlType)]>,
     ) -> Result<Box<dyn Load + '_>> {
         refuse_unsupported(opts)?;
         let conn = self.connect()?;
@@ -207,17 +207,34 @@ impl Target for OdbcTarget {
         let indexes = catalog::indexes(&conn, schema, name);
         let driver = Driver::read(conn)?;
         refuse_rejects(opts, &driver)?;
-        if columns.is_empty() {
-            return Err(Error::NoSuchTable {
-                table: opts.table.clone(),
-                place: format!(
-                    " (the {} driver's catalog lists no column of it)",
-                    driver.dbms
-                ),
-            });
-        }
         let ledger = ledger_of(&driver, schema, name);
         let qualified = ledger.table().to_string();
+        let (columns, create_sql) = match (create, columns.is_empty()) {
+            (None, false) => (columns, None),
+            (None, true) => {
+                return Err(Error::NoSuchTable {
+                    table: opts.table.clone(),
+                    place: format!(
+                        " (the {} driver's catalog lists no column of it)",
+                        driver.dbms
+                    ),
+                })
+            }
+            (Some(_), false) => {
+                return Err(Error::TableExists {
+                    table: qualified,
+                    place: String::new(),
+                })
+            }
+            (Some(inferred), true) => {
+                let quote = |n: &str| quote_name(driver.quote, n);
+                let conn = self.connect()?;
+                let (kind, types) = (driver.kind(), &opts.create_types);
+                let (columns, sql) =
+                    create::design(&conn, kind, &qualified, inferred, types, &quote)?;
+                (columns, Some(sql))
+            }
+        };
         Ok(Box::new(OdbcLoad {
             target: self,
             driver,
@@ -229,7 +246,7 @@ impl Target for OdbcTarget {
                 name: qualified,
                 columns,
                 bytes: None,
-                create_sql: None,
+                create_sql,
                 create_note: None,
                 changed_by_delete: Vec::new(),
             },
@@ -330,8 +347,12 @@ impl Load for OdbcLoad<'_> {
         Ok(plan)
     }
 
-    fn encoding(&mut self, _: &[TargetColumn]) -> Result<Encoding> {
-        Ok(Encoding::encoder(Box::new(TextValues)))
+    fn encoding(&mut self, columns: &[TargetColumn]) -> Result<Encoding> {
+        let digits = columns
+            .iter()
+            .map(|c| c.sql_type == SqlType::Boolean && create::takes_digits(&c.type_sql))
+            .collect();
+        Ok(Encoding::encoder(Box::new(TextValues { digits })))
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
@@ -349,11 +370,32 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn begin(&mut self, _: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+        // DDL commits on some databases: --create's table is made here, in autocommit, and
+        // dropped again by `end` when the load does not commit.
+        if let (Some(sql), false) = (&self.table.create_sql, opts.check_only) {
+            let conn = self.target.connect()?;
+            conn.execute(sql, (), None).map_err(create::refused(sql))?;
+        }
         // Under --resume each block's commit is in the ledger; --check commits nothing.
         if !opts.resume && !opts.check_only {
             self.marks = self.books.prepare(&self.target.connect()?);
         }
         Ok(false)
+    }
+
+    fn end(
+        &mut self,
+        _: &LoadPlan,
+        opts: &LoadOptions,
+        committed: bool,
+        _: &dyn Reporter,
+    ) -> Result<Committed> {
+        if let (Some(_), false, false) = (&self.table.create_sql, committed, opts.check_only) {
+            let sql = format!("DROP TABLE {}", self.table.name);
+            let conn = self.target.connect()?;
+            conn.execute(&sql, (), None).map_err(failed(sql.clone()))?;
+        }
+        Ok(Committed::default())
     }
 
     fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
@@ -406,11 +448,15 @@ impl Load for OdbcLoad<'_> {
 
 /// Each field as text (NULL for an empty unquoted field), converted by the driver to its
 /// column's type: the database checks every value, and a value it refuses fails the load.
-struct TextValues;
+/// A boolean goes as 1 or 0 into a column `--create` made for booleans on a database without
+/// a boolean type (`digits`).
+struct TextValues {
+    digits: Vec<bool>,
+}
 
 impl RowEncoder for TextValues {
     fn worker(&self, _: bool) -> Box<dyn target::RowWriter + '_> {
-        Box::new(TextValues)
+        Box::new(self)
     }
 
     fn reads_plain(&self) -> bool {
@@ -418,13 +464,23 @@ impl RowEncoder for TextValues {
     }
 }
 
-impl target::RowWriter for TextValues {
+impl target::RowWriter for &TextValues {
     fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
-        for field in fields {
-            push(
-                out,
-                field.map_or(Bound::Null, |f| Bound::Text(f.as_bytes())),
-            );
+        let mark = out.len();
+        for (i, field) in fields.iter().enumerate() {
+            let bound = match (field, self.digits.get(i).copied().unwrap_or(false)) {
+                (None, _) => Bound::Null,
+                (Some(f), false) => Bound::Text(f.as_bytes()),
+                (Some(f), true) => match inrush_encode::boolin(f) {
+                    Some(b) => Bound::Text(if b { b"1" } else { b"0" }),
+                    None => {
+                        out.truncate(mark);
+                        let reason = "not a boolean (true/false, yes/no, on/off, t/f, y/n, 1/0)";
+                        return Err(Refused::Value(i, reason.into()));
+                    }
+                },
+            };
+            push(out, bound);
         }
         Ok(())
     }

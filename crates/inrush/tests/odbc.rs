@@ -186,7 +186,7 @@ fn what_is_not_carried_out_over_odbc_is_refused_with_2_and_the_password_never_sh
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rows.csv");
     std::fs::write(&path, csv(10)).unwrap();
-    for extra in [&["--create"][..], &["--on-conflict", "skip"], &["--text"]] {
+    for extra in [&["--on-conflict", "skip"][..], &["--text"]] {
         let (code, out) = load(&db, &path, extra);
         assert_eq!(code, 2, "{extra:?}: {out}");
         assert!(out.contains("ODBC"), "{extra:?}: {out}");
