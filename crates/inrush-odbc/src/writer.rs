@@ -68,7 +68,7 @@ pub(crate) struct Inserts {
 /// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
 struct Session {
     /// Shared with the prepared INSERTs, which own statements of it, and used alone for the
-    /// transaction's end; only the writer's thread locks it.
+    /// transaction's end (see [`lock`]).
     conn: SharedConnection<'static>,
     /// `INSERT INTO t (a, b) VALUES `, and one row's `(?, ?)`.
     head: String,
@@ -214,7 +214,8 @@ fn row_bytes(widths: &[usize]) -> usize {
     widths.iter().map(|w| w + 1 + 8).sum()
 }
 
-/// `conn`, locked: by the writer's thread only, so never waited for.
+/// `conn`, locked: by one thread at a time (the connection's, then the COMMIT's once the
+/// connection's has sent its last statement), so never waited for.
 fn lock<'a>(conn: &'a SharedConnection<'static>) -> Result<MutexGuard<'a, Connection<'static>>> {
     conn.lock()
         .map_err(|_| Error::Internal("a writer's connection was left poisoned".into()))
