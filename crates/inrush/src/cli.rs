@@ -110,8 +110,9 @@ pub struct LoadArgs {
     /// PG* variables and .pgpass fill the gaps, as for psql (so without --to, PGHOST,
     /// PGUSER... or the local socket are used). MariaDB or MySQL: mysql://user@host:3306/db
     /// (or mariadb://; ~/.my.cnf gives the password). SQLite: sqlite:///path/to.db, or a path
-    /// ending in .db, .sqlite or .sqlite3 (created when missing). Read from INRUSH_TO when
-    /// not given.
+    /// ending in .db, .sqlite or .sqlite3 (created when missing). Any other database with an
+    /// ODBC driver: odbc:DSN=name;UID=user, or odbc:Driver={...};Server=...; (the whole
+    /// connection string). Read from INRUSH_TO when not given.
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Target table, as in SQL: `orders`, `sales.orders`, `"Orders"`.
