@@ -1,7 +1,7 @@
 //! [`OdbcTarget`]: the pipeline's [`Target`] for a database reached through its ODBC driver.
 
 use crate::advice;
-use crate::apart::Cut;
+use crate::apart::{Apart, Cut};
 use crate::books::Books;
 use crate::catalog;
 use crate::create;
@@ -19,6 +19,7 @@ use inrush_load::support::{Feature, Support};
 use inrush_load::target::{
     self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
 };
+use inrush_load::Interrupt;
 use inrush_load::{
     AfterLoad, Capabilities, Error, LoadOptions, LoadPlan, LoadSummary, OnConflict, PlanOptions,
     Result,
@@ -96,6 +97,19 @@ impl OdbcTarget {
             let _ = answer.send(asked);
         });
         answered.recv_timeout(within).unwrap_or(false)
+    }
+
+    /// `call` over a new connection, on a thread of its own ([`Apart`]): waited for until it
+    /// returns, a stop is asked before the commit, or the load is cut (the database went
+    /// silent), so that no catalog question or DDL holds the load either.
+    fn over<T: Send + 'static>(
+        &self,
+        interrupt: &Arc<Interrupt>,
+        call: impl FnOnce(Connection<'static>) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let target = self.clone();
+        let mut apart = Apart::new((), Arc::clone(interrupt), Arc::clone(&self.cut));
+        apart.call(move |_| call(target.connect()?))
     }
 
     /// The connection string as messages show it.
@@ -201,11 +215,14 @@ impl Target for OdbcTarget {
         create: Option<&[(String, SqlType)]>,
     ) -> Result<Box<dyn Load + '_>> {
         refuse_unsupported(opts)?;
-        let conn = self.connect()?;
         let (schema, name) = split(&opts.table);
-        let columns = catalog::columns(&conn, schema, name)?;
-        let indexes = catalog::indexes(&conn, schema, name);
-        let driver = Driver::read(conn)?;
+        let (owned_schema, owned_name) = (schema.map(str::to_string), name.to_string());
+        let (columns, indexes, driver) = self.over(&opts.interrupt, move |conn| {
+            let (schema, name) = (owned_schema.as_deref(), owned_name.as_str());
+            let columns = catalog::columns(&conn, schema, name)?;
+            let indexes = catalog::indexes(&conn, schema, name);
+            Ok((columns, indexes, Driver::read(conn)?))
+        })?;
         refuse_rejects(opts, &driver)?;
         let ledger = ledger_of(&driver, schema, name);
         let qualified = ledger.table().to_string();
@@ -227,17 +244,20 @@ impl Target for OdbcTarget {
                 })
             }
             (Some(inferred), true) => {
-                let quote = |n: &str| quote_name(driver.quote, n);
-                let conn = self.connect()?;
-                let (kind, types) = (driver.kind(), &opts.create_types);
-                let (columns, sql) =
-                    create::design(&conn, kind, &qualified, inferred, types, &quote)?;
+                let (quote, kind) = (driver.quote, driver.kind());
+                let (inferred, types) = (inferred.to_vec(), opts.create_types.clone());
+                let table = qualified.clone();
+                let (columns, sql) = self.over(&opts.interrupt, move |conn| {
+                    let quote = |n: &str| quote_name(quote, n);
+                    create::design(&conn, kind, &table, &inferred, &types, &quote)
+                })?;
                 (columns, Some(sql))
             }
         };
         Ok(Box::new(OdbcLoad {
             target: self,
             driver,
+            interrupt: Arc::clone(&opts.interrupt),
             books: Arc::new(ledger),
             indexes,
             marks: false,
@@ -284,6 +304,8 @@ fn quote_name(quote: char, name: &str) -> String {
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
     driver: Driver,
+    /// The load's stop, which ends a wait on the database.
+    interrupt: Arc<Interrupt>,
     /// inrush's tables beside the table: the `--resume` ledger, the commits' marks and records.
     books: Arc<Books>,
     /// Whether the marks' and records' tables are there (see [`Books::prepare`]).
@@ -366,19 +388,28 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn ledger(&mut self, input: &InputFile) -> Result<Vec<Block>> {
-        self.books.open(&self.target.connect()?, input)
+        let (books, input) = (Arc::clone(&self.books), input.clone());
+        self.target
+            .over(&self.interrupt, move |conn| books.open(&conn, &input))
     }
 
     fn begin(&mut self, _: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
         // DDL commits on some databases: --create's table is made here, in autocommit, and
         // dropped again by `end` when the load does not commit.
         if let (Some(sql), false) = (&self.table.create_sql, opts.check_only) {
-            let conn = self.target.connect()?;
-            conn.execute(sql, (), None).map_err(create::refused(sql))?;
+            let sql = sql.clone();
+            self.target.over(&self.interrupt, move |conn| {
+                conn.execute(&sql, (), None)
+                    .map_err(create::refused(&sql))?;
+                Ok(())
+            })?;
         }
         // Under --resume each block's commit is in the ledger; --check commits nothing.
         if !opts.resume && !opts.check_only {
-            self.marks = self.books.prepare(&self.target.connect()?);
+            let books = Arc::clone(&self.books);
+            self.marks = self
+                .target
+                .over(&self.interrupt, move |conn| Ok(books.prepare(&conn)))?;
         }
         Ok(false)
     }
@@ -392,18 +423,24 @@ impl Load for OdbcLoad<'_> {
     ) -> Result<Committed> {
         if let (Some(_), false, false) = (&self.table.create_sql, committed, opts.check_only) {
             let sql = format!("DROP TABLE {}", self.table.name);
-            let conn = self.target.connect()?;
-            conn.execute(&sql, (), None).map_err(failed(sql.clone()))?;
+            self.target.over(&self.interrupt, move |conn| {
+                conn.execute(&sql, (), None).map_err(failed(sql.clone()))?;
+                Ok(())
+            })?;
         }
         Ok(Committed::default())
     }
 
     fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
-        self.books.unfinished(&self.target.connect()?)
+        let books = Arc::clone(&self.books);
+        self.target
+            .over(&self.interrupt, move |conn| books.unfinished(&conn))
     }
 
     fn forget_load(&mut self, identity: &str) -> Result<()> {
-        self.books.forget(&self.target.connect()?, identity)
+        let (books, identity) = (Arc::clone(&self.books), identity.to_string());
+        self.target
+            .over(&self.interrupt, move |conn| books.forget(&conn, &identity))
     }
 
     fn writer(
@@ -413,15 +450,19 @@ impl Load for OdbcLoad<'_> {
         opts: &LoadOptions,
         resume: Option<&InputFile>,
     ) -> Result<Box<dyn Writer>> {
-        let conn = self.target.connect()?;
-        conn.set_autocommit(false)
-            .map_err(failed("opening the load's transaction"))?;
-        if opts.truncate {
-            // In the load's transaction: a load that fails leaves the rows as they were.
-            let delete = format!("DELETE FROM {}", self.table.name);
-            conn.execute(&delete, (), None)
-                .map_err(failed(delete.clone()))?;
-        }
+        // In the load's transaction: a load that fails leaves the rows as they were.
+        let delete = opts
+            .truncate
+            .then(|| format!("DELETE FROM {}", self.table.name));
+        let conn = self.target.over(&self.interrupt, move |conn| {
+            conn.set_autocommit(false)
+                .map_err(failed("opening the load's transaction"))?;
+            if let Some(delete) = &delete {
+                conn.execute(delete, (), None)
+                    .map_err(failed(delete.clone()))?;
+            }
+            Ok(conn)
+        })?;
         let names: Vec<String> = columns
             .iter()
             .map(|c| quote_name(self.driver.quote, &c.name))

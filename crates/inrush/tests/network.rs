@@ -1045,3 +1045,22 @@ fn an_odbc_load_longer_than_the_network_timeout_is_not_taken_for_a_silent_server
     );
     assert_whole(&db, "a slow load");
 }
+
+#[test]
+fn an_odbc_server_gone_silent_before_the_rows_ends_the_load_in_the_network_timeout() {
+    let (db, proxy, through) = pg_db(PLAIN);
+    let to = odbc(&through);
+    // Held before the table is read: the catalog's questions and the ledger's go unanswered.
+    let started = Instant::now();
+    let (code, out) = at_phase(&to, "inspect", &["--network-timeout", "3"], || {
+        proxy.stall()
+    });
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("has not answered for 3 s"), "{out}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{out}");
+    assert_eq!(count(&db), 0, "nothing committed");
+    proxy.heal();
+    let (code, again) = load(&to, &[]);
+    assert_eq!(code, 0, "{again}");
+    assert_whole(&db, "after the rerun");
+}
