@@ -19,6 +19,8 @@ pub(crate) struct Books {
     pub(crate) ledger: String,
     pub(crate) marks: String,
     pub(crate) commits: String,
+    /// Where the check of a driver's parameter arrays puts its rows, one per process.
+    pub(crate) scratch: String,
     /// The `rows` column, quoted: a reserved word on MariaDB.
     pub(crate) rows: String,
     /// The database's 64-bit integer (Oracle has none by that name).
@@ -37,6 +39,7 @@ impl Books {
             ledger: format!("{prefix}inrush_odbc_ledger"),
             marks: format!("{prefix}inrush_odbc_marks"),
             commits: format!("{prefix}inrush_odbc_commits"),
+            scratch: format!("{prefix}inrush_odbc_check_{}", std::process::id()),
             rows: format!("{quote}rows{quote}"),
             bigint: match kind {
                 Dbms::Oracle => "NUMBER(19)",
@@ -71,13 +74,27 @@ pub(crate) fn make(conn: &Connection<'_>, table: &str, create: &str) -> Result<(
     }
 }
 
-/// The rows `sql` returns with `params`, every value as text (`None`, NULL).
+/// The rows `sql` returns with `params`, every value as text (`None`, NULL), trimmed.
 pub(crate) fn text_rows(
     conn: &Connection<'_>,
     sql: &str,
     params: impl ParameterCollectionRef,
     what: &str,
 ) -> Result<Vec<Vec<Option<String>>>> {
+    let text = |v: Vec<u8>| String::from_utf8_lossy(&v).trim().to_string();
+    Ok(raw_rows(conn, sql, params, what)?
+        .into_iter()
+        .map(|row| row.into_iter().map(|v| v.map(text)).collect())
+        .collect())
+}
+
+/// The rows `sql` returns with `params`, every value as the driver's text of it, byte for byte.
+pub(crate) fn raw_rows(
+    conn: &Connection<'_>,
+    sql: &str,
+    params: impl ParameterCollectionRef,
+    what: &str,
+) -> Result<Vec<Vec<Option<Vec<u8>>>>> {
     let read = || failed(format!("reading {what}"));
     let Some(mut cursor) = conn.execute(sql, params, None).map_err(read())? else {
         return Ok(Vec::new());
@@ -89,7 +106,7 @@ pub(crate) fn text_rows(
         let mut values = Vec::new();
         for column in 1..=columns {
             let value = row.get_text(column, &mut buf).map_err(read())?;
-            values.push(value.then(|| String::from_utf8_lossy(&buf).trim().to_string()));
+            values.push(value.then(|| buf.clone()));
         }
         rows.push(values);
     }

@@ -13,6 +13,7 @@
 
 mod advice;
 mod apart;
+mod arrays;
 mod books;
 mod catalog;
 mod create;

@@ -2,12 +2,13 @@
 
 use crate::advice;
 use crate::apart::{Apart, Cut};
+use crate::arrays::{self, ArrayCheck, Policy, Verdict};
 use crate::books::Books;
 use crate::catalog;
 use crate::create;
 use crate::driver::{Dbms, Driver, Savepoint};
 use crate::outcome::Pending;
-use crate::writer::{Inserts, OdbcWriter};
+use crate::writer::{FirstRows, Inserts, OdbcWriter};
 use crate::{failed, without_password};
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
@@ -224,6 +225,8 @@ impl Target for OdbcTarget {
             Ok((columns, indexes, Driver::read(conn)?))
         })?;
         refuse_rejects(opts, &driver)?;
+        let asked = std::env::var(arrays::VARIABLE).ok();
+        let arrays = Policy::of(&driver, asked.as_deref())?;
         let ledger = ledger_of(&driver, schema, name);
         let qualified = ledger.table().to_string();
         let (columns, create_sql) = match (create, columns.is_empty()) {
@@ -257,6 +260,8 @@ impl Target for OdbcTarget {
         Ok(Box::new(OdbcLoad {
             target: self,
             driver,
+            arrays,
+            check: None,
             interrupt: Arc::clone(&opts.interrupt),
             books: Arc::new(ledger),
             indexes,
@@ -304,6 +309,9 @@ fn quote_name(quote: char, name: &str) -> String {
 struct OdbcLoad<'t> {
     target: &'t OdbcTarget,
     driver: Driver,
+    /// Whether rows go as parameter arrays, and the check of them when there is one.
+    arrays: Policy,
+    check: Option<Arc<ArrayCheck>>,
     /// The load's stop, which ends a wait on the database.
     interrupt: Arc<Interrupt>,
     /// inrush's tables beside the table: the `--resume` ledger, the commits' marks and records.
@@ -327,10 +335,17 @@ impl Load for OdbcLoad<'_> {
     }
 
     fn method(&self) -> &'static str {
+        if self.one_at_a_time().is_some() {
+            return "one row per execute (ODBC)";
+        }
         match self.driver.rows_per_statement(self.table.columns.len()) {
             1 => "ODBC parameter arrays",
             _ => "ODBC parameter arrays of multi-row INSERTs",
         }
+    }
+
+    fn slower_because(&self) -> Option<String> {
+        self.one_at_a_time()
     }
 
     fn plan(
@@ -421,6 +436,13 @@ impl Load for OdbcLoad<'_> {
         committed: bool,
         _: &dyn Reporter,
     ) -> Result<Committed> {
+        let notes = match self.check.as_ref().and_then(|c| c.verdict()) {
+            Some(Verdict::Alike(rows)) => vec![format!(
+                "{} was checked: the first {rows} rows sent as parameter arrays read back as sent one row per execute",
+                self.driver.name
+            )],
+            _ => Vec::new(),
+        };
         if let (Some(_), false, false) = (&self.table.create_sql, committed, opts.check_only) {
             let sql = format!("DROP TABLE {}", self.table.name);
             self.target.over(&self.interrupt, move |conn| {
@@ -428,7 +450,10 @@ impl Load for OdbcLoad<'_> {
                 Ok(())
             })?;
         }
-        Ok(Committed::default())
+        Ok(Committed {
+            notes,
+            ..Committed::default()
+        })
     }
 
     fn unfinished_loads(&mut self) -> Result<Vec<(String, EarlierLoad)>> {
@@ -480,10 +505,55 @@ impl Load for OdbcLoad<'_> {
             token: self.marks.then_some(token),
             limit: opts.network_timeout,
         };
-        let inserts = Inserts::new(conn, table, &names, rows, savepoint);
+        let mut inserts = Inserts::new(Arc::new(Mutex::new(conn)), table, &names, rows, savepoint);
+        if self.arrays == Policy::Off {
+            inserts.one_at_a_time();
+        }
+        let inserts = inserts.checked(self.check(&names, rows, opts));
         let cut = Arc::clone(&self.target.cut);
         let writer = OdbcWriter::new(inserts, pending, self.marks, resume, interrupt, cut);
         Ok(Box::new(writer))
+    }
+}
+
+impl OdbcLoad<'_> {
+    /// The load's check of the driver's parameter arrays, made for its first writer, when the
+    /// policy asks for one and rows are sent.
+    fn check(
+        &mut self,
+        names: &[String],
+        rows: usize,
+        opts: &LoadOptions,
+    ) -> Option<Arc<dyn FirstRows>> {
+        if self.arrays != Policy::Check || opts.check_only {
+            return None;
+        }
+        let target = self.target.clone();
+        let check = self.check.get_or_insert_with(|| {
+            let connect = Box::new(move || target.connect());
+            Arc::new(ArrayCheck::new(
+                connect,
+                &self.driver,
+                &self.books,
+                names,
+                rows,
+            ))
+        });
+        Some(Arc::clone(check) as Arc<dyn FirstRows>)
+    }
+
+    /// Why every row goes one per execute, when it does.
+    fn one_at_a_time(&self) -> Option<String> {
+        match (self.arrays, self.check.as_ref().and_then(|c| c.verdict())) {
+            (Policy::Off, _) => Some(format!(
+                "{}=off asks for one row per execute",
+                arrays::VARIABLE
+            )),
+            (_, Some(Verdict::OneAtATime(why))) => {
+                Some(format!("{why}; rows went one per execute"))
+            }
+            _ => None,
+        }
     }
 }
 

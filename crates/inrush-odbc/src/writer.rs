@@ -22,7 +22,7 @@ use inrush_load::{Error, Interrupt, Result};
 use odbc_api::buffers::TextColumn;
 use odbc_api::handles::StatementConnection;
 use odbc_api::{ColumnarBulkInserter, Connection, ConnectionTransitions, SharedConnection};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 
 /// One execute's parameters, as text buffers bound to a prepared INSERT.
 type Inserter =
@@ -63,6 +63,15 @@ pub(crate) struct Inserts {
     /// fill a statement of `multi`, and finds a refused row alone.
     single: Option<Insert>,
     multi: Option<Insert>,
+    /// Asked with the first rows whether parameter arrays may carry them; taken then.
+    check: Option<Arc<dyn FirstRows>>,
+}
+
+/// Whether a driver's parameter arrays store what one row per execute stores, asked once with
+/// the load's first rows (`crate::arrays` asks it of drivers not tested here).
+pub(crate) trait FirstRows: Send + Sync {
+    /// `false`: every row goes one per execute.
+    fn arrays_carry(&self, data: &[u8], rows: usize) -> bool;
 }
 
 /// A writer's connection, its INSERT's words and, when rejects are allowed, its savepoint.
@@ -78,6 +87,8 @@ struct Session {
     /// When rejects are allowed (`--max-errors`): each execute goes under it, so a refused one
     /// is undone alone and its rows are looked through for the refused ones.
     savepoint: Option<Savepoint>,
+    /// One row per execute: no parameter arrays.
+    one_at_a_time: bool,
 }
 
 impl OdbcWriter {
@@ -108,7 +119,7 @@ impl Inserts {
     /// `rows_per_statement` rows per statement, each execute under `savepoint` when there is
     /// one.
     pub(crate) fn new(
-        conn: Connection<'static>,
+        conn: SharedConnection<'static>,
         table: &str,
         names: &[String],
         rows_per_statement: usize,
@@ -116,26 +127,48 @@ impl Inserts {
     ) -> Inserts {
         Inserts {
             session: Session {
-                conn: Arc::new(Mutex::new(conn)),
+                conn,
                 head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
                 marks: format!("({})", vec!["?"; names.len()].join(", ")),
                 widths: vec![1; names.len()],
                 savepoint,
+                one_at_a_time: false,
             },
             rows_per_statement: rows_per_statement.max(1),
             single: None,
             multi: None,
+            check: None,
         }
+    }
+
+    /// The same, its first rows asked of `check` before any is sent.
+    pub(crate) fn checked(mut self, check: Option<Arc<dyn FirstRows>>) -> Inserts {
+        self.check = check;
+        self
+    }
+
+    /// From now on one row per execute, one row per statement.
+    pub(crate) fn one_at_a_time(&mut self) {
+        self.session.one_at_a_time = true;
+        self.rows_per_statement = 1;
+        // Bound again, for one row, at the next batch.
+        self.single = None;
+        self.multi = None;
     }
 
     /// `rows` rows of typed values in `data`, up to [`ROWS_PER_EXECUTE`] per execute; returns
     /// how many went in. Each row the database refuses goes to `refused` (see [`Session::send`]).
-    fn insert(
+    pub(crate) fn insert(
         &mut self,
         data: &[u8],
         rows: usize,
         refused: &mut dyn FnMut(usize, String, Option<String>) -> Result<()>,
     ) -> Result<u64> {
+        if let Some(check) = self.check.take() {
+            if !check.arrays_carry(data, rows) {
+                self.one_at_a_time();
+            }
+        }
         let width = self.session.width();
         let mut values = Values::new(data);
         let mut done = 0;
@@ -239,7 +272,10 @@ impl Session {
         let (head, marks) = (&self.head, &self.marks);
         let sql = format!("{head}{}", vec![marks.as_str(); rows].join(", "));
         let row_bytes = row_bytes(&self.widths);
-        let sets = (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows));
+        let sets = match self.one_at_a_time {
+            true => 1,
+            false => (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows)),
+        };
         let prepared = Arc::clone(&self.conn)
             .into_prepared(&sql)
             .map_err(failed(format!("{head}{marks} ...")))?;

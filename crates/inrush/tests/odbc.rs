@@ -470,3 +470,116 @@ fn a_resumed_load_through_sqlites_driver_leaves_every_row_once_after_a_kill() {
             .unwrap()
     });
 }
+
+/// `load_to` with `INRUSH_ODBC_ARRAYS=arrays`.
+fn load_arrays(to: &str, path: &std::path::Path, arrays: &str, extra: &[&str]) -> (i32, String) {
+    let mut args = vec!["load", path.to_str().unwrap(), "--header", "--no-progress"];
+    args.extend(["--to", to, "--table", "ours", "--json"]);
+    args.extend_from_slice(extra);
+    let child = std::process::Command::new(BIN)
+        .args(&args)
+        .env("NO_COLOR", "1")
+        .env("INRUSH_ODBC_ARRAYS", arrays)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    inrush_testkit::finish(child)
+}
+
+#[test]
+fn a_drivers_arrays_are_checked_on_the_first_rows_read_back_and_the_check_leaves_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rows.csv");
+    // A row the database refuses among the first: the check passes over it.
+    let text = full_csv(3_000).replace("\n3,name 3,-3.03,", "\n3,name 3,not a number,");
+    std::fs::write(&path, &text).unwrap();
+    let checked = |out: &str| {
+        assert!(out.contains("was checked: the first 16 rows sent as parameter arrays read back as sent one row per execute"), "{out}");
+        assert!(!out.contains("one row per execute (ODBC)"), "{out}");
+    };
+    let ok = [0, 6];
+
+    let pg = Db::fresh("odbc");
+    pg.exec(&format!(
+        "CREATE TABLE ours {TYPED}; CREATE TABLE theirs {TYPED}"
+    ));
+    let good: String = text
+        .lines()
+        .filter(|l| !l.contains("not a number"))
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    pg.copy_csv("theirs", good.as_bytes());
+    let (code, out) = load_arrays(
+        &odbc_to(&pg),
+        &path,
+        "check",
+        &["--max-errors", "5", "--connections", "2"],
+    );
+    assert!(ok.contains(&code), "{out}");
+    checked(&out);
+    assert_eq!(dump(&pg, "ours").len(), 2_999, "{out}");
+    assert_eq!(
+        pg.rows("SELECT * FROM ours EXCEPT SELECT * FROM theirs"),
+        Vec::<Vec<Option<String>>>::new()
+    );
+    assert_eq!(
+        pg.int("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'inrush_odbc_check%'"),
+        0
+    );
+
+    let maria = MariaDb::fresh("odbc");
+    maria.exec(&format!("CREATE TABLE ours {TYPED}"));
+    let (code, out) = load_arrays(&mariadb_to(&maria), &path, "check", &["--max-errors", "5"]);
+    assert!(ok.contains(&code), "{out}");
+    checked(&out);
+    assert_eq!(maria.rows("SELECT count(*) FROM ours"), ["2999"], "{out}");
+    let left =
+        "SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'inrush_odbc_check%'";
+    assert_eq!(maria.rows(left), ["0"]);
+
+    let file = dir.path().join("t.db");
+    let open = || rusqlite::Connection::open(&file).unwrap();
+    open()
+        .execute_batch(&format!("CREATE TABLE ours {STRICT}"))
+        .unwrap();
+    let (code, out) = load_arrays(
+        &odbc_common::sqlite_odbc(&file),
+        &path,
+        "check",
+        &["--max-errors", "5"],
+    );
+    assert!(ok.contains(&code), "{out}");
+    checked(&out);
+    let count = |sql: &str| -> i64 { open().query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT count(*) FROM ours"), 2_999, "{out}");
+    assert_eq!(
+        count("SELECT count(*) FROM sqlite_master WHERE name LIKE 'inrush_odbc_check%'"),
+        0
+    );
+}
+
+#[test]
+fn arrays_turned_off_send_one_row_per_execute_and_say_so() {
+    let db = Db::fresh("odbc");
+    db.exec(&format!(
+        "CREATE TABLE ours {COLUMNS}; CREATE TABLE theirs {COLUMNS}"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let text = csv(3_000);
+    let path = dir.path().join("rows.csv");
+    std::fs::write(&path, &text).unwrap();
+    db.copy_csv("theirs", text.split_once('\n').unwrap().1.as_bytes());
+    let (code, out) = load_arrays(&odbc_to(&db), &path, "off", &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("one row per execute (ODBC)"), "{out}");
+    assert!(
+        out.contains("INRUSH_ODBC_ARRAYS=off asks for one row per execute"),
+        "{out}"
+    );
+    assert_eq!(dump(&db, "ours"), dump(&db, "theirs"), "{out}");
+    let (code, out) = load_arrays(&odbc_to(&db), &path, "sometimes", &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("expected check, trust or off"), "{out}");
+}
