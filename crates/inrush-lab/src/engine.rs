@@ -4,7 +4,7 @@
 //! nothing else about the engine.
 //!
 //! PostgreSQL: [`crate::postgres`] (with `measure` and `methods`); MariaDB: [`crate::mariadb`]
-//! (its SQL in `inrush_mysql::lab`).
+//! (its SQL in `inrush_mysql::lab`); ODBC: [`crate::odbc`] (its calls in `inrush_odbc::lab`).
 
 use crate::catalogue::ExperimentDef;
 use crate::plan::RunPlan;

@@ -1,5 +1,6 @@
 //! The insert-performance lab: the experiments of `../shared/LAB.md` (A1-D8), run against the
-//! user's own PostgreSQL or MariaDB, each figure printed beside the seed's published one.
+//! user's own PostgreSQL, MariaDB or any database behind an ODBC driver, each figure printed
+//! beside the field report's published one.
 //!
 //! Owns: the catalogue of experiments, running them (fresh table, seeded data, CHECKPOINT,
 //! timing that includes COMMIT, WAL per row, insert rate over time, client CPU), restoring any
@@ -9,7 +10,8 @@
 //! One runner and one report for every engine: what is engine-specific sits behind
 //! [`engine::Engine`], implemented for PostgreSQL ([`postgres`], [`measure`], [`methods`]) and
 //! MariaDB ([`mariadb`], with its catalogue mapping each experiment onto InnoDB or saying why it
-//! does not apply).
+//! does not apply) and ODBC ([`odbc`]: the experiments on how rows are sent, as parameter
+//! arrays through the driver).
 //!
 //! Does not own: parsing or encoding input for real loads (`inrush-load` does; the lab calls it
 //! for the methods that are inrush's own), connection options or the private server
@@ -23,6 +25,7 @@ mod machine;
 pub mod mariadb;
 pub mod measure;
 pub mod methods;
+pub mod odbc;
 pub mod plan;
 pub mod postgres;
 pub mod progress;
@@ -61,10 +64,10 @@ pub enum Error {
     /// Connecting, or the private server, failed.
     #[error(transparent)]
     Postgres(#[from] inrush_postgres::Error),
-    /// MariaDB refused a statement or a connection, or inrush's own load into it failed (the
-    /// message names the statement).
+    /// MariaDB or an ODBC driver refused a statement or a connection, or inrush's own load
+    /// into it failed (the message names the statement).
     #[error(transparent)]
-    Mariadb(#[from] inrush_load::Error),
+    Load(#[from] inrush_load::Error),
     /// The table holds a different number of rows than the run loaded.
     #[error("{table}: {found} rows after the run, {asked} asked for")]
     RowCount {

@@ -56,6 +56,8 @@ pub enum LabTarget {
     Postgres(ConnectOptions),
     /// The user's MariaDB (`mysql://` or `mariadb://`).
     Mariadb(MysqlOptions),
+    /// A database behind an ODBC connection string (`odbc:...`, without the prefix).
+    Odbc(String),
 }
 
 /// The experiments `ids` selects, in catalogue order.
@@ -99,6 +101,7 @@ pub fn run(opts: &LabOptions, progress: &dyn Progress) -> Result<LabResults> {
         LabTarget::PrivatePostgres => boxed(crate::postgres::Postgres::open(None, progress)?),
         LabTarget::Postgres(t) => boxed(crate::postgres::Postgres::open(Some(t), progress)?),
         LabTarget::Mariadb(t) => boxed(crate::mariadb::Mariadb::open(t)?),
+        LabTarget::Odbc(c) => boxed(crate::odbc::Odbc::open(c)?),
     };
     let experiments = select(engine.catalogue(), &opts.ids)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

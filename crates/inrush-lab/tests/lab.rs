@@ -276,3 +276,99 @@ fn mariadb_runs_what_applies_and_says_why_not_the_rest() {
     assert!(md.contains("not applicable on MariaDB"));
     inrush_lab::report::rerender(dir.path()).expect("re-render it");
 }
+
+/// The experiments through `connection`'s ODBC driver, one run each at `scale`: what applies
+/// runs, each run's row count checked in the table; groups B and C are listed as not
+/// applicable, with the reason.
+fn through_odbc(connection: &str, scale: f64) -> LabResults {
+    let mut opts = LabOptions::new(scale);
+    opts.repeat = 1;
+    opts.target = LabTarget::Odbc(connection.strip_prefix("odbc:").unwrap().to_string());
+    let results = inrush_lab::run(&opts, &inrush_lab::progress::Silent).expect("the lab runs");
+    assert!(results.environment.server_version.ends_with("(ODBC)"));
+    let mut measured = 0;
+    for e in &results.experiments {
+        eprintln!(
+            "{} {:?} {:?}",
+            e.id,
+            e.status,
+            e.verdict.as_ref().map(|v| &v.text)
+        );
+        if e.id.starts_with(['B', 'C']) || ["D3", "D8"].contains(&e.id.as_str()) {
+            let Status::Skipped(reason) = &e.status else {
+                panic!("{} ran", e.id)
+            };
+            assert!(reason.starts_with("not applicable over ODBC: "), "{reason}");
+            continue;
+        }
+        for v in &e.variations {
+            let skipped = e
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("Skipped {}:", v.label)));
+            if skipped {
+                assert!(v.runs.is_empty(), "{} {}", e.id, v.label);
+                continue;
+            }
+            assert_eq!(v.runs.len(), 1, "{} {}: {:?}", e.id, v.label, e.notes);
+            assert!(
+                v.runs[0].rows > 0 && v.runs[0].seconds > 0.0,
+                "{} {}",
+                e.id,
+                v.label
+            );
+            measured += 1;
+        }
+    }
+    assert!(measured > 20, "{measured} variations measured");
+    results
+}
+
+#[test]
+fn odbc_runs_the_array_and_commit_experiments_through_psqlodbc_with_wal_per_row() {
+    let db = inrush_testkit::Db::fresh("lab_odbc");
+    let to = inrush_testkit::odbc::psqlodbc(&db.conninfo);
+    let results = through_odbc(&to, 0.01);
+    assert_eq!(results.environment.engine, "PostgreSQL");
+    let a4 = results.experiments.iter().find(|e| e.id == "A4").unwrap();
+    let labels: Vec<&str> = a4.variations.iter().map(|v| v.label.as_str()).collect();
+    assert!(
+        labels.contains(&"parameter arrays, 1000 rows/execute, commit every 1000"),
+        "{labels:?}"
+    );
+    assert!(
+        labels.contains(&"parameter arrays, 10000 rows/execute, commit every 10000"),
+        "{labels:?}"
+    );
+    for v in a4.variations.iter().filter(|v| !v.runs.is_empty()) {
+        assert!(v.runs[0].wal_bytes > 0, "{}: no WAL", v.label);
+    }
+    let a1 = results.experiments.iter().find(|e| e.id == "A1").unwrap();
+    assert!(a1.verdict.is_some());
+    assert_eq!(
+        db.int("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'inrush_lab_%'"),
+        0
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let files = inrush_lab::report::write(&results, dir.path()).expect("write the report");
+    let md = std::fs::read_to_string(&files.markdown).unwrap();
+    assert!(md.contains("WAL bytes/row") && md.contains("not applicable over ODBC"));
+}
+
+#[test]
+fn odbc_through_sqlites_driver_runs_over_one_connection_and_says_why_not_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lab.db");
+    let results = through_odbc(&inrush_testkit::odbc::sqlite_odbc(&file), 0.01);
+    assert_eq!(results.environment.engine, "SQLite");
+    let d1 = results.experiments.iter().find(|e| e.id == "D1").unwrap();
+    assert!(d1.variations[0].runs.len() == 1, "{:?}", d1.notes);
+    assert!(
+        d1.notes
+            .iter()
+            .any(|n| n
+                .contains("not applicable on SQLite: it takes one writing connection at a time")),
+        "{:?}",
+        d1.notes
+    );
+}

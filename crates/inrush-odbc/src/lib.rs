@@ -18,6 +18,7 @@ mod books;
 mod catalog;
 mod create;
 mod driver;
+pub mod lab;
 mod ledger;
 mod outcome;
 mod target;

@@ -11,6 +11,7 @@
 //! - [`proxy`]: a fault-injecting TCP proxy to put between inrush and a server: a lost answer,
 //!   a statement that never arrives, a stall, resets, latency, a bandwidth cap.
 
+pub mod odbc;
 pub mod proxy;
 
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};

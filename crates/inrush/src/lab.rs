@@ -22,8 +22,11 @@ pub enum LabCommand {
     List {
         /// The experiments as they run on MariaDB (`lab run --to mysql://...`): what each
         /// variation becomes, and why what does not apply does not.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "odbc")]
         mariadb: bool,
+        /// The experiments as they run through an ODBC driver (`lab run --to odbc:...`).
+        #[arg(long)]
+        odbc: bool,
     },
     /// Run experiments and write a report folder (results.json, report.md, report.html).
     Run(LabRunArgs),
@@ -43,7 +46,9 @@ pub struct LabRunArgs {
     /// settings that need a restart are skipped, and ALTER SYSTEM settings need superuser
     /// (restored after). A mysql:// or mariadb:// URL runs the experiments that apply to
     /// MariaDB (groups A, B, D and C3; the rest listed as not applicable, with the reason);
-    /// the lab starts no MariaDB of its own.
+    /// the lab starts no MariaDB of its own. An `odbc:` connection string runs, through the
+    /// database's ODBC driver, the experiments on how rows are sent (groups A and D: literal
+    /// SQL, commits, parameter arrays, connections).
     #[arg(long, env = "INRUSH_TO")]
     pub to: Option<String>,
     /// Rows multiplier: 1.0 is the quick run (all experiments in 25-40 minutes on 2 cores with
@@ -68,10 +73,11 @@ pub struct LabRunArgs {
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.command {
-        LabCommand::List { mariadb } => {
-            let all = match mariadb {
-                true => inrush_lab::mariadb::catalogue::catalogue(),
-                false => inrush_lab::catalogue::catalogue(),
+        LabCommand::List { mariadb, odbc } => {
+            let all = match (mariadb, odbc) {
+                (true, _) => inrush_lab::mariadb::catalogue::catalogue(),
+                (_, true) => inrush_lab::odbc::catalogue::catalogue(true),
+                _ => inrush_lab::catalogue::catalogue(),
             };
             print!("{}", inrush_lab::catalogue::list_text(all));
             Ok(())
@@ -92,10 +98,10 @@ pub fn run(args: LabArgs) -> Result<()> {
 
 fn run_lab(args: LabRunArgs) -> Result<()> {
     if !(args.scale > 0.0 && args.scale.is_finite()) {
-        anyhow::bail!("--scale must be above 0");
+        return Err(inrush_lab::Error::Usage("--scale must be above 0".into()).into());
     }
     if args.repeat == 0 {
-        anyhow::bail!("--repeat must be at least 1");
+        return Err(inrush_lab::Error::Usage("--repeat must be at least 1".into()).into());
     }
     let mut opts = LabOptions::new(args.scale);
     opts.ids = args.ids.clone();
@@ -104,12 +110,21 @@ fn run_lab(args: LabRunArgs) -> Result<()> {
         Some(url) if inrush_mysql::is_mysql_url(url) => {
             LabTarget::Mariadb(inrush_mysql::MysqlOptions::parse(url)?)
         }
+        Some(to) if to.starts_with("odbc:") => match inrush_odbc::connection_string(to) {
+            Some(connection) => LabTarget::Odbc(connection.to_string()),
+            None => {
+                let why =
+                    "--to odbc: needs a connection string (odbc:DSN=... or odbc:Driver={...};...)";
+                return Err(inrush_lab::Error::Usage(why.into()).into());
+            }
+        },
         Some(url) => LabTarget::Postgres(ConnectOptions::parse(url)?),
         None => LabTarget::PrivatePostgres,
     };
     stop_on_signal(&opts.interrupt)?;
     let log = match opts.target {
         LabTarget::Mariadb(_) => "redo",
+        LabTarget::Odbc(_) => "log",
         _ => "WAL",
     };
     let display = Display::new(!args.no_progress && !args.json, !args.json, log);

@@ -104,9 +104,10 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     } else if let Some(e) = e.downcast_ref::<inrush_lab::Error>() {
         match e {
             inrush_lab::Error::Interrupted => Kind::Interrupted,
+            inrush_lab::Error::Usage(_) | inrush_lab::Error::UnknownExperiment(_) => Kind::Usage,
             inrush_lab::Error::Postgres(_)
             | inrush_lab::Error::Query { .. }
-            | inrush_lab::Error::Mariadb(_) => Kind::Server,
+            | inrush_lab::Error::Load(_) => Kind::Server,
             _ => Kind::Other,
         }
     } else {

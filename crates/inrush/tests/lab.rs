@@ -47,3 +47,21 @@ fn lab_run_refuses_unknown_ids_and_bad_scales() {
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scale"));
 }
+
+#[test]
+fn lab_list_odbc_names_the_parameter_arrays_and_says_what_does_not_apply() {
+    let out = inrush(&["lab", "list", "--odbc"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for said in [
+        "parameter arrays, 10000 rows/execute, commit every 10000",
+        "x pipelined single-row INSERTs, 10 in flight, commit every 1000: not applicable over ODBC: a driver runs one execute at a time",
+        "4 connection(s), parameter arrays of 1000 rows",
+        "not applicable over ODBC: it needs the database's own DDL or settings",
+    ] {
+        assert!(stdout.contains(said), "{said}: {stdout}");
+    }
+    let out = inrush(&["lab", "run", "A1", "--to", "odbc:"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a connection string"));
+}
