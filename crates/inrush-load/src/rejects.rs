@@ -39,12 +39,15 @@ impl Rejects {
         // loading one input on one host (`--resume`) would interleave their records. The lock
         // comes before the file is emptied, so a refused load empties nothing.
         let create = |p: &Path| {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .write(true)
-                .append(append)
+            let mut options = std::fs::OpenOptions::new();
+            options.create(true).write(true).append(append);
+            // The rows refused are the input's data: the owner's alone, as the input may not be.
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let file = options
                 .open(p)
                 .map_err(|e| Error::Rejects(format!("cannot create {}: {e}", p.display())))?;
+            owner_only(&file, p)?;
             match file.try_lock() {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {
@@ -147,6 +150,20 @@ impl Rejects {
         w.records.flush().map_err(|e| write_error(&self.path, e))?;
         w.log.flush().map_err(|e| write_error(&self.log_path, e))
     }
+}
+
+/// Tightens a reject file an earlier load made to its owner's reading and writing alone.
+fn owner_only(file: &std::fs::File, path: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let owner = std::fs::Permissions::from_mode(0o600);
+        file.set_permissions(owner)
+            .map_err(|e| Error::Rejects(format!("cannot make {} its owner's alone: {e}", path.display())))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (file, path);
+    Ok(())
 }
 
 fn write_error(path: &Path, e: std::io::Error) -> Error {

@@ -154,8 +154,20 @@ fn bad_rows_are_reported_and_kept_out() {
     );
     assert_eq!(contents(&db).len(), 1);
 
+    // The reject file and its log hold the input's data: its owner's alone, fresh or made
+    // by an earlier load for everyone to read.
+    use std::os::unix::fs::PermissionsExt;
+    let files = [dir.path().join("in.csv.rejects"), dir.path().join("in.csv.rejects.log")];
+    for file in &files {
+        std::fs::write(file, "").unwrap();
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     let (code, out) = load(&csv, &db, &["--max-errors", "10"]);
     assert_eq!(code, 6, "{out}");
+    for file in &files {
+        let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
     let rows = contents(&db);
     assert_eq!(
         rows,
