@@ -158,8 +158,12 @@ fn owner_only(file: &std::fs::File, path: &Path) -> Result<()> {
     {
         use std::os::unix::fs::PermissionsExt;
         let owner = std::fs::Permissions::from_mode(0o600);
-        file.set_permissions(owner)
-            .map_err(|e| Error::Rejects(format!("cannot make {} its owner's alone: {e}", path.display())))?;
+        file.set_permissions(owner).map_err(|e| {
+            Error::Rejects(format!(
+                "cannot make {} its owner's alone: {e}",
+                path.display()
+            ))
+        })?;
     }
     #[cfg(not(unix))]
     let _ = (file, path);

@@ -10,52 +10,80 @@ use odbc_api::sys::{HStmt, SqlReturn};
 use odbc_api::{Connection, Cursor, CursorImpl};
 
 /// The table's columns as the driver's catalog (`SQLColumns`) lists them, in table order.
+/// `SQLColumns` takes patterns, in which `_` and `%` stand for any character: the names are
+/// asked for escaped (`\_`), then as written for a driver that escapes otherwise, and only
+/// the table of exactly that name is kept (of that name in another case, when none is).
 pub(crate) fn columns(
     conn: &Connection<'_>,
     schema: Option<&str>,
     table: &str,
 ) -> Result<Vec<TargetColumn>> {
-    let rows = conn
-        .columns("", schema.unwrap_or("%"), table, "%")
-        .map_err(failed(format!("reading the columns of {table}")))?;
-    let mut columns = Vec::new();
-    let mut schemas = Vec::new();
-    for row in rows {
-        let row = row.map_err(failed(format!("reading the columns of {table}")))?;
-        let text = |v: &odbc_api::parameter::VarCharArray<255>| {
-            v.as_str().ok().flatten().unwrap_or_default().to_string()
-        };
-        let found = row
-            .schema
-            .as_str()
-            .ok()
-            .flatten()
-            .unwrap_or_default()
-            .to_string();
-        if !schemas.contains(&found) {
-            schemas.push(found);
+    let escaped = |s: &str| {
+        s.replace('\\', "\\\\")
+            .replace('_', "\\_")
+            .replace('%', "\\%")
+    };
+    let asked = [
+        (schema.map_or("%".into(), escaped), escaped(table)),
+        (schema.unwrap_or("%").to_string(), table.to_string()),
+    ];
+    let mut found = Vec::new();
+    for (schema, pattern) in &asked {
+        found = column_rows(conn, schema, pattern, table)?;
+        if found.iter().any(|c| c.table == table) {
+            found.retain(|c| c.table == table);
+            break;
         }
-        columns.push(TargetColumn {
-            name: text(&row.column_name),
-            type_sql: row
-                .type_name
-                .as_str()
-                .ok()
-                .flatten()
-                .unwrap_or_default()
-                .to_string(),
-            sql_type: SqlType::Text,
-            // SQL_NO_NULLS.
-            not_null: row.nullable == 0,
-        });
+        found.retain(|c| c.table.eq_ignore_ascii_case(table));
+        if !found.is_empty() {
+            break;
+        }
     }
+    let mut schemas: Vec<&str> = found.iter().map(|c| c.schema.as_str()).collect();
+    schemas.dedup();
     if schemas.len() > 1 {
         return Err(Error::Usage(format!(
             "--table {table}: there is a table of that name in schemas {}; name one (SCHEMA.{table})",
             schemas.join(", ")
         )));
     }
-    Ok(columns)
+    Ok(found.into_iter().map(|c| c.column).collect())
+}
+
+/// One row of `SQLColumns`: the column, and the schema and table it belongs to.
+struct Listed {
+    schema: String,
+    table: String,
+    column: TargetColumn,
+}
+
+/// The columns `SQLColumns` lists for the patterns `schema` and `pattern`.
+fn column_rows(
+    conn: &Connection<'_>,
+    schema: &str,
+    pattern: &str,
+    table: &str,
+) -> Result<Vec<Listed>> {
+    let read = || failed(format!("reading the columns of {table}"));
+    let rows = conn.columns("", schema, pattern, "%").map_err(read())?;
+    let mut listed = Vec::new();
+    for row in rows {
+        let row = row.map_err(read())?;
+        let text = |v: &[u8]| String::from_utf8_lossy(v).to_string();
+        let column = TargetColumn {
+            name: text(row.column_name.as_bytes().unwrap_or_default()),
+            type_sql: text(row.type_name.as_bytes().unwrap_or_default()),
+            sql_type: SqlType::Text,
+            // SQL_NO_NULLS.
+            not_null: row.nullable == 0,
+        };
+        listed.push(Listed {
+            schema: text(row.schema.as_bytes().unwrap_or_default()),
+            table: text(row.table.as_bytes().unwrap_or_default()),
+            column,
+        });
+    }
+    Ok(listed)
 }
 
 // odbc-api does not wrap SQLStatistics; unixODBC's driver manager exports it.

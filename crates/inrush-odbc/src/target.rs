@@ -51,8 +51,8 @@ impl OdbcTarget {
     /// default schema) records.
     pub fn status(&self, table: Option<&str>) -> Result<Vec<LoadStatus>> {
         let driver = Driver::read(self.connect()?)?;
-        let (schema, name) = split(table.unwrap_or_default());
-        ledger_of(&driver, schema, name).status(&self.connect()?, table.is_some())
+        let (schema, name) = split(table.unwrap_or_default(), driver.quote);
+        ledger_of(&driver, schema.as_deref(), &name).status(&self.connect()?, table.is_some())
     }
 
     pub(crate) fn connect(&self) -> Result<Connection<'static>> {
@@ -216,14 +216,19 @@ impl Target for OdbcTarget {
         create: Option<&[(String, SqlType)]>,
     ) -> Result<Box<dyn Load + '_>> {
         refuse_unsupported(opts)?;
-        let (schema, name) = split(&opts.table);
-        let (owned_schema, owned_name) = (schema.map(str::to_string), name.to_string());
-        let (columns, indexes, driver) = self.over(&opts.interrupt, move |conn| {
-            let (schema, name) = (owned_schema.as_deref(), owned_name.as_str());
-            let columns = catalog::columns(&conn, schema, name)?;
-            let indexes = catalog::indexes(&conn, schema, name);
-            Ok((columns, indexes, Driver::read(conn)?))
-        })?;
+        let table = opts.table.clone();
+        let (columns, indexes, driver, (schema, name)) =
+            self.over(&opts.interrupt, move |conn| {
+                let quote = conn
+                    .identifier_quote_char()
+                    .map_err(failed("reading how the database quotes names"))?
+                    .unwrap_or('"');
+                let (schema, name) = split(&table, quote);
+                let columns = catalog::columns(&conn, schema.as_deref(), &name)?;
+                let indexes = catalog::indexes(&conn, schema.as_deref(), &name);
+                Ok((columns, indexes, Driver::read(conn)?, (schema, name)))
+            })?;
+        let (schema, name) = (schema.as_deref(), name.as_str());
         refuse_rejects(opts, &driver)?;
         let asked = std::env::var(arrays::VARIABLE).ok();
         let arrays = Policy::of(&driver, asked.as_deref())?;
@@ -279,12 +284,13 @@ impl Target for OdbcTarget {
     }
 }
 
-/// `--table`'s schema, when it names one, and table.
-fn split(table: &str) -> (Option<&str>, &str) {
-    match table.split_once('.') {
-        Some((schema, name)) => (Some(schema), name),
-        None => (None, table),
-    }
+/// `--table`'s schema, when it names one, and table, as SQL reads them (`sales.orders`,
+/// `"My Table"` in the database's `quote`).
+fn split(table: &str, quote: char) -> (Option<String>, String) {
+    let mut parts = inrush_core::ident::name_parts(table, quote);
+    let name = parts.pop().unwrap_or_default();
+    let schema = (!parts.is_empty()).then(|| parts.join("."));
+    (schema, name)
 }
 
 /// The `--resume` ledger of `schema`'s table `name`, each quoted as `driver` quotes names.

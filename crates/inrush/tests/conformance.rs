@@ -50,8 +50,20 @@ struct Engine {
     unreachable: &'static str,
     /// The query that counts the indexes named `{}` in the database.
     index_count: &'static str,
+    /// A name as the engine's SQL delimits it.
+    quote: fn(&str) -> String,
     /// The inputs' directory, readable by the server.
     dir: tempfile::TempDir,
+}
+
+/// `"name"`, `"` doubled inside: standard SQL.
+fn double_quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `` `name` ``, `` ` `` doubled inside: MariaDB's.
+fn backquoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
 }
 
 impl Engine {
@@ -134,6 +146,7 @@ fn postgres() -> Engine {
         }),
         unreachable: "postgresql://inrush@127.0.0.1:1/nothing",
         index_count: "SELECT count(*) FROM pg_indexes WHERE indexname = '{}'",
+        quote: double_quoted,
         dir: tempfile::tempdir().unwrap(),
     }
 }
@@ -151,6 +164,7 @@ fn mariadb() -> Engine {
         unreachable: "mysql://inrush:inrush@127.0.0.1:1/nothing",
         index_count: "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS \
             WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = '{}'",
+        quote: backquoted,
         dir: mariadb_common::shared_dir(),
     }
 }
@@ -192,6 +206,7 @@ fn sqlite() -> Engine {
         bulk: Box::new(move |csv, t| sqlite_common::shell_import(csv, &path, t)),
         unreachable: "/nonexistent-directory/t.db",
         index_count: "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = '{}'",
+        quote: double_quoted,
         dir,
     }
 }
@@ -229,6 +244,54 @@ fn sqlite_odbc() -> Engine {
         unreachable: "odbc:Driver={SQLite3};Database=/nonexistent-directory/t.db;",
         ..engine
     }
+}
+
+// ---- Names ----
+
+/// A table and its columns named with both quote characters, a semicolon, a comment, `$$`, a
+/// backslash, `_` and `%` (patterns to a catalog) and Unicode: loaded, their rows there, and
+/// planned, each name quoted as the engine delimits it.
+fn names_with_quotes_semicolons_and_unicode_are_quoted_everywhere(engine: &Engine) {
+    let q = engine.quote;
+    let table = "we\"ird`; -- $$ \\ a_b% ü'x";
+    let (id, name) = ("i\"d; --", "naïve `name` $$");
+    (engine.exec)(&format!(
+        "CREATE TABLE {} ({} INTEGER PRIMARY KEY, {} VARCHAR(40))",
+        q(table),
+        q(id),
+        q(name)
+    ));
+    // A table whose name the first one's pattern also matches.
+    (engine.exec)(&format!(
+        "CREATE TABLE {} (other INTEGER)",
+        q(&table.replace('_', "x"))
+    ));
+    let csv_name = |n: &str| format!("\"{}\"", n.replace('"', "\"\""));
+    let header = format!("{},{}", csv_name(id), csv_name(name));
+    let csv = engine.write(
+        "names.csv",
+        &format!("{header}\n1,\"a'; --\"\n2,$$b$$\n3,ü\n"),
+    );
+    let (code, out) = engine.load(&csv, &q(table), &["--connections", "2"]);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
+    assert_eq!(engine.count(&q(table)), 3, "{}: {out}", engine.name);
+    let third = (engine.value)(&format!(
+        "SELECT {} FROM {} WHERE {} = 3",
+        q(name),
+        q(table),
+        q(id)
+    ));
+    assert_eq!(third, "ü", "{}", engine.name);
+    let args = [
+        "plan",
+        csv.to_str().unwrap(),
+        "--to",
+        &engine.to,
+        "--table",
+        &q(table),
+    ];
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    assert_eq!(code, 0, "{}: {out}", engine.name);
 }
 
 // ---- Good rows, from every kind of input ----
@@ -759,6 +822,7 @@ fn an_interrupted_create_leaves_no_table(engine: &Engine) {
 macro_rules! suite {
     ($($engine:ident),*) => {$(
         checks!($engine:
+            names_with_quotes_semicolons_and_unicode_are_quoted_everywhere,
             good_rows_are_stored_as_the_engines_own_bulk_path_stores_them,
             several_connections_store_every_row_once,
             json_lines_are_stored_as_the_same_rows_in_csv,
@@ -815,6 +879,7 @@ suite!(postgres, mariadb, sqlite);
 macro_rules! odbc_suite {
     ($($engine:ident),*) => {$(
         checks!($engine:
+            names_with_quotes_semicolons_and_unicode_are_quoted_everywhere,
             good_rows_are_stored_as_the_engines_own_bulk_path_stores_them,
             several_connections_store_every_row_once,
             json_lines_are_stored_as_the_same_rows_in_csv,

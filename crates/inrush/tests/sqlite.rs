@@ -157,7 +157,10 @@ fn bad_rows_are_reported_and_kept_out() {
     // The reject file and its log hold the input's data: its owner's alone, fresh or made
     // by an earlier load for everyone to read.
     use std::os::unix::fs::PermissionsExt;
-    let files = [dir.path().join("in.csv.rejects"), dir.path().join("in.csv.rejects.log")];
+    let files = [
+        dir.path().join("in.csv.rejects"),
+        dir.path().join("in.csv.rejects.log"),
+    ];
     for file in &files {
         std::fs::write(file, "").unwrap();
         std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
