@@ -1,0 +1,246 @@
+//! Differential fuzzing: generated CSV files loaded both by inrush and by PostgreSQL's own
+//! `COPY ... (FORMAT csv)` into tables of text columns; the two must agree on every file: both
+//! load it, with the same rows, or both refuse it and inrush loads nothing.
+//!
+//! The files mix what real exports hold: quoted and unquoted fields, doubled quotes, commas,
+//! backslashes, `\N` and `NULL` as text, empty fields and `""`, LF, CRLF and lone CR inside
+//! quotes, Unicode, long fields, a header or none; and what broken ones do: ragged rows, a
+//! quote left open, text after a closing quote, line ends mixed. A seeded run of
+//! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
+//! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
+//! prints the files tried and every difference found, each with its file.
+//!
+//! Intended, and said in docs/loading.md: a UTF-8 byte order mark that opens a file is not
+//! read as data.
+
+use inrush_testkit::Db;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_inrush");
+
+/// splitmix64: a seeded stream, the same on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// True once in `n`.
+    fn one_in(&mut self, n: usize) -> bool {
+        self.below(n) == 0
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// What a field's text is made of: the characters a CSV reader must treat specially, and some
+/// it must not.
+const PIECES: &[&str] = &[
+    "a", "Z", "7", " ", "  ", ",", "\"", "\"\"", "\\", "\\N", "NULL", "\t", "\n", "\r\n", "\r",
+    "é", "✓", "日本", "'", ";", "#", "\u{feff}",
+];
+
+/// One field's text, before it is written.
+fn text(rng: &mut Rng) -> String {
+    if rng.one_in(40) {
+        return "x".repeat(5_000 + rng.below(100_000));
+    }
+    let n = rng.below(6);
+    (0..n).map(|_| *rng.pick(PIECES)).collect()
+}
+
+/// `value` as a CSV field: quoted when it must be (or when the dice say), quotes doubled; an
+/// empty unquoted field is NULL, so an empty text is always quoted.
+fn field(rng: &mut Rng, value: Option<&str>) -> String {
+    let Some(value) = value else {
+        return String::new();
+    };
+    let special = value.is_empty()
+        || value.contains([',', '"', '\n', '\r'])
+        || value.starts_with(' ')
+        || value.ends_with(' ')
+        || value == "\\.";
+    if special || rng.one_in(4) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value.to_string()
+    }
+}
+
+/// A generated file and how it was made.
+struct Case {
+    columns: usize,
+    header: bool,
+    bytes: Vec<u8>,
+}
+
+/// A file of `columns` text columns; now and then broken the ways exports break.
+fn case(rng: &mut Rng) -> Case {
+    let columns = 1 + rng.below(4);
+    let header = rng.one_in(2);
+    let eol = *rng.pick(&["\n", "\n", "\r\n"]);
+    let mut out = String::new();
+    if rng.one_in(30) {
+        out.push('\u{feff}');
+    }
+    if header {
+        let names: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
+        out.push_str(&names.join(","));
+        out.push_str(eol);
+    }
+    let rows = 1 + rng.below(12);
+    for row in 0..rows {
+        let mut width = columns;
+        if rng.one_in(60) {
+            // Ragged: a field too few or too many.
+            width = if rng.one_in(2) {
+                columns + 1
+            } else {
+                columns.max(2) - 1
+            };
+        }
+        let fields: Vec<String> = (0..width)
+            .map(|_| {
+                let value = (!rng.one_in(6)).then(|| text(rng));
+                let mut f = field(rng, value.as_deref());
+                if rng.one_in(150) {
+                    // Text after a closing quote, or a quote left open.
+                    f.push_str(if rng.one_in(2) { "\"x" } else { "\"" });
+                }
+                f
+            })
+            .collect();
+        out.push_str(&fields.join(","));
+        let last = row + 1 == rows;
+        match (last, rng.one_in(80)) {
+            // The last line without its end, now and then.
+            (true, _) if rng.one_in(3) => {}
+            // Another line end than the file's.
+            (_, true) => out.push_str(if eol == "\n" { "\r\n" } else { "\n" }),
+            _ => out.push_str(eol),
+        }
+    }
+    Case {
+        columns,
+        header,
+        bytes: out.into_bytes(),
+    }
+}
+
+/// What a table holds, in one order: each row as PostgreSQL's text of it.
+fn contents(db: &Db, table: &str) -> Vec<Option<String>> {
+    let rows = db.rows(&format!("SELECT {table}::text FROM {table} ORDER BY 1"));
+    rows.into_iter().map(|r| r[0].clone()).collect()
+}
+
+/// How one file went both ways: `Ok(loaded)` when they agree (whether both loaded it),
+/// `Err(how they differ)`.
+fn compare(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
+    let columns: Vec<String> = (0..case.columns).map(|i| format!("c{i} text")).collect();
+    db.exec(&format!(
+        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({0}); CREATE TABLE theirs ({0})",
+        columns.join(", ")
+    ));
+    let path = dir.join("case.csv");
+    std::fs::write(&path, &case.bytes).unwrap();
+    let mut args = vec![
+        "load",
+        path.to_str().unwrap(),
+        "--no-progress",
+        "--to",
+        &db.conninfo,
+    ];
+    args.extend(["--table", "ours", "--format", "csv", "--connections", "1"]);
+    if case.header {
+        args.push("--header");
+    }
+    let (code, out) = inrush_testkit::run(BIN, &args);
+    let header = if case.header { ", HEADER" } else { "" };
+    // Intended: a UTF-8 byte order mark that opens the file is not data (COPY reads it as the
+    // first field's first character; Excel writes one).
+    let bom = "\u{feff}".as_bytes();
+    let copied = copy(
+        db,
+        case.bytes.strip_prefix(bom).unwrap_or(&case.bytes),
+        header,
+    );
+    match (code, copied) {
+        (0, Ok(())) => {
+            let (ours, theirs) = (contents(db, "ours"), contents(db, "theirs"));
+            match ours == theirs {
+                true => Ok(true),
+                false => Err(format!(
+                    "rows differ:\n  inrush: {ours:?}\n  COPY:   {theirs:?}"
+                )),
+            }
+        }
+        (0, Err(e)) => Err(format!("inrush loaded what COPY refuses ({e})")),
+        (4, Err(_)) => match contents(db, "ours").len() {
+            0 => Ok(false),
+            left => Err(format!("inrush refused the file but left {left} rows")),
+        },
+        (code, Ok(())) => Err(format!("inrush exited {code} where COPY loads it: {out}")),
+        (code, Err(e)) => Err(format!(
+            "inrush exited {code}, not 4, where COPY refuses ({e}): {out}"
+        )),
+    }
+}
+
+fn copy(db: &Db, bytes: &[u8], header: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut client = db.target.connect_blocking().expect("connect");
+    let sql = format!("COPY theirs FROM STDIN (FORMAT csv{header})");
+    let mut writer = client.copy_in(&sql).map_err(|e| e.to_string())?;
+    writer.write_all(bytes).map_err(|e| e.to_string())?;
+    writer.finish().map(|_| ()).map_err(|e| format!("{e:?}"))
+}
+
+#[test]
+fn csv_files_load_as_postgresqls_copy_reads_them() {
+    let seed = std::env::var("INRUSH_FUZZ_SEED").map_or(20261203, |s| s.parse().unwrap());
+    let cases: usize = std::env::var("INRUSH_FUZZ_CASES").map_or(400, |s| s.parse().unwrap());
+    let minutes: Option<u64> = std::env::var("INRUSH_FUZZ_MINUTES")
+        .ok()
+        .map(|m| m.parse().unwrap());
+    let until = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
+    let db = Db::fresh("fuzz");
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(seed);
+    let (mut tried, mut refused, mut found) = (0usize, 0usize, Vec::new());
+    loop {
+        let done = match until {
+            Some(until) => Instant::now() >= until,
+            None => tried >= cases,
+        };
+        if done {
+            break;
+        }
+        let case = case(&mut rng);
+        tried += 1;
+        match compare(&db, dir.path(), &case) {
+            Ok(loaded) => refused += usize::from(!loaded),
+            Err(difference) => {
+                let input = String::from_utf8_lossy(&case.bytes);
+                found.push(format!(
+                    "file {tried} (seed {seed}): {difference}\n  input: {input:?}"
+                ));
+            }
+        }
+    }
+    println!(
+        "fuzz: {tried} CSV files tried (seed {seed}), {refused} refused by both, {} differences from COPY",
+        found.len()
+    );
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

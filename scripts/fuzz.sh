@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Differential fuzzing for as long as asked: generated CSV files loaded both by inrush and by
+# PostgreSQL's own COPY (crates/inrush/tests/fuzz.rs), against a private PostgreSQL 18. Prints
+# the files tried, how many both refused, and every difference found with its file.
+#   scripts/fuzz.sh --minutes 30            # a new seed each run (printed)
+#   scripts/fuzz.sh --minutes 5 --seed 42   # the same files again
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minutes=10
+seed=$(date +%s)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) minutes=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    *) echo "usage: scripts/fuzz.sh [--minutes N] [--seed S]" >&2; exit 2 ;;
+  esac
+done
+scripts/setup.sh
+echo "fuzz.sh: $minutes minutes from seed $seed"
+INRUSH_FUZZ_MINUTES=$minutes INRUSH_FUZZ_SEED=$seed \
+  cargo test --locked -p inrush --test fuzz -- --nocapture 2>&1 \
+  | grep -E '^(fuzz:|file |  )|test result|panicked'
