@@ -4,8 +4,9 @@
 //!
 //! The files mix what real exports hold: quoted and unquoted fields, doubled quotes, commas,
 //! backslashes, `\N` and `NULL` as text, empty fields and `""`, LF, CRLF and lone CR inside
-//! quotes, Unicode, long fields, a header or none; and what broken ones do: ragged rows, a
-//! quote left open, text after a closing quote, line ends mixed. A seeded run of
+//! quotes, Unicode, long fields, a header or none, in UTF-8, Latin-1 or Windows-1252
+//! (`--encoding`, COPY's `ENCODING`); and what broken ones do: ragged rows, a quote left open,
+//! text after a closing quote, line ends mixed, bytes that are no character. A seeded run of
 //! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
 //! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
 //! prints the files tried and every difference found, each with its file.
@@ -46,42 +47,89 @@ impl Rng {
 
 /// What a field's text is made of: the characters a CSV reader must treat specially, and some
 /// it must not.
-const PIECES: &[&str] = &[
-    "a", "Z", "7", " ", "  ", ",", "\"", "\"\"", "\\", "\\N", "NULL", "\t", "\n", "\r\n", "\r",
-    "é", "✓", "日本", "'", ";", "#", "\u{feff}",
+const PIECES: &[&[u8]] = &[
+    b"a", b"Z", b"7", b" ", b"  ", b",", b"\"", b"\"\"", b"\\", b"\\N", b"NULL", b"\t", b"\n",
+    b"\r\n", b"\r", b"'", b";", b"#",
+];
+
+/// The encodings files are written in, as `--encoding` and COPY name them, with the
+/// characters each adds to [`PIECES`] and the bytes that are no character in it (invalid
+/// UTF-8, a NUL, Windows-1252's undefined 0x81 and 0x9d), which one file in eight holds.
+type Encoding = (
+    &'static str,
+    &'static [&'static [u8]],
+    &'static [&'static [u8]],
+);
+
+const ENCODINGS: &[Encoding] = &[
+    (
+        "UTF8",
+        &[
+            "é".as_bytes(),
+            "✓".as_bytes(),
+            "日本".as_bytes(),
+            "\u{feff}".as_bytes(),
+        ],
+        &[b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00"],
+    ),
+    ("UTF8", &["ü".as_bytes(), "€".as_bytes()], &[b"\xc3"]),
+    (
+        "LATIN1",
+        &[b"\xe9", b"\xfc", b"\x80", b"\xff", b"\xa0"],
+        &[b"\x00"],
+    ),
+    (
+        "WIN1252",
+        &[b"\xe9", b"\x80", b"\x9f"],
+        &[b"\x81", b"\x9d", b"\x00"],
+    ),
 ];
 
 /// One field's text, before it is written.
-fn text(rng: &mut Rng) -> String {
+fn text(rng: &mut Rng, extra: &[&[u8]]) -> Vec<u8> {
     if rng.one_in(40) {
-        return "x".repeat(5_000 + rng.below(100_000));
+        return b"x".repeat(5_000 + rng.below(100_000));
     }
     let n = rng.below(6);
-    (0..n).map(|_| *rng.pick(PIECES)).collect()
+    (0..n)
+        .flat_map(|_| match rng.one_in(5) {
+            true => *rng.pick(extra),
+            false => *rng.pick(PIECES),
+        })
+        .copied()
+        .collect()
 }
 
 /// `value` as a CSV field: quoted when it must be (or when the dice say), quotes doubled; an
 /// empty unquoted field is NULL, so an empty text is always quoted.
-fn field(rng: &mut Rng, value: Option<&str>) -> String {
+fn field(rng: &mut Rng, value: Option<&[u8]>) -> Vec<u8> {
     let Some(value) = value else {
-        return String::new();
+        return Vec::new();
     };
     let special = value.is_empty()
-        || value.contains([',', '"', '\n', '\r'])
-        || value.starts_with(' ')
-        || value.ends_with(' ')
-        || value == "\\.";
-    if special || rng.one_in(4) {
-        format!("\"{}\"", value.replace('"', "\"\""))
-    } else {
-        value.to_string()
+        || value.iter().any(|b| b",\"\n\r".contains(b))
+        || value.starts_with(b" ")
+        || value.ends_with(b" ")
+        || value == b"\\.";
+    if !special && !rng.one_in(4) {
+        return value.to_vec();
     }
+    let mut quoted = vec![b'"'];
+    for &b in value {
+        quoted.push(b);
+        if b == b'"' {
+            quoted.push(b'"');
+        }
+    }
+    quoted.push(b'"');
+    quoted
 }
 
 /// A generated file and how it was made.
 struct Case {
     columns: usize,
     header: bool,
+    encoding: &'static str,
     bytes: Vec<u8>,
 }
 
@@ -89,15 +137,20 @@ struct Case {
 fn case(rng: &mut Rng) -> Case {
     let columns = 1 + rng.below(4);
     let header = rng.one_in(2);
-    let eol = *rng.pick(&["\n", "\n", "\r\n"]);
-    let mut out = String::new();
-    if rng.one_in(30) {
-        out.push('\u{feff}');
+    let (encoding, chars, broken) = *rng.pick(ENCODINGS);
+    let extra: Vec<&[u8]> = match rng.one_in(8) {
+        true => chars.iter().chain(broken).copied().collect(),
+        false => chars.to_vec(),
+    };
+    let eol: &[u8] = *rng.pick(&[&b"\n"[..], b"\n", b"\r\n"]);
+    let mut out = Vec::new();
+    if encoding == "UTF8" && rng.one_in(30) {
+        out.extend_from_slice("\u{feff}".as_bytes());
     }
     if header {
         let names: Vec<String> = (0..columns).map(|i| format!("c{i}")).collect();
-        out.push_str(&names.join(","));
-        out.push_str(eol);
+        out.extend_from_slice(names.join(",").as_bytes());
+        out.extend_from_slice(eol);
     }
     let rows = 1 + rng.below(12);
     for row in 0..rows {
@@ -110,31 +163,31 @@ fn case(rng: &mut Rng) -> Case {
                 columns.max(2) - 1
             };
         }
-        let fields: Vec<String> = (0..width)
-            .map(|_| {
-                let value = (!rng.one_in(6)).then(|| text(rng));
-                let mut f = field(rng, value.as_deref());
-                if rng.one_in(150) {
-                    // Text after a closing quote, or a quote left open.
-                    f.push_str(if rng.one_in(2) { "\"x" } else { "\"" });
-                }
-                f
-            })
-            .collect();
-        out.push_str(&fields.join(","));
+        for i in 0..width {
+            if i > 0 {
+                out.push(b',');
+            }
+            let value = (!rng.one_in(6)).then(|| text(rng, &extra));
+            out.extend(field(rng, value.as_deref()));
+            if rng.one_in(150) {
+                // Text after a closing quote, or a quote left open.
+                out.extend_from_slice(if rng.one_in(2) { b"\"x" } else { b"\"" });
+            }
+        }
         let last = row + 1 == rows;
         match (last, rng.one_in(80)) {
             // The last line without its end, now and then.
             (true, _) if rng.one_in(3) => {}
             // Another line end than the file's.
-            (_, true) => out.push_str(if eol == "\n" { "\r\n" } else { "\n" }),
-            _ => out.push_str(eol),
+            (_, true) => out.extend_from_slice(if eol == b"\n" { b"\r\n" } else { b"\n" }),
+            _ => out.extend_from_slice(eol),
         }
     }
     Case {
         columns,
         header,
-        bytes: out.into_bytes(),
+        encoding,
+        bytes: out,
     }
 }
 
@@ -162,18 +215,20 @@ fn compare(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> 
         &db.conninfo,
     ];
     args.extend(["--table", "ours", "--format", "csv", "--connections", "1"]);
+    args.extend(["--encoding", case.encoding]);
     if case.header {
         args.push("--header");
     }
     let (code, out) = inrush_testkit::run(BIN, &args);
     let header = if case.header { ", HEADER" } else { "" };
+    let options = format!("{header}, ENCODING '{}'", case.encoding);
     // Intended: a UTF-8 byte order mark that opens the file is not data (COPY reads it as the
     // first field's first character; Excel writes one).
     let bom = "\u{feff}".as_bytes();
     let copied = copy(
         db,
         case.bytes.strip_prefix(bom).unwrap_or(&case.bytes),
-        header,
+        &options,
     );
     match (code, copied) {
         (0, Ok(())) => {
@@ -197,10 +252,10 @@ fn compare(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> 
     }
 }
 
-fn copy(db: &Db, bytes: &[u8], header: &str) -> Result<(), String> {
+fn copy(db: &Db, bytes: &[u8], options: &str) -> Result<(), String> {
     use std::io::Write;
     let mut client = db.target.connect_blocking().expect("connect");
-    let sql = format!("COPY theirs FROM STDIN (FORMAT csv{header})");
+    let sql = format!("COPY theirs FROM STDIN (FORMAT csv{options})");
     let mut writer = client.copy_in(&sql).map_err(|e| e.to_string())?;
     writer.write_all(bytes).map_err(|e| e.to_string())?;
     writer.finish().map(|_| ()).map_err(|e| format!("{e:?}"))
