@@ -142,7 +142,8 @@ fn case(rng: &mut Rng) -> Case {
         true => chars.iter().chain(broken).copied().collect(),
         false => chars.to_vec(),
     };
-    let eol: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\r\n"]);
+    let eols: [&[u8]; 3] = [b"\n", b"\n", b"\r\n"];
+    let eol = *rng.pick(&eols);
     let mut out = Vec::new();
     if encoding == "UTF8" && rng.one_in(30) {
         out.extend_from_slice("\u{feff}".as_bytes());
