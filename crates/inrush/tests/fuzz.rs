@@ -1,12 +1,15 @@
 //! Differential fuzzing: generated CSV files loaded both by inrush and by PostgreSQL's own
-//! `COPY ... (FORMAT csv)` into tables of text columns; the two must agree on every file: both
-//! load it, with the same rows, or both refuse it and inrush loads nothing.
+//! `COPY ... (FORMAT csv)`, into tables of text columns (the reader) and of typed columns
+//! (inrush's own encoders of each type's values); the two must agree on every file: both load
+//! it, with the same rows, or both refuse it and inrush loads nothing.
 //!
 //! The files mix what real exports hold: quoted and unquoted fields, doubled quotes, commas,
 //! backslashes, `\N` and `NULL` as text, empty fields and `""`, LF, CRLF and lone CR inside
 //! quotes, Unicode, long fields, a header or none, in UTF-8, Latin-1 or Windows-1252
 //! (`--encoding`, COPY's `ENCODING`); and what broken ones do: ragged rows, a quote left open,
-//! text after a closing quote, line ends mixed, bytes that are no character. A seeded run of
+//! text after a closing quote, line ends mixed, bytes that are no character. The typed files
+//! hold integers, numerics, floats, booleans, dates, timestamps, UUIDs and bytea at their
+//! limits and in the spellings each reader may take otherwise. A seeded run of
 //! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
 //! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
 //! prints the files tried and every difference found, each with its file.
@@ -92,7 +95,7 @@ fn text(rng: &mut Rng, extra: &[&[u8]]) -> Vec<u8> {
     }
     let n = rng.below(6);
     (0..n)
-        .flat_map(|_| match rng.one_in(5) {
+        .flat_map(|_| match !extra.is_empty() && rng.one_in(5) {
             true => *rng.pick(extra),
             false => *rng.pick(PIECES),
         })
@@ -127,7 +130,8 @@ fn field(rng: &mut Rng, value: Option<&[u8]>) -> Vec<u8> {
 
 /// A generated file and how it was made.
 struct Case {
-    columns: usize,
+    /// Each column's type.
+    types: Vec<&'static str>,
     header: bool,
     encoding: &'static str,
     bytes: Vec<u8>,
@@ -185,9 +189,323 @@ fn case(rng: &mut Rng) -> Case {
         }
     }
     Case {
-        columns,
+        types: vec!["text"; columns],
         header,
         encoding,
+        bytes: out,
+    }
+}
+
+/// A column type, the spellings of its values most files hold (limits included), and the
+/// edges: spellings each reader may take otherwise (signs, spaces, exponents, words,
+/// prefixes, out of range), one field in twenty.
+struct Typed {
+    name: &'static str,
+    common: fn(&mut Rng) -> String,
+    edges: &'static [&'static str],
+}
+
+fn int_in(rng: &mut Rng, low: i64, high: i64) -> String {
+    let span = (high as i128 - low as i128 + 1) as u128;
+    let v = low as i128 + (rng.next() as u128 % span) as i128;
+    v.to_string()
+}
+
+const TYPES: &[Typed] = &[
+    Typed {
+        name: "smallint",
+        common: |r| int_in(r, -32768, 32767),
+        edges: &[
+            "-32768", "32767", "32768", "-32769", "+7", " 42", "42 ", "007", "-0", "1.0", "1e2",
+            "0x1F", "", " ", "1 2", "٣",
+        ],
+    },
+    Typed {
+        name: "integer",
+        common: |r| int_in(r, i32::MIN as i64, i32::MAX as i64),
+        edges: &[
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "-2147483649",
+            "+0",
+            "  -5  ",
+            "1_000",
+            "0b101",
+            "0o17",
+            "0x1f",
+            "1.5",
+            "99999999999999999999",
+        ],
+    },
+    Typed {
+        name: "bigint",
+        common: |r| int_in(r, i64::MIN, i64::MAX),
+        edges: &[
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "+9",
+            "0009",
+            "1e18",
+            "\t3",
+        ],
+    },
+    Typed {
+        name: "numeric",
+        common: |r| {
+            let (int, frac) = (r.next() % 1_000_000_000, r.next() % 100_000_000);
+            let sign = if r.one_in(3) { "-" } else { "" };
+            format!("{sign}{int}.{frac:0width$}", width = 1 + r.below(8))
+        },
+        edges: &[
+            "NaN",
+            "nan",
+            "Infinity",
+            "-Infinity",
+            "inf",
+            "1e5",
+            "-1.5E-3",
+            ".5",
+            "5.",
+            "-0",
+            "-0.000",
+            "+.1",
+            "  3.14  ",
+            "1,5",
+            "1e",
+            "e5",
+            "1e131072",
+            "0.00000000000000000000000000000000000001",
+            "123456789012345678901234567890.123456789",
+        ],
+    },
+    Typed {
+        name: "numeric(10,2)",
+        common: |r| format!("{}.{:02}", int_in(r, -99_999_999, 99_999_999), r.below(100)),
+        edges: &[
+            "1.005",
+            "1.015",
+            "-1.005",
+            "99999999.995",
+            "99999999.994",
+            "100000000",
+            "0.001",
+            "NaN",
+            "1e2",
+            "-0.005",
+        ],
+    },
+    Typed {
+        name: "real",
+        common: |r| {
+            format!(
+                "{}",
+                f32::from_bits(r.next() as u32 & 0x7f7f_ffff)
+                    * if r.one_in(2) { -1.0 } else { 1.0 }
+            )
+        },
+        edges: &[
+            "1.5",
+            "3.4028235e38",
+            "3.4028236e38",
+            "3.5e38",
+            "1e-45",
+            "1.4e-45",
+            "1e-46",
+            "NaN",
+            "-Infinity",
+            "inf",
+            "-inf",
+            "infinity",
+            "-0",
+            "1e",
+            "0.1",
+            "16777217",
+            "1e-38",
+        ],
+    },
+    Typed {
+        name: "double precision",
+        common: |r| {
+            format!(
+                "{}",
+                f64::from_bits(r.next() & 0x7fef_ffff_ffff_ffff)
+                    * if r.one_in(2) { -1.0 } else { 1.0 }
+            )
+        },
+        edges: &[
+            "1.7976931348623157e308",
+            "1.7976931348623159e308",
+            "1e309",
+            "5e-324",
+            "4.9e-324",
+            "2e-324",
+            "1e-400",
+            "NaN",
+            "Infinity",
+            "-infinity",
+            "0x10",
+            "1.0e+",
+            ".e1",
+            "9007199254740993",
+        ],
+    },
+    Typed {
+        name: "boolean",
+        common: |r| r.pick(&["t", "f", "true", "false", "1", "0"]).to_string(),
+        edges: &[
+            "TRUE", "False", "yes", "no", "on", "off", "y", "n", "Y", "tr", "tru", "fa", "of", "o",
+            "ye", " t ", "T", "maybe", "2", "10", "00",
+        ],
+    },
+    Typed {
+        name: "date",
+        common: |r| {
+            format!(
+                "{:04}-{:02}-{:02}",
+                1 + r.below(9999),
+                1 + r.below(12),
+                1 + r.below(28)
+            )
+        },
+        edges: &[
+            "2024-02-29",
+            "2023-02-29",
+            "0001-01-01",
+            "9999-12-31",
+            "10000-01-01",
+            "2024-13-01",
+            "2024-00-10",
+            "2024-1-5",
+            "20240105",
+            "epoch",
+            "infinity",
+            "-infinity",
+            "2024-01-05 BC",
+            "0001-01-01 BC",
+            "Jan 5 2024",
+            "5/1/2024",
+            "2024-01-05T00:00",
+            "2024-01-05 10:00",
+            " 2024-01-05",
+            "4713-01-01 BC",
+            "5874897-12-31",
+        ],
+    },
+    Typed {
+        name: "timestamp",
+        common: |r| {
+            format!(
+                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:06}",
+                1 + r.below(9999),
+                1 + r.below(12),
+                1 + r.below(28),
+                r.below(24),
+                r.below(60),
+                r.below(60),
+                r.below(1_000_000)
+            )
+        },
+        edges: &[
+            "2024-01-05 10:00:00",
+            "2024-01-05T10:00:00",
+            "2024-01-05 10:00:00.1234567",
+            "2024-01-05 10:00:00.9999995",
+            "2024-01-05 24:00:00",
+            "2024-01-05 23:59:60",
+            "2024-01-05 10:00",
+            "2024-01-05",
+            "infinity",
+            "-infinity",
+            "2024-01-05 10:00:00+02",
+            "2024-01-05 10:00:00 BC",
+            "294276-12-31 23:59:59",
+            "2024-01-05 25:00:00",
+            "2024-01-05 10:60:00",
+        ],
+    },
+    Typed {
+        name: "uuid",
+        common: |r| {
+            let (a, b) = (r.next(), r.next());
+            let h = format!("{a:016x}{b:016x}");
+            format!(
+                "{}-{}-{}-{}-{}",
+                &h[..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..]
+            )
+        },
+        edges: &[
+            "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+            "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+            "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+            "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+            "not-a-uuid",
+            " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        ],
+    },
+    Typed {
+        name: "bytea",
+        common: |r| {
+            let n = r.below(8);
+            let hex: String = (0..n).map(|_| format!("{:02x}", r.below(256))).collect();
+            format!("\\x{hex}")
+        },
+        edges: &[
+            "\\x",
+            "\\xDEADbeef",
+            "\\xabc",
+            "\\x0g",
+            "abc",
+            "\\\\",
+            "\\001",
+            "\\x 00",
+            "a\\000b",
+        ],
+    },
+    Typed {
+        name: "text",
+        common: |r| String::from_utf8(text(r, &[])).unwrap_or_default(),
+        edges: &["\\.", "\\N", " "],
+    },
+];
+
+/// A file of 1 to 4 typed columns (one type or several), values of their common spellings
+/// and now and then an edge.
+fn typed_case(rng: &mut Rng) -> Case {
+    let width = 1 + rng.below(4);
+    let types: Vec<&Typed> = (0..width).map(|_| rng.pick(TYPES)).collect();
+    let header = rng.one_in(2);
+    let mut out = Vec::new();
+    if header {
+        let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
+        out.extend_from_slice(names.join(",").as_bytes());
+        out.push(b'\n');
+    }
+    for _ in 0..1 + rng.below(12) {
+        for (i, t) in types.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let value = match (rng.one_in(8), rng.one_in(20)) {
+                (true, _) => None,
+                (_, true) => Some(rng.pick(t.edges).to_string()),
+                _ => Some((t.common)(rng)),
+            };
+            out.extend(field(rng, value.as_deref().map(str::as_bytes)));
+        }
+        out.push(b'\n');
+    }
+    Case {
+        types: types.iter().map(|t| t.name).collect(),
+        header,
+        encoding: "UTF8",
         bytes: out,
     }
 }
@@ -201,7 +519,9 @@ fn contents(db: &Db, table: &str) -> Vec<Option<String>> {
 /// How one file went both ways: `Ok(loaded)` when they agree (whether both loaded it),
 /// `Err(how they differ)`.
 fn compare(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
-    let columns: Vec<String> = (0..case.columns).map(|i| format!("c{i} text")).collect();
+    let columns: Vec<String> = (0..case.types.len())
+        .map(|i| format!("c{i} {}", case.types[i]))
+        .collect();
     db.exec(&format!(
         "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({0}); CREATE TABLE theirs ({0})",
         columns.join(", ")
@@ -262,10 +582,11 @@ fn copy(db: &Db, bytes: &[u8], options: &str) -> Result<(), String> {
     writer.finish().map(|_| ()).map_err(|e| format!("{e:?}"))
 }
 
-#[test]
-fn csv_files_load_as_postgresqls_copy_reads_them() {
+/// Files from `generate` until `INRUSH_FUZZ_CASES` (`cases` by default) are tried or
+/// `INRUSH_FUZZ_MINUTES` pass, each compared with COPY; fails naming every difference.
+fn fuzz(what: &str, cases: usize, generate: fn(&mut Rng) -> Case) {
     let seed = std::env::var("INRUSH_FUZZ_SEED").map_or(20261203, |s| s.parse().unwrap());
-    let cases: usize = std::env::var("INRUSH_FUZZ_CASES").map_or(400, |s| s.parse().unwrap());
+    let cases: usize = std::env::var("INRUSH_FUZZ_CASES").map_or(cases, |s| s.parse().unwrap());
     let minutes: Option<u64> = std::env::var("INRUSH_FUZZ_MINUTES")
         .ok()
         .map(|m| m.parse().unwrap());
@@ -274,29 +595,36 @@ fn csv_files_load_as_postgresqls_copy_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(seed);
     let (mut tried, mut refused, mut found) = (0usize, 0usize, Vec::new());
-    loop {
-        let done = match until {
-            Some(until) => Instant::now() >= until,
-            None => tried >= cases,
-        };
-        if done {
-            break;
-        }
-        let case = case(&mut rng);
+    while match until {
+        Some(until) => Instant::now() < until,
+        None => tried < cases,
+    } {
+        let case = generate(&mut rng);
         tried += 1;
         match compare(&db, dir.path(), &case) {
             Ok(loaded) => refused += usize::from(!loaded),
             Err(difference) => {
                 let input = String::from_utf8_lossy(&case.bytes);
+                let types = case.types.join(", ");
                 found.push(format!(
-                    "file {tried} (seed {seed}): {difference}\n  input: {input:?}"
+                    "file {tried} (seed {seed}, {types}): {difference}\n  input: {input:?}"
                 ));
             }
         }
     }
     println!(
-        "fuzz: {tried} CSV files tried (seed {seed}), {refused} refused by both, {} differences from COPY",
+        "fuzz: {tried} {what} files tried (seed {seed}), {refused} refused by both, {} differences from COPY",
         found.len()
     );
     assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn csv_files_load_as_postgresqls_copy_reads_them() {
+    fuzz("CSV", 400, case);
+}
+
+#[test]
+fn typed_values_load_as_postgresqls_copy_reads_them() {
+    fuzz("typed CSV", 400, typed_case);
 }
