@@ -206,7 +206,7 @@ impl ChunkWriter {
     ) -> Result<(Vec<Warning>, u64)> {
         self.savepoint(conn).await?;
         let (mut warnings, affected) = match self.method {
-            Method::LoadData => (self.load(conn, data).await?, conn.affected_rows()),
+            Method::LoadData => self.load(conn, data).await?,
             Method::Insert => self.insert_all(conn, data).await?,
         };
         if warnings.is_empty() && self.conflict == Conflict::Error && affected != rows {
@@ -322,8 +322,9 @@ impl ChunkWriter {
         }
     }
 
-    /// One `LOAD DATA LOCAL` of `data`; returns the warnings that make a row bad.
-    async fn load(&self, conn: &mut Conn, data: &Bytes) -> Result<Vec<Warning>> {
+    /// One `LOAD DATA LOCAL` of `data`; returns the warnings that make a row bad, and the rows
+    /// it affected.
+    async fn load(&self, conn: &mut Conn, data: &Bytes) -> Result<(Vec<Warning>, u64)> {
         let bytes = data.clone();
         conn.set_infile_handler(async move {
             Ok(futures_util::stream::once(async move { Ok(bytes) }).boxed())
@@ -336,14 +337,16 @@ impl ChunkWriter {
             // A row the statement stopped at (a trigger's SIGNAL, a constraint), which the
             // search finds.
             Err(e) => {
-                return Ok(vec![
-                    self.refusal(e, |e| local_infile_refused(e, &self.table))?
-                ])
+                let refused = self.refusal(e, |e| local_infile_refused(e, &self.table))?;
+                return Ok((vec![refused], 0));
             }
         }
+        // Read before SHOW WARNINGS, whose own count would replace it: a chunk with only
+        // notes (a decimal rounded to its scale) would seem to have lost its rows.
+        let affected = conn.affected_rows();
         match conn.get_warnings() {
-            0 => Ok(Vec::new()),
-            _ => self.bad_warnings(conn).await,
+            0 => Ok((Vec::new(), affected)),
+            _ => Ok((self.bad_warnings(conn).await?, affected)),
         }
     }
 

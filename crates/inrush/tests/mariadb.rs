@@ -50,6 +50,29 @@ fn good_rows_load_as_the_servers_load_data_reads_them() {
     typed_rows_load_as_the_server_reads_them(&MariaDb::fresh("types"), "LOAD DATA LOCAL");
 }
 
+/// More digits than a decimal's scale are rounded, with a note, as strict mode takes them: the
+/// rows load as the server's own `LOAD DATA` rounds them (the note once hid the rows' count).
+#[test]
+fn decimals_rounded_to_their_scale_load_as_the_servers_load_data_rounds_them() {
+    let db = MariaDb::fresh("mariadb");
+    let columns = "(id INT PRIMARY KEY, amount DECIMAL(10,2))";
+    db.exec(&format!(
+        "CREATE TABLE ours {columns}; CREATE TABLE theirs {columns}"
+    ));
+    let dir = shared_dir();
+    let csv = write(
+        dir.path(),
+        "round.csv",
+        "id,amount\n1,1.005\n2,-0.001\n3,-1.005\n4,2.5\n",
+    );
+    let (code, out) = load(&csv, &db, "ours", &[]);
+    assert_eq!(code, 0, "{out}");
+    server_load(&db, &csv, "theirs").unwrap();
+    let rows = |t: &str| db.rows(&format!("SELECT * FROM {t} ORDER BY id"));
+    assert_eq!(rows("ours"), rows("theirs"), "{out}");
+    assert_eq!(rows("ours")[0], "1\t1.01");
+}
+
 #[test]
 fn bad_rows_are_reported_and_nothing_changes_silently() {
     bad_rows_are_reported_and_kept_out(&MariaDb::fresh("bad"));
