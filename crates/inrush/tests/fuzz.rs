@@ -17,7 +17,9 @@
 //! Intended, and said in docs/loading.md: a UTF-8 byte order mark that opens a file is not
 //! read as data.
 
-use inrush_testkit::Db;
+mod mariadb_common;
+
+use inrush_testkit::{Db, MariaDb};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inrush");
@@ -620,6 +622,275 @@ fn typed_case(rng: &mut Rng) -> Case {
     }
 }
 
+/// MariaDB's column types, and their values as strict mode takes or refuses them.
+const MARIADB_TYPES: &[Typed] = &[
+    Typed {
+        name: "TINYINT",
+        common: |r| int_in(r, -128, 127),
+        edges: &[
+            "127", "-128", "128", "-129", "+5", " 5", "5 ", "1.5", "1.4", "1e2", "0x10", "", "05",
+            "-0",
+        ],
+    },
+    Typed {
+        name: "SMALLINT UNSIGNED",
+        common: |r| int_in(r, 0, 65535),
+        edges: &["65535", "65536", "-1", "-0", "+1", "1.0"],
+    },
+    Typed {
+        name: "INT",
+        common: |r| int_in(r, i32::MIN as i64, i32::MAX as i64),
+        edges: &[
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "99999999999999999999",
+            " -5",
+            "1_0",
+        ],
+    },
+    Typed {
+        name: "BIGINT UNSIGNED",
+        common: |r| (r.next() >> r.below(64)).to_string(),
+        edges: &[
+            "18446744073709551615",
+            "18446744073709551616",
+            "-1",
+            "+18",
+            "1e19",
+        ],
+    },
+    Typed {
+        name: "DECIMAL(10,2)",
+        common: |r| format!("{}.{:02}", int_in(r, -99_999_999, 99_999_999), r.below(100)),
+        edges: &[
+            "1.005",
+            "1.004",
+            "-1.005",
+            "99999999.99",
+            "99999999.995",
+            "100000000",
+            "-0.001",
+            "1e2",
+            ".5",
+            "5.",
+            "+1",
+            " 1",
+            "1,5",
+            "0.0000001",
+        ],
+    },
+    Typed {
+        name: "DOUBLE",
+        common: |r| {
+            format!(
+                "{}",
+                f64::from_bits(r.next() & 0x7fef_ffff_ffff_ffff)
+                    * if r.one_in(2) { -1.0 } else { 1.0 }
+            )
+        },
+        edges: &[
+            "1.7976931348623157e308",
+            "1e309",
+            "-0",
+            "NaN",
+            "inf",
+            "1e-400",
+            "0x10",
+            "1e",
+            ".e1",
+            "5e-324",
+        ],
+    },
+    Typed {
+        name: "FLOAT",
+        common: |r| format!("{}", f32::from_bits(r.next() as u32 & 0x7f7f_ffff)),
+        edges: &["3.4e38", "3.5e38", "1e-46", "-0", "16777217"],
+    },
+    Typed {
+        name: "DATE",
+        common: |r| {
+            format!(
+                "{:04}-{:02}-{:02}",
+                1000 + r.below(9000),
+                1 + r.below(12),
+                1 + r.below(28)
+            )
+        },
+        edges: &[
+            "2024-02-29",
+            "2023-02-29",
+            "0000-00-00",
+            "1000-01-01",
+            "0001-01-01",
+            "9999-12-31",
+            "10000-01-01",
+            "2024-1-5",
+            "20240105",
+            "2024/01/05",
+            "2024-01-05 10:00:00",
+            "2024-13-01",
+            " 2024-01-05",
+        ],
+    },
+    Typed {
+        name: "DATETIME(3)",
+        common: |r| {
+            format!(
+                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}",
+                1000 + r.below(9000),
+                1 + r.below(12),
+                1 + r.below(28),
+                r.below(24),
+                r.below(60),
+                r.below(60),
+                r.below(1000)
+            )
+        },
+        edges: &[
+            "2024-01-05 10:00:00.1234",
+            "2024-01-05 10:00:00.9995",
+            "2024-01-05T10:00:00",
+            "2024-01-05 24:00:00",
+            "2024-01-05",
+            "9999-12-31 23:59:59.999",
+            "2024-01-05 10:00",
+            "2024-01-05 10:60:00",
+        ],
+    },
+    Typed {
+        name: "TIME",
+        common: |r| format!("{:02}:{:02}:{:02}", r.below(24), r.below(60), r.below(60)),
+        edges: &[
+            "838:59:59",
+            "839:00:00",
+            "-838:59:59",
+            "24:00:00",
+            "12:00",
+            "1 12:00:00",
+            "12:60:00",
+            "120000",
+            "-00:00:01",
+        ],
+    },
+    Typed {
+        name: "VARCHAR(5)",
+        common: |r| {
+            (0..r.below(6))
+                .map(|_| *r.pick(&["a", "é", "✓", " ", "'", "\\"]))
+                .collect()
+        },
+        edges: &[
+            "abcdef",
+            "ééééé",
+            "éééééé",
+            "abcd ",
+            "abcde ",
+            "abcde  ",
+            "日本語日本",
+        ],
+    },
+    Typed {
+        name: "CHAR(3)",
+        common: |r| (0..r.below(4)).map(|_| *r.pick(&["x", "ü", " "])).collect(),
+        edges: &["abcd", "ab ", "abc ", "   ", "    "],
+    },
+    Typed {
+        name: "ENUM('a','b','c')",
+        common: |r| r.pick(&["a", "b", "c"]).to_string(),
+        edges: &["d", "A", " a", "a ", "", "1", "0", "3", "4"],
+    },
+    Typed {
+        name: "JSON",
+        common: |r| {
+            r.pick(&["{\"a\": 1}", "[1, 2, 3]", "\"x\"", "null", "true"])
+                .to_string()
+        },
+        edges: &["[1,2", "{'a':1}", "", "1e400", "{\"a\":1,\"a\":2}", " {} "],
+    },
+];
+
+/// A file with a header of 1 to 4 MariaDB columns, values of their common spellings and now
+/// and then an edge; no NULL, which `LOAD DATA` spells otherwise than CSV.
+fn mariadb_case(rng: &mut Rng) -> Case {
+    let width = 1 + rng.below(4);
+    let types: Vec<&Typed> = (0..width).map(|_| rng.pick(MARIADB_TYPES)).collect();
+    let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
+    let mut out = names.join(",").into_bytes();
+    out.push(b'\n');
+    for _ in 0..1 + rng.below(12) {
+        for (i, t) in types.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let value = match rng.one_in(20) {
+                true => rng.pick(t.edges).to_string(),
+                false => (t.common)(rng),
+            };
+            // An empty field is quoted: unquoted, it is NULL to inrush and '' to LOAD DATA.
+            out.extend(match value.is_empty() {
+                true => b"\"\"".to_vec(),
+                false => field(rng, Some(value.as_bytes())),
+            });
+        }
+        out.push(b'\n');
+    }
+    Case {
+        types: types.iter().map(|t| t.name).collect(),
+        header: true,
+        encoding: "UTF8",
+        bytes: out,
+    }
+}
+
+/// How one file went into MariaDB both ways: inrush, and the server's own strict
+/// `LOAD DATA INFILE`.
+fn against_load_data(db: &MariaDb, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
+    let columns: Vec<String> = (0..case.types.len())
+        .map(|i| format!("c{i} {}", case.types[i]))
+        .collect();
+    db.exec(&format!(
+        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({0}) ENGINE=InnoDB; CREATE TABLE theirs ({0}) ENGINE=InnoDB",
+        columns.join(", ")
+    ));
+    let path = mariadb_common::write(dir, "case.csv", &String::from_utf8_lossy(&case.bytes));
+    let (code, out) = mariadb_common::load(&path, db, "ours", &["--connections", "1"]);
+    let loaded = mariadb_common::server_load(db, &path, "theirs");
+    let order: Vec<String> = (1..=case.types.len()).map(|i| i.to_string()).collect();
+    let rows = |t: &str| db.rows(&format!("SELECT * FROM {t} ORDER BY {}", order.join(", ")));
+    match (code, loaded) {
+        (0, Ok(())) => {
+            let (ours, theirs) = (rows("ours"), rows("theirs"));
+            match ours == theirs {
+                true => Ok(true),
+                false => Err(format!(
+                    "rows differ:\n  inrush:    {ours:?}\n  LOAD DATA: {theirs:?}"
+                )),
+            }
+        }
+        (0, Err(e)) => Err(format!("inrush loaded what LOAD DATA refuses ({e})")),
+        (4, Err(_)) => match rows("ours").len() {
+            0 => Ok(false),
+            left => Err(format!("inrush refused the file but left {left} rows")),
+        },
+        (code, Ok(())) => Err(format!(
+            "inrush exited {code} where LOAD DATA loads it: {out}"
+        )),
+        (code, Err(e)) => Err(format!(
+            "inrush exited {code}, not 4, where LOAD DATA refuses ({e}): {out}"
+        )),
+    }
+}
+
+#[test]
+fn typed_values_load_into_mariadb_as_its_strict_load_data_reads_them() {
+    let db = MariaDb::fresh("fuzz");
+    let dir = mariadb_common::shared_dir();
+    fuzz("MariaDB typed CSV", 300, mariadb_case, &mut |case| {
+        against_load_data(&db, dir.path(), case)
+    });
+}
+
 /// What a table holds, in one order: each row as PostgreSQL's text of it.
 fn contents(db: &Db, table: &str) -> Vec<Option<String>> {
     let rows = db.rows(&format!("SELECT {table}::text FROM {table} ORDER BY 1"));
@@ -628,7 +899,7 @@ fn contents(db: &Db, table: &str) -> Vec<Option<String>> {
 
 /// How one file went both ways: `Ok(loaded)` when they agree (whether both loaded it),
 /// `Err(how they differ)`.
-fn compare(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
+fn against_copy(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
     let columns: Vec<String> = (0..case.types.len())
         .map(|i| format!("c{i} {}", case.types[i]))
         .collect();
@@ -693,16 +964,19 @@ fn copy(db: &Db, bytes: &[u8], options: &str) -> Result<(), String> {
 }
 
 /// Files from `generate` until `INRUSH_FUZZ_CASES` (`cases` by default) are tried or
-/// `INRUSH_FUZZ_MINUTES` pass, each compared with COPY; fails naming every difference.
-fn fuzz(what: &str, cases: usize, generate: fn(&mut Rng) -> Case) {
+/// `INRUSH_FUZZ_MINUTES` pass, each given to `compare`; fails naming every difference.
+fn fuzz(
+    what: &str,
+    cases: usize,
+    generate: fn(&mut Rng) -> Case,
+    compare: &mut dyn FnMut(&Case) -> Result<bool, String>,
+) {
     let seed = std::env::var("INRUSH_FUZZ_SEED").map_or(20261203, |s| s.parse().unwrap());
     let cases: usize = std::env::var("INRUSH_FUZZ_CASES").map_or(cases, |s| s.parse().unwrap());
     let minutes: Option<u64> = std::env::var("INRUSH_FUZZ_MINUTES")
         .ok()
         .map(|m| m.parse().unwrap());
     let until = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
-    let db = Db::fresh("fuzz");
-    let dir = tempfile::tempdir().unwrap();
     let mut rng = Rng(seed);
     let (mut tried, mut refused, mut found) = (0usize, 0usize, Vec::new());
     while match until {
@@ -711,7 +985,7 @@ fn fuzz(what: &str, cases: usize, generate: fn(&mut Rng) -> Case) {
     } {
         let case = generate(&mut rng);
         tried += 1;
-        match compare(&db, dir.path(), &case) {
+        match compare(&case) {
             Ok(loaded) => refused += usize::from(!loaded),
             Err(difference) => {
                 let input = String::from_utf8_lossy(&case.bytes);
@@ -723,18 +997,27 @@ fn fuzz(what: &str, cases: usize, generate: fn(&mut Rng) -> Case) {
         }
     }
     println!(
-        "fuzz: {tried} {what} files tried (seed {seed}), {refused} refused by both, {} differences from COPY",
+        "fuzz: {tried} {what} files tried (seed {seed}), {refused} refused by both, {} differences",
         found.len()
     );
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
+/// `generate`'s files against PostgreSQL's COPY.
+fn fuzz_copy(what: &str, generate: fn(&mut Rng) -> Case) {
+    let db = Db::fresh("fuzz");
+    let dir = tempfile::tempdir().unwrap();
+    fuzz(what, 400, generate, &mut |case| {
+        against_copy(&db, dir.path(), case)
+    });
+}
+
 #[test]
 fn csv_files_load_as_postgresqls_copy_reads_them() {
-    fuzz("CSV", 400, case);
+    fuzz_copy("CSV", case);
 }
 
 #[test]
 fn typed_values_load_as_postgresqls_copy_reads_them() {
-    fuzz("typed CSV", 400, typed_case);
+    fuzz_copy("typed CSV", typed_case);
 }
