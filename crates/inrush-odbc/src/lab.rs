@@ -7,11 +7,12 @@
 //! The lab (`inrush-lab`) decides what runs and times it; everything here is one statement or
 //! loop through the driver.
 
+use crate::books::{int, text_rows};
 use crate::driver::{Dbms, Driver};
 use crate::failed;
 use crate::target::OdbcTarget;
-use inrush_load::{Error, Result};
-use odbc_api::{Connection, Cursor};
+use inrush_load::Result;
+use odbc_api::Connection;
 
 /// The lab's columns, in the order every method sends them.
 pub const COLUMNS: &str = "fieldint1, fieldint2, fieldint3, fieldchar1, fieldchar2, fieldchar3";
@@ -90,27 +91,19 @@ impl LabConn {
         Ok(())
     }
 
-    /// The first value of the first row `sql` returns, as text.
-    fn value(&self, sql: &str, column: u16) -> Result<Option<String>> {
-        let read = || failed(sql.to_string());
-        let Some(mut cursor) = self.conn.execute(sql, (), None).map_err(read())? else {
-            return Ok(None);
-        };
-        let Some(mut row) = cursor.next_row().map_err(read())? else {
-            return Ok(None);
-        };
-        let mut buf = Vec::new();
-        let there = row.get_text(column, &mut buf).map_err(read())?;
-        Ok(there.then(|| String::from_utf8_lossy(&buf).trim().to_string()))
+    /// The `column`th value (from 1) of the first row `sql` returns, as text.
+    fn value(&self, sql: &str, column: usize) -> Result<Option<String>> {
+        let rows = text_rows(&self.conn, sql, (), sql)?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|row| row.into_iter().nth(column - 1))
+            .flatten())
     }
 
     pub fn count(&self, table: &str) -> Result<u64> {
         let sql = format!("SELECT COUNT(*) FROM {table}");
-        let value = self.value(&sql, 1)?;
-        value
-            .as_deref()
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| Error::Internal(format!("{sql} gave {value:?}")))
+        Ok(int(&self.value(&sql, 1)?, &sql)? as u64)
     }
 
     /// The log's position in bytes, where the database says it ([`LabServer::log`]).

@@ -88,6 +88,12 @@ impl Engine {
         inrush_testkit::run(BIN, &args)
     }
 
+    /// `inrush plan INPUT --to TO --table TABLE`.
+    fn plan(&self, input: &Path, table: &str) -> (i32, String) {
+        let input = input.to_str().unwrap();
+        inrush_testkit::run(BIN, &["plan", input, "--to", &self.to, "--table", table])
+    }
+
     /// Makes the tables `ours` and `theirs` with `columns`.
     fn twins(&self, columns: &str) {
         for table in ["ours", "theirs"] {
@@ -282,15 +288,7 @@ fn names_with_quotes_semicolons_and_unicode_are_quoted_everywhere(engine: &Engin
         q(id)
     ));
     assert_eq!(third, "ü", "{}", engine.name);
-    let args = [
-        "plan",
-        csv.to_str().unwrap(),
-        "--to",
-        &engine.to,
-        "--table",
-        &q(table),
-    ];
-    let (code, out) = inrush_testkit::run(BIN, &args);
+    let (code, out) = engine.plan(&csv, &q(table));
     assert_eq!(code, 0, "{}: {out}", engine.name);
 }
 
@@ -743,15 +741,7 @@ fn plan_says_what_a_load_would_do_and_changes_nothing(engine: &Engine) {
     (engine.exec)("CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10))");
     (engine.exec)("CREATE INDEX t_v ON t (v)");
     let csv = engine.write("in.csv", "id,v\n1,a\n");
-    let args = [
-        "plan",
-        csv.to_str().unwrap(),
-        "--to",
-        &engine.to,
-        "--table",
-        "t",
-    ];
-    let (code, out) = inrush_testkit::run(BIN, &args);
+    let (code, out) = engine.plan(&csv, "t");
     assert_eq!(code, 0, "{}: {out}", engine.name);
     assert!(
         out.contains("t_v"),

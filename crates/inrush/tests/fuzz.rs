@@ -588,40 +588,6 @@ const TYPES: &[Typed] = &[
     },
 ];
 
-/// A file of 1 to 4 typed columns (one type or several), values of their common spellings
-/// and now and then an edge.
-fn typed_case(rng: &mut Rng) -> Case {
-    let width = 1 + rng.below(4);
-    let types: Vec<&Typed> = (0..width).map(|_| rng.pick(TYPES)).collect();
-    let header = rng.one_in(2);
-    let mut out = Vec::new();
-    if header {
-        let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
-        out.extend_from_slice(names.join(",").as_bytes());
-        out.push(b'\n');
-    }
-    for _ in 0..1 + rng.below(12) {
-        for (i, t) in types.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            let value = match (rng.one_in(8), rng.one_in(20)) {
-                (true, _) => None,
-                (_, true) => Some(rng.pick(t.edges).to_string()),
-                _ => Some((t.common)(rng)),
-            };
-            out.extend(field(rng, value.as_deref().map(str::as_bytes)));
-        }
-        out.push(b'\n');
-    }
-    Case {
-        types: types.iter().map(|t| t.name).collect(),
-        header,
-        encoding: "UTF8",
-        bytes: out,
-    }
-}
-
 /// MariaDB's column types, and their values as strict mode takes or refuses them.
 const MARIADB_TYPES: &[Typed] = &[
     Typed {
@@ -810,76 +776,105 @@ const MARIADB_TYPES: &[Typed] = &[
     },
 ];
 
-/// A file with a header of 1 to 4 MariaDB columns, values of their common spellings and now
-/// and then an edge; no NULL, which `LOAD DATA` spells otherwise than CSV.
-fn mariadb_case(rng: &mut Rng) -> Case {
+/// A file of 1 to 4 columns of `types` (one type or several), values of their common spellings
+/// and, one field in twenty, an edge. For `LOAD DATA` (`for_load_data`), a header always
+/// (`IGNORE 1 LINES`) and no NULL, which it spells otherwise than CSV; else a header in half
+/// the files and one field in eight NULL. An empty value is quoted either way ([`field`]).
+fn typed_file(rng: &mut Rng, types: &'static [Typed], for_load_data: bool) -> Case {
     let width = 1 + rng.below(4);
-    let types: Vec<&Typed> = (0..width).map(|_| rng.pick(MARIADB_TYPES)).collect();
-    let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
-    let mut out = names.join(",").into_bytes();
-    out.push(b'\n');
+    let types: Vec<&Typed> = (0..width).map(|_| rng.pick(types)).collect();
+    let header = for_load_data || rng.one_in(2);
+    let mut out = Vec::new();
+    if header {
+        let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
+        out.extend_from_slice(names.join(",").as_bytes());
+        out.push(b'\n');
+    }
     for _ in 0..1 + rng.below(12) {
         for (i, t) in types.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            let value = match rng.one_in(20) {
-                true => rng.pick(t.edges).to_string(),
-                false => (t.common)(rng),
+            let null = !for_load_data && rng.one_in(8);
+            let value = match (null, rng.one_in(20)) {
+                (true, _) => None,
+                (_, true) => Some(rng.pick(t.edges).to_string()),
+                _ => Some((t.common)(rng)),
             };
-            // An empty field is quoted: unquoted, it is NULL to inrush and '' to LOAD DATA.
-            out.extend(match value.is_empty() {
-                true => b"\"\"".to_vec(),
-                false => field(rng, Some(value.as_bytes())),
-            });
+            out.extend(field(rng, value.as_deref().map(str::as_bytes)));
         }
         out.push(b'\n');
     }
     Case {
         types: types.iter().map(|t| t.name).collect(),
-        header: true,
+        header,
         encoding: "UTF8",
         bytes: out,
+    }
+}
+
+fn typed_case(rng: &mut Rng) -> Case {
+    typed_file(rng, TYPES, false)
+}
+
+fn mariadb_case(rng: &mut Rng) -> Case {
+    typed_file(rng, MARIADB_TYPES, true)
+}
+
+/// `c0 TYPE, c1 TYPE, ...`: the case's columns.
+fn definitions(case: &Case) -> String {
+    let columns: Vec<String> = (0..case.types.len())
+        .map(|i| format!("c{i} {}", case.types[i]))
+        .collect();
+    columns.join(", ")
+}
+
+/// Whether inrush (its exit code and output) and `reference`, which loaded the file or refused
+/// it, agree: the same rows of `ours` and `theirs`, as `rows` reads them, or both refused and
+/// nothing of the file in `ours`. `Ok(loaded)`, or how they differ.
+fn agree<T: PartialEq + std::fmt::Debug>(
+    reference: &str,
+    (code, out): (i32, String),
+    theirs: Result<(), String>,
+    rows: &dyn Fn(&str) -> Vec<T>,
+) -> Result<bool, String> {
+    match (code, theirs) {
+        (0, Ok(())) => {
+            let (ours, theirs) = (rows("ours"), rows("theirs"));
+            match ours == theirs {
+                true => Ok(true),
+                false => Err(format!(
+                    "rows differ:\n  inrush: {ours:?}\n  {reference}: {theirs:?}"
+                )),
+            }
+        }
+        (0, Err(e)) => Err(format!("inrush loaded what {reference} refuses ({e})")),
+        (4, Err(_)) => match rows("ours").len() {
+            0 => Ok(false),
+            left => Err(format!("inrush refused the file but left {left} rows")),
+        },
+        (code, Ok(())) => Err(format!(
+            "inrush exited {code} where {reference} loads it: {out}"
+        )),
+        (code, Err(e)) => Err(format!(
+            "inrush exited {code}, not 4, where {reference} refuses ({e}): {out}"
+        )),
     }
 }
 
 /// How one file went into MariaDB both ways: inrush, and the server's own strict
 /// `LOAD DATA INFILE`.
 fn against_load_data(db: &MariaDb, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
-    let columns: Vec<String> = (0..case.types.len())
-        .map(|i| format!("c{i} {}", case.types[i]))
-        .collect();
+    let columns = definitions(case);
     db.exec(&format!(
-        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({0}) ENGINE=InnoDB; CREATE TABLE theirs ({0}) ENGINE=InnoDB",
-        columns.join(", ")
+        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}) ENGINE=InnoDB; CREATE TABLE theirs ({columns}) ENGINE=InnoDB"
     ));
     let path = mariadb_common::write(dir, "case.csv", &String::from_utf8_lossy(&case.bytes));
-    let (code, out) = mariadb_common::load(&path, db, "ours", &["--connections", "1"]);
+    let inrush = mariadb_common::load(&path, db, "ours", &["--connections", "1"]);
     let loaded = mariadb_common::server_load(db, &path, "theirs");
     let order: Vec<String> = (1..=case.types.len()).map(|i| i.to_string()).collect();
     let rows = |t: &str| db.rows(&format!("SELECT * FROM {t} ORDER BY {}", order.join(", ")));
-    match (code, loaded) {
-        (0, Ok(())) => {
-            let (ours, theirs) = (rows("ours"), rows("theirs"));
-            match ours == theirs {
-                true => Ok(true),
-                false => Err(format!(
-                    "rows differ:\n  inrush:    {ours:?}\n  LOAD DATA: {theirs:?}"
-                )),
-            }
-        }
-        (0, Err(e)) => Err(format!("inrush loaded what LOAD DATA refuses ({e})")),
-        (4, Err(_)) => match rows("ours").len() {
-            0 => Ok(false),
-            left => Err(format!("inrush refused the file but left {left} rows")),
-        },
-        (code, Ok(())) => Err(format!(
-            "inrush exited {code} where LOAD DATA loads it: {out}"
-        )),
-        (code, Err(e)) => Err(format!(
-            "inrush exited {code}, not 4, where LOAD DATA refuses ({e}): {out}"
-        )),
-    }
+    agree("LOAD DATA", inrush, loaded, &rows)
 }
 
 #[test]
@@ -900,12 +895,9 @@ fn contents(db: &Db, table: &str) -> Vec<Option<String>> {
 /// How one file went both ways: `Ok(loaded)` when they agree (whether both loaded it),
 /// `Err(how they differ)`.
 fn against_copy(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
-    let columns: Vec<String> = (0..case.types.len())
-        .map(|i| format!("c{i} {}", case.types[i]))
-        .collect();
+    let columns = definitions(case);
     db.exec(&format!(
-        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({0}); CREATE TABLE theirs ({0})",
-        columns.join(", ")
+        "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}); CREATE TABLE theirs ({columns})"
     ));
     let path = dir.join("case.csv");
     std::fs::write(&path, &case.bytes).unwrap();
@@ -921,7 +913,7 @@ fn against_copy(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, Str
     if case.header {
         args.push("--header");
     }
-    let (code, out) = inrush_testkit::run(BIN, &args);
+    let inrush = inrush_testkit::run(BIN, &args);
     let header = if case.header { ", HEADER" } else { "" };
     let options = format!("{header}, ENCODING '{}'", case.encoding);
     // Intended: a UTF-8 byte order mark that opens the file is not data (COPY reads it as the
@@ -932,26 +924,7 @@ fn against_copy(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, Str
         case.bytes.strip_prefix(bom).unwrap_or(&case.bytes),
         &options,
     );
-    match (code, copied) {
-        (0, Ok(())) => {
-            let (ours, theirs) = (contents(db, "ours"), contents(db, "theirs"));
-            match ours == theirs {
-                true => Ok(true),
-                false => Err(format!(
-                    "rows differ:\n  inrush: {ours:?}\n  COPY:   {theirs:?}"
-                )),
-            }
-        }
-        (0, Err(e)) => Err(format!("inrush loaded what COPY refuses ({e})")),
-        (4, Err(_)) => match contents(db, "ours").len() {
-            0 => Ok(false),
-            left => Err(format!("inrush refused the file but left {left} rows")),
-        },
-        (code, Ok(())) => Err(format!("inrush exited {code} where COPY loads it: {out}")),
-        (code, Err(e)) => Err(format!(
-            "inrush exited {code}, not 4, where COPY refuses ({e}): {out}"
-        )),
-    }
+    agree("COPY", inrush, copied, &|t| contents(db, t))
 }
 
 fn copy(db: &Db, bytes: &[u8], options: &str) -> Result<(), String> {
