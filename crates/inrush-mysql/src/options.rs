@@ -2,9 +2,11 @@
 //!
 //! `mysql://user:password@host:port/database` or `mariadb://...`, with `?socket=/path` for a
 //! Unix socket and `?ssl-mode=DISABLED|PREFERRED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY` as the
-//! `mysql` client spells it. PREFERRED, the default, connects without TLS (the driver cannot
-//! fall back from TLS to none): REQUIRED insists on TLS without checking the certificate,
-//! VERIFY_CA checks it, VERIFY_IDENTITY also checks the host name. A password missing from the
+//! `mysql` client spells it. PREFERRED, the default, encrypts when the server offers TLS and
+//! goes on without it when the server has none, checking no certificate (as the `mysql` client
+//! does); REQUIRED insists on TLS without checking the certificate, VERIFY_CA checks it against
+//! `?ssl-ca=PATH` (else the system's roots), VERIFY_IDENTITY also checks the host name, and
+//! REQUIRED with `ssl-ca` is VERIFY_CA, as for the `mysql` client. A password missing from the
 //! URL comes from `MYSQL_PWD`, then from the `[client]` section of `~/.my.cnf`, as for the
 //! `mysql` client. The password is never printed.
 
@@ -13,13 +15,19 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use mysql_async::{Opts, OptsBuilder, SslOpts};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A server and database to load into.
 #[derive(Clone)]
 pub struct MysqlOptions {
-    pub(crate) opts: Opts,
+    opts: Opts,
+    /// PREFERRED's way in when the server offers no TLS: the same options without it.
+    plain: Option<Opts>,
+    /// Shared by every clone: the server said it has no TLS, so [`MysqlOptions::open`] goes
+    /// straight to `plain` (one refused handshake per load, not one per connection).
+    no_tls: Arc<AtomicBool>,
     /// The URL without its password, for messages.
     shown: String,
     /// Shared by every clone: once cut (with the reason), whatever a load waits on this server
@@ -57,14 +65,16 @@ impl MysqlOptions {
         let (base, query) = rest.split_once('?').unwrap_or((rest, ""));
         let mut params = Vec::new();
         let mut ssl_mode = "PREFERRED".to_string();
+        let mut ssl_ca = None;
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
             match key {
                 "ssl-mode" | "ssl_mode" | "sslmode" => ssl_mode = value.to_ascii_uppercase(),
+                "ssl-ca" | "ssl_ca" => ssl_ca = Some(root_certificate(value).map_err(usage)?),
                 "socket" => params.push(format!("socket={value}")),
                 other => {
                     return Err(usage(format!(
-                        "unknown parameter {other:?} (known: socket, ssl-mode)"
+                        "unknown parameter {other:?} (known: socket, ssl-mode, ssl-ca)"
                     )))
                 }
             }
@@ -99,30 +109,17 @@ impl MysqlOptions {
                 builder = builder.pass(Some(password));
             }
         }
-        builder = match ssl_mode.as_str() {
-            "DISABLED" | "PREFERRED" => builder.ssl_opts(None::<SslOpts>),
-            "REQUIRED" => builder.ssl_opts(
-                SslOpts::default()
-                    .with_danger_accept_invalid_certs(true)
-                    .with_danger_skip_domain_validation(true),
-            ),
-            "VERIFY_CA" => {
-                builder.ssl_opts(SslOpts::default().with_danger_skip_domain_validation(true))
-            }
-            "VERIFY_IDENTITY" => builder.ssl_opts(SslOpts::default()),
-            other => {
-                return Err(usage(format!(
-                "ssl-mode {other:?}: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
-            )))
-            }
-        };
+        let tls = tls(&ssl_mode, ssl_ca).map_err(usage)?;
         // Every session of a load reads and writes UTF-8 and refuses what strict mode refuses.
         builder = builder.setup(vec![
             "SET NAMES utf8mb4",
             "SET SESSION sql_mode = CONCAT_WS(',', @@SESSION.sql_mode, 'STRICT_ALL_TABLES')",
         ]);
+        let plain = (ssl_mode == "PREFERRED").then(|| builder.clone().ssl_opts(None).into());
         Ok(MysqlOptions {
-            opts: builder.into(),
+            opts: builder.ssl_opts(tls).into(),
+            plain,
+            no_tls: Arc::new(AtomicBool::new(false)),
             shown: redact(to),
             lifeline: Arc::new(tokio::sync::watch::Sender::new(None)),
             network_timeout: inrush_load::NETWORK_TIMEOUT,
@@ -171,7 +168,7 @@ impl MysqlOptions {
             // An error the server sends (too many connections, say) is an answer too.
             let look = async {
                 if conn.is_none() {
-                    match Conn::new(self.opts.clone()).await {
+                    match self.open().await {
                         Ok(new) => *conn = Some(new),
                         Err(mysql_async::Error::Server(_)) => return Some(()),
                         Err(_) => return None,
@@ -215,15 +212,60 @@ impl MysqlOptions {
         &self.shown
     }
 
-    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
-        mysql_async::Conn::new(self.opts.clone())
-            .await
-            .map_err(|e| Error::Engine {
-                engine: "MariaDB",
-                what: format!("connecting to {}", self.shown),
-                message: e.to_string(),
-            })
+    /// A new connection, encrypted as `ssl-mode` says; PREFERRED without TLS when the server's
+    /// handshake offers none (the driver itself would refuse it).
+    async fn open(&self) -> std::result::Result<Conn, mysql_async::Error> {
+        use mysql_async::{DriverError::NoClientSslFlagFromServer, Error::Driver};
+        if let (Some(plain), true) = (&self.plain, self.no_tls.load(Ordering::Relaxed)) {
+            return Conn::new(plain.clone()).await;
+        }
+        match (Conn::new(self.opts.clone()).await, &self.plain) {
+            (Err(Driver(NoClientSslFlagFromServer)), Some(plain)) => {
+                self.no_tls.store(true, Ordering::Relaxed);
+                Conn::new(plain.clone()).await
+            }
+            (done, _) => done,
+        }
     }
+
+    pub(crate) async fn connect(&self) -> Result<mysql_async::Conn> {
+        self.open().await.map_err(|e| Error::Engine {
+            engine: "MariaDB",
+            what: format!("connecting to {}", self.shown),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// What `ssl-mode` asks of TLS; `None` for none. PREFERRED and REQUIRED accept any
+/// certificate (they guard against listening, not against a server in the middle), unless a
+/// root is named, which makes REQUIRED check it as VERIFY_CA does.
+fn tls(mode: &str, root: Option<Vec<u8>>) -> std::result::Result<Option<SslOpts>, String> {
+    let roots = |opts: SslOpts| match &root {
+        Some(pem) => opts.with_root_certs(vec![pem.clone().into()]),
+        None => opts,
+    };
+    let unchecked = SslOpts::default()
+        .with_danger_accept_invalid_certs(true)
+        .with_danger_skip_domain_validation(true);
+    let any_host = roots(SslOpts::default().with_danger_skip_domain_validation(true));
+    Ok(match (mode, &root) {
+        ("DISABLED", _) => None,
+        ("PREFERRED", _) | ("REQUIRED", None) => Some(unchecked),
+        ("REQUIRED", Some(_)) | ("VERIFY_CA", _) => Some(any_host),
+        ("VERIFY_IDENTITY", _) => Some(roots(SslOpts::default())),
+        (other, _) => {
+            return Err(format!(
+                "ssl-mode {other:?}: DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY"
+            ))
+        }
+    })
+}
+
+/// The certificate `ssl-ca` names, read now so that a wrong path is a usage error, not a failed
+/// handshake on every connection.
+fn root_certificate(path: &str) -> std::result::Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("ssl-ca {path:?}: {e}"))
 }
 
 /// `user:secret@host` becomes `user:***@host`.
@@ -285,5 +327,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("VERIFY_IDENTITY"), "{err}");
+    }
+
+    #[test]
+    fn each_ssl_mode_asks_tls_for_what_it_promises() {
+        let checks = |mode: &str, root: Option<Vec<u8>>| {
+            tls(mode, root).unwrap().map(|o| {
+                let checked = !o.accept_invalid_certs();
+                (checked, checked && !o.skip_domain_validation())
+            })
+        };
+        let pem = || Some(b"-----BEGIN CERTIFICATE-----".to_vec());
+        assert_eq!(checks("DISABLED", None), None);
+        assert_eq!(checks("PREFERRED", None), Some((false, false)));
+        assert_eq!(checks("REQUIRED", None), Some((false, false)));
+        assert_eq!(checks("REQUIRED", pem()), Some((true, false)));
+        assert_eq!(checks("VERIFY_CA", None), Some((true, false)));
+        assert_eq!(checks("VERIFY_IDENTITY", pem()), Some((true, true)));
+        let plain = MysqlOptions::parse("mysql://h/d").unwrap();
+        assert!(plain.plain.is_some(), "PREFERRED can go on without TLS");
+        let required = MysqlOptions::parse("mysql://h/d?ssl-mode=required").unwrap();
+        assert!(required.plain.is_none(), "REQUIRED never goes without it");
+        let err = MysqlOptions::parse("mysql://u:pw@h/d?ssl-ca=/nowhere.pem")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/nowhere.pem") && !err.contains("pw@"),
+            "{err}"
+        );
     }
 }

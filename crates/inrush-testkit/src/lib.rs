@@ -6,7 +6,8 @@
 //! - [`Db`]: a fresh database of its own for one test, with its conninfo for the CLI and
 //!   queries whose answers come back as text;
 //! - [`mariadb`] and [`MariaDb`]: the same for a private MariaDB (`scripts/mariadb.sh`);
-//! - [`tls_server`]: a private PostgreSQL of a test's own with TLS on, over TCP;
+//! - [`tls_server`] and [`tls_mariadb`]: a private PostgreSQL or MariaDB of a test's own with
+//!   TLS on, over TCP;
 //! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file;
 //! - [`proxy`]: a fault-injecting TCP proxy to put between inrush and a server: a lost answer,
 //!   a statement that never arrives, a stall, resets, latency, a bandwidth cap.
@@ -388,18 +389,31 @@ impl Mariadb {
     /// Starts the server again on its data directory and port (after [`Mariadb::kill`]; a
     /// running one is left as it is), once it answers.
     pub fn restart(&self) {
-        let out = Command::new(mariadb_script())
-            .arg("start")
-            .arg(&self.dir)
-            .arg(self.port.to_string())
-            .output()
-            .expect("running scripts/mariadb.sh");
-        assert!(
-            out.status.success(),
-            "restarting the tests' MariaDB failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        start_mariadb(&self.dir, self.port, &[]);
     }
+}
+
+/// `scripts/mariadb.sh start DIR PORT EXTRA...`, once it answers.
+fn start_mariadb(dir: &std::path::Path, port: u16, extra: &[String]) {
+    let out = Command::new(mariadb_script())
+        .arg("start")
+        .arg(dir)
+        .arg(port.to_string())
+        .args(extra)
+        .output()
+        .expect("running scripts/mariadb.sh");
+    assert!(
+        out.status.success(),
+        "starting a MariaDB for the tests failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 /// Whether process `pid` lives; a zombie (killed, not yet reaped by an init that may never
@@ -435,21 +449,8 @@ pub fn mariadb() -> &'static Mariadb {
     MARIADB.get_or_init(|| {
         // A short path: the server's socket lives in it.
         let dir = std::env::temp_dir().join(format!("inrush-mdb-{}", std::process::id()));
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let out = Command::new(mariadb_script())
-            .arg("start")
-            .arg(&dir)
-            .arg(port.to_string())
-            .output()
-            .expect("running scripts/mariadb.sh");
-        assert!(
-            out.status.success(),
-            "starting the tests' MariaDB failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let port = free_port();
+        start_mariadb(&dir, port, &[]);
         // SAFETY: registering a plain extern "C" function; it runs once at process exit.
         unsafe { libc::atexit(stop_mariadb) };
         Mariadb {
@@ -563,17 +564,10 @@ fn tls_bin_dir() -> Option<std::path::PathBuf> {
     dirs.pop()
 }
 
-/// `None` (the caller says it skipped) when no PostgreSQL built with SSL is installed; needs
-/// the `openssl` program.
-pub fn tls_server() -> Option<TlsServer> {
-    let bin_dir = tls_bin_dir()?;
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "inrush-tls-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("a directory for the certificate");
+/// A self-signed certificate for `localhost` and 127.0.0.1 and its key, made in `dir` with the
+/// `openssl` program.
+fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    std::fs::create_dir_all(dir).expect("a directory for the certificate");
     let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
     let made = Command::new("openssl")
         .args([
@@ -592,6 +586,88 @@ pub fn tls_server() -> Option<TlsServer> {
         "openssl req: {}",
         String::from_utf8_lossy(&made.stderr)
     );
+    (cert, key)
+}
+
+/// A private MariaDB of a test's own (stopped when dropped) with TLS on and
+/// `require_secure_transport`, so that a connection over TCP without TLS is refused; `cert` is
+/// its self-signed certificate for `localhost` and 127.0.0.1, which also serves as `ssl-ca`.
+pub struct TlsMariadb {
+    dir: std::path::PathBuf,
+    port: u16,
+    pub cert: std::path::PathBuf,
+}
+
+impl TlsMariadb {
+    /// `mysql://inrush:inrush@HOST:PORT/inrush`, then `query` (`?ssl-mode=...`, or empty).
+    pub fn url(&self, host: &str, query: &str) -> String {
+        format!("mysql://inrush:inrush@{host}:{}/inrush{query}", self.port)
+    }
+
+    /// Every row of `sql`'s result in database `inrush`, as the client prints it (over the
+    /// server's socket, which counts as secure).
+    pub fn rows(&self, sql: &str) -> Vec<String> {
+        let out = Command::new(mariadb_script())
+            .arg("client")
+            .arg(self.dir.join("data"))
+            .args(["-N", "-B", "-D", "inrush", "-e", sql])
+            .output()
+            .expect("running scripts/mariadb.sh client");
+        assert!(
+            out.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for TlsMariadb {
+    fn drop(&mut self) {
+        let _ = Command::new(mariadb_script())
+            .arg("stop")
+            .arg(self.dir.join("data"))
+            .stderr(Stdio::null())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// See [`TlsMariadb`]; needs the `openssl` program.
+pub fn tls_mariadb() -> TlsMariadb {
+    let dir = std::env::temp_dir().join(format!("inrush-mdbtls-{}", std::process::id()));
+    let (cert, key) = self_signed(&dir.join("tls"));
+    // The server may run as another user (scripts/mariadb.sh, as root): it must read its key.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod key");
+    let port = free_port();
+    let flag = |name: &str, path: &std::path::Path| format!("--{name}={}", path.display());
+    start_mariadb(
+        &dir.join("data"),
+        port,
+        &[
+            flag("ssl-cert", &cert),
+            flag("ssl-key", &key),
+            "--require-secure-transport=ON".into(),
+        ],
+    );
+    TlsMariadb { dir, port, cert }
+}
+
+/// `None` (the caller says it skipped) when no PostgreSQL built with SSL is installed; needs
+/// the `openssl` program.
+pub fn tls_server() -> Option<TlsServer> {
+    let bin_dir = tls_bin_dir()?;
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "inrush-tls-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let (cert, key) = self_signed(&dir);
     let server = PrivateServer::start(&ServerOptions {
         bin_dir: Some(bin_dir),
         unsafe_fast: true,

@@ -333,6 +333,74 @@ fn refusals_name_the_option_and_passwords_stay_hidden() {
     assert!(db.rows("SELECT * FROM t").is_empty());
 }
 
+/// Against a server that refuses TCP without TLS: PREFERRED (the default) and REQUIRED
+/// encrypt, VERIFY_CA and VERIFY_IDENTITY check the certificate against `ssl-ca`, DISABLED is
+/// refused by the server, an unknown certificate by inrush. A server without TLS takes
+/// PREFERRED (every other test) and refuses REQUIRED.
+#[test]
+fn tls_as_ssl_mode_asks_against_a_server_that_requires_it() {
+    let server = inrush_testkit::tls_mariadb();
+    server.rows("CREATE TABLE t (id INT)");
+    let dir = shared_dir();
+    let csv = write(dir.path(), "in.csv", "id\n1\n2\n");
+    let load = |url: &str| {
+        let args = [
+            "load",
+            csv.to_str().unwrap(),
+            "--header",
+            "--to",
+            url,
+            "--table",
+            "t",
+        ];
+        inrush(&args)
+    };
+    let count = || {
+        server.rows("SELECT COUNT(*) FROM t")[0]
+            .parse::<u64>()
+            .unwrap()
+    };
+    let ca = format!("ssl-ca={}", server.cert.display());
+    let mut loaded = 0;
+    for url in [
+        server.url("127.0.0.1", ""),
+        server.url("127.0.0.1", "?ssl-mode=REQUIRED"),
+        server.url("127.0.0.1", &format!("?ssl-mode=VERIFY_CA&{ca}")),
+        server.url("localhost", &format!("?ssl-mode=VERIFY_IDENTITY&{ca}")),
+    ] {
+        let (code, out) = load(&url);
+        assert_eq!(code, 0, "{url}: {out}");
+        loaded += 2;
+        assert_eq!(count(), loaded, "{url}");
+    }
+    for (url, said) in [
+        // MariaDB 10.11 refuses it as a wrong password would.
+        (
+            server.url("127.0.0.1", "?ssl-mode=DISABLED"),
+            "Access denied",
+        ),
+        (
+            server.url("localhost", "?ssl-mode=VERIFY_IDENTITY"),
+            "certificate",
+        ),
+    ] {
+        let (code, out) = load(&url);
+        assert_eq!(code, 3, "{url}: {out}");
+        assert!(out.contains(said), "{url}: {out}");
+        assert!(!out.contains("inrush:inrush@"), "{out}");
+        assert_eq!(count(), loaded, "{url}");
+    }
+    let (code, out) = load(&server.url("127.0.0.1", "?ssl-ca=/nowhere/root.crt"));
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("/nowhere/root.crt"), "{out}");
+
+    let db = MariaDb::fresh("plain");
+    db.exec("CREATE TABLE t (id INT)");
+    let (code, out) = load(&format!("{}?ssl-mode=REQUIRED", db.url));
+    assert_eq!(code, 3, "{out}");
+    assert!(db.rows("SELECT * FROM t").is_empty());
+}
+
 #[test]
 fn secondary_indexes_are_built_again_after_the_load_whatever_happens() {
     let db = MariaDb::fresh("indexes");
