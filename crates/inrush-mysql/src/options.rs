@@ -10,6 +10,7 @@
 //! URL comes from `MYSQL_PWD`, then from the `[client]` section of `~/.my.cnf`, as for the
 //! `mysql` client. The password is never printed.
 
+use inrush_core::secret::masked;
 use inrush_load::{Error, Result};
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -57,7 +58,7 @@ impl MysqlOptions {
 
     /// The server the option `flag` (`--to`, `--from`) names.
     pub fn parse_option(flag: &str, to: &str) -> Result<MysqlOptions> {
-        let usage = |why: String| Error::Usage(format!("{flag} {}: {why}", redact(to)));
+        let usage = |why: String| Error::Usage(format!("{flag} {}: {why}", masked(to)));
         let rest = to
             .strip_prefix("mysql://")
             .or_else(|| to.strip_prefix("mariadb://"))
@@ -120,7 +121,7 @@ impl MysqlOptions {
             opts: builder.ssl_opts(tls).into(),
             plain,
             no_tls: Arc::new(AtomicBool::new(false)),
-            shown: redact(to),
+            shown: masked(to),
             lifeline: Arc::new(tokio::sync::watch::Sender::new(None)),
             network_timeout: inrush_load::NETWORK_TIMEOUT,
         })
@@ -266,20 +267,6 @@ fn tls(mode: &str, root: Option<Vec<u8>>) -> std::result::Result<Option<SslOpts>
 /// handshake on every connection.
 fn root_certificate(path: &str) -> std::result::Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("ssl-ca {path:?}: {e}"))
-}
-
-/// `user:secret@host` becomes `user:***@host`.
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    match rest.split_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-            None => url.to_string(),
-        },
-        None => url.to_string(),
-    }
 }
 
 /// `password=` in the `[client]` section of `~/.my.cnf`.

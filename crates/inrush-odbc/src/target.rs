@@ -7,9 +7,9 @@ use crate::books::Books;
 use crate::catalog;
 use crate::create;
 use crate::driver::{Dbms, Driver, Savepoint};
+use crate::failed;
 use crate::outcome::Pending;
 use crate::writer::{FirstRows, Inserts, OdbcWriter};
-use crate::{failed, without_password};
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
 use inrush_core::Reporter;
@@ -115,7 +115,7 @@ impl OdbcTarget {
 
     /// The connection string as messages show it.
     pub(crate) fn shown(&self) -> String {
-        without_password(&self.connection)
+        inrush_core::secret::masked_odbc(&self.connection)
     }
 }
 

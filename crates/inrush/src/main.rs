@@ -1,6 +1,10 @@
 //! The `inrush` command: everything it does is in the library (`inrush::main`), which the
 //! Python module runs too.
 
+mod argv;
+
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::from(inrush::main(std::env::args_os()))
+    let args: Vec<_> = std::env::args_os().collect();
+    argv::hide_passwords();
+    std::process::ExitCode::from(inrush::main(args))
 }

@@ -681,6 +681,42 @@ fn connections_are_chosen_during_the_load_unless_fixed() {
     assert_eq!(db.int("SELECT count(*) FROM t"), 15_000);
 }
 
+/// `ps` shows every user each process's arguments: a password given in `--to` is overwritten
+/// there once the arguments are read, and the load still uses it.
+#[test]
+fn a_password_in_the_arguments_is_hidden_from_other_users_ps() {
+    use std::io::Write;
+    let db = inrush_testkit::Db::fresh("cli");
+    db.target
+        .execute_blocking("CREATE TABLE t (id int, note text)")
+        .unwrap();
+    let conninfo = format!("{} password=s3cret-in-args", db.conninfo);
+    let mut child = load_from_stdin(&conninfo, std::process::Stdio::piped());
+    let cmdline = format!("/proc/{}/cmdline", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let shown = loop {
+        let shown = String::from_utf8_lossy(&std::fs::read(&cmdline).unwrap()).replace('\0', " ");
+        if shown.contains("password=xxxxxxxxxxxxxx ") || std::time::Instant::now() > deadline {
+            break shown;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "1,one").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("password=xxxxxxxxxxxxxx "), "{shown}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = db.target.query_text_blocking("SELECT count(*) FROM t");
+    assert_eq!(rows.unwrap().as_deref(), Some("1"));
+}
+
 /// `sslmode` as libpq reads it, against a server with TLS on: `prefer` (the default) and
 /// `require` encrypt, `disable` does not, `verify-full` checks the certificate against
 /// `sslrootcert` and the host name, and a certificate no root vouches for ends the load with a
