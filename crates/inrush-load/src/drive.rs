@@ -46,7 +46,7 @@ pub fn load_into(
         let inspected = Instant::now();
         // What the plan arranges is made, and what it changes outside the load's transactions
         // (indexes dropped) is put back by `end` whatever happens in between.
-        let dropped = load.engine.begin(&load.plan, opts)?;
+        let dropped = load.engine.begin(&mut load.plan, opts)?;
         if dropped {
             opts.interrupt.dropped(true);
         }

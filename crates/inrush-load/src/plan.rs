@@ -496,6 +496,28 @@ impl LoadPlan {
         self.after = Maintenance::None;
     }
 
+    /// What the plan would drop stays after all, for `why` (the server refused a right the
+    /// drop needs): the indexes and keys are maintained row by row, and the summary says why.
+    pub fn keep_after_all(&mut self, why: &str) {
+        let reason =
+            "kept: the server refused to drop it (the plan's first line says why)".to_string();
+        for d in &mut self.indexes {
+            if d.action != IndexAction::Keep {
+                d.action = IndexAction::Keep;
+                d.reason = reason.clone();
+            }
+        }
+        for d in &mut self.foreign_keys {
+            if d.action != IndexAction::Keep {
+                d.action = IndexAction::Keep;
+                d.reason = reason.clone();
+            }
+        }
+        self.rule = format!(
+            "indexes and keys are kept, though the load is large enough to drop them: {why}"
+        );
+    }
+
     /// The rows will be written frozen (COPY FREEZE after TRUNCATE): nothing for VACUUM to do.
     pub fn loaded_frozen(mut self, frozen: bool) -> Self {
         if frozen

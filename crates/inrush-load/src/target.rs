@@ -172,8 +172,10 @@ pub trait Load {
     /// journaled and dropped, where DDL is not transactional). [`Load::end`] runs whatever
     /// happens after this returns. True when definitions are now dropped outside the load's
     /// transactions, so an exit before `end` would leave them dropped: a signal then waits
-    /// for them to be put back. Under `--check` the plan drops nothing.
-    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+    /// for them to be put back. Under `--check` the plan drops nothing. What the server
+    /// refuses to drop for want of a right stays, and the plan says so
+    /// ([`LoadPlan::keep_after_all`]).
+    fn begin(&mut self, plan: &mut LoadPlan, opts: &LoadOptions) -> Result<bool> {
         let _ = (plan, opts);
         Ok(false)
     }

@@ -84,6 +84,21 @@ pub(crate) async fn tables_exist(
     Ok(found.unwrap_or(0) == tables.len() as u64)
 }
 
+/// The server's codes for a statement refused for want of a right: a table's, a column's, a
+/// database's, a global one.
+pub(crate) const RIGHTS_REFUSED: [u16; 4] = [1142, 1143, 1044, 1227];
+
+/// Whether the server refused a statement for want of a right, by the code [`engine_error`]
+/// keeps in its message.
+pub(crate) fn refused_a_right(e: &inrush_load::Error) -> bool {
+    match e {
+        inrush_load::Error::Engine { message, .. } => RIGHTS_REFUSED
+            .iter()
+            .any(|code| message.contains(&format!("({code})"))),
+        _ => false,
+    }
+}
+
 pub(crate) fn engine_error(
     what: impl Into<String>,
 ) -> impl FnOnce(mysql_async::Error) -> inrush_load::Error {

@@ -247,6 +247,10 @@ impl ChunkWriter {
             mysql_async::Error::Server(e) if is_lock_failure(e.code) => {
                 Err(lock_failure(e, &self.table))
             }
+            // A right the user lacks refuses every row alike: the load's fault, not a row's.
+            mysql_async::Error::Server(e) if crate::RIGHTS_REFUSED.contains(&e.code) => Err(
+                engine_error(format!("loading into {}", self.table))(e.into()),
+            ),
             mysql_async::Error::Server(e) => Ok(Warning {
                 code: e.code,
                 row: None,

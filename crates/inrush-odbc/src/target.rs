@@ -414,7 +414,7 @@ impl Load for OdbcLoad<'_> {
             .over(&self.interrupt, move |conn| books.open(&conn, &input))
     }
 
-    fn begin(&mut self, _: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+    fn begin(&mut self, _: &mut LoadPlan, opts: &LoadOptions) -> Result<bool> {
         // DDL commits on some databases: --create's table is made here, in autocommit, and
         // dropped again by `end` when the load does not commit.
         if let (Some(sql), false) = (&self.table.create_sql, opts.check_only) {

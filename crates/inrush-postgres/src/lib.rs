@@ -67,7 +67,7 @@ pub enum Error {
         target: String,
         cause: tokio_postgres::Error,
     },
-    #[error("{what}: {}", describe_pg_error(.cause))]
+    #[error("{what}: {}{}", describe_pg_error(.cause), right_needed(.what, .cause))]
     Query {
         what: String,
         cause: tokio_postgres::Error,
@@ -176,6 +176,61 @@ impl Error {
 pub fn query_error(what: impl Into<String>) -> impl FnOnce(tokio_postgres::Error) -> Error {
     let what = what.into();
     move |cause| Error::Query { what, cause }
+}
+
+/// For a refusal for want of a right (SQLSTATE 42501): the right `what` (the statement, or
+/// what it was for) needs, and the `GRANT` that gives it, after the server's message, which
+/// names the object but seldom the right.
+fn right_needed(what: &str, cause: &tokio_postgres::Error) -> String {
+    match cause.as_db_error() {
+        Some(db) if db.code() == &tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE => {
+            needed_right(what, db.message()).map_or(String::new(), |needs| format!(" ({needs})"))
+        }
+        _ => String::new(),
+    }
+}
+
+fn needed_right(what: &str, message: &str) -> Option<String> {
+    if let Some(object) = message.strip_prefix("must be owner of ") {
+        return Some(format!(
+            "it needs ownership of {object}, or membership in the role that owns it"
+        ));
+    }
+    let (kind, object) = message
+        .strip_prefix("permission denied for ")?
+        .split_once(' ')?;
+    let verb = what.split_whitespace().next().unwrap_or_default();
+    let creating = verb == "CREATE" || what.starts_with("creating");
+    let right = match kind {
+        "database" => {
+            return Some(format!(
+                "it needs the CREATE right on database {object}, to make schema inrush, where inrush keeps its journal and ledgers: GRANT CREATE ON DATABASE {object} TO <role>, or have an owner of the database make the schema for the role: CREATE SCHEMA inrush AUTHORIZATION <role>"
+            ))
+        }
+        "schema" if creating => "CREATE",
+        "schema" | "sequence" => "USAGE",
+        "function" => "EXECUTE",
+        "tablespace" => "CREATE",
+        "table" | "relation" => match verb {
+            "TRUNCATE" => "TRUNCATE",
+            // LOCK TABLE ... IN EXCLUSIVE MODE takes any of the three.
+            "LOCK" => "UPDATE, DELETE or TRUNCATE",
+            "COPY" | "INSERT" => "INSERT",
+            "SELECT" => "SELECT",
+            "DELETE" => "DELETE",
+            "UPDATE" => "UPDATE",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (kind, grant) = match kind {
+        "relation" => ("table", right.split(',').next().unwrap_or(right)),
+        _ => (kind, right.split(',').next().unwrap_or(right)),
+    };
+    Some(format!(
+        "it needs the {right} right on {kind} {object}: GRANT {grant} ON {} {object} TO <role>",
+        kind.to_uppercase()
+    ))
 }
 
 /// The server's message, detail and hint when it sent them; otherwise tokio-postgres's text and

@@ -63,13 +63,21 @@ pub(crate) fn failed(
     what: impl Into<String>,
 ) -> impl FnOnce(rusqlite::Error) -> inrush_load::Error {
     let what = what.into();
-    move |cause| match cause.sqlite_error_code() {
+    move |cause| {
+        match cause.sqlite_error_code() {
         Some(rusqlite::ErrorCode::OperationInterrupted) => inrush_load::Error::Interrupted,
+        // SQLite's own words name no right: the file's permissions are what is missing.
+        Some(rusqlite::ErrorCode::ReadOnly) => inrush_load::Error::Engine {
+            engine: "SQLite",
+            what,
+            message: format!("{cause} (the user needs the right to write the database file and its directory, where SQLite keeps the rollback journal)"),
+        },
         _ => inrush_load::Error::Engine {
             engine: "SQLite",
             what,
             message: cause.to_string(),
         },
+    }
     }
 }
 

@@ -470,9 +470,22 @@ impl Load for MysqlLoad<'_> {
                 begin.push("SET SESSION foreign_key_checks = 0".into());
             }
             for sql in begin {
-                conn.query_drop(&sql)
-                    .await
-                    .map_err(engine_error(format!("starting the load of {qualified}")))?;
+                conn.query_drop(&sql).await.map_err(|e| {
+                    let e = engine_error(format!("starting the load of {qualified}"))(e);
+                    match (e, sql.starts_with("LOCK TABLES")) {
+                        (Error::Engine { engine, what, message }, true)
+                            if message.contains("(1044)") =>
+                        {
+                            let database = catalog::quote(&self.design.table.schema);
+                            Error::Engine {
+                                engine,
+                                what,
+                                message: format!("{message} (--table-lock needs the LOCK TABLES privilege on the database: GRANT LOCK TABLES ON {database}.* TO <user>)"),
+                            }
+                        }
+                        (e, _) => e,
+                    }
+                })?;
             }
             Ok::<_, Error>((conn, books))
         })?;
@@ -569,7 +582,7 @@ impl Load for MysqlLoad<'_> {
         })
     }
 
-    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+    fn begin(&mut self, plan: &mut LoadPlan, opts: &LoadOptions) -> Result<bool> {
         if opts.check_only {
             return Ok(false);
         }
@@ -602,9 +615,9 @@ impl Load for MysqlLoad<'_> {
             // (and, waiting, makes new ones wait behind it): a signal must end that wait.
             // Where the load records itself as it commits (`crate::commits`): DDL, so not
             // inside the load's transactions.
-            crate::commits::create(&mut conn).await?;
             let watch = writer::interrupt_watch(self.options, conn.id(), &design.interrupt);
             let dropped = async {
+                crate::commits::create(&mut conn).await?;
                 Ok::<_, Error>(match design.table.disables_keys() {
                     true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
                     false => {
@@ -628,12 +641,30 @@ impl Load for MysqlLoad<'_> {
                     let _ = fresh.disconnect().await;
                     return Err(Error::Interrupted);
                 }
+                // Refused before anything was dropped (one ALTER TABLE drops them all): the
+                // load goes on with the indexes, as it would have without rows enough.
+                Err(e) if crate::refused_a_right(&e) => {
+                    let mut fresh = self.options.connect().await?;
+                    if let Ok(journaled) = ddl::pending(&mut fresh, Some((schema, name))).await {
+                        ddl::restore(&mut fresh, &journaled).await?;
+                    }
+                    let _ = fresh.disconnect().await;
+                    return Ok(Err(e));
+                }
                 Err(e) => return Err(e),
             };
             let _ = conn.disconnect().await;
-            Ok(dropped)
+            Ok(Ok(dropped))
         })?;
-        self.dropped = dropped;
+        match dropped {
+            Ok(dropped) => self.dropped = dropped,
+            Err(e) => {
+                plan.keep_after_all(&format!(
+                    "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
+                ));
+                return Ok(false);
+            }
+        }
         Ok(true)
     }
 

@@ -30,7 +30,7 @@ impl Dropped {
 /// table run beside this one. True when something is dropped now, kept in `load.dropped`.
 pub(super) fn drop(
     load: &mut Load,
-    plan: &LoadPlan,
+    plan: &mut LoadPlan,
     opts: &LoadOptions,
     runtime: &Runtime,
 ) -> Result<bool> {
@@ -71,7 +71,7 @@ pub(super) fn drop(
 
 fn drop_on_target(
     load: &mut Load,
-    load_plan: &LoadPlan,
+    load_plan: &mut LoadPlan,
     opts: &LoadOptions,
     runtime: &Runtime,
 ) -> Result<Vec<ddl::JournalEntry>> {
@@ -81,7 +81,6 @@ fn drop_on_target(
         table,
         claim,
         create_sql,
-        notes,
         ..
     } = load;
     let claim = *claim;
@@ -119,9 +118,22 @@ fn drop_on_target(
             }
             // Cancelled: rolled back, nothing dropped, nothing journaled.
             Err(_) if opts.interrupt.is_set() => return Err(Error::Interrupted),
+            // Asked for by name: a load with the triggers firing is not the load asked for.
+            Err(e) if !to_disable.is_empty() => {
+                let names: Vec<String> = to_disable.iter().map(|(name, _)| name.clone()).collect();
+                let why = format!(
+                    "--disable-triggers: trigger {} of {} cannot be disabled, so nothing was loaded: {e}",
+                    names.join(", "),
+                    table.qualified()
+                );
+                return Err(match e.is_permission_denied() {
+                    true => crate::Error::Permission(why).into(),
+                    false => e.into(),
+                });
+            }
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
-                notes.push(format!("indexes and foreign keys kept during the load: {e} (dropping them needs ownership of the table and the right to create schema inrush)"));
+                load_plan.keep_after_all(&format!("{e} (dropping them needs ownership of the table and the right to create schema inrush)"));
                 Vec::new()
             }
         },

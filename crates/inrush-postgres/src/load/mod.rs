@@ -277,7 +277,7 @@ impl target::Load for PgLoad<'_> {
         self.load.ordered
     }
 
-    fn begin(&mut self, plan: &LoadPlan, opts: &LoadOptions) -> Result<bool> {
+    fn begin(&mut self, plan: &mut LoadPlan, opts: &LoadOptions) -> Result<bool> {
         let (load, runtime) = (&mut self.load, &self.target.runtime);
         {
             let _cancel = cancel::cancel_on_interrupt(&load.target, &load.control, opts);
