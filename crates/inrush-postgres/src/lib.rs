@@ -223,10 +223,9 @@ fn needed_right(what: &str, message: &str) -> Option<String> {
         },
         _ => return None,
     };
-    let (kind, grant) = match kind {
-        "relation" => ("table", right.split(',').next().unwrap_or(right)),
-        _ => (kind, right.split(',').next().unwrap_or(right)),
-    };
+    // Any of several rights will do: the GRANT gives the first.
+    let grant = right.split(',').next().unwrap_or(right);
+    let kind = if kind == "relation" { "table" } else { kind };
     Some(format!(
         "it needs the {right} right on {kind} {object}: GRANT {grant} ON {} {object} TO <role>",
         kind.to_uppercase()

@@ -63,23 +63,24 @@ pub(crate) fn failed(
     what: impl Into<String>,
 ) -> impl FnOnce(rusqlite::Error) -> inrush_load::Error {
     let what = what.into();
-    move |cause| {
-        match cause.sqlite_error_code() {
+    move |cause| match cause.sqlite_error_code() {
         Some(rusqlite::ErrorCode::OperationInterrupted) => inrush_load::Error::Interrupted,
-        // SQLite's own words name no right: the file's permissions are what is missing.
-        Some(rusqlite::ErrorCode::ReadOnly) => inrush_load::Error::Engine {
-            engine: "SQLite",
-            what,
-            message: format!("{cause} (the user needs the right to write the database file and its directory, where SQLite keeps the rollback journal)"),
-        },
-        _ => inrush_load::Error::Engine {
-            engine: "SQLite",
-            what,
-            message: cause.to_string(),
-        },
-    }
+        code => {
+            // SQLite's own words name no right: the file's permissions are what is missing.
+            let hint = match code {
+                Some(rusqlite::ErrorCode::ReadOnly) => READ_ONLY,
+                _ => "",
+            };
+            inrush_load::Error::Engine {
+                engine: "SQLite",
+                what,
+                message: format!("{cause}{hint}"),
+            }
+        }
     }
 }
+
+const READ_ONLY: &str = " (the user needs the right to write the database file and its directory, where SQLite keeps the rollback journal)";
 
 #[cfg(test)]
 mod tests {

@@ -471,20 +471,17 @@ impl Load for MysqlLoad<'_> {
             }
             for sql in begin {
                 conn.query_drop(&sql).await.map_err(|e| {
-                    let e = engine_error(format!("starting the load of {qualified}"))(e);
-                    match (e, sql.starts_with("LOCK TABLES")) {
-                        (Error::Engine { engine, what, message }, true)
-                            if message.contains("(1044)") =>
-                        {
-                            let database = catalog::quote(&self.design.table.schema);
-                            Error::Engine {
-                                engine,
-                                what,
-                                message: format!("{message} (--table-lock needs the LOCK TABLES privilege on the database: GRANT LOCK TABLES ON {database}.* TO <user>)"),
-                            }
-                        }
-                        (e, _) => e,
-                    }
+                    // The server says only "access denied to database" (1044).
+                    let lock_denied = sql.starts_with("LOCK TABLES")
+                        && matches!(&e, mysql_async::Error::Server(s) if s.code == 1044);
+                    let what = match lock_denied {
+                        true => format!(
+                            "starting the load of {qualified} (--table-lock needs the LOCK TABLES privilege on the database: GRANT LOCK TABLES ON {}.* TO <user>)",
+                            catalog::quote(&self.design.table.schema)
+                        ),
+                        false => format!("starting the load of {qualified}"),
+                    };
+                    engine_error(what)(e)
                 })?;
             }
             Ok::<_, Error>((conn, books))
