@@ -55,7 +55,10 @@ impl SqliteTarget {
                 "cache_size".to_string(),
                 format!("-{} (KiB)", writer::CACHE_KIB),
             ),
-            ("temp_store".to_string(), "MEMORY".to_string()),
+            (
+                "temp_store".to_string(),
+                "MEMORY, FILE for index builds".to_string(),
+            ),
         ];
         if opts.plan.fast_unsafe {
             settings.push(("journal_mode".into(), "MEMORY (--fast-unsafe)".into()));
@@ -534,6 +537,11 @@ impl Writer for SqliteWriter {
         }
         let started = Instant::now();
         let mut committed = Committed::default();
+        if !self.rebuilt.is_empty() {
+            self.conn
+                .execute_batch(writer::SORT_ON_DISK)
+                .map_err(failed("sorting for index builds on disk"))?;
+        }
         for (name, sql) in &self.rebuilt {
             self.conn
                 .execute_batch(sql)

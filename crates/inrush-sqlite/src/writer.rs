@@ -46,7 +46,8 @@ pub const FAST_UNSAFE: &str = "PRAGMA journal_mode = MEMORY; PRAGMA synchronous 
 pub const FAST_UNSAFE_TRADE: &str = "--fast-unsafe: journal in memory and no fsync during the load; a failed or interrupted load still rolls back, but a crash or power loss before the commit can corrupt the whole database file";
 
 /// Opens (creating when missing) the database file for a load: a bounded page cache, and
-/// temporary B-trees (index builds, sorts) in memory. Another writer holding the database
+/// temporary files in memory: while rows go in they are statement journals, each the size of
+/// one INSERT's pages. Another writer holding the database
 /// makes the load wait up to `busy` before it fails with SQLite's "database is locked".
 pub fn open(path: &Path, busy: Duration) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -63,6 +64,12 @@ pub fn open(path: &Path, busy: Duration) -> Result<Connection> {
     .map_err(failed("setting the load's pragmas"))?;
     Ok(conn)
 }
+
+/// Before indexes are built again: their sort keeps the cache's size in memory and spills the
+/// rest to temporary files on disk. In memory the spills grow with the table (a peak of 3.6 GB
+/// to index 60M rows). SQLite allows the change inside the load's transaction while no
+/// temporary table exists, and inrush makes none.
+pub const SORT_ON_DISK: &str = "PRAGMA temp_store = FILE";
 
 /// How rows whose key is in the table already are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
