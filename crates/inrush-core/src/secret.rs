@@ -11,6 +11,40 @@ use std::ops::Range;
 
 /// The byte ranges of every password in `s`.
 pub fn password_spans(s: &str) -> Vec<Range<usize>> {
+    settings(s).into_iter().map(|p| p.value).collect()
+}
+
+/// `s` without its passwords, keys and all (`postgresql://app@h/db`, `host=h user=u`), for a
+/// command to be run again: the password then comes from where the engine's client looks for
+/// one (`~/.pgpass`, `PGPASSWORD`, an option file, a DSN).
+pub fn without_passwords(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut at = 0;
+    for Password { whole, .. } in settings(s) {
+        let (mut start, mut end) = (whole.start.max(at), whole.end);
+        // One separator goes with the setting: the one after it, else the one before.
+        match bytes.get(end) {
+            Some(b'&' | b';') => end += 1,
+            Some(b' ') => end += s[end..].len() - s[end..].trim_start_matches(' ').len(),
+            _ if start > at && matches!(bytes[start - 1], b'&' | b';' | b' ' | b'?') => start -= 1,
+            _ => {}
+        }
+        out.push_str(&s[at..start]);
+        at = end;
+    }
+    out.push_str(&s[at..]);
+    out
+}
+
+/// A password's value, and the whole setting that gives it: its key and the quotes or braces
+/// around it (`password='pw'`, `PWD={pw}`), or a URL's `:pw` before the `@`.
+struct Password {
+    value: Range<usize>,
+    whole: Range<usize>,
+}
+
+fn settings(s: &str) -> Vec<Password> {
     if let Some(scheme_end) = s.find("://") {
         url_spans(s, scheme_end + 3)
     } else if let Some(connection) = s.strip_prefix("odbc:") {
@@ -27,7 +61,8 @@ pub fn masked(s: &str) -> String {
 
 /// An ODBC connection string (without `odbc:`) with every password shown as `***`.
 pub fn masked_odbc(connection: &str) -> String {
-    mask(connection, odbc_spans(connection, 0))
+    let spans = odbc_spans(connection, 0).into_iter().map(|p| p.value);
+    mask(connection, spans.collect())
 }
 
 fn mask(s: &str, spans: Vec<Range<usize>>) -> String {
@@ -42,14 +77,17 @@ fn mask(s: &str, spans: Vec<Range<usize>>) -> String {
     out
 }
 
-fn url_spans(s: &str, authority_start: usize) -> Vec<Range<usize>> {
+fn url_spans(s: &str, authority_start: usize) -> Vec<Password> {
     let rest = &s[authority_start..];
     let authority_len = rest.find(['/', '?']).unwrap_or(rest.len());
     let mut spans = Vec::new();
     // The host follows the last `@`: a password may hold one unencoded.
     if let Some(at) = rest[..authority_len].rfind('@') {
         if let Some(colon) = rest[..at].find(':') {
-            spans.push(authority_start + colon + 1..authority_start + at);
+            spans.push(Password {
+                value: authority_start + colon + 1..authority_start + at,
+                whole: authority_start + colon..authority_start + at,
+            });
         }
     }
     if let Some(query) = rest.find('?') {
@@ -57,18 +95,21 @@ fn url_spans(s: &str, authority_start: usize) -> Vec<Range<usize>> {
         for pair in s[start..].split('&') {
             if let Some(value) = pair.strip_prefix("password=") {
                 let value_start = start + "password=".len();
-                spans.push(value_start..value_start + value.len());
+                spans.push(Password {
+                    value: value_start..value_start + value.len(),
+                    whole: start..value_start + value.len(),
+                });
             }
             start += pair.len() + 1;
         }
     }
-    spans.retain(|span| !span.is_empty());
+    spans.retain(|p| !p.value.is_empty());
     spans
 }
 
 /// libpq's `key = value` words: a value is a run without spaces or a `'...'` string in which
 /// a backslash escapes the next character.
-fn keyword_spans(s: &str) -> Vec<Range<usize>> {
+fn keyword_spans(s: &str) -> Vec<Password> {
     let bytes = s.as_bytes();
     let mut spans = Vec::new();
     let mut i = 0;
@@ -102,8 +143,12 @@ fn keyword_spans(s: &str) -> Vec<Range<usize>> {
                 (j, j + len)
             }
         };
+        let closing_quote = usize::from(start > j && end < bytes.len());
         if start < end {
-            spans.push(start..end);
+            spans.push(Password {
+                value: start..end,
+                whole: key..end + closing_quote,
+            });
         }
         i = end;
     }
@@ -112,7 +157,7 @@ fn keyword_spans(s: &str) -> Vec<Range<usize>> {
 
 /// `KEY=value;` pairs; `PWD` and `Password` (any case) hold passwords, whose value may be
 /// braced (`{a;b}`, with `}}` for a `}`).
-fn odbc_spans(connection: &str, offset: usize) -> Vec<Range<usize>> {
+fn odbc_spans(connection: &str, offset: usize) -> Vec<Password> {
     let mut spans = Vec::new();
     let mut start = 0;
     while start < connection.len() {
@@ -126,7 +171,11 @@ fn odbc_spans(connection: &str, offset: usize) -> Vec<Range<usize>> {
             false => value.find(';').unwrap_or(value.len()),
         };
         if (key == "pwd" || key == "password") && value_len > 0 {
-            spans.push(offset + value_start..offset + value_start + value_len);
+            let key_start = start + rest.len() - rest.trim_start().len();
+            spans.push(Password {
+                value: offset + value_start..offset + value_start + value_len,
+                whole: offset + key_start..offset + value_start + value_len,
+            });
         }
         start = value_start + value_len;
         start += connection[start..]
@@ -193,6 +242,37 @@ mod tests {
             assert_eq!(masked(given), shown, "{given}");
         }
         assert_eq!(masked_odbc("DSN=x;Password=pw"), "DSN=x;Password=***");
+    }
+
+    #[test]
+    fn without_passwords_a_connection_string_keeps_every_other_setting() {
+        for (given, left) in [
+            (
+                "postgresql://app:s3cret@db.example:5433/sales?sslmode=require&password=x",
+                "postgresql://app@db.example:5433/sales?sslmode=require",
+            ),
+            (
+                "postgresql://app@h/db?password=x&sslmode=require",
+                "postgresql://app@h/db?sslmode=require",
+            ),
+            ("postgresql://app@h/db?password=x", "postgresql://app@h/db"),
+            (
+                "mysql://root:p@ss@127.0.0.1/db",
+                "mysql://root@127.0.0.1/db",
+            ),
+            ("postgresql:///sales", "postgresql:///sales"),
+            (
+                "host=/tmp dbname=sales password=pw user=app",
+                "host=/tmp dbname=sales user=app",
+            ),
+            ("host=h password = 'a \\' b'", "host=h"),
+            ("password=pw  host=h", "host=h"),
+            ("odbc:DSN=x;PWD={a;b}}c};UID=u", "odbc:DSN=x;UID=u"),
+            ("odbc:DSN=x;UID=u;Password=pw", "odbc:DSN=x;UID=u"),
+            ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
+        ] {
+            assert_eq!(without_passwords(given), left, "{given}");
+        }
     }
 
     #[test]

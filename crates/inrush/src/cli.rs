@@ -579,41 +579,12 @@ fn load(args: LoadArgs) -> Result<Outcome> {
 fn recover_command(to: Option<&str>, table: &str) -> String {
     let quoted = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
     let to = to.map_or(String::new(), |to| {
-        format!(" --to {}", quoted(&without_password(to)))
+        format!(
+            " --to {}",
+            quoted(&inrush_core::secret::without_passwords(to))
+        )
     });
     format!("{} recover{to} --table {}", crate::command(), quoted(table))
-}
-
-/// `scheme://user:secret@host/db` without `:secret`; a `key=value` string without `password=`.
-fn without_password(to: &str) -> String {
-    if let Some((scheme, rest)) = to.split_once("://") {
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        let authority = match authority.rsplit_once('@') {
-            Some((userinfo, host)) => {
-                let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-                format!("{user}@{host}")
-            }
-            None => authority.to_string(),
-        };
-        let path = match path.split_once('?') {
-            Some((path, query)) => {
-                let kept: Vec<&str> = query
-                    .split('&')
-                    .filter(|kv| !kv.starts_with("password="))
-                    .collect();
-                match kept.is_empty() {
-                    true => path.to_string(),
-                    false => format!("{path}?{}", kept.join("&")),
-                }
-            }
-            None => path.to_string(),
-        };
-        return format!("{scheme}://{authority}{path}");
-    }
-    to.split_whitespace()
-        .filter(|kv| !kv.starts_with("password="))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 impl PlanArgs {
@@ -759,21 +730,6 @@ mod tests {
 
     #[test]
     fn a_recover_command_never_carries_the_password() {
-        for (to, shown) in [
-            (
-                "postgresql://app:s3cret@db.example:5433/sales?sslmode=require&password=x",
-                "postgresql://app@db.example:5433/sales?sslmode=require",
-            ),
-            ("mysql://root:pw@127.0.0.1/db", "mysql://root@127.0.0.1/db"),
-            ("postgresql:///sales", "postgresql:///sales"),
-            (
-                "host=/tmp dbname=sales password=pw user=app",
-                "host=/tmp dbname=sales user=app",
-            ),
-            ("sqlite:///tmp/x.db", "sqlite:///tmp/x.db"),
-        ] {
-            assert_eq!(without_password(to), shown, "{to}");
-        }
         let inrush = crate::command();
         assert_eq!(
             recover_command(Some("postgresql://a:pw@h/d"), "it's"),
