@@ -9,7 +9,10 @@
 //! (`--encoding`, COPY's `ENCODING`); and what broken ones do: ragged rows, a quote left open,
 //! text after a closing quote, line ends mixed, bytes that are no character. The typed files
 //! hold integers, numerics, floats, booleans, dates, timestamps, UUIDs and bytea at their
-//! limits and in the spellings each reader may take otherwise. A seeded run of
+//! limits and in the spellings each reader may take otherwise. Typed files go into MariaDB
+//! against its strict `LOAD DATA`, and into SQLite (ordinary and STRICT tables) against what the
+//! `sqlite3` shell's `.import` stores, inrush setting aside exactly the rows SQLite itself calls
+//! wrong for their declared types. A seeded run of
 //! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
 //! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
 //! prints the files tried and every difference found, each with its file.
@@ -18,6 +21,7 @@
 //! read as data.
 
 mod mariadb_common;
+mod sqlite_common;
 
 use inrush_testkit::{Db, MariaDb};
 use std::time::{Duration, Instant};
@@ -589,6 +593,12 @@ const TYPES: &[Typed] = &[
 ];
 
 /// MariaDB's column types, and their values as strict mode takes or refuses them.
+/// A JSON document of each kind: object, array, string, null, boolean.
+fn json_value(rng: &mut Rng) -> String {
+    let documents = ["{\"a\": 1}", "[1, 2, 3]", "\"x\"", "null", "true"];
+    rng.pick(&documents).to_string()
+}
+
 const MARIADB_TYPES: &[Typed] = &[
     Typed {
         name: "TINYINT",
@@ -768,22 +778,168 @@ const MARIADB_TYPES: &[Typed] = &[
     },
     Typed {
         name: "JSON",
-        common: |r| {
-            r.pick(&["{\"a\": 1}", "[1, 2, 3]", "\"x\"", "null", "true"])
-                .to_string()
-        },
+        common: json_value,
         edges: &["[1,2", "{'a':1}", "", "1e400", "{\"a\":1,\"a\":2}", " {} "],
     },
 ];
 
+/// Text as SQLite's text, blob and `ANY` columns take it: words, and numbers a column of
+/// numeric affinity would convert.
+fn sqlite_text(rng: &mut Rng) -> String {
+    let words = [
+        "a", "héllo", "日本", " x ", "1", "-2.50", "1e3", "NULL", "\\N", "0x1F", "'",
+    ];
+    rng.pick(&words).to_string()
+}
+
+const SQLITE_INTEGER: Typed = Typed {
+    name: "INTEGER",
+    common: |r| int_in(r, i64::MIN, i64::MAX),
+    edges: &[
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "+7",
+        " 42",
+        "42 ",
+        "\t3",
+        "007",
+        "-0",
+        "1.0",
+        "1.5",
+        "1e2",
+        "1e19",
+        "0x1F",
+        "1_000",
+        "٣",
+        "",
+        "abc",
+        "NaN",
+        "Infinity",
+    ],
+};
+
+const SQLITE_REAL: Typed = Typed {
+    name: "REAL",
+    common: |r| {
+        let sign = if r.one_in(3) { "-" } else { "" };
+        let (int, frac) = (r.next() % 1_000_000, r.next() % 1_000_000_000);
+        format!("{sign}{int}.{frac}e{}", int_in(r, -320, 300))
+    },
+    edges: &[
+        "1.7976931348623157e308",
+        "1.7976931348623159e308",
+        "1e309",
+        "-1e309",
+        "4.9e-324",
+        "2e-324",
+        "1e-400",
+        "-0.0",
+        "0",
+        ".5",
+        "5.",
+        "+.1",
+        " 3.14 ",
+        "1,5",
+        "1e",
+        "e5",
+        "NaN",
+        "inf",
+        "Infinity",
+        "0x10",
+        "",
+        "9223372036854775808",
+        "0.1000000000000000055511151231257827021181583404541015625",
+        "1.00000000000000011102230246251565404236316680908203125",
+    ],
+};
+
+const SQLITE_NUMERIC: Typed = Typed {
+    name: "NUMERIC",
+    common: |r| match r.one_in(2) {
+        true => int_in(r, -1_000_000_000_000, 1_000_000_000_000),
+        false => format!("{}.{:03}", int_in(r, -99_999, 99_999), r.below(1000)),
+    },
+    edges: &[
+        "1.000",
+        "1.5e300",
+        "1e2",
+        "0.1",
+        "9223372036854775807",
+        "9223372036854775808",
+        "12345678901234567890",
+        "-0",
+        "-0.0",
+        " 7",
+        "",
+        "x",
+    ],
+};
+
+const SQLITE_TEXT: Typed = Typed {
+    name: "TEXT",
+    common: sqlite_text,
+    edges: &["", " ", "  padded  "],
+};
+
+const SQLITE_BLOB: Typed = Typed {
+    name: "BLOB",
+    common: sqlite_text,
+    edges: &["", " "],
+};
+
+/// SQLite's declared types as `.import` meets them: each column's affinity converts the text
+/// (`' 42'` into an INTEGER column is the integer 42, `abc` stays text), a JSON column
+/// (NUMERIC affinity) holds text. Not here: what inrush reads otherwise by design, said in
+/// docs/sqlite.md (booleans stored as 1 and 0, `\x` hex as a blob) or what SQLite has no
+/// judgement of its own on (dates).
+const SQLITE_TYPES: &[Typed] = &[
+    SQLITE_INTEGER,
+    SQLITE_REAL,
+    SQLITE_NUMERIC,
+    SQLITE_TEXT,
+    SQLITE_BLOB,
+    Typed {
+        name: "JSON",
+        common: json_value,
+        edges: &[
+            "[1,2",
+            "{'a':1}",
+            "",
+            "1e400",
+            "{\"a\":1,\"a\":2}",
+            " {} ",
+            "[1,]",
+            "NaN",
+            "1",
+            "2.5",
+        ],
+    },
+];
+
+/// A STRICT table's types, each of which refuses what it cannot hold.
+const SQLITE_STRICT_TYPES: &[Typed] = &[
+    SQLITE_INTEGER,
+    SQLITE_REAL,
+    SQLITE_TEXT,
+    SQLITE_BLOB,
+    Typed {
+        name: "ANY",
+        common: sqlite_text,
+        edges: &["", "9223372036854775808", " 5"],
+    },
+];
+
 /// A file of 1 to 4 columns of `types` (one type or several), values of their common spellings
-/// and, one field in twenty, an edge. For `LOAD DATA` (`for_load_data`), a header always
-/// (`IGNORE 1 LINES`) and no NULL, which it spells otherwise than CSV; else a header in half
-/// the files and one field in eight NULL. An empty value is quoted either way ([`field`]).
-fn typed_file(rng: &mut Rng, types: &'static [Typed], for_load_data: bool) -> Case {
+/// and, one field in twenty, an edge. For a reader that spells NULL otherwise than CSV
+/// (`without_null`: `LOAD DATA`, `.import`), a header always (`IGNORE 1 LINES`, `--skip 1`) and
+/// no NULL; else a header in half the files and one field in eight NULL. An empty value is
+/// quoted either way ([`field`]).
+fn typed_file(rng: &mut Rng, types: &'static [Typed], without_null: bool) -> Case {
     let width = 1 + rng.below(4);
     let types: Vec<&Typed> = (0..width).map(|_| rng.pick(types)).collect();
-    let header = for_load_data || rng.one_in(2);
+    let header = without_null || rng.one_in(2);
     let mut out = Vec::new();
     if header {
         let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
@@ -795,7 +951,7 @@ fn typed_file(rng: &mut Rng, types: &'static [Typed], for_load_data: bool) -> Ca
             if i > 0 {
                 out.push(b',');
             }
-            let null = !for_load_data && rng.one_in(8);
+            let null = !without_null && rng.one_in(8);
             let value = match (null, rng.one_in(20)) {
                 (true, _) => None,
                 (_, true) => Some(rng.pick(t.edges).to_string()),
@@ -819,6 +975,14 @@ fn typed_case(rng: &mut Rng) -> Case {
 
 fn mariadb_case(rng: &mut Rng) -> Case {
     typed_file(rng, MARIADB_TYPES, true)
+}
+
+fn sqlite_case(rng: &mut Rng) -> Case {
+    typed_file(rng, SQLITE_TYPES, true)
+}
+
+fn sqlite_strict_case(rng: &mut Rng) -> Case {
+    typed_file(rng, SQLITE_STRICT_TYPES, true)
 }
 
 /// `c0 TYPE, c1 TYPE, ...`: the case's columns.
@@ -884,6 +1048,124 @@ fn typed_values_load_into_mariadb_as_its_strict_load_data_reads_them() {
     fuzz("MariaDB typed CSV", 300, mariadb_case, &mut |case| {
         against_load_data(&db, dir.path(), case)
     });
+}
+
+/// What `.import` of `case` into `theirs` stores: each field bound as text to an INSERT (with
+/// the library inrush links, so both convert text to numbers alike), each row as
+/// [`sqlite_common::typed_rows`] writes it, and whether SQLite itself calls it wrong for its
+/// declared types: a STRICT table refuses it, a column of numeric affinity kept the text as
+/// text, a JSON column's text (JSON has NUMERIC affinity) is not JSON (`json_valid`).
+fn imported(db: &std::path::Path, case: &Case) -> Vec<(String, bool)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let names: Vec<String> = (0..case.types.len()).map(|i| format!("c{i}")).collect();
+    let stored: Vec<String> = names
+        .iter()
+        .map(|c| format!("typeof({c}) || ':' || quote({c})"))
+        .collect();
+    let text_kept: Vec<String> = case
+        .types
+        .iter()
+        .zip(&names)
+        .filter(|(t, _)| **t != "JSON" && numeric_affinity(t))
+        .map(|(_, c)| format!(" OR typeof({c}) IN ('text', 'blob')"))
+        .collect();
+    let insert = format!(
+        "INSERT INTO theirs VALUES ({}) RETURNING {}, false{}",
+        vec!["?"; names.len()].join(", "),
+        stored.join(" || ' | ' || "),
+        text_kept.concat()
+    );
+    let text = String::from_utf8(case.bytes.clone()).unwrap();
+    let lines = text.lines().skip(usize::from(case.header));
+    lines
+        .map(|line| {
+            let fields = sqlite_common::csv_fields(line);
+            let not_json = case.types.iter().zip(&fields).any(|(t, f)| {
+                *t == "JSON"
+                    && !conn
+                        .query_row("SELECT json_valid(?1)", [f], |r| r.get::<_, bool>(0))
+                        .unwrap()
+            });
+            match conn.query_row(&insert, rusqlite::params_from_iter(&fields), |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+            }) {
+                Ok((row, text_kept)) => (row, text_kept || not_json),
+                Err(_) => (String::new(), true),
+            }
+        })
+        .collect()
+}
+
+/// SQLite's affinity rules (datatype3.html, 3.1) for the numeric affinities, INTEGER, REAL and
+/// NUMERIC.
+fn numeric_affinity(declared: &str) -> bool {
+    let t = declared.to_ascii_uppercase();
+    let text = ["CHAR", "CLOB", "TEXT"].iter().any(|w| t.contains(w));
+    t.contains("INT") || !(text || t.contains("BLOB") || t.is_empty() || t == "ANY")
+}
+
+/// How one file went into SQLite both ways: inrush with room for every bad row, and
+/// [`imported`]. They agree when inrush loaded exactly the rows SQLite does not call wrong,
+/// each as `.import` stores it, and set the others aside (exit 6). `Ok(true)` when no row was
+/// wrong.
+fn against_import(dir: &std::path::Path, case: &Case, strict: bool) -> Result<bool, String> {
+    let db = dir.join("fuzz.db");
+    let _ = std::fs::remove_file(&db);
+    let columns = definitions(case);
+    let strict = if strict { " STRICT" } else { "" };
+    sqlite_common::exec(
+        &db,
+        &format!("CREATE TABLE ours ({columns}){strict}; CREATE TABLE theirs ({columns}){strict};"),
+    );
+    let csv = dir.join("case.csv");
+    std::fs::write(&csv, &case.bytes).unwrap();
+    let rejects = dir.join("case.rejects");
+    let (code, out) = sqlite_common::inrush(&[
+        "load",
+        csv.to_str().unwrap(),
+        "--to",
+        db.to_str().unwrap(),
+        "--table",
+        "ours",
+        "--header",
+        "--no-progress",
+        "--max-errors",
+        "1000",
+        "--rejects",
+        rejects.to_str().unwrap(),
+    ]);
+    let model = imported(&db, case);
+    let wrong = model.iter().filter(|(_, wrong)| *wrong).count();
+    let mut theirs: Vec<String> = model.into_iter().filter(|r| !r.1).map(|r| r.0).collect();
+    let names: Vec<String> = (0..case.types.len()).map(|i| format!("c{i}")).collect();
+    let mut ours = sqlite_common::typed_rows(&db, "ours", &names, "rowid");
+    ours.sort();
+    theirs.sort();
+    match (code, wrong) {
+        (0, 0) | (6, 1..) if ours == theirs => Ok(wrong == 0),
+        (0 | 6, _) => Err(format!(
+            "exit {code}, {wrong} rows wrong by SQLite; rows differ:\n  inrush: {ours:?}\n  .import: {theirs:?}\n  {out}"
+        )),
+        _ => Err(format!("inrush exited {code}: {out}")),
+    }
+}
+
+/// `generate`'s files against `.import`, into ordinary or STRICT tables.
+fn fuzz_import(what: &str, generate: fn(&mut Rng) -> Case, strict: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    fuzz(what, 300, generate, &mut |case| {
+        against_import(dir.path(), case, strict)
+    });
+}
+
+#[test]
+fn typed_values_load_into_sqlite_as_import_stores_them() {
+    fuzz_import("SQLite typed CSV", sqlite_case, false);
+}
+
+#[test]
+fn typed_values_load_into_strict_sqlite_tables_as_import_stores_them() {
+    fuzz_import("SQLite STRICT typed CSV", sqlite_strict_case, true);
 }
 
 /// What a table holds, in one order: each row as PostgreSQL's text of it.
