@@ -182,7 +182,8 @@ impl Target for MysqlTarget {
                 .query(
                     "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES \
                      WHERE VARIABLE_NAME IN ('INNODB_AUTOINC_LOCK_MODE', 'INNODB_FLUSH_LOG_AT_TRX_COMMIT', \
-                       'INNODB_BUFFER_POOL_SIZE', 'LOCAL_INFILE', 'SQL_MODE') ORDER BY 1",
+                       'INNODB_BUFFER_POOL_SIZE', 'INNODB_SORT_BUFFER_SIZE', 'LOCAL_INFILE', 'SQL_MODE') \
+                     ORDER BY 1",
                 )
                 .await
                 .unwrap_or_default();
