@@ -598,6 +598,21 @@ def main() -> int:
         server.close(args.keep)
 
 
+def save_results(out: Path, doc: dict) -> None:
+    """The raw results of a run, as JSON, where the summary says they are."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    print(f"\nraw results: {out}")
+
+
+def leave_scratch(scratch: Path, keep: bool) -> None:
+    """A script's scratch goes at its end unless --keep asked to look at it."""
+    if keep:
+        log(f"kept {scratch}")
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def entry(main, interrupted: str = "server stopped and scratch removed") -> None:
     """A script's way out: main()'s exit code; 130 after Ctrl-C (or SIGTERM, see interrupt),
     saying what was cleaned up; 1 after a BenchError, with its message."""

@@ -432,11 +432,10 @@ def main() -> int:
         summary = summarize(results, methods, ds.rows)
         print_summary(summary, ds, args.repeat)
 
-        run.OUT_DIR.mkdir(parents=True, exist_ok=True)
         now = dt.datetime.now()
         out = run.OUT_DIR / f"sqlite-{ds.name}-{now:%Y%m%d-%H%M%S}.json"
         inrush_sqlite = next((r["sqlite_version"] for r in results if r.get("sqlite_version")), None)
-        out.write_text(json.dumps({
+        run.save_results(out, {
             "dataset": {"name": ds.name, "table": ds.table, "rows": ds.rows, "ddl": ds.ddl(),
                         "csv_bytes": ds.csv.stat().st_size,
                         "parquet_bytes": ds.parquet.stat().st_size if ds.parquet else None,
@@ -450,14 +449,10 @@ def main() -> int:
                             "sqlite_utils_rows": list(bench.subset_reference) if bench.subset_reference else None},
             "summary": summary,
             "runs": results,
-        }, indent=2) + "\n")
-        print(f"\nraw results: {out}")
+        })
         return 0
     finally:
-        if args.keep:
-            run.log(f"kept {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+        run.leave_scratch(scratch, args.keep)
 
 
 if __name__ == "__main__":
