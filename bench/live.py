@@ -644,18 +644,20 @@ def print_report(args, results: dict, machine: dict, server: dict) -> None:
 
 # --------------------------------------------------------------------------------------------
 
-def parse_args() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def workload_args(doc: str, results: str, keep: str, *extra: tuple[str, str]) -> argparse.Namespace:
+    """The options of a load beside a workload (this script's and live_mariadb.py's): `results`
+    names the default results file, `keep` what --keep keeps, `extra` more (option, help)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows loaded (default 2,000,000)")
     ap.add_argument("--seconds", type=float, default=20, help="baseline duration (default 20)")
-    ap.add_argument("--clients", type=int, default=4, help="pgbench clients (default 4)")
+    ap.add_argument("--clients", type=int, default=4, help="workload clients (default 4)")
     ap.add_argument("--plans", default="default,keep-indexes",
                     help="comma-separated, of: default, keep-indexes (default: both)")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
-    ap.add_argument("--pg-bin", help="directory with initdb, pg_ctl, psql, postgres, pgbench")
-    ap.add_argument("--json", type=Path, help="results file (default bench/out/live-<date>.json)")
-    ap.add_argument("--keep", action="store_true",
-                    help="keep the scratch directory (cluster, CSV, pgbench logs and reports, lock samples)")
+    for option, help in extra:
+        ap.add_argument(option, help=help)
+    ap.add_argument("--json", type=Path, help=f"results file (default bench/out/{results}-<date>.json)")
+    ap.add_argument("--keep", action="store_true", help=f"keep {keep}")
     args = ap.parse_args()
     args.plans = [p for p in args.plans.split(",") if p]
     if not args.plans or any(p not in PLANS for p in args.plans):
@@ -663,6 +665,12 @@ def parse_args() -> argparse.Namespace:
     if args.rows < 1 or args.seconds <= 0 or args.clients < 1:
         ap.error("--rows, --seconds and --clients must be positive")
     return args
+
+
+def parse_args() -> argparse.Namespace:
+    return workload_args(__doc__, "live",
+                         "the scratch directory (cluster, CSV, pgbench logs and reports, lock samples)",
+                         ("--pg-bin", "directory with initdb, pg_ctl, psql, postgres, pgbench"))
 
 
 def main() -> int:
@@ -705,8 +713,7 @@ def main() -> int:
         print_report(args, results, machine, facts)
         now = dt.datetime.now()
         out = args.json or run.OUT_DIR / f"live-{now:%Y%m%d-%H%M%S}.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps({
+        run.save_results(out, {
             "when": now.isoformat(timespec="seconds"),
             "settings": {"rows": args.rows, "prefill": PREFILL, "seconds": args.seconds,
                          "clients": args.clients, "scale": SCALE, "plans": args.plans,
@@ -717,8 +724,7 @@ def main() -> int:
                          "lead_in_s": LEAD_IN, "tail_s": TAIL,
                          "sample_every_s": SAMPLE_EVERY},
             "machine": machine, "server": facts, "results": results, "problems": bench.problems,
-        }, indent=2) + "\n")
-        print(f"\nraw results: {out}")
+        })
         if bench.problems:
             for p in bench.problems:
                 run.log(f"problem: {p}")
