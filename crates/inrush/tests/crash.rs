@@ -12,7 +12,7 @@
 //! can be replayed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -150,15 +150,15 @@ fn inrush(args: &[&str]) -> Command {
 }
 
 /// Starts `inrush load` of the big input into `t`.
-/// `inrush load -` into `t`, reading whatever the test writes to its standard input.
-fn spawn_stdin_load(db: &Db, extra: &[&str]) -> Child {
+/// `inrush load -` into `table`, reading whatever the test writes to its standard input.
+fn spawn_stdin_load(db: &Db, table: &str, extra: &[&str]) -> Child {
     let mut args = vec![
         "load",
         "-",
         "--to",
         &db.conninfo,
         "--table",
-        "t",
+        table,
         "--no-progress",
     ];
     args.extend_from_slice(extra);
@@ -168,6 +168,20 @@ fn spawn_stdin_load(db: &Db, extra: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn inrush load -")
+}
+
+/// Writes `batch` to the loader's standard input from a thread (a pipe this side of the
+/// loader's buffers may block), and holds the input open until the thread is joined, so it
+/// never ends while the loader runs. A broken pipe once the loader is killed is expected.
+fn feed_and_hold(child: &mut Child, batch: String) -> std::thread::JoinHandle<ChildStdin> {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::spawn(move || {
+        let _ = stdin
+            .write_all(batch.as_bytes())
+            .and_then(|()| stdin.flush());
+        stdin
+    })
 }
 
 fn spawn_big_load(db: &Db) -> Child {
@@ -452,25 +466,15 @@ fn a_terminated_connection_fails_the_load_and_restores_everything() {
 /// and must come back as it was: the same index, the same constraint.
 #[test]
 fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
-    use std::io::Write;
     let db = Db::with_schema(EMPTY_SCHEMA);
     let before = db.definitions();
     assert_has_every_object(&before);
-    let mut child = spawn_stdin_load(&db, &[]);
-    let mut stdin = child.stdin.take().expect("stdin");
-    // Far more than one block (1 MB), so chunks reach the COPY connections; a pipe this side
-    // of the loader's buffers may block, so a thread writes.
-    let writer = std::thread::spawn(move || {
-        let mut batch = String::new();
-        for i in 1..=100_000 {
-            batch.push_str(&format!("{i},{},{},Note {i}\n", i % 100 + 1, i % 7));
-        }
-        // A broken pipe once the loader is killed is expected.
-        let _ = stdin
-            .write_all(batch.as_bytes())
-            .and_then(|()| stdin.flush());
-        stdin // held open until joined: the input never ends while the loader runs
-    });
+    let mut child = spawn_stdin_load(&db, "t", &[]);
+    // Far more than one block (1 MB), so chunks reach the COPY connections.
+    let batch = (1..=100_000)
+        .map(|i| format!("{i},{},{},Note {i}\n", i % 100 + 1, i % 7))
+        .collect();
+    let writer = feed_and_hold(&mut child, batch);
     wait_until(
         &mut child,
         Duration::from_secs(30),
@@ -498,6 +502,46 @@ fn killed_stdin_loader_into_an_empty_table_gets_its_primary_key_back() {
     assert_eq!(db.journal_len(), 0);
 }
 
+/// Names that break SQL built naively (both quote characters, a semicolon, a comment, `$$`, a
+/// backslash, Unicode, a trailing space) go through the journal intact: a loader killed after it
+/// dropped such a table's keys, in such a schema, leaves a journal that `inrush recover` puts
+/// back exactly.
+#[test]
+fn odd_names_survive_the_journal_and_recover() {
+    let schema = r#""s""; -- $$ \ ü""#;
+    let table = format!(r#"{schema}."t'x"" ; ""#);
+    let db = Db::with_schema(&format!(
+        r#"CREATE SCHEMA {schema};
+           CREATE TABLE {table} (id int PRIMARY KEY, "n""; $$" text);
+           CREATE INDEX "i""; -- ü" ON {table} ("n""; $$");"#
+    ));
+    let definitions = || {
+        db.text(
+            r#"SELECT string_agg(indexname || ': ' || indexdef, E'\n' ORDER BY indexname)
+                 FROM pg_indexes WHERE schemaname = 's"; -- $$ \ ü'"#,
+        )
+    };
+    let before = definitions();
+    assert_eq!(before.lines().count(), 2, "{before}");
+    let mut child = spawn_stdin_load(&db, &table, &[]);
+    let writer = feed_and_hold(
+        &mut child,
+        (1..=100_000).map(|i| format!("{i},n {i}\n")).collect(),
+    );
+    wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "both indexes journaled and dropped and COPY running",
+        || db.journal_len() == 2 && definitions().is_empty() && db.copies_running() > 0,
+    );
+    sigkill(child);
+    drop(writer.join().expect("writer thread"));
+    let (status, _, stderr) = run(&["recover", "--to", &db.conninfo], Duration::from_secs(30));
+    assert!(status.success(), "{status}\n{stderr}");
+    assert_eq!(definitions(), before, "the keys are back as they were");
+    assert_eq!(db.journal_len(), 0);
+}
+
 /// A COPY cancelled from outside (`pg_cancel_backend`, or a `statement_timeout`) is a server-side
 /// failure, not a bad row: exit 3, as for a terminated connection.
 #[test]
@@ -509,7 +553,7 @@ fn a_cancelled_copy_is_a_server_problem_not_bad_input() {
     // cancelled (a file load can finish its COPY just as the cancel arrives).
     // One connection: PostgreSQL acts on a cancel only when the COPY reads another row, so a
     // second connection that happened to get no more rows would finish and commit.
-    let mut child = spawn_stdin_load(&db, &["--connections", "1"]);
+    let mut child = spawn_stdin_load(&db, "t", &["--connections", "1"]);
     let mut stdin = child.stdin.take().expect("stdin");
     let rows = |from: usize| -> String {
         (from..from + 100_000)
