@@ -91,8 +91,18 @@ pub(crate) const RIGHTS_REFUSED: [u16; 4] = [1142, 1143, 1044, 1227];
 /// Whether the server refused a statement for want of a right, by the code [`engine_error`]
 /// keeps in its message.
 pub(crate) fn refused_a_right(e: &inrush_load::Error) -> bool {
+    answered_with(e, &RIGHTS_REFUSED)
+}
+
+/// Whether a statement gave up waiting for a lock (`lock_wait_timeout`,
+/// `innodb_lock_wait_timeout`: ER_LOCK_WAIT_TIMEOUT).
+pub(crate) fn waited_too_long(e: &inrush_load::Error) -> bool {
+    answered_with(e, &[1205])
+}
+
+fn answered_with(e: &inrush_load::Error, codes: &[u16]) -> bool {
     match e {
-        inrush_load::Error::Engine { message, .. } => RIGHTS_REFUSED
+        inrush_load::Error::Engine { message, .. } => codes
             .iter()
             .any(|code| message.contains(&format!("({code})"))),
         _ => false,

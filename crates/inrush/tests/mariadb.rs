@@ -1120,6 +1120,24 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
     assert_table(&db, &before, "0");
 }
 
+/// A session with the table open in a transaction holds its metadata lock: the DROP INDEX
+/// waits for it only so long (and, waiting, makes every new query of the table wait too), then
+/// the load goes on with the indexes, and the plan in the summary says why.
+#[test]
+fn a_drop_that_waits_too_long_for_a_metadata_lock_keeps_the_indexes() {
+    let db = MariaDb::fresh("drop_mdl");
+    let dir = shared_dir();
+    let (csv, before) = signal_table(&db, dir.path());
+    let reader = "SELECT SLEEP(64)";
+    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
+    let (code, out) = load(&csv, &db, "c", &["--index-threshold", "0", "--json"]);
+    end_session(&db, reader);
+    let _ = reading.wait();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("another session kept c open for 5 s"), "{out}");
+    assert_table(&db, &before, "1000");
+}
+
 // Several loads of one table: one that changes its definitions runs alone (a named lock per
 // table), and `recover` leaves a table a live load holds to it.
 

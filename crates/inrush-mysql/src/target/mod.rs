@@ -98,6 +98,12 @@ impl MysqlLoad<'_> {
     }
 }
 
+/// How long the ALTER TABLE that drops a table's indexes for a load waits for the metadata
+/// lock of a session that has the table open in a transaction. Waiting, it makes every new
+/// query of the table wait behind it; past this the indexes stay instead (MariaDB's own limit,
+/// `lock_wait_timeout`, is a year).
+const DROP_LOCK_WAIT_SECONDS: u32 = 5;
+
 /// A MariaDB part of a distributed write waits as an XA transaction.
 const SUPPORT: Support = Support {
     engine: "MariaDB/MySQL",
@@ -615,6 +621,8 @@ impl Load for MysqlLoad<'_> {
             // inside the load's transactions.
             let watch = writer::interrupt_watch(self.options, conn.id(), &design.interrupt);
             let dropped = async {
+                let bound = format!("SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT_SECONDS}");
+                conn.query_drop(&bound).await.map_err(engine_error(bound))?;
                 crate::commits::create(&mut conn).await?;
                 Ok::<_, Error>(match design.table.disables_keys() {
                     true => vec![ddl::journal_and_disable_keys(&mut conn, schema, name).await?],
@@ -639,15 +647,23 @@ impl Load for MysqlLoad<'_> {
                     let _ = fresh.disconnect().await;
                     return Err(Error::Interrupted);
                 }
-                // Refused before anything was dropped (one ALTER TABLE drops them all): the
-                // load goes on with the indexes, as it would have without rows enough.
-                Err(e) if crate::refused_a_right(&e) => {
+                // Refused, or given up on, before anything was dropped (one ALTER TABLE drops
+                // them all): the load goes on with the indexes, as it would have without rows
+                // enough.
+                Err(e) if crate::refused_a_right(&e) || crate::waited_too_long(&e) => {
                     let mut fresh = self.options.connect().await?;
                     if let Ok(journaled) = ddl::pending(&mut fresh, Some((schema, name))).await {
                         ddl::restore(&mut fresh, &journaled).await?;
                     }
                     let _ = fresh.disconnect().await;
-                    return Ok(Err(e));
+                    return Ok(Err(match crate::waited_too_long(&e) {
+                        true => format!(
+                            "another session kept {name} open for {DROP_LOCK_WAIT_SECONDS} s (a transaction that read or wrote it), and dropping its indexes would have made every query of the table wait behind it"
+                        ),
+                        false => format!(
+                            "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
+                        ),
+                    }));
                 }
                 Err(e) => return Err(e),
             };
@@ -656,10 +672,8 @@ impl Load for MysqlLoad<'_> {
         })?;
         match dropped {
             Ok(dropped) => self.dropped = dropped,
-            Err(e) => {
-                plan.keep_after_all(&format!(
-                    "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
-                ));
+            Err(why) => {
+                plan.keep_after_all(&why);
                 return Ok(false);
             }
         }
