@@ -497,10 +497,10 @@ impl LoadPlan {
     }
 
     /// What the plan would drop stays after all, for `why` (the server refused a right the
-    /// drop needs): the indexes and keys are maintained row by row, and the summary says why.
+    /// drop needs, or another session held the table too long): the indexes and keys are
+    /// maintained row by row, and the summary says why.
     pub fn keep_after_all(&mut self, why: &str) {
-        let reason =
-            "kept: the server refused to drop it (the plan's first line says why)".to_string();
+        let reason = "kept: it could not be dropped (the plan's first line says why)".to_string();
         for d in &mut self.indexes {
             if d.action != IndexAction::Keep {
                 d.action = IndexAction::Keep;

@@ -172,8 +172,8 @@ pub trait Load {
     /// journaled and dropped, where DDL is not transactional). [`Load::end`] runs whatever
     /// happens after this returns. True when definitions are now dropped outside the load's
     /// transactions, so an exit before `end` would leave them dropped: a signal then waits
-    /// for them to be put back. Under `--check` the plan drops nothing. What the server
-    /// refuses to drop for want of a right stays, and the plan says so
+    /// for them to be put back. Under `--check` the plan drops nothing. What cannot be dropped
+    /// (a right refused, a lock waited for too long) stays, and the plan says so
     /// ([`LoadPlan::keep_after_all`]).
     fn begin(&mut self, plan: &mut LoadPlan, opts: &LoadOptions) -> Result<bool> {
         let _ = (plan, opts);

@@ -149,7 +149,6 @@ fn inrush(args: &[&str]) -> Command {
     cmd
 }
 
-/// Starts `inrush load` of the big input into `t`.
 /// `inrush load -` into `table`, reading whatever the test writes to its standard input.
 fn spawn_stdin_load(db: &Db, table: &str, extra: &[&str]) -> Child {
     let mut args = vec![
@@ -184,6 +183,7 @@ fn feed_and_hold(child: &mut Child, batch: String) -> std::thread::JoinHandle<Ch
     })
 }
 
+/// Starts `inrush load` of the big input into `t`.
 fn spawn_big_load(db: &Db) -> Child {
     inrush(&[
         "load",

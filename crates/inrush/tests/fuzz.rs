@@ -1062,36 +1062,35 @@ fn imported(db: &std::path::Path, case: &Case) -> Vec<(String, bool)> {
         .iter()
         .map(|c| format!("typeof({c}) || ':' || quote({c})"))
         .collect();
-    let text_kept: Vec<String> = case
+    // Wrong, in SQLite's own words: a number column kept the text as text; a JSON column's
+    // text (the field itself, ?N, before its NUMERIC affinity converts it) is not JSON.
+    let wrong: Vec<String> = case
         .types
         .iter()
         .zip(&names)
-        .filter(|(t, _)| **t != "JSON" && numeric_affinity(t))
-        .map(|(_, c)| format!(" OR typeof({c}) IN ('text', 'blob')"))
+        .enumerate()
+        .filter_map(|(i, (t, c))| match *t {
+            "JSON" => Some(format!(" OR NOT json_valid(?{})", i + 1)),
+            t if numeric_affinity(t) => Some(format!(" OR typeof({c}) IN ('text', 'blob')")),
+            _ => None,
+        })
         .collect();
+    let params: Vec<String> = (1..=names.len()).map(|i| format!("?{i}")).collect();
     let insert = format!(
         "INSERT INTO theirs VALUES ({}) RETURNING {}, false{}",
-        vec!["?"; names.len()].join(", "),
+        params.join(", "),
         stored.join(" || ' | ' || "),
-        text_kept.concat()
+        wrong.concat()
     );
     let text = String::from_utf8(case.bytes.clone()).unwrap();
     let lines = text.lines().skip(usize::from(case.header));
     lines
         .map(|line| {
             let fields = sqlite_common::csv_fields(line);
-            let not_json = case.types.iter().zip(&fields).any(|(t, f)| {
-                *t == "JSON"
-                    && !conn
-                        .query_row("SELECT json_valid(?1)", [f], |r| r.get::<_, bool>(0))
-                        .unwrap()
-            });
-            match conn.query_row(&insert, rusqlite::params_from_iter(&fields), |r| {
+            conn.query_row(&insert, rusqlite::params_from_iter(&fields), |r| {
                 Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
-            }) {
-                Ok((row, text_kept)) => (row, text_kept || not_json),
-                Err(_) => (String::new(), true),
-            }
+            })
+            .unwrap_or((String::new(), true))
         })
         .collect()
 }
