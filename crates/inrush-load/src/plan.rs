@@ -215,6 +215,13 @@ pub struct SortKey {
 /// The most input a load sorts (in memory); a larger one is sent as it comes.
 pub const SORT_BUDGET: u64 = 256 << 20;
 
+/// How long the statement that drops a table's indexes for a load waits for a lock held by a
+/// session that has the table open in a transaction. Waiting, it makes every new query of the
+/// table wait behind it; past this the indexes stay ([`LoadPlan::keep_while_held_open`]). The
+/// servers' own limits are none (PostgreSQL's `lock_timeout`) or a year (MariaDB's
+/// `lock_wait_timeout`).
+pub const DROP_LOCK_WAIT_SECONDS: u32 = 5;
+
 impl LoadPlan {
     #[allow(clippy::too_many_arguments)]
     pub fn decide(
@@ -494,6 +501,14 @@ impl LoadPlan {
         }
         self.rule = rule.into();
         self.after = Maintenance::None;
+    }
+
+    /// What the plan would drop stays after all because another session kept `table` open
+    /// longer than [`DROP_LOCK_WAIT_SECONDS`] while the drop waited for it.
+    pub fn keep_while_held_open(&mut self, table: &str) {
+        self.keep_after_all(&format!(
+            "another session kept {table} open for {DROP_LOCK_WAIT_SECONDS} s (a transaction that read or wrote it), and dropping its indexes would have made every query of the table wait behind it"
+        ));
     }
 
     /// What the plan would drop stays after all, for `why` (the server refused a right the

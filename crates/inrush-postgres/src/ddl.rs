@@ -87,8 +87,10 @@ struct Dropped {
 }
 
 /// Journals `indexes`, `foreign_keys` and `triggers` (name, how it fires) of `table`
-/// (committed), then drops the first two and disables the triggers (committed). Needs the right
-/// to create the `inrush` schema (or its existence) and ownership of the table.
+/// (committed), then drops the first two and disables the triggers (committed), waiting at most
+/// [`inrush_load::plan::DROP_LOCK_WAIT_SECONDS`] for each lock ([`crate::Error::is_lock_timeout`]
+/// past it, with nothing dropped). Needs the right to create the `inrush` schema (or its
+/// existence) and ownership of the table.
 pub async fn journal_and_drop(
     client: &Client,
     table: &TableInfo,
@@ -180,8 +182,14 @@ pub async fn journal_and_drop(
         .await
         .map_err(query_error("committing the DDL journal"))?;
     let drops: Vec<&str> = objects.iter().map(|o| o.drop.as_str()).collect();
+    // Each drop waits for every session that has the table open in a transaction, and new
+    // queries of the table wait behind it: past the bound the indexes stay.
     let dropped = client
-        .batch_execute(&format!("BEGIN; {}; COMMIT", drops.join("; ")))
+        .batch_execute(&format!(
+            "BEGIN; SET LOCAL lock_timeout = '{}s'; {}; COMMIT",
+            inrush_load::plan::DROP_LOCK_WAIT_SECONDS,
+            drops.join("; ")
+        ))
         .await;
     if let Err(source) = dropped {
         let _ = client.batch_execute("ROLLBACK").await;

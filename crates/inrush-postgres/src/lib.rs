@@ -146,6 +146,12 @@ impl Error {
         }
     }
 
+    /// Whether a statement gave up waiting for a lock (`lock_timeout`, SQLSTATE 55P03).
+    pub fn is_lock_timeout(&self) -> bool {
+        matches!(self, Error::Query { cause, .. }
+            if cause.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE))
+    }
+
     /// Whether the load's rows break a key put back after it.
     pub fn is_broken_key(&self) -> bool {
         matches!(

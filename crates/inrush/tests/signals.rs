@@ -1,5 +1,6 @@
 //! Ctrl-C and SIGTERM in each phase of a load, once and twice: the message says what is true
-//! in that phase, the exit code matches it, and no exit leaves a definition dropped.
+//! in that phase, the exit code matches it, and no exit leaves a definition dropped. And the
+//! one wait that ends by itself: a drop of keys kept waiting by another session's lock.
 //!
 //! The load goes into an empty table with a primary key and a secondary index, so both are
 //! dropped before the COPY and rebuilt after it, and VACUUM (ANALYZE) runs last (asked for,
@@ -161,22 +162,31 @@ fn interrupt_at(
     assert_put_back(&servers, &before, &stderr);
 }
 
-/// Dropping keys waits for every session that has the table open in a transaction (and,
-/// waiting, makes new ones wait behind it): with such a session on the last server (the
-/// shard when `sharded`), one SIGTERM once the drop `prefix` waits there cancels it, and the
-/// load ends with every server as it was while that session still holds the table.
-fn sigterm_while_the_drop_waits(sharded: bool, prefix: &str) {
-    let (db, shard) = servers(sharded);
-    let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
-    let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
+/// How the drop of keys starts (it waits for locks a few seconds at most).
+const DROP: &str = "BEGIN; SET LOCAL lock_timeout";
+
+/// `t` (on the last server: the shard when `sharded`) open in a transaction of another session.
+fn reader_of_t(servers: &[&Db], sharded: bool) -> postgres::Client {
     let held = servers[servers.len() - 1];
     let mut reader = postgres::Client::connect(&held.conninfo, postgres::NoTls).unwrap();
     let table = if sharded { "t_far" } else { "t" };
     reader
         .batch_execute(&format!("BEGIN; SELECT count(*) FROM {table}"))
         .unwrap();
+    reader
+}
+
+/// Dropping keys waits for every session that has the table open in a transaction (and,
+/// waiting, makes new ones wait behind it): with such a session on the last server (the
+/// shard when `sharded`), one SIGTERM once the drop waits there cancels it, and the load ends
+/// with every server as it was while that session still holds the table.
+fn sigterm_while_the_drop_waits(sharded: bool) {
+    let (db, shard) = servers(sharded);
+    let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
+    let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
+    let mut reader = reader_of_t(&servers, sharded);
     let mut child = start(&db);
-    wait_for_statement(held, &mut child, &[prefix]);
+    wait_for_statement(servers[servers.len() - 1], &mut child, &[DROP]);
     signal(&child, libc::SIGTERM);
     let (code, stderr) = inrush_testkit::finish(child);
     assert_eq!(code, 130, "{stderr}");
@@ -188,13 +198,38 @@ fn sigterm_while_the_drop_waits(sharded: bool, prefix: &str) {
 
 #[test]
 fn sigterm_while_the_drop_waits_for_a_lock_ends_the_load_with_the_keys_in_place() {
-    sigterm_while_the_drop_waits(false, "BEGIN; ALTER TABLE");
+    sigterm_while_the_drop_waits(false);
 }
 
 /// On a shard, what the coordinator dropped before is put back too.
 #[test]
 fn sigterm_while_a_shards_drop_waits_for_a_lock_puts_every_server_back() {
-    sigterm_while_the_drop_waits(true, "BEGIN; DROP INDEX");
+    sigterm_while_the_drop_waits(true);
+}
+
+/// Unsignalled, the drop gives up after 5 s, and the load goes on with the keys in place
+/// (there and on a shard alike), saying why; every row goes in.
+fn a_drop_kept_waiting(sharded: bool, said: &str) {
+    let (db, shard) = servers(sharded);
+    let servers: Vec<&Db> = std::iter::once(&db).chain(&shard).collect();
+    let before: Vec<String> = servers.iter().map(|s| s.definitions()).collect();
+    let mut reader = reader_of_t(&servers, sharded);
+    let (code, stderr) = inrush_testkit::finish(start(&db));
+    reader.batch_execute("ROLLBACK").unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), ROWS as i64, "{stderr}");
+    assert_put_back(&servers, &before, &stderr);
+}
+
+#[test]
+fn a_drop_that_waits_too_long_for_a_lock_keeps_the_keys() {
+    a_drop_kept_waiting(false, r#"another session kept "public"."t" open for 5 s"#);
+}
+
+#[test]
+fn a_shards_drop_that_waits_too_long_for_a_lock_keeps_its_keys() {
+    a_drop_kept_waiting(true, "kept during the load");
 }
 
 #[test]

@@ -98,12 +98,6 @@ impl MysqlLoad<'_> {
     }
 }
 
-/// How long the ALTER TABLE that drops a table's indexes for a load waits for the metadata
-/// lock of a session that has the table open in a transaction. Waiting, it makes every new
-/// query of the table wait behind it; past this the indexes stay instead (MariaDB's own limit,
-/// `lock_wait_timeout`, is a year).
-const DROP_LOCK_WAIT_SECONDS: u32 = 5;
-
 /// A MariaDB part of a distributed write waits as an XA transaction.
 const SUPPORT: Support = Support {
     engine: "MariaDB/MySQL",
@@ -621,7 +615,10 @@ impl Load for MysqlLoad<'_> {
             // inside the load's transactions.
             let watch = writer::interrupt_watch(self.options, conn.id(), &design.interrupt);
             let dropped = async {
-                let bound = format!("SET SESSION lock_wait_timeout = {DROP_LOCK_WAIT_SECONDS}");
+                let bound = format!(
+                    "SET SESSION lock_wait_timeout = {}",
+                    inrush_load::plan::DROP_LOCK_WAIT_SECONDS
+                );
                 conn.query_drop(&bound).await.map_err(engine_error(bound))?;
                 crate::commits::create(&mut conn).await?;
                 Ok::<_, Error>(match design.table.disables_keys() {
@@ -657,12 +654,10 @@ impl Load for MysqlLoad<'_> {
                     }
                     let _ = fresh.disconnect().await;
                     return Ok(Err(match crate::waited_too_long(&e) {
-                        true => format!(
-                            "another session kept {name} open for {DROP_LOCK_WAIT_SECONDS} s (a transaction that read or wrote it), and dropping its indexes would have made every query of the table wait behind it"
-                        ),
-                        false => format!(
+                        true => None,
+                        false => Some(format!(
                             "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
-                        ),
+                        )),
                     }));
                 }
                 Err(e) => return Err(e),
@@ -672,8 +667,12 @@ impl Load for MysqlLoad<'_> {
         })?;
         match dropped {
             Ok(dropped) => self.dropped = dropped,
-            Err(why) => {
+            Err(Some(why)) => {
                 plan.keep_after_all(&why);
+                return Ok(false);
+            }
+            Err(None) => {
+                plan.keep_while_held_open(name);
                 return Ok(false);
             }
         }

@@ -105,7 +105,7 @@ fn drop_on_target(
     Ok(match changes_nothing {
         true => Vec::new(),
         // The drop waits for every session that has the table open in a transaction (and,
-        // waiting, makes new ones wait behind it): a signal cancels it.
+        // waiting, makes new ones wait behind it), for a few seconds: a signal cancels it.
         false => match runtime.block_on(until_interrupted(
             ddl::journal_and_drop(control, table, &to_rebuild, &to_readd, &to_disable),
             control,
@@ -130,6 +130,10 @@ fn drop_on_target(
                     true => crate::Error::Permission(why).into(),
                     false => e.into(),
                 });
+            }
+            Err(e) if e.is_lock_timeout() => {
+                load_plan.keep_while_held_open(&table.qualified());
+                Vec::new()
             }
             Err(e) => {
                 // Nothing was dropped: load with the indexes in place, and say why.
