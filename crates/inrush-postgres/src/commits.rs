@@ -35,8 +35,7 @@ pub async fn record(
         .await
         .map_err(query_error("looking for inrush.load_commits"))?;
     if !exists.get::<_, bool>(0) {
-        client
-            .batch_execute(CREATE)
+        crate::own::create(client, CREATE)
             .await
             .map_err(query_error("creating inrush.load_commits"))?;
     }

@@ -143,14 +143,9 @@ pub async fn journal_and_drop(
             ),
         });
     }
-    client
-        .batch_execute(CREATE_JOURNAL)
+    crate::own::create(client, &format!("{CREATE_JOURNAL}; {MIGRATE_JOURNAL}"))
         .await
         .map_err(query_error("creating the inrush.ddl_journal table"))?;
-    client
-        .batch_execute(MIGRATE_JOURNAL)
-        .await
-        .map_err(query_error("upgrading the inrush.ddl_journal table"))?;
     let mut entries = Vec::with_capacity(objects.len());
     client
         .batch_execute("BEGIN")

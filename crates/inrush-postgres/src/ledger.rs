@@ -64,10 +64,6 @@ impl std::ops::Deref for InputIdentity {
     }
 }
 
-/// Serializes the creation of the ledger: `CREATE ... IF NOT EXISTS` run by two sessions at once
-/// can fail on the catalog's unique keys, and cooperating processes start together.
-const LEDGER_DDL_LOCK: &str = "SELECT pg_advisory_xact_lock(hashtext('inrush.load_ledger'))";
-
 /// Registers the input (or checks it is unchanged) and returns its committed blocks by offset
 /// ([`inrush_load::resume::open`]).
 pub async fn open(client: &Client, id: &InputIdentity) -> inrush_load::Result<Vec<Committed>> {
@@ -86,10 +82,7 @@ struct Ledger<'c> {
 
 impl inrush_load::resume::Ledger for Ledger<'_> {
     async fn create(&mut self) -> inrush_load::Result<()> {
-        self.client
-            .batch_execute(&format!(
-                "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_LEDGER}; COMMIT"
-            ))
+        crate::own::create(self.client, CREATE_LEDGER)
             .await
             .map_err(query_error("creating the inrush.load_ledger table"))?;
         Ok(())
@@ -172,10 +165,7 @@ impl Book {
             .map_err(query_error("reading the target's database name"))?
             .get(0);
         for shard in shards {
-            shard
-                .batch_execute(&format!(
-                    "BEGIN; {LEDGER_DDL_LOCK}; {CREATE_SHARD_LEDGER}; COMMIT"
-                ))
+            crate::own::create(shard, CREATE_SHARD_LEDGER)
                 .await
                 .map_err(query_error(
                     "creating the inrush.shard_ledger table on a shard",

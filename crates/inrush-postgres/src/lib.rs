@@ -27,6 +27,7 @@ pub mod ledger;
 pub mod load;
 pub mod options;
 pub mod outcome;
+mod own;
 pub mod parts;
 mod plan;
 pub mod prepared;

@@ -34,8 +34,7 @@ impl PartTable {
     }
 
     pub async fn create(&self, control: &Client) -> Result<()> {
-        control
-            .batch_execute(&self.create)
+        crate::own::create(control, &self.create)
             .await
             .map_err(query_error("creating the part's staging table"))
     }

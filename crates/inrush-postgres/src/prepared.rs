@@ -40,14 +40,10 @@ const CREATE_LOG: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
        query text, batch bigint, job text NOT NULL, \
        written_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (query, batch))";
 
-/// Makes the decision log (and the streaming ledger) if missing. Under a lock: a stream's
-/// tasks make it concurrently on a fresh target, and two CREATE ... IF NOT EXISTS racing
-/// each other fail on the catalog's unique index.
+/// Makes the decision log (and the streaming ledger) if missing; a stream's tasks make it at
+/// once on a fresh target (`crate::own`).
 pub(crate) async fn create_log(client: &Client) -> Result<()> {
-    let key = lock_key("inrush.joint_commits");
-    let sql = format!("BEGIN; SELECT pg_advisory_xact_lock({key}); {CREATE_LOG}; COMMIT");
-    if let Err(cause) = client.batch_execute(&sql).await {
-        let _ = client.batch_execute("ROLLBACK").await;
+    if let Err(cause) = crate::own::create(client, CREATE_LOG).await {
         return Err(Error::Query {
             what: "creating the inrush.joint_commits table".into(),
             cause,

@@ -852,6 +852,49 @@ fn loads_of_one_table_at_once_all_succeed() {
     assert_eq!(db.journal_len(), 0);
 }
 
+/// Loads of several tables at once into a database inrush has not loaded before: each makes
+/// inrush's own tables (the journal of the indexes it drops, the record of its commit) if they
+/// are missing, and none fails because another made one first.
+#[test]
+fn loads_of_several_tables_at_once_into_a_new_database_all_succeed() {
+    let db = Db::fresh("fresh_concurrent");
+    const TABLES: usize = 4;
+    for k in 0..TABLES {
+        db.exec(&format!(
+            "CREATE TABLE t{k} (id int PRIMARY KEY, n int, s varchar(20)); CREATE INDEX t{k}_s ON t{k} (s, n);"
+        ));
+    }
+    let definitions = db.definitions();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    let rows = 50_000;
+    let text: String = (0..rows)
+        .map(|i| format!("{i},{},s{}\n", i % 1000, i % 50))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let loads: Vec<_> = (0..TABLES)
+        .map(|k| {
+            inrush_testkit::spawn_load(
+                env!("CARGO_BIN_EXE_inrush"),
+                &db,
+                file.to_str().unwrap(),
+                &format!("t{k}"),
+                &["--index-threshold", "0"],
+            )
+        })
+        .collect();
+    for child in loads {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+    }
+    for k in 0..TABLES {
+        assert_eq!(db.int(&format!("SELECT count(*) FROM t{k}")), rows);
+    }
+    assert_eq!(db.definitions(), definitions);
+    assert_eq!(db.journal_len(), 0);
+}
+
 /// Two connections of one load that wait on each other (here a trigger that updates one shared
 /// row: the second connection waits for the first's transaction, which waits for the load to
 /// end) fail the load with the reason instead of hanging, and leave nothing behind.

@@ -24,8 +24,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 const ROWS: usize = 200_000;
-/// A PostgreSQL simple query that is exactly COMMIT (not COMMIT PREPARED, not a table name).
-const PG_COMMIT: &[u8] = b"COMMIT\0";
+/// A PostgreSQL simple query that is exactly COMMIT: its whole message, type and length too
+/// (not COMMIT PREPARED, not a table name, not the end of a batch that makes inrush's tables).
+const PG_COMMIT: &[u8] = b"Q\0\0\0\x0bCOMMIT\0";
 /// MariaDB's COM_QUERY of COMMIT.
 const MARIADB_COMMIT: &[u8] = b"\x03COMMIT";
 /// How long a test waits for a load before it calls it a hang.

@@ -50,13 +50,11 @@ fn target_error(e: Error) -> QueryError {
     }
 }
 
-/// The copy ledger, made under a lock: two copies starting on a fresh target would race on
-/// the catalog's unique index with `IF NOT EXISTS` alone.
-const CREATE_LEDGER: &str = "BEGIN; SELECT pg_advisory_xact_lock(hashtext('inrush.copy_ledger')); \
-     CREATE SCHEMA IF NOT EXISTS inrush; \
+/// The copy ledger (made under inrush's lock: `crate::own`).
+const CREATE_LEDGER: &str = "CREATE SCHEMA IF NOT EXISTS inrush; \
      CREATE TABLE IF NOT EXISTS inrush.copy_ledger (copy text NOT NULL, \"table\" text NOT NULL, \
        step text NOT NULL, at timestamptz NOT NULL DEFAULT now(), \
-       PRIMARY KEY (copy, \"table\", step)); COMMIT";
+       PRIMARY KEY (copy, \"table\", step))";
 
 impl SchemaTarget for PgSchemaTarget {
     fn engine(&self) -> &'static str {
@@ -122,7 +120,7 @@ impl SchemaTarget for PgSchemaTarget {
     fn ledger(&self, copy: &str) -> Result<Vec<(String, String)>, QueryError> {
         let mut client = self.connect()?;
         client
-            .batch_execute(CREATE_LEDGER)
+            .batch_execute(&crate::own::locked(CREATE_LEDGER))
             .map_err(query_error("creating inrush.copy_ledger"))
             .map_err(target_error)?;
         let sql = "SELECT \"table\", step FROM inrush.copy_ledger WHERE copy = $1";

@@ -81,8 +81,7 @@ impl Staging {
 
     /// Makes the staging table, empty.
     pub async fn make(&self, client: &Client) -> Result<()> {
-        client
-            .batch_execute(&self.create)
+        crate::own::create(client, &self.create)
             .await
             .map_err(|cause| Error::Query {
                 what: "creating the staging table".into(),
