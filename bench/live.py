@@ -23,6 +23,11 @@ for each plan of --plans: `default` (inrush decides: here it drops the index on 
 the load and rebuilds it after) and `keep-indexes` (`--keep-indexes`). orders is dropped and
 made again before every load, and every load is checked (row count, both indexes valid).
 
+--loads N runs N inrush processes at once in each load phase, each loading its Nth of the rows
+(a CSV of its own, ids apart): all into orders, or with --own-tables each into a table of its
+own (orders, orders_2, ... orders_N, each made like orders; pgbench reads orders only). The
+load's time is then the first start to the last exit.
+
 Latencies come from pgbench's per-transaction logs (-l), cut to exact windows: the baseline's
 --seconds, the whole load (inrush's start to its exit), and each of inrush's own phases (from
 its --json summary). Lock waits come from pg_stat_activity / pg_locks, sampled every 100 ms
@@ -34,7 +39,7 @@ Exit status 1 when pgbench reports a failed transaction or an aborted client, in
 a load leaves the wrong row count; the table is printed first.
 
 Usage: python3 bench/live.py [--rows N] [--seconds S] [--clients C] [--plans default,keep-indexes]
-                             [--inrush PATH] [--json PATH] [--keep]
+                             [--loads N [--own-tables]] [--inrush PATH] [--json PATH] [--keep]
 """
 
 from __future__ import annotations
@@ -102,26 +107,40 @@ FROM (SELECT a.pid, a.application_name AS app, a.query,
 """
 
 
-def create_orders_sql() -> list[str]:
-    """orders as every load finds it: prefilled, indexed, vacuumed and analyzed (as autovacuum
-    would soon leave it: counts by customer are index-only scans), then a checkpoint so no load
-    pays for flushing the previous one's pages."""
-    return [
-        "DROP TABLE IF EXISTS orders",
-        "CREATE TABLE orders (id bigint PRIMARY KEY, customer int NOT NULL, amount numeric(12,2), note text)",
-        "CREATE INDEX orders_customer_idx ON orders (customer)",
-        f"INSERT INTO orders SELECT g, 1 + (g * 7919) % {CUSTOMERS}, (g % 100000) / 100.0, 'order ' || g "
-        f"FROM generate_series(1, {PREFILL}) g",
-        "VACUUM (ANALYZE) orders",
-        "CHECKPOINT",
-    ]
+def create_orders_sql(tables: tuple[str, ...] | list[str] = ("orders",)) -> list[str]:
+    """orders (and each of `tables`) as every load finds it: prefilled, indexed, vacuumed and
+    analyzed (as autovacuum would soon leave it: counts by customer are index-only scans), then
+    a checkpoint so no load pays for flushing the previous one's pages."""
+    sql = []
+    for t in tables:
+        sql += [
+            f"DROP TABLE IF EXISTS {t}",
+            f"CREATE TABLE {t} (id bigint PRIMARY KEY, customer int NOT NULL, amount numeric(12,2), note text)",
+            f"CREATE INDEX {t}_customer_idx ON {t} (customer)",
+            f"INSERT INTO {t} SELECT g, 1 + (g * 7919) % {CUSTOMERS}, (g % 100000) / 100.0, 'order ' || g "
+            f"FROM generate_series(1, {PREFILL}) g",
+            f"VACUUM (ANALYZE) {t}",
+        ]
+    return sql + ["CHECKPOINT"]
 
 
-def write_csv(path: Path, rows: int) -> None:
-    """ids PREFILL+1 .. PREFILL+rows, laid out like the prefill (deterministic, no seed needed)."""
+def parts(rows: int, loads: int, own_tables: bool) -> list[tuple[str, int, int]]:
+    """What each of `loads` loads at once: (table, first id, rows), the ids apart and above
+    the prefill, the rows shared out as evenly as they go."""
+    out, first = [], PREFILL + 1
+    for k in range(loads):
+        n = rows // loads + (1 if k < rows % loads else 0)
+        out.append(("orders" if k == 0 or not own_tables else f"orders_{k + 1}", first, n))
+        first += n
+    return out
+
+
+def write_csv(path: Path, rows: int, first: int = PREFILL + 1) -> None:
+    """ids first .. first+rows-1 (by default just above the prefill), laid out like the prefill
+    (deterministic, no seed needed)."""
     with path.open("w") as f:
         chunk = []
-        for i in range(PREFILL + 1, PREFILL + rows + 1):
+        for i in range(first, first + rows):
             chunk.append(f"{i},{1 + (i * 7919) % CUSTOMERS},{i % 100000 // 100}.{i % 100:02d},order {i}\n")
             if len(chunk) == 100_000:
                 f.writelines(chunk)
@@ -364,8 +383,10 @@ class Live:
         if not self.pgbench.exists():
             raise run.BenchError(f"no pgbench in {server.bin}")
         self.dir = server.scratch
-        self.csv = self.dir / "orders.csv"
-        self.expected = PREFILL + args.rows
+        # (table, CSV, first id, rows) of each load that runs at once.
+        self.parts = [(table, self.dir / f"orders_{k + 1}.csv", first, n)
+                      for k, (table, first, n) in enumerate(parts(args.rows, args.loads, args.own_tables))]
+        self.tables = sorted({part[0] for part in self.parts})
         self.problems: list[str] = []
 
     def setup(self) -> None:
@@ -375,44 +396,61 @@ class Live:
         (self.dir / "oltp.sql").write_text(OLTP_SQL)
         (self.dir / "reads.sql").write_text(READS_SQL)
         t = time.perf_counter()
-        write_csv(self.csv, self.args.rows)
-        run.log(f"wrote {self.args.rows:,} rows ({self.csv.stat().st_size / 1e6:.1f} MB) in "
+        for _, csv, first, n in self.parts:
+            write_csv(csv, n, first)
+        size = sum(part[1].stat().st_size for part in self.parts)
+        run.log(f"wrote {self.args.rows:,} rows in {len(self.parts)} file(s) ({size / 1e6:.1f} MB) in "
                 f"{time.perf_counter() - t:.1f} s")
+
+    def fresh_tables(self) -> None:
+        self.server.sql(*create_orders_sql(self.tables))
 
     # -- the load -------------------------------------------------------------------------
 
     def load(self, plan: str, label: str, fresh: bool = True) -> dict:
-        """One inrush load (into a fresh orders unless `fresh` is false): its wall time (epoch
-        start and exit) and its --json summary."""
+        """The phase's inrush loads, started together (into fresh tables unless `fresh` is
+        false): the first start and last exit (epoch), and each one's --json summary
+        (`summary` too when there is one load)."""
         if fresh:
-            self.server.sql(*create_orders_sql())
+            self.fresh_tables()
         watch = CpuWatch(self.server) if fresh else None
-        cmd = [str(self.inrush), "load", str(self.csv), "--to", self.server.conninfo, "--table", "orders",
-               "--json", "--no-progress", *PLANS[plan]]
         t0 = time.time()
-        fin = run.Child(cmd).wait()
+        children = [run.Child([str(self.inrush), "load", str(csv), "--to", self.server.conninfo, "--table", table,
+                               "--json", "--no-progress", *PLANS[plan]])
+                    for table, csv, _, _ in self.parts]
+        finished = [c.wait() for c in children]
         t1 = time.time()
-        res = {"plan": plan, "t0": t0, "t1": t1, "seconds": t1 - t0, "returncode": fin.returncode,
-               "cpu_seconds": fin.cpu_seconds, "summary": None, **(watch.stop() if watch else {})}
-        if fin.returncode != 0:
-            self.problems.append(f"{label}: inrush exited {fin.returncode}: {fin.stderr.strip()[-2000:]}")
-            return res
-        try:
-            res["summary"] = json.loads(fin.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            self.problems.append(f"{label}: inrush --json printed no JSON object: {fin.stdout!r}")
+        res = {"plan": plan, "t0": t0, "t1": t1, "seconds": t1 - t0,
+               "returncode": max((f.returncode for f in finished), key=abs),
+               "cpu_seconds": sum(f.cpu_seconds for f in finished), "summary": None, "summaries": [],
+               **(watch.stop() if watch else {})}
+        for k, fin in enumerate(finished):
+            who = label if len(finished) == 1 else f"{label}, load {k + 1}"
+            if fin.returncode != 0:
+                self.problems.append(f"{who}: inrush exited {fin.returncode}: {fin.stderr.strip()[-2000:]}")
+                continue
+            try:
+                res["summaries"].append(json.loads(fin.stdout.strip().splitlines()[-1]))
+            except (ValueError, IndexError):
+                self.problems.append(f"{who}: inrush --json printed no JSON object: {fin.stdout!r}")
+        if len(finished) == 1 and res["summaries"]:
+            res["summary"] = res["summaries"][0]
         return res
 
     def verify(self, label: str, res: dict) -> None:
-        """After a load: prefill + --rows rows, and both indexes there and valid."""
-        n = int(self.server.sql("SELECT count(*) FROM orders"))
-        valid = int(self.server.sql(
-            "SELECT count(*) FROM pg_index WHERE indrelid = 'orders'::regclass AND indisvalid"))
-        res["count"], res["valid_indexes"] = n, valid
-        if n != self.expected:
-            self.problems.append(f"{label}: orders holds {n:,} rows after the load, expected {self.expected:,}")
-        if valid != 2:
-            self.problems.append(f"{label}: {valid} valid indexes on orders after the load, expected 2")
+        """After a phase's loads: each table holds its prefill and its loads' rows, and both its
+        indexes are there and valid."""
+        res["count"], res["valid_indexes"] = {}, {}
+        for table in self.tables:
+            expected = PREFILL + sum(n for t, _, _, n in self.parts if t == table)
+            n = int(self.server.sql(f"SELECT count(*) FROM {table}"))
+            valid = int(self.server.sql(
+                f"SELECT count(*) FROM pg_index WHERE indrelid = '{table}'::regclass AND indisvalid"))
+            res["count"][table], res["valid_indexes"][table] = n, valid
+            if n != expected:
+                self.problems.append(f"{label}: {table} holds {n:,} rows after the load, expected {expected:,}")
+            if valid != 2:
+                self.problems.append(f"{label}: {valid} valid indexes on {table} after the load, expected 2")
 
     # -- pgbench and the sampler ------------------------------------------------------------
 
@@ -549,7 +587,11 @@ def index_actions(summary: dict) -> str:
 def print_report(args, results: dict, machine: dict, server: dict) -> None:
     base = results["baseline"]
     print()
-    print(f"{args.rows:,} rows loaded into orders ({PREFILL:,} rows before; primary key + index on customer) "
+    into = "orders"
+    if args.loads > 1:
+        into = (f"{args.loads} tables made like orders by {args.loads} loads at once" if args.own_tables
+                else f"orders by {args.loads} loads at once")
+    print(f"{args.rows:,} rows loaded into {into} ({PREFILL:,} rows before; primary key + index on customer) "
           f"beside pgbench: {args.clients} clients, scale {SCALE}, oltp.sql@5 + reads.sql@5, prepared")
     print("  load s: inrush's wall time, alone / beside pgbench.  tps, latency (ms: p50 / p99 / max, per "
           "script): pgbench's")
@@ -603,19 +645,17 @@ def print_report(args, results: dict, machine: dict, server: dict) -> None:
             print("  reads.sql statement averages over the whole pgbench run (-r): " +
                   "; ".join(f"{s['avg_ms']:.2f} ms `{kind(s['statement'])}`" for s in stmts))
         for label, r in (("alone", alone), ("beside pgbench", live["load"])):
-            s = (r or {}).get("summary")
-            if not s:
-                continue
-            phases = ", ".join(f"{k} {v:.2f}" for k, v in (s.get("phases") or {}).items())
-            par = s.get("parallelism") or {}
-            print(f"  inrush {label}: {s['rows']:,} rows in {s['seconds']:.2f} s ({s['rows_per_second']:,.0f} rows/s); "
-                  f"{s.get('connections')} connections ({par.get('reason', '')}); phases: {phases}")
-        s = (live["load"] or {}).get("summary") or {}
-        if s:
-            av = live.get("orders_autovacuum") or {}
-            print(f"  indexes: {index_actions(s)}; after the load: {(s.get('plan') or {}).get('after')}; "
-                  f"autovacuum on orders during the pgbench run: {av.get('vacuums')} VACUUM, "
-                  f"{av.get('analyzes')} ANALYZE")
+            for k, s in enumerate((r or {}).get("summaries") or []):
+                phases = ", ".join(f"{k} {v:.2f}" for k, v in (s.get("phases") or {}).items())
+                par = s.get("parallelism") or {}
+                who = f"inrush {label}" + (f", load {k + 1} ({s.get('table')})" if args.loads > 1 else "")
+                print(f"  {who}: {s['rows']:,} rows in {s['seconds']:.2f} s ({s['rows_per_second']:,.0f} rows/s); "
+                      f"{s.get('connections')} connections ({par.get('reason', '')}); phases: {phases}")
+                if label != "alone":
+                    print(f"    indexes: {index_actions(s)}; after the load: {(s.get('plan') or {}).get('after')}")
+        av = live.get("orders_autovacuum") or {}
+        print(f"  autovacuum on orders during the pgbench run: {av.get('vacuums')} VACUUM, "
+              f"{av.get('analyzes')} ANALYZE")
         waits = live["lock_waits"]
         print(f"  lock waits during the load ({live['lock_samples']} samples, "
               f"every {SAMPLE_EVERY * 1000:.0f} ms):"
@@ -644,9 +684,11 @@ def print_report(args, results: dict, machine: dict, server: dict) -> None:
 
 # --------------------------------------------------------------------------------------------
 
-def workload_args(doc: str, results: str, keep: str, *extra: tuple[str, str]) -> argparse.Namespace:
+def workload_args(doc: str, results: str, keep: str, *extra: tuple[str, str],
+                  several: bool = False) -> argparse.Namespace:
     """The options of a load beside a workload (this script's and live_mariadb.py's): `results`
-    names the default results file, `keep` what --keep keeps, `extra` more (option, help)."""
+    names the default results file, `keep` what --keep keeps, `extra` more (option, help);
+    `several`: --loads and --own-tables too."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=2_000_000, help="rows loaded (default 2,000,000)")
     ap.add_argument("--seconds", type=float, default=20, help="baseline duration (default 20)")
@@ -656,6 +698,11 @@ def workload_args(doc: str, results: str, keep: str, *extra: tuple[str, str]) ->
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     for option, help in extra:
         ap.add_argument(option, help=help)
+    if several:
+        ap.add_argument("--loads", type=int, default=1,
+                        help="inrush processes at once in each load phase, each with its share of the rows (default 1)")
+        ap.add_argument("--own-tables", action="store_true",
+                        help="with --loads: each into a table of its own (orders, orders_2, ...) instead of all into orders")
     ap.add_argument("--json", type=Path, help=f"results file (default bench/out/{results}-<date>.json)")
     ap.add_argument("--keep", action="store_true", help=f"keep {keep}")
     args = ap.parse_args()
@@ -664,13 +711,15 @@ def workload_args(doc: str, results: str, keep: str, *extra: tuple[str, str]) ->
         ap.error(f"--plans takes a comma-separated list of: {', '.join(PLANS)}")
     if args.rows < 1 or args.seconds <= 0 or args.clients < 1:
         ap.error("--rows, --seconds and --clients must be positive")
+    if several and not 1 <= args.loads <= args.rows:
+        ap.error("--loads must be between 1 and --rows")
     return args
 
 
 def parse_args() -> argparse.Namespace:
     return workload_args(__doc__, "live",
                          "the scratch directory (cluster, CSV, pgbench logs and reports, lock samples)",
-                         ("--pg-bin", "directory with initdb, pg_ctl, psql, postgres, pgbench"))
+                         ("--pg-bin", "directory with initdb, pg_ctl, psql, postgres, pgbench"), several=True)
 
 
 def main() -> int:
@@ -694,7 +743,7 @@ def main() -> int:
         bench.verify("warm-up", bench.load(args.plans[0], "warm-up"))
 
         run.log(f"baseline: pgbench alone, {args.seconds:g} s")
-        server.sql(*create_orders_sql())
+        bench.fresh_tables()
         results["baseline"] = bench.phase("baseline", None)
         for plan in args.plans:
             run.log(f"{plan}: load alone")
@@ -703,7 +752,7 @@ def main() -> int:
             results[f"{plan}_alone"] = alone
             run.log(f"  {results[f'{plan}_alone']['seconds']:.1f} s")
             run.log(f"{plan}: load beside pgbench")
-            server.sql(*create_orders_sql())
+            bench.fresh_tables()
             r = bench.phase(f"{plan}_live", plan)
             if r["load"]:
                 bench.verify(f"{plan} live", r["load"])
@@ -717,6 +766,7 @@ def main() -> int:
             "when": now.isoformat(timespec="seconds"),
             "settings": {"rows": args.rows, "prefill": PREFILL, "seconds": args.seconds,
                          "clients": args.clients, "scale": SCALE, "plans": args.plans,
+                         "loads": args.loads, "own_tables": args.own_tables,
                          "inrush": str(inrush),
                          "inrush_version": run.run([str(inrush), "--version"], check=False).stdout.strip(),
                          "inrush_mtime": dt.datetime.fromtimestamp(inrush.stat().st_mtime)
