@@ -206,12 +206,15 @@ class Pg(Engine):
     INDEX_SQL = (f"SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
                  f"WHERE i.indrelid = '{TABLE}'::regclass AND i.indisvalid AND i.indisready ORDER BY 1")
 
-    def __init__(self, pg_bin: Path, scratch: Path, dirname: str = "pg"):
+    def __init__(self, pg_bin: Path, scratch: Path, dirname: str = "pg", settings: list[str] = ()):
         self.server = relocated(run.Server(pg_bin), scratch / dirname)
+        self.settings = [s.split("=", 1) for s in settings]
 
     def start(self) -> None:
         run.log(f"starting PostgreSQL in {self.server.root}")
         self.server.start()
+        if self.settings:
+            self.server.sql(*(f"ALTER SYSTEM SET {k} = '{v}'" for k, v in self.settings), "SELECT pg_reload_conf()")
 
     @property
     def url(self) -> str:
@@ -227,7 +230,10 @@ class Pg(Engine):
         return int(self.server.sql(f"SELECT pg_total_relation_size('{TABLE}')"))
 
     def facts(self) -> dict:
-        return run.server_facts(self.server)
+        facts = run.server_facts(self.server)
+        for k, _ in self.settings:
+            facts[k] = self.server.sql(f"SHOW {k}")
+        return facts
 
     def close(self, keep: bool) -> None:
         self.server.close(keep)
@@ -494,9 +500,14 @@ def parse_args() -> argparse.Namespace:
                     help="where the raw results go (default bench/out/scale-<date>.json)")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
     ap.add_argument("--pg-bin", help="directory with initdb, pg_ctl, psql, postgres (default: the wheel in .venv)")
+    ap.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a setting of the loads' PostgreSQL server (ALTER SYSTEM; a reloadable one), "
+                         "e.g. max_wal_size=64GB; repeatable")
     ap.add_argument("--keep", action="store_true",
                     help="keep the scratch directory /tmp/inrush-scale-* (CSVs, databases, logs)")
     args = ap.parse_args()
+    if any("=" not in s for s in args.pg_set):
+        ap.error("--pg-set takes NAME=VALUE")
     try:
         args.scales = sorted(float(s) for s in args.scales.split(","))
     except ValueError:
@@ -547,7 +558,7 @@ def main() -> int:
         results, facts = [], {}
         order = [e for e in RUN_ORDER if e in args.engines]
         for k, name in enumerate(order):
-            engine = {"pg": lambda: Pg(pg_bin, scratch), "mariadb": lambda: Maria(scratch),
+            engine = {"pg": lambda: Pg(pg_bin, scratch, settings=args.pg_set), "mariadb": lambda: Maria(scratch),
                       "sqlite": lambda: Sqlite(scratch)}[name]()
             engines.append(engine)
             engine.start()

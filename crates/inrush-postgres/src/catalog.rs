@@ -687,7 +687,7 @@ impl TableInfo {
         let settings = client
             .query(
                 "SELECT name::text, setting || coalesce(unit, '') FROM pg_settings WHERE name IN \
-                 ('wal_level', 'max_wal_size', 'maintenance_work_mem', 'max_parallel_maintenance_workers', \
+                 ('wal_level', 'max_wal_size', 'checkpoint_timeout', 'maintenance_work_mem', 'max_parallel_maintenance_workers', \
                   'synchronous_commit', 'data_checksums', 'wal_compression', 'full_page_writes') ORDER BY 1",
                 &[],
             )
