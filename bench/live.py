@@ -135,6 +135,66 @@ def parts(rows: int, loads: int, own_tables: bool) -> list[tuple[str, int, int]]
     return out
 
 
+def load_parts(directory: Path, args) -> list[tuple[str, Path, int, int]]:
+    """(table, CSV in `directory`, first id, rows) of each of the --loads that run at once."""
+    return [(table, directory / f"orders_{k + 1}.csv", first, n)
+            for k, (table, first, n) in enumerate(parts(args.rows, args.loads, args.own_tables))]
+
+
+def write_parts(shares: list[tuple[str, Path, int, int]]) -> None:
+    t = time.perf_counter()
+    for _, csv, first, n in shares:
+        write_csv(csv, n, first)
+    size = sum(share[1].stat().st_size for share in shares)
+    run.log(f"wrote {sum(share[3] for share in shares):,} rows in {len(shares)} file(s) ({size / 1e6:.1f} MB) "
+            f"in {time.perf_counter() - t:.1f} s")
+
+
+def expected_rows(shares: list[tuple[str, Path, int, int]]) -> dict[str, int]:
+    """Each loaded table's rows after its loads: the prefill and theirs."""
+    out: dict[str, int] = {}
+    for table, _, _, n in shares:
+        out[table] = out.get(table, PREFILL) + n
+    return out
+
+
+def into_words(args) -> str:
+    """Where the report's title says the rows went."""
+    if args.loads == 1:
+        return "orders"
+    if args.own_tables:
+        return f"{args.loads} tables made like orders by {args.loads} loads at once"
+    return f"orders by {args.loads} loads at once"
+
+
+def run_loads(inrush: Path, to: str, shares: list, plan: str, label: str, problems: list[str]) -> dict:
+    """The inrush loads of `shares` (load_parts') into `to`, started together: the first start and last
+    exit (epoch), and each one's --json summary (`summary` too when there is one load); each
+    load that fails is one of `problems`."""
+    t0 = time.time()
+    children = [run.Child([str(inrush), "load", str(csv), "--to", to, "--table", table,
+                           "--json", "--no-progress", *PLANS[plan]])
+                for table, csv, _, _ in shares]
+    finished = [c.wait() for c in children]
+    t1 = time.time()
+    res = {"plan": plan, "t0": t0, "t1": t1, "seconds": t1 - t0,
+           "returncode": max((f.returncode for f in finished), key=abs),
+           "cpu_seconds": sum(f.cpu_seconds for f in finished),
+           "peak_rss_kib": max(f.maxrss_kib for f in finished), "summary": None, "summaries": []}
+    for k, fin in enumerate(finished):
+        who = label if len(finished) == 1 else f"{label}, load {k + 1}"
+        if fin.returncode != 0:
+            problems.append(f"{who}: inrush exited {fin.returncode}: {fin.stderr.strip()[-2000:]}")
+            continue
+        try:
+            res["summaries"].append(json.loads(fin.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            problems.append(f"{who}: inrush --json printed no JSON object: {fin.stdout!r}")
+    if len(finished) == 1 and res["summaries"]:
+        res["summary"] = res["summaries"][0]
+    return res
+
+
 def write_csv(path: Path, rows: int, first: int = PREFILL + 1) -> None:
     """ids first .. first+rows-1 (by default just above the prefill), laid out like the prefill
     (deterministic, no seed needed)."""
@@ -383,10 +443,8 @@ class Live:
         if not self.pgbench.exists():
             raise run.BenchError(f"no pgbench in {server.bin}")
         self.dir = server.scratch
-        # (table, CSV, first id, rows) of each load that runs at once.
-        self.parts = [(table, self.dir / f"orders_{k + 1}.csv", first, n)
-                      for k, (table, first, n) in enumerate(parts(args.rows, args.loads, args.own_tables))]
-        self.tables = sorted({part[0] for part in self.parts})
+        self.parts = load_parts(self.dir, args)
+        self.tables = sorted(expected_rows(self.parts))
         self.problems: list[str] = []
 
     def setup(self) -> None:
@@ -395,12 +453,7 @@ class Live:
         run.log(f"pgbench -i -s {SCALE} in {time.perf_counter() - t:.1f} s")
         (self.dir / "oltp.sql").write_text(OLTP_SQL)
         (self.dir / "reads.sql").write_text(READS_SQL)
-        t = time.perf_counter()
-        for _, csv, first, n in self.parts:
-            write_csv(csv, n, first)
-        size = sum(part[1].stat().st_size for part in self.parts)
-        run.log(f"wrote {self.args.rows:,} rows in {len(self.parts)} file(s) ({size / 1e6:.1f} MB) in "
-                f"{time.perf_counter() - t:.1f} s")
+        write_parts(self.parts)
 
     def fresh_tables(self) -> None:
         self.server.sql(*create_orders_sql(self.tables))
@@ -414,35 +467,14 @@ class Live:
         if fresh:
             self.fresh_tables()
         watch = CpuWatch(self.server) if fresh else None
-        t0 = time.time()
-        children = [run.Child([str(self.inrush), "load", str(csv), "--to", self.server.conninfo, "--table", table,
-                               "--json", "--no-progress", *PLANS[plan]])
-                    for table, csv, _, _ in self.parts]
-        finished = [c.wait() for c in children]
-        t1 = time.time()
-        res = {"plan": plan, "t0": t0, "t1": t1, "seconds": t1 - t0,
-               "returncode": max((f.returncode for f in finished), key=abs),
-               "cpu_seconds": sum(f.cpu_seconds for f in finished), "summary": None, "summaries": [],
-               **(watch.stop() if watch else {})}
-        for k, fin in enumerate(finished):
-            who = label if len(finished) == 1 else f"{label}, load {k + 1}"
-            if fin.returncode != 0:
-                self.problems.append(f"{who}: inrush exited {fin.returncode}: {fin.stderr.strip()[-2000:]}")
-                continue
-            try:
-                res["summaries"].append(json.loads(fin.stdout.strip().splitlines()[-1]))
-            except (ValueError, IndexError):
-                self.problems.append(f"{who}: inrush --json printed no JSON object: {fin.stdout!r}")
-        if len(finished) == 1 and res["summaries"]:
-            res["summary"] = res["summaries"][0]
-        return res
+        res = run_loads(self.inrush, self.server.conninfo, self.parts, plan, label, self.problems)
+        return {**res, **(watch.stop() if watch else {})}
 
     def verify(self, label: str, res: dict) -> None:
         """After a phase's loads: each table holds its prefill and its loads' rows, and both its
         indexes are there and valid."""
         res["count"], res["valid_indexes"] = {}, {}
-        for table in self.tables:
-            expected = PREFILL + sum(n for t, _, _, n in self.parts if t == table)
+        for table, expected in expected_rows(self.parts).items():
             n = int(self.server.sql(f"SELECT count(*) FROM {table}"))
             valid = int(self.server.sql(
                 f"SELECT count(*) FROM pg_index WHERE indrelid = '{table}'::regclass AND indisvalid"))
@@ -587,11 +619,7 @@ def index_actions(summary: dict) -> str:
 def print_report(args, results: dict, machine: dict, server: dict) -> None:
     base = results["baseline"]
     print()
-    into = "orders"
-    if args.loads > 1:
-        into = (f"{args.loads} tables made like orders by {args.loads} loads at once" if args.own_tables
-                else f"orders by {args.loads} loads at once")
-    print(f"{args.rows:,} rows loaded into {into} ({PREFILL:,} rows before; primary key + index on customer) "
+    print(f"{args.rows:,} rows loaded into {into_words(args)} ({PREFILL:,} rows before; primary key + index on customer) "
           f"beside pgbench: {args.clients} clients, scale {SCALE}, oltp.sql@5 + reads.sql@5, prepared")
     print("  load s: inrush's wall time, alone / beside pgbench.  tps, latency (ms: p50 / p99 / max, per "
           "script): pgbench's")

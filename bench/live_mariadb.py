@@ -24,8 +24,11 @@ Lock waits are sampled every 100 ms from information_schema: sessions in a "Wait
 lock" state (metadata locks; their holders from the metadata_lock_info plugin) and InnoDB row
 lock waits (innodb_lock_waits), each named as workload or inrush.
 
+--loads N [--own-tables] runs N loads at once in each load phase, as live.py's do.
+
 Usage: python3 bench/live_mariadb.py [--rows N] [--seconds S] [--clients C]
-                                     [--plans default,keep-indexes] [--inrush PATH] [--json PATH] [--keep]
+                                     [--plans default,keep-indexes] [--loads N [--own-tables]]
+                                     [--inrush PATH] [--json PATH] [--keep]
 PyMySQL is installed into .venv when missing; run the script with .venv/bin/python or any
 Python that has it.
 """
@@ -84,16 +87,19 @@ def setup_sql() -> list[str]:
     ]
 
 
-def orders_sql() -> list[str]:
-    """orders as every load finds it (live.py's, in MariaDB's words), its pages flushed after."""
-    return [
-        "DROP TABLE IF EXISTS orders",
-        "CREATE TABLE orders (id BIGINT PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2), "
-        "note TEXT, KEY orders_customer_idx (customer)) ENGINE=InnoDB",
-        f"INSERT INTO orders SELECT seq, 1 + (seq * 7919) % {live.CUSTOMERS}, (seq % 100000) / 100.0, "
-        f"CONCAT('order ', seq) FROM seq_1_to_{live.PREFILL}",
-        "ANALYZE TABLE orders",
-    ]
+def orders_sql(tables: list[str]) -> list[str]:
+    """orders (and each of `tables`) as every load finds it (live.py's, in MariaDB's words)."""
+    sql = []
+    for t in tables:
+        sql += [
+            f"DROP TABLE IF EXISTS {t}",
+            f"CREATE TABLE {t} (id BIGINT PRIMARY KEY, customer INT NOT NULL, amount DECIMAL(12,2), "
+            f"note TEXT, KEY {t}_customer_idx (customer)) ENGINE=InnoDB",
+            f"INSERT INTO {t} SELECT seq, 1 + (seq * 7919) % {live.CUSTOMERS}, (seq % 100000) / 100.0, "
+            f"CONCAT('order ', seq) FROM seq_1_to_{live.PREFILL}",
+            f"ANALYZE TABLE {t}",
+        ]
+    return sql
 
 
 class Workload:
@@ -237,39 +243,32 @@ def lock_waits(samples: list[dict], workload_ids: set[int], t0: float, t1: float
 class Live:
     def __init__(self, server: mariadb.Server, args, inrush: Path):
         self.server, self.args, self.inrush = server, args, inrush
-        self.csv = server.files / "orders.csv"
-        self.expected = live.PREFILL + args.rows
+        self.parts = live.load_parts(server.files, args)
         self.problems: list[str] = []
 
     def setup(self) -> None:
         t = time.perf_counter()
         self.server.sql("; ".join(setup_sql()))
         run.log(f"workload tables (scale {SCALE}) in {time.perf_counter() - t:.1f} s")
-        live.write_csv(self.csv, self.args.rows)
+        live.write_parts(self.parts)
 
     def fresh_orders(self) -> None:
-        self.server.sql("; ".join(orders_sql()))
+        """The loaded tables made again, their pages flushed after."""
+        self.server.sql("; ".join(orders_sql(sorted(live.expected_rows(self.parts)))))
         self.server.quiesce()
 
     def load(self, plan: str, label: str) -> dict:
-        cmd = [str(self.inrush), "load", str(self.csv), "--to", self.server.url, "--table", "orders",
-               "--json", "--no-progress", *live.PLANS[plan]]
-        t0 = time.time()
-        fin = run.Child(cmd).wait()
-        t1 = time.time()
-        res = {"plan": plan, "t0": t0, "t1": t1, "seconds": t1 - t0, "returncode": fin.returncode,
-               "cpu_seconds": fin.cpu_seconds, "peak_rss_kib": fin.maxrss_kib, "summary": None}
-        if fin.returncode != 0:
-            self.problems.append(f"{label}: inrush exited {fin.returncode}: {fin.stderr.strip()[-2000:]}")
-            return res
-        res["summary"] = json.loads(fin.stdout.strip().splitlines()[-1])
-        n = int(self.server.value("SELECT count(*) FROM orders"))
-        indexes = int(self.server.value("SELECT count(DISTINCT index_name) FROM information_schema.statistics "
-                                        "WHERE table_schema = DATABASE() AND table_name = 'orders'"))
-        res["count"], res["indexes"] = n, indexes
-        if n != self.expected or indexes != 2:
-            self.problems.append(f"{label}: orders holds {n:,} rows and {indexes} indexes after the load, "
-                                 f"expected {self.expected:,} and 2")
+        """The phase's loads, started together, then each table checked: its rows, its 2 indexes."""
+        res = live.run_loads(self.inrush, self.server.url, self.parts, plan, label, self.problems)
+        res["count"], res["indexes"] = {}, {}
+        for table, expected in live.expected_rows(self.parts).items():
+            n = int(self.server.value(f"SELECT count(*) FROM {table}"))
+            indexes = int(self.server.value("SELECT count(DISTINCT index_name) FROM information_schema.statistics "
+                                            f"WHERE table_schema = DATABASE() AND table_name = '{table}'"))
+            res["count"][table], res["indexes"][table] = n, indexes
+            if n != expected or indexes != 2:
+                self.problems.append(f"{label}: {table} holds {n:,} rows and {indexes} indexes after the load, "
+                                     f"expected {expected:,} and 2")
         return res
 
     def phase(self, name: str, plan: str | None) -> dict:
@@ -309,7 +308,7 @@ class Live:
 
 def print_report(args, results: dict) -> None:
     print()
-    print(f"{args.rows:,} rows loaded into orders ({live.PREFILL:,} rows before; primary key + index on "
+    print(f"{args.rows:,} rows loaded into {live.into_words(args)} ({live.PREFILL:,} rows before; primary key + index on "
           f"customer) beside {args.clients} clients (oltp and reads, half and half; scale {SCALE})")
     print("  load s: inrush alone / beside the workload.  tps, latency (ms: p50 / p99 / max, per script):")
     print("  transactions completed in the baseline's seconds, or between inrush's start and exit.")
@@ -336,10 +335,14 @@ def print_report(args, results: dict) -> None:
         for ph in r["inrush_phases"]:
             print(f"    during inrush's {ph['phase']:<14} {ph['seconds']:6.1f} s  {ph['tps']:6.0f} tps  "
                   f"reads {live.lat(ph, 'reads')}")
+        for k, s in enumerate(((r.get("load") or {}).get("summaries") or []) if args.loads > 1 else []):
+            plan = ", ".join(f"{i['name']} {i['action']}" for i in (s.get("plan") or {}).get("indexes") or [])
+            phases = ", ".join(f"{p} {v:.2f}" for p, v in (s.get("phases") or {}).items())
+            print(f"    load {k + 1} ({s.get('table')}): {s['seconds']:.2f} s; indexes: {plan}; phases: {phases}")
 
 
 def parse_args() -> argparse.Namespace:
-    return live.workload_args(__doc__, "live-mariadb", "the server's directory (its data, the CSV)")
+    return live.workload_args(__doc__, "live-mariadb", "the server's directory (its data, the CSV)", several=True)
 
 
 def main() -> int:
@@ -371,7 +374,8 @@ def main() -> int:
         run.save_results(args.json or run.OUT_DIR / f"live-mariadb-{now:%Y%m%d-%H%M%S}.json", {
             "when": now.isoformat(timespec="seconds"),
             "settings": {"rows": args.rows, "prefill": live.PREFILL, "seconds": args.seconds,
-                         "clients": args.clients, "scale": SCALE, "plans": args.plans, "inrush": str(inrush),
+                         "clients": args.clients, "scale": SCALE, "plans": args.plans,
+                         "loads": args.loads, "own_tables": args.own_tables, "inrush": str(inrush),
                          "inrush_version": run.run([str(inrush), "--version"], check=False).stdout.strip(),
                          "lead_in_s": live.LEAD_IN, "tail_s": live.TAIL, "sample_every_s": SAMPLE_EVERY},
             "machine": run.machine(), "server": server.facts(), "results": results,
