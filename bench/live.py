@@ -107,8 +107,8 @@ FROM (SELECT a.pid, a.application_name AS app, a.query,
 """
 
 
-def create_orders_sql(tables: tuple[str, ...] | list[str] = ("orders",)) -> list[str]:
-    """orders (and each of `tables`) as every load finds it: prefilled, indexed, vacuumed and
+def create_orders_sql(tables: list[str]) -> list[str]:
+    """Each of `tables` (orders, and with --own-tables its likes) as every load finds it: prefilled, indexed, vacuumed and
     analyzed (as autovacuum would soon leave it: counts by customer are index-only scans), then
     a checkpoint so no load pays for flushing the previous one's pages."""
     sql = []
@@ -124,21 +124,16 @@ def create_orders_sql(tables: tuple[str, ...] | list[str] = ("orders",)) -> list
     return sql + ["CHECKPOINT"]
 
 
-def parts(rows: int, loads: int, own_tables: bool) -> list[tuple[str, int, int]]:
-    """What each of `loads` loads at once: (table, first id, rows), the ids apart and above
-    the prefill, the rows shared out as evenly as they go."""
+def load_parts(directory: Path, args) -> list[tuple[str, Path, int, int]]:
+    """(table, CSV in `directory`, first id, rows) of each of the --loads that run at once: the
+    ids apart and above the prefill, the --rows shared out as evenly as they go."""
     out, first = [], PREFILL + 1
-    for k in range(loads):
-        n = rows // loads + (1 if k < rows % loads else 0)
-        out.append(("orders" if k == 0 or not own_tables else f"orders_{k + 1}", first, n))
+    for k in range(args.loads):
+        n = args.rows // args.loads + (1 if k < args.rows % args.loads else 0)
+        table = f"orders_{k + 1}" if k > 0 and args.own_tables else "orders"
+        out.append((table, directory / f"orders_{k + 1}.csv", first, n))
         first += n
     return out
-
-
-def load_parts(directory: Path, args) -> list[tuple[str, Path, int, int]]:
-    """(table, CSV in `directory`, first id, rows) of each of the --loads that run at once."""
-    return [(table, directory / f"orders_{k + 1}.csv", first, n)
-            for k, (table, first, n) in enumerate(parts(args.rows, args.loads, args.own_tables))]
 
 
 def write_parts(shares: list[tuple[str, Path, int, int]]) -> None:
@@ -444,7 +439,6 @@ class Live:
             raise run.BenchError(f"no pgbench in {server.bin}")
         self.dir = server.scratch
         self.parts = load_parts(self.dir, args)
-        self.tables = sorted(expected_rows(self.parts))
         self.problems: list[str] = []
 
     def setup(self) -> None:
@@ -456,7 +450,7 @@ class Live:
         write_parts(self.parts)
 
     def fresh_tables(self) -> None:
-        self.server.sql(*create_orders_sql(self.tables))
+        self.server.sql(*create_orders_sql(sorted(expected_rows(self.parts))))
 
     # -- the load -------------------------------------------------------------------------
 

@@ -88,7 +88,7 @@ def setup_sql() -> list[str]:
 
 
 def orders_sql(tables: list[str]) -> list[str]:
-    """orders (and each of `tables`) as every load finds it (live.py's, in MariaDB's words)."""
+    """Each of `tables` as every load finds it (live.py's, in MariaDB's words)."""
     sql = []
     for t in tables:
         sql += [

@@ -217,10 +217,18 @@ pub const SORT_BUDGET: u64 = 256 << 20;
 
 /// How long the statement that drops a table's indexes for a load waits for a lock held by a
 /// session that has the table open in a transaction. Waiting, it makes every new query of the
-/// table wait behind it; past this the indexes stay ([`LoadPlan::keep_while_held_open`]). The
+/// table wait behind it; past this the indexes stay ([`held_open`]). The
 /// servers' own limits are none (PostgreSQL's `lock_timeout`) or a year (MariaDB's
 /// `lock_wait_timeout`).
 pub const DROP_LOCK_WAIT_SECONDS: u32 = 5;
+
+/// Why the plan keeps what it would drop ([`LoadPlan::keep_after_all`]) when another session
+/// kept `table` open longer than [`DROP_LOCK_WAIT_SECONDS`] while the drop waited for it.
+pub fn held_open(table: &str) -> String {
+    format!(
+        "another session kept {table} open for {DROP_LOCK_WAIT_SECONDS} s (a transaction that read or wrote it), and dropping its indexes would have made every query of the table wait behind it"
+    )
+}
 
 impl LoadPlan {
     #[allow(clippy::too_many_arguments)]
@@ -501,14 +509,6 @@ impl LoadPlan {
         }
         self.rule = rule.into();
         self.after = Maintenance::None;
-    }
-
-    /// What the plan would drop stays after all because another session kept `table` open
-    /// longer than [`DROP_LOCK_WAIT_SECONDS`] while the drop waited for it.
-    pub fn keep_while_held_open(&mut self, table: &str) {
-        self.keep_after_all(&format!(
-            "another session kept {table} open for {DROP_LOCK_WAIT_SECONDS} s (a transaction that read or wrote it), and dropping its indexes would have made every query of the table wait behind it"
-        ));
     }
 
     /// What the plan would drop stays after all, for `why` (the server refused a right the

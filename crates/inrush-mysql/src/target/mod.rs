@@ -654,10 +654,10 @@ impl Load for MysqlLoad<'_> {
                     }
                     let _ = fresh.disconnect().await;
                     return Ok(Err(match crate::waited_too_long(&e) {
-                        true => None,
-                        false => Some(format!(
+                        true => inrush_load::plan::held_open(name),
+                        false => format!(
                             "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
-                        )),
+                        ),
                     }));
                 }
                 Err(e) => return Err(e),
@@ -667,12 +667,8 @@ impl Load for MysqlLoad<'_> {
         })?;
         match dropped {
             Ok(dropped) => self.dropped = dropped,
-            Err(Some(why)) => {
+            Err(why) => {
                 plan.keep_after_all(&why);
-                return Ok(false);
-            }
-            Err(None) => {
-                plan.keep_while_held_open(name);
                 return Ok(false);
             }
         }

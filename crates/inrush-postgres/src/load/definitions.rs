@@ -132,7 +132,7 @@ fn drop_on_target(
                 });
             }
             Err(e) if e.is_lock_timeout() => {
-                load_plan.keep_while_held_open(&table.qualified());
+                load_plan.keep_after_all(&inrush_load::plan::held_open(&table.qualified()));
                 Vec::new()
             }
             Err(e) => {
