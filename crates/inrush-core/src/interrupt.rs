@@ -60,13 +60,13 @@ impl Signalled {
                 "interrupted: rolling back, then putting back the indexes and constraints dropped for the load"
             }
             Signalled::Restoring { again: true } => {
-                "still putting back the indexes and constraints dropped for the load; exiting now would leave them dropped (SIGKILL leaves them to `inrush recover`)"
+                "still putting back the indexes and constraints dropped for the load; exiting now would leave them dropped (SIGKILL leaves them to `inrush recover`). One that waits for a table another session keeps open is left to `inrush recover`"
             }
             Signalled::Finishing { again: false } => {
                 "interrupted after the commit: the rows stay committed; putting back what was dropped for the load and skipping VACUUM/ANALYZE"
             }
             Signalled::Finishing { again: true } => {
-                "the rows are committed; finishing what was dropped for the load, then exiting"
+                "the rows are committed; finishing what was dropped for the load, then exiting (one that waits for a table another session keeps open is left to `inrush recover`)"
             }
         }
     }
@@ -109,6 +109,12 @@ impl Interrupt {
         self.0.load(Ordering::SeqCst) & STOP != 0
     }
 
+    /// Whether a stop was asked twice: what may wait without end (a lock another session
+    /// holds) stops waiting, though the load still finishes what it must.
+    pub fn again(&self) -> bool {
+        self.0.load(Ordering::SeqCst) & AGAIN != 0
+    }
+
     /// Whether a stop was asked before the commit began: the load rolls back (under
     /// `--resume`, the block in flight), so a statement that waits may be cancelled. Once
     /// true it stays true, since the commit can then no longer begin.
@@ -132,8 +138,23 @@ impl Interrupt {
     /// [`Interrupt::cancels`]), again after each `again` (one call between two statements ends
     /// neither), until the returned guard is dropped: how a target ends what its connection
     /// waits in. Polls, as the rest of the pipeline does: a signal handler may only set a flag.
-    pub fn watch(
+    pub fn watch(self: &Arc<Self>, again: Duration, end: impl FnMut() + Send + 'static) -> Watch {
+        self.watch_while(Interrupt::cancels, again, end)
+    }
+
+    /// [`Interrupt::watch`] for a second stop ([`Interrupt::again`]): how a target stops
+    /// what may wait without end once the load can only finish.
+    pub fn watch_again(
         self: &Arc<Self>,
+        again: Duration,
+        end: impl FnMut() + Send + 'static,
+    ) -> Watch {
+        self.watch_while(Interrupt::again, again, end)
+    }
+
+    fn watch_while(
+        self: &Arc<Self>,
+        stands: fn(&Interrupt) -> bool,
         again: Duration,
         mut end: impl FnMut() + Send + 'static,
     ) -> Watch {
@@ -141,7 +162,7 @@ impl Interrupt {
         let (stop, interrupt) = (done.clone(), self.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if interrupt.cancels() {
+                if stands(&interrupt) {
                     end();
                     std::thread::sleep(again);
                 } else {

@@ -17,7 +17,8 @@
 //! every engine shares (options an engine does not carry out in [`support`], exit codes in [`Kind`], the
 //! finding of refused rows in a batch in [`isolate`], the commit records and each connection's fate at the commit in [`commits`], the asking after a
 //! lost COMMIT answer in [`outcome`], the watch for a
-//! silent server in [`pulse`]) are written here once.
+//! silent server in [`pulse`], the waiting for a table another session keeps open in
+//! [`patience`]) are written here once.
 //!
 //! Does not own: how bytes become records (`inrush-read`), values become PostgreSQL's wire
 //! bytes (`inrush-encode`), or any engine's catalog, statements or commit; nor printing
@@ -35,6 +36,7 @@ pub mod job;
 mod options;
 pub mod order;
 pub mod outcome;
+pub mod patience;
 pub mod plan;
 pub mod pulse;
 pub mod rejects;

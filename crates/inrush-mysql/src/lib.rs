@@ -100,6 +100,11 @@ pub(crate) fn waited_too_long(e: &inrush_load::Error) -> bool {
     answered_with(e, &[1205])
 }
 
+/// Whether a statement was ended by `KILL QUERY` (ER_QUERY_INTERRUPTED).
+pub(crate) fn ended(e: &inrush_load::Error) -> bool {
+    answered_with(e, &[1317])
+}
+
 fn answered_with(e: &inrush_load::Error, codes: &[u16]) -> bool {
     match e {
         inrush_load::Error::Engine { message, .. } => codes

@@ -69,17 +69,50 @@ pub fn interrupt_watch(
 ) -> Watch {
     let options = options.clone();
     interrupt.watch(Duration::from_millis(500), move || {
-        // Best effort: a server out of reach has no statement of ours to end.
-        let kill = async {
-            let mut conn = options.connect().await?;
-            let killed = conn.query_drop(format!("KILL QUERY {connection}")).await;
-            let _ = conn.disconnect().await;
-            killed.map_err(engine_error("KILL QUERY"))
-        };
-        if let Ok(rt) = inrush_load::target::runtime() {
-            let _ = rt.block_on(kill);
-        }
+        end_statement(&options, connection, false)
     })
+}
+
+/// Ends the statement of connection `connection` at a second stop while it waits for a table's
+/// metadata lock (the rebuild after the load, which finishes whatever a signal says, would
+/// wait for another session's transaction without end); a statement that builds goes on.
+pub fn lock_wait_watch(
+    options: &MysqlOptions,
+    connection: u32,
+    interrupt: &Arc<Interrupt>,
+) -> Watch {
+    let options = options.clone();
+    interrupt.watch_again(Duration::from_millis(500), move || {
+        end_statement(&options, connection, true)
+    })
+}
+
+/// `KILL QUERY` from a connection of its own; `when_waiting`: only while the statement waits
+/// for a metadata lock. Best effort: a server out of reach has no statement of ours to end.
+fn end_statement(options: &MysqlOptions, connection: u32, when_waiting: bool) {
+    let kill = async {
+        let mut conn = options.connect().await?;
+        let state: Option<String> = match when_waiting {
+            true => conn
+                .exec_first(
+                    "SELECT STATE FROM information_schema.PROCESSLIST WHERE ID = ?",
+                    (connection,),
+                )
+                .await
+                .map_err(engine_error("reading the rebuild's state"))?,
+            false => None,
+        };
+        let waits = state.is_some_and(|s| s.starts_with("Waiting for table metadata lock"));
+        let killed = match !when_waiting || waits {
+            true => conn.query_drop(format!("KILL QUERY {connection}")).await,
+            false => Ok(()),
+        };
+        let _ = conn.disconnect().await;
+        killed.map_err(engine_error("KILL QUERY"))
+    };
+    if let Ok(rt) = inrush_load::target::runtime() {
+        let _ = rt.block_on(kill);
+    }
 }
 
 /// `ER_DUP_ENTRY`: expected, not a bad row, under `Conflict::Skip`.

@@ -74,15 +74,49 @@ pub struct Holder {
 
 impl Holder {
     pub fn describe(&self) -> String {
+        format!(
+            "waiting for {} that another session holds: {}. Ctrl-C stops the load",
+            self.lock,
+            self.session()
+        )
+    }
+
+    /// `pid 12 (psql, user ann, idle in transaction for 40 s)`.
+    pub fn session(&self) -> String {
         let application = match self.application.as_str() {
             "" => String::new(),
             name => format!("{name}, "),
         };
         format!(
-            "waiting for {} that another session holds: pid {} ({application}user {}, {} for {} s). The load goes on once it is released; Ctrl-C stops it",
-            self.lock, self.pid, self.user, self.state, self.seconds
+            "pid {} ({application}user {}, {} for {} s)",
+            self.pid, self.user, self.state, self.seconds
         )
     }
+}
+
+/// The sessions other than this one holding a lock on the table `oid` (at most three).
+pub async fn holders_of(client: &Client, oid: u32) -> Result<Vec<Holder>> {
+    let sql = "SELECT a.pid, coalesce(a.application_name, ''), coalesce(a.usename::text, ''), \
+               coalesce(a.state, ''), coalesce(extract(epoch FROM now() - a.state_change)::bigint, 0), l.mode \
+               FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+               WHERE l.locktype = 'relation' AND l.relation = $1 AND l.granted \
+                 AND l.pid <> pg_backend_pid() ORDER BY a.state_change LIMIT 3";
+    Ok(client
+        .query(sql, &[&oid])
+        .await
+        .map_err(query_error(
+            "looking for the sessions that keep the table open",
+        ))?
+        .iter()
+        .map(|row| Holder {
+            pid: row.get(0),
+            application: row.get(1),
+            user: row.get(2),
+            state: row.get(3),
+            seconds: row.get(4),
+            lock: row.get(5),
+        })
+        .collect())
 }
 
 /// The first session outside `pids` that one of `pids` waits on, if any.

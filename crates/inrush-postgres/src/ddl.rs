@@ -13,6 +13,7 @@
 use crate::catalog::{relations_exist, ForeignKeyInfo, IndexInfo};
 use crate::{query_error, quote_ident, ConnectOptions, Error, Result, TableInfo};
 use inrush_core::catalog::{ConstraintKind, Firing};
+use inrush_load::patience::{Patience, Waited};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use tokio_postgres::Client;
@@ -387,13 +388,17 @@ pub async fn pending(client: &Client, table_oid: Option<u32>) -> Result<Vec<Jour
 /// 3. foreign keys, added back NOT VALID with their comments (clearing their entry), then
 ///    validated, which only reads.
 ///
-/// An object that exists again (someone recreated it) only loses its entry. Rows that break a
-/// key are [`Error::UniqueViolated`]; a foreign key they break stays NOT VALID and is reported as
+/// Each statement waits for its lock on a table another session keeps open as `patience` says
+/// ([`Session::attempt`]), so the table's other queries are not held behind it;
+/// given up, it is [`Error::HeldOpen`] and the entry stays. An object that exists again
+/// (someone recreated it) only loses its entry. Rows that break a key are
+/// [`Error::UniqueViolated`]; a foreign key they break stays NOT VALID and is reported as
 /// [`Error::ForeignKeyViolated`] after everything else was restored.
 pub async fn restore(
     target: &ConnectOptions,
     entries: &[JournalEntry],
     parallel: usize,
+    patience: &Patience<'_>,
 ) -> Result<()> {
     let indexes: VecDeque<&JournalEntry> = entries.iter().filter(|e| e.kind == INDEX).collect();
     let lanes = parallel.clamp(1, indexes.len().max(1));
@@ -401,8 +406,9 @@ pub async fn restore(
     let next = || queue.lock().ok().and_then(|mut q| q.pop_front());
     let builds = (0..lanes).map(|_| async {
         let Some(mut entry) = next() else { return Ok(()) };
-        let client = target.connect().await?;
-        client
+        let session = Session::open(target, patience).await?;
+        session
+            .client
             .batch_execute(
                 "SELECT set_config('maintenance_work_mem', \
                  greatest(pg_size_bytes(current_setting('maintenance_work_mem')), pg_size_bytes('256MB'))::text || 'B', false)",
@@ -410,7 +416,9 @@ pub async fn restore(
             .await
             .map_err(query_error("raising maintenance_work_mem for index builds"))?;
         loop {
-            build_index(&client, entry).await?;
+            session
+                .attempt(entry, async || build_index(&session.client, entry).await)
+                .await?;
             match next() {
                 Some(e) => entry = e,
                 None => return Ok::<_, Error>(()),
@@ -428,34 +436,96 @@ pub async fn restore(
     if to_finish.is_empty() && foreign_keys.is_empty() && triggers.is_empty() {
         return Ok(());
     }
-    let client = target.connect().await?;
+    let session = Session::open(target, patience).await?;
+    let client = &session.client;
     for entry in to_finish {
-        finish_index(&client, entry).await?;
+        session
+            .attempt(entry, async || finish_index(client, entry).await)
+            .await?;
     }
     for entry in triggers {
         let enabled = "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1 AND tgname = $2 AND tgenabled <> 'D')";
-        in_journal_tx(&client, entry, Some(enabled), &entry.definition, true).await?;
+        let enable =
+            async || in_journal_tx(client, entry, Some(enabled), &entry.definition, true).await;
+        session.attempt(entry, enable).await?;
     }
     let mut violated = None;
     for entry in foreign_keys {
-        add_foreign_key(&client, entry).await?;
+        session
+            .attempt(entry, async || add_foreign_key(client, entry).await)
+            .await?;
         if entry.validate {
-            if let Err(e) = validate_foreign_key(&client, &entry.table_name, &entry.name).await {
-                let Some(db) = e.as_db_error() else {
-                    return Err(Error::Query {
+            let validate = async || {
+                validate_foreign_key(client, &entry.table_name, &entry.name)
+                    .await
+                    .map_err(|cause| Error::Query {
                         what: format!("validating {}", entry.name),
-                        cause: e,
-                    });
-                };
-                violated.get_or_insert(Error::ForeignKeyViolated {
-                    constraint: entry.name.clone(),
-                    table: entry.table_name.clone(),
-                    message: with_detail(db),
-                });
-            }
+                        cause,
+                    })
+            };
+            let Err(e) = session.attempt(entry, validate).await else {
+                continue;
+            };
+            let Some(db) = e.db_error() else {
+                return Err(e);
+            };
+            violated.get_or_insert(Error::ForeignKeyViolated {
+                constraint: entry.name.clone(),
+                table: entry.table_name.clone(),
+                message: with_detail(db),
+            });
         }
     }
     violated.map_or(Ok(()), Err)
+}
+
+/// A connection that puts definitions back, each statement waiting for its lock a moment at a
+/// time (see [`inrush_load::patience`]).
+struct Session<'p> {
+    client: Client,
+    patience: &'p Patience<'p>,
+}
+
+impl<'p> Session<'p> {
+    /// Each attempt's lock wait outlasts `deadlock_timeout`: the wait that cancels an
+    /// autovacuum of the table (which conflicts with every rebuild) happens then, and a
+    /// shorter one would give way to it at every attempt.
+    async fn open(target: &ConnectOptions, patience: &'p Patience<'p>) -> Result<Session<'p>> {
+        let client = target.connect().await?;
+        client
+            .batch_execute(
+                "SELECT set_config('lock_timeout', greatest(2000, setting::int + 1000)::text || 'ms', false) \
+                 FROM pg_settings WHERE name = 'deadlock_timeout'",
+            )
+            .await
+            .map_err(query_error("setting lock_timeout for putting definitions back"))?;
+        Ok(Session { client, patience })
+    }
+
+    async fn attempt<T>(
+        &self,
+        entry: &JournalEntry,
+        step: impl AsyncFnMut() -> Result<T>,
+    ) -> Result<T> {
+        let what = format!("{} {}", entry.kind, entry.name);
+        let who = async || {
+            let holders = crate::activity::holders_of(&self.client, entry.table_oid).await;
+            match holders.unwrap_or_default().as_slice() {
+                [] => String::new(),
+                held => {
+                    let sessions: Vec<String> = held.iter().map(|h| h.session()).collect();
+                    format!(": {}", sessions.join(", "))
+                }
+            }
+        };
+        let retried =
+            self.patience
+                .retry(&what, &entry.table_name, step, Error::is_lock_timeout, who);
+        retried.await.map_err(|e| match e {
+            Waited::Failed(e) => e,
+            Waited::GaveUp(why) => Error::HeldOpen(why),
+        })
+    }
 }
 
 fn with_detail(db: &tokio_postgres::error::DbError) -> String {

@@ -96,6 +96,10 @@ pub enum Error {
     },
     #[error("private server: {0}")]
     Server(String),
+    /// Putting a definition back gave up waiting for a table another session keeps open:
+    /// who, and for how long.
+    #[error("{0}")]
+    HeldOpen(String),
     /// The network to the server, or the server's silence: what was lost, as a sentence.
     #[error("{0}")]
     Network(String),
@@ -121,6 +125,7 @@ impl Error {
             | Error::Query { .. }
             | Error::Permission(_)
             | Error::Server(_)
+            | Error::HeldOpen(_)
             | Error::Network(_)
             | Error::Io { .. } => Kind::Server,
         }
@@ -144,6 +149,14 @@ impl Error {
                 cause.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE)
             }
             _ => false,
+        }
+    }
+
+    /// The server's own answer, when it refused a statement.
+    pub fn db_error(&self) -> Option<&tokio_postgres::error::DbError> {
+        match self {
+            Error::Query { cause, .. } => cause.as_db_error(),
+            _ => None,
         }
     }
 

@@ -1095,6 +1095,44 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     assert_table(&db, &before, "1000");
 }
 
+/// A second signal while the rebuild after the commit waits for another session's metadata
+/// lock stops that wait: the rows stay, exit 8 says so and names `inrush recover`, which puts
+/// the index back once the session is gone.
+#[test]
+fn a_second_signal_while_the_rebuild_waits_for_a_metadata_lock_leaves_the_index_to_recover() {
+    let db = MariaDb::fresh("signal_rebuild");
+    let dir = shared_dir();
+    let (csv, before) = signal_table(&db, dir.path());
+    let (row, reader) = ("SELECT SLEEP(65)", "SELECT SLEEP(66)");
+    let (load, mut holding_row) = start_held_load(&db, &csv, row);
+    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
+    end_session(&db, row);
+    let _ = holding_row.wait();
+    wait_until(
+        &db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND info LIKE 'ALTER TABLE%ADD%' AND state LIKE '%metadata lock%'",
+    );
+    signal(&load);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    signal(&load);
+    let out = load.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(8), "{stderr}");
+    for said in [
+        "the load committed 1000 rows",
+        "stopped waiting at the second interrupt",
+        "recover",
+    ] {
+        assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
+    }
+    end_session(&db, reader);
+    let _ = reading.wait();
+    let (code, out) = inrush(&["recover", "--to", &db.url]);
+    assert_eq!(code, 0, "{out}");
+    assert_table(&db, &before, "1000");
+}
+
 /// One signal ends a load whose DROP INDEX waits for another session's metadata lock (which,
 /// waiting, would make every new query of the table wait too): nothing dropped, the journal
 /// empty, exit 130.

@@ -237,30 +237,116 @@ fn sigterm_during_the_copy_rolls_back_and_puts_the_keys_back() {
     interrupt_at(false, &["COPY"], libc::SIGTERM, 1, 130, 0, "rolling back");
 }
 
+/// How a rebuilt key's statements start.
+const REBUILD: [&str; 3] = ["CREATE INDEX", "CREATE UNIQUE INDEX", "ALTER TABLE"];
+
+/// A session holding `t` in `mode` in a transaction (it does not block the COPY).
+fn holder_of_t(db: &Db, mode: &str) -> postgres::Client {
+    let mut holder = postgres::Client::connect(&db.conninfo, postgres::NoTls).unwrap();
+    holder
+        .batch_execute(&format!("BEGIN; LOCK TABLE t IN {mode} MODE"))
+        .unwrap();
+    holder
+}
+
+fn holder_pid(holder: &mut postgres::Client) -> i32 {
+    holder
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0)
+}
+
+/// Runs `inrush recover` for `t`; its exit code and stderr.
+fn recover(db: &Db) -> (i32, String) {
+    inrush_testkit::run(
+        env!("CARGO_BIN_EXE_inrush"),
+        &["recover", "--to", &db.conninfo, "--table", "t"],
+    )
+}
+
 #[test]
-fn a_second_ctrl_c_during_the_copy_still_puts_the_keys_back() {
+fn a_second_ctrl_c_while_the_rollbacks_rebuild_waits_for_a_lock_leaves_the_keys_to_recover() {
     let (db, _) = servers(false);
     let before = db.definitions();
     let mut child = start(&db);
     wait_for_statement(&db, &mut child, &["COPY"]);
-    // A session beside the load holds the table (beside the COPY, which it does not block), so
-    // the keys' rebuild after the rollback waits on it, and the second Ctrl-C comes while
-    // they are still being put back however fast the machine.
-    let mut holder = postgres::Client::connect(&db.conninfo, postgres::NoTls).unwrap();
-    holder
-        .batch_execute("BEGIN; LOCK TABLE t IN ROW EXCLUSIVE MODE")
-        .unwrap();
+    let mut holder = holder_of_t(&db, "ROW EXCLUSIVE");
+    let pid = holder_pid(&mut holder);
     signal(&child, libc::SIGINT);
-    let rebuild = ["CREATE INDEX", "CREATE UNIQUE INDEX", "ALTER TABLE"];
-    wait_for_statement(&db, &mut child, &rebuild);
+    wait_for_statement(&db, &mut child, &REBUILD);
     signal(&child, libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(200));
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 3, "{stderr}");
+    for said in [
+        "exiting now would leave them dropped",
+        &format!("on \"public\".\"t\", which another session kept open: pid {pid} "),
+        "stopped waiting at the second interrupt",
+        "run `inrush recover`",
+    ] {
+        assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
+    }
+    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert!(db.journal_len() > 0, "{stderr}");
+    holder.batch_execute("COMMIT").unwrap();
+    let (code, said) = recover(&db);
+    assert_eq!(code, 0, "{said}");
+    assert_put_back(&[&db], &[before], &stderr);
+}
+
+/// The rebuild after the commit asks for the table's lock a moment at a time while another
+/// session keeps it open, names that session, and finishes once it is gone.
+#[test]
+fn a_rebuild_kept_waiting_by_a_reader_names_it_and_finishes_once_it_leaves() {
+    let (db, _) = servers(false);
+    let before = db.definitions();
+    let mut child = start(&db);
+    wait_for_statement(&db, &mut child, &["COPY"]);
+    // A reader does not keep the indexes from being built, but their constraints' ALTER TABLE
+    // waits for it.
+    let mut holder = holder_of_t(&db, "ACCESS SHARE");
+    let pid = holder_pid(&mut holder);
+    wait_for_statement(&db, &mut child, &["ALTER TABLE"]);
+    // Past the first attempt's lock wait: the next is asked for after a pause.
+    std::thread::sleep(Duration::from_secs(4));
+    // Queued behind an attempt, a query of the table runs once the attempt stands aside.
+    let read = db.int("SELECT count(*) FROM t");
     holder.batch_execute("COMMIT").unwrap();
     let (code, stderr) = inrush_testkit::finish(child);
-    assert_eq!(code, 130, "{stderr}");
-    let said = "exiting now would leave them dropped";
-    assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
-    assert_eq!(db.int("SELECT count(*) FROM t"), 0, "{stderr}");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(read, ROWS as i64, "{stderr}");
+    let said = format!("waits for \"public\".\"t\", which another session keeps open: pid {pid} ");
+    assert!(stderr.contains(&said), "expected {said:?} in:\n{stderr}");
+    assert_eq!(db.int("SELECT count(*) FROM t"), ROWS as i64, "{stderr}");
+    assert_put_back(&[&db], &[before], &stderr);
+}
+
+/// After the commit, a second Ctrl-C stops the rebuild's waiting: the rows stay, the message
+/// says so and names what is left to `inrush recover`.
+#[test]
+fn a_second_ctrl_c_while_the_rebuild_waits_for_a_lock_keeps_the_rows_and_leaves_the_keys_to_recover(
+) {
+    let (db, _) = servers(false);
+    let before = db.definitions();
+    let mut child = start(&db);
+    wait_for_statement(&db, &mut child, &["COPY"]);
+    let mut holder = holder_of_t(&db, "ACCESS SHARE");
+    wait_for_statement(&db, &mut child, &["ALTER TABLE"]);
+    signal(&child, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(50));
+    signal(&child, libc::SIGINT);
+    let (code, stderr) = inrush_testkit::finish(child);
+    assert_eq!(code, 8, "{stderr}");
+    for said in [
+        &format!("the load committed {ROWS} rows"),
+        "stopped waiting at the second interrupt",
+        "recover",
+    ] {
+        assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
+    }
+    assert_eq!(db.int("SELECT count(*) FROM t"), ROWS as i64, "{stderr}");
+    holder.batch_execute("COMMIT").unwrap();
+    let (code, said) = recover(&db);
+    assert_eq!(code, 0, "{said}");
     assert_put_back(&[&db], &[before], &stderr);
 }
 

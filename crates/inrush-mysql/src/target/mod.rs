@@ -22,6 +22,7 @@ use crate::writer::{self, ChunkWriter, Conflict, Method};
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::patience::{gave_up, REBUILD_LOCK_WAIT};
 use inrush_load::plan::IndexAction;
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Support};
@@ -678,7 +679,7 @@ impl Load for MysqlLoad<'_> {
     fn end(
         &mut self,
         plan: &LoadPlan,
-        _: &LoadOptions,
+        opts: &LoadOptions,
         committed: bool,
         _: &dyn inrush_core::Reporter,
     ) -> Result<Committed> {
@@ -709,9 +710,9 @@ impl Load for MysqlLoad<'_> {
             let restored = runtime().and_then(|rt| {
                 self.options.run(&rt, async {
                     let mut conn = self.options.connect().await?;
-                    ddl::restore(&mut conn, &dropped).await?;
+                    let restored = restore_bounded(self.options, &mut conn, &dropped, opts).await;
                     let _ = conn.disconnect().await;
-                    Ok::<_, Error>(())
+                    restored
                 })
             });
             if let Err(e) = restored {
@@ -792,5 +793,49 @@ impl RowWriter for &Encoder {
         }
         out.push(b'\n');
         Ok(())
+    }
+}
+
+/// Puts `dropped` back, waiting for a table another session keeps open at most
+/// [`REBUILD_LOCK_WAIT`], or until a second stop. Unlike PostgreSQL's rebuild, which asks for
+/// its lock a moment at a time ([`inrush_load::patience`]), it asks once: MariaDB's `ALTER TABLE`
+/// takes the table's metadata lock again at its end, where an attempt given up would throw the
+/// built indexes away.
+async fn restore_bounded(
+    options: &MysqlOptions,
+    conn: &mut mysql_async::Conn,
+    dropped: &[ddl::Dropped],
+    opts: &LoadOptions,
+) -> Result<()> {
+    let bound = format!(
+        "SET SESSION lock_wait_timeout = {}",
+        REBUILD_LOCK_WAIT.as_secs()
+    );
+    conn.query_drop(&bound).await.map_err(engine_error(bound))?;
+    let started = Instant::now();
+    let watch = writer::lock_wait_watch(options, conn.id(), &opts.interrupt);
+    let restored = ddl::restore(conn, dropped).await;
+    drop(watch);
+    match restored {
+        Err(e) if crate::waited_too_long(&e) || opts.interrupt.again() && crate::ended(&e) => {
+            let stopped = !crate::waited_too_long(&e);
+            let table = dropped.first().map_or(String::new(), |d| {
+                format!("{}.{}", catalog::quote(&d.schema), catalog::quote(&d.table))
+            });
+            let names: Vec<&str> = dropped
+                .iter()
+                .map(|d| match d.index == ddl::KEYS_DISABLED {
+                    true => "non-unique indexes (ENABLE KEYS)",
+                    false => d.index.as_str(),
+                })
+                .collect();
+            let what = format!("indexes {}", names.join(", "));
+            Err(Error::Engine {
+                engine: "MariaDB",
+                what: "after the load".into(),
+                message: gave_up(&what, &table, "", stopped, started.elapsed()),
+            })
+        }
+        restored => restored,
     }
 }

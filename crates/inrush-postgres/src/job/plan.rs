@@ -10,6 +10,7 @@
 
 use crate::plan::decide_plan;
 use crate::{ddl, ConnectOptions, Result, TableInfo};
+use inrush_load::patience::Patience;
 use inrush_load::plan::Maintenance;
 use inrush_load::PlanOptions;
 use tokio_postgres::Client;
@@ -98,7 +99,7 @@ pub(super) async fn finish(
     ddl::wait_for_claim(control, table.oid, true).await?;
     let restored = async {
         let pending = ddl::pending(control, Some(table.oid)).await?;
-        ddl::restore(target, &pending, 2).await?;
+        ddl::restore(target, &pending, 2, &Patience::unattended()).await?;
         Ok::<_, crate::Error>(pending)
     }
     .await

@@ -7,6 +7,8 @@ use super::cancel::until_interrupted;
 use super::claim::Claim;
 use super::Load;
 use crate::{ddl, ConnectOptions, TableInfo};
+use inrush_core::Reporter;
+use inrush_load::patience::Patience;
 use inrush_load::summary;
 use inrush_load::{Error, LoadOptions, LoadPlan, Result};
 use tokio::runtime::Runtime;
@@ -152,20 +154,32 @@ pub(super) fn restore(
     opts: &LoadOptions,
     runtime: &Runtime,
     committed: bool,
+    reporter: &dyn Reporter,
 ) -> Result<()> {
     let (control, table, dropped) = (&load.control, &load.table, &load.dropped);
     let lanes = opts.connections.max(1);
+    let patience = Patience::of_load(&opts.interrupt, reporter);
     // Every server's, whatever another's restore did: none is left without its indexes.
     let on_shards: Vec<crate::Result<()>> = dropped
         .shards
         .iter()
         .map(|(shard, entries)| {
-            runtime.block_on(ddl::restore(&load.shards[*shard].options, entries, lanes))
+            runtime.block_on(ddl::restore(
+                &load.shards[*shard].options,
+                entries,
+                lanes,
+                &patience,
+            ))
         })
         .collect();
     let on_target = match dropped.target.is_empty() {
         true => Ok(()),
-        false => runtime.block_on(ddl::restore(&load.target, &dropped.target, lanes)),
+        false => runtime.block_on(ddl::restore(
+            &load.target,
+            &dropped.target,
+            lanes,
+            &patience,
+        )),
     };
     let broken = match on_target.and(on_shards.into_iter().collect::<crate::Result<()>>()) {
         Ok(()) => return Ok(()),
@@ -181,7 +195,7 @@ pub(super) fn restore(
     let undone = runtime.block_on(async {
         let deleted = undo(control, table, &load.txids).await?;
         let pending = ddl::pending(control, Some(table.oid)).await?;
-        ddl::restore(&load.target, &pending, lanes).await?;
+        ddl::restore(&load.target, &pending, lanes, &patience).await?;
         if matches!(broken, crate::Error::ForeignKeyViolated { .. }) {
             ddl::validate_foreign_key(control, &name, &constraint)
                 .await
@@ -300,7 +314,7 @@ pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered
                 continue;
             }
             let of_table: Vec<ddl::JournalEntry> = of_table.cloned().collect();
-            ddl::restore(target, &of_table, 4).await?;
+            ddl::restore(target, &of_table, 4, &Patience::unattended()).await?;
             recovered.restored.extend(of_table);
         }
         Ok::<_, crate::Error>(recovered)

@@ -319,7 +319,7 @@ impl target::Load for PgLoad<'_> {
             let _ = runtime.block_on(dropped);
         }
         let started = std::time::Instant::now();
-        let restored = definitions::restore(load, opts, runtime, committed);
+        let restored = definitions::restore(load, opts, runtime, committed, reporter);
         let rebuild_seconds = started.elapsed().as_secs_f64();
         restored?;
         let mut done = Committed {

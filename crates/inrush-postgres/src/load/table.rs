@@ -8,6 +8,7 @@ use super::{create, Load};
 use crate::waits::Waits;
 use crate::{ddl, ConnectOptions, SessionInfo, TableInfo};
 use inrush_core::SqlType;
+use inrush_load::patience::Patience;
 use inrush_load::summary::Parallelism;
 use inrush_load::{Error, LoadOptions, Result};
 use tokio::runtime::Runtime;
@@ -156,7 +157,8 @@ async fn open_table(
             leftovers.len(),
             table.qualified()
         );
-        ddl::restore(target, &leftovers, opts.connections.max(1)).await?;
+        let patience = Patience::of_load(&opts.interrupt, &inrush_core::Silent);
+        ddl::restore(target, &leftovers, opts.connections.max(1), &patience).await?;
     }
     Ok((session, table, claim))
 }
