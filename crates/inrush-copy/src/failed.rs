@@ -17,6 +17,7 @@ pub(crate) fn in_target(e: QueryError) -> Error {
         engine: e.engine,
         what: e.what,
         message: e.message,
+        code: None,
     }
 }
 

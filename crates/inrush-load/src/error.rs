@@ -153,6 +153,9 @@ pub enum Error {
         engine: &'static str,
         what: String,
         message: String,
+        /// The server's own number for the error, where it gave one (MariaDB's `ER_*`): what
+        /// an engine decides by, never the message's text.
+        code: Option<u16>,
     },
     #[error("internal error: {0}")]
     Internal(String),

@@ -212,6 +212,7 @@ fn failed(jobs: &impl Jobs, job: &str, message: String) -> crate::Error {
         engine: jobs.engine(),
         what: format!("distributed write {job}"),
         message,
+        code: None,
     }
 }
 

@@ -124,6 +124,7 @@ where
                     message: format!(
                         "{why}; asked afterwards, the server says the transaction did not commit"
                     ),
+                    code: None,
                 })
             }
             Ok(Look::Running) | Ok(Look::Ended) => {}

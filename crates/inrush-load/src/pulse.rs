@@ -64,6 +64,7 @@ pub fn explained<T>(
                 engine,
                 what: why,
                 message: e.to_string(),
+                code: None,
             })
         }
         (loaded, _) => loaded,

@@ -155,6 +155,7 @@ fn ended(job: &str) -> Error {
         engine: "MariaDB",
         what: "a distributed write's part".into(),
         message: inrush_load::job::ended_message(job),
+        code: None,
     }
 }
 
@@ -163,6 +164,7 @@ fn failed(job: &str, message: String) -> Error {
         engine: "MariaDB",
         what: format!("distributed write {job}"),
         message,
+        code: None,
     }
 }
 

@@ -548,6 +548,7 @@ impl LabConn {
                 engine: "MariaDB",
                 what: format!("LOAD DATA into {table}"),
                 message: format!("{n} warnings: a value did not go in as given"),
+                code: None,
             }),
         }
     }

@@ -89,7 +89,7 @@ pub(crate) async fn tables_exist(
 pub(crate) const RIGHTS_REFUSED: [u16; 4] = [1142, 1143, 1044, 1227];
 
 /// Whether the server refused a statement for want of a right, by the code [`engine_error`]
-/// keeps in its message.
+/// keeps.
 pub(crate) fn refused_a_right(e: &inrush_load::Error) -> bool {
     answered_with(e, &RIGHTS_REFUSED)
 }
@@ -107,9 +107,9 @@ pub(crate) fn ended(e: &inrush_load::Error) -> bool {
 
 fn answered_with(e: &inrush_load::Error, codes: &[u16]) -> bool {
     match e {
-        inrush_load::Error::Engine { message, .. } => codes
-            .iter()
-            .any(|code| message.contains(&format!("({code})"))),
+        inrush_load::Error::Engine {
+            code: Some(code), ..
+        } => codes.contains(code),
         _ => false,
     }
 }
@@ -121,6 +121,15 @@ pub(crate) fn engine_error(
     move |cause| inrush_load::Error::Engine {
         engine: "MariaDB",
         what,
+        code: server_code(&cause),
         message: cause.to_string(),
+    }
+}
+
+/// The server's number for an error it answered with.
+pub(crate) fn server_code(e: &mysql_async::Error) -> Option<u16> {
+    match e {
+        mysql_async::Error::Server(e) => Some(e.code),
+        _ => None,
     }
 }

@@ -142,6 +142,7 @@ impl MysqlOptions {
                     engine: "MariaDB",
                     what: self.cut_because().unwrap_or_default(),
                     message: "the statement waited on it was abandoned".into(),
+                    code: None,
                 }),
             }
         })
@@ -233,6 +234,7 @@ impl MysqlOptions {
         self.open().await.map_err(|e| Error::Engine {
             engine: "MariaDB",
             what: format!("connecting to {}", self.shown),
+            code: crate::server_code(&e),
             message: e.to_string(),
         })
     }

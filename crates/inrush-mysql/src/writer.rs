@@ -562,6 +562,7 @@ fn local_infile_refused(e: mysql_async::Error, table: &str) -> inrush_load::Erro
         engine: "MariaDB",
         what: format!("LOAD DATA LOCAL INFILE into {table}"),
         message: format!("{message}{hint}"),
+        code: crate::server_code(&e),
     }
 }
 

@@ -102,6 +102,7 @@ impl<S: Send + 'static> Apart<S> {
                 engine: "ODBC",
                 what: why,
                 message: "the statement waiting on it was given up".into(),
+                code: None,
             });
         }
         self.interrupt.cancels().then_some(Error::Interrupted)

@@ -75,6 +75,7 @@ pub(crate) fn failed(
                 engine: "SQLite",
                 what,
                 message: format!("{cause}{hint}"),
+                code: None,
             }
         }
     }

@@ -834,6 +834,7 @@ async fn restore_bounded(
                 engine: "MariaDB",
                 what: "after the load".into(),
                 message: gave_up(&what, &table, "", stopped, started.elapsed()),
+                code: None,
             })
         }
         restored => restored,
