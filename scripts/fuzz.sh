@@ -2,8 +2,8 @@
 # Differential fuzzing for as long as asked (crates/inrush/tests/fuzz.rs): generated CSV files,
 # text and typed, loaded both by inrush and by PostgreSQL's own COPY (a private PostgreSQL 18),
 # typed files by inrush and by MariaDB's strict LOAD DATA INFILE (a private MariaDB 10.11), and
-# typed files into SQLite tables, ordinary and STRICT, against what the shell's .import stores;
-# the five at once. Prints, for each, the files tried, how many both refused, and every
+# typed files into SQLite tables, ordinary and STRICT, against what the shell's .import stores,
+# and JSON lines against PostgreSQL's json_populate_record; the six at once. Prints, for each, the files tried, how many both refused, and every
 # difference found with its file.
 #   scripts/fuzz.sh --minutes 30            # a new seed each run (printed)
 #   scripts/fuzz.sh --minutes 5 --seed 42   # the same files again
@@ -22,5 +22,5 @@ scripts/setup.sh
 scripts/mariadb.sh install
 echo "fuzz.sh: $minutes minutes from seed $seed"
 INRUSH_FUZZ_MINUTES=$minutes INRUSH_FUZZ_SEED=$seed \
-  cargo test --locked -p inrush --test fuzz -- --nocapture --test-threads 5 2>&1 \
+  cargo test --locked -p inrush --test fuzz -- --nocapture --test-threads 6 2>&1 \
   | grep -E '^(fuzz:|file |  )|test result|panicked'

@@ -10,9 +10,13 @@
 //! text after a closing quote, line ends mixed, bytes that are no character. The typed files
 //! hold integers, numerics, floats, booleans, dates, timestamps, UUIDs and bytea at their
 //! limits and in the spellings each reader may take otherwise. Typed files go into MariaDB
-//! against its strict `LOAD DATA`, and into SQLite (ordinary and STRICT tables) against what the
+//! against its strict `LOAD DATA` (NULL spelled as the unquoted word `NULL`, which both read as
+//! NULL with inrush's `--null NULL`), and into SQLite (ordinary and STRICT tables) against what the
 //! `sqlite3` shell's `.import` stores, inrush setting aside exactly the rows SQLite itself calls
-//! wrong for their declared types. A seeded run of
+//! wrong for their declared types. JSON lines files (strings with every escape, numbers at
+//! their types' limits, other JSON kinds where a type expects one, nested values, arrays into
+//! array columns, keys left out, repeated or unknown, lines that are no object) go into
+//! PostgreSQL against its own `json_populate_record` of each line. A seeded run of
 //! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
 //! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
 //! prints the files tried and every difference found, each with its file.
@@ -931,15 +935,27 @@ const SQLITE_STRICT_TYPES: &[Typed] = &[
     },
 ];
 
+/// How a typed file spells NULL, as its reference reader takes it.
+#[derive(Clone, Copy, PartialEq)]
+enum Nulls {
+    /// An empty unquoted field (COPY's CSV).
+    Empty,
+    /// The unquoted word `NULL` (`LOAD DATA` with `ENCLOSED BY`; inrush's `--null NULL`);
+    /// a value `NULL` is quoted, which both read as text.
+    Word,
+    /// None (`.import`, which has no NULL of its own).
+    Never,
+}
+
 /// A file of 1 to 4 columns of `types` (one type or several), values of their common spellings
-/// and, one field in twenty, an edge. For a reader that spells NULL otherwise than CSV
-/// (`without_null`: `LOAD DATA`, `.import`), a header always (`IGNORE 1 LINES`, `--skip 1`) and
-/// no NULL; else a header in half the files and one field in eight NULL. An empty value is
-/// quoted either way ([`field`]).
-fn typed_file(rng: &mut Rng, types: &'static [Typed], without_null: bool) -> Case {
+/// and, one field in twenty, an edge; one field in eight NULL, spelled as `nulls` says. For a
+/// reader with no header option of its own (`LOAD DATA`, `.import`), a header always
+/// (`IGNORE 1 LINES`, `--skip 1`); else in half the files. An empty value is quoted either way
+/// ([`field`]).
+fn typed_file(rng: &mut Rng, types: &'static [Typed], nulls: Nulls) -> Case {
     let width = 1 + rng.below(4);
     let types: Vec<&Typed> = (0..width).map(|_| rng.pick(types)).collect();
-    let header = without_null || rng.one_in(2);
+    let header = nulls != Nulls::Empty || rng.one_in(2);
     let mut out = Vec::new();
     if header {
         let names: Vec<String> = (0..width).map(|i| format!("c{i}")).collect();
@@ -951,13 +967,17 @@ fn typed_file(rng: &mut Rng, types: &'static [Typed], without_null: bool) -> Cas
             if i > 0 {
                 out.push(b',');
             }
-            let null = !without_null && rng.one_in(8);
+            let null = nulls != Nulls::Never && rng.one_in(8);
             let value = match (null, rng.one_in(20)) {
                 (true, _) => None,
                 (_, true) => Some(rng.pick(t.edges).to_string()),
                 _ => Some((t.common)(rng)),
             };
-            out.extend(field(rng, value.as_deref().map(str::as_bytes)));
+            match (value, nulls) {
+                (None, Nulls::Word) => out.extend_from_slice(b"NULL"),
+                (Some(v), Nulls::Word) if v == "NULL" => out.extend_from_slice(b"\"NULL\""),
+                (value, _) => out.extend(field(rng, value.as_deref().map(str::as_bytes))),
+            }
         }
         out.push(b'\n');
     }
@@ -970,19 +990,19 @@ fn typed_file(rng: &mut Rng, types: &'static [Typed], without_null: bool) -> Cas
 }
 
 fn typed_case(rng: &mut Rng) -> Case {
-    typed_file(rng, TYPES, false)
+    typed_file(rng, TYPES, Nulls::Empty)
 }
 
 fn mariadb_case(rng: &mut Rng) -> Case {
-    typed_file(rng, MARIADB_TYPES, true)
+    typed_file(rng, MARIADB_TYPES, Nulls::Word)
 }
 
 fn sqlite_case(rng: &mut Rng) -> Case {
-    typed_file(rng, SQLITE_TYPES, true)
+    typed_file(rng, SQLITE_TYPES, Nulls::Never)
 }
 
 fn sqlite_strict_case(rng: &mut Rng) -> Case {
-    typed_file(rng, SQLITE_STRICT_TYPES, true)
+    typed_file(rng, SQLITE_STRICT_TYPES, Nulls::Never)
 }
 
 /// `c0 TYPE, c1 TYPE, ...`: the case's columns.
@@ -1034,7 +1054,7 @@ fn against_load_data(db: &MariaDb, dir: &std::path::Path, case: &Case) -> Result
         "DROP TABLE IF EXISTS ours, theirs; CREATE TABLE ours ({columns}) ENGINE=InnoDB; CREATE TABLE theirs ({columns}) ENGINE=InnoDB"
     ));
     let path = mariadb_common::write(dir, "case.csv", &String::from_utf8_lossy(&case.bytes));
-    let inrush = mariadb_common::load(&path, db, "ours", &["--connections", "1"]);
+    let inrush = mariadb_common::load(&path, db, "ours", &["--connections", "1", "--null", "NULL"]);
     let loaded = mariadb_common::server_load(db, &path, "theirs");
     let order: Vec<String> = (1..=case.types.len()).map(|i| i.to_string()).collect();
     let rows = |t: &str| db.rows(&format!("SELECT * FROM {t} ORDER BY {}", order.join(", ")));
@@ -1274,4 +1294,393 @@ fn csv_files_load_as_postgresqls_copy_reads_them() {
 #[test]
 fn typed_values_load_as_postgresqls_copy_reads_them() {
     fuzz_copy("typed CSV", typed_case);
+}
+
+/// A column type for JSON lines, and JSON values for it: the ones most lines hold, and edges
+/// (other JSON kinds, spellings, limits), one value in twenty.
+struct JsonTyped {
+    name: &'static str,
+    common: fn(&mut Rng) -> String,
+    edges: &'static [&'static str],
+}
+
+/// A JSON string of pieces that need escaping, escaped as JSON writers do (or with `\u`).
+fn json_string(rng: &mut Rng) -> String {
+    const PARTS: &[&str] = &[
+        "a",
+        "Z",
+        " ",
+        ",",
+        "\\\"",
+        "\\\\",
+        "\\/",
+        "\\n",
+        "\\t",
+        "\\r",
+        "\\b",
+        "\\f",
+        "é",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        "😀",
+        "'",
+        "{",
+        "[1]",
+        "\\u0041",
+        "NULL",
+        "\\\\N",
+    ];
+    let mut s = String::from("\"");
+    for _ in 0..rng.below(8) {
+        s.push_str(rng.pick::<&str>(PARTS));
+    }
+    s.push('"');
+    s
+}
+
+/// Any JSON value, nested now and then.
+fn json_any(rng: &mut Rng, depth: usize) -> String {
+    match rng.below(if depth > 1 { 4 } else { 6 }) {
+        0 => int_in(rng, -1000, 1000),
+        1 => json_string(rng),
+        2 => rng
+            .pick(&["true", "false", "null", "1.50", "-0", "1e3"])
+            .to_string(),
+        3 => format!("{}.{:02}", int_in(rng, -99, 99), rng.below(100)),
+        4 => {
+            let items: Vec<String> = (0..rng.below(3))
+                .map(|_| json_any(rng, depth + 1))
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+        _ => {
+            let items: Vec<String> = (0..rng.below(3))
+                .map(|i| format!("\"k{i}\": {}", json_any(rng, depth + 1)))
+                .collect();
+            format!("{{{}}}", items.join(","))
+        }
+    }
+}
+
+const JSON_TYPES: &[JsonTyped] = &[
+    JsonTyped {
+        name: "integer",
+        common: |rng| int_in(rng, -100_000, 100_000),
+        edges: &[
+            "2147483647",
+            "2147483648",
+            "-2147483648",
+            "1.0",
+            "1e2",
+            "-0",
+            "\"12\"",
+            "\" 12 \"",
+            "true",
+            "[1]",
+            "{}",
+            "\"\"",
+            "12.5",
+        ],
+    },
+    JsonTyped {
+        name: "bigint",
+        common: |rng| int_in(rng, i64::MIN / 2, i64::MAX / 2),
+        edges: &[
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "1E2",
+            "0x10",
+        ],
+    },
+    JsonTyped {
+        name: "numeric(12,3)",
+        common: |rng| format!("{}.{:03}", int_in(rng, -99_999, 99_999), rng.below(1000)),
+        edges: &[
+            "12.30",
+            "1e-3",
+            "1.23456",
+            "-0.0005",
+            "123456789.1234",
+            "1E+5",
+            "\"NaN\"",
+            "\"1,5\"",
+            "1000000000",
+        ],
+    },
+    JsonTyped {
+        name: "double precision",
+        common: |rng| {
+            format!(
+                "{}.{}e{}",
+                int_in(rng, -9, 9),
+                rng.below(1000),
+                int_in(rng, -30, 30)
+            )
+        },
+        edges: &[
+            "1e308",
+            "1e309",
+            "-0.0",
+            "\"NaN\"",
+            "\"Infinity\"",
+            "\"-inf\"",
+            "4.9e-324",
+            "1e-400",
+            "0.1",
+            "12345678901234567890",
+        ],
+    },
+    JsonTyped {
+        name: "boolean",
+        common: |rng| rng.pick(&["true", "false"]).to_string(),
+        edges: &[
+            "\"t\"", "\"yes\"", "\"off\"", "1", "0", "\"TRUE\"", "\"\"", "null", "\" on \"",
+        ],
+    },
+    JsonTyped {
+        name: "text",
+        common: json_string,
+        edges: &[
+            "12.30",
+            "1e3",
+            "true",
+            "{\"a\": [1, 2]}",
+            "[1,\"x\"]",
+            "\"\\u0000\"",
+            "\"\\ud800\"",
+            "\"\\uDC00x\"",
+            "\"\"",
+            "{ \"a\" :1 }",
+        ],
+    },
+    JsonTyped {
+        name: "varchar(5)",
+        common: json_string,
+        edges: &[
+            "\"abcdef\"",
+            "\"abcde \"",
+            "\"😀😀😀😀😀\"",
+            "123456",
+            "\"ab\\u0000\"",
+        ],
+    },
+    JsonTyped {
+        name: "date",
+        common: |rng| {
+            format!(
+                "\"{}-{:02}-{:02}\"",
+                1900 + rng.below(200),
+                1 + rng.below(12),
+                1 + rng.below(28)
+            )
+        },
+        edges: &[
+            "\"2024-02-29\"",
+            "\"2023-02-29\"",
+            "\"infinity\"",
+            "\"5874897-12-31\"",
+            "\"4713-01-01 BC\"",
+            "20240101",
+            "\"2024-01-01T10:00:00\"",
+            "\" 2024-01-02 \"",
+        ],
+    },
+    JsonTyped {
+        name: "timestamptz",
+        common: |rng| {
+            format!(
+                "\"{}-{:02}-{:02}T{:02}:{:02}:{:02}Z\"",
+                1970 + rng.below(100),
+                1 + rng.below(12),
+                1 + rng.below(28),
+                rng.below(24),
+                rng.below(60),
+                rng.below(60)
+            )
+        },
+        edges: &[
+            "\"2024-01-01 10:00:00+05:30\"",
+            "\"2024-01-01T10:00:00.1234567Z\"",
+            "\"-infinity\"",
+            "\"2024-13-01T00:00:00Z\"",
+            "\"2024-06-01 12:00\"",
+            "1700000000",
+        ],
+    },
+    JsonTyped {
+        name: "jsonb",
+        common: |rng| json_any(rng, 0),
+        edges: &["{\"a\":1,\"a\":2}", "\"\\u0000\"", "1.000", "[ ]", "1e400"],
+    },
+    JsonTyped {
+        name: "json",
+        common: |rng| json_any(rng, 0),
+        edges: &["{ \"a\" : 1 ,\"a\":2 }", "[1 ,2]", "1.000", "\"\\u00e9\""],
+    },
+    JsonTyped {
+        name: "integer[]",
+        common: |rng| {
+            let items: Vec<String> = (0..rng.below(4)).map(|_| int_in(rng, -50, 50)).collect();
+            format!("[{}]", items.join(","))
+        },
+        edges: &[
+            "[[1,2],[3,4]]",
+            "[[1],[2,3]]",
+            "[1,null]",
+            "[\"1\"]",
+            "[1.5]",
+            "\"{1,2}\"",
+            "[]",
+            "[[]]",
+            "{\"a\":1}",
+            "5",
+        ],
+    },
+    JsonTyped {
+        name: "text[]",
+        common: |rng| {
+            let items: Vec<String> = (0..rng.below(4)).map(|_| json_string(rng)).collect();
+            format!("[{}]", items.join(", "))
+        },
+        edges: &[
+            "[\"a,b\", \"{c}\", \"\\\"q\\\"\", null, \"NULL\"]",
+            "[1, true]",
+            "[{\"a\":1}]",
+            "[[\"a\"],[\"b\"]]",
+            "[\"\"]",
+        ],
+    },
+];
+
+/// A JSON lines file of 1 to 4 columns: the first line names every column (in an order of its
+/// own), later ones may leave a key out (NULL) or, rarely, carry a key no column has, a key twice,
+/// or be no object at all; blank lines and CRLF line ends now and then.
+fn json_case(rng: &mut Rng) -> Case {
+    let width = 1 + rng.below(4);
+    let types: Vec<&JsonTyped> = (0..width).map(|_| rng.pick(JSON_TYPES)).collect();
+    let mut out = String::new();
+    for line in 0..1 + rng.below(10) {
+        let mut keys: Vec<usize> = (0..width).collect();
+        for i in (1..keys.len()).rev() {
+            keys.swap(i, rng.below(i + 1));
+        }
+        let mut members = Vec::new();
+        for &k in &keys {
+            if line > 0 && rng.one_in(8) {
+                continue;
+            }
+            let t = types[k];
+            let value = match rng.below(20) {
+                0 => "null".to_string(),
+                1 => rng.pick(t.edges).to_string(),
+                _ => (t.common)(rng),
+            };
+            members.push(format!("\"c{k}\": {value}"));
+            if rng.one_in(60) {
+                members.push(format!("\"c{k}\": {}", (t.common)(rng)));
+            }
+        }
+        if line > 0 && rng.one_in(40) {
+            members.push("\"extra\": 1".to_string());
+        }
+        let text = match line > 0 && rng.one_in(60) {
+            true => rng
+                .pick(&["[1, 2]", "\"x\"", "{\"c0\": ", "null"])
+                .to_string(),
+            false => format!("{{{}}}", members.join(", ")),
+        };
+        out.push_str(&text);
+        out.push_str(if rng.one_in(10) { "\r\n" } else { "\n" });
+        if rng.one_in(15) {
+            out.push('\n');
+        }
+    }
+    Case {
+        types: types.iter().map(|t| t.name).collect(),
+        header: false,
+        encoding: "UTF8",
+        bytes: out.into_bytes(),
+    }
+}
+
+/// How one JSON lines file went both ways: inrush, and the server's own reading of each line
+/// into a row, `json_populate_record` (each key by its column's name, each value read by its
+/// column's type as its text would be, a JSON array into an array column as an array), with
+/// inrush's own rules, said in docs/loading.md: a key that names no column, or a key twice,
+/// refuses its line; a `json` column takes its value as written (`->`, as COPY of that text
+/// would), where `json_populate_record` writes a string's escapes anew (`"\u00e9"` as `"é"`).
+fn against_populate(db: &Db, dir: &std::path::Path, case: &Case) -> Result<bool, String> {
+    let columns = definitions(case);
+    db.exec(&format!(
+        "DROP TABLE IF EXISTS ours, theirs, lines; CREATE TABLE ours ({columns}); \
+         CREATE TABLE theirs ({columns}); CREATE TABLE lines (n int, line text)"
+    ));
+    let path = dir.join("case.jsonl");
+    std::fs::write(&path, &case.bytes).unwrap();
+    let inrush = inrush_testkit::run(
+        BIN,
+        &[
+            "load",
+            path.to_str().unwrap(),
+            "--no-progress",
+            "--to",
+            &db.conninfo,
+            "--table",
+            "ours",
+            "--connections",
+            "1",
+        ],
+    );
+    let mut client = db.target.connect_blocking().expect("connect");
+    let text = String::from_utf8(case.bytes.clone()).unwrap();
+    for (n, line) in text.split('\n').enumerate() {
+        let n = n as i32;
+        client
+            .execute("INSERT INTO lines VALUES ($1, $2)", &[&n, &line])
+            .unwrap();
+    }
+    let names: Vec<String> = (0..case.types.len()).map(|i| format!("c{i}")).collect();
+    let values: Vec<String> = names
+        .iter()
+        .zip(&case.types)
+        .map(|(c, t)| match *t {
+            "json" => format!(
+                "CASE WHEN json_typeof(line::json -> '{c}') <> 'null' THEN line::json -> '{c}' END"
+            ),
+            _ => format!("r.{c}"),
+        })
+        .collect();
+    let populated = client
+        .query_one(
+            "SELECT count(*) FROM lines WHERE btrim(line, E' \\t\\r') <> '' \
+               AND json_typeof(line::json) = 'object' \
+               AND (EXISTS (SELECT FROM json_object_keys(line::json) k WHERE k <> ALL($1)) \
+                    OR (SELECT count(*) <> count(DISTINCT k) FROM json_object_keys(line::json) k))",
+            &[&names],
+        )
+        .map_err(|e| format!("{e:?}"))
+        .and_then(|refused| match refused.get::<_, i64>(0) {
+            0 => client
+                .batch_execute(&format!(
+                    "INSERT INTO theirs SELECT {} \
+                       FROM lines, json_populate_record(null::theirs, line::json) r \
+                      WHERE btrim(line, E' \\t\\r') <> '' ORDER BY n",
+                    values.join(", ")
+                ))
+                .map_err(|e| format!("{e:?}")),
+            _ => Err("a key that names no column, or a key twice".to_string()),
+        });
+    agree("json_populate_record", inrush, populated, &|t| {
+        contents(db, t)
+    })
+}
+
+#[test]
+fn json_lines_load_as_postgresqls_json_populate_record_reads_them() {
+    let db = Db::fresh("fuzz");
+    let dir = tempfile::tempdir().unwrap();
+    fuzz("JSON lines", 300, json_case, &mut |case| {
+        against_populate(&db, dir.path(), case)
+    });
 }
