@@ -111,6 +111,7 @@ pub fn plan(
             }
         )));
     }
+    refuse_names(target, &tables)?;
     let copy = source.describe();
     let ledger = target
         .ledger(&copy)
@@ -244,6 +245,35 @@ fn leave_out_orphan_keys(table: &Table, copied: &HashSet<&str>, design: &mut Des
                 key.parent
             )));
         }
+    }
+}
+
+/// Every name the target cannot hold, said at once, before anything is made.
+fn refuse_names(target: &dyn SchemaTarget, tables: &[(&Table, &Table)]) -> Result<(), Failed> {
+    let refused: Vec<String> = tables
+        .iter()
+        .flat_map(|(_, table)| {
+            let names = table.names();
+            let refused: Vec<String> = names
+                .iter()
+                .filter_map(|(kind, name)| {
+                    let why = target.refuses_name(kind, name)?;
+                    Some(format!(
+                        "{kind} \"{name}\" of {}: {why}",
+                        table.display_name()
+                    ))
+                })
+                .collect();
+            refused
+        })
+        .collect();
+    match refused.is_empty() {
+        true => Ok(()),
+        false => Err(usage(&format!(
+            "{} cannot hold these names as they are: {}. Rename them in the source, or leave their tables out (--exclude)",
+            target.engine(),
+            refused.join("; ")
+        ))),
     }
 }
 

@@ -142,6 +142,29 @@ pub struct Table {
 }
 
 impl Table {
+    /// What a target names after this table, each with its kind as messages say it: the
+    /// table, its columns, its keys, indexes and foreign keys (and its schema, where it has
+    /// one).
+    pub fn names(&self) -> Vec<(&'static str, &str)> {
+        let mut names: Vec<(&'static str, &str)> =
+            self.schema.iter().map(|s| ("schema", s.as_str())).collect();
+        names.push(("table", &self.name));
+        names.extend(self.columns.iter().map(|c| ("column", c.name.as_str())));
+        names.extend(
+            self.primary_key
+                .iter()
+                .map(|k| ("primary key", k.name.as_str())),
+        );
+        names.extend(self.uniques.iter().map(|k| ("key", k.name.as_str())));
+        names.extend(self.indexes.iter().map(|i| ("index", i.name.as_str())));
+        names.extend(
+            self.foreign_keys
+                .iter()
+                .map(|k| ("foreign key", k.name.as_str())),
+        );
+        names
+    }
+
     /// `schema.name`, or the name alone: how messages and patterns name the table.
     pub fn display_name(&self) -> String {
         match &self.schema {
@@ -600,6 +623,14 @@ pub trait SchemaTarget: Send + Sync {
 
     /// How `table` of `source` is made here.
     fn design(&self, table: &Table, source: &Database) -> Design;
+
+    /// Why a name of `kind` ([`Table::names`]) cannot be one here as it is, if it cannot: a
+    /// copy refuses it before it changes anything, where the server would refuse it part way,
+    /// or shorten it.
+    fn refuses_name(&self, kind: &str, name: &str) -> Option<String> {
+        let _ = (kind, name);
+        None
+    }
 
     /// Runs `step`'s statements in order on one connection, then its violation query, in one
     /// transaction with the ledger's record of `done` where the engine's DDL is

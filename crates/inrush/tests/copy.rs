@@ -1200,3 +1200,134 @@ fn sigterm_ends_a_mariadb_step_that_waits_and_the_rerun_does_it() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("; verified equal ("), "{out}");
 }
+
+/// Names that break SQL built naively: both quote characters, a semicolon, a comment, `$$`, a
+/// backslash, Unicode, spaces inside and at the end.
+const ODD_SCHEMA: &str = r#"s"; -- $$ \ ü"#;
+
+/// Two tables of [`ODD_SCHEMA`] whose every name is odd: a numbered key, a unique column, a
+/// foreign key between them, an index.
+fn odd_source() -> String {
+    let s = format!("\"{}\"", ODD_SCHEMA.replace('"', "\"\""));
+    format!(
+        r#"CREATE SCHEMA {s};
+           CREATE TABLE {s}."p'x"" ; " (id serial PRIMARY KEY, "n""; $$" text UNIQUE, "ü " int);
+           CREATE TABLE {s}."c;--" (id int PRIMARY KEY, "p id" int REFERENCES {s}."p'x"" ; " (id), "\" text);
+           CREATE INDEX "i""; -- ü" ON {s}."c;--" ("\");
+           INSERT INTO {s}."p'x"" ; " ("n""; $$", "ü ") SELECT 'n' || i, i FROM generate_series(1, 50) i;
+           INSERT INTO {s}."c;--" SELECT i, i % 50 + 1, 'it''s \ ' || i FROM generate_series(1, 80) i;"#
+    )
+}
+
+/// The odd schema's columns, keys and indexes, as text.
+fn odd_schema_of(db: &Db) -> String {
+    let sql = format!(
+        "WITH n AS (SELECT oid FROM pg_namespace WHERE nspname = '{}') \
+         SELECT string_agg(x, E'\\n' ORDER BY x) FROM ( \
+           SELECT 'column ' || attrelid::regclass || '.' || quote_ident(attname) || ' ' \
+                  || format_type(atttypid, atttypmod) || CASE WHEN attnotnull THEN ' not null' ELSE '' END AS x \
+             FROM pg_attribute JOIN pg_class c ON c.oid = attrelid \
+            WHERE c.relkind = 'r' AND c.relnamespace = (SELECT oid FROM n) AND attnum > 0 AND NOT attisdropped \
+           UNION ALL SELECT 'index ' || pg_get_indexdef(indexrelid) FROM pg_index \
+            WHERE indrelid IN (SELECT oid FROM pg_class WHERE relnamespace = (SELECT oid FROM n)) \
+           UNION ALL SELECT 'constraint ' || conrelid::regclass || ' ' || quote_ident(conname) || ': ' \
+                  || pg_get_constraintdef(oid) FROM pg_constraint WHERE connamespace = (SELECT oid FROM n)) q",
+        ODD_SCHEMA.replace('\'', "''")
+    );
+    db.text(&sql)
+}
+
+fn odd_rows_of(db: &Db) -> Vec<Vec<Option<String>>> {
+    let s = format!("\"{}\"", ODD_SCHEMA.replace('"', "\"\""));
+    let mut all = db.rows(&format!(
+        r#"SELECT t::text FROM {s}."p'x"" ; " t ORDER BY 1"#
+    ));
+    all.extend(db.rows(&format!(r#"SELECT t::text FROM {s}."c;--" t ORDER BY 1"#)));
+    all
+}
+
+/// A PostgreSQL database whose schema, tables, columns, keys and index have odd names copies
+/// into another with every name, key and row as it was, verified; its numbering goes on.
+#[test]
+fn odd_names_copy_from_postgresql_into_postgresql_as_they_were() {
+    let source = Db::fresh("copy_odd_from");
+    source.exec(&odd_source());
+    let target = Db::fresh("copy_odd_to");
+    let (code, out) = copy(&source.conninfo, &target.conninfo, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 2, "{out}");
+    let schema = odd_schema_of(&source);
+    assert_eq!(schema.lines().count(), 16, "{schema}");
+    assert_eq!(odd_schema_of(&target), schema);
+    assert_eq!(odd_rows_of(&target), odd_rows_of(&source));
+    let s = format!("\"{}\"", ODD_SCHEMA.replace('"', "\"\""));
+    target.exec(&format!(
+        r#"INSERT INTO {s}."p'x"" ; " ("n""; $$") VALUES ('new')"#
+    ));
+    assert_eq!(
+        target.int(&format!(r#"SELECT max(id) FROM {s}."p'x"" ; ""#)),
+        51
+    );
+}
+
+/// MariaDB tables and columns with odd names (a backtick too; MariaDB allows no name to end in
+/// a space) reach PostgreSQL with every name, key and row, verified.
+#[test]
+fn odd_names_copy_from_mariadb_into_postgresql_as_they_were() {
+    let source = MariaDb::fresh("copy_odd_maria");
+    source.exec(
+        r#"CREATE TABLE `p'x"; -- $$ \ ü` (id INT AUTO_INCREMENT PRIMARY KEY, `n"; $$` VARCHAR(20) UNIQUE, `a``b ü` INT);
+           CREATE TABLE `c;--` (id INT PRIMARY KEY, `p id` INT, `\` TEXT,
+             CONSTRAINT `f"k; $$` FOREIGN KEY (`p id`) REFERENCES `p'x"; -- $$ \ ü` (id), INDEX `i"; -- ü` (`\`(5)));
+           INSERT INTO `p'x"; -- $$ \ ü` (`n"; $$`, `a``b ü`) VALUES ('one', 1), ('two', 2), ('it''s', NULL);
+           INSERT INTO `c;--` VALUES (1, 1, 'a \\ b'), (2, 3, NULL), (3, NULL, 'ü');"#,
+    );
+    let target = Db::fresh("copy_odd_maria_to");
+    let (code, out) = copy(&source.url, &target.conninfo, &["--verify"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out.matches("; verified equal (").count(), 2, "{out}");
+    let p = r#""p'x""; -- $$ \ ü""#;
+    let columns = target.text(&format!(
+        r#"SELECT string_agg(quote_ident(attname), ',' ORDER BY attnum) FROM pg_attribute
+            WHERE attrelid = '{}'::regclass AND attnum > 0"#,
+        p.replace('\'', "''")
+    ));
+    assert_eq!(columns, r#"id,"n""; $$","a`b ü""#);
+    let keys = target.text(
+        "SELECT string_agg(conname || ' ' || contype::text, ',' ORDER BY conname) FROM pg_constraint \
+          WHERE conrelid = '\"c;--\"'::regclass",
+    );
+    assert!(keys.contains("f\"k; $$ f"), "{keys}");
+    assert_eq!(
+        target.rows(&format!(r#"SELECT t::text FROM {p} t ORDER BY id"#)),
+        vec![
+            vec![Some("(1,one,1)".to_string())],
+            vec![Some("(2,two,2)".to_string())],
+            vec![Some("(3,it's,)".to_string())],
+        ]
+    );
+    assert_eq!(
+        target.text(r#"SELECT string_agg(coalesce("\", '-'), '|' ORDER BY id) FROM "c;--""#),
+        r#"a \ b|-|ü"#
+    );
+}
+
+/// Names MariaDB cannot hold (ending in a space) are refused before anything changes, each
+/// named, where the server would refuse the first part way through the copy.
+#[test]
+fn names_mariadb_cannot_hold_are_refused_before_a_copy_changes_anything() {
+    let source = Db::fresh("copy_odd_to_maria");
+    source.exec(&odd_source());
+    let target = MariaDb::fresh("copy_odd_maria_in");
+    let (code, out) = copy(&source.conninfo, &target.url, &[]);
+    assert_eq!(code, 2, "{out}");
+    for said in [
+        "MariaDB cannot hold these names as they are",
+        r#"table "p'x" ; " of s"; -- $$ \ ü.p'x" ; : a name there cannot end in a space"#,
+        r#"column "ü " of"#,
+        "--exclude",
+    ] {
+        assert!(out.contains(said), "{said:?} not in:\n{out}");
+    }
+    assert!(target.rows("SHOW TABLES").is_empty());
+}

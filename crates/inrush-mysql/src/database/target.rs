@@ -89,6 +89,25 @@ impl SchemaTarget for MysqlSchemaTarget {
         design(table, source)
     }
 
+    /// MariaDB's identifiers (its manual, "Identifier Names"): at most 64 characters, none past
+    /// Unicode's Basic Multilingual Plane (an emoji), no NUL, no space at the end. A schema
+    /// names nothing here (one namespace), a primary key is always `PRIMARY`.
+    fn refuses_name(&self, kind: &str, name: &str) -> Option<String> {
+        if matches!(kind, "schema" | "primary key") {
+            return None;
+        }
+        if name.ends_with(' ') {
+            return Some("a name there cannot end in a space".into());
+        }
+        if name.chars().count() > 64 {
+            return Some("a name there is at most 64 characters".into());
+        }
+        if name.chars().any(|c| c == '\0' || u32::from(c) > 0xFFFF) {
+            return Some("a name there holds only characters of Unicode's Basic Multilingual Plane (no emoji), and no NUL".into());
+        }
+        None
+    }
+
     fn run(
         &self,
         step: &Step,

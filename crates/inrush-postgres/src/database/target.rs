@@ -65,6 +65,12 @@ impl SchemaTarget for PgSchemaTarget {
         design(table, source)
     }
 
+    /// PostgreSQL cuts a longer name to its first 63 bytes (NAMEDATALEN - 1), with a notice
+    /// only, so two names could become one, and a key's name is not its source's.
+    fn refuses_name(&self, _: &str, name: &str) -> Option<String> {
+        (name.len() > 63).then(|| format!("{} bytes, where a name there is at most 63", name.len()))
+    }
+
     fn run(
         &self,
         step: &Step,
