@@ -34,21 +34,13 @@ pub enum Waited<E> {
 }
 
 impl<'a> Patience<'a> {
-    /// A load's: its second Ctrl-C stops the waiting, its reporter hears of it.
-    pub fn of_load(interrupt: &'a Interrupt, reporter: &'a dyn Reporter) -> Self {
+    /// A second stop of `interrupt` ends the waiting, `reporter` hears of it. With no
+    /// interrupt (`inrush recover`, which has no signal handler of its own), Ctrl-C ends the
+    /// process, and what it did not put back stays journaled.
+    pub fn new(interrupt: Option<&'a Interrupt>, reporter: &'a dyn Reporter) -> Self {
         Patience {
-            interrupt: Some(interrupt),
+            interrupt,
             reporter,
-            limit: REBUILD_LOCK_WAIT,
-        }
-    }
-
-    /// For a command with no signal handler of its own (`inrush recover`: Ctrl-C ends it, and
-    /// what it did not put back stays journaled).
-    pub fn unattended() -> Patience<'static> {
-        Patience {
-            interrupt: None,
-            reporter: &inrush_core::Silent,
             limit: REBUILD_LOCK_WAIT,
         }
     }

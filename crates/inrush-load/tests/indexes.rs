@@ -175,7 +175,9 @@ fn a_dead_loaders_indexes_come_back_through_recover_or_the_next_load() {
     let before = definitions(&mut db);
     assert_eq!(drop_like_a_dead_loader(&db, |i| !i.unique, false).len(), 3);
     assert_ne!(definitions(&mut db), before);
-    let restored = pipeline::recover(&db.target, None).unwrap().restored;
+    let restored = pipeline::recover(&db.target, None, &inrush_core::Silent)
+        .unwrap()
+        .restored;
     assert_eq!(restored.len(), 3);
     assert_eq!(definitions(&mut db), before);
     assert_eq!(journal_len(&mut db), 0);
@@ -292,7 +294,7 @@ fn recover_brings_back_foreign_keys_too() {
     drop_like_a_dead_loader(&db, |_| false, true);
     assert!(constraints(&mut db).is_empty());
     assert_eq!(
-        pipeline::recover(&db.target, Some("t"))
+        pipeline::recover(&db.target, Some("t"), &inrush_core::Silent)
             .unwrap()
             .restored
             .len(),
@@ -428,7 +430,7 @@ fn recover_attaches_a_key_whose_index_was_built_before_the_loader_died() {
     // Step one of the rebuild happened (the unique index), step two (the constraint) did not.
     db.exec("CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)");
     assert_eq!(
-        pipeline::recover(&db.target, Some("t"))
+        pipeline::recover(&db.target, Some("t"), &inrush_core::Silent)
             .unwrap()
             .restored
             .len(),
@@ -534,7 +536,7 @@ fn partitioned_indexes_are_rebuilt_partition_by_partition_under_their_names() {
     db.exec("TRUNCATE t");
     drop_like_a_dead_loader(&db, |i| !i.unique, false);
     assert_ne!(every_index(&mut db), before);
-    pipeline::recover(&db.target, Some("t")).unwrap();
+    pipeline::recover(&db.target, Some("t"), &inrush_core::Silent).unwrap();
     assert_eq!(every_index(&mut db), before);
 }
 
@@ -772,7 +774,7 @@ fn rebuilt_definitions_keep_every_property() {
     // `inrush recover`.
     assert_eq!(drop_like_a_dead_loader(&db, |_| true, true).len(), 7);
     assert_ne!(catalog_snapshot(&mut db), before);
-    pipeline::recover(&db.target, Some("t")).unwrap();
+    pipeline::recover(&db.target, Some("t"), &inrush_core::Silent).unwrap();
     assert_catalog_is(&mut db, &before, "after recover");
     assert_eq!(journal_len(&mut db), 0);
 }
@@ -834,7 +836,7 @@ fn rebuilt_partitioned_indexes_keep_every_property() {
     assert_catalog_is(&mut db, &before, "after a load");
 
     drop_like_a_dead_loader(&db, |i| !i.unique, false);
-    pipeline::recover(&db.target, Some("t")).unwrap();
+    pipeline::recover(&db.target, Some("t"), &inrush_core::Silent).unwrap();
     assert_catalog_is(&mut db, &before, "after recover");
     assert_eq!(journal_len(&mut db), 0);
 }

@@ -788,7 +788,7 @@ fn recover_decides_the_prepared_transactions_a_dead_load_left() {
             "BEGIN; INSERT INTO side VALUES ({x}); PREPARE TRANSACTION 'inrush_{load}_{n}'"
         ));
     }
-    let recovered = inrush_postgres::load::recover(&db.target, None).unwrap();
+    let recovered = inrush_postgres::load::recover(&db.target, None, &inrush_core::Silent).unwrap();
     let (mut committed, mut rolled_back) = (
         recovered.prepared.committed.clone(),
         recovered.prepared.rolled_back.clone(),

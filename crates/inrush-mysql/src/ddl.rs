@@ -199,7 +199,17 @@ pub async fn pending(conn: &mut Conn, table: Option<(&str, &str)>) -> Result<Vec
 /// Adds journaled indexes back, one `ALTER TABLE` per table, and clears their journal rows.
 /// An index that exists already (a restore that finished before its journal row was deleted)
 /// is only cleared. Disabled keys are enabled again (which does nothing when they are).
+/// Each `ALTER TABLE` waits for a table another session keeps open at most
+/// [`inrush_load::patience::REBUILD_LOCK_WAIT`] (`lock_wait_timeout`, a year by default).
 pub async fn restore(conn: &mut Conn, indexes: &[Dropped]) -> Result<()> {
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    let bound = format!(
+        "SET SESSION lock_wait_timeout = {}",
+        inrush_load::patience::REBUILD_LOCK_WAIT.as_secs()
+    );
+    conn.query_drop(&bound).await.map_err(engine_error(bound))?;
     let mut tables: Vec<(&str, &str)> = indexes
         .iter()
         .map(|d| (d.schema.as_str(), d.table.as_str()))

@@ -505,7 +505,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         }
         Command::Recover(args) => {
             let to = args.to.as_deref().unwrap_or("");
-            let recovered = engines::named(to).recover(to, args.table.as_deref())?;
+            let told = report::ProgressReporter::new(false);
+            let recovered = engines::named(to).recover(to, args.table.as_deref(), &told)?;
             report::print_recovered(&recovered, args.json)?;
             Ok(Outcome::Done)
         }

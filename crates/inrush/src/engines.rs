@@ -6,6 +6,7 @@ use anyhow::Result;
 use inrush_core::database::{SchemaSource, SchemaTarget};
 use inrush_core::ledger::LoadStatus;
 use inrush_core::query::QueryServer;
+use inrush_core::Reporter;
 use inrush_load::job::{JobOutcome, JobStep};
 pub use inrush_load::summary::Recovered;
 use inrush_load::target::Target;
@@ -58,7 +59,7 @@ pub trait Engine: Sync {
     fn status(&self, to: &str, table: Option<&str>) -> Result<(Vec<LoadStatus>, &'static str)>;
 
     /// `inrush recover`: puts back what loads that died left, and says what it did.
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered>;
+    fn recover(&self, to: &str, table: Option<&str>, reporter: &dyn Reporter) -> Result<Recovered>;
 
     /// A distributed write's coordinator (`inrush.spark`): one step of job `job`, whose tasks
     /// load with `--prepare` (see [`inrush_load::job`]).
@@ -150,8 +151,9 @@ impl Engine for Postgres {
         )?)
     }
 
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
-        let recovered = inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table)?;
+    fn recover(&self, to: &str, table: Option<&str>, reporter: &dyn Reporter) -> Result<Recovered> {
+        let recovered =
+            inrush_postgres::load::recover(&ConnectOptions::parse(to)?, table, reporter)?;
         Ok(recovered.report())
     }
 }
@@ -202,7 +204,7 @@ impl Engine for Mariadb {
         )?)
     }
 
-    fn recover(&self, to: &str, table: Option<&str>) -> Result<Recovered> {
+    fn recover(&self, to: &str, table: Option<&str>, _: &dyn Reporter) -> Result<Recovered> {
         Ok(inrush_mysql::recover(&MysqlOptions::parse(to)?, table)?.report())
     }
 }
@@ -259,7 +261,7 @@ impl Engine for Sqlite {
         Ok((loads, "inrush_load_ledger"))
     }
 
-    fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {
+    fn recover(&self, to: &str, _: Option<&str>, _: &dyn Reporter) -> Result<Recovered> {
         Self::path(to)?;
         Ok(inrush_sqlite::recover())
     }
@@ -309,7 +311,7 @@ impl Engine for Odbc {
         Ok((target.status(table)?, "inrush_odbc_ledger"))
     }
 
-    fn recover(&self, to: &str, _: Option<&str>) -> Result<Recovered> {
+    fn recover(&self, to: &str, _: Option<&str>, _: &dyn Reporter) -> Result<Recovered> {
         Self::connection(to)?;
         Ok(Recovered {
             nothing: "a load over ODBC changes no definition and commits all or nothing",

@@ -344,9 +344,20 @@ fn a_second_ctrl_c_while_the_rebuild_waits_for_a_lock_keeps_the_rows_and_leaves_
         assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     }
     assert_eq!(db.int("SELECT count(*) FROM t"), ROWS as i64, "{stderr}");
+    // `recover` waits for the session too, and says so.
+    let pid = holder_pid(&mut holder);
+    let recovering = std::process::Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args(["recover", "--to", &db.conninfo, "--table", "t"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
     holder.batch_execute("COMMIT").unwrap();
-    let (code, said) = recover(&db);
+    let (code, said) = inrush_testkit::finish(recovering);
     assert_eq!(code, 0, "{said}");
+    let waited = format!("which another session keeps open: pid {pid} ");
+    assert!(said.contains(&waited), "expected {waited:?} in:\n{said}");
     assert_put_back(&[&db], &[before], &stderr);
 }
 

@@ -22,7 +22,7 @@ use crate::writer::{self, ChunkWriter, Conflict, Method};
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
-use inrush_load::patience::{gave_up, REBUILD_LOCK_WAIT};
+use inrush_load::patience::gave_up;
 use inrush_load::plan::IndexAction;
 use inrush_load::summary::Log;
 use inrush_load::support::{Feature, Support};
@@ -797,7 +797,7 @@ impl RowWriter for &Encoder {
 }
 
 /// Puts `dropped` back, waiting for a table another session keeps open at most
-/// [`REBUILD_LOCK_WAIT`], or until a second stop. Unlike PostgreSQL's rebuild, which asks for
+/// [`inrush_load::patience::REBUILD_LOCK_WAIT`] ([`ddl::restore`]), or until a second stop. Unlike PostgreSQL's rebuild, which asks for
 /// its lock a moment at a time ([`inrush_load::patience`]), it asks once: MariaDB's `ALTER TABLE`
 /// takes the table's metadata lock again at its end, where an attempt given up would throw the
 /// built indexes away.
@@ -807,11 +807,6 @@ async fn restore_bounded(
     dropped: &[ddl::Dropped],
     opts: &LoadOptions,
 ) -> Result<()> {
-    let bound = format!(
-        "SET SESSION lock_wait_timeout = {}",
-        REBUILD_LOCK_WAIT.as_secs()
-    );
-    conn.query_drop(&bound).await.map_err(engine_error(bound))?;
     let started = Instant::now();
     let watch = writer::lock_wait_watch(options, conn.id(), &opts.interrupt);
     let restored = ddl::restore(conn, dropped).await;

@@ -99,7 +99,13 @@ pub(super) async fn finish(
     ddl::wait_for_claim(control, table.oid, true).await?;
     let restored = async {
         let pending = ddl::pending(control, Some(table.oid)).await?;
-        ddl::restore(target, &pending, 2, &Patience::unattended()).await?;
+        ddl::restore(
+            target,
+            &pending,
+            2,
+            &Patience::new(None, &inrush_core::Silent),
+        )
+        .await?;
         Ok::<_, crate::Error>(pending)
     }
     .await

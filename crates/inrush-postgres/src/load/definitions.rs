@@ -158,7 +158,7 @@ pub(super) fn restore(
 ) -> Result<()> {
     let (control, table, dropped) = (&load.control, &load.table, &load.dropped);
     let lanes = opts.connections.max(1);
-    let patience = Patience::of_load(&opts.interrupt, reporter);
+    let patience = Patience::new(Some(&opts.interrupt), reporter);
     // Every server's, whatever another's restore did: none is left without its indexes.
     let on_shards: Vec<crate::Result<()>> = dropped
         .shards
@@ -288,7 +288,11 @@ impl Recovered {
 /// `inrush recover`: decides the prepared transactions a load that died in its two-phase commit
 /// left (whatever `table`), then recreates what the DDL journal holds (for one table, or all),
 /// except the definitions of a table another inrush session is loading or recovering.
-pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered> {
+pub fn recover(
+    target: &ConnectOptions,
+    table: Option<&str>,
+    reporter: &dyn Reporter,
+) -> Result<Recovered> {
     let runtime = inrush_load::target::runtime()?;
     Ok(runtime.block_on(async {
         let client = target.connect().await?;
@@ -314,7 +318,7 @@ pub fn recover(target: &ConnectOptions, table: Option<&str>) -> Result<Recovered
                 continue;
             }
             let of_table: Vec<ddl::JournalEntry> = of_table.cloned().collect();
-            ddl::restore(target, &of_table, 4, &Patience::unattended()).await?;
+            ddl::restore(target, &of_table, 4, &Patience::new(None, reporter)).await?;
             recovered.restored.extend(of_table);
         }
         Ok::<_, crate::Error>(recovered)

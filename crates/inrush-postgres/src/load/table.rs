@@ -157,7 +157,7 @@ async fn open_table(
             leftovers.len(),
             table.qualified()
         );
-        let patience = Patience::of_load(&opts.interrupt, &inrush_core::Silent);
+        let patience = Patience::new(Some(&opts.interrupt), &inrush_core::Silent);
         ddl::restore(target, &leftovers, opts.connections.max(1), &patience).await?;
     }
     Ok((session, table, claim))
