@@ -81,6 +81,18 @@ impl Holder {
         )
     }
 
+    /// From a row of pid, application, user, state, seconds in it, and lock, in that order.
+    fn from_row(row: &tokio_postgres::Row) -> Holder {
+        Holder {
+            pid: row.get(0),
+            application: row.get(1),
+            user: row.get(2),
+            state: row.get(3),
+            seconds: row.get(4),
+            lock: row.get(5),
+        }
+    }
+
     /// `pid 12 (psql, user ann, idle in transaction for 40 s)`.
     pub fn session(&self) -> String {
         let application = match self.application.as_str() {
@@ -108,14 +120,7 @@ pub async fn holders_of(client: &Client, oid: u32) -> Result<Vec<Holder>> {
             "looking for the sessions that keep the table open",
         ))?
         .iter()
-        .map(|row| Holder {
-            pid: row.get(0),
-            application: row.get(1),
-            user: row.get(2),
-            state: row.get(3),
-            seconds: row.get(4),
-            lock: row.get(5),
-        })
+        .map(Holder::from_row)
         .collect())
 }
 
@@ -139,14 +144,8 @@ pub async fn outside_holder(client: &Client, pids: &[i32]) -> Result<Option<Hold
         .query_opt(sql, &[&pids])
         .await
         .map_err(query_error("looking for a session the load waits on"))?
-        .map(|row| Holder {
-            pid: row.get(0),
-            application: row.get(1),
-            user: row.get(2),
-            state: row.get(3),
-            seconds: row.get(4),
-            lock: row.get(5),
-        }))
+        .as_ref()
+        .map(Holder::from_row))
 }
 
 /// Connections the server would still accept from an ordinary user: `max_connections` less the

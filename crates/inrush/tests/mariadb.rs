@@ -1058,25 +1058,38 @@ fn a_signal_ends_a_load_that_waits_for_a_lock_and_puts_its_index_back() {
     assert_table(&db, &before, "0");
 }
 
+/// A load of `c` (its input in `dir`) whose rebuild after the commit waits: a session that read `c` (`reader`, a
+/// statement that sleeps) holds its metadata lock, which the load's writes go on beside but
+/// the ALTER TABLE that builds the index again waits for. The load (held on `p`'s row by
+/// `row` until the reader is in), the reader's session, and `c`'s definition before.
+fn rebuild_kept_waiting(
+    db: &MariaDb,
+    dir: &std::path::Path,
+    row: &str,
+    reader: &str,
+) -> (std::process::Child, std::process::Child, String) {
+    let (csv, before) = signal_table(db, dir);
+    let (load, mut holding_row) = start_held_load(db, &csv, row);
+    let reading = hold(db, "SELECT COUNT(*) FROM c", reader);
+    end_session(db, row);
+    let _ = holding_row.wait();
+    wait_until(
+        db,
+        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
+           AND info LIKE 'ALTER TABLE%ADD%' AND state LIKE '%metadata lock%'",
+    );
+    (load, reading, before)
+}
+
 /// A signal while the index is built again, after the commit, says the rows stay; the index
 /// is finished, the statistics skipped, and the load ends as loaded.
 #[test]
 fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     let db = MariaDb::fresh("signal_commit");
     let dir = shared_dir();
-    let (csv, before) = signal_table(&db, dir.path());
-    let (row, reader) = ("SELECT SLEEP(61)", "SELECT SLEEP(62)");
-    let (load, mut holding_row) = start_held_load(&db, &csv, row);
-    // A session that read `c` holds its metadata lock: the load's writes go on beside it, but
-    // the ALTER TABLE that builds the index again after the commit waits for it.
-    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
-    end_session(&db, row);
-    let _ = holding_row.wait();
-    wait_until(
-        &db,
-        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
-           AND info LIKE 'ALTER TABLE%ADD%' AND state LIKE '%metadata lock%'",
-    );
+    let reader = "SELECT SLEEP(62)";
+    let (load, mut reading, before) =
+        rebuild_kept_waiting(&db, dir.path(), "SELECT SLEEP(61)", reader);
     signal(&load);
     std::thread::sleep(std::time::Duration::from_millis(200));
     end_session(&db, reader);
@@ -1102,17 +1115,9 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
 fn a_second_signal_while_the_rebuild_waits_for_a_metadata_lock_leaves_the_index_to_recover() {
     let db = MariaDb::fresh("signal_rebuild");
     let dir = shared_dir();
-    let (csv, before) = signal_table(&db, dir.path());
-    let (row, reader) = ("SELECT SLEEP(65)", "SELECT SLEEP(66)");
-    let (load, mut holding_row) = start_held_load(&db, &csv, row);
-    let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
-    end_session(&db, row);
-    let _ = holding_row.wait();
-    wait_until(
-        &db,
-        "SELECT COUNT(*) FROM information_schema.processlist WHERE db = DATABASE() \
-           AND info LIKE 'ALTER TABLE%ADD%' AND state LIKE '%metadata lock%'",
-    );
+    let reader = "SELECT SLEEP(66)";
+    let (load, mut reading, before) =
+        rebuild_kept_waiting(&db, dir.path(), "SELECT SLEEP(65)", reader);
     signal(&load);
     std::thread::sleep(std::time::Duration::from_millis(200));
     signal(&load);
