@@ -65,8 +65,13 @@ pub(crate) fn pg_timestamp(v: i64, unit: TimeUnit) -> Option<i64> {
 }
 
 /// A time of day of `unit` as microseconds since midnight, as the server reads its text form;
-/// `None` outside 00:00:00..24:00:00 (invalid Arrow data: the server decides).
+/// `None` outside 00:00:00..24:00:00 (invalid Arrow data: the server decides). A negative value
+/// is `None` before any rounding: its text (`-00:00:00.000000001`) is refused, where rounding
+/// would make it midnight.
 pub(crate) fn pg_time(v: i64, unit: TimeUnit) -> Option<i64> {
+    if v < 0 {
+        return None;
+    }
     let (secs, nanos) = split_timestamp(v, unit);
     let us = secs.checked_mul(USECS_PER_SEC)? + nanos_to_micros(nanos);
     (0..=USECS_PER_DAY).contains(&us).then_some(us)

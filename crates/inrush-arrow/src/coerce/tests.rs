@@ -479,10 +479,14 @@ fn times() {
     assert_eq!(assert_equivalent(&s, &time(-1)), 2);
     let ms = Time32MillisecondArray::from(vec![1, 86_399_999]);
     assert_eq!(assert_equivalent(&ms, &time(1)), 2);
-    let ns = Time64NanosecondArray::from(vec![86_399_999_999_999, 1_000]);
+    let ns = Time64NanosecondArray::from(vec![86_399_999_999_999, 1_000, -1]);
     let c = coercion(&ns, &time(-1));
     assert_eq!(text(&c, &ns, 0), "23:59:59.999999999");
     assert_eq!(encode(&c, &ns, 0).unwrap(), 86_400_000_000i64.to_be_bytes());
+    // A nanosecond before midnight is no time of day: the server refuses its text, where
+    // rounding it to microseconds would have made it 00:00:00.
+    assert_eq!(text(&c, &ns, 2), "-00:00:00.000000001");
+    assert_eq!(encode(&c, &ns, 2), Err(EncodeError::Deferred));
     assert_eq!(assert_equivalent(&ns, &time(-1)), 1);
 }
 
