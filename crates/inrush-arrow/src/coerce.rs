@@ -131,13 +131,7 @@ impl Coercion {
                 };
                 (path, style_for(*elem))
             }
-            ValueType::Unsupported => (
-                Path::Server,
-                Style {
-                    json: false,
-                    uuid: false,
-                },
-            ),
+            ValueType::Unsupported => (Path::Server, Style::default()),
         };
         Ok(Coercion {
             value_type: value_type.clone(),
@@ -186,6 +180,10 @@ fn style_for(scalar: ScalarType) -> Style {
     Style {
         json: matches!(scalar, ScalarType::Json | ScalarType::Jsonb),
         uuid: scalar == ScalarType::Uuid,
+        integer: matches!(
+            scalar,
+            ScalarType::Int2 | ScalarType::Int4 | ScalarType::Int8
+        ),
     }
 }
 

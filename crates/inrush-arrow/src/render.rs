@@ -14,12 +14,15 @@ use std::fmt::Write;
 use std::ops::Range;
 
 /// How non-string values are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Style {
     /// The target reads JSON (json, jsonb, or arrays of them): non-strings become JSON values.
     pub json: bool,
     /// The target reads uuids: 16-byte fixed-size binaries are written as uuid text.
     pub uuid: bool,
+    /// The target reads integers: a whole float is written as one, every digit, where
+    /// float8out's `1e+15` (and float4out's `1.6777216e+07`) is no integer's text.
+    pub integer: bool,
 }
 
 /// The dictionary's values array and index for row `row`, or the array itself.
@@ -256,14 +259,18 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
                 "false"
             });
         }
-        DataType::Float32 => write_float(
+        DataType::Float32 => write_number(
             array.as_primitive::<Float32Type>().value(row).into(),
             true,
+            style,
             out,
         ),
-        DataType::Float64 => {
-            write_float(array.as_primitive::<Float64Type>().value(row), false, out)
-        }
+        DataType::Float64 => write_number(
+            array.as_primitive::<Float64Type>().value(row),
+            false,
+            style,
+            out,
+        ),
         DataType::Decimal32(_, s) => {
             let v = array.as_primitive::<Decimal32Type>().value(row);
             write_decimal(itoa::Buffer::new().format(v), *s, out);
@@ -417,6 +424,17 @@ pub(crate) fn write_decimal(digits: &str, scale: i8, out: &mut String) {
     }
 }
 
+/// A float as `write_float` prints it, or a whole one as an integer for a target that reads
+/// integers (`{:.0}` prints a float's exact value).
+fn write_number(v: f64, single: bool, style: Style, out: &mut String) {
+    match style.integer && v.is_finite() && v.fract() == 0.0 {
+        true => {
+            let _ = write!(out, "{v:.0}");
+        }
+        false => write_float(v, single, out),
+    }
+}
+
 /// A float as `float8out`/`float4out` print it with extra_float_digits >= 1: the shortest text
 /// that reads back as the same value, fixed-point for decimal exponents -4..15 (-4..6 for a
 /// float4) and `d.ddde+XX` otherwise; `NaN`, `Infinity`, `-Infinity`.
@@ -510,7 +528,7 @@ pub(crate) fn json_value(array: &dyn Array, row: usize, out: &mut String) {
     let (array, row) = resolve(array, row);
     let style = Style {
         json: true,
-        uuid: false,
+        ..Style::default()
     };
     match array.data_type() {
         DataType::Boolean
@@ -578,15 +596,7 @@ pub(crate) fn json_value(array: &dyn Array, row: usize, out: &mut String) {
                 }
                 key.clear();
                 if !is_null(keys.as_ref(), i) {
-                    value_text(
-                        keys.as_ref(),
-                        i,
-                        Style {
-                            json: false,
-                            uuid: false,
-                        },
-                        &mut key,
-                    );
+                    value_text(keys.as_ref(), i, Style::default(), &mut key);
                 }
                 json_string(&key, out);
                 out.push(':');
@@ -596,15 +606,7 @@ pub(crate) fn json_value(array: &dyn Array, row: usize, out: &mut String) {
         }
         _ => {
             let mut text = String::new();
-            scalar_text(
-                array,
-                row,
-                Style {
-                    json: false,
-                    uuid: false,
-                },
-                &mut text,
-            );
+            scalar_text(array, row, Style::default(), &mut text);
             json_string(&text, out);
         }
     }

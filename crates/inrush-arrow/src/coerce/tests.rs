@@ -867,7 +867,12 @@ fn whole_floats_into_integers() {
         encode(&c, &a, 1),
         refused("invalid input syntax for type smallint: \"3.5\"")
     );
-    assert_eq!(text(&c, &a, 3), "1e+20");
+    // Every digit, so that the integer's input refuses it for its range, not its spelling.
+    assert_eq!(text(&c, &a, 3), "100000000000000000000");
+    assert_eq!(
+        encode(&c, &a, 3),
+        refused("value \"100000000000000000000\" is out of range for type smallint")
+    );
     assert_eq!(
         encode(&c, &a, 6),
         refused("value \"32768\" is out of range for type smallint")
@@ -875,6 +880,14 @@ fn whole_floats_into_integers() {
     for t in &int_targets() {
         assert_eq!(assert_equivalent(&a, t), a.len());
     }
+    // Whole values past float8out's fixed-point range load too, every digit kept.
+    let big = Float64Array::from(vec![1e15, 9_007_199_254_740_992.0]);
+    let int8 = &int_targets()[2];
+    let c = coercion(&big, int8);
+    assert_eq!(text(&c, &big, 0), "1000000000000000");
+    assert_eq!(encode(&c, &big, 1).unwrap(), (1i64 << 53).to_be_bytes());
+    let single = Float32Array::from(vec![16_777_216.0]);
+    assert_eq!(text(&coercion(&single, int8), &single, 0), "16777216");
 }
 
 #[test]
@@ -1044,10 +1057,7 @@ fn sliced_arrays_read_their_own_rows_and_nulls() {
 fn native_text_forms_match_the_rendered_ones() {
     // `Prepared::text` writes strings, integers, decimals and dates from their native values;
     // the reference is `render::value_text`, which looks at the array's type for every value.
-    let plain = Style {
-        json: false,
-        uuid: false,
-    };
+    let plain = Style::default();
     let t = scalar(ScalarType::Text, -1, "text");
     let dict: DictionaryArray<Int8Type> = DictionaryArray::new(
         Int8Array::from(vec![1, 0, 1]),
