@@ -447,36 +447,15 @@ pub(crate) fn write_float(v: f64, single: bool, out: &mut String) {
         out.push_str(if v > 0.0 { "Infinity" } else { "-Infinity" });
         return;
     }
-    // Rust's `{:e}` prints the shortest round-trip digits (for the value's own width).
-    let start = out.len();
-    if single {
-        let _ = write!(out, "{:e}", v as f32);
-    } else {
-        let _ = write!(out, "{v:e}");
-    }
-    let mut digits = [0u8; 24];
-    let mut n = 0;
-    let mut neg = false;
-    let mut exp: i32 = 0;
-    {
-        let s = &out.as_bytes()[start..];
-        let mut i = 0;
-        if s.first() == Some(&b'-') {
-            neg = true;
-            i = 1;
-        }
-        while i < s.len() && s[i] != b'e' {
-            if s[i].is_ascii_digit() && n < digits.len() {
-                digits[n] = s[i];
-                n += 1;
-            }
-            i += 1;
-        }
-        if let Some(e) = s.get(i + 1..).and_then(|e| std::str::from_utf8(e).ok()) {
-            exp = e.parse().unwrap_or(0);
-        }
-    }
-    out.truncate(start);
+    // Ryu, the algorithm PostgreSQL's own float8out/float4out run (src/common/d2s.c, f2s.c),
+    // so that a tie between two shortest spellings rounds as the server's does (to even);
+    // core::fmt's shortest digits round such a tie up.
+    let mut buffer = ryu::Buffer::new();
+    let text = match single {
+        true => buffer.format_finite(v as f32),
+        false => buffer.format_finite(v),
+    };
+    let (neg, digits, n, exp) = decimal_digits(text);
     let digits = &digits[..n];
     if neg {
         out.push('-');
@@ -514,6 +493,40 @@ pub(crate) fn write_float(v: f64, single: bool, out: &mut String) {
             if exp < 0 { '-' } else { '+' },
             exp.unsigned_abs()
         );
+    }
+}
+
+/// Ryu's text (`-822949374346612.2`, `0.0001`, `1e16`, `1.5e-7`) as its sign, its significant
+/// digits (the first `n` of the array, no zeros either side) and the first digit's decimal
+/// exponent: `-822949374346612.2` is (true, "8229493743466122", 16, 14).
+fn decimal_digits(text: &str) -> (bool, [u8; 24], usize, i32) {
+    let (neg, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match text.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let int_len = mantissa.find('.').unwrap_or(mantissa.len()) as i32;
+    let mut digits = [b'0'; 24];
+    let (mut n, mut zeros) = (0, 0);
+    for d in mantissa.bytes().filter(u8::is_ascii_digit) {
+        match (n, d) {
+            (0, b'0') => zeros += 1,
+            _ if n < digits.len() => {
+                digits[n] = d;
+                n += 1;
+            }
+            _ => {}
+        }
+    }
+    while n > 1 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    match n {
+        0 => (neg, digits, 1, 0),
+        _ => (neg, digits, n, int_len - 1 - zeros + exp),
     }
 }
 

@@ -344,6 +344,15 @@ fn floats() {
     assert_eq!(text(&c, &nan, 0), "NaN");
     let c = coercion(&s, &num);
     assert_eq!(text(&c, &Float32Array::from(vec![0.1f32]), 0), "0.1");
+    // Halfway between two shortest spellings, float8out rounds to the even one:
+    // '-822949374346612.25'::float8::text is -822949374346612.2, and so is the numeric.
+    // (-822949374346612.25 as a sum: clippy would have the literal shortened.)
+    let tie = Float64Array::from(vec![-(822_949_374_346_612.0 + 0.25), 0.125, 1e-5, 1.5e300]);
+    let c = coercion(&tie, &num);
+    assert_eq!(text(&c, &tie, 0), "-822949374346612.2");
+    assert_eq!(text(&c, &tie, 1), "0.125");
+    assert_eq!(text(&c, &tie, 2), "1e-05");
+    assert_eq!(text(&c, &tie, 3), "1.5e+300");
 }
 
 #[test]
