@@ -18,6 +18,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
+import shutil
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -32,6 +36,22 @@ from inrush.errors import (
     UnfinishedError,
     UsageError,
 )
+
+
+def _spelling() -> str:
+    """How inrush's messages spell the command so that it runs as printed: ``inrush`` when the
+    ``PATH`` finds this package's own script, else this Python with ``-m inrush``."""
+    found = shutil.which("inrush")
+    script = os.path.join(sysconfig.get_path("scripts"), "inrush")
+    try:
+        if found and os.path.samefile(found, script):
+            return "inrush"
+    except OSError:
+        pass
+    return f"{shlex.quote(sys.executable)} -m inrush"
+
+
+_inrush.spell_command_as(_spelling())
 
 __all__ = [
     "load",

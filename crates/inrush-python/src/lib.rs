@@ -29,6 +29,13 @@ fn main(py: Python<'_>, argv: Vec<String>) -> u8 {
     py.detach(|| inrush::main(argv.into_iter().map(Into::into)))
 }
 
+/// Has inrush's messages spell the command as `spelling`: the process is Python's, so its own
+/// path would not run inrush.
+#[pyfunction]
+fn spell_command_as(spelling: String) {
+    inrush::spell_command_as(spelling)
+}
+
 /// Loads as `inrush load <argv>` would; `stream` (any object with `__arrow_c_stream__`, or a
 /// pyarrow RecordBatchReader) replaces the inputs. Returns the summary as JSON (what
 /// `--json` prints).
@@ -282,6 +289,7 @@ fn _inrush(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(spell_command_as, m)?)?;
     m.add_function(wrap_pyfunction!(job, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

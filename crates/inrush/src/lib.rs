@@ -23,10 +23,22 @@ pub mod report;
 use clap::Parser;
 use std::io::IsTerminal;
 
+/// The spelling a front end that runs this code in its own process has set (the Python
+/// package, whose process is `python`), before any message is written.
+static SPELLING: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Has the messages spell the command as `spelling` (`inrush`, or `python -m inrush`).
+pub fn spell_command_as(spelling: String) {
+    let _ = SPELLING.set(spelling);
+}
+
 /// How the messages spell the command so that it runs as printed: `inrush` when that is what
 /// the `PATH` finds for this very program, else this program's path (a fresh checkout's
 /// `target/release/inrush` is on no `PATH`).
 pub fn command() -> String {
+    if let Some(spelling) = SPELLING.get() {
+        return spelling.clone();
+    }
     let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
         return "inrush".into();
     };
