@@ -3,7 +3,9 @@
 # text and typed, loaded both by inrush and by PostgreSQL's own COPY (a private PostgreSQL 18),
 # typed files by inrush and by MariaDB's strict LOAD DATA INFILE (a private MariaDB 10.11), and
 # typed files into SQLite tables, ordinary and STRICT, against what the shell's .import stores,
-# and JSON lines against PostgreSQL's json_populate_record; the six at once. Prints, for each, the files tried, how many both refused, and every
+# and JSON lines against PostgreSQL's json_populate_record; the six at once. Alongside them,
+# python/tests/test_fuzz.py: Arrow tables (Parquet, IPC, in memory) against COPY of each value's
+# text. Prints, for each, the files or tables tried, how many both refused, and every
 # difference found with its file.
 #   scripts/fuzz.sh --minutes 30            # a new seed each run (printed)
 #   scripts/fuzz.sh --minutes 5 --seed 42   # the same files again
@@ -20,7 +22,15 @@ while [ $# -gt 0 ]; do
 done
 scripts/setup.sh
 scripts/mariadb.sh install
+VIRTUAL_ENV="$PWD/.venv" .venv/bin/maturin develop --locked 2>&1 | tail -n 1
 echo "fuzz.sh: $minutes minutes from seed $seed"
-INRUSH_FUZZ_MINUTES=$minutes INRUSH_FUZZ_SEED=$seed \
-  cargo test --locked -p inrush --test fuzz -- --nocapture --test-threads 6 2>&1 \
-  | grep -E '^(fuzz:|file |  )|test result|panicked'
+export INRUSH_FUZZ_MINUTES=$minutes INRUSH_FUZZ_SEED=$seed
+# The Arrow fuzz runs beside the CSV ones, so that the run takes the minutes asked for.
+.venv/bin/python -m pytest python/tests/test_fuzz.py -q -p no:cacheprovider -s 2>&1 \
+  | grep -E '^(fuzz:|E  )|passed|failed' &
+arrow=$!
+status=0
+cargo test --locked -p inrush --test fuzz -- --nocapture --test-threads 6 2>&1 \
+  | grep -E '^(fuzz:|file |  )|test result|panicked' || status=$?
+wait "$arrow" || status=$?
+exit "$status"

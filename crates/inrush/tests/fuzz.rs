@@ -19,7 +19,9 @@
 //! PostgreSQL against its own `json_populate_record` of each line. A seeded run of
 //! `INRUSH_FUZZ_CASES` files (400 by default) runs with the tests; `scripts/fuzz.sh --minutes N`
 //! runs for N minutes (`INRUSH_FUZZ_MINUTES`) from a seed of its own (`INRUSH_FUZZ_SEED`), and
-//! prints the files tried and every difference found, each with its file.
+//! prints the files tried and every difference found, each with its file. Arrow input (Parquet,
+//! IPC, DataFrames) is fuzzed the same way from Python, where pyarrow builds its tables:
+//! `python/tests/test_fuzz.py`.
 //!
 //! Intended, and said in docs/loading.md: a UTF-8 byte order mark that opens a file is not
 //! read as data.
