@@ -175,6 +175,25 @@ impl ColumnCheck {
         }
     }
 
+    /// Appends a binary value's bytes as they are, for a column that stores bytes or text
+    /// (the server judges a text column's character set); `None` for a column that takes the
+    /// value's text form instead (`\x` hex, a uuid's text).
+    pub fn write_bytes(&self, bytes: &[u8], out: &mut Vec<u8>) -> Option<Result<(), String>> {
+        let written = match &self.kind {
+            Kind::Hex => Ok(()),
+            Kind::Bytes(limit) if bytes.len() as u64 > *limit => {
+                Err(format!("Data too long for column '{}'", self.name))
+            }
+            Kind::Bytes(_) => Ok(()),
+            Kind::Chars(_) => match std::str::from_utf8(bytes) {
+                Ok(text) => return Some(self.write(Some(text), false, out)),
+                Err(_) => Ok(()),
+            },
+            _ => return None,
+        };
+        Some(written.map(|()| escape_into(bytes, out)))
+    }
+
     fn write_null(&self, out: &mut Vec<u8>) -> Result<(), String> {
         if self.refuse_null {
             return Err(format!("Column '{}' cannot be null", self.name));

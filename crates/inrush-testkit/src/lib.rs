@@ -9,6 +9,7 @@
 //! - [`tls_server`] and [`tls_mariadb`]: a private PostgreSQL or MariaDB of a test's own with
 //!   TLS on, over TCP;
 //! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file;
+//! - [`bytes_parquet`]: a Parquet file of binary values;
 //! - [`proxy`]: a fault-injecting TCP proxy to put between inrush and a server: a lost answer,
 //!   a statement that never arrives, a stall, resets, latency, a bandwidth cap.
 
@@ -322,6 +323,23 @@ pub fn id_and_strings_parquet(
     let batch = RecordBatch::try_from_iter(columns).expect("a batch");
     let props = parquet::file::properties::WriterProperties::builder()
         .set_max_row_group_row_count(Some(group))
+        .build();
+    let file = std::fs::File::create(path).expect("create the Parquet file");
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))
+        .expect("a Parquet writer");
+    writer.write(&batch).expect("write the rows");
+    writer.close().expect("close the Parquet file");
+}
+
+/// A Parquet file of one Binary column `b`, `values` in order (`None`: NULL), in row groups of
+/// two rows.
+pub fn bytes_parquet(path: &std::path::Path, values: &[Option<&[u8]>]) {
+    use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
+    use std::sync::Arc;
+    let column: ArrayRef = Arc::new(BinaryArray::from(values.to_vec()));
+    let batch = RecordBatch::try_from_iter([("b", column)]).expect("a batch");
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_max_row_group_row_count(Some(2))
         .build();
     let file = std::fs::File::create(path).expect("create the Parquet file");
     let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))

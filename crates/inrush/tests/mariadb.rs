@@ -254,6 +254,77 @@ fn parquet_rows_load_as_the_server_reads_the_same_csv() {
     );
 }
 
+/// Parquet's binary values are stored as their bytes (every byte value, tab, line feed and
+/// backslash included), not as the `\x` hex of their text form; one too long for its column
+/// is refused with the server's words, and into a text column a value that is UTF-8 loads as
+/// its text.
+#[test]
+fn parquet_binary_values_load_as_their_bytes() {
+    let db = MariaDb::fresh("parquet_bytes");
+    let dir = shared_dir();
+    let path = dir.path().join("bytes.parquet");
+    let every: Vec<u8> = (0..=255).collect();
+    let values: [Option<&[u8]>; 5] = [
+        Some(&every),
+        Some(b"a\tb\nc\\d"),
+        Some(b""),
+        None,
+        Some(b"abc"),
+    ];
+    inrush_testkit::bytes_parquet(&path, &values);
+    db.exec(
+        "CREATE TABLE blobs (b BLOB); CREATE TABLE short (b VARBINARY(3)); \
+         CREATE TABLE texts (b VARCHAR(20))",
+    );
+    let load = |table: &str| {
+        let rejects = dir.path().join(format!("{table}.rejects"));
+        inrush(&[
+            "load",
+            path.to_str().unwrap(),
+            "--to",
+            &db.url,
+            "--table",
+            table,
+            "--max-errors",
+            "10",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--no-progress",
+        ])
+    };
+    let (code, out) = load("blobs");
+    assert_eq!(code, 0, "{out}");
+    let hex = |v: &[u8]| v.iter().map(|b| format!("{b:02X}")).collect::<String>();
+    let stored = db.rows("SELECT hex(b) FROM blobs ORDER BY length(b) DESC, b");
+    let expected = [
+        hex(&every),
+        hex(b"a\tb\nc\\d"),
+        hex(b"abc"),
+        String::new(),
+        "NULL".into(),
+    ];
+    assert_eq!(stored, expected);
+    let (code, out) = load("short");
+    assert_eq!(code, 6, "{out}");
+    let log = std::fs::read_to_string(dir.path().join("short.rejects.log")).unwrap();
+    assert_eq!(
+        log.matches("Data too long for column 'b'").count(),
+        2,
+        "{log}"
+    );
+    assert_eq!(
+        db.rows("SELECT hex(b) FROM short WHERE b IS NOT NULL ORDER BY b")
+            .len(),
+        2
+    );
+    let (code, out) = load("texts");
+    assert_eq!(code, 6, "{out}");
+    assert_eq!(
+        db.rows("SELECT hex(b) FROM texts WHERE b LIKE 'a%' ORDER BY b"),
+        [hex(b"a\tb\nc\\d"), hex(b"abc")]
+    );
+}
+
 #[test]
 fn on_conflict_skip_keeps_the_first_and_update_the_last() {
     let dir = shared_dir();

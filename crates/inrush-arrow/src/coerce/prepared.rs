@@ -297,6 +297,25 @@ fn view_has_nul(view: u128, value: &[u8]) -> bool {
     nul
 }
 
+impl<'a> Prepared<'a> {
+    /// Non-null row `row`'s bytes, when the column is Arrow binary of any layout (through a
+    /// dictionary too): for a target that stores bytes as they are, where the text forms
+    /// would give it their `\x` hex.
+    pub fn bytes(&self, row: usize) -> Option<&'a [u8]> {
+        if self.is_null(row) {
+            return None;
+        }
+        let (array, row) = render::resolve(self.array, row);
+        match array.data_type() {
+            DataType::Binary => Some(array.as_binary::<i32>().value(row)),
+            DataType::LargeBinary => Some(array.as_binary::<i64>().value(row)),
+            DataType::BinaryView => Some(array.as_binary_view().value(row)),
+            DataType::FixedSizeBinary(_) => Some(array.as_fixed_size_binary().value(row)),
+            _ => None,
+        }
+    }
+}
+
 impl Prepared<'_> {
     /// Whether row `row` is SQL NULL (looking through a dictionary to its values).
     #[inline]

@@ -19,9 +19,11 @@ use crate::options::MysqlOptions;
 use crate::outcome;
 use crate::value::ColumnCheck;
 use crate::writer::{self, ChunkWriter, Conflict, Method};
+use inrush_arrow::Prepared;
 use inrush_core::catalog::{ConstraintKind, ForeignKeyInfo, IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::encoder::ValueTexts;
 use inrush_load::patience::gave_up;
 use inrush_load::plan::IndexAction;
 use inrush_load::summary::Log;
@@ -781,12 +783,46 @@ impl RowEncoder for Encoder {
 
 impl RowWriter for &Encoder {
     fn row(&mut self, fields: &[Option<&str>], at: At, out: &mut Vec<u8>) -> Result<(), Refused> {
+        self.line(out, |i, check, out| {
+            check.write(fields[i], at.plain.has(i), out)
+        })
+    }
+
+    /// Binary values go as their bytes: the text forms would store their `\x` hex.
+    fn arrow_row(
+        &mut self,
+        columns: &[Prepared],
+        row: usize,
+        at: At,
+        texts: &mut ValueTexts,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Refused> {
+        texts.render(columns, row)?;
+        let ValueTexts { text, spans } = texts;
+        self.line(out, |i, check, out| {
+            let bytes = columns[i].bytes(row);
+            match bytes.and_then(|bytes| check.write_bytes(bytes, out)) {
+                Some(written) => written,
+                None => check.write(spans[i].clone().map(|r| &text[r]), at.plain.has(i), out),
+            }
+        })
+    }
+}
+
+impl Encoder {
+    /// One `LOAD DATA` line of the fields `field` writes, column by column; a refused field
+    /// leaves `out` as it was.
+    fn line(
+        &self,
+        out: &mut Vec<u8>,
+        mut field: impl FnMut(usize, &ColumnCheck, &mut Vec<u8>) -> Result<(), String>,
+    ) -> Result<(), Refused> {
         let mark = out.len();
-        for (i, (check, field)) in self.checks.iter().zip(fields.iter().copied()).enumerate() {
+        for (i, check) in self.checks.iter().enumerate() {
             if i > 0 {
                 out.push(b'\t');
             }
-            if let Err(reason) = check.write(field, at.plain.has(i), out) {
+            if let Err(reason) = field(i, check, out) {
                 out.truncate(mark);
                 return Err(Refused::Value(i, reason));
             }
