@@ -8,7 +8,7 @@
 //! The reference is always the value's text form ([`Prepared::text`]) read by
 //! [`encode_value`]; the direct paths give the same bytes (the equivalence tests compare them
 //! on generated values) and defer where `encode_value` would.
-use crate::render::{self, Style};
+use crate::render::{self, Style, TextForms};
 use crate::{Error, Result};
 use arrow_array::Array;
 use arrow_schema::{DataType, Field, TimeUnit};
@@ -85,6 +85,14 @@ impl Coercion {
     /// Values of `field` as their text forms, for a target that reads text.
     pub fn text(field: &Field, column: &TargetColumn) -> Result<Coercion> {
         Coercion::new(field, column, &ValueType::Unsupported, -1)
+    }
+
+    /// [`Coercion::text`] with some values in `forms` instead of PostgreSQL's.
+    pub fn text_with(field: &Field, column: &TargetColumn, forms: TextForms) -> Result<Coercion> {
+        let mut coercion = Coercion::text(field, column)?;
+        coercion.style.lists_as_json = forms.lists_as_json;
+        coercion.style.booleans_as_digits = forms.booleans_as_digits;
+        Ok(coercion)
     }
 
     /// Values of `field` in PostgreSQL's binary form of `value_type` with `typmod` applied
@@ -184,6 +192,7 @@ fn style_for(scalar: ScalarType) -> Style {
             scalar,
             ScalarType::Int2 | ScalarType::Int4 | ScalarType::Int8
         ),
+        ..Style::default()
     }
 }
 

@@ -39,6 +39,7 @@ pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
 pub use coerce::{Coercion, Prepared};
 pub use file::{ArrowFile, FileFormat, Part, PartBatches};
+pub use render::TextForms;
 pub use stream::{BatchStream, SLICE_ROWS};
 
 use std::path::PathBuf;

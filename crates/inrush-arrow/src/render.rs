@@ -13,6 +13,17 @@ use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 use std::fmt::Write;
 use std::ops::Range;
 
+/// How a target that reads text without PostgreSQL's types takes some values (MariaDB's
+/// `LOAD DATA`, SQLite's affinities); PostgreSQL's text forms otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TextForms {
+    /// The target has no array types: a list is written as JSON (`[1,2]`), as structs and
+    /// maps are, where PostgreSQL's `{1,2}` would be no value it reads.
+    pub lists_as_json: bool,
+    /// The target's booleans are integers: `1` and `0`, where `true` would be text.
+    pub booleans_as_digits: bool,
+}
+
 /// How non-string values are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Style {
@@ -20,6 +31,10 @@ pub(crate) struct Style {
     pub json: bool,
     /// The target reads uuids: 16-byte fixed-size binaries are written as uuid text.
     pub uuid: bool,
+    /// [`TextForms::lists_as_json`].
+    pub lists_as_json: bool,
+    /// [`TextForms::booleans_as_digits`].
+    pub booleans_as_digits: bool,
     /// The target reads integers: a whole float is written as one, every digit, where
     /// float8out's `1e+15` (and float4out's `1.6777216e+07`) is no integer's text.
     pub integer: bool,
@@ -181,7 +196,10 @@ pub(crate) fn value_text(array: &dyn Array, row: usize, style: Style, out: &mut 
     } else if style.json {
         json_value(array, row, out);
     } else if let Some((values, range)) = list_range(array, row) {
-        write_literal(values.as_ref(), range, style, out);
+        match style.lists_as_json {
+            true => json_value(array, row, out),
+            false => write_literal(values.as_ref(), range, style, out),
+        }
     } else if matches!(array.data_type(), DataType::Struct(_) | DataType::Map(_, _)) {
         json_value(array, row, out);
     } else {
@@ -253,11 +271,14 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
     }
     match array.data_type() {
         DataType::Boolean => {
-            out.push_str(if array.as_boolean().value(row) {
-                "true"
-            } else {
-                "false"
-            });
+            out.push_str(
+                match (array.as_boolean().value(row), style.booleans_as_digits) {
+                    (true, false) => "true",
+                    (false, false) => "false",
+                    (true, true) => "1",
+                    (false, true) => "0",
+                },
+            );
         }
         DataType::Float32 => write_number(
             array.as_primitive::<Float32Type>().value(row).into(),

@@ -464,6 +464,20 @@ impl RowEncoder for Encoder {
     fn reads_plain(&self) -> bool {
         false
     }
+
+    /// No array types, and booleans are integers: lists go as JSON, booleans as 1 and 0.
+    fn coercion(
+        &self,
+        field: &inrush_arrow::Field,
+        _: usize,
+        target: &TargetColumn,
+    ) -> inrush_arrow::Result<inrush_arrow::Coercion> {
+        let forms = inrush_arrow::TextForms {
+            lists_as_json: true,
+            booleans_as_digits: true,
+        };
+        inrush_arrow::Coercion::text_with(field, target, forms)
+    }
 }
 
 impl target::RowWriter for &Encoder {

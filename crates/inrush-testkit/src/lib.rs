@@ -9,13 +9,14 @@
 //! - [`tls_server`] and [`tls_mariadb`]: a private PostgreSQL or MariaDB of a test's own with
 //!   TLS on, over TCP;
 //! - [`id_and_strings_parquet`]: a matrix's CSV input as a Parquet file;
-//! - [`bytes_parquet`]: a Parquet file of binary values;
+//! - [`parquet_of`]: a Parquet file of arrays the test builds (`arrow_array`, re-exported);
 //! - [`proxy`]: a fault-injecting TCP proxy to put between inrush and a server: a lost answer,
 //!   a statement that never arrives, a stall, resets, latency, a bandwidth cap.
 
 pub mod odbc;
 pub mod proxy;
 
+pub use arrow_array;
 use inrush_postgres::{ConnectOptions, PrivateServer, ServerOptions};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -299,7 +300,7 @@ pub fn id_and_strings_parquet(
     lines: &[&str],
     group: usize,
 ) {
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
     use std::sync::Arc;
     let fields: Vec<Vec<&str>> = lines.iter().map(|l| l.split(',').collect()).collect();
     let ids: ArrayRef = Arc::new(Int64Array::from(
@@ -320,26 +321,18 @@ pub fn id_and_strings_parquet(
         .iter()
         .enumerate()
         .map(|(k, name)| (*name, if k == 0 { ids.clone() } else { text(k) }));
-    let batch = RecordBatch::try_from_iter(columns).expect("a batch");
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(group))
-        .build();
-    let file = std::fs::File::create(path).expect("create the Parquet file");
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))
-        .expect("a Parquet writer");
-    writer.write(&batch).expect("write the rows");
-    writer.close().expect("close the Parquet file");
+    parquet_of(path, columns.collect(), group);
 }
 
-/// A Parquet file of one Binary column `b`, `values` in order (`None`: NULL), in row groups of
-/// two rows.
-pub fn bytes_parquet(path: &std::path::Path, values: &[Option<&[u8]>]) {
-    use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
-    use std::sync::Arc;
-    let column: ArrayRef = Arc::new(BinaryArray::from(values.to_vec()));
-    let batch = RecordBatch::try_from_iter([("b", column)]).expect("a batch");
+/// A Parquet file of `columns` (names and arrays of one length), in row groups of `group` rows.
+pub fn parquet_of(
+    path: &std::path::Path,
+    columns: Vec<(&str, arrow_array::ArrayRef)>,
+    group: usize,
+) {
+    let batch = arrow_array::RecordBatch::try_from_iter(columns).expect("a batch");
     let props = parquet::file::properties::WriterProperties::builder()
-        .set_max_row_group_row_count(Some(2))
+        .set_max_row_group_row_count(Some(group))
         .build();
     let file = std::fs::File::create(path).expect("create the Parquet file");
     let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(props))

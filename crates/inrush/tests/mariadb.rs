@@ -3,9 +3,12 @@
 
 mod mariadb_common;
 
+use inrush_testkit::arrow_array::types::Int32Type;
+use inrush_testkit::arrow_array::{ArrayRef, BinaryArray, BooleanArray, Int32Array, ListArray};
 use inrush_testkit::MariaDb;
 use mariadb_common::*;
 use std::process::Command;
+use std::sync::Arc;
 
 /// Seeded SqlBulkCopy rows with a header, in a file the server can read too.
 fn generated(dir: &std::path::Path, rows: u64) -> std::path::PathBuf {
@@ -271,7 +274,8 @@ fn parquet_binary_values_load_as_their_bytes() {
         None,
         Some(b"abc"),
     ];
-    inrush_testkit::bytes_parquet(&path, &values);
+    let column = Arc::new(BinaryArray::from(values.to_vec()));
+    inrush_testkit::parquet_of(&path, vec![("b", column)], 2);
     db.exec(
         "CREATE TABLE blobs (b BLOB); CREATE TABLE short (b VARBINARY(3)); \
          CREATE TABLE texts (b VARCHAR(20))",
@@ -322,6 +326,48 @@ fn parquet_binary_values_load_as_their_bytes() {
     assert_eq!(
         db.rows("SELECT hex(b) FROM texts WHERE b LIKE 'a%' ORDER BY b"),
         [hex(b"a\tb\nc\\d"), hex(b"abc")]
+    );
+}
+
+/// MariaDB has no arrays: Parquet lists load as JSON arrays, into JSON and text columns alike
+/// (PostgreSQL's `{1,2}` is no JSON, and `{}` would be an object); booleans as 1 and 0 into
+/// BOOLEAN (TINYINT(1)).
+#[test]
+fn parquet_lists_load_as_json_and_booleans_as_digits() {
+    let db = MariaDb::fresh("parquet_lists");
+    let dir = shared_dir();
+    let path = dir.path().join("lists.parquet");
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
+        Some(vec![Some(1), None, Some(-2)]),
+        Some(vec![]),
+        None,
+    ]);
+    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("n", Arc::new(Int32Array::from(vec![1, 2, 3]))),
+        ("j", Arc::new(lists.clone())),
+        ("t", Arc::new(lists)),
+        ("b", Arc::new(flags)),
+    ];
+    inrush_testkit::parquet_of(&path, columns, 2);
+    db.exec("CREATE TABLE lists (n INT, j JSON, t TEXT, b BOOLEAN)");
+    let (code, out) = inrush(&[
+        "load",
+        path.to_str().unwrap(),
+        "--to",
+        &db.url,
+        "--table",
+        "lists",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        db.rows("SELECT n, j, t, b, json_length(j) FROM lists ORDER BY n"),
+        [
+            "1\t[1,null,-2]\t[1,null,-2]\t1\t3",
+            "2\t[]\t[]\t0\t0",
+            "3\tNULL\tNULL\tNULL\tNULL"
+        ]
     );
 }
 

@@ -6,10 +6,13 @@
 
 mod sqlite_common;
 
+use inrush_testkit::arrow_array::types::Int32Type;
+use inrush_testkit::arrow_array::{ArrayRef, BooleanArray, ListArray};
 use rusqlite::Connection;
 use sqlite_common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Numbers in every form SQLite's numeric affinity reads: the loaded values and their types
@@ -494,6 +497,56 @@ fn wide_rows_keep_every_column() {
     assert_eq!(rows.len(), 2);
     let want: Vec<String> = row(2).iter().map(|v| format!("integer:{v}")).collect();
     assert_eq!(rows[1], want.join(" | "));
+}
+
+/// SQLite has no arrays and stores booleans as integers: Parquet lists load as JSON arrays
+/// (`json_array_length` reads them), booleans as 1 and 0, whatever the column's affinity.
+#[test]
+fn parquet_lists_load_as_json_and_booleans_as_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let path = dir.path().join("lists.parquet");
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
+        Some(vec![Some(1), None, Some(-2)]),
+        Some(vec![]),
+        None,
+    ]);
+    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("l", Arc::new(lists)),
+        ("b", Arc::new(flags.clone())),
+        ("i", Arc::new(flags.clone())),
+        ("s", Arc::new(flags)),
+    ];
+    inrush_testkit::parquet_of(&path, columns, 2);
+    exec(&db, "CREATE TABLE t (l TEXT, b BOOLEAN, i INTEGER, s TEXT)");
+    let (code, out) = inrush(&[
+        "load",
+        path.to_str().unwrap(),
+        "--to",
+        db.to_str().unwrap(),
+        "--table",
+        "t",
+        "--no-progress",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        contents(&db),
+        [
+            "text:'[1,null,-2]' | integer:1 | integer:1 | text:'1'",
+            "text:'[]' | integer:0 | integer:0 | text:'0'",
+            "null:NULL | null:NULL | null:NULL | null:NULL",
+        ]
+    );
+    let lengths: Vec<Option<i64>> = Connection::open(&db)
+        .unwrap()
+        .prepare("SELECT json_array_length(l) FROM t ORDER BY rowid")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(lengths, [Some(3), Some(0), None]);
 }
 
 #[test]

@@ -779,6 +779,38 @@ impl RowEncoder for Encoder {
     fn worker(&self, _: bool) -> Box<dyn RowWriter + '_> {
         Box::new(self)
     }
+
+    /// No array types: lists go as JSON, which a JSON or text column keeps. A timestamp with
+    /// a zone has no text `LOAD DATA` reads into DATETIME or TIMESTAMP (the zone's suffix is
+    /// refused, and without it the instant would be read in the session's zone).
+    fn coercion(
+        &self,
+        field: &inrush_arrow::Field,
+        _: usize,
+        target: &TargetColumn,
+    ) -> inrush_arrow::Result<inrush_arrow::Coercion> {
+        let zoned = matches!(
+            field.data_type(),
+            inrush_arrow::DataType::Timestamp(_, Some(_))
+        );
+        if zoned
+            && matches!(
+                target.sql_type,
+                SqlType::Timestamp(_) | SqlType::TimestampTz(_)
+            )
+        {
+            return Err(inrush_arrow::Error::Incompatible {
+                column: target.name.clone(),
+                arrow_type: field.data_type().to_string(),
+                target: target.type_sql.clone(),
+            });
+        }
+        let forms = inrush_arrow::TextForms {
+            lists_as_json: true,
+            booleans_as_digits: false,
+        };
+        inrush_arrow::Coercion::text_with(field, target, forms)
+    }
 }
 
 impl RowWriter for &Encoder {
