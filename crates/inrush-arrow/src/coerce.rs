@@ -92,6 +92,7 @@ impl Coercion {
         let mut coercion = Coercion::text(field, column)?;
         coercion.style.lists_as_json = forms.lists_as_json;
         coercion.style.booleans_as_digits = forms.booleans_as_digits;
+        coercion.style.zone_with_minutes = forms.zone_with_minutes;
         Ok(coercion)
     }
 

@@ -22,6 +22,8 @@ pub struct TextForms {
     pub lists_as_json: bool,
     /// The target's booleans are integers: `1` and `0`, where `true` would be text.
     pub booleans_as_digits: bool,
+    /// A zoned timestamp's offset as `+00:00` (SQLite's date functions read no `+00`).
+    pub zone_with_minutes: bool,
 }
 
 /// How non-string values are written.
@@ -35,6 +37,8 @@ pub(crate) struct Style {
     pub lists_as_json: bool,
     /// [`TextForms::booleans_as_digits`].
     pub booleans_as_digits: bool,
+    /// [`TextForms::zone_with_minutes`].
+    pub zone_with_minutes: bool,
     /// The target reads integers: a whole float is written as one, every digit, where
     /// float8out's `1e+15` (and float4out's `1.6777216e+07`) is no integer's text.
     pub integer: bool,
@@ -334,7 +338,7 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
                 time::write_date(ms.div_euclid(86_400_000), out);
             } else {
                 // Not a whole day: keep the time rather than silently dropping it.
-                time::write_timestamp(ms, TimeUnit::Millisecond, false, out);
+                time::write_timestamp(ms, TimeUnit::Millisecond, "", out);
             }
         }
         DataType::Time32(unit) => {
@@ -355,7 +359,12 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
             time::write_time(v, *unit, out);
         }
         DataType::Timestamp(unit, tz) => {
-            time::write_timestamp(timestamp_value(array, row, *unit), *unit, tz.is_some(), out);
+            let zone = match (tz, style.zone_with_minutes) {
+                (None, _) => "",
+                (Some(_), false) => "+00",
+                (Some(_), true) => "+00:00",
+            };
+            time::write_timestamp(timestamp_value(array, row, *unit), *unit, zone, out);
         }
         DataType::Duration(unit) => {
             let v = match unit {

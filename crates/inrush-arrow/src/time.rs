@@ -151,16 +151,14 @@ pub(crate) fn write_time(v: i64, unit: TimeUnit, out: &mut String) {
     }
 }
 
-/// A timestamp of `unit` as PostgreSQL prints it (DateStyle ISO): `+00` after the time for a
-/// zoned one (shown in UTC), then ` BC` for years before 1.
-pub(crate) fn write_timestamp(v: i64, unit: TimeUnit, zoned: bool, out: &mut String) {
+/// A timestamp of `unit` as PostgreSQL prints it (DateStyle ISO): `zone` after the time (`+00`
+/// for a zoned one, shown in UTC; empty for one without), then ` BC` for years before 1.
+pub(crate) fn write_timestamp(v: i64, unit: TimeUnit, zone: &str, out: &mut String) {
     let (secs, nanos) = split_timestamp(v, unit);
     let bc = write_ymd(secs.div_euclid(86_400), out);
     out.push(' ');
     write_hms(secs.rem_euclid(86_400), nanos, out);
-    if zoned {
-        out.push_str("+00");
-    }
+    out.push_str(zone);
     if bc {
         out.push_str(" BC");
     }
@@ -214,10 +212,10 @@ mod tests {
         write_date(19_723, &mut s);
         assert_eq!(s, "2024-01-01");
         s.clear();
-        write_timestamp(-1, TimeUnit::Nanosecond, true, &mut s);
+        write_timestamp(-1, TimeUnit::Nanosecond, "+00", &mut s);
         assert_eq!(s, "1969-12-31 23:59:59.999999999+00");
         s.clear();
-        write_timestamp(1_500, TimeUnit::Millisecond, false, &mut s);
+        write_timestamp(1_500, TimeUnit::Millisecond, "", &mut s);
         assert_eq!(s, "1970-01-01 00:00:01.5");
         s.clear();
         write_time(45_296_000_100, TimeUnit::Microsecond, &mut s);

@@ -465,7 +465,8 @@ impl RowEncoder for Encoder {
         false
     }
 
-    /// No array types, and booleans are integers: lists go as JSON, booleans as 1 and 0.
+    /// No array types, booleans are integers, and the date functions read offsets as `±HH:MM`:
+    /// lists go as JSON, booleans as 1 and 0, a zoned timestamp's offset as `+00:00`.
     fn coercion(
         &self,
         field: &inrush_arrow::Field,
@@ -475,6 +476,7 @@ impl RowEncoder for Encoder {
         let forms = inrush_arrow::TextForms {
             lists_as_json: true,
             booleans_as_digits: true,
+            zone_with_minutes: true,
         };
         inrush_arrow::Coercion::text_with(field, target, forms)
     }

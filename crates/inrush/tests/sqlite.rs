@@ -7,7 +7,7 @@
 mod sqlite_common;
 
 use inrush_testkit::arrow_array::types::Int32Type;
-use inrush_testkit::arrow_array::{ArrayRef, BooleanArray, ListArray};
+use inrush_testkit::arrow_array::{ArrayRef, BooleanArray, ListArray, TimestampMicrosecondArray};
 use rusqlite::Connection;
 use sqlite_common::*;
 use std::path::{Path, PathBuf};
@@ -500,7 +500,8 @@ fn wide_rows_keep_every_column() {
 }
 
 /// SQLite has no arrays and stores booleans as integers: Parquet lists load as JSON arrays
-/// (`json_array_length` reads them), booleans as 1 and 0, whatever the column's affinity.
+/// (`json_array_length` reads them), booleans as 1 and 0, whatever the column's affinity; a
+/// zoned timestamp with its offset as `+00:00`, which a DATETIME column and `datetime()` read.
 #[test]
 fn parquet_lists_load_as_json_and_booleans_as_integers() {
     let dir = tempfile::tempdir().unwrap();
@@ -512,14 +513,20 @@ fn parquet_lists_load_as_json_and_booleans_as_integers() {
         None,
     ]);
     let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
+    let at = TimestampMicrosecondArray::from(vec![Some(0), Some(1_700_000_000_123_456), None])
+        .with_timezone("UTC");
     let columns: Vec<(&str, ArrayRef)> = vec![
         ("l", Arc::new(lists)),
         ("b", Arc::new(flags.clone())),
         ("i", Arc::new(flags.clone())),
         ("s", Arc::new(flags)),
+        ("at", Arc::new(at)),
     ];
     inrush_testkit::parquet_of(&path, columns, 2);
-    exec(&db, "CREATE TABLE t (l TEXT, b BOOLEAN, i INTEGER, s TEXT)");
+    exec(
+        &db,
+        "CREATE TABLE t (l TEXT, b BOOLEAN, i INTEGER, s TEXT, at DATETIME)",
+    );
     let (code, out) = inrush(&[
         "load",
         path.to_str().unwrap(),
@@ -533,20 +540,28 @@ fn parquet_lists_load_as_json_and_booleans_as_integers() {
     assert_eq!(
         contents(&db),
         [
-            "text:'[1,null,-2]' | integer:1 | integer:1 | text:'1'",
-            "text:'[]' | integer:0 | integer:0 | text:'0'",
-            "null:NULL | null:NULL | null:NULL | null:NULL",
+            "text:'[1,null,-2]' | integer:1 | integer:1 | text:'1' | text:'1970-01-01 00:00:00+00:00'",
+            "text:'[]' | integer:0 | integer:0 | text:'0' | text:'2023-11-14 22:13:20.123456+00:00'",
+            "null:NULL | null:NULL | null:NULL | null:NULL | null:NULL",
         ]
     );
-    let lengths: Vec<Option<i64>> = Connection::open(&db)
+    let read: Vec<(Option<i64>, Option<String>)> = Connection::open(&db)
         .unwrap()
-        .prepare("SELECT json_array_length(l) FROM t ORDER BY rowid")
+        .prepare("SELECT json_array_length(l), datetime(at) FROM t ORDER BY rowid")
         .unwrap()
-        .query_map([], |r| r.get(0))
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(lengths, [Some(3), Some(0), None]);
+    let day = |s: &str| Some(s.to_string());
+    assert_eq!(
+        read,
+        [
+            (Some(3), day("1970-01-01 00:00:00")),
+            (Some(0), day("2023-11-14 22:13:20")),
+            (None, None)
+        ]
+    );
 }
 
 #[test]

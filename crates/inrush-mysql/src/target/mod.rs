@@ -808,6 +808,7 @@ impl RowEncoder for Encoder {
         let forms = inrush_arrow::TextForms {
             lists_as_json: true,
             booleans_as_digits: false,
+            zone_with_minutes: false,
         };
         inrush_arrow::Coercion::text_with(field, target, forms)
     }
