@@ -82,17 +82,11 @@ thread_local! {
 }
 
 impl Coercion {
-    /// Values of `field` as their text forms, for a target that reads text.
-    pub fn text(field: &Field, column: &TargetColumn) -> Result<Coercion> {
-        Coercion::new(field, column, &ValueType::Unsupported, -1)
-    }
-
-    /// [`Coercion::text`] with some values in `forms` instead of PostgreSQL's.
-    pub fn text_with(field: &Field, column: &TargetColumn, forms: TextForms) -> Result<Coercion> {
-        let mut coercion = Coercion::text(field, column)?;
-        coercion.style.lists_as_json = forms.lists_as_json;
-        coercion.style.booleans_as_digits = forms.booleans_as_digits;
-        coercion.style.zone_with_minutes = forms.zone_with_minutes;
+    /// Values of `field` as their text forms, for a target that reads text: PostgreSQL's, but
+    /// for those `forms` gives the target's own.
+    pub fn text(field: &Field, column: &TargetColumn, forms: TextForms) -> Result<Coercion> {
+        let mut coercion = Coercion::new(field, column, &ValueType::Unsupported, -1)?;
+        coercion.style.forms = forms;
         Ok(coercion)
     }
 

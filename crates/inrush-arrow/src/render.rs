@@ -33,12 +33,8 @@ pub(crate) struct Style {
     pub json: bool,
     /// The target reads uuids: 16-byte fixed-size binaries are written as uuid text.
     pub uuid: bool,
-    /// [`TextForms::lists_as_json`].
-    pub lists_as_json: bool,
-    /// [`TextForms::booleans_as_digits`].
-    pub booleans_as_digits: bool,
-    /// [`TextForms::zone_with_minutes`].
-    pub zone_with_minutes: bool,
+    /// The target's own forms where they are not PostgreSQL's.
+    pub forms: TextForms,
     /// The target reads integers: a whole float is written as one, every digit, where
     /// float8out's `1e+15` (and float4out's `1.6777216e+07`) is no integer's text.
     pub integer: bool,
@@ -200,7 +196,7 @@ pub(crate) fn value_text(array: &dyn Array, row: usize, style: Style, out: &mut 
     } else if style.json {
         json_value(array, row, out);
     } else if let Some((values, range)) = list_range(array, row) {
-        match style.lists_as_json {
+        match style.forms.lists_as_json {
             true => json_value(array, row, out),
             false => write_literal(values.as_ref(), range, style, out),
         }
@@ -276,7 +272,10 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
     match array.data_type() {
         DataType::Boolean => {
             out.push_str(
-                match (array.as_boolean().value(row), style.booleans_as_digits) {
+                match (
+                    array.as_boolean().value(row),
+                    style.forms.booleans_as_digits,
+                ) {
                     (true, false) => "true",
                     (false, false) => "false",
                     (true, true) => "1",
@@ -359,7 +358,7 @@ fn scalar_text(array: &dyn Array, row: usize, style: Style, out: &mut String) {
             time::write_time(v, *unit, out);
         }
         DataType::Timestamp(unit, tz) => {
-            let zone = match (tz, style.zone_with_minutes) {
+            let zone = match (tz, style.forms.zone_with_minutes) {
                 (None, _) => "",
                 (Some(_), false) => "+00",
                 (Some(_), true) => "+00:00",

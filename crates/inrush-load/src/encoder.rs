@@ -4,7 +4,7 @@
 //! `LOAD DATA` lines, SQLite's values), behind [`RowEncoder`].
 
 use crate::Error;
-use inrush_arrow::{Coercion, Field, Prepared};
+use inrush_arrow::{Coercion, Field, Prepared, TextForms};
 use inrush_core::TargetColumn;
 use inrush_read::encoding::Encoding;
 use std::ops::Range;
@@ -22,7 +22,7 @@ pub trait RowEncoder: Send + Sync {
     }
 
     /// How a columnar input's `field` goes into the mapped column `column` (`target`); by
-    /// default as its values' text forms, for [`RowWriter::row`].
+    /// default as its values' text forms ([`RowEncoder::text_forms`]), for [`RowWriter::row`].
     fn coercion(
         &self,
         field: &Field,
@@ -30,7 +30,13 @@ pub trait RowEncoder: Send + Sync {
         target: &TargetColumn,
     ) -> inrush_arrow::Result<Coercion> {
         let _ = column;
-        Coercion::text(field, target)
+        Coercion::text(field, target, self.text_forms())
+    }
+
+    /// The engine's own text forms of the values whose PostgreSQL forms it does not read
+    /// (lists, booleans, zones); PostgreSQL's by default.
+    fn text_forms(&self) -> TextForms {
+        TextForms::default()
     }
 
     /// The fields of the row of `data` (rows this encoder wrote) that starts at `pos`, into

@@ -780,9 +780,16 @@ impl RowEncoder for Encoder {
         Box::new(self)
     }
 
-    /// No array types: lists go as JSON, which a JSON or text column keeps. A timestamp with
-    /// a zone has no text `LOAD DATA` reads into DATETIME or TIMESTAMP (the zone's suffix is
-    /// refused, and without it the instant would be read in the session's zone).
+    /// No array types: lists go as JSON, which a JSON or text column keeps.
+    fn text_forms(&self) -> inrush_arrow::TextForms {
+        inrush_arrow::TextForms {
+            lists_as_json: true,
+            ..Default::default()
+        }
+    }
+
+    /// A timestamp with a zone has no text `LOAD DATA` reads into DATETIME or TIMESTAMP (the
+    /// zone's suffix is refused, and without it the instant would be read in the session's).
     fn coercion(
         &self,
         field: &inrush_arrow::Field,
@@ -805,12 +812,7 @@ impl RowEncoder for Encoder {
                 target: target.type_sql.clone(),
             });
         }
-        let forms = inrush_arrow::TextForms {
-            lists_as_json: true,
-            booleans_as_digits: false,
-            zone_with_minutes: false,
-        };
-        inrush_arrow::Coercion::text_with(field, target, forms)
+        inrush_arrow::Coercion::text(field, target, self.text_forms())
     }
 }
 
