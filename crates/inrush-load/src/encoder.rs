@@ -88,7 +88,7 @@ pub fn as_text<W: RowWriter + ?Sized>(
     texts: &mut ValueTexts,
     out: &mut Vec<u8>,
 ) -> Result<(), Refused> {
-    texts.render(columns, row)?;
+    texts.render(columns, row, false)?;
     let ValueTexts { text, spans } = texts;
     let fields = spans.iter().map(|s| s.clone().map(|r| &text[r]));
     gathered(spans.len(), fields, |fields| writer.row(fields, at, out))
@@ -146,9 +146,9 @@ pub struct ValueTexts {
 }
 
 impl ValueTexts {
-    /// Renders row `row` of `columns`; a value with a NUL byte (no text type holds one) is
-    /// refused.
-    pub fn render(&mut self, columns: &[Prepared], row: usize) -> Result<(), Refused> {
+    /// Renders row `row` of `columns`; a value with a NUL byte is refused unless the engine's
+    /// text holds one (`nul`), as PostgreSQL's does not.
+    pub fn render(&mut self, columns: &[Prepared], row: usize, nul: bool) -> Result<(), Refused> {
         self.text.clear();
         self.spans.clear();
         for (i, column) in columns.iter().enumerate() {
@@ -158,7 +158,7 @@ impl ValueTexts {
             }
             let start = self.text.len();
             column.text(row, &mut self.text);
-            if self.text[start..].contains('\0') {
+            if !nul && self.text[start..].contains('\0') {
                 return Err(Refused::Value(i, Encoding::Utf8.undecodable_reason(b"\0")));
             }
             self.spans.push(Some(start..self.text.len()));

@@ -175,23 +175,21 @@ impl ColumnCheck {
         }
     }
 
-    /// Appends a binary value's bytes as they are, for a column that stores bytes or text
-    /// (the server judges a text column's character set); `None` for a column that takes the
-    /// value's text form instead (`\x` hex, a uuid's text).
-    pub fn write_bytes(&self, bytes: &[u8], out: &mut Vec<u8>) -> Option<Result<(), String>> {
-        let written = match &self.kind {
-            Kind::Hex => Ok(()),
-            Kind::Bytes(limit) if bytes.len() as u64 > *limit => {
-                Err(format!("Data too long for column '{}'", self.name))
+    /// Appends a binary value's bytes as they are: into a column that stores bytes, checked
+    /// against its length; into any other, as its text when they are UTF-8 (`7` into an INT),
+    /// else for the server to judge in the column's character set.
+    pub fn write_bytes(&self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        match (&self.kind, std::str::from_utf8(bytes)) {
+            (Kind::Hex, _) => {}
+            (Kind::Bytes(limit), _) if bytes.len() as u64 > *limit => {
+                return Err(format!("Data too long for column '{}'", self.name))
             }
-            Kind::Bytes(_) => Ok(()),
-            Kind::Chars(_) => match std::str::from_utf8(bytes) {
-                Ok(text) => return Some(self.write(Some(text), false, out)),
-                Err(_) => Ok(()),
-            },
-            _ => return None,
-        };
-        Some(written.map(|()| escape_into(bytes, out)))
+            (Kind::Bytes(_), _) => {}
+            (_, Ok(text)) => return self.write(Some(text), false, out),
+            (_, Err(_)) => {}
+        }
+        escape_into(bytes, out);
+        Ok(())
     }
 
     fn write_null(&self, out: &mut Vec<u8>) -> Result<(), String> {

@@ -780,10 +780,12 @@ impl RowEncoder for Encoder {
         Box::new(self)
     }
 
-    /// No array types: lists go as JSON, which a JSON or text column keeps.
+    /// No array types and no booleans: lists go as JSON, which a JSON or text column keeps,
+    /// booleans as 1 and 0, which are MariaDB's TRUE and FALSE (`true` is no integer's text).
     fn text_forms(&self) -> inrush_arrow::TextForms {
         inrush_arrow::TextForms {
             lists_as_json: true,
+            booleans_as_digits: true,
             ..Default::default()
         }
     }
@@ -832,14 +834,12 @@ impl RowWriter for &Encoder {
         texts: &mut ValueTexts,
         out: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        texts.render(columns, row)?;
+        // MariaDB's text and BLOB columns hold NUL bytes, which LOAD DATA reads as they are.
+        texts.render(columns, row, true)?;
         let ValueTexts { text, spans } = texts;
-        self.line(out, |i, check, out| {
-            let bytes = columns[i].bytes(row);
-            match bytes.and_then(|bytes| check.write_bytes(bytes, out)) {
-                Some(written) => written,
-                None => check.write(spans[i].clone().map(|r| &text[r]), at.plain.has(i), out),
-            }
+        self.line(out, |i, check, out| match columns[i].bytes(row) {
+            Some(bytes) => check.write_bytes(bytes, out),
+            None => check.write(spans[i].clone().map(|r| &text[r]), at.plain.has(i), out),
         })
     }
 }
