@@ -3,6 +3,7 @@
 
 use crate::failed;
 
+use inrush_arrow::TextForms;
 use inrush_load::Result;
 use odbc_api::sys::{InfoType, Pointer, SqlReturn};
 use odbc_api::Connection;
@@ -133,6 +134,26 @@ impl Dbms {
             Dbms::Oracle
         } else {
             Dbms::Other
+        }
+    }
+
+    /// How a columnar input's values are written for the database to read as text. Only
+    /// PostgreSQL has arrays and reads `true` and a `+00` offset everywhere; the others get
+    /// JSON arrays, booleans as 1 and 0 (MariaDB's TRUE, SQL Server's BIT, Oracle's NUMBER(1))
+    /// and ISO 8601's `+00:00` (SQL Server's datetimeoffset, SQLite's date functions).
+    pub(crate) fn text_forms(self) -> TextForms {
+        match self {
+            Dbms::PostgreSql => TextForms::default(),
+            Dbms::MariaDb => TextForms {
+                lists_as_json: true,
+                booleans_as_digits: true,
+                zone_with_minutes: false,
+            },
+            _ => TextForms {
+                lists_as_json: true,
+                booleans_as_digits: true,
+                zone_with_minutes: true,
+            },
         }
     }
 }

@@ -395,7 +395,8 @@ impl Load for OdbcLoad<'_> {
             .iter()
             .map(|c| c.sql_type == SqlType::Boolean && create::takes_digits(&c.type_sql))
             .collect();
-        Ok(Encoding::encoder(Box::new(TextValues { digits })))
+        let forms = self.driver.kind().text_forms();
+        Ok(Encoding::encoder(Box::new(TextValues { digits, forms })))
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
@@ -566,14 +567,20 @@ impl OdbcLoad<'_> {
 /// Each field as text (NULL for an empty unquoted field), converted by the driver to its
 /// column's type: the database checks every value, and a value it refuses fails the load.
 /// A boolean goes as 1 or 0 into a column `--create` made for booleans on a database without
-/// a boolean type (`digits`).
+/// a boolean type (`digits`). A columnar input's values are written in the database's
+/// `forms`.
 struct TextValues {
     digits: Vec<bool>,
+    forms: inrush_arrow::TextForms,
 }
 
 impl RowEncoder for TextValues {
     fn worker(&self, _: bool) -> Box<dyn target::RowWriter + '_> {
         Box::new(self)
+    }
+
+    fn text_forms(&self) -> inrush_arrow::TextForms {
+        self.forms
     }
 
     fn reads_plain(&self) -> bool {

@@ -583,3 +583,85 @@ fn arrays_turned_off_send_one_row_per_execute_and_say_so() {
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("expected check, trust or off"), "{out}");
 }
+
+/// A Parquet file of what PostgreSQL's text forms would get wrong elsewhere: a list (an array
+/// literal), booleans (`true`) and a zoned timestamp (`+00`).
+fn forms_parquet(path: &std::path::Path) {
+    use inrush_testkit::arrow_array::types::Int32Type;
+    use inrush_testkit::arrow_array::{
+        ArrayRef, BooleanArray, Int32Array, ListArray, TimestampMicrosecondArray,
+    };
+    use std::sync::Arc;
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
+        Some(vec![Some(1), None, Some(-2)]),
+        Some(vec![]),
+        None,
+    ]);
+    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
+    let at = TimestampMicrosecondArray::from(vec![Some(0), Some(1_700_000_000_123_456), None])
+        .with_timezone("UTC");
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("n", Arc::new(Int32Array::from(vec![1, 2, 3]))),
+        ("l", Arc::new(lists)),
+        ("b", Arc::new(flags.clone())),
+        ("s", Arc::new(flags)),
+        ("at", Arc::new(at)),
+    ];
+    inrush_testkit::parquet_of(path, columns, 2);
+}
+
+/// `inrush load` of the Parquet file `path` into `table` at `to`; it must succeed.
+fn load_parquet(to: &str, path: &std::path::Path, table: &str) {
+    let args = ["load", path.to_str().unwrap(), "--no-progress"];
+    let (code, out) =
+        inrush_testkit::run(BIN, &[&args[..], &["--to", to, "--table", table]].concat());
+    assert_eq!(code, 0, "{out}");
+}
+
+/// Through MariaDB's driver, Parquet values are written as MariaDB's own path writes them:
+/// lists as JSON, booleans as 1 and 0.
+#[test]
+fn parquet_through_mariadbs_driver_stores_what_the_native_path_stores() {
+    let db = MariaDb::fresh("odbc_forms");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("forms.parquet");
+    forms_parquet(&path);
+    let columns = "(n INT, l JSON, b BOOLEAN, s VARCHAR(10), at VARCHAR(40))";
+    db.exec(&format!(
+        "CREATE TABLE ours {columns}; CREATE TABLE theirs {columns}"
+    ));
+    load_parquet(&mariadb_to(&db), &path, "ours");
+    load_parquet(&db.url, &path, "theirs");
+    let rows = |t: &str| db.rows(&format!("SELECT * FROM {t} ORDER BY n"));
+    assert_eq!(rows("ours"), rows("theirs"));
+    assert_eq!(
+        rows("ours")[0],
+        "1\t[1,null,-2]\t1\t1\t1970-01-01 00:00:00+00"
+    );
+}
+
+/// Through SQLite's driver, Parquet values are written as SQLite's own path writes them:
+/// lists as JSON, booleans as 1 and 0, a zone's offset as `+00:00`.
+#[test]
+fn parquet_through_sqlites_driver_stores_what_the_native_path_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.db");
+    let path = dir.path().join("forms.parquet");
+    forms_parquet(&path);
+    let columns = "(n INTEGER, l TEXT, b BOOLEAN, s TEXT, at DATETIME)";
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE ours {columns}; CREATE TABLE theirs {columns}"
+    ))
+    .unwrap();
+    drop(conn);
+    load_parquet(&odbc_common::sqlite_odbc(&file), &path, "ours");
+    load_parquet(file.to_str().unwrap(), &path, "theirs");
+    let names = ["n", "l", "b", "s", "at"];
+    let rows = |t: &str| sqlite_common::typed_rows(&file, t, &names, "n");
+    assert_eq!(rows("ours"), rows("theirs"));
+    assert_eq!(
+        rows("ours")[1],
+        "integer:2 | text:'[]' | integer:0 | text:'0' | text:'2023-11-14 22:13:20.123456+00:00'"
+    );
+}
