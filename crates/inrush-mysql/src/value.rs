@@ -257,10 +257,14 @@ impl ColumnCheck {
                 Some(digits) if digits > *integer_digits => out_of_range(),
                 _ => Ok(()),
             },
-            Kind::Chars(n) => match text.trim_end_matches(' ').chars().count() as u64 > *n {
-                true => too_long(),
-                false => Ok(()),
-            },
+            // What is cut beyond the length may be white space of any kind (utf8mb4's scan of
+            // spaces is C's isspace): the server drops it with a note, or silently for CHAR.
+            Kind::Chars(n) => {
+                match text.trim_end_matches(WHITE_SPACE).chars().count() as u64 > *n {
+                    true => too_long(),
+                    false => Ok(()),
+                }
+            }
             Kind::Bytes(n) => match text.len() as u64 > *n {
                 true => too_long(),
                 false => Ok(()),
@@ -284,6 +288,9 @@ impl ColumnCheck {
         }
     }
 }
+
+/// What MariaDB's utf8mb4 counts as a space where a value is cut to a column's length.
+const WHITE_SPACE: [char; 6] = [' ', '\t', '\n', '\x0b', '\x0c', '\r'];
 
 /// `enum('a','b''c')` -> [a, b'c].
 fn enum_members(column_type: &str) -> Vec<String> {
@@ -512,6 +519,9 @@ mod tests {
         let s = column("varchar", "varchar(3)", Some(3));
         assert!(written(&s, Some("été")).is_ok());
         assert!(written(&s, Some("abc   ")).is_ok());
+        assert!(written(&s, Some("abc\t\n\x0b\x0c\r")).is_ok());
+        assert!(written(&s, Some("abc\u{a0}")).is_err());
+        assert!(written(&s, Some("abc\0")).is_err());
         assert!(written(&s, Some("abcd"))
             .unwrap_err()
             .contains("Data too long"));
