@@ -193,13 +193,19 @@ SQLITE = Engine(
     lists_as_json=True,
     booleans_as_digits=True,
     zone_with_minutes=True,
+    bytes_as_text=("TEXT", "INTEGER"),
 )
+# A binary value into ANY is a blob, which no CSV text makes (ANY keeps text as text).
 SQLITE_STRICT = Engine(
     "SQLite STRICT",
-    {kind: ["INTEGER", "INT", "REAL", "TEXT", "BLOB", "ANY"] for kind in SQLITE.types},
+    {
+        kind: ["INTEGER", "INT", "REAL", "TEXT", "BLOB"] + ([] if kind in ("uuids", "binaries") else ["ANY"])
+        for kind in SQLITE.types
+    },
     lists_as_json=True,
     booleans_as_digits=True,
     zone_with_minutes=True,
+    bytes_as_text=("INTEGER", "INT", "REAL", "TEXT"),
     strict=True,
 )
 

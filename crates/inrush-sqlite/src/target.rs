@@ -1,13 +1,15 @@
 //! [`SqliteTarget`]: the pipeline's [`Target`] for a SQLite database file.
 
 use crate::catalog::{self, Table};
-use crate::value::{push_value, ColumnCheck, Kind};
+use crate::value::{push_value, ColumnCheck, Kind, Value};
 use crate::writer::{self, Conflict, RowWriter};
 use crate::{failed, quote};
 use bytes::Bytes;
+use inrush_arrow::Prepared;
 use inrush_core::catalog::{IndexInfo, Trigger};
 use inrush_core::ledger::{Committed as Block, InputFile};
 use inrush_core::{SqlType, TargetColumn};
+use inrush_load::encoder::ValueTexts;
 use inrush_load::support::{Feature, Support};
 use inrush_load::target::{
     self, At, Committed, Encoding, Load, Refused, RowEncoder, Target, Writer,
@@ -476,11 +478,17 @@ impl RowEncoder for Encoder {
     }
 }
 
-impl target::RowWriter for &Encoder {
-    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
+impl Encoder {
+    /// One row of the values `value` gives, column by column; a refused value leaves `out`
+    /// as it was.
+    fn line<'v>(
+        &self,
+        out: &mut Vec<u8>,
+        mut value: impl FnMut(usize, &ColumnCheck) -> std::result::Result<Value<'v>, String>,
+    ) -> std::result::Result<(), Refused> {
         let mark = out.len();
-        for (i, (check, field)) in self.checks.iter().zip(fields.iter().copied()).enumerate() {
-            match check.value(field) {
+        for (i, check) in self.checks.iter().enumerate() {
+            match value(i, check) {
                 Ok(value) => push_value(out, &value),
                 Err(reason) => {
                     out.truncate(mark);
@@ -489,6 +497,29 @@ impl target::RowWriter for &Encoder {
             }
         }
         Ok(())
+    }
+}
+
+impl target::RowWriter for &Encoder {
+    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
+        self.line(out, |i, check| check.value(fields[i]))
+    }
+
+    /// A binary value goes as its bytes ([`ColumnCheck::bytes`]), not as its `\x` text.
+    fn arrow_row(
+        &mut self,
+        columns: &[Prepared],
+        row: usize,
+        _: At,
+        texts: &mut ValueTexts,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Refused> {
+        texts.render(columns, row, false)?;
+        let ValueTexts { text, spans } = texts;
+        self.line(out, |i, check| match columns[i].bytes(row) {
+            Some(bytes) => check.bytes(bytes),
+            None => check.value(spans[i].clone().map(|r| &text[r])),
+        })
     }
 }
 

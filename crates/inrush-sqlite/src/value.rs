@@ -155,6 +155,22 @@ pub struct ColumnCheck {
 }
 
 impl ColumnCheck {
+    /// A binary value: a blob where the column stores values as given (BLOB, no type, ANY),
+    /// else its text, checked as the column's type (`7` into an INTEGER column is 7).
+    pub fn bytes<'b>(&self, bytes: &'b [u8]) -> Result<Value<'b>, String> {
+        match (self.kind, std::str::from_utf8(bytes)) {
+            (Kind::Blob | Kind::Any, _) => Ok(Value::Blob(bytes.to_vec())),
+            // As a string's NUL is refused: SQLite's text functions end the text there.
+            (_, Ok(text)) if text.contains('\0') => {
+                Err("a NUL byte, which only a BLOB, ANY or untyped column takes".into())
+            }
+            (_, Ok(text)) => self.value(Some(text)),
+            (_, Err(_)) => {
+                Err("not UTF-8 text, which only a BLOB, ANY or untyped column takes".into())
+            }
+        }
+    }
+
     /// The value SQLite would store for `text` bound to this column, or why inrush refuses it.
     pub fn value<'t>(&self, text: Option<&'t str>) -> Result<Value<'t>, String> {
         let Some(text) = text else {
