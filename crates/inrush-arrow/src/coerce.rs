@@ -104,6 +104,7 @@ impl Coercion {
             column: column.name.clone(),
             arrow_type: field.data_type().to_string(),
             target: column.type_sql.clone(),
+            why: None,
         };
         if !render::renderable(dt) {
             return Err(incompatible());

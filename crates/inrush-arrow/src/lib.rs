@@ -39,7 +39,7 @@ pub use arrow_array::{Array, ArrayRef, RecordBatch};
 pub use arrow_schema::{DataType, Field, SchemaRef};
 pub use coerce::{Coercion, Prepared};
 pub use file::{ArrowFile, FileFormat, Part, PartBatches};
-pub use render::TextForms;
+pub use render::{is_binary, TextForms};
 pub use stream::{BatchStream, SLICE_ROWS};
 
 use std::path::PathBuf;
@@ -91,12 +91,17 @@ pub enum Error {
     Stream { name: String, cause: String },
     #[error("{name} was read already: a stream of batches can be loaded once")]
     StreamTaken { name: String },
-    /// No value of the Arrow type could ever go into the column.
-    #[error("column \"{column}\": cannot load Arrow {arrow_type} into {target}")]
+    /// No value of the Arrow type could ever go into the column (for the target's reason,
+    /// `why`, where the types alone do not say it).
+    #[error(
+        "column \"{column}\": cannot load Arrow {arrow_type} into {target}{}",
+        why.as_ref().map(|why| format!(": {why}")).unwrap_or_default()
+    )]
     Incompatible {
         column: String,
         arrow_type: String,
         target: String,
+        why: Option<String>,
     },
 }
 

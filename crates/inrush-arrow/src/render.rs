@@ -82,6 +82,17 @@ pub(crate) fn value_type(dt: &DataType) -> &DataType {
     }
 }
 
+/// Whether values of `dt` are bytes (binary of any layout, through a dictionary too).
+pub fn is_binary(dt: &DataType) -> bool {
+    matches!(
+        value_type(dt),
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
+    )
+}
+
 pub(crate) fn is_string(dt: &DataType) -> bool {
     matches!(
         value_type(dt),

@@ -395,8 +395,8 @@ impl Load for OdbcLoad<'_> {
             .iter()
             .map(|c| c.sql_type == SqlType::Boolean && create::takes_digits(&c.type_sql))
             .collect();
-        let forms = self.driver.kind().text_forms();
-        Ok(Encoding::encoder(Box::new(TextValues { digits, forms })))
+        let dbms = self.driver.kind();
+        Ok(Encoding::encoder(Box::new(TextValues { digits, dbms })))
     }
 
     fn writers(&self, opts: &LoadOptions, ordered: bool) -> usize {
@@ -567,11 +567,11 @@ impl OdbcLoad<'_> {
 /// Each field as text (NULL for an empty unquoted field), converted by the driver to its
 /// column's type: the database checks every value, and a value it refuses fails the load.
 /// A boolean goes as 1 or 0 into a column `--create` made for booleans on a database without
-/// a boolean type (`digits`). A columnar input's values are written in the database's
-/// `forms`.
+/// a boolean type (`digits`). A columnar input's values are written in the database's own
+/// forms ([`Dbms::text_forms`]).
 struct TextValues {
     digits: Vec<bool>,
-    forms: inrush_arrow::TextForms,
+    dbms: Dbms,
 }
 
 impl RowEncoder for TextValues {
@@ -580,7 +580,32 @@ impl RowEncoder for TextValues {
     }
 
     fn text_forms(&self) -> inrush_arrow::TextForms {
-        self.forms
+        self.dbms.text_forms()
+    }
+
+    /// Every value is bound as text, and a binary value's text is its `\x` hex, which only
+    /// PostgreSQL's bytea reads as the bytes: elsewhere it would be stored as that text.
+    fn coercion(
+        &self,
+        field: &inrush_arrow::Field,
+        _: usize,
+        target: &TargetColumn,
+    ) -> inrush_arrow::Result<inrush_arrow::Coercion> {
+        // SQLColumns gives the type's name only.
+        let bytea = self.dbms == Dbms::PostgreSql && target.type_sql.eq_ignore_ascii_case("bytea");
+        if inrush_arrow::is_binary(field.data_type()) && !bytea {
+            return Err(inrush_arrow::Error::Incompatible {
+                column: target.name.clone(),
+                arrow_type: field.data_type().to_string(),
+                target: target.type_sql.clone(),
+                why: Some(
+                    "through ODBC, binary values go only into PostgreSQL's bytea (every value \
+                     is sent as text)"
+                        .into(),
+                ),
+            });
+        }
+        inrush_arrow::Coercion::text(field, target, self.text_forms())
     }
 
     fn reads_plain(&self) -> bool {

@@ -610,11 +610,15 @@ fn forms_parquet(path: &std::path::Path) {
     inrush_testkit::parquet_of(path, columns, 2);
 }
 
-/// `inrush load` of the Parquet file `path` into `table` at `to`; it must succeed.
-fn load_parquet(to: &str, path: &std::path::Path, table: &str) {
+/// `inrush load` of the Parquet file `path` into `table` at `to`.
+fn try_load_parquet(to: &str, path: &std::path::Path, table: &str) -> (i32, String) {
     let args = ["load", path.to_str().unwrap(), "--no-progress"];
-    let (code, out) =
-        inrush_testkit::run(BIN, &[&args[..], &["--to", to, "--table", table]].concat());
+    inrush_testkit::run(BIN, &[&args[..], &["--to", to, "--table", table]].concat())
+}
+
+/// [`try_load_parquet`], which must succeed.
+fn load_parquet(to: &str, path: &std::path::Path, table: &str) {
+    let (code, out) = try_load_parquet(to, path, table);
     assert_eq!(code, 0, "{out}");
 }
 
@@ -663,5 +667,38 @@ fn parquet_through_sqlites_driver_stores_what_the_native_path_stores() {
     assert_eq!(
         rows("ours")[1],
         "integer:2 | text:'[]' | integer:0 | text:'0' | text:'2023-11-14 22:13:20.123456+00:00'"
+    );
+}
+
+/// Every value goes through the driver as text, and a binary value's text is its `\x` hex:
+/// only PostgreSQL's bytea reads it as the bytes, so elsewhere the load is refused before a
+/// row is read, not stored as hex.
+#[test]
+fn binary_values_through_a_driver_go_only_into_postgresqls_bytea() {
+    use inrush_testkit::arrow_array::{ArrayRef, BinaryArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bytes.parquet");
+    let bytes: Vec<&[u8]> = vec![b"7", &[0xff, 0x00]];
+    let columns: Vec<(&str, ArrayRef)> = vec![("b", Arc::new(BinaryArray::from(bytes)))];
+    inrush_testkit::parquet_of(&path, columns, 2);
+
+    let db = MariaDb::fresh("odbc_bytes");
+    db.exec("CREATE TABLE ours (b BLOB)");
+    let (code, out) = try_load_parquet(&mariadb_to(&db), &path, "ours");
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("binary values go only into PostgreSQL's bytea"),
+        "{out}"
+    );
+    assert_eq!(db.rows("SELECT count(*) FROM ours"), ["0"]);
+
+    let pg = Db::fresh("odbc_bytes");
+    pg.exec("CREATE TABLE ours (b bytea)");
+    load_parquet(&odbc_to(&pg), &path, "ours");
+    let rows = pg.rows("SELECT encode(b, 'hex') FROM ours ORDER BY 1");
+    assert_eq!(
+        rows,
+        [vec![Some("37".to_string())], vec![Some("ff00".to_string())]]
     );
 }

@@ -812,6 +812,7 @@ impl RowEncoder for Encoder {
                 column: target.name.clone(),
                 arrow_type: field.data_type().to_string(),
                 target: target.type_sql.clone(),
+                why: Some("LOAD DATA reads no time zone".into()),
             });
         }
         inrush_arrow::Coercion::text(field, target, self.text_forms())
