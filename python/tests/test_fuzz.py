@@ -509,7 +509,7 @@ class Case:
     table: pa.Table
 
     def describe(self) -> str:
-        return ", ".join(f"{c.arrow} into {c.sql}" for c in self.columns)
+        return f"{self.engine.name}: " + ", ".join(f"{c.arrow} into {c.sql or 'no type'}" for c in self.columns)
 
 
 def generate(rng: random.Random, engine: Engine) -> Case:
