@@ -63,18 +63,21 @@ def ensure_adbc() -> str:
     return run.run([python(), "-c", "import adbc_driver_postgresql as a, pyarrow as p; print(a.__version__, p.__version__)"]).stdout.strip()
 
 
-def generate(scale: float, scratch: Path) -> tuple[Path, Path]:
+def tpchgen(scale: float, fmt: str, out: Path) -> Path:
+    """lineitem at `scale` in tpchgen-cli's `fmt` (parquet or csv), into `out`: the same rows in
+    either, since the generator is deterministic."""
     exe = run.find_tpchgen()
+    sub = ["--format", fmt] if "--format" in run.run([exe, "--help"]).stdout else [fmt]
+    run.run([exe, *sub, "--scale-factor", str(scale), "--tables", "lineitem", "--output-dir", str(out)])
+    files = sorted(out.rglob(f"lineitem*.{fmt}"))
+    if len(files) != 1:
+        raise run.BenchError(f"expected one lineitem .{fmt} from tpchgen-cli, found {files}")
+    return files[0]
+
+
+def generate(scale: float, scratch: Path) -> tuple[Path, Path]:
     out = scratch / "tpch"
-    paths = []
-    for fmt in ("parquet", "csv"):
-        sub = ["--format", fmt] if "--format" in run.run([exe, "--help"]).stdout else [fmt]
-        run.run([exe, *sub, "--scale-factor", str(scale), "--tables", "lineitem", "--output-dir", str(out / fmt)])
-        files = sorted((out / fmt).rglob(f"lineitem*.{fmt}"))
-        if len(files) != 1:
-            raise run.BenchError(f"expected one lineitem .{fmt} from tpchgen-cli, found {files}")
-        paths.append(files[0])
-    return paths[0], paths[1]
+    return tpchgen(scale, "parquet", out / "parquet"), tpchgen(scale, "csv", out / "csv")
 
 
 def create(server: run.Server, table: str) -> None:

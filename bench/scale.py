@@ -52,6 +52,7 @@ import run  # noqa: E402  (private PostgreSQL, children with wait4 rusage, linei
 import mariadb  # noqa: E402  (private MariaDB, DECIMAL text to cents)
 import sqlite as sqlite_bench  # noqa: E402  (tpchgen-cli into .venv, timed children)
 import dbcopy  # noqa: E402  (a copied table's schema and keys, read from the catalog)
+import parquet as parquet_bench  # noqa: E402  (tpchgen-cli's lineitem as Parquet)
 
 ENGINES = ("pg", "mariadb", "sqlite")
 # MariaDB last: with --copy its big table is the copy's source, and by then no load needs the CSVs.
@@ -120,9 +121,10 @@ def csv_sums(csv: Path, header: bool) -> tuple[tuple[int, int, int, int], float]
 
 
 class Input:
-    """One scale's CSV (from run.prepare_lineitem) and its checksums."""
+    """One scale's CSV (from run.prepare_lineitem) and its checksums; with `parquet`, the same
+    rows as tpchgen-cli's Parquet too, which the loads then read (checked by the CSV's sums)."""
 
-    def __init__(self, scale: float, scratch: Path):
+    def __init__(self, scale: float, scratch: Path, parquet: bool = False):
         self.scale = scale
         self.dir = scratch / f"sf{scale:g}"
         self.dir.mkdir()
@@ -132,6 +134,10 @@ class Input:
         self.bytes = self.csv.stat().st_size
         self.sums, self.sum_seconds = csv_sums(self.csv, self.header)
         self.rows = self.sums[0]
+        self.parquet = parquet_bench.tpchgen(scale, "parquet", self.dir / "parquet") if parquet else None
+        if self.parquet:
+            self.parquet.chmod(0o644)
+            run.log(f"SF {scale:g}: Parquet of {self.parquet.stat().st_size / 1e6:.0f} MB")
         run.log(f"SF {scale:g}: checksums of {self.rows:,} records ({self.bytes / 1e6:.0f} MB) in "
                 f"{self.sum_seconds:.1f} s ({self.bytes / 1e6 / self.sum_seconds:.0f} MB/s)")
 
@@ -342,8 +348,9 @@ def timed_run(cmd: list[str], what: str) -> tuple[run.Finished, float, dict]:
 
 def measure_load(engine, inp: Input, inrush: Path) -> dict:
     engine.reset()
-    cmd = [str(inrush), "load", str(inp.csv), "--to", engine.url, "--table", TABLE, "--json", "--no-progress"]
-    if inp.header:
+    source = inp.parquet or inp.csv
+    cmd = [str(inrush), "load", str(source), "--to", engine.url, "--table", TABLE, "--json", "--no-progress"]
+    if inp.header and not inp.parquet:
         cmd.append("--header")  # tpchgen-cli's CSV: comma-delimited (inrush's default), a header line
     fin, seconds, summary = timed_run(cmd, f"{engine.name} SF {inp.scale:g}")
     got = parse_sums(engine.name, engine.rows(sums_sql(engine.name))[0])
@@ -368,6 +375,7 @@ def measure_load(engine, inp: Input, inrush: Path) -> dict:
 def result_of(engine: str, inp: Input, fin: run.Finished, seconds: float, summary: dict,
               got: tuple, problems: list[str]) -> dict:
     return {"engine": engine, "scale": inp.scale, "rows": inp.rows, "csv_bytes": inp.bytes,
+            "source": "parquet" if inp.parquet else "csv",
             "seconds": seconds, "rows_per_second": inp.rows / seconds,
             "peak_rss_kib": fin.maxrss_kib, "client_cpu_seconds": fin.cpu_seconds,
             "json_seconds": summary.get("seconds"), "phases": summary.get("phases"),
@@ -496,6 +504,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--copy", action="store_true",
                     help="also time inrush copy --tables lineitem of the big scale from MariaDB into a fresh "
                          "PostgreSQL database (needs mariadb in --engines)")
+    ap.add_argument("--parquet", action="store_true",
+                    help="load tpchgen-cli's Parquet of the same rows instead of the CSV")
     ap.add_argument("--json", type=Path, metavar="PATH",
                     help="where the raw results go (default bench/out/scale-<date>.json)")
     ap.add_argument("--inrush", type=Path, default=run.REPO / "target/release/inrush")
@@ -554,7 +564,7 @@ def main() -> int:
     inputs: dict[float, Input] = {}
     try:
         for s in args.scales:
-            inputs[s] = Input(s, scratch)
+            inputs[s] = Input(s, scratch, args.parquet)
         results, facts = [], {}
         order = [e for e in RUN_ORDER if e in args.engines]
         for k, name in enumerate(order):
@@ -589,6 +599,7 @@ def main() -> int:
             "checksum_sql": {e: sums_sql(e) for e in ENGINES},
             "when": now.isoformat(timespec="seconds"),
             "settings": {"scales": args.scales, "engines": args.engines, "copy": args.copy,
+                         "parquet": args.parquet,
                          "inrush": str(inrush), "inrush_version": run.run([str(inrush), "--version"],
                                                                           check=False).stdout.strip(),
                          "pg_bin": str(pg_bin) if pg_bin else None, "scratch": str(scratch)},
