@@ -22,6 +22,7 @@ no UTF-8, lists with NULLs, nested and ragged, structs into `jsonb`.
 
 from __future__ import annotations
 
+import dataclasses
 import decimal
 import json
 import math
@@ -196,15 +197,13 @@ SQLITE = Engine(
     bytes_as_text=("TEXT", "INTEGER"),
 )
 # A binary value into ANY is a blob, which no CSV text makes (ANY keeps text as text).
-SQLITE_STRICT = Engine(
-    "SQLite STRICT",
-    {
+SQLITE_STRICT = dataclasses.replace(
+    SQLITE,
+    name="SQLite STRICT",
+    types={
         kind: ["INTEGER", "INT", "REAL", "TEXT", "BLOB"] + ([] if kind in ("uuids", "binaries") else ["ANY"])
         for kind in SQLITE.types
     },
-    lists_as_json=True,
-    booleans_as_digits=True,
-    zone_with_minutes=True,
     bytes_as_text=("INTEGER", "INT", "REAL", "TEXT"),
     strict=True,
 )

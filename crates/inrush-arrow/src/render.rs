@@ -26,6 +26,23 @@ pub struct TextForms {
     pub zone_with_minutes: bool,
 }
 
+impl TextForms {
+    /// A database with neither arrays nor booleans (MariaDB and MySQL, whose TRUE is 1):
+    /// lists as JSON, booleans as 1 and 0.
+    pub const WITHOUT_ARRAYS: TextForms = TextForms {
+        lists_as_json: true,
+        booleans_as_digits: true,
+        zone_with_minutes: false,
+    };
+
+    /// [`TextForms::WITHOUT_ARRAYS`], with ISO 8601's `+00:00` offsets (SQLite's date
+    /// functions, SQL Server's datetimeoffset).
+    pub const ISO: TextForms = TextForms {
+        zone_with_minutes: true,
+        ..TextForms::WITHOUT_ARRAYS
+    };
+}
+
 /// How non-string values are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Style {

@@ -144,16 +144,8 @@ impl Dbms {
     pub(crate) fn text_forms(self) -> TextForms {
         match self {
             Dbms::PostgreSql => TextForms::default(),
-            Dbms::MariaDb => TextForms {
-                lists_as_json: true,
-                booleans_as_digits: true,
-                zone_with_minutes: false,
-            },
-            _ => TextForms {
-                lists_as_json: true,
-                booleans_as_digits: true,
-                zone_with_minutes: true,
-            },
+            Dbms::MariaDb => TextForms::WITHOUT_ARRAYS,
+            _ => TextForms::ISO,
         }
     }
 }

@@ -470,11 +470,7 @@ impl RowEncoder for Encoder {
     /// No array types, booleans are integers, and the date functions read offsets as `±HH:MM`:
     /// lists go as JSON, booleans as 1 and 0, a zoned timestamp's offset as `+00:00`.
     fn text_forms(&self) -> inrush_arrow::TextForms {
-        inrush_arrow::TextForms {
-            lists_as_json: true,
-            booleans_as_digits: true,
-            zone_with_minutes: true,
-        }
+        inrush_arrow::TextForms::ISO
     }
 }
 

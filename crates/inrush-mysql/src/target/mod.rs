@@ -783,11 +783,7 @@ impl RowEncoder for Encoder {
     /// No array types and no booleans: lists go as JSON, which a JSON or text column keeps,
     /// booleans as 1 and 0, which are MariaDB's TRUE and FALSE (`true` is no integer's text).
     fn text_forms(&self) -> inrush_arrow::TextForms {
-        inrush_arrow::TextForms {
-            lists_as_json: true,
-            booleans_as_digits: true,
-            ..Default::default()
-        }
+        inrush_arrow::TextForms::WITHOUT_ARRAYS
     }
 
     /// A timestamp with a zone has no text `LOAD DATA` reads into DATETIME or TIMESTAMP (the
