@@ -73,7 +73,7 @@ fn column_rows(
         let column = TargetColumn {
             name: text(row.column_name.as_bytes().unwrap_or_default()),
             type_sql: text(row.type_name.as_bytes().unwrap_or_default()),
-            sql_type: SqlType::Text,
+            sql_type: shared_type(row.data_type),
             // SQL_NO_NULLS.
             not_null: row.nullable == 0,
         };
@@ -84,6 +84,16 @@ fn column_rows(
         });
     }
     Ok(listed)
+}
+
+/// What inrush needs to know of a column's ODBC type (`DATA_TYPE`): whether it holds bytes,
+/// which go bound as binary. Every other value goes as text the driver converts.
+fn shared_type(data_type: i16) -> SqlType {
+    // SQL_BINARY, SQL_VARBINARY, SQL_LONGVARBINARY.
+    match data_type {
+        -4..=-2 => SqlType::Bytes,
+        _ => SqlType::Text,
+    }
 }
 
 // odbc-api does not wrap SQLStatistics; unixODBC's driver manager exports it.

@@ -4,7 +4,7 @@
 //!
 //! Rows go as ODBC parameter arrays: one execute of a prepared INSERT carries up to
 //! [`ROWS_PER_EXECUTE`] rows, bound column by column as text the driver converts to each
-//! column's type (array DML). Each connection prepares its INSERT once. Every connection
+//! column's type (array DML), and binary values as their bytes. Each connection prepares its INSERT once. Every connection
 //! loads in its own transaction, and the kit's one rule commits them together
 //! (`inrush_load::target`); a COMMIT whose answer is lost is asked about ([`outcome`]), and
 //! `--resume` commits block by block with a ledger ([`ledger`]), in tables beside the

@@ -10,11 +10,13 @@ use crate::driver::{Dbms, Driver, Savepoint};
 use crate::failed;
 use crate::outcome::Pending;
 use crate::writer::{FirstRows, Inserts, OdbcWriter};
+use inrush_arrow::Prepared;
 use inrush_core::catalog::{IndexInfo, TableSize};
 use inrush_core::ledger::{Committed as Block, InputFile, LoadStatus};
 use inrush_core::Reporter;
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::commits::EarlierLoad;
+use inrush_load::encoder::ValueTexts;
 use inrush_load::row::{push, Bound};
 use inrush_load::support::{Feature, Support};
 use inrush_load::target::{
@@ -568,7 +570,8 @@ impl OdbcLoad<'_> {
 /// column's type: the database checks every value, and a value it refuses fails the load.
 /// A boolean goes as 1 or 0 into a column `--create` made for booleans on a database without
 /// a boolean type (`digits`). A columnar input's values are written in the database's own
-/// forms ([`Dbms::text_forms`]).
+/// forms ([`Dbms::text_forms`]), but for its binary values, which go as their bytes into
+/// binary columns.
 struct TextValues {
     digits: Vec<bool>,
     dbms: Dbms,
@@ -583,24 +586,23 @@ impl RowEncoder for TextValues {
         self.dbms.text_forms()
     }
 
-    /// Every value is bound as text, and a binary value's text is its `\x` hex, which only
-    /// PostgreSQL's bytea reads as the bytes: elsewhere it would be stored as that text.
+    /// A binary value is bound as its bytes ([`target::RowWriter::arrow_row`] below), which a
+    /// binary column stores as they are; what any other column would make of them differs
+    /// from one driver to the next, so they go into binary columns only.
     fn coercion(
         &self,
         field: &inrush_arrow::Field,
         _: usize,
         target: &TargetColumn,
     ) -> inrush_arrow::Result<inrush_arrow::Coercion> {
-        // SQLColumns gives the type's name only.
-        let bytea = self.dbms == Dbms::PostgreSql && target.type_sql.eq_ignore_ascii_case("bytea");
-        if inrush_arrow::is_binary(field.data_type()) && !bytea {
+        if inrush_arrow::is_binary(field.data_type()) && target.sql_type != SqlType::Bytes {
             return Err(inrush_arrow::Error::Incompatible {
                 column: target.name.clone(),
                 arrow_type: field.data_type().to_string(),
                 target: target.type_sql.clone(),
                 why: Some(
-                    "through ODBC, binary values go only into PostgreSQL's bytea (every value \
-                     is sent as text)"
+                    "through ODBC, binary values go only into binary columns (BINARY, \
+                     VARBINARY, BLOB, bytea)"
                         .into(),
                 ),
             });
@@ -613,23 +615,64 @@ impl RowEncoder for TextValues {
     }
 }
 
-impl target::RowWriter for &TextValues {
-    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
-        let mark = out.len();
-        for (i, field) in fields.iter().enumerate() {
-            let bound = match (field, self.digits.get(i).copied().unwrap_or(false)) {
+impl TextValues {
+    /// Column `i`'s `field`, as it is bound.
+    fn bound<'a>(&self, i: usize, field: Option<&'a str>) -> Result<Bound<'a>, Refused> {
+        Ok(
+            match (field, self.digits.get(i).copied().unwrap_or(false)) {
                 (None, _) => Bound::Null,
                 (Some(f), false) => Bound::Text(f.as_bytes()),
                 (Some(f), true) => match inrush_encode::boolin(f) {
                     Some(b) => Bound::Text(if b { b"1" } else { b"0" }),
                     None => {
-                        out.truncate(mark);
                         let reason = "not a boolean (true/false, yes/no, on/off, t/f, y/n, 1/0)";
                         return Err(Refused::Value(i, reason.into()));
                     }
                 },
+            },
+        )
+    }
+}
+
+impl target::RowWriter for &TextValues {
+    fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
+        let mark = out.len();
+        for (i, field) in fields.iter().enumerate() {
+            match self.bound(i, *field) {
+                Ok(bound) => push(out, bound),
+                Err(refused) => {
+                    out.truncate(mark);
+                    return Err(refused);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A binary value goes as its bytes, not as its `\x` text.
+    fn arrow_row(
+        &mut self,
+        columns: &[Prepared],
+        row: usize,
+        _: At,
+        texts: &mut ValueTexts,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Refused> {
+        texts.render(columns, row, false)?;
+        let ValueTexts { text, spans } = texts;
+        let mark = out.len();
+        for (i, span) in spans.iter().enumerate() {
+            let bound = match columns[i].bytes(row) {
+                Some(bytes) => Ok(Bound::Blob(bytes)),
+                None => self.bound(i, span.clone().map(|r| &text[r])),
             };
-            push(out, bound);
+            match bound {
+                Ok(bound) => push(out, bound),
+                Err(refused) => {
+                    out.truncate(mark);
+                    return Err(refused);
+                }
+            }
         }
         Ok(())
     }

@@ -19,23 +19,30 @@ use inrush_load::isolate::Isolation;
 use inrush_load::row::{Bound, Values};
 use inrush_load::target::{self, Committed, Share, Writer};
 use inrush_load::{Error, Interrupt, Result};
-use odbc_api::buffers::TextColumn;
+use odbc_api::buffers::BoxColumnBuffer;
 use odbc_api::handles::StatementConnection;
-use odbc_api::{ColumnarBulkInserter, Connection, ConnectionTransitions, SharedConnection};
+use odbc_api::parameter::WithDataType;
+use odbc_api::{
+    BindParamDesc, ColumnarBulkInserter, Connection, ConnectionTransitions, SharedConnection,
+};
 use std::sync::{Arc, MutexGuard};
 
-/// One execute's parameters, as text buffers bound to a prepared INSERT.
-type Inserter =
-    ColumnarBulkInserter<StatementConnection<SharedConnection<'static>>, TextColumn<u8>>;
+/// One execute's parameters, as buffers of text or of bytes bound to a prepared INSERT.
+type Inserter = ColumnarBulkInserter<
+    StatementConnection<SharedConnection<'static>>,
+    WithDataType<BoxColumnBuffer>,
+>;
 
 /// At most this many bytes of bound parameters per execute: a batch of long values goes in
 /// fewer rows per execute (and per statement) instead of a buffer of [`ROWS_PER_EXECUTE`] times
 /// the longest: a writer's buffers stay within this unless one row alone is larger.
 const BATCH_BYTES: usize = 8 << 20;
 
-/// A prepared INSERT of `rows` rows per parameter set and the buffers bound to it.
+/// A prepared INSERT of `rows` rows per parameter set and the buffers bound to it, of bytes
+/// for the columns that are `binary`, of text for the others.
 struct Insert {
     rows: usize,
+    binary: Vec<bool>,
     inserter: Inserter,
 }
 
@@ -84,6 +91,8 @@ struct Session {
     marks: String,
     /// The buffers' longest value per column, in bytes.
     widths: Vec<usize>,
+    /// The columns whose values come as bytes (an input's binary values), bound as binary.
+    binary: Vec<bool>,
     /// When rejects are allowed (`--max-errors`): each execute goes under it, so a refused one
     /// is undone alone and its rows are looked through for the refused ones.
     savepoint: Option<Savepoint>,
@@ -131,6 +140,7 @@ impl Inserts {
                 head: format!("INSERT INTO {table} ({}) VALUES ", names.join(", ")),
                 marks: format!("({})", vec!["?"; names.len()].join(", ")),
                 widths: vec![1; names.len()],
+                binary: vec![false; names.len()],
                 savepoint,
                 one_at_a_time: false,
             },
@@ -207,29 +217,47 @@ impl Inserts {
         Ok(written)
     }
 
-    /// Binds the writer's INSERTs again when `cells` hold a value longer than their buffers:
-    /// each column then as wide as the next power of two, so a load binds again only a few
-    /// times.
+    /// Binds the writer's INSERTs again when `cells` hold a value longer than their buffers
+    /// (each column then as wide as the next power of two, so a load binds again only a few
+    /// times), or bytes where they hold text, or text where they hold bytes.
     fn fit(&mut self, cells: &[Bound<'_>]) -> Result<()> {
         let width = self.session.width();
         let mut widths = self.session.widths.clone();
-        let mut wider = self.single.is_none();
+        let mut binary = self.session.binary.clone();
+        let mut seen = vec![false; width];
+        let mut again = self.single.is_none();
         for (i, cell) in cells.iter().enumerate() {
-            if let Bound::Text(t) = cell {
-                let column = &mut widths[i % width];
-                if t.len() > *column {
-                    *column = t.len().next_power_of_two();
-                    wider = true;
+            let (value, bytes) = match cell {
+                Bound::Text(t) => (t, false),
+                Bound::Blob(b) => (b, true),
+                _ => continue,
+            };
+            let column = i % width;
+            if binary[column] != bytes {
+                // One input's values of a column are all text or all bytes.
+                if seen[column] {
+                    return Err(Error::Internal(format!(
+                        "column {} of a chunk held text and bytes",
+                        column + 1
+                    )));
                 }
+                binary[column] = bytes;
+                again = true;
+            }
+            seen[column] = true;
+            if value.len() > widths[column] {
+                widths[column] = value.len().next_power_of_two();
+                again = true;
             }
         }
-        if !wider {
+        if !again {
             return Ok(());
         }
         // The old statements go first: some drivers allow few prepared statements at a time.
         self.single = None;
         self.multi = None;
         self.session.widths = widths;
+        self.session.binary = binary;
         self.single = Some(self.session.bind(1)?);
         let rows = self
             .rows_per_statement
@@ -279,11 +307,21 @@ impl Session {
         let prepared = Arc::clone(&self.conn)
             .into_prepared(&sql)
             .map_err(failed(format!("{head}{marks} ...")))?;
-        let widths = (0..rows).flat_map(|_| self.widths.iter().copied());
+        let buffers = self.widths.iter().zip(&self.binary);
+        let descriptions = buffers.map(|(&width, &binary)| match binary {
+            true => BindParamDesc::binary(width),
+            false => BindParamDesc::text(width),
+        });
+        let descriptions: Vec<_> = descriptions.collect();
         let inserter = prepared
-            .into_text_inserter(sets, widths)
+            .into_column_inserter(sets, (0..rows).flat_map(|_| descriptions.iter().copied()))
             .map_err(failed("binding the rows' parameter arrays"))?;
-        Ok(Insert { rows, inserter })
+        let binary = self.binary.clone();
+        Ok(Insert {
+            rows,
+            binary,
+            inserter,
+        })
     }
 
     /// `insert` prepared and bound again, after an execute of it failed: through MariaDB's
@@ -427,13 +465,21 @@ fn execute(insert: &mut Insert, cells: &[Bound<'_>], width: usize) -> Result<()>
     insert.inserter.set_num_rows(sets);
     // Parameter `row * width + column` of set `set` holds that column of the set's row'th row.
     for parameter in 0..insert.rows * width {
-        let mut slice = insert.inserter.column_mut(parameter);
-        for set in 0..sets {
-            let cell = match cells[set * insert.rows * width + parameter] {
-                Bound::Text(t) => Some(t),
-                _ => None,
-            };
-            slice.set_cell(set, cell);
+        let cell = |set: usize| match cells[set * insert.rows * width + parameter] {
+            Bound::Text(value) | Bound::Blob(value) => Some(value),
+            _ => None,
+        };
+        let buffer = insert.inserter.column_mut(parameter);
+        let unbound = || Error::Internal("a parameter's buffer was not of its kind".into());
+        match insert.binary[parameter % width] {
+            true => {
+                let mut slice = buffer.as_binary().ok_or_else(unbound)?;
+                (0..sets).for_each(|set| slice.set_cell(set, cell(set)));
+            }
+            false => {
+                let mut slice = buffer.as_text().ok_or_else(unbound)?;
+                (0..sets).for_each(|set| slice.set_cell(set, cell(set)));
+            }
         }
     }
     insert

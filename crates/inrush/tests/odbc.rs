@@ -670,35 +670,74 @@ fn parquet_through_sqlites_driver_stores_what_the_native_path_stores() {
     );
 }
 
-/// Every value goes through the driver as text, and a binary value's text is its `\x` hex:
-/// only PostgreSQL's bytea reads it as the bytes, so elsewhere the load is refused before a
-/// row is read, not stored as hex.
+/// A binary value is bound as its bytes: every database's binary columns store them as they
+/// are, as the native paths do. Into any other column the load is refused before a row is
+/// read, since what a driver makes of bytes bound to text differs from one to the next.
 #[test]
-fn binary_values_through_a_driver_go_only_into_postgresqls_bytea() {
-    use inrush_testkit::arrow_array::{ArrayRef, BinaryArray};
+fn binary_values_through_a_driver_go_into_binary_columns_as_their_bytes() {
+    use inrush_testkit::arrow_array::{ArrayRef, BinaryArray, Int64Array};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bytes.parquet");
-    let bytes: Vec<&[u8]> = vec![b"7", &[0xff, 0x00]];
-    let columns: Vec<(&str, ArrayRef)> = vec![("b", Arc::new(BinaryArray::from(bytes)))];
-    inrush_testkit::parquet_of(&path, columns, 2);
+    // Longer than the first buffers, so they are bound again, wider.
+    let long = vec![0xa5u8; 70_000];
+    let bytes: Vec<Option<&[u8]>> = vec![Some(b"7"), Some(&[0xff, 0x00, 0x5c]), None, Some(&long)];
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        ("n", Arc::new(Int64Array::from(vec![1, 2, 3, 4]))),
+        ("b", Arc::new(BinaryArray::from(bytes))),
+    ];
+    inrush_testkit::parquet_of(&path, columns, 4);
+    let expected = |null: &str| {
+        let long = "a5".repeat(70_000);
+        vec![
+            format!("1 37"),
+            format!("2 ff005c"),
+            format!("3 {null}"),
+            format!("4 {long}"),
+        ]
+    };
 
     let db = MariaDb::fresh("odbc_bytes");
-    db.exec("CREATE TABLE ours (b BLOB)");
-    let (code, out) = try_load_parquet(&mariadb_to(&db), &path, "ours");
+    db.exec("CREATE TABLE ours (n INT, b LONGBLOB)");
+    load_parquet(&mariadb_to(&db), &path, "ours");
+    let rows =
+        db.rows("SELECT concat_ws(' ', n, coalesce(lower(hex(b)), 'null')) FROM ours ORDER BY n");
+    assert_eq!(rows, expected("null"));
+    db.exec("CREATE TABLE words (n INT, b TEXT)");
+    let (code, out) = try_load_parquet(&mariadb_to(&db), &path, "words");
     assert_eq!(code, 4, "{out}");
     assert!(
-        out.contains("binary values go only into PostgreSQL's bytea"),
+        out.contains("binary values go only into binary columns"),
         "{out}"
     );
-    assert_eq!(db.rows("SELECT count(*) FROM ours"), ["0"]);
+    assert_eq!(db.rows("SELECT count(*) FROM words"), ["0"]);
 
     let pg = Db::fresh("odbc_bytes");
-    pg.exec("CREATE TABLE ours (b bytea)");
+    pg.exec("CREATE TABLE ours (n int, b bytea)");
     load_parquet(&odbc_to(&pg), &path, "ours");
-    let rows = pg.rows("SELECT encode(b, 'hex') FROM ours ORDER BY 1");
-    assert_eq!(
-        rows,
-        [vec![Some("37".to_string())], vec![Some("ff00".to_string())]]
-    );
+    let rows =
+        pg.rows("SELECT n || ' ' || coalesce(encode(b, 'hex'), 'null') FROM ours ORDER BY n");
+    let rows: Vec<String> = rows.into_iter().map(|r| r[0].clone().unwrap()).collect();
+    assert_eq!(rows, expected("null"));
+
+    let file = dir.path().join("t.db");
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    conn.execute_batch("CREATE TABLE ours (n INTEGER, b BLOB)")
+        .unwrap();
+    drop(conn);
+    load_parquet(&odbc_common::sqlite_odbc(&file), &path, "ours");
+    let conn = rusqlite::Connection::open(&file).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT n || ' ' || typeof(b) || ':' || lower(hex(b)) FROM ours ORDER BY n")
+        .unwrap();
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let blobs: Vec<String> = expected("null")
+        .into_iter()
+        .map(|r| r.replacen(' ', " blob:", 1).replace("blob:null", "null:"))
+        .collect();
+    assert_eq!(rows, blobs);
 }
