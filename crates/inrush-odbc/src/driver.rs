@@ -5,8 +5,12 @@ use crate::failed;
 
 use inrush_arrow::TextForms;
 use inrush_load::Result;
-use odbc_api::sys::{InfoType, Pointer, SqlReturn};
+use odbc_api::handles::{AsStatementRef, Statement};
+use odbc_api::sys::{
+    InfoType, Pointer, SQLGetStmtAttr, SQLSetStmtAttr, SqlReturn, StatementAttribute,
+};
 use odbc_api::Connection;
+use std::ptr::null_mut;
 
 /// The database and the driver behind one connection string.
 #[derive(Debug, Clone)]
@@ -189,5 +193,61 @@ impl Savepoint {
                 release: RELEASE,
             },
         }
+    }
+}
+
+/// How many parameter sets per execute the driver takes, at most `sets`. odbc-api sets the
+/// size before each execute without looking at the answer, and a driver that keeps a smaller
+/// one (01S02, "option value changed"; some cap it at 16 bits, some at 1) would store only that
+/// many rows of each array while reporting success. So it is asked here once, and the buffers
+/// hold no more sets than it said it takes.
+pub(crate) fn sets_taken(statement: &mut impl AsStatementRef, sets: usize) -> usize {
+    let handle = statement.as_stmt_ref().as_sys();
+    // SAFETY: a live statement handle. The size goes as the pointer's value and comes back into
+    // a SQLULEN (usize). No buffer is read until an execute, which sees at most this size.
+    unsafe {
+        let asked = SQLSetStmtAttr(handle, StatementAttribute::ParamsetSize, sets as Pointer, 0);
+        if asked == SqlReturn::SUCCESS {
+            return sets;
+        }
+        let mut kept: usize = 1;
+        let value = (&mut kept as *mut usize).cast();
+        let read = SQLGetStmtAttr(
+            handle,
+            StatementAttribute::ParamsetSize,
+            value,
+            0,
+            null_mut(),
+        );
+        match read {
+            SqlReturn::SUCCESS | SqlReturn::SUCCESS_WITH_INFO => kept.clamp(1, sets),
+            _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use odbc_api::{ConnectionOptions, Environment};
+
+    /// SQLite's driver (which needs no server) takes any number of parameter sets, and the
+    /// loads' buffers are as large as asked.
+    #[test]
+    fn a_driver_that_takes_the_size_asked_keeps_it() {
+        let file = std::env::temp_dir().join(format!("inrush-sets-{}.db", std::process::id()));
+        let env = Environment::new().unwrap();
+        let text = format!("Driver={{SQLite3}};Database={};", file.display());
+        let conn = env
+            .connect_with_connection_string(&text, ConnectionOptions::default())
+            .unwrap();
+        conn.execute("CREATE TABLE t (a TEXT)", (), None).unwrap();
+        let mut prepared = conn.prepare("INSERT INTO t (a) VALUES (?)").unwrap();
+        assert_eq!(sets_taken(&mut prepared, 1), 1);
+        assert_eq!(sets_taken(&mut prepared, 1000), 1000);
+        assert_eq!(sets_taken(&mut prepared, 70_000), 70_000);
+        drop(prepared);
+        drop(conn);
+        std::fs::remove_file(file).unwrap();
     }
 }

@@ -174,7 +174,8 @@ impl LabConn {
         every: Option<u64>,
         tick: Tick,
     ) -> Result<()> {
-        let prepared = self.conn.prepare(sql).map_err(failed(sql.to_string()))?;
+        let mut prepared = self.conn.prepare(sql).map_err(failed(sql.to_string()))?;
+        let per = crate::driver::sets_taken(&mut prepared, per);
         let mut inserter = prepared
             .into_text_inserter(per, WIDTHS)
             .map_err(failed("binding the parameter arrays"))?;

@@ -9,7 +9,7 @@
 
 use crate::apart::{Apart, Cut};
 use crate::books::Books;
-use crate::driver::Savepoint;
+use crate::driver::{sets_taken, Savepoint};
 use crate::outcome::{self, Pending};
 use crate::{failed, ROWS_PER_EXECUTE};
 use bytes::Bytes;
@@ -304,9 +304,10 @@ impl Session {
             true => 1,
             false => (BATCH_BYTES / (row_bytes * rows)).clamp(1, ROWS_PER_EXECUTE.div_ceil(rows)),
         };
-        let prepared = Arc::clone(&self.conn)
+        let mut prepared = Arc::clone(&self.conn)
             .into_prepared(&sql)
             .map_err(failed(format!("{head}{marks} ...")))?;
+        let sets = sets_taken(&mut prepared, sets);
         let buffers = self.widths.iter().zip(&self.binary);
         let descriptions = buffers.map(|(&width, &binary)| match binary {
             true => BindParamDesc::binary(width),
