@@ -324,6 +324,33 @@ pub fn id_and_strings_parquet(
     parquet_of(path, columns.collect(), group);
 }
 
+/// Three rows of the values PostgreSQL's text forms would write wrongly into another engine,
+/// the third row NULL: a list (`{1,NULL,-2}`, `{}`: no JSON), a boolean (`true`: no number)
+/// and a zoned timestamp (`+00`: no ISO 8601 offset).
+pub struct FormsArrays {
+    pub lists: arrow_array::ArrayRef,
+    pub flags: arrow_array::ArrayRef,
+    pub at: arrow_array::ArrayRef,
+}
+
+/// The [`FormsArrays`].
+pub fn forms_arrays() -> FormsArrays {
+    use arrow_array::types::Int32Type;
+    use arrow_array::{BooleanArray, ListArray, TimestampMicrosecondArray};
+    use std::sync::Arc;
+    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
+        Some(vec![Some(1), None, Some(-2)]),
+        Some(vec![]),
+        None,
+    ]);
+    let at = TimestampMicrosecondArray::from(vec![Some(0), Some(1_700_000_000_123_456), None]);
+    FormsArrays {
+        lists: Arc::new(lists),
+        flags: Arc::new(BooleanArray::from(vec![Some(true), Some(false), None])),
+        at: Arc::new(at.with_timezone("UTC")),
+    }
+}
+
 /// A Parquet file of `columns` (names and arrays of one length), in row groups of `group` rows.
 pub fn parquet_of(
     path: &std::path::Path,

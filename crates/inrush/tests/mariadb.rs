@@ -3,8 +3,7 @@
 
 mod mariadb_common;
 
-use inrush_testkit::arrow_array::types::Int32Type;
-use inrush_testkit::arrow_array::{ArrayRef, BinaryArray, BooleanArray, Int32Array, ListArray};
+use inrush_testkit::arrow_array::{ArrayRef, BinaryArray, Int32Array};
 use inrush_testkit::MariaDb;
 use mariadb_common::*;
 use std::process::Command;
@@ -337,17 +336,12 @@ fn parquet_lists_load_as_json_and_booleans_as_digits() {
     let db = MariaDb::fresh("parquet_lists");
     let dir = shared_dir();
     let path = dir.path().join("lists.parquet");
-    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
-        Some(vec![Some(1), None, Some(-2)]),
-        Some(vec![]),
-        None,
-    ]);
-    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
+    let forms = inrush_testkit::forms_arrays();
     let columns: Vec<(&str, ArrayRef)> = vec![
         ("n", Arc::new(Int32Array::from(vec![1, 2, 3]))),
-        ("j", Arc::new(lists.clone())),
-        ("t", Arc::new(lists)),
-        ("b", Arc::new(flags)),
+        ("j", forms.lists.clone()),
+        ("t", forms.lists),
+        ("b", forms.flags),
     ];
     inrush_testkit::parquet_of(&path, columns, 2);
     db.exec("CREATE TABLE lists (n INT, j JSON, t TEXT, b BOOLEAN)");

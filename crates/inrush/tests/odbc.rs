@@ -587,25 +587,15 @@ fn arrays_turned_off_send_one_row_per_execute_and_say_so() {
 /// A Parquet file of what PostgreSQL's text forms would get wrong elsewhere: a list (an array
 /// literal), booleans (`true`) and a zoned timestamp (`+00`).
 fn forms_parquet(path: &std::path::Path) {
-    use inrush_testkit::arrow_array::types::Int32Type;
-    use inrush_testkit::arrow_array::{
-        ArrayRef, BooleanArray, Int32Array, ListArray, TimestampMicrosecondArray,
-    };
+    use inrush_testkit::arrow_array::{ArrayRef, Int32Array};
     use std::sync::Arc;
-    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
-        Some(vec![Some(1), None, Some(-2)]),
-        Some(vec![]),
-        None,
-    ]);
-    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
-    let at = TimestampMicrosecondArray::from(vec![Some(0), Some(1_700_000_000_123_456), None])
-        .with_timezone("UTC");
+    let forms = inrush_testkit::forms_arrays();
     let columns: Vec<(&str, ArrayRef)> = vec![
         ("n", Arc::new(Int32Array::from(vec![1, 2, 3]))),
-        ("l", Arc::new(lists)),
-        ("b", Arc::new(flags.clone())),
-        ("s", Arc::new(flags)),
-        ("at", Arc::new(at)),
+        ("l", forms.lists),
+        ("b", forms.flags.clone()),
+        ("s", forms.flags),
+        ("at", forms.at),
     ];
     inrush_testkit::parquet_of(path, columns, 2);
 }

@@ -6,10 +6,7 @@
 
 mod sqlite_common;
 
-use inrush_testkit::arrow_array::types::Int32Type;
-use inrush_testkit::arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, ListArray, TimestampMicrosecondArray,
-};
+use inrush_testkit::arrow_array::{ArrayRef, BinaryArray};
 use rusqlite::Connection;
 use sqlite_common::*;
 use std::path::{Path, PathBuf};
@@ -509,20 +506,13 @@ fn parquet_lists_load_as_json_and_booleans_as_integers() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("t.db");
     let path = dir.path().join("lists.parquet");
-    let lists = ListArray::from_iter_primitive::<Int32Type, _, _>([
-        Some(vec![Some(1), None, Some(-2)]),
-        Some(vec![]),
-        None,
-    ]);
-    let flags = BooleanArray::from(vec![Some(true), Some(false), None]);
-    let at = TimestampMicrosecondArray::from(vec![Some(0), Some(1_700_000_000_123_456), None])
-        .with_timezone("UTC");
+    let forms = inrush_testkit::forms_arrays();
     let columns: Vec<(&str, ArrayRef)> = vec![
-        ("l", Arc::new(lists)),
-        ("b", Arc::new(flags.clone())),
-        ("i", Arc::new(flags.clone())),
-        ("s", Arc::new(flags)),
-        ("at", Arc::new(at)),
+        ("l", forms.lists),
+        ("b", forms.flags.clone()),
+        ("i", forms.flags.clone()),
+        ("s", forms.flags),
+        ("at", forms.at),
     ];
     inrush_testkit::parquet_of(&path, columns, 2);
     exec(
