@@ -149,10 +149,32 @@ impl ValueTexts {
     /// Renders row `row` of `columns`; a value with a NUL byte is refused unless the engine's
     /// text holds one (`nul`), as PostgreSQL's does not.
     pub fn render(&mut self, columns: &[Prepared], row: usize, nul: bool) -> Result<(), Refused> {
+        self.fill(columns, row, nul, false)
+    }
+
+    /// [`Self::render`] for a writer that takes binary values as their bytes
+    /// ([`Prepared::bytes`]): those are not rendered (their `\x` hex would be thrown away),
+    /// and their span is `None`, as a NULL's.
+    pub fn render_but_bytes(
+        &mut self,
+        columns: &[Prepared],
+        row: usize,
+        nul: bool,
+    ) -> Result<(), Refused> {
+        self.fill(columns, row, nul, true)
+    }
+
+    fn fill(
+        &mut self,
+        columns: &[Prepared],
+        row: usize,
+        nul: bool,
+        bytes: bool,
+    ) -> Result<(), Refused> {
         self.text.clear();
         self.spans.clear();
         for (i, column) in columns.iter().enumerate() {
-            if column.is_null(row) {
+            if column.is_null(row) || (bytes && column.bytes(row).is_some()) {
                 self.spans.push(None);
                 continue;
             }
@@ -200,6 +222,45 @@ mod tests {
             assert_eq!(plain.has(i), i < 64 && (i % 3 == 0 || i == 63), "field {i}");
         }
         assert_eq!(PlainFields::from_flags([]), PlainFields::default());
+    }
+
+    #[test]
+    fn a_binary_value_is_rendered_only_for_a_writer_that_takes_text() {
+        use arrow_array::{Array, BinaryArray, StringArray};
+        let bytes = BinaryArray::from(vec![Some(&b"\x01"[..]), None]);
+        let words = StringArray::from(vec![Some("a"), Some("b")]);
+        let arrays: [&dyn Array; 2] = [&bytes, &words];
+        let coercions: Vec<Coercion> = arrays
+            .iter()
+            .map(|array| {
+                let field = Field::new("c", array.data_type().clone(), true);
+                let column = TargetColumn {
+                    name: "c".into(),
+                    type_sql: "text".into(),
+                    sql_type: inrush_core::SqlType::Text,
+                    not_null: false,
+                };
+                Coercion::text(&field, &column, TextForms::default()).unwrap()
+            })
+            .collect();
+        let columns: Vec<Prepared> = coercions
+            .iter()
+            .zip(arrays)
+            .map(|(c, a)| c.prepare(a))
+            .collect();
+        let mut texts = ValueTexts::default();
+        let shown = |texts: &ValueTexts| -> Vec<Option<String>> {
+            let spans = texts.spans.iter();
+            spans
+                .map(|s| s.clone().map(|r| texts.text[r].to_string()))
+                .collect()
+        };
+        texts.render(&columns, 0, false).unwrap();
+        assert_eq!(shown(&texts), [Some("\\x01".into()), Some("a".into())]);
+        texts.render_but_bytes(&columns, 0, false).unwrap();
+        assert_eq!(shown(&texts), [None, Some("a".into())]);
+        texts.render_but_bytes(&columns, 1, false).unwrap();
+        assert_eq!(shown(&texts), [None, Some("b".into())]);
     }
 
     #[test]

@@ -658,7 +658,7 @@ impl target::RowWriter for &TextValues {
         texts: &mut ValueTexts,
         out: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        texts.render(columns, row, false)?;
+        texts.render_but_bytes(columns, row, false)?;
         let ValueTexts { text, spans } = texts;
         let mark = out.len();
         for (i, span) in spans.iter().enumerate() {

@@ -510,7 +510,7 @@ impl target::RowWriter for &Encoder {
         texts: &mut ValueTexts,
         out: &mut Vec<u8>,
     ) -> Result<(), Refused> {
-        texts.render(columns, row, false)?;
+        texts.render_but_bytes(columns, row, false)?;
         let ValueTexts { text, spans } = texts;
         self.line(out, |i, check| match columns[i].bytes(row) {
             Some(bytes) => check.bytes(bytes),

@@ -832,7 +832,7 @@ impl RowWriter for &Encoder {
         out: &mut Vec<u8>,
     ) -> Result<(), Refused> {
         // MariaDB's text and BLOB columns hold NUL bytes, which LOAD DATA reads as they are.
-        texts.render(columns, row, true)?;
+        texts.render_but_bytes(columns, row, true)?;
         let ValueTexts { text, spans } = texts;
         self.line(out, |i, check, out| match columns[i].bytes(row) {
             Some(bytes) => check.write_bytes(bytes, out),
