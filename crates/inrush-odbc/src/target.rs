@@ -595,16 +595,23 @@ impl RowEncoder for TextValues {
         _: usize,
         target: &TargetColumn,
     ) -> inrush_arrow::Result<inrush_arrow::Coercion> {
-        if inrush_arrow::is_binary(field.data_type()) && target.sql_type != SqlType::Bytes {
+        let why = match self.dbms.takes_bytes() {
+            true if target.sql_type == SqlType::Bytes => None,
+            true => Some(
+                "through ODBC, binary values go only into binary columns (BINARY, VARBINARY, \
+                 BLOB, bytea)",
+            ),
+            false => Some(
+                "SQLite's ODBC driver stores binary values at other values' lengths; load \
+                 into the database file itself (--to FILE.db)",
+            ),
+        };
+        if let (true, Some(why)) = (inrush_arrow::is_binary(field.data_type()), why) {
             return Err(inrush_arrow::Error::Incompatible {
                 column: target.name.clone(),
                 arrow_type: field.data_type().to_string(),
                 target: target.type_sql.clone(),
-                why: Some(
-                    "through ODBC, binary values go only into binary columns (BINARY, \
-                     VARBINARY, BLOB, bytea)"
-                        .into(),
-                ),
+                why: Some(why.into()),
             });
         }
         inrush_arrow::Coercion::text(field, target, self.text_forms())

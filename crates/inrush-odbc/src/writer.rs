@@ -1,11 +1,12 @@
 //! [`OdbcWriter`]: one connection's share of a load, in its own transaction, as parameter
 //! arrays bound to INSERTs prepared once.
 //!
-//! Drivers that bind an array on the wire or in the database (MariaDB's
-//! `COM_STMT_BULK_EXECUTE`, SQL Server's, DB2's) take one row per parameter set. Drivers that
-//! run one statement per set (psqlODBC, which sends them a hundred at a time; SQLite's, which
-//! parses each again) are given INSERTs of several rows each (`VALUES (..), (..)`), so the
-//! database parses and plans once per many rows.
+//! Drivers that bind an array on the wire or in the database (SQL Server's, DB2's) take one
+//! row per parameter set. Drivers that run one statement per set (psqlODBC, which sends them
+//! a hundred at a time; SQLite's, which parses each again) are given INSERTs of several rows
+//! each (`VALUES (..), (..)`), so the database parses and plans once per many rows; so is
+//! MariaDB's, whose array path (`COM_STMT_BULK_EXECUTE`) sent wrong bytes
+//! ([`crate::driver::Driver::rows_per_statement`]).
 
 use crate::apart::{Apart, Cut};
 use crate::books::Books;

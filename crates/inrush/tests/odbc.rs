@@ -343,6 +343,39 @@ fn rows_through_mariadbs_driver_are_the_rows_load_data_stores() {
     }
 }
 
+/// Past a few hundred thousand rows sent as 1,000-row parameter arrays, MariaDB's driver sent
+/// the bytes of pointers as a value (refused here only because they were no UTF-8): every
+/// value of a long load must arrive as it was sent.
+#[test]
+fn a_long_load_through_mariadbs_driver_stores_every_value_as_sent() {
+    let db = MariaDb::fresh("odbc_long");
+    let dir = mariadb_common::shared_dir();
+    let mut text = String::from("a,b,c,d,e,f\n");
+    let mut expected = Vec::new();
+    let mut seed: u64 = 1;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for i in 0..500_000u64 {
+        let (b, c) = (next(1_000_000), next(1_000_000_000));
+        let d = "x".repeat(5 + next(56) as usize);
+        let f = "y".repeat(1 + next(100) as usize);
+        let row = format!("{i},{b},{c},{d},word{},{f}", i % 977);
+        text.push_str(&row);
+        text.push('\n');
+        expected.push(row.replace(',', "\t"));
+    }
+    let path = mariadb_common::write(dir.path(), "long.csv", &text);
+    db.exec("CREATE TABLE ours (a INT, b INT, c INT, d VARCHAR(100), e VARCHAR(100), f BLOB)");
+    let (code, out) = load_to(&mariadb_to(&db), &path, &[]);
+    assert_eq!(code, 0, "{out}");
+    let rows = db.rows("SELECT a, b, c, d, e, f FROM ours ORDER BY a");
+    assert!(rows == expected, "the table differs from the input");
+}
+
 #[test]
 fn rows_through_sqlites_driver_are_the_rows_import_stores() {
     let dir = tempfile::tempdir().unwrap();
@@ -660,31 +693,47 @@ fn parquet_through_sqlites_driver_stores_what_the_native_path_stores() {
     );
 }
 
-/// A binary value is bound as its bytes: every database's binary columns store them as they
-/// are, as the native paths do. Into any other column the load is refused before a row is
-/// read, since what a driver makes of bytes bound to text differs from one to the next.
+/// A binary value is bound as its bytes: PostgreSQL's and MariaDB's binary columns store them
+/// as they are, as the native paths do. Into any other column, or through SQLite's driver,
+/// the load is refused before a row is read.
 #[test]
 fn binary_values_through_a_driver_go_into_binary_columns_as_their_bytes() {
     use inrush_testkit::arrow_array::{ArrayRef, BinaryArray, Int64Array};
     use std::sync::Arc;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bytes.parquet");
-    // Longer than the first buffers, so they are bound again, wider.
+    // Longer than the first buffers, so they are bound again, wider; then enough values of
+    // other lengths to fill parameter arrays of several sets (one driver has cut every
+    // blob of an array to the first one's length).
     let long = vec![0xa5u8; 70_000];
-    let bytes: Vec<Option<&[u8]>> = vec![Some(b"7"), Some(&[0xff, 0x00, 0x5c]), None, Some(&long)];
+    let many: Vec<Vec<u8>> = (0..2_500u32)
+        .map(|i| vec![(i % 251) as u8; (i % 37) as usize])
+        .collect();
+    let mut bytes: Vec<Option<&[u8]>> =
+        vec![Some(b"7"), Some(&[0xff, 0x00, 0x5c]), None, Some(&long)];
+    bytes.extend(many.iter().map(|b| Some(b.as_slice())));
+    let count = bytes.len() as i64;
     let columns: Vec<(&str, ArrayRef)> = vec![
-        ("n", Arc::new(Int64Array::from(vec![1, 2, 3, 4]))),
+        (
+            "n",
+            Arc::new(Int64Array::from((1..=count).collect::<Vec<_>>())),
+        ),
         ("b", Arc::new(BinaryArray::from(bytes))),
     ];
-    inrush_testkit::parquet_of(&path, columns, 4);
+    inrush_testkit::parquet_of(&path, columns, 1_000);
     let expected = |null: &str| {
         let long = "a5".repeat(70_000);
-        vec![
+        let mut lines = vec![
             format!("1 37"),
             format!("2 ff005c"),
             format!("3 {null}"),
             format!("4 {long}"),
-        ]
+        ];
+        for (i, b) in many.iter().enumerate() {
+            let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+            lines.push(format!("{} {hex}", i + 5));
+        }
+        lines
     };
 
     let db = MariaDb::fresh("odbc_bytes");
@@ -710,13 +759,16 @@ fn binary_values_through_a_driver_go_into_binary_columns_as_their_bytes() {
     let rows: Vec<String> = rows.into_iter().map(|r| r[0].clone().unwrap()).collect();
     assert_eq!(rows, expected("null"));
 
+    // SQLite's driver gives a blob parameter of a statement executed again an earlier
+    // value's length: refused, and the file itself takes them.
     let file = dir.path().join("t.db");
     let conn = rusqlite::Connection::open(&file).unwrap();
     conn.execute_batch("CREATE TABLE ours (n INTEGER, b BLOB)")
         .unwrap();
-    drop(conn);
-    load_parquet(&odbc_common::sqlite_odbc(&file), &path, "ours");
-    let conn = rusqlite::Connection::open(&file).unwrap();
+    let (code, out) = try_load_parquet(&odbc_common::sqlite_odbc(&file), &path, "ours");
+    assert_eq!(code, 4, "{out}");
+    assert!(out.contains("load into the database file itself"), "{out}");
+    load_parquet(file.to_str().unwrap(), &path, "ours");
     let mut stmt = conn
         .prepare("SELECT n || ' ' || typeof(b) || ':' || lower(hex(b)) FROM ours ORDER BY n")
         .unwrap();
