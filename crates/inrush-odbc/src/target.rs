@@ -623,6 +623,27 @@ impl RowEncoder for TextValues {
 }
 
 impl TextValues {
+    /// One row of the `width` values `value` gives, column by column; a refused value leaves
+    /// `out` as it was.
+    fn line<'v>(
+        &self,
+        width: usize,
+        out: &mut Vec<u8>,
+        mut value: impl FnMut(usize) -> Result<Bound<'v>, Refused>,
+    ) -> Result<(), Refused> {
+        let mark = out.len();
+        for i in 0..width {
+            match value(i) {
+                Ok(bound) => push(out, bound),
+                Err(refused) => {
+                    out.truncate(mark);
+                    return Err(refused);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Column `i`'s `field`, as it is bound.
     fn bound<'a>(&self, i: usize, field: Option<&'a str>) -> Result<Bound<'a>, Refused> {
         Ok(
@@ -643,17 +664,7 @@ impl TextValues {
 
 impl target::RowWriter for &TextValues {
     fn row(&mut self, fields: &[Option<&str>], _: At, out: &mut Vec<u8>) -> Result<(), Refused> {
-        let mark = out.len();
-        for (i, field) in fields.iter().enumerate() {
-            match self.bound(i, *field) {
-                Ok(bound) => push(out, bound),
-                Err(refused) => {
-                    out.truncate(mark);
-                    return Err(refused);
-                }
-            }
-        }
-        Ok(())
+        self.line(fields.len(), out, |i| self.bound(i, fields[i]))
     }
 
     /// A binary value goes as its bytes, not as its `\x` text.
@@ -667,21 +678,10 @@ impl target::RowWriter for &TextValues {
     ) -> Result<(), Refused> {
         texts.render_but_bytes(columns, row, false)?;
         let ValueTexts { text, spans } = texts;
-        let mark = out.len();
-        for (i, span) in spans.iter().enumerate() {
-            let bound = match columns[i].bytes(row) {
-                Some(bytes) => Ok(Bound::Blob(bytes)),
-                None => self.bound(i, span.clone().map(|r| &text[r])),
-            };
-            match bound {
-                Ok(bound) => push(out, bound),
-                Err(refused) => {
-                    out.truncate(mark);
-                    return Err(refused);
-                }
-            }
-        }
-        Ok(())
+        self.line(spans.len(), out, |i| match columns[i].bytes(row) {
+            Some(bytes) => Ok(Bound::Blob(bytes)),
+            None => self.bound(i, spans[i].clone().map(|r| &text[r])),
+        })
     }
 }
 
