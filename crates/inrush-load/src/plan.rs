@@ -652,7 +652,9 @@ impl fmt::Display for LoadPlan {
             writeln!(f, "  routing: {routing}")?;
         }
         match self.after {
-            Maintenance::None => writeln!(f, "  after the load: nothing (--after none)"),
+            // Asked (--after none), or the rule above says why (a load over ODBC, a task of a
+            // distributed write).
+            Maintenance::None => writeln!(f, "  after the load: nothing"),
             Maintenance::Analyze => writeln!(f, "  after the load: ANALYZE, statistics for the planner (hint bits and the visibility map are left to the first reads and autovacuum; --after vacuum-analyze sets them now)"),
             Maintenance::VacuumAnalyze => writeln!(f, "  after the load: VACUUM (ANALYZE), so index-only scans need not visit the heap and first reads rewrite no pages for hint bits (--after analyze leaves that to autovacuum)"),
             Maintenance::AnalyzeFrozen => writeln!(f, "  after the load: ANALYZE only (TRUNCATE + COPY FREEZE in one transaction wrote the rows frozen and all-visible)"),

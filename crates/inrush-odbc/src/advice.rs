@@ -1,8 +1,11 @@
 //! What the plan tells a user of each database about loads through ODBC: the statistics
-//! command to run after it, and the database's own bulk path where it is faster than any
-//! INSERT. Advice only: inrush runs none of it, and the servers it names are not tested here.
+//! command to run after it, the database's own bulk path where it is faster than any INSERT,
+//! and how to build an index once after a large load. Advice only: inrush runs none of it,
+//! and the servers it names are not tested here.
 
+use crate::catalog::Index;
 use crate::driver::Dbms;
+use inrush_core::catalog::IndexInfo;
 
 /// The plan's notes for a load into `table` (quoted) of the database the driver calls `dbms`.
 pub(crate) fn notes(dbms: &str, table: &str) -> Vec<String> {
@@ -50,6 +53,62 @@ fn bulk_path(kind: Dbms) -> Option<&'static str> {
     }
 }
 
+/// The plan's rule for the indexes: all kept, since over ODBC inrush changes no definition;
+/// on the databases inrush has a target of its own for, where that target rebuilds them.
+pub(crate) fn indexes_rule(kind: Dbms, table: &str) -> String {
+    let kept = format!(
+        "indexes and keys are kept: over ODBC inrush changes none of {table}'s definitions"
+    );
+    let own = match kind {
+        Dbms::PostgreSql => "--to postgresql://...",
+        Dbms::MariaDb => "--to mysql://...",
+        Dbms::Sqlite => "--to FILE.db",
+        _ => return kept,
+    };
+    format!("{kept}; loaded through inrush's own target ({own}), a large load's secondary indexes are dropped and built once after it")
+}
+
+/// What the plan says of an index the driver lists (`quote` delimits its names): kept, and
+/// on SQL Server, Oracle and DB2 how a secondary one can be built once after a large load.
+pub(crate) fn index(
+    kind: Dbms,
+    table: &str,
+    quote: impl Fn(&str) -> String,
+    listed: &Index,
+) -> IndexInfo {
+    let name = quote(&listed.name);
+    const KEPT: &str = "kept (inrush runs no DDL over ODBC); to build it once after a large load";
+    let stays = match kind {
+        Dbms::SqlServer if listed.clustered => {
+            "kept: a clustered index holds the table's rows (disabled, it leaves the table unreadable)".to_string()
+        }
+        Dbms::SqlServer | Dbms::Oracle if listed.unique => {
+            "kept: it enforces uniqueness during the load".to_string()
+        }
+        Dbms::SqlServer => format!(
+            "{KEPT}, ALTER INDEX {name} ON {table} DISABLE before it and ALTER INDEX {name} ON {table} REBUILD after"
+        ),
+        Dbms::Oracle => {
+            // Oracle's index names belong to a schema, not to the table.
+            let index = match &listed.qualifier {
+                Some(schema) => format!("{}.{name}", quote(schema)),
+                None => name,
+            };
+            format!(
+                "{KEPT}, ALTER INDEX {index} UNUSABLE before it (inserts then leave it alone while SKIP_UNUSABLE_INDEXES is TRUE, the default) and ALTER INDEX {index} REBUILD after"
+            )
+        }
+        Dbms::Db2 => format!("{KEPT}, DB2's LOAD builds every index once after the rows (INDEXING MODE REBUILD)"),
+        _ => "kept: over ODBC inrush changes no definition".to_string(),
+    };
+    IndexInfo {
+        name: listed.name.clone(),
+        unique: listed.unique,
+        stays: Some(stays),
+        ..IndexInfo::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,5 +136,56 @@ mod tests {
         for dbms in ["PostgreSQL", "MariaDB", "MySQL", "SQLite", "Firebird"] {
             assert_eq!(notes(dbms, "t").len(), 1, "{dbms}");
         }
+    }
+
+    fn listed(name: &str, unique: bool, clustered: bool) -> Index {
+        Index {
+            name: name.into(),
+            qualifier: Some("SALES".into()),
+            unique,
+            clustered,
+        }
+    }
+
+    fn says(kind: Dbms, index: &Index) -> String {
+        let quote = |n: &str| format!("\"{n}\"");
+        super::index(kind, "\"T\"", quote, index).stays.unwrap()
+    }
+
+    #[test]
+    fn only_a_secondary_index_is_told_how_to_be_built_after_the_load() {
+        let secondary = listed("IX", false, false);
+        assert!(says(Dbms::SqlServer, &secondary).ends_with(
+            "ALTER INDEX \"IX\" ON \"T\" DISABLE before it and ALTER INDEX \"IX\" ON \"T\" REBUILD after"
+        ));
+        let oracle = says(Dbms::Oracle, &secondary);
+        assert!(
+            oracle.contains("ALTER INDEX \"SALES\".\"IX\" UNUSABLE"),
+            "{oracle}"
+        );
+        assert!(says(Dbms::Db2, &secondary).contains("INDEXING MODE REBUILD"));
+        // Disabling a clustered index hides the rows; a disabled or unusable unique index
+        // stops checking, or stops the inserts.
+        for index in [listed("PK", true, true), listed("CX", false, true)] {
+            assert!(
+                says(Dbms::SqlServer, &index).contains("clustered index holds the table's rows")
+            );
+        }
+        for kind in [Dbms::SqlServer, Dbms::Oracle] {
+            assert!(says(kind, &listed("UQ", true, false)).contains("enforces uniqueness"));
+        }
+        for kind in [Dbms::PostgreSql, Dbms::MariaDb, Dbms::Sqlite, Dbms::Other] {
+            assert_eq!(
+                says(kind, &secondary),
+                "kept: over ODBC inrush changes no definition"
+            );
+        }
+    }
+
+    #[test]
+    fn the_rule_names_inrushs_own_target_where_there_is_one() {
+        assert!(indexes_rule(Dbms::PostgreSql, "t").ends_with("(--to postgresql://...), a large load's secondary indexes are dropped and built once after it"));
+        assert!(indexes_rule(Dbms::Sqlite, "t").contains("--to FILE.db"));
+        assert!(indexes_rule(Dbms::SqlServer, "t").ends_with("none of t's definitions"));
     }
 }

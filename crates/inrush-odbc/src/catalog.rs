@@ -2,7 +2,6 @@
 //! its indexes (`SQLStatistics`).
 
 use crate::failed;
-use inrush_core::catalog::IndexInfo;
 use inrush_core::{SqlType, TargetColumn};
 use inrush_load::{Error, Result};
 use odbc_api::handles::{Statement, StatementImpl};
@@ -115,13 +114,24 @@ unsafe extern "system" {
 const INDEX_ALL: u16 = 1;
 const QUICK: u16 = 0;
 
-/// The table's indexes as `SQLStatistics` lists them, each kept as it is (over ODBC inrush
-/// drops none); empty when the driver cannot list them.
-pub(crate) fn indexes(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Vec<IndexInfo> {
+/// An index as `SQLStatistics` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Index {
+    pub(crate) name: String,
+    /// Its `INDEX_QUALIFIER`: the schema that holds it on Oracle and DB2 (SQL Server's
+    /// driver gives the table's name).
+    pub(crate) qualifier: Option<String>,
+    pub(crate) unique: bool,
+    /// `SQL_INDEX_CLUSTERED`: the index holds the table's rows (SQL Server).
+    pub(crate) clustered: bool,
+}
+
+/// The table's indexes as `SQLStatistics` lists them; empty when the driver cannot list them.
+pub(crate) fn indexes(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Vec<Index> {
     listed(conn, schema, table).unwrap_or_default()
 }
 
-fn listed(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Vec<IndexInfo>> {
+fn listed(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Vec<Index>> {
     let read = || failed(format!("reading the indexes of {table}"));
     let statement: StatementImpl<'_> = conn.preallocate().map_err(read())?.into_handle();
     let (schema_ptr, schema_len) = match schema {
@@ -148,8 +158,10 @@ fn listed(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Ve
     }
     // SAFETY: the statement now holds SQLStatistics' result set.
     let mut cursor = unsafe { CursorImpl::new(statement) };
-    let (mut found, mut name, mut kind, mut non_unique) =
+    let mut found: Vec<Index> = Vec::new();
+    let (mut name, mut kind, mut non_unique, mut qualifier) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
     while let Some(mut row) = cursor.next_row().map_err(read())? {
         // TYPE 0 (SQL_TABLE_STAT) is the table's own row, without an index.
         row.get_text(7, &mut kind).map_err(read())?;
@@ -157,15 +169,17 @@ fn listed(conn: &Connection<'_>, schema: Option<&str>, table: &str) -> Result<Ve
             continue;
         }
         row.get_text(4, &mut non_unique).map_err(read())?;
-        let name = String::from_utf8_lossy(&name).into_owned();
-        if found.iter().any(|i: &IndexInfo| i.name == name) {
+        let qualified = row.get_text(5, &mut qualifier).map_err(read())?;
+        let name = text(&name);
+        // One row per column of each index.
+        if found.iter().any(|i| i.name == name) {
             continue;
         }
-        found.push(IndexInfo {
+        found.push(Index {
             name,
+            qualifier: (qualified && !qualifier.is_empty()).then(|| text(&qualifier)),
             unique: non_unique == b"0",
-            stays: Some("kept: over ODBC inrush changes no definition".into()),
-            ..IndexInfo::default()
+            clustered: kind == b"1",
         });
     }
     Ok(found)

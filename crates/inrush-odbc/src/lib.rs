@@ -9,7 +9,7 @@
 //! (`inrush_load::target`); a COMMIT whose answer is lost is asked about ([`outcome`]), and
 //! `--resume` commits block by block with a ledger ([`ledger`]), in tables beside the
 //! target's ([`books`]). The table's indexes and keys stay as they are: over ODBC inrush
-//! changes no definition.
+//! changes no definition, and the plan says how to build them after the load ([`advice`]).
 
 mod advice;
 mod apart;

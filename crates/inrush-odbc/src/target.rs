@@ -232,10 +232,15 @@ impl Target for OdbcTarget {
             })?;
         let (schema, name) = (schema.as_deref(), name.as_str());
         refuse_rejects(opts, &driver)?;
+        let quote = |n: &str| quote_name(driver.quote, n);
         let asked = std::env::var(arrays::VARIABLE).ok();
         let arrays = Policy::of(&driver, asked.as_deref())?;
         let ledger = ledger_of(&driver, schema, name);
         let qualified = ledger.table().to_string();
+        let indexes = indexes
+            .iter()
+            .map(|i| advice::index(driver.kind(), &qualified, quote, i))
+            .collect();
         let (columns, create_sql) = match (create, columns.is_empty()) {
             (None, false) => (columns, None),
             (None, true) => {
@@ -326,7 +331,8 @@ struct OdbcLoad<'t> {
     books: Arc<Books>,
     /// Whether the marks' and records' tables are there (see [`Books::prepare`]).
     marks: bool,
-    /// The table's indexes, as the driver lists them: kept, and said.
+    /// The table's indexes, as the driver lists them: kept, and said (with advice, where
+    /// there is some).
     indexes: Vec<IndexInfo>,
     /// Writers opened so far, each mark's token apart.
     writers: usize,
@@ -363,10 +369,7 @@ impl Load for OdbcLoad<'_> {
         load_bytes: Option<u64>,
     ) -> Result<LoadPlan> {
         let can = Capabilities {
-            keeps_all: Some(format!(
-                "indexes and keys are kept: over ODBC inrush changes none of {}'s definitions",
-                self.table.name
-            )),
+            keeps_all: Some(advice::indexes_rule(self.driver.kind(), &self.table.name)),
             notes: advice::notes(&self.driver.dbms, &self.table.name),
             ..Capabilities::default()
         };
