@@ -331,6 +331,38 @@ pub async fn share_own_claim(client: &Client, table_oid: u32) -> Result<()> {
     Ok(())
 }
 
+/// The claim on a table's definitions in `pg_locks`, `$1` its key: a `bigint` advisory lock
+/// shows its halves as `classid` and `objid`, and `objsubid` 1.
+const CLAIM_LOCKS: &str = "FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 \
+    AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid \
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+
+/// Lets go of this session's claim on `table_oid`'s definitions, which are all in place by
+/// now, and tells whether another session holds it or waits for it still: a load of the
+/// table that ends later. Of loads that end one after the other, each lets go before it
+/// looks, so the last to look finds no other, whatever the order.
+pub async fn release_claim(client: &Client, table_oid: u32) -> Result<bool> {
+    let key = claim_key(table_oid);
+    let what = "letting go of the claim on the table's definitions";
+    client
+        .execute(
+            &format!(
+                "SELECT CASE l.mode WHEN 'ExclusiveLock' THEN pg_advisory_unlock($1) \
+                 ELSE pg_advisory_unlock_shared($1) END {CLAIM_LOCKS} \
+                 AND l.granted AND l.pid = pg_backend_pid()"
+            ),
+            &[&key],
+        )
+        .await
+        .map_err(query_error(what))?;
+    let sql = format!("SELECT EXISTS (SELECT 1 {CLAIM_LOCKS} AND l.pid <> pg_backend_pid())");
+    Ok(client
+        .query_one(&sql, &[&key])
+        .await
+        .map_err(query_error(what))?
+        .get(0))
+}
+
 /// Validates a foreign key that is NOT VALID: it reads the table, taking no lock that stops
 /// writers.
 pub async fn validate_foreign_key(

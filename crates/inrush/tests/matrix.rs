@@ -852,6 +852,70 @@ fn loads_of_one_table_at_once_all_succeed() {
     assert_eq!(db.journal_len(), 0);
 }
 
+/// Of two loads of one table, the first to end leaves the statistics to the other, still
+/// running, which takes them at its end, with every row of both committed by then: one
+/// ANALYZE, not one waiting for the other's.
+#[test]
+fn the_last_of_two_loads_of_one_table_takes_its_statistics() {
+    use std::io::Write;
+    let db = Db::fresh("last_analyzes");
+    db.exec("CREATE TABLE t (id int, s text); CREATE INDEX t_s ON t (s); INSERT INTO t SELECT g, 'x' FROM generate_series(1, 1000) g");
+    let analyzed = || db.int("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 't'");
+    // From standard input, of no size known beforehand: it keeps the index and shares the
+    // table with other loads, and runs until its input ends.
+    let mut longer = Command::new(env!("CARGO_BIN_EXE_inrush"))
+        .args([
+            "load",
+            "-",
+            "--to",
+            &db.conninfo,
+            "--table",
+            "t",
+            "--no-progress",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = longer.stdin.take().unwrap();
+    // More than the first block the load reads before it claims the table.
+    let first: String = (0..200_000).map(|i| format!("{i},first\n")).collect();
+    input.write_all(first.as_bytes()).unwrap();
+    let shared = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND mode = 'ShareLock' AND granted";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.int(shared) == 0 {
+        if std::time::Instant::now() > deadline {
+            drop(input);
+            panic!("never started: {:?}", inrush_testkit::finish(longer));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("in.csv");
+    std::fs::write(&file, "1001,a\n1002,b\n").unwrap();
+    let (code, out) = inrush_testkit::finish(inrush_testkit::spawn_load(
+        env!("CARGO_BIN_EXE_inrush"),
+        &db,
+        file.to_str().unwrap(),
+        "t",
+        &[],
+    ));
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("left to another inrush load of \"public\".\"t\" still running"),
+        "{out}"
+    );
+    assert_eq!(analyzed(), 0);
+    input.write_all(b"-2,last\n").unwrap();
+    drop(input);
+    let (code, out) = inrush_testkit::finish(longer);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("left to another inrush load"), "{out}");
+    assert_eq!(analyzed(), 1);
+    assert_eq!(db.int("SELECT count(*) FROM t"), 1000 + 200_000 + 3);
+}
+
 /// Loads of several tables at once into a database inrush has not loaded before: each makes
 /// inrush's own tables (the journal of the indexes it drops, the record of its commit) if they
 /// are missing, and none fails because another made one first.

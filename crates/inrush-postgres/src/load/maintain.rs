@@ -35,6 +35,17 @@ pub(super) fn maintain(
     if load_plan.after == Maintenance::None {
         return;
     }
+    // Loads of one table that end together would each take its statistics, one waiting for
+    // the other's; only the last needs to, and it sees every row committed before it looked.
+    // A load beside this one that fails leaves them to autovacuum.
+    let others = runtime.block_on(crate::ddl::release_claim(control, table.oid));
+    if let (Ok(true), Some(sql)) = (&others, statement(&table.qualified())) {
+        notes.push(format!(
+            "{sql} left to another inrush load of {} still running: the last load of a table to end takes its statistics (autovacuum, if that one commits nothing)",
+            table.qualified()
+        ));
+        return;
+    }
     reporter.phase(Phase::Maintain {
         vacuum: load_plan.after == Maintenance::VacuumAnalyze,
     });
