@@ -402,6 +402,36 @@ pub async fn redo_position(conn: &mut Conn) -> Option<u64> {
     None
 }
 
+/// Who holds a metadata lock on `schema`.`table`, for a message: each session's connection
+/// id, account and statement, as MariaDB's `metadata_lock_info` plugin lists them; without
+/// the plugin the server cannot tell, and the words say how to have them named.
+pub async fn lock_holders(conn: &mut Conn, schema: &str, table: &str) -> String {
+    let sql = "SELECT DISTINCT p.ID, p.USER, p.HOST, COALESCE(p.INFO, '') \
+               FROM information_schema.METADATA_LOCK_INFO m \
+               JOIN information_schema.PROCESSLIST p ON p.ID = m.THREAD_ID \
+               WHERE m.TABLE_SCHEMA = ? AND m.TABLE_NAME = ? AND p.ID <> CONNECTION_ID() \
+               ORDER BY p.ID";
+    let listed: std::result::Result<Vec<(u64, String, String, String)>, _> =
+        conn.exec(sql, (schema, table)).await;
+    let Ok(holders) = listed else {
+        return "MariaDB names the session holding it once its metadata_lock_info plugin is installed (INSTALL SONAME 'metadata_lock_info')".into();
+    };
+    if holders.is_empty() {
+        return "it let go of the table meanwhile".into();
+    }
+    let sessions: Vec<String> = holders
+        .iter()
+        .map(|(id, user, host, statement)| {
+            let doing = match statement.is_empty() {
+                true => "idle in its transaction".to_string(),
+                false => format!("running {}", statement.chars().take(80).collect::<String>()),
+            };
+            format!("connection {id} ({user}@{host}, {doing})")
+        })
+        .collect();
+    format!("held by {}", sessions.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1276,19 +1276,33 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
 
 /// A session with the table open in a transaction holds its metadata lock: the DROP INDEX
 /// waits for it only so long (and, waiting, makes every new query of the table wait too), then
-/// the load goes on with the indexes, and the plan in the summary says why.
+/// the load goes on with the indexes, and the plan in the summary says why, naming the session
+/// (MariaDB's metadata_lock_info plugin lists it).
 #[test]
 fn a_drop_that_waits_too_long_for_a_metadata_lock_keeps_the_indexes() {
     let db = MariaDb::fresh("drop_mdl");
+    let plugin =
+        "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO'";
+    if db.rows(plugin) == ["0"] {
+        db.exec("INSTALL SONAME 'metadata_lock_info'");
+    }
     let dir = shared_dir();
     let (csv, before) = signal_table(&db, dir.path());
     let reader = "SELECT SLEEP(64)";
     let mut reading = hold(&db, "SELECT COUNT(*) FROM c", reader);
+    let holder = db.rows(&format!(
+        "SELECT id FROM information_schema.processlist WHERE info = '{reader}'"
+    ));
     let (code, out) = load(&csv, &db, "c", &["--index-threshold", "0", "--json"]);
     end_session(&db, reader);
     let _ = reading.wait();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("another session kept c open for 5 s"), "{out}");
+    assert!(
+        out.contains(&format!("held by connection {} (inrush@", holder[0])),
+        "{out}"
+    );
+    assert!(out.contains(&format!("running {reader})")), "{out}");
     assert_table(&db, &before, "1000");
 }
 

@@ -223,7 +223,10 @@ fn plan_says_the_table_keeps_its_indexes_and_changes_nothing() {
         "{out}"
     );
     // Where inrush's own target would rebuild them instead.
-    assert!(out.contains("inrush's own target (--to postgresql://...)"), "{out}");
+    assert!(
+        out.contains("inrush's own target (--to postgresql://...)"),
+        "{out}"
+    );
     // Each index the driver lists, by name.
     assert!(
         out.contains("index ours_pkey") && out.contains("index ours_day"),

@@ -655,13 +655,18 @@ impl Load for MysqlLoad<'_> {
                     if let Ok(journaled) = ddl::pending(&mut fresh, Some((schema, name))).await {
                         ddl::restore(&mut fresh, &journaled).await?;
                     }
-                    let _ = fresh.disconnect().await;
-                    return Ok(Err(match crate::waited_too_long(&e) {
-                        true => inrush_load::plan::held_open(name),
+                    let why = match crate::waited_too_long(&e) {
+                        true => format!(
+                            "{}; {}",
+                            inrush_load::plan::held_open(name),
+                            crate::catalog::lock_holders(&mut fresh, schema, name).await
+                        ),
                         false => format!(
                             "{e} (dropping them needs the ALTER and INDEX rights on the table and CREATE in its database, for the tables where inrush journals them and records its commit)"
                         ),
-                    }));
+                    };
+                    let _ = fresh.disconnect().await;
+                    return Ok(Err(why));
                 }
                 Err(e) => return Err(e),
             };
