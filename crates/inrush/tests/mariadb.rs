@@ -1219,12 +1219,26 @@ fn a_signal_after_the_commit_keeps_the_rows_and_finishes_the_index() {
     assert_table(&db, &before, "1000");
 }
 
+/// The server's `metadata_lock_info` plugin installed, once for every test: without it MariaDB
+/// cannot tell who holds a table's metadata lock.
+fn lists_metadata_locks(db: &MariaDb) {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let plugin = "SELECT COUNT(*) FROM information_schema.PLUGINS \
+                      WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO'";
+        if db.rows(plugin) == ["0"] {
+            db.exec("INSTALL SONAME 'metadata_lock_info'");
+        }
+    });
+}
+
 /// A second signal while the rebuild after the commit waits for another session's metadata
-/// lock stops that wait: the rows stay, exit 8 says so and names `inrush recover`, which puts
-/// the index back once the session is gone.
+/// lock stops that wait: the rows stay, exit 8 says so, naming the session, and names `inrush
+/// recover`, which puts the index back once the session is gone.
 #[test]
 fn a_second_signal_while_the_rebuild_waits_for_a_metadata_lock_leaves_the_index_to_recover() {
     let db = MariaDb::fresh("signal_rebuild");
+    lists_metadata_locks(&db);
     let dir = shared_dir();
     let reader = "SELECT SLEEP(66)";
     let (load, mut reading, before) =
@@ -1239,6 +1253,7 @@ fn a_second_signal_while_the_rebuild_waits_for_a_metadata_lock_leaves_the_index_
         "the load committed 1000 rows",
         "stopped waiting at the second interrupt",
         "recover",
+        "kept open (held by connection ",
     ] {
         assert!(stderr.contains(said), "expected {said:?} in:\n{stderr}");
     }
@@ -1281,11 +1296,7 @@ fn a_signal_ends_a_drop_that_waits_for_a_metadata_lock() {
 #[test]
 fn a_drop_that_waits_too_long_for_a_metadata_lock_keeps_the_indexes() {
     let db = MariaDb::fresh("drop_mdl");
-    let plugin =
-        "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'METADATA_LOCK_INFO'";
-    if db.rows(plugin) == ["0"] {
-        db.exec("INSTALL SONAME 'metadata_lock_info'");
-    }
+    lists_metadata_locks(&db);
     let dir = shared_dir();
     let (csv, before) = signal_table(&db, dir.path());
     let reader = "SELECT SLEEP(64)";

@@ -898,10 +898,17 @@ async fn restore_bounded(
                 })
                 .collect();
             let what = format!("indexes {}", names.join(", "));
+            let holders = match dropped.first() {
+                Some(d) => format!(
+                    " ({})",
+                    catalog::lock_holders(conn, &d.schema, &d.table).await
+                ),
+                None => String::new(),
+            };
             Err(Error::Engine {
                 engine: "MariaDB",
                 what: "after the load".into(),
-                message: gave_up(&what, &table, "", stopped, started.elapsed()),
+                message: gave_up(&what, &table, &holders, stopped, started.elapsed()),
                 code: None,
             })
         }
