@@ -195,7 +195,7 @@ class Server:
 
     def facts(self) -> dict:
         names = ("version", "innodb_buffer_pool_size", "innodb_flush_log_at_trx_commit",
-                 "innodb_log_file_size", "innodb_doublewrite", "innodb_autoinc_lock_mode",
+                 "innodb_log_file_size", "innodb_doublewrite", "innodb_autoinc_lock_mode", "innodb_sort_buffer_size",
                  "innodb_max_dirty_pages_pct", "log_bin", "local_infile", "secure_file_priv",
                  "sql_mode", "character_set_server", "max_allowed_packet")
         row = self.sql("SELECT " + ", ".join(f"@@GLOBAL.{n}" for n in names))[0]

@@ -250,10 +250,10 @@ class Maria(Engine):
     INDEX_SQL = (f"SELECT DISTINCT index_name FROM information_schema.statistics "
                  f"WHERE table_schema = DATABASE() AND table_name = '{TABLE}' ORDER BY 1")
 
-    def __init__(self, scratch: Path):
+    def __init__(self, scratch: Path, options: list[str] = ()):
         # The server's own default durability: mariadb.sh sets innodb_flush_log_at_trx_commit=2
         # for its throwaway test servers; a later option wins.
-        self.server = mariadb.Server(scratch, None, ["--innodb-flush-log-at-trx-commit=1"])
+        self.server = mariadb.Server(scratch, None, ["--innodb-flush-log-at-trx-commit=1", *options])
 
     def start(self) -> None:
         run.log(f"starting MariaDB in {self.server.data} on port {self.server.port}")
@@ -513,11 +513,16 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--pg-set", action="append", default=[], metavar="NAME=VALUE",
                     help="a setting of the loads' PostgreSQL server (ALTER SYSTEM; a reloadable one), "
                          "e.g. max_wal_size=64GB; repeatable")
+    ap.add_argument("--mariadb-set", action="append", default=[], metavar="--OPTION=VALUE",
+                    help="a startup option of the loads' MariaDB server, after the defaults, "
+                         "e.g. --mariadb-set=--innodb-sort-buffer-size=64M; repeatable")
     ap.add_argument("--keep", action="store_true",
                     help="keep the scratch directory /tmp/inrush-scale-* (CSVs, databases, logs)")
     args = ap.parse_args()
     if any("=" not in s for s in args.pg_set):
         ap.error("--pg-set takes NAME=VALUE")
+    if any(not s.startswith("--") for s in args.mariadb_set):
+        ap.error("--mariadb-set takes a server option as mariadbd reads it: --name=value")
     try:
         args.scales = sorted(float(s) for s in args.scales.split(","))
     except ValueError:
@@ -568,7 +573,7 @@ def main() -> int:
         results, facts = [], {}
         order = [e for e in RUN_ORDER if e in args.engines]
         for k, name in enumerate(order):
-            engine = {"pg": lambda: Pg(pg_bin, scratch, settings=args.pg_set), "mariadb": lambda: Maria(scratch),
+            engine = {"pg": lambda: Pg(pg_bin, scratch, settings=args.pg_set), "mariadb": lambda: Maria(scratch, args.mariadb_set),
                       "sqlite": lambda: Sqlite(scratch)}[name]()
             engines.append(engine)
             engine.start()
